@@ -1,0 +1,47 @@
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "io/config.h"
+
+namespace ensemble::cli {
+
+// Parsed command line: `ensemble-cli <command> [--flag value]... [--set key=value]...`.
+struct CliArgs {
+    std::string command;
+    std::map<std::string, std::string> options;  // --flag value (last wins)
+    std::vector<std::string> sets;               // every --set, in order
+    std::vector<std::string> switches;           // flags without a value (e.g. --quiet)
+
+    bool has(const std::string& flag) const { return options.count(flag) > 0; }
+    std::string get(const std::string& flag, const std::string& fallback = {}) const {
+        const auto it = options.find(flag);
+        return it == options.end() ? fallback : it->second;
+    }
+    bool flag(const std::string& name) const;
+    // Throws ConfigError naming the flag when it is missing.
+    std::string require(const std::string& flag) const;
+};
+
+// Throws ConfigError for a flag the command does not know or a flag missing its value.
+// `valueFlags` take a value; `switchFlags` do not.
+CliArgs parseArgs(int argc, char** argv, const std::vector<std::string>& valueFlags,
+                  const std::vector<std::string>& switchFlags);
+
+// --config FILE|PRESET (optional: defaults), then every --set in order.
+nlohmann::json configJsonFrom(const CliArgs& args);
+ExperimentConfig configFrom(const CliArgs& args);
+
+// Commands; each returns the process exit code and throws ConfigError / DataError /
+// RuntimeError, which main() maps to exit codes 2 / 3 / 4.
+int commandTrain(const CliArgs& args);
+int commandPredict(const CliArgs& args);
+int commandDataset(const CliArgs& args);
+int commandBench(const CliArgs& args);
+int commandEval(const CliArgs& args);
+
+}  // namespace ensemble::cli

@@ -1,0 +1,382 @@
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/cli_args.h"
+#include "data/dataset.h"
+#include "io/atomic_file.h"
+#include "io/errors.h"
+#include "io/model_io.h"
+#include "train/trainer.h"
+
+namespace ensemble::cli {
+
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+int64_t parseCount(const CliArgs& args, const std::string& flag, int64_t fallback, int64_t lo) {
+    if (!args.has(flag)) {
+        return fallback;
+    }
+    const std::string text = args.get(flag);
+    char* end = nullptr;
+    const long long value = std::strtoll(text.c_str(), &end, 10);
+    if (end == text.c_str() || *end != '\0' || value < lo) {
+        throw ConfigError(flag + ": expected an integer >= " + std::to_string(lo) + ", got '" +
+                          text + "'");
+    }
+    return value;
+}
+
+json splitJson(const SplitMetrics& m) {
+    return json{{"loss", m.loss}, {"accuracy", m.accuracy}};
+}
+
+// The `train --metrics` report: the last evaluation, per member and for the ensemble.
+json evaluationJson(const Trainer& trainer, const Evaluation& e) {
+    json members = json::array();
+    const auto& cfg = trainer.config();
+    for (std::size_t k = 0; k < e.members.size(); ++k) {
+        const MemberEvaluation& m = e.members[k];
+        members.push_back(json{{"member", k},
+                               {"train", splitJson(m.train)},
+                               {"test", splitJson(m.test)},
+                               {"diverged", m.diverged},
+                               {"lr", cfg.optimizer.lr[k]},
+                               {"momentum", cfg.optimizer.momentum[k]},
+                               {"weight_decay", cfg.optimizer.weightDecay[k]}});
+    }
+    return json{{"step", e.step},
+                {"epoch", e.epoch},
+                {"ensemble", {{"train", splitJson(e.ensembleTrain)}, {"test", splitJson(e.ensembleTest)}}},
+                {"members", members}};
+}
+
+std::string formatRate(double perSecond) {
+    char buf[32];
+    if (perSecond >= 1e6) {
+        std::snprintf(buf, sizeof buf, "%.2fM", perSecond / 1e6);
+    } else if (perSecond >= 1e3) {
+        std::snprintf(buf, sizeof buf, "%.1fk", perSecond / 1e3);
+    } else {
+        std::snprintf(buf, sizeof buf, "%.1f", perSecond);
+    }
+    return buf;
+}
+
+void printSummary(const Trainer& trainer, const Evaluation& e) {
+    std::printf("\n%-10s %10s %10s %10s %10s %8s\n", "", "train loss", "train acc", "test loss",
+                "test acc", "lr");
+    const auto& lr = trainer.config().optimizer.lr;
+    const std::size_t k = e.members.size();
+    auto row = [&](std::size_t i) {
+        const MemberEvaluation& m = e.members[i];
+        if (m.diverged) {
+            std::printf("member %-3zu %10s %10s %10s %10s %8.2g  (diverged: left out)\n", i, "-",
+                        "-", "-", "-", lr[i]);
+            return;
+        }
+        std::printf("member %-3zu %10.4f %10.4f %10.4f %10.4f %8.2g\n", i, m.train.loss,
+                    m.train.accuracy, m.test.loss, m.test.accuracy, lr[i]);
+    };
+    if (k <= 16) {
+        for (std::size_t i = 0; i < k; ++i) {
+            row(i);
+        }
+    } else {
+        // Long ensembles: the best and worst members by test accuracy, then the rest summarised.
+        std::vector<std::size_t> order(k);
+        std::iota(order.begin(), order.end(), 0);
+        std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+            return e.members[a].test.accuracy > e.members[b].test.accuracy;
+        });
+        for (std::size_t i = 0; i < 3; ++i) {
+            row(order[i]);
+        }
+        std::printf("%-10s (%zu more members)\n", "...", k - 6);
+        for (std::size_t i = k - 3; i < k; ++i) {
+            row(order[i]);
+        }
+    }
+    double meanTest = 0.0;
+    int used = 0;
+    for (const auto& m : e.members) {
+        if (!m.diverged) {
+            meanTest += m.test.accuracy;
+            ++used;
+        }
+    }
+    std::printf("%-10s %10.4f %10.4f %10.4f %10.4f\n", "ensemble", e.ensembleTrain.loss,
+                e.ensembleTrain.accuracy, e.ensembleTest.loss, e.ensembleTest.accuracy);
+    if (used > 0) {
+        std::printf("mean member test accuracy %.4f; ensemble %.4f (%d of %zu members)\n",
+                    meanTest / used, e.ensembleTest.accuracy, used, k);
+    }
+}
+
+}  // namespace
+
+bool CliArgs::flag(const std::string& name) const {
+    return std::find(switches.begin(), switches.end(), name) != switches.end();
+}
+
+std::string CliArgs::require(const std::string& flag) const {
+    if (!has(flag)) {
+        throw ConfigError("missing " + flag + " (see ensemble-cli " + command + " --help)");
+    }
+    return get(flag);
+}
+
+CliArgs parseArgs(int argc, char** argv, const std::vector<std::string>& valueFlags,
+                  const std::vector<std::string>& switchFlags) {
+    CliArgs args;
+    args.command = argv[1];
+    for (int i = 2; i < argc; ++i) {
+        std::string arg = argv[i];
+        std::string value;
+        bool inlineValue = false;
+        const auto eq = arg.find('=');
+        if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+            value = arg.substr(eq + 1);
+            arg = arg.substr(0, eq);
+            inlineValue = true;
+        }
+        if (arg == "--help" || arg == "-h") {
+            args.switches.push_back("--help");
+            continue;
+        }
+        if (std::find(switchFlags.begin(), switchFlags.end(), arg) != switchFlags.end()) {
+            args.switches.push_back(arg);
+            continue;
+        }
+        if (std::find(valueFlags.begin(), valueFlags.end(), arg) == valueFlags.end()) {
+            throw ConfigError("unknown option '" + arg + "' for " + args.command +
+                              " (see ensemble-cli " + args.command + " --help)");
+        }
+        if (!inlineValue) {
+            if (i + 1 >= argc) {
+                throw ConfigError(arg + " needs a value");
+            }
+            value = argv[++i];
+        }
+        if (arg == "--set") {
+            args.sets.push_back(value);
+        } else {
+            args.options[arg] = value;
+        }
+    }
+    return args;
+}
+
+json configJsonFrom(const CliArgs& args) {
+    json root = args.has("--config") ? loadConfigJson(args.get("--config")) : json::object();
+    for (const std::string& s : args.sets) {
+        applyOverride(root, s);
+    }
+    return root;
+}
+
+ExperimentConfig configFrom(const CliArgs& args) {
+    return parseConfig(configJsonFrom(args));
+}
+
+int commandTrain(const CliArgs& args) {
+    const ExperimentConfig config = configFrom(args);
+    std::string notice;
+    std::unique_ptr<Trainer> trainer = makeTrainer(config, &notice);
+    if (!notice.empty()) {
+        std::fprintf(stderr, "%s\n", notice.c_str());
+    }
+    const bool quiet = args.flag("--quiet");
+    const bool tty = isatty(fileno(stderr)) != 0;
+    const DataSplit& data = trainer->data();
+    if (!quiet) {
+        std::fprintf(stderr,
+                     "training %d members on %s (%lld train / %lld test rows, %d classes) for "
+                     "%lld steps on %s\n",
+                     trainer->members(), data.name.c_str(), static_cast<long long>(data.train.rows),
+                     static_cast<long long>(data.test.rows), data.classes,
+                     static_cast<long long>(trainer->totalSteps()),
+                     trainer->backend().name().c_str());
+    }
+    auto lastLine = Clock::now();
+    auto onProgress = [&](const TrainingProgress& p) {
+        if (quiet) {
+            return;
+        }
+        // On a terminal the line is redrawn in place; in a log a line every few seconds.
+        const auto now = Clock::now();
+        if (!tty && p.step < p.totalSteps &&
+            std::chrono::duration<double>(now - lastLine).count() < 5.0) {
+            return;
+        }
+        lastLine = now;
+        std::fprintf(stderr, "%sstep %lld/%lld  epoch %.2f  loss %.4f  %s member-steps/s%s%s",
+                     tty ? "\r" : "", static_cast<long long>(p.step),
+                     static_cast<long long>(p.totalSteps), p.epoch, p.loss,
+                     formatRate(p.memberStepsPerSecond).c_str(),
+                     p.divergedMembers > 0
+                         ? ("  " + std::to_string(p.divergedMembers) + " diverged").c_str()
+                         : "",
+                     tty ? "   " : "\n");
+    };
+    Evaluation last;
+    const auto start = Clock::now();
+    trainer->run(onProgress, [&](const Evaluation& e) { last = e; });
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    if (!quiet && tty) {
+        std::fprintf(stderr, "\n");
+    }
+    if (trainer->totalSteps() == 0) {
+        last = trainer->evaluate();
+    }
+    if (!quiet) {
+        printSummary(*trainer, last);
+        std::printf("%lld steps in %.2f s (%s member-steps/s)\n",
+                    static_cast<long long>(trainer->step()), elapsed,
+                    formatRate(elapsed > 0 ? trainer->step() * trainer->members() / elapsed : 0)
+                        .c_str());
+    }
+    const json metrics = evaluationJson(*trainer, last);
+    if (args.has("--metrics")) {
+        writeFileAtomic(args.get("--metrics"), metrics.dump(2) + "\n");
+    }
+    if (args.has("--export")) {
+        exportEnsemble(args.get("--export"), *trainer, metrics);
+        if (!quiet) {
+            std::fprintf(stderr, "exported weights to %s\n", args.get("--export").c_str());
+        }
+    }
+    return 0;
+}
+
+int commandPredict(const CliArgs& args) {
+    const LoadedEnsemble ensemble = importEnsemble(args.require("--weights"));
+    const Dataset input = readCsvFeatures(args.require("--input"), ensemble.layout.inputs());
+    const std::string output = args.require("--output");
+    const int threads = static_cast<int>(parseCount(args, "--threads", 0, 0));
+    const std::vector<float> logProbs =
+        predictLogProbs(ensemble, input.x.data(), input.rows, threads);
+
+    const int k = ensemble.layout.members();
+    const int c = ensemble.layout.classes();
+    const int64_t rows = input.rows;
+    int used = 0;
+    for (int m = 0; m < k; ++m) {
+        used += ensemble.diverged[static_cast<std::size_t>(m)] ? 0 : 1;
+    }
+    std::string out;
+    out.reserve(static_cast<std::size_t>(rows) * (k + 1) * c * 12);
+    for (int j = 0; j < c; ++j) {
+        out += (j ? ",ens_p" : "ens_p") + std::to_string(j);
+    }
+    for (int m = 0; m < k; ++m) {
+        for (int j = 0; j < c; ++j) {
+            out += ",m" + std::to_string(m) + "_p" + std::to_string(j);
+        }
+    }
+    out += '\n';
+    char buf[32];
+    std::vector<double> ens(static_cast<std::size_t>(c));
+    for (int64_t i = 0; i < rows; ++i) {
+        std::fill(ens.begin(), ens.end(), 0.0);
+        for (int m = 0; m < k; ++m) {
+            if (ensemble.diverged[static_cast<std::size_t>(m)]) {
+                continue;
+            }
+            for (int j = 0; j < c; ++j) {
+                ens[static_cast<std::size_t>(j)] +=
+                    std::exp(static_cast<double>(logProbs[(static_cast<std::size_t>(m) * rows + i) * c + j]));
+            }
+        }
+        for (int j = 0; j < c; ++j) {
+            std::snprintf(buf, sizeof buf, "%s%.9g", j ? "," : "",
+                          used > 0 ? ens[static_cast<std::size_t>(j)] / used : std::nan(""));
+            out += buf;
+        }
+        for (int m = 0; m < k; ++m) {
+            for (int j = 0; j < c; ++j) {
+                std::snprintf(buf, sizeof buf, ",%.9g",
+                              std::exp(static_cast<double>(
+                                  logProbs[(static_cast<std::size_t>(m) * rows + i) * c + j])));
+                out += buf;
+            }
+        }
+        out += '\n';
+    }
+    writeFileAtomic(output, out);
+    return 0;
+}
+
+int commandDataset(const CliArgs& args) {
+    const ExperimentConfig config = configFrom(args);
+    const std::string split = args.get("--split", "train");
+    if (split != "train" && split != "test") {
+        throw ConfigError("--split: expected train or test, got '" + split + "'");
+    }
+    const DataSplit data = loadDataSplit(config.dataset);
+    writeCsv(args.require("--out"), split == "train" ? data.train : data.test);
+    std::fprintf(stderr, "wrote %lld %s rows of %s to %s\n",
+                 static_cast<long long>(split == "train" ? data.train.rows : data.test.rows),
+                 split.c_str(), data.name.c_str(), args.get("--out").c_str());
+    return 0;
+}
+
+int commandBench(const CliArgs& args) {
+    json root = configJsonFrom(args);
+    // Benchmarks never stop for evaluation; the step count is the bench's own.
+    applyOverride(root, "training.eval_every=0");
+    applyOverride(root, "training.epochs=0");
+    applyOverride(root, "training.steps=1000000000");
+    const ExperimentConfig config = parseConfig(root);
+    const int64_t steps = parseCount(args, "--steps", 200, 1);
+    const int64_t warmup = parseCount(args, "--warmup", 20, 0);
+    const int64_t repeat = parseCount(args, "--repeat", 3, 1);
+    std::string notice;
+    std::unique_ptr<Trainer> trainer = makeTrainer(config, &notice);
+    if (!notice.empty()) {
+        std::fprintf(stderr, "%s\n", notice.c_str());
+    }
+    trainer->runSteps(warmup);
+    std::vector<double> rates;
+    for (int64_t r = 0; r < repeat; ++r) {
+        const auto start = Clock::now();
+        trainer->runSteps(steps);
+        const double s = std::chrono::duration<double>(Clock::now() - start).count();
+        rates.push_back(static_cast<double>(steps) / s);
+        std::fprintf(stderr, "repeat %lld: %.1f steps/s\n", static_cast<long long>(r + 1),
+                     rates.back());
+    }
+    std::vector<double> sorted = rates;
+    std::sort(sorted.begin(), sorted.end());
+    const double median = sorted[sorted.size() / 2];
+    const double memberRate = median * trainer->members();
+    if (args.has("--json")) {
+        const json report{{"backend", trainer->backend().name()},
+                          {"members", trainer->members()},
+                          {"batch_size", config.training.batchSize},
+                          {"widths", trainer->layout().widths()},
+                          {"steps", steps},
+                          {"warmup", warmup},
+                          {"steps_per_sec", rates},
+                          {"steps_per_sec_median", median},
+                          {"member_steps_per_sec", memberRate}};
+        writeFileAtomic(args.get("--json"), report.dump(2) + "\n");
+    }
+    std::printf("backend %s, K = %d, batch %d\n", trainer->backend().name().c_str(),
+                trainer->members(), config.training.batchSize);
+    std::printf("RESULT steps_per_sec=%.6g member_steps_per_sec=%.6g\n", median, memberRate);
+    return 0;
+}
+
+}  // namespace ensemble::cli

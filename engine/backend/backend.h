@@ -1,0 +1,77 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "math/activations.h"
+#include "math/optim_rules.h"
+#include "model/mlp.h"
+#include "sampling/batch_plan.h"
+
+namespace ensemble {
+
+// Everything a backend needs to train K members: the model, the (normalised) train split,
+// the batch plan parameters and each member's optimizer rule. Pointers are borrowed for the
+// duration of bind(); a backend copies (or uploads) what it keeps.
+struct TrainingProblem {
+    ParamLayout layout;
+    Activation activation = Activation::Relu;
+    const float* trainX = nullptr;    // rows x inputs, normalised; null for predict-only use
+    const int32_t* trainY = nullptr;  // rows
+    int64_t trainRows = 0;
+    BatchPlanParams plan;
+    std::vector<OptimizerRule> rules;  // one per member; bias corrections are set per step
+};
+
+// A backend runs the batched K-member computation. It is coarse-grained on purpose: one call
+// is a whole training step for all members (sample, forward, loss, backward, update), so a
+// backend can keep a member's activations in cache (CPU) or capture the step as one graph
+// (CUDA) instead of paying a synchronisation per primitive. The primitives themselves, and the
+// per-element math in engine/math, are shared between backends.
+//
+// Precondition for every call but bind(): bind() has succeeded.
+class Backend {
+public:
+    virtual ~Backend() = default;
+
+    // "cpu (2 threads)", "cuda:0 (NVIDIA H100)".
+    virtual std::string name() const = 0;
+
+    // Takes the problem and allocates everything a step needs; no allocation happens later in
+    // step(). Optimizer state starts at zero.
+    virtual void bind(const TrainingProblem& problem) = 0;
+
+    // Replaces all members' parameters (layout order) and resets the optimizer state.
+    virtual void setParameters(const float* params) = 0;
+    // Copies all members' parameters out (layout order).
+    virtual void parameters(float* out) = 0;
+
+    // One optimisation step of every member whose `active[k]` is non-zero, at global step
+    // index `step` (0-based; it selects the batch). Bias correction counts the updates since
+    // bind() or setParameters(). Writes member k's
+    // batch loss (mean over the batch of weighted cross-entropy) to losses[k]. A non-finite
+    // loss means that member's update was skipped; the caller then freezes it.
+    virtual void step(uint64_t step, const uint8_t* active, float* losses) = 0;
+
+    // Log-probabilities of every member for `rows` normalised inputs: out[(k*rows + i)*C + c].
+    virtual void predictLogProbs(const float* x, int64_t rows, float* out) = 0;
+};
+
+// A backend chosen by config. `auto` prefers CUDA and falls back to CPU; `notice` then says
+// why (printed once by the caller). `cuda` without a usable device throws RuntimeError with
+// the CUDA error string.
+struct BackendChoice {
+    std::unique_ptr<Backend> backend;
+    std::string notice;
+};
+
+struct BackendConfig;
+BackendChoice makeBackend(const BackendConfig& config);
+
+// Whether the CUDA backend was compiled in, and if so whether a device is usable; `reason`
+// says why not (for the GUI's disabled choice and for error messages).
+bool cudaAvailable(int device, std::string& reason);
+
+}  // namespace ensemble

@@ -1,0 +1,48 @@
+#pragma once
+
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace ensemble {
+
+// The CPU backend and the oracle for every other backend: Eigen for the matrix products,
+// OpenMP over members (each member's whole step runs on one thread, so results are
+// bit-identical for any thread count), and the shared per-element math of engine/math.
+class CpuBackend final : public Backend {
+public:
+    // threads = 0: all the cores OpenMP reports.
+    explicit CpuBackend(int threads = 0);
+    ~CpuBackend() override;
+
+    std::string name() const override;
+    void bind(const TrainingProblem& problem) override;
+    void setParameters(const float* params) override;
+    void parameters(float* out) override;
+    void step(uint64_t step, const uint8_t* active, float* losses) override;
+    void predictLogProbs(const float* x, int64_t rows, float* out) override;
+
+    int threads() const { return m_threads; }
+
+private:
+    struct Workspace;  // one per thread: activations and gradients of one member
+    // Trains member k for one step on one thread; returns its batch loss.
+    float trainMember(int k, uint64_t step, Workspace& ws, const float* sharedX,
+                      const int32_t* sharedRows, const OptimizerRule& rule, bool firstUpdate);
+
+    int m_threads = 1;
+    TrainingProblem m_problem;
+    std::vector<float> m_trainX;
+    std::vector<int32_t> m_trainY;
+    std::vector<float> m_params;
+    std::vector<float> m_moment1;  // Adam m / SGD momentum buffer
+    std::vector<float> m_moment2;  // Adam v
+    uint64_t m_updates = 0;        // since bind() / setParameters(): drives bias correction
+    std::vector<Workspace> m_workspaces;
+    // Shared batch for bootstrap modes where all members read the same rows.
+    std::vector<int32_t> m_sharedRows;
+    std::vector<float> m_sharedWeights;
+    std::vector<float> m_sharedX;
+};
+
+}  // namespace ensemble

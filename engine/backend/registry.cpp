@@ -1,0 +1,64 @@
+#include <string>
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
+#include "io/config.h"
+#include "io/errors.h"
+#include "train/trainer.h"
+
+#if defined(ENSEMBLE_HAVE_CUDA)
+#include "backend/cuda/cuda_backend.h"
+#endif
+
+namespace ensemble {
+
+bool cudaAvailable(int device, std::string& reason) {
+#if defined(ENSEMBLE_HAVE_CUDA)
+    return cudaDeviceUsable(device, reason);
+#else
+    (void)device;
+    reason = "this build has no CUDA backend (nvcc was not found when it was configured)";
+    return false;
+#endif
+}
+
+BackendChoice makeBackend(const BackendConfig& config) {
+    BackendChoice choice;
+    if (config.kind == BackendKind::Cpu) {
+        choice.backend = std::make_unique<CpuBackend>(config.threads);
+        return choice;
+    }
+    std::string reason;
+    const bool usable = cudaAvailable(config.device, reason);
+    if (config.kind == BackendKind::Cuda) {
+        if (!usable) {
+            throw RuntimeError("backend.kind=cuda: CUDA device " + std::to_string(config.device) +
+                               " is not usable: " + reason);
+        }
+#if defined(ENSEMBLE_HAVE_CUDA)
+        choice.backend = makeCudaBackend(config.device);
+#endif
+        return choice;
+    }
+    // auto: the GPU when there is one, else the CPU, saying why once.
+#if defined(ENSEMBLE_HAVE_CUDA)
+    if (usable) {
+        choice.backend = makeCudaBackend(config.device);
+        return choice;
+    }
+#endif
+    choice.backend = std::make_unique<CpuBackend>(config.threads);
+    choice.notice = "backend auto: using the CPU (" + reason + ")";
+    return choice;
+}
+
+std::unique_ptr<Trainer> makeTrainer(const ExperimentConfig& config, std::string* notice) {
+    DataSplit data = loadDataSplit(config.dataset);
+    BackendChoice choice = makeBackend(config.backend);
+    if (notice != nullptr) {
+        *notice = choice.notice;
+    }
+    return std::make_unique<Trainer>(config, std::move(data), std::move(choice.backend));
+}
+
+}  // namespace ensemble

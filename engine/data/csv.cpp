@@ -1,0 +1,384 @@
+// CSV datasets: a header row, numeric feature columns and an integer `label` column anywhere.
+// Parsing is locale-independent (std::from_chars / std::to_chars): Qt applications call
+// setlocale(LC_ALL, ""), under which strtod and printf would read and write "0,5".
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "data/dataset.h"
+#include "io/atomic_file.h"
+#include "io/errors.h"
+
+namespace ensemble {
+namespace {
+
+// Labels above this are far more likely a wrong column than a real class.
+constexpr int64_t kMaxLabel = 999;
+
+// "x<index>", the name of an unnamed feature. (Built by append: GCC 12 warns falsely,
+// -Wrestrict, on "x" + std::to_string(i).)
+std::string featureName(int index) {
+    std::string name = "x";
+    name += std::to_string(index);
+    return name;
+}
+
+bool isBlank(char c) {
+    return c == ' ' || c == '\t';
+}
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && isBlank(s.front())) {
+        s.remove_prefix(1);
+    }
+    while (!s.empty() && isBlank(s.back())) {
+        s.remove_suffix(1);
+    }
+    return s;
+}
+
+std::string lower(std::string_view s) {
+    std::string out(s);
+    for (char& c : out) {
+        if (c >= 'A' && c <= 'Z') {
+            c = static_cast<char>(c - 'A' + 'a');
+        }
+    }
+    return out;
+}
+
+// "data.csv:17: column 3 ('x2'): " -- every message starts with where the problem is.
+std::string where(const std::string& path, int64_t line, std::size_t column = 0,
+                  std::string_view name = {}) {
+    std::string s = path + ":" + std::to_string(line) + ": ";
+    if (column > 0) {
+        s += "column " + std::to_string(column);
+        if (!name.empty()) {
+            s += " ('" + std::string(name) + "')";
+        }
+        s += ": ";
+    }
+    return s;
+}
+
+// Splits one line into fields. Fields may be quoted ("a,b", "say ""hi"""); whitespace around
+// a field is dropped. Quoted fields cannot span lines.
+std::vector<std::string> splitFields(std::string_view line, const std::string& path,
+                                     int64_t lineNo) {
+    std::vector<std::string> fields;
+    std::size_t pos = 0;
+    while (true) {
+        std::string field;
+        while (pos < line.size() && isBlank(line[pos])) {
+            ++pos;
+        }
+        if (pos < line.size() && line[pos] == '"') {
+            ++pos;
+            bool closed = false;
+            while (pos < line.size()) {
+                if (line[pos] == '"') {
+                    if (pos + 1 < line.size() && line[pos + 1] == '"') {
+                        field += '"';
+                        pos += 2;
+                        continue;
+                    }
+                    ++pos;
+                    closed = true;
+                    break;
+                }
+                field += line[pos++];
+            }
+            if (!closed) {
+                throw DataError(where(path, lineNo, fields.size() + 1) +
+                                "expected a closing '\"' before the end of the line");
+            }
+            while (pos < line.size() && isBlank(line[pos])) {
+                ++pos;
+            }
+            if (pos < line.size() && line[pos] != ',') {
+                throw DataError(where(path, lineNo, fields.size() + 1) +
+                                "expected ',' after the closing '\"', got '" + line[pos] + "'");
+            }
+        } else {
+            std::size_t end = line.find(',', pos);
+            if (end == std::string_view::npos) {
+                end = line.size();
+            }
+            field = std::string(trim(line.substr(pos, end - pos)));
+            pos = end;
+        }
+        fields.push_back(std::move(field));
+        if (pos >= line.size()) {
+            break;
+        }
+        ++pos;  // the comma
+    }
+    return fields;
+}
+
+// A finite number that fits a float, or an error message (empty on success).
+std::string parseFeature(std::string_view text, float& value) {
+    if (text.empty()) {
+        return "expected a number, got an empty field";
+    }
+    std::string_view digits = text;
+    if (digits.front() == '+') {
+        digits.remove_prefix(1);
+    }
+    double v = 0.0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+    if (ec == std::errc::result_out_of_range) {
+        return "expected a number within float range, got '" + std::string(text) + "'";
+    }
+    if (ec != std::errc() || end != digits.data() + digits.size()) {
+        return "expected a number, got '" + std::string(text) + "'";
+    }
+    if (!std::isfinite(v) || std::fabs(v) > std::numeric_limits<float>::max()) {
+        return "expected a finite number within float range, got '" + std::string(text) + "'";
+    }
+    value = static_cast<float>(v);
+    return {};
+}
+
+std::string parseLabel(std::string_view text, int32_t& label) {
+    if (text.empty()) {
+        return "expected an integer label 0, 1, 2, ..., got an empty field";
+    }
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || end != text.data() + text.size()) {
+        return "expected an integer label 0, 1, 2, ..., got '" + std::string(text) + "'";
+    }
+    if (v < 0) {
+        return "expected a label of 0 or more, got '" + std::string(text) + "'";
+    }
+    if (v > kMaxLabel) {
+        return "expected a label of at most " + std::to_string(kMaxLabel) + ", got '" +
+               std::string(text) + "'";
+    }
+    label = static_cast<int32_t>(v);
+    return {};
+}
+
+enum class LabelMode { Required, Skip };
+
+// The shared reader behind readCsv and readCsvFeatures.
+Dataset parseCsv(const std::string& path, LabelMode mode, int expectedFeatures, int* classes) {
+    std::string text = readFile(path);
+    if (text.size() >= 3 && text.compare(0, 3, "\xEF\xBB\xBF") == 0) {
+        text.erase(0, 3);  // UTF-8 byte order mark, as spreadsheets write it
+    }
+
+    Dataset data;
+    std::vector<std::string> header;
+    std::ptrdiff_t labelColumn = -1;
+    int64_t headerLine = 0;
+    int64_t lineNo = 0;
+    int32_t maxLabel = -1;
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+        std::size_t end = text.find('\n', pos);
+        if (end == std::string::npos) {
+            end = text.size();
+        }
+        std::string_view line(text.data() + pos, end - pos);
+        pos = end + 1;
+        ++lineNo;
+        if (!line.empty() && line.back() == '\r') {
+            line.remove_suffix(1);  // CRLF
+        }
+        if (trim(line).empty()) {
+            continue;  // blank lines (a trailing one most often) carry nothing
+        }
+        std::vector<std::string> fields = splitFields(line, path, lineNo);
+
+        if (header.empty()) {
+            headerLine = lineNo;
+            header = std::move(fields);
+            for (std::size_t c = 0; c < header.size(); ++c) {
+                if (lower(header[c]) != "label") {
+                    continue;
+                }
+                if (labelColumn >= 0) {
+                    throw DataError(where(path, lineNo, c + 1, header[c]) +
+                                    "a second label column (the first is column " +
+                                    std::to_string(labelColumn + 1) + ")");
+                }
+                labelColumn = static_cast<std::ptrdiff_t>(c);
+            }
+            if (labelColumn < 0 && mode == LabelMode::Required) {
+                std::string names;
+                for (const auto& h : header) {
+                    names += (names.empty() ? "" : ", ") + ("'" + h + "'");
+                }
+                throw DataError(where(path, lineNo) +
+                                "expected a 'label' column (integer classes 0, 1, ...) in the "
+                                "header, found only " +
+                                names);
+            }
+            for (std::size_t c = 0; c < header.size(); ++c) {
+                if (static_cast<std::ptrdiff_t>(c) == labelColumn) {
+                    continue;
+                }
+                const int index = static_cast<int>(data.featureNames.size());
+                data.featureNames.push_back(header[c].empty() ? featureName(index) : header[c]);
+            }
+            data.features = static_cast<int>(data.featureNames.size());
+            if (data.features == 0) {
+                throw DataError(where(path, lineNo) +
+                                "expected at least one feature column besides 'label'");
+            }
+            if (expectedFeatures >= 0 && data.features != expectedFeatures) {
+                throw DataError(where(path, lineNo) + "expected " +
+                                std::to_string(expectedFeatures) +
+                                " feature columns (as the model was trained with), got " +
+                                std::to_string(data.features));
+            }
+            continue;
+        }
+
+        if (fields.size() < header.size()) {
+            const std::size_t c = fields.size();
+            throw DataError(where(path, lineNo, c + 1, header[c]) +
+                            "expected a value, but the row ends after " + std::to_string(c) +
+                            " of the header's " + std::to_string(header.size()) + " columns");
+        }
+        if (fields.size() > header.size()) {
+            throw DataError(where(path, lineNo, header.size() + 1) +
+                            "expected the row to end (the header has " +
+                            std::to_string(header.size()) + " columns), got '" +
+                            fields[header.size()] + "'");
+        }
+        for (std::size_t c = 0; c < fields.size(); ++c) {
+            std::string error;
+            if (static_cast<std::ptrdiff_t>(c) == labelColumn) {
+                if (mode == LabelMode::Skip) {
+                    continue;
+                }
+                int32_t label = 0;
+                error = parseLabel(fields[c], label);
+                if (error.empty()) {
+                    data.y.push_back(label);
+                    maxLabel = std::max(maxLabel, label);
+                }
+            } else {
+                float value = 0.0f;
+                error = parseFeature(fields[c], value);
+                if (error.empty()) {
+                    data.x.push_back(value);
+                }
+            }
+            if (!error.empty()) {
+                throw DataError(where(path, lineNo, c + 1, header[c]) + error);
+            }
+        }
+        ++data.rows;
+    }
+
+    if (header.empty()) {
+        throw DataError(path + ": the file is empty, expected a header row such as 'x0,x1,label'");
+    }
+    if (data.rows == 0) {
+        throw DataError(where(path, headerLine) +
+                        "expected data rows after the header, found none");
+    }
+    if (classes != nullptr) {
+        *classes = maxLabel + 1;
+    }
+    return data;
+}
+
+// A header field as CSV: quoted when it holds a separator, a quote or outer whitespace.
+std::string csvField(const std::string& name) {
+    std::string clean = name;
+    for (char& c : clean) {
+        if (c == '\n' || c == '\r') {
+            c = ' ';
+        }
+    }
+    const bool quote = clean.find_first_of(",\"") != std::string::npos ||
+                       (!clean.empty() && (isBlank(clean.front()) || isBlank(clean.back())));
+    if (!quote) {
+        return clean;
+    }
+    std::string out = "\"";
+    for (char c : clean) {
+        out += c;
+        if (c == '"') {
+            out += '"';
+        }
+    }
+    return out + "\"";
+}
+
+}  // namespace
+
+Dataset readCsv(const std::string& path, int& classes) {
+    return parseCsv(path, LabelMode::Required, -1, &classes);
+}
+
+Dataset readCsvFeatures(const std::string& path, int expectedFeatures) {
+    return parseCsv(path, LabelMode::Skip, expectedFeatures, nullptr);
+}
+
+void writeCsv(const std::string& path, const Dataset& data) {
+    const bool hasLabels = !data.y.empty();
+    if (data.rows < 0 || data.features < 0 ||
+        data.x.size() !=
+            static_cast<std::size_t>(data.rows) * static_cast<std::size_t>(data.features) ||
+        (hasLabels && data.y.size() != static_cast<std::size_t>(data.rows))) {
+        throw std::invalid_argument(
+            "writeCsv: the dataset's x / y sizes do not match rows x features");
+    }
+    const bool named = data.featureNames.size() == static_cast<std::size_t>(data.features);
+    std::string header;
+    for (int f = 0; f < data.features; ++f) {
+        const std::string name = named ? data.featureNames[f] : featureName(f);
+        if (lower(trim(name)) == "label") {
+            throw std::invalid_argument("writeCsv: a feature may not be named 'label'");
+        }
+        if (f > 0) {
+            header += ',';
+        }
+        header += csvField(name);
+    }
+    if (hasLabels) {
+        header += data.features > 0 ? ",label" : "label";
+    }
+    header += '\n';
+
+    // Atomic (temporary file + rename): a reader never sees half a table.
+    writeFileAtomic(path, [&](std::ostream& out) {
+        out.write(header.data(), static_cast<std::streamsize>(header.size()));
+        std::string line;
+        char number[32];
+        for (int64_t r = 0; r < data.rows; ++r) {
+            line.clear();
+            const float* row = data.row(r);
+            for (int f = 0; f < data.features; ++f) {
+                if (f > 0) {
+                    line += ',';
+                }
+                // As %.9g: nine significant digits round-trip every float exactly.
+                const auto result =
+                    std::to_chars(number, number + sizeof(number), static_cast<double>(row[f]),
+                                  std::chars_format::general, 9);
+                line.append(number, result.ptr);
+            }
+            if (hasLabels) {
+                line += data.features > 0 ? "," : "";
+                line += std::to_string(data.y[static_cast<std::size_t>(r)]);
+            }
+            line += '\n';
+            out.write(line.data(), static_cast<std::streamsize>(line.size()));
+        }
+    });
+}
+
+}  // namespace ensemble

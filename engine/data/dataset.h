@@ -1,0 +1,103 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "io/config.h"
+
+namespace ensemble {
+
+// A labelled table in the dataset's raw units (pixels 0..255 for images), row-major.
+struct Dataset {
+    int64_t rows = 0;
+    int features = 0;
+    std::vector<float> x;                   // rows * features
+    std::vector<int32_t> y;                 // rows, each in [0, classes)
+    std::vector<std::string> featureNames;  // features entries (x0, x1, ... or CSV header)
+
+    const float* row(int64_t i) const { return x.data() + i * features; }
+};
+
+// Maps raw units to the model's inputs: (x - mean) / std per feature. Fitted on the train
+// split for tabular data (std floored so constant columns stay finite); for images mean 0 and
+// std 255, so pixels reach the model in [0, 1].
+struct Normalization {
+    std::vector<float> mean;
+    std::vector<float> std;
+
+    // Mean and population std per feature; a column with std below 1e-6 (constant) gets std 1,
+    // so it is centred but not blown up.
+    static Normalization fit(const Dataset& train);
+    static Normalization identity(int features, float scale = 1.0f);
+    // Returns the normalised copy of `data`'s features (rows * features).
+    std::vector<float> apply(const Dataset& data) const;
+    void applyInPlace(float* x, int64_t rows) const;
+};
+
+// Everything the trainer needs about the data of one experiment.
+struct DataSplit {
+    std::string name;  // "spirals", "mnist", the CSV file name, ...
+    int classes = 0;
+    bool isImage = false;
+    int imageWidth = 0;   // images only
+    int imageHeight = 0;  // images only
+    Dataset train;
+    Dataset test;
+    Normalization normalization;
+};
+
+// Builds or loads the dataset the config names, splits it and fits the normalisation.
+// Throws ConfigError for impossible parameters, DataError for unreadable or invalid files
+// (message: file, line/offset, what was expected) and for a missing MNIST / Fashion-MNIST,
+// saying where it looked and how to get it.
+DataSplit loadDataSplit(const DatasetConfig& config);
+
+// The 2-D generators. Labels in [0, classes). Deterministic in `seed`.
+// Two spirals exactly as Whitney (2021): t = linspace(0,1,n); r = sqrt(t);
+// theta = r * rotations * 2 pi; random sign s in {-1,+1}; label = s > 0;
+// x = r s cos(theta) + N(0, noise^2), y = r s sin(theta) + N(0, noise^2).
+Dataset makeSpirals(int64_t n, double noise, double rotations, uint64_t seed);
+Dataset makeMoons(int64_t n, double noise, uint64_t seed);
+Dataset makeCircles(int64_t n, double noise, uint64_t seed);
+Dataset makeXor(int64_t n, double noise, uint64_t seed);
+Dataset makeBlobs(int64_t n, int classes, double noise, uint64_t seed);
+
+// CSV with a header row, numeric feature columns and an integer `label` column (any position).
+// Labels must be 0..C-1. `classes` is set to max label + 1.
+Dataset readCsv(const std::string& path, int& classes);
+// Reads raw features only; a `label` column, if present, is skipped (for predict).
+// `expectedFeatures` < 0 accepts any count. The result's `y` is empty.
+Dataset readCsvFeatures(const std::string& path, int expectedFeatures);
+// Writes features (raw units) and a `label` column; atomic (temp + rename).
+// The label column is last and left out when `data.y` is empty. Throws RuntimeError when the
+// file cannot be written (the temporary is removed), std::invalid_argument for inconsistent
+// sizes or a feature named `label`.
+void writeCsv(const std::string& path, const Dataset& data);
+
+// MNIST-format IDX files (raw or .gz). `folder` holds train-images-idx3-ubyte[.gz] etc.
+// Pixels are kept raw (0..255); Normalization::identity(784, 255) scales them.
+Dataset readIdxPair(const std::string& imagesPath, const std::string& labelsPath);
+// The same, also giving the images' size from the header.
+Dataset readIdxPair(const std::string& imagesPath, const std::string& labelsPath, int& imageWidth,
+                    int& imageHeight);
+
+// Rows `indices` of `data`, in that order (labels too when `data.y` is filled).
+// Precondition: every index in [0, data.rows).
+Dataset selectRows(const Dataset& data, const std::vector<int64_t>& indices);
+
+struct TrainTest {
+    Dataset train;
+    Dataset test;
+};
+
+// Holds out round(rows * testFraction) rows (at least 1 when testFraction > 0) chosen by a
+// Philox permutation (RngPurpose::Split) of `seed`; both parts keep the permuted order.
+// Throws ConfigError unless 0 <= testFraction < 1, DataError when testFraction > 0 and there
+// are fewer than 2 rows.
+TrainTest splitTrainTest(const Dataset& data, double testFraction, uint64_t seed);
+
+// Where MNIST-like data is looked for when dataset.path is empty, in order.
+std::vector<std::string> defaultDataFolders(const std::string& kind);
+
+}  // namespace ensemble

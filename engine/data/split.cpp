@@ -1,0 +1,363 @@
+// loadDataSplit: from a DatasetConfig to the train/test splits the trainer uses, plus the
+// input normalisation and where MNIST-like data is looked for.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+#include "io/errors.h"
+#include "math/philox.h"
+
+namespace ensemble {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The four files of an MNIST-like dataset, by their original names. Each may carry .gz, and
+// the Kaggle copies' "train-images.idx3-ubyte" spelling is accepted too.
+constexpr const char* kTrainImages = "train-images-idx3-ubyte";
+constexpr const char* kTrainLabels = "train-labels-idx1-ubyte";
+constexpr const char* kTestImages = "t10k-images-idx3-ubyte";
+constexpr const char* kTestLabels = "t10k-labels-idx1-ubyte";
+constexpr int kMnistClasses = 10;
+
+// Constant columns (population std below this) are only centred, not scaled.
+constexpr double kMinStd = 1e-6;
+
+bool isGenerated(const std::string& kind) {
+    return kind == "spirals" || kind == "moons" || kind == "circles" || kind == "xor" ||
+           kind == "blobs";
+}
+
+// The file `base` in `folder` in any accepted spelling, or empty.
+std::string findIdxFile(const fs::path& folder, const std::string& base) {
+    std::string dotted = base;
+    dotted[dotted.find("-idx")] = '.';
+    for (const std::string& name : {base, base + ".gz", dotted, dotted + ".gz"}) {
+        std::error_code ec;
+        if (fs::is_regular_file(folder / name, ec)) {
+            return (folder / name).string();
+        }
+    }
+    return {};
+}
+
+struct IdxFiles {
+    std::string trainImages, trainLabels, testImages, testLabels;
+};
+
+// The first folder that holds all four files; otherwise a DataError that lists every folder
+// looked in, what each lacked, and how to get the data.
+IdxFiles locateMnist(const std::string& kind, const std::vector<std::string>& folders,
+                     bool fromConfig) {
+    std::string looked;
+    for (const std::string& folder : folders) {
+        std::error_code ec;
+        if (!fs::is_directory(folder, ec)) {
+            looked += "\n  " + folder + ": no such folder";
+            continue;
+        }
+        IdxFiles files{findIdxFile(folder, kTrainImages), findIdxFile(folder, kTrainLabels),
+                       findIdxFile(folder, kTestImages), findIdxFile(folder, kTestLabels)};
+        std::string missing;
+        const std::pair<const std::string*, const char*> wanted[] = {
+            {&files.trainImages, kTrainImages},
+            {&files.trainLabels, kTrainLabels},
+            {&files.testImages, kTestImages},
+            {&files.testLabels, kTestLabels}};
+        for (const auto& [found, base] : wanted) {
+            if (found->empty()) {
+                missing += (missing.empty() ? "" : ", ") + std::string(base) + "[.gz]";
+            }
+        }
+        if (missing.empty()) {
+            return files;
+        }
+        looked += "\n  " + folder + ": missing " + missing;
+    }
+    const std::string fileList = std::string(kTrainImages) + ", " + kTrainLabels + ", " +
+                                 kTestImages + " and " + kTestLabels + " (raw or .gz)";
+    std::string how;
+    if (fromConfig) {
+        how = "Point dataset.path at a folder holding " + fileList + ".";
+    } else if (kind == "fashion-mnist") {
+        how =
+            "Get it with `sudo apt install dataset-fashion-mnist` (installs "
+            "/usr/share/datasets/fashion-mnist), or put " +
+            fileList + " from https://github.com/zalandoresearch/fashion-mnist into " +
+            (folders.empty() ? std::string("a folder") : folders.front()) +
+            ", or set dataset.path to the folder holding them.";
+    } else {
+        how =
+            "Get it with `scripts/fetch-mnist.sh` (downloads into " +
+            (folders.empty() ? std::string("~/.local/share/ensemblelab/mnist") : folders.front()) +
+            "), or set dataset.path to a folder holding " + fileList + ".";
+    }
+    throw DataError(kind + ": data not found. Looked in:" + looked + "\n" + how);
+}
+
+void checkLabels(const Dataset& data, int classes, const std::string& what) {
+    for (std::size_t i = 0; i < data.y.size(); ++i) {
+        if (data.y[i] < 0 || data.y[i] >= classes) {
+            throw DataError(what + ": item " + std::to_string(i) + " has label " +
+                            std::to_string(data.y[i]) + ", expected 0 to " +
+                            std::to_string(classes - 1));
+        }
+    }
+}
+
+Dataset generate(const DatasetConfig& c) {
+    if (c.kind == "spirals") {
+        return makeSpirals(c.n, c.noise, c.rotations, c.seed);
+    }
+    if (c.kind == "moons") {
+        return makeMoons(c.n, c.noise, c.seed);
+    }
+    if (c.kind == "circles") {
+        return makeCircles(c.n, c.noise, c.seed);
+    }
+    if (c.kind == "xor") {
+        return makeXor(c.n, c.noise, c.seed);
+    }
+    return makeBlobs(c.n, c.classes, c.noise, c.seed);
+}
+
+void loadCsv(const DatasetConfig& c, DataSplit& split) {
+    if (c.path.empty()) {
+        throw ConfigError("dataset.path: the csv dataset needs the path of a CSV file");
+    }
+    int trainClasses = 0;
+    Dataset all = readCsv(c.path, trainClasses);
+    split.name = fs::path(c.path).filename().string();
+    split.classes = trainClasses;
+    if (c.testPath.empty()) {
+        TrainTest parts = splitTrainTest(all, c.testFraction, c.seed);
+        split.train = std::move(parts.train);
+        split.test = std::move(parts.test);
+    } else {
+        int testClasses = 0;
+        split.test = readCsv(c.testPath, testClasses);
+        if (split.test.featureNames != all.featureNames) {
+            auto join = [](const std::vector<std::string>& names) {
+                std::string s;
+                for (const auto& n : names) {
+                    s += (s.empty() ? "" : ", ") + n;
+                }
+                return s;
+            };
+            throw DataError(c.testPath + ": expected the same feature columns as " + c.path + " (" +
+                            join(all.featureNames) + "), got " + join(split.test.featureNames));
+        }
+        split.classes = std::max(trainClasses, testClasses);
+        split.train = std::move(all);
+    }
+    if (split.classes < 2) {
+        throw DataError(c.path + ": every label is 0, expected at least two classes (0 and 1)");
+    }
+}
+
+void loadMnist(const DatasetConfig& c, DataSplit& split) {
+    const bool fromConfig = !c.path.empty();
+    const std::vector<std::string> folders =
+        fromConfig ? std::vector<std::string>{c.path} : defaultDataFolders(c.kind);
+    const IdxFiles files = locateMnist(c.kind, folders, fromConfig);
+    int width = 0;
+    int height = 0;
+    split.train = readIdxPair(files.trainImages, files.trainLabels, width, height);
+    int testWidth = 0;
+    int testHeight = 0;
+    split.test = readIdxPair(files.testImages, files.testLabels, testWidth, testHeight);
+    if (testWidth != width || testHeight != height) {
+        throw DataError(files.testImages + ": images of " + std::to_string(testWidth) + "x" +
+                        std::to_string(testHeight) + " pixels, expected " + std::to_string(width) +
+                        "x" + std::to_string(height) + " as in " + files.trainImages);
+    }
+    split.classes = kMnistClasses;
+    checkLabels(split.train, kMnistClasses, files.trainLabels);
+    checkLabels(split.test, kMnistClasses, files.testLabels);
+    split.isImage = true;
+    split.imageWidth = width;
+    split.imageHeight = height;
+}
+
+}  // namespace
+
+Normalization Normalization::fit(const Dataset& train) {
+    Normalization n = identity(train.features);
+    if (train.rows == 0) {
+        return n;
+    }
+    // Two passes in double: exact enough for any realistic table and independent of threads.
+    std::vector<double> sum(static_cast<std::size_t>(train.features), 0.0);
+    for (int64_t r = 0; r < train.rows; ++r) {
+        const float* row = train.row(r);
+        for (int f = 0; f < train.features; ++f) {
+            sum[f] += row[f];
+        }
+    }
+    std::vector<double> mean(sum.size());
+    for (std::size_t f = 0; f < sum.size(); ++f) {
+        mean[f] = sum[f] / static_cast<double>(train.rows);
+    }
+    std::vector<double> squares(sum.size(), 0.0);
+    for (int64_t r = 0; r < train.rows; ++r) {
+        const float* row = train.row(r);
+        for (int f = 0; f < train.features; ++f) {
+            const double d = row[f] - mean[f];
+            squares[f] += d * d;
+        }
+    }
+    for (std::size_t f = 0; f < sum.size(); ++f) {
+        const double sd = std::sqrt(squares[f] / static_cast<double>(train.rows));
+        n.mean[f] = static_cast<float>(mean[f]);
+        n.std[f] = sd < kMinStd ? 1.0f : static_cast<float>(sd);
+    }
+    return n;
+}
+
+Normalization Normalization::identity(int features, float scale) {
+    Normalization n;
+    n.mean.assign(static_cast<std::size_t>(features), 0.0f);
+    n.std.assign(static_cast<std::size_t>(features), scale);
+    return n;
+}
+
+std::vector<float> Normalization::apply(const Dataset& data) const {
+    if (static_cast<std::size_t>(data.features) != mean.size()) {
+        throw std::invalid_argument("Normalization::apply: the data has " +
+                                    std::to_string(data.features) + " features, expected " +
+                                    std::to_string(mean.size()));
+    }
+    std::vector<float> out = data.x;
+    applyInPlace(out.data(), data.rows);
+    return out;
+}
+
+void Normalization::applyInPlace(float* x, int64_t rows) const {
+    const std::size_t features = mean.size();
+    for (int64_t r = 0; r < rows; ++r) {
+        float* row = x + static_cast<std::size_t>(r) * features;
+        for (std::size_t f = 0; f < features; ++f) {
+            row[f] = (row[f] - mean[f]) / std[f];
+        }
+    }
+}
+
+Dataset selectRows(const Dataset& data, const std::vector<int64_t>& indices) {
+    Dataset out;
+    out.rows = static_cast<int64_t>(indices.size());
+    out.features = data.features;
+    out.featureNames = data.featureNames;
+    const std::size_t features = static_cast<std::size_t>(data.features);
+    out.x.resize(indices.size() * features);
+    const bool labels = !data.y.empty();
+    if (labels) {
+        out.y.resize(indices.size());
+    }
+    for (std::size_t i = 0; i < indices.size(); ++i) {
+        const float* src = data.row(indices[i]);
+        std::copy(src, src + features, out.x.begin() + static_cast<std::ptrdiff_t>(i * features));
+        if (labels) {
+            out.y[i] = data.y[static_cast<std::size_t>(indices[i])];
+        }
+    }
+    return out;
+}
+
+TrainTest splitTrainTest(const Dataset& data, double testFraction, uint64_t seed) {
+    if (!(testFraction >= 0.0 && testFraction < 1.0)) {
+        throw ConfigError("dataset.test_fraction: expected a value in [0, 1), got " +
+                          std::to_string(testFraction));
+    }
+    const int64_t n = data.rows;
+    if (n > int64_t{0xFFFFFFFF}) {
+        throw DataError("a dataset of " + std::to_string(n) + " rows is too large to split");
+    }
+    int64_t nTest = 0;
+    if (testFraction > 0.0) {
+        if (n < 2) {
+            throw DataError("cannot hold out a test split from " + std::to_string(n) +
+                            " row(s): expected at least 2");
+        }
+        nTest = std::clamp<int64_t>(std::llround(static_cast<double>(n) * testFraction), 1, n - 1);
+    }
+    // Fisher-Yates, draw i from Philox (seed, Split, i): the same permutation on any machine.
+    std::vector<int64_t> order(static_cast<std::size_t>(n));
+    std::iota(order.begin(), order.end(), int64_t{0});
+    for (int64_t i = n - 1; i > 0; --i) {
+        const Philox4x32 d = philoxDraw(seed, RngPurpose::Split, 0, static_cast<uint64_t>(i));
+        const uint32_t j = uniformIndex(d.v[0], d.v[1], static_cast<uint32_t>(i + 1));
+        std::swap(order[static_cast<std::size_t>(i)], order[j]);
+    }
+    TrainTest parts;
+    parts.test = selectRows(data, std::vector<int64_t>(order.begin(), order.begin() + nTest));
+    parts.train = selectRows(data, std::vector<int64_t>(order.begin() + nTest, order.end()));
+    return parts;
+}
+
+std::vector<std::string> defaultDataFolders(const std::string& kind) {
+    std::vector<std::string> folders;
+    // XDG base directories: a relative XDG_DATA_HOME is invalid and must be ignored.
+    const char* xdg = std::getenv("XDG_DATA_HOME");
+    const char* home = std::getenv("HOME");
+    if (xdg != nullptr && xdg[0] == '/') {
+        folders.push_back((fs::path(xdg) / "ensemblelab" / kind).string());
+    } else if (home != nullptr && home[0] != '\0') {
+        folders.push_back((fs::path(home) / ".local/share/ensemblelab" / kind).string());
+    }
+    if (kind == "fashion-mnist") {
+        folders.push_back("/usr/share/datasets/fashion-mnist");  // Debian's dataset-fashion-mnist
+    }
+    return folders;
+}
+
+DataSplit loadDataSplit(const DatasetConfig& config) {
+    if (!(config.testFraction >= 0.0 && config.testFraction < 1.0)) {
+        throw ConfigError("dataset.test_fraction: expected a value in [0, 1), got " +
+                          std::to_string(config.testFraction));
+    }
+    if (config.limit < 0) {
+        throw ConfigError("dataset.limit: expected 0 (all rows) or more, got " +
+                          std::to_string(config.limit));
+    }
+    DataSplit split;
+    split.name = config.kind;
+    if (isGenerated(config.kind)) {
+        if (config.kind == "blobs" && config.classes < 2) {
+            throw ConfigError("dataset.classes: blobs need at least 2 classes, got " +
+                              std::to_string(config.classes));
+        }
+        split.classes = config.kind == "blobs" ? config.classes : 2;
+        TrainTest parts = splitTrainTest(generate(config), config.testFraction, config.seed);
+        split.train = std::move(parts.train);
+        split.test = std::move(parts.test);
+    } else if (config.kind == "csv") {
+        loadCsv(config, split);
+    } else if (config.kind == "mnist" || config.kind == "fashion-mnist") {
+        loadMnist(config, split);
+    } else {
+        throw ConfigError("dataset.kind: unknown kind '" + config.kind +
+                          "' (expected spirals, moons, circles, xor, blobs, csv, mnist or "
+                          "fashion-mnist)");
+    }
+
+    if (config.limit > 0 && config.limit < split.train.rows) {
+        const std::size_t rows = static_cast<std::size_t>(config.limit);
+        split.train.rows = config.limit;
+        split.train.x.resize(rows * static_cast<std::size_t>(split.train.features));
+        split.train.y.resize(rows);
+    }
+    if (split.train.rows == 0) {
+        throw DataError(split.name + ": the train split is empty");
+    }
+    split.normalization = split.isImage ? Normalization::identity(split.train.features, 255.0f)
+                                        : Normalization::fit(split.train);
+    return split;
+}
+
+}  // namespace ensemble

@@ -1,0 +1,214 @@
+#include "io/model_io.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "backend/cpu/cpu_backend.h"
+#include "io/errors.h"
+#include "io/safetensors.h"
+#include "train/trainer.h"
+
+namespace ensemble {
+
+namespace {
+
+using nlohmann::json;
+
+std::string layerName(int l, const char* what) {
+    return "layers." + std::to_string(l) + "." + what;
+}
+
+[[noreturn]] void invalid(const std::string& path, const std::string& what) {
+    throw DataError(path + ": " + what);
+}
+
+const json& metaJson(const json& meta, const std::string& path, const std::string& key) {
+    if (!meta.contains(key)) {
+        invalid(path, "metadata has no '" + key + "' (not an EnsembleLab weights file?)");
+    }
+    return meta.at(key);
+}
+
+}  // namespace
+
+void exportEnsemble(const std::string& path, const Trainer& trainer, const json& metrics) {
+    const ParamLayout& layout = trainer.layout();
+    const int k = layout.members();
+    const std::vector<float> params = trainer.parameters();
+    SafetensorsFile file;
+    for (int l = 0; l < layout.layerCount(); ++l) {
+        const LayerSlot& s = layout.layer(l);
+        const std::size_t wCount = static_cast<std::size_t>(k) * s.out * s.in;
+        const std::size_t bCount = static_cast<std::size_t>(k) * s.out;
+        file.tensors.push_back(Tensor::fromF32(layerName(l, "weight"), {k, s.out, s.in},
+                                               {params.data() + s.weightOffset, wCount}));
+        file.tensors.push_back(Tensor::fromF32(layerName(l, "bias"), {k, s.out},
+                                               {params.data() + s.biasOffset, bCount}));
+    }
+    const Normalization& norm = trainer.data().normalization;
+    const int64_t d = layout.inputs();
+    file.tensors.push_back(Tensor::fromF32("normalization.mean", {d}, norm.mean));
+    file.tensors.push_back(Tensor::fromF32("normalization.std", {d}, norm.std));
+    const ExperimentConfig& config = trainer.config();
+    if (config.ensemble.bootstrap != BootstrapMode::None) {
+        const std::vector<int32_t> counts = trainer.bootstrapCounts();
+        file.tensors.push_back(
+            Tensor::fromI32("bootstrap.counts", {k, trainer.data().train.rows}, counts));
+    }
+
+    json members = json::array();
+    for (int m = 0; m < k; ++m) {
+        const auto i = static_cast<std::size_t>(m);
+        members.push_back(json{{"member", m},
+                               {"lr", config.optimizer.lr[i]},
+                               {"momentum", config.optimizer.momentum[i]},
+                               {"weight_decay", config.optimizer.weightDecay[i]},
+                               {"seed", config.ensemble.seed},
+                               {"stream", m},
+                               {"diverged", trainer.diverged()[i] != 0}});
+    }
+    const DataSplit& data = trainer.data();
+    file.metadata["format"] = "ensemblelab";
+    file.metadata["format_version"] = std::to_string(kWeightsFormatVersion);
+    file.metadata["config"] = config.json.dump();
+    file.metadata["members"] = members.dump();
+    file.metadata["step"] = std::to_string(trainer.step());
+    file.metadata["dataset"] = data.name;
+    file.metadata["classes"] = std::to_string(data.classes);
+    file.metadata["activation"] = toString(config.model.activation);
+    file.metadata["widths"] = json(layout.widths()).dump();
+    file.metadata["feature_names"] = json(data.train.featureNames).dump();
+    file.metadata["train_rows"] = std::to_string(data.train.rows);
+    file.metadata["is_image"] = data.isImage ? "true" : "false";
+    if (data.isImage) {
+        file.metadata["image_shape"] = json{data.imageHeight, data.imageWidth}.dump();
+    }
+    if (!metrics.is_null()) {
+        file.metadata["metrics"] = metrics.dump();
+    }
+    writeSafetensors(path, file);
+}
+
+LoadedEnsemble importEnsemble(const std::string& path) {
+    const SafetensorsFile file = readSafetensors(path);
+    LoadedEnsemble e;
+    json& meta = e.metadata;
+    meta = json::object();
+    for (const auto& [key, value] : file.metadata) {
+        json parsed = json::parse(value, nullptr, false);
+        meta[key] = parsed.is_discarded() ? json(value) : parsed;
+    }
+    const json& version = metaJson(meta, path, "format_version");
+    if (!version.is_number_integer() || version.get<int>() < 1 ||
+        version.get<int>() > kWeightsFormatVersion) {
+        invalid(path, "format_version " + version.dump() + " is not supported (this build reads 1.." +
+                          std::to_string(kWeightsFormatVersion) + ")");
+    }
+    const json& config = metaJson(meta, path, "config");
+    try {
+        e.config = parseConfig(config);
+    } catch (const ConfigError& err) {
+        invalid(path, std::string("the stored config is invalid: ") + err.what());
+    }
+    const json& widths = metaJson(meta, path, "widths");
+    std::vector<int> w;
+    try {
+        w = widths.get<std::vector<int>>();
+    } catch (const json::exception&) {
+        invalid(path, "metadata 'widths' is not a list of integers");
+    }
+    if (w.size() < 2 || std::any_of(w.begin(), w.end(), [](int x) { return x < 1; })) {
+        invalid(path, "metadata 'widths' " + widths.dump() + " is not a valid architecture");
+    }
+    const int k = e.config.ensemble.members;
+    e.layout = ParamLayout(w, k);
+    e.params.resize(e.layout.size());
+    for (int l = 0; l < e.layout.layerCount(); ++l) {
+        const LayerSlot& s = e.layout.layer(l);
+        auto load = [&](const std::string& name, std::vector<int64_t> shape, std::size_t offset) {
+            const Tensor& t = file.get(name);
+            if (t.dtype != DType::F32 || t.shape != shape) {
+                std::string expected;
+                for (int64_t x : shape) {
+                    expected += (expected.empty() ? "" : ",") + std::to_string(x);
+                }
+                invalid(path, "tensor '" + name + "' should be F32 [" + expected + "]");
+            }
+            const auto values = t.f32();
+            std::copy(values.begin(), values.end(), e.params.begin() + static_cast<long>(offset));
+        };
+        load(layerName(l, "weight"), {k, s.out, s.in}, s.weightOffset);
+        load(layerName(l, "bias"), {k, s.out}, s.biasOffset);
+    }
+    const int64_t d = e.layout.inputs();
+    for (const char* name : {"normalization.mean", "normalization.std"}) {
+        const Tensor& t = file.get(name);
+        if (t.dtype != DType::F32 || t.shape != std::vector<int64_t>{d}) {
+            invalid(path, std::string("tensor '") + name + "' should be F32 [" +
+                              std::to_string(d) + "]");
+        }
+        const auto values = t.f32();
+        auto& dst = std::string(name) == "normalization.mean" ? e.normalization.mean
+                                                                : e.normalization.std;
+        dst.assign(values.begin(), values.end());
+    }
+    for (float s : e.normalization.std) {
+        if (!(s > 0.0f) || !std::isfinite(s)) {
+            invalid(path, "normalization.std has a value that is not positive and finite");
+        }
+    }
+    if (const Tensor* counts = file.find("bootstrap.counts")) {
+        if (counts->dtype != DType::I32 || counts->shape.size() != 2 || counts->shape[0] != k) {
+            invalid(path, "tensor 'bootstrap.counts' should be I32 [" + std::to_string(k) + ",N]");
+        }
+        e.trainRows = counts->shape[1];
+        const auto values = counts->i32();
+        e.counts.assign(values.begin(), values.end());
+    }
+    e.diverged.assign(static_cast<std::size_t>(k), 0);
+    if (meta.contains("members") && meta["members"].is_array()) {
+        const json& members = meta["members"];
+        if (members.size() != static_cast<std::size_t>(k)) {
+            invalid(path, "metadata 'members' lists " + std::to_string(members.size()) +
+                              " members but the tensors hold " + std::to_string(k));
+        }
+        for (std::size_t m = 0; m < members.size(); ++m) {
+            e.diverged[m] = members[m].value("diverged", false) ? 1 : 0;
+        }
+    }
+    if (meta.contains("step") && meta["step"].is_number_integer()) {
+        e.step = meta["step"].get<int64_t>();
+    }
+    if (meta.contains("dataset") && meta["dataset"].is_string()) {
+        e.datasetName = meta["dataset"].get<std::string>();
+    }
+    return e;
+}
+
+std::vector<float> predictLogProbs(const LoadedEnsemble& ensemble, const float* rawX, int64_t rows,
+                                   int threads) {
+    CpuBackend backend(threads);
+    TrainingProblem problem;
+    problem.layout = ensemble.layout;
+    problem.activation = ensemble.config.model.activation;
+    problem.plan.batch = 1;
+    backend.bind(problem);
+    backend.setParameters(ensemble.params.data());
+    const int64_t d = ensemble.layout.inputs();
+    std::vector<float> x(rawX, rawX + rows * d);
+    for (int64_t i = 0; i < rows; ++i) {
+        for (int64_t j = 0; j < d; ++j) {
+            float& v = x[static_cast<std::size_t>(i * d + j)];
+            v = (v - ensemble.normalization.mean[static_cast<std::size_t>(j)]) /
+                ensemble.normalization.std[static_cast<std::size_t>(j)];
+        }
+    }
+    std::vector<float> out(static_cast<std::size_t>(ensemble.layout.members()) * rows *
+                           ensemble.layout.classes());
+    if (rows > 0) {
+        backend.predictLogProbs(x.data(), rows, out.data());
+    }
+    return out;
+}
+
+}  // namespace ensemble

@@ -1,0 +1,52 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "data/dataset.h"
+#include "io/config.h"
+#include "model/mlp.h"
+
+namespace ensemble {
+
+class Trainer;
+
+// Version of the weights file layout this build writes (metadata key "format_version").
+constexpr int kWeightsFormatVersion = 1;
+
+// An ensemble read back from a weights file: everything needed to predict, plus the record
+// of how it was trained.
+struct LoadedEnsemble {
+    ExperimentConfig config;  // the full config it was trained with
+    ParamLayout layout;
+    std::vector<float> params;  // layout order
+    Normalization normalization;
+    std::vector<uint8_t> diverged;     // per member
+    std::vector<int32_t> counts;       // K x N bootstrap multiplicities; empty when none
+    int64_t trainRows = 0;             // N of counts
+    int64_t step = 0;                  // training step at export
+    std::string datasetName;
+    nlohmann::json metadata;           // every __metadata__ entry, values parsed where JSON
+};
+
+// Writes the trainer's ensemble as safetensors (atomic): tensors layers.{l}.weight [K,out,in]
+// F32, layers.{l}.bias [K,out] F32, normalization.mean / normalization.std [D] F32 and, when a
+// bootstrap mode is on, bootstrap.counts [K,N] I32. __metadata__ holds format_version, config
+// (full JSON), members (per-member lr, momentum, weight_decay, seed, diverged), step, dataset,
+// classes, activation, widths, and `metrics` when given.
+void exportEnsemble(const std::string& path, const Trainer& trainer,
+                    const nlohmann::json& metrics = nullptr);
+
+// Reads and validates a weights file (shapes against the config's architecture, dtypes,
+// metadata). Throws DataError naming the file and the problem.
+LoadedEnsemble importEnsemble(const std::string& path);
+
+// Log-probabilities of every member for raw (dataset-unit) inputs, on the CPU:
+// out[(k*rows + i)*C + c]. Normalises with the stored normalisation first.
+std::vector<float> predictLogProbs(const LoadedEnsemble& ensemble, const float* rawX,
+                                   int64_t rows, int threads = 0);
+
+}  // namespace ensemble

@@ -1,0 +1,62 @@
+#include "model/mlp.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "math/philox.h"
+
+namespace ensemble {
+
+ParamLayout::ParamLayout(std::vector<int> widths, int members)
+    : m_widths(std::move(widths)), m_members(members) {
+    if (m_widths.size() < 2 || members < 1) {
+        throw std::invalid_argument("ParamLayout needs at least [inputs, classes] and K >= 1");
+    }
+    std::size_t offset = 0;
+    for (std::size_t l = 0; l + 1 < m_widths.size(); ++l) {
+        LayerSlot s;
+        s.in = m_widths[l];
+        s.out = m_widths[l + 1];
+        s.weightOffset = offset;
+        offset += static_cast<std::size_t>(members) * s.out * s.in;
+        s.biasOffset = offset;
+        offset += static_cast<std::size_t>(members) * s.out;
+        m_layers.push_back(s);
+    }
+    m_size = offset;
+}
+
+int ParamLayout::maxWidth() const {
+    return *std::max_element(m_widths.begin(), m_widths.end());
+}
+
+void initParameters(const ParamLayout& layout, uint64_t seed, float* params) {
+    for (int k = 0; k < layout.members(); ++k) {
+        // One counter sequence per member over its parameters in layout order (W_0, b_0, ...).
+        uint64_t draw = 0;
+        for (int l = 0; l < layout.layerCount(); ++l) {
+            const LayerSlot& s = layout.layer(l);
+            const float bound = 1.0f / std::sqrt(static_cast<float>(s.in));
+            auto fill = [&](float* dst, std::size_t count) {
+                for (std::size_t i = 0; i < count; ++i, ++draw) {
+                    const Philox4x32 r =
+                        philoxDraw(seed, RngPurpose::Init, static_cast<uint32_t>(k), draw);
+                    dst[i] = (2.0f * uniformFloat(r.v[0]) - 1.0f) * bound;
+                }
+            };
+            fill(params + layout.weightOffset(l, k), static_cast<std::size_t>(s.out) * s.in);
+            fill(params + layout.biasOffset(l, k), static_cast<std::size_t>(s.out));
+        }
+    }
+}
+
+double forwardMacsPerExample(const ParamLayout& layout) {
+    double macs = 0.0;
+    for (int l = 0; l < layout.layerCount(); ++l) {
+        macs += static_cast<double>(layout.layer(l).in) * layout.layer(l).out;
+    }
+    return macs;
+}
+
+}  // namespace ensemble

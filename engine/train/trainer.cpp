@@ -1,0 +1,383 @@
+#include "train/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <string>
+
+#include "io/errors.h"
+#include "math/loss.h"
+
+namespace ensemble {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Rows evaluated per backend call: bounds the K x rows x C buffer.
+constexpr int64_t kEvalChunkRows = 4096;
+
+double seconds(Clock::duration d) {
+    return std::chrono::duration<double>(d).count();
+}
+
+std::vector<int> modelWidths(const ExperimentConfig& config, int features, int classes) {
+    std::vector<int> widths{features};
+    widths.insert(widths.end(), config.model.hidden.begin(), config.model.hidden.end());
+    widths.push_back(classes);
+    return widths;
+}
+
+// MemAvailable from /proc/meminfo in bytes; 0 when unknown.
+std::size_t availableMemoryBytes() {
+    std::ifstream in("/proc/meminfo");
+    std::string key;
+    std::size_t value = 0;
+    std::string unit;
+    while (in >> key >> value) {
+        std::getline(in, unit);
+        if (key == "MemAvailable:") {
+            return value * 1024;
+        }
+    }
+    return 0;
+}
+
+}  // namespace
+
+SplitMetrics memberMetrics(const MemberPredictions& p, const std::vector<int32_t>& labels, int k) {
+    SplitMetrics m;
+    if (p.rows == 0) {
+        return m;
+    }
+    double nll = 0.0;
+    int64_t correct = 0;
+    const float* base = p.logProbs.data() + static_cast<std::size_t>(k) * p.rows * p.classes;
+    for (int64_t i = 0; i < p.rows; ++i) {
+        const float* row = base + i * p.classes;
+        nll -= row[labels[static_cast<std::size_t>(i)]];
+        const int argmax = static_cast<int>(std::max_element(row, row + p.classes) - row);
+        correct += argmax == labels[static_cast<std::size_t>(i)];
+    }
+    m.loss = nll / static_cast<double>(p.rows);
+    m.accuracy = static_cast<double>(correct) / static_cast<double>(p.rows);
+    return m;
+}
+
+SplitMetrics ensembleMetrics(const MemberPredictions& p, const std::vector<int32_t>& labels,
+                             const std::vector<uint8_t>& include) {
+    SplitMetrics m;
+    int used = 0;
+    for (int k = 0; k < p.members; ++k) {
+        used += include[static_cast<std::size_t>(k)] != 0;
+    }
+    if (p.rows == 0 || used == 0) {
+        m.loss = std::numeric_limits<double>::quiet_NaN();
+        m.accuracy = std::numeric_limits<double>::quiet_NaN();
+        return m;
+    }
+    const double logUsed = std::log(static_cast<double>(used));
+    std::vector<double> meanProb(static_cast<std::size_t>(p.classes));
+    std::vector<double> labelLogs(static_cast<std::size_t>(used));
+    double nll = 0.0;
+    int64_t correct = 0;
+    for (int64_t i = 0; i < p.rows; ++i) {
+        std::fill(meanProb.begin(), meanProb.end(), 0.0);
+        const int label = labels[static_cast<std::size_t>(i)];
+        int u = 0;
+        for (int k = 0; k < p.members; ++k) {
+            if (!include[static_cast<std::size_t>(k)]) {
+                continue;
+            }
+            const float* row =
+                p.logProbs.data() + (static_cast<std::size_t>(k) * p.rows + i) * p.classes;
+            for (int c = 0; c < p.classes; ++c) {
+                meanProb[static_cast<std::size_t>(c)] += std::exp(static_cast<double>(row[c]));
+            }
+            labelLogs[static_cast<std::size_t>(u++)] = row[label];
+        }
+        nll -= logSumExp(labelLogs.data(), used) - logUsed;
+        const auto best = std::max_element(meanProb.begin(), meanProb.end()) - meanProb.begin();
+        correct += best == label;
+    }
+    m.loss = nll / static_cast<double>(p.rows);
+    m.accuracy = static_cast<double>(correct) / static_cast<double>(p.rows);
+    return m;
+}
+
+std::size_t estimateRunBytes(const ExperimentConfig& config, int64_t trainRows, int64_t testRows,
+                             int features, int classes) {
+    const ParamLayout layout(modelWidths(config, features, classes), config.ensemble.members);
+    const std::size_t f = sizeof(float);
+    const std::size_t k = static_cast<std::size_t>(config.ensemble.members);
+    const std::size_t rows = static_cast<std::size_t>(trainRows + testRows);
+    std::size_t bytes = 0;
+    bytes += 3 * rows * static_cast<std::size_t>(features) * f;  // raw + normalised + backend copy
+    bytes += 2 * rows * sizeof(int32_t);
+    bytes += 5 * layout.size() * f;  // params, m, v, export copy, gradient slack
+    std::size_t widthSum = 0;
+    for (int w : layout.widths()) {
+        widthSum += static_cast<std::size_t>(w);
+    }
+    const std::size_t threads = 64;  // generous upper bound on per-thread workspaces
+    bytes += threads * static_cast<std::size_t>(config.training.batchSize) * (2 * widthSum) * f;
+    bytes += k * static_cast<std::size_t>(std::min<int64_t>(kEvalChunkRows, std::max<int64_t>(
+                                                                               trainRows, 1))) *
+             static_cast<std::size_t>(classes) * f;
+    if (config.ensemble.bootstrap != BootstrapMode::None) {
+        bytes += k * static_cast<std::size_t>(trainRows) * sizeof(int32_t);
+    }
+    return bytes;
+}
+
+void checkRunFitsInMemory(const ExperimentConfig& config, int64_t trainRows, int64_t testRows,
+                          int features, int classes) {
+    const std::size_t need = estimateRunBytes(config, trainRows, testRows, features, classes);
+    const std::size_t have = availableMemoryBytes();
+    if (have > 0 && need > have) {
+        std::ostringstream os;
+        os << "this run needs about " << (need >> 20) << " MiB but only " << (have >> 20)
+           << " MiB of memory is available (K = " << config.ensemble.members
+           << ", model.hidden, training.batch_size and the dataset size set the need); "
+              "reduce ensemble.members or the model";
+        throw RuntimeError(os.str());
+    }
+}
+
+Trainer::Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backend> backend)
+    : m_config(std::move(config)), m_data(std::move(data)), m_backend(std::move(backend)) {
+    const int features = m_data.train.features;
+    const int classes = m_data.classes;
+    if (m_data.train.rows < 1) {
+        throw DataError("the train split of " + m_data.name + " is empty");
+    }
+    if (m_data.train.rows > std::numeric_limits<uint32_t>::max()) {
+        throw ConfigError("dataset: at most 2^32 - 1 train rows are supported");
+    }
+    checkRunFitsInMemory(m_config, m_data.train.rows, m_data.test.rows, features, classes);
+
+    const int k = m_config.ensemble.members;
+    m_layout = ParamLayout(modelWidths(m_config, features, classes), k);
+    m_trainX = m_data.normalization.apply(m_data.train);
+    m_testX = m_data.normalization.apply(m_data.test);
+    m_totalSteps = m_config.totalSteps(m_data.train.rows);
+
+    const OptimizerConfig& o = m_config.optimizer;
+    for (int m = 0; m < k; ++m) {
+        OptimizerRule r;
+        r.kind = o.kind;
+        r.lr = static_cast<float>(o.lr[static_cast<std::size_t>(m)]);
+        r.momentum = static_cast<float>(o.momentum[static_cast<std::size_t>(m)]);
+        r.weightDecay = static_cast<float>(o.weightDecay[static_cast<std::size_t>(m)]);
+        r.beta1 = static_cast<float>(o.beta1);
+        r.beta2 = static_cast<float>(o.beta2);
+        r.eps = static_cast<float>(o.eps);
+        m_rules.push_back(r);
+    }
+    m_active.assign(static_cast<std::size_t>(k), 1);
+    m_diverged.assign(static_cast<std::size_t>(k), 0);
+    m_lastLosses.assign(static_cast<std::size_t>(k), 0.0f);
+
+    TrainingProblem problem;
+    problem.layout = m_layout;
+    problem.activation = m_config.model.activation;
+    problem.trainX = m_trainX.data();
+    problem.trainY = m_data.train.y.data();
+    problem.trainRows = m_data.train.rows;
+    problem.plan.seed = m_config.ensemble.seed;
+    problem.plan.rows = static_cast<uint32_t>(m_data.train.rows);
+    problem.plan.batch = static_cast<uint32_t>(m_config.training.batchSize);
+    problem.plan.mode = m_config.ensemble.bootstrap;
+    problem.rules = m_rules;
+    m_backend->bind(problem);
+
+    std::vector<float> initial(m_layout.size());
+    initParameters(m_layout, m_config.ensemble.seed, initial.data());
+    m_backend->setParameters(initial.data());
+}
+
+double Trainer::epoch() const {
+    return static_cast<double>(m_step) * m_config.training.batchSize /
+           static_cast<double>(m_data.train.rows);
+}
+
+void Trainer::runSteps(int64_t n) {
+    const auto start = Clock::now();
+    int64_t done = 0;
+    for (; done < n && !finished(); ++done) {
+        m_backend->step(static_cast<uint64_t>(m_step), m_active.data(), m_lastLosses.data());
+        for (std::size_t k = 0; k < m_active.size(); ++k) {
+            if (m_active[k] && !std::isfinite(m_lastLosses[k])) {
+                m_active[k] = 0;
+                m_diverged[k] = 1;
+            }
+        }
+        ++m_step;
+    }
+    if (done > 0) {
+        m_lastStepSeconds = seconds(Clock::now() - start) / static_cast<double>(done);
+    }
+}
+
+bool Trainer::run(const std::function<void(const TrainingProgress&)>& onProgress,
+                  const std::function<void(const Evaluation&)>& onEvaluation,
+                  const std::atomic<bool>* cancel, double progressSeconds) {
+    const int64_t evalEvery = m_config.training.evalEvery;
+    auto lastReport = Clock::now();
+    auto windowStart = lastReport;
+    int64_t windowSteps = 0;
+    double smoothedLoss = std::numeric_limits<double>::quiet_NaN();
+    while (!finished()) {
+        if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
+            return false;
+        }
+        // Step up to the next evaluation point, in chunks short enough to report progress.
+        int64_t chunk = 16;
+        if (evalEvery > 0) {
+            chunk = std::min(chunk, evalEvery - m_step % evalEvery);
+        }
+        runSteps(chunk);
+        windowSteps += chunk;
+
+        double sum = 0.0;
+        int active = 0;
+        for (std::size_t k = 0; k < m_active.size(); ++k) {
+            if (m_active[k]) {
+                sum += m_lastLosses[k];
+                ++active;
+            }
+        }
+        const double loss = active > 0 ? sum / active : std::numeric_limits<double>::quiet_NaN();
+        smoothedLoss = std::isnan(smoothedLoss) ? loss : 0.9 * smoothedLoss + 0.1 * loss;
+
+        if (evalEvery > 0 && m_step % evalEvery == 0 && onEvaluation && !finished()) {
+            onEvaluation(evaluate());
+        }
+        const auto now = Clock::now();
+        if (onProgress && (seconds(now - lastReport) >= progressSeconds || finished())) {
+            TrainingProgress p;
+            p.step = m_step;
+            p.totalSteps = m_totalSteps;
+            p.epoch = epoch();
+            p.loss = smoothedLoss;
+            const double elapsed = seconds(now - windowStart);
+            p.stepsPerSecond = elapsed > 0 ? windowSteps / elapsed : 0.0;
+            p.memberStepsPerSecond = p.stepsPerSecond * members();
+            p.divergedMembers = static_cast<int>(
+                std::count(m_diverged.begin(), m_diverged.end(), static_cast<uint8_t>(1)));
+            onProgress(p);
+            lastReport = now;
+            windowStart = now;
+            windowSteps = 0;
+        }
+    }
+    if (onEvaluation) {
+        onEvaluation(evaluate());
+    }
+    return true;
+}
+
+MemberPredictions Trainer::predictNormalized(const float* x, int64_t rows) {
+    MemberPredictions p;
+    p.members = members();
+    p.rows = rows;
+    p.classes = m_layout.classes();
+    p.logProbs.resize(static_cast<std::size_t>(p.members) * rows * p.classes);
+    if (rows <= kEvalChunkRows) {
+        m_backend->predictLogProbs(x, rows, p.logProbs.data());
+        return p;
+    }
+    std::vector<float> chunk(static_cast<std::size_t>(p.members) * kEvalChunkRows * p.classes);
+    for (int64_t begin = 0; begin < rows; begin += kEvalChunkRows) {
+        const int64_t n = std::min(kEvalChunkRows, rows - begin);
+        m_backend->predictLogProbs(x + begin * m_layout.inputs(), n, chunk.data());
+        for (int k = 0; k < p.members; ++k) {
+            std::copy_n(chunk.data() + static_cast<std::size_t>(k) * n * p.classes, n * p.classes,
+                        p.logProbs.data() + (static_cast<std::size_t>(k) * rows + begin) * p.classes);
+        }
+    }
+    return p;
+}
+
+MemberPredictions Trainer::predictRaw(const float* rawX, int64_t rows) {
+    std::vector<float> x(rawX, rawX + rows * m_layout.inputs());
+    m_data.normalization.applyInPlace(x.data(), rows);
+    return predictNormalized(x.data(), rows);
+}
+
+MemberPredictions Trainer::predictTest() {
+    return predictNormalized(m_testX.data(), m_data.test.rows);
+}
+
+MemberPredictions Trainer::predictTrain() {
+    return predictNormalized(m_trainX.data(), m_data.train.rows);
+}
+
+std::vector<uint8_t> Trainer::included() const {
+    std::vector<uint8_t> in(m_diverged.size());
+    for (std::size_t k = 0; k < in.size(); ++k) {
+        in[k] = m_diverged[k] ? 0 : 1;
+    }
+    return in;
+}
+
+Evaluation Trainer::evaluate() {
+    Evaluation e;
+    e.step = m_step;
+    e.epoch = epoch();
+    const std::vector<uint8_t> include = included();
+    const MemberPredictions train = predictTrain();
+    e.ensembleTrain = ensembleMetrics(train, m_data.train.y, include);
+    e.members.resize(static_cast<std::size_t>(members()));
+    for (int k = 0; k < members(); ++k) {
+        e.members[static_cast<std::size_t>(k)].train = memberMetrics(train, m_data.train.y, k);
+        e.members[static_cast<std::size_t>(k)].diverged = m_diverged[static_cast<std::size_t>(k)];
+    }
+    if (m_data.test.rows > 0) {
+        const MemberPredictions test = predictTest();
+        e.ensembleTest = ensembleMetrics(test, m_data.test.y, include);
+        for (int k = 0; k < members(); ++k) {
+            e.members[static_cast<std::size_t>(k)].test = memberMetrics(test, m_data.test.y, k);
+        }
+    }
+    return e;
+}
+
+std::vector<float> Trainer::parameters() const {
+    std::vector<float> out(m_layout.size());
+    m_backend->parameters(out.data());
+    return out;
+}
+
+std::vector<int32_t> Trainer::bootstrapCounts() const {
+    const int k = members();
+    const uint32_t n = static_cast<uint32_t>(m_data.train.rows);
+    const uint64_t seed = m_config.ensemble.seed;
+    std::vector<int32_t> counts(static_cast<std::size_t>(k) * n, 0);
+#pragma omp parallel for schedule(static)
+    for (int m = 0; m < k; ++m) {
+        int32_t* row = counts.data() + static_cast<std::size_t>(m) * n;
+        switch (m_config.ensemble.bootstrap) {
+            case BootstrapMode::Resample:
+                for (uint32_t j = 0; j < n; ++j) {
+                    ++row[resampleRow(seed, static_cast<uint32_t>(m), j, n)];
+                }
+                break;
+            case BootstrapMode::Poisson:
+                for (uint32_t i = 0; i < n; ++i) {
+                    row[i] = static_cast<int32_t>(poissonCount(seed, static_cast<uint32_t>(m), i));
+                }
+                break;
+            case BootstrapMode::None:
+            default:
+                std::fill(row, row + n, 1);
+                break;
+        }
+    }
+    return counts;
+}
+
+}  // namespace ensemble

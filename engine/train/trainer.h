@@ -1,0 +1,138 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "backend/backend.h"
+#include "data/dataset.h"
+#include "io/config.h"
+#include "model/mlp.h"
+
+namespace ensemble {
+
+struct SplitMetrics {
+    double loss = 0.0;  // mean NLL (natural log)
+    double accuracy = 0.0;
+};
+
+struct MemberEvaluation {
+    SplitMetrics train;
+    SplitMetrics test;
+    bool diverged = false;
+};
+
+// One evaluation of every member and of the ensemble (mean of the non-diverged members'
+// probabilities: average probabilities, never logits).
+struct Evaluation {
+    int64_t step = 0;
+    double epoch = 0.0;
+    SplitMetrics ensembleTrain;
+    SplitMetrics ensembleTest;
+    std::vector<MemberEvaluation> members;
+};
+
+struct TrainingProgress {
+    int64_t step = 0;
+    int64_t totalSteps = 0;
+    double epoch = 0.0;
+    double loss = 0.0;  // mean batch loss over active members, smoothed
+    double stepsPerSecond = 0.0;
+    double memberStepsPerSecond = 0.0;
+    int divergedMembers = 0;
+};
+
+// Per-member log-probabilities of a dataset: logProbs[(k*rows + i)*C + c].
+struct MemberPredictions {
+    int members = 0;
+    int64_t rows = 0;
+    int classes = 0;
+    std::vector<float> logProbs;
+};
+
+// Ensemble NLL and accuracy from member log-probabilities, over the members with
+// include[k] != 0: NLL_i = -(logsumexp_k log P_k(y_i|x_i) - log K').
+SplitMetrics ensembleMetrics(const MemberPredictions& p, const std::vector<int32_t>& labels,
+                             const std::vector<uint8_t>& include);
+SplitMetrics memberMetrics(const MemberPredictions& p, const std::vector<int32_t>& labels, int k);
+
+// Bytes a run needs (data, parameters, optimizer state, workspaces, evaluation buffers).
+std::size_t estimateRunBytes(const ExperimentConfig& config, int64_t trainRows,
+                             int64_t testRows, int features, int classes);
+// Throws RuntimeError with the estimate when it exceeds the memory the machine has available.
+void checkRunFitsInMemory(const ExperimentConfig& config, int64_t trainRows, int64_t testRows,
+                          int features, int classes);
+
+// Drives a Backend through a run: steps, evaluation, divergence, progress, cancel. It starts
+// no threads and emits nothing on its own: callers step it synchronously (the GUI from its
+// engine thread, the CLI from main).
+class Trainer {
+public:
+    // Builds the model, initialises the parameters from ensemble.seed and binds the backend.
+    Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backend> backend);
+
+    const ExperimentConfig& config() const { return m_config; }
+    const DataSplit& data() const { return m_data; }
+    const ParamLayout& layout() const { return m_layout; }
+    const Backend& backend() const { return *m_backend; }
+    int members() const { return m_layout.members(); }
+
+    int64_t step() const { return m_step; }
+    int64_t totalSteps() const { return m_totalSteps; }
+    double epoch() const;
+    bool finished() const { return m_step >= m_totalSteps; }
+
+    // Trains `n` steps (fewer when the run ends). Members whose loss turns non-finite are
+    // frozen and flagged; the run goes on.
+    void runSteps(int64_t n);
+
+    // Runs to the end, calling onProgress about every `progressSeconds` and onEvaluation every
+    // training.eval_every steps and at the end. Returns false when `cancel` stopped it.
+    bool run(const std::function<void(const TrainingProgress&)>& onProgress,
+             const std::function<void(const Evaluation&)>& onEvaluation,
+             const std::atomic<bool>* cancel = nullptr, double progressSeconds = 0.25);
+
+    Evaluation evaluate();
+    // Member log-probabilities for raw (dataset-unit) inputs; normalises them first.
+    MemberPredictions predictRaw(const float* rawX, int64_t rows);
+    MemberPredictions predictTest();
+    MemberPredictions predictTrain();
+
+    const std::vector<float>& lastLosses() const { return m_lastLosses; }
+    const std::vector<uint8_t>& diverged() const { return m_diverged; }
+    std::vector<uint8_t> included() const;  // 1 for members in the ensemble (not diverged)
+    // Each member's optimizer hyperparameters (for display and export).
+    const std::vector<OptimizerRule>& rules() const { return m_rules; }
+
+    std::vector<float> parameters() const;
+    // Each member's multiplicity of every train row, K x N row-major (all 1 for `none`).
+    std::vector<int32_t> bootstrapCounts() const;
+    // Smoothed training throughput of the last run() or runSteps() calls.
+    double lastStepSeconds() const { return m_lastStepSeconds; }
+
+private:
+    MemberPredictions predictNormalized(const float* x, int64_t rows);
+
+    ExperimentConfig m_config;
+    DataSplit m_data;
+    std::unique_ptr<Backend> m_backend;
+    ParamLayout m_layout;
+    std::vector<float> m_trainX;  // normalised
+    std::vector<float> m_testX;   // normalised
+    std::vector<OptimizerRule> m_rules;
+    std::vector<uint8_t> m_active;
+    std::vector<uint8_t> m_diverged;
+    std::vector<float> m_lastLosses;
+    int64_t m_step = 0;
+    int64_t m_totalSteps = 0;
+    double m_lastStepSeconds = 0.0;
+};
+
+// Loads the data and makes the backend the config asks for; `notice` gets the backend's
+// fallback message, if any (print it once). Defined with the backend registry
+// (library engine_backends).
+std::unique_ptr<Trainer> makeTrainer(const ExperimentConfig& config, std::string* notice);
+
+}  // namespace ensemble

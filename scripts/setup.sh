@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the Debian packages EnsembleLab needs to build and test. Idempotent: when every
+# package is already installed it only runs `dpkg -s` and returns in well under a second.
+set -euo pipefail
+PKGS=(
+  cmake g++ make pkg-config
+  qt6-base-dev qt6-charts-dev libqt6opengl6-dev libxkbcommon-dev
+  libeigen3-dev zlib1g-dev nlohmann-json3-dev
+  libopenmpi-dev openmpi-bin
+  xvfb xauth fonts-dejavu-core
+)
+if dpkg -s "${PKGS[@]}" >/dev/null 2>&1; then
+  exit 0
+fi
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${PKGS[@]}" >/dev/null
