@@ -110,7 +110,9 @@ SafetensorsFile sampleFile() {
     f.tensors.push_back(Tensor::fromF32("scalar", {}, scalar));
     f.tensors.push_back(Tensor::fromF32("gewichte.\xc3\xa4", {1}, scalar));  // UTF-8 name
     f.metadata["format_version"] = "1";
-    f.metadata["config"] = R"({"ensemble": {"members": 3}, "note": "quotes \" and \\ inside"})";
+    // (Not a raw string: moc 6.4 loses track of one holding an odd number of quotes.)
+    f.metadata["config"] =
+        "{\"ensemble\": {\"members\": 3}, \"note\": \"quotes \\\" and \\\\ inside\"}";
     f.metadata["empty"] = "";
     f.metadata["unicode"] = "\xce\xbb = 0.1";
     return f;
@@ -481,7 +483,9 @@ void TestSafetensors::parseRejects_data() {
     row("not JSON", fileWith("{not json", ""), "header is not valid JSON");
     row("truncated JSON", fileWith(R"({"w":{"dtype":"F32")", ""), "header is not valid JSON");
     row("invalid UTF-8", fileWith("{\"w\xff\":1}", ""), "header is not valid JSON");
-    row("NUL padding", fileWith(std::string("{}") + '\0', ""), "header is not valid JSON");
+    row("NUL padding", fileWith(std::string("{}") + '\0', ""), "NUL byte at offset 10");
+    row("NUL then garbage", fileWith(std::string("{}\0\"x\":]", 7), ""),
+        "header is not valid JSON");
     row("JSON array", fileWith("[1,2]", ""), "header is not a JSON object");
     row("JSON string", fileWith("\"x\"", ""), "header is not a JSON object");
     row("empty header", fileWith("", ""), "header is not valid JSON");

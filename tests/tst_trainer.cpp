@@ -1,1 +1,302 @@
-int main(){return 0;}
+// The trainer over the CPU backend: learning, determinism across thread counts, member
+// independence, divergence handling, and the export / import round trip.
+#include <QtTest/QtTest>
+
+#include <cmath>
+#include <cstring>
+
+#include "backend/cpu/cpu_backend.h"
+#include "io/errors.h"
+#include "io/model_io.h"
+#include "io/safetensors.h"
+#include "train/trainer.h"
+#include "test_support.h"
+
+using namespace ensemble;
+using nlohmann::json;
+
+namespace {
+
+ExperimentConfig smallConfig(const std::string& extra = "{}") {
+    json root = json::parse(R"({
+        "dataset": {"kind": "spirals", "n": 400, "noise": 0.05, "seed": 3},
+        "model": {"hidden": [16, 16], "activation": "tanh"},
+        "ensemble": {"members": 6, "bootstrap": "none", "seed": 1},
+        "optimizer": {"kind": "adam", "lr": 0.01},
+        "training": {"batch_size": 32, "steps": 60, "eval_every": 0},
+        "backend": {"kind": "cpu"}})");
+    root.merge_patch(json::parse(extra));
+    return parseConfig(root);
+}
+
+std::unique_ptr<Trainer> makeCpuTrainer(const ExperimentConfig& c, int threads) {
+    return std::make_unique<Trainer>(c, loadDataSplit(c.dataset),
+                                     std::make_unique<CpuBackend>(threads));
+}
+
+}  // namespace
+
+class TestTrainer : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void learnsTwoSpirals();
+    void bitIdenticalForAnyThreadCount_data();
+    void bitIdenticalForAnyThreadCount();
+    void seedChangesTheRun();
+    void memberTrajectoryDoesNotDependOnK();
+    void perMemberLearningRatesReallyDiffer();
+    void divergedMemberIsFrozenAndLeftOut();
+    void ensembleNllIsTheMeanProbabilityNll();
+    void exportImportRoundTrip();
+    void zeroStepsExportsTheInitialWeights();
+    void cancelStopsTheRun();
+    void refusesRunsThatDoNotFitInMemory();
+};
+
+void TestTrainer::learnsTwoSpirals() {
+    const ExperimentConfig c = smallConfig(R"({"training": {"steps": 600}})");
+    auto t = makeCpuTrainer(c, 2);
+    const Evaluation before = t->evaluate();
+    t->runSteps(600);
+    const Evaluation after = t->evaluate();
+    QVERIFY(t->finished());
+    QVERIFY2(after.ensembleTrain.loss < 0.5 * before.ensembleTrain.loss,
+             qPrintable(QStringLiteral("%1 -> %2").arg(before.ensembleTrain.loss)
+                            .arg(after.ensembleTrain.loss)));
+    QVERIFY2(after.ensembleTest.accuracy > 0.9, qPrintable(QString::number(after.ensembleTest.accuracy)));
+}
+
+void TestTrainer::bitIdenticalForAnyThreadCount_data() {
+    QTest::addColumn<QString>("bootstrap");
+    QTest::newRow("none") << "none";
+    QTest::newRow("resample") << "resample";
+    QTest::newRow("poisson") << "poisson";
+}
+
+void TestTrainer::bitIdenticalForAnyThreadCount() {
+    QFETCH(QString, bootstrap);
+    const ExperimentConfig c = smallConfig(
+        R"({"ensemble": {"bootstrap": ")" + bootstrap.toStdString() + R"("}, "optimizer": {"lr": {"log_uniform": [0.001, 0.05]}}})");
+    auto one = makeCpuTrainer(c, 1);
+    auto two = makeCpuTrainer(c, 2);
+    auto three = makeCpuTrainer(c, 3);
+    one->runSteps(60);
+    two->runSteps(60);
+    three->runSteps(60);
+    const std::vector<float> a = one->parameters();
+    const std::vector<float> b = two->parameters();
+    const std::vector<float> d = three->parameters();
+    QVERIFY(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+    QVERIFY(std::memcmp(a.data(), d.data(), a.size() * sizeof(float)) == 0);
+    const MemberPredictions pa = one->predictTest();
+    const MemberPredictions pb = two->predictTest();
+    QVERIFY(pa.logProbs == pb.logProbs);
+}
+
+void TestTrainer::seedChangesTheRun() {
+    auto a = makeCpuTrainer(smallConfig(), 2);
+    auto b = makeCpuTrainer(smallConfig(), 2);
+    auto c = makeCpuTrainer(smallConfig(R"({"ensemble": {"seed": 2}})"), 2);
+    a->runSteps(10);
+    b->runSteps(10);
+    c->runSteps(10);
+    QVERIFY(a->parameters() == b->parameters());
+    QVERIFY(a->parameters() != c->parameters());
+}
+
+void TestTrainer::memberTrajectoryDoesNotDependOnK() {
+    // With shared batches, member k's initialisation and batches depend only on (seed, k): the
+    // same member trained in a K = 2 and a K = 6 ensemble ends bit-identical.
+    auto small = makeCpuTrainer(smallConfig(R"({"ensemble": {"members": 2}})"), 2);
+    auto large = makeCpuTrainer(smallConfig(), 2);
+    small->runSteps(30);
+    large->runSteps(30);
+    const std::vector<float> ps = small->parameters();
+    const std::vector<float> pl = large->parameters();
+    for (int l = 0; l < small->layout().layerCount(); ++l) {
+        const LayerSlot& s = small->layout().layer(l);
+        QVERIFY(std::memcmp(ps.data() + small->layout().weightOffset(l, 1),
+                            pl.data() + large->layout().weightOffset(l, 1),
+                            sizeof(float) * s.out * s.in) == 0);
+    }
+}
+
+void TestTrainer::perMemberLearningRatesReallyDiffer() {
+    // Two members from identical parameters, lr 0.01 and 0.001: Adam's first step moves every
+    // parameter by about lr (m^/sqrt(v^) = sign(g)), so member 0 moves 10x as far.
+    const ExperimentConfig c =
+        smallConfig(R"({"ensemble": {"members": 2}, "optimizer": {"lr": [0.01, 0.001]}})");
+    const DataSplit data = loadDataSplit(c.dataset);
+    CpuBackend backend(2);
+    const ParamLayout layout({2, 16, 16, 2}, 2);
+    TrainingProblem problem;
+    problem.layout = layout;
+    problem.activation = Activation::Tanh;
+    const std::vector<float> x = data.normalization.apply(data.train);
+    problem.trainX = x.data();
+    problem.trainY = data.train.y.data();
+    problem.trainRows = data.train.rows;
+    problem.plan = {0, static_cast<uint32_t>(data.train.rows), 32, BootstrapMode::None};
+    for (double lr : c.optimizer.lr) {
+        problem.rules.push_back(makeRule(OptimizerKind::Adam, lr, 0.0, 0.0));
+    }
+    backend.bind(problem);
+    std::vector<float> p(layout.size());
+    initParameters(layout, 9, p.data());
+    for (int l = 0; l < layout.layerCount(); ++l) {  // member 1 := member 0
+        const LayerSlot& s = layout.layer(l);
+        std::memcpy(p.data() + layout.weightOffset(l, 1), p.data() + layout.weightOffset(l, 0),
+                    sizeof(float) * s.out * s.in);
+        std::memcpy(p.data() + layout.biasOffset(l, 1), p.data() + layout.biasOffset(l, 0),
+                    sizeof(float) * s.out);
+    }
+    backend.setParameters(p.data());
+    const uint8_t active[2] = {1, 1};
+    float losses[2];
+    backend.step(0, active, losses);
+    QCOMPARE(losses[0], losses[1]);  // same parameters, same batch
+    std::vector<float> q(layout.size());
+    backend.parameters(q.data());
+    const std::size_t w0 = layout.weightOffset(1, 0) + 5;
+    const std::size_t w1 = layout.weightOffset(1, 1) + 5;
+    const double move0 = std::abs(q[w0] - p[w0]);
+    const double move1 = std::abs(q[w1] - p[w1]);
+    ENSEMBLE_COMPARE_NEAR(move0 / move1, 10.0, 0.01);
+}
+
+void TestTrainer::divergedMemberIsFrozenAndLeftOut() {
+    // SGD with lr 1e4 explodes member 2 within a few steps; the others train on.
+    const ExperimentConfig c = smallConfig(
+        R"({"ensemble": {"members": 3}, "optimizer": {"kind": "sgd", "momentum": 0.9, "lr": [0.05, 0.05, 10000]}, "model": {"activation": "relu"},
+            "training": {"steps": 200}})");
+    auto t = makeCpuTrainer(c, 2);
+    t->runSteps(100);
+    QCOMPARE(t->diverged(), (std::vector<uint8_t>{0, 0, 1}));
+    const std::vector<float> before = t->parameters();
+    t->runSteps(20);
+    const std::vector<float> after = t->parameters();
+    const ParamLayout& layout = t->layout();
+    const std::size_t n = static_cast<std::size_t>(layout.layer(0).out) * layout.layer(0).in;
+    // The frozen member keeps its last parameters; a healthy member keeps learning.
+    QVERIFY(std::equal(before.begin() + layout.weightOffset(0, 2),
+                       before.begin() + layout.weightOffset(0, 2) + n,
+                       after.begin() + layout.weightOffset(0, 2)));
+    QVERIFY(!std::equal(before.begin() + layout.weightOffset(0, 0),
+                        before.begin() + layout.weightOffset(0, 0) + n,
+                        after.begin() + layout.weightOffset(0, 0)));
+    const Evaluation e = t->evaluate();
+    QVERIFY(e.members[2].diverged);
+    QVERIFY(std::isfinite(e.ensembleTest.loss));
+    QVERIFY(e.ensembleTest.accuracy > 0.6);
+    QCOMPARE(t->included(), (std::vector<uint8_t>{1, 1, 0}));
+}
+
+void TestTrainer::ensembleNllIsTheMeanProbabilityNll() {
+    // Hand-computed: two members, two rows, two classes.
+    MemberPredictions p;
+    p.members = 2;
+    p.rows = 2;
+    p.classes = 2;
+    // member 0: row 0 (0.9, 0.1), row 1 (0.4, 0.6); member 1: row 0 (0.5, 0.5), row 1 (0.2, 0.8)
+    for (double v : {0.9, 0.1, 0.4, 0.6, 0.5, 0.5, 0.2, 0.8}) {
+        p.logProbs.push_back(static_cast<float>(std::log(v)));
+    }
+    const std::vector<int32_t> labels{0, 1};
+    // ensemble row 0: (0.7, 0.3) label 0; row 1: (0.3, 0.7) label 1. NLL = -ln 0.7, acc = 1.
+    const SplitMetrics e = ensembleMetrics(p, labels, {1, 1});
+    ENSEMBLE_COMPARE_NEAR(e.loss, -std::log(0.7), 1e-6);
+    ENSEMBLE_COMPARE_NEAR(e.accuracy, 1.0, 0.0);
+    // member 0 alone: NLL = -(ln 0.9 + ln 0.6)/2.
+    const SplitMetrics m0 = memberMetrics(p, labels, 0);
+    ENSEMBLE_COMPARE_NEAR(m0.loss, -(std::log(0.9) + std::log(0.6)) / 2, 1e-6);
+    // Leaving member 1 out gives member 0's numbers.
+    const SplitMetrics only0 = ensembleMetrics(p, labels, {1, 0});
+    ENSEMBLE_COMPARE_NEAR(only0.loss, m0.loss, 1e-6);
+}
+
+void TestTrainer::exportImportRoundTrip() {
+    const ExperimentConfig c = smallConfig(R"({"ensemble": {"bootstrap": "resample"}})");
+    auto t = makeCpuTrainer(c, 2);
+    t->runSteps(40);
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("w.safetensors").toStdString();
+    exportEnsemble(path, *t, json{{"note", "test"}});
+    const LoadedEnsemble e = importEnsemble(path);
+    QVERIFY(e.params == t->parameters());
+    QCOMPARE(e.layout.widths(), t->layout().widths());
+    QVERIFY(e.normalization.mean == t->data().normalization.mean);
+    QVERIFY(e.normalization.std == t->data().normalization.std);
+    QVERIFY(e.counts == t->bootstrapCounts());
+    QCOMPARE(e.step, int64_t(40));
+    QCOMPARE(e.config.json, t->config().json);
+    // The same probabilities from the file as from the trainer, for raw inputs.
+    const Dataset& test = t->data().test;
+    const MemberPredictions expected = t->predictRaw(test.x.data(), test.rows);
+    const std::vector<float> actual = predictLogProbs(e, test.x.data(), test.rows, 1);
+    QVERIFY(actual == expected.logProbs);
+    // The tensors have the documented names and shapes.
+    const SafetensorsFile file = readSafetensors(path);
+    QCOMPARE(file.get("layers.0.weight").shape, (std::vector<int64_t>{6, 16, 2}));
+    QCOMPARE(file.get("layers.2.bias").shape, (std::vector<int64_t>{6, 2}));
+    QCOMPARE(file.get("bootstrap.counts").shape, (std::vector<int64_t>{6, t->data().train.rows}));
+    QCOMPARE(file.metadata.at("format_version"), std::string("1"));
+    // A file whose tensors do not match its architecture is refused with the tensor's name.
+    SafetensorsFile broken = file;
+    for (Tensor& tensor : broken.tensors) {
+        if (tensor.name == "layers.1.weight") {
+            tensor.shape = {6, 256};
+        }
+    }
+    const std::string brokenPath = dir.filePath("broken.safetensors").toStdString();
+    writeSafetensors(brokenPath, broken);
+    try {
+        importEnsemble(brokenPath);
+        QFAIL("expected a DataError");
+    } catch (const DataError& err) {
+        QVERIFY2(QString::fromStdString(err.what()).contains("layers.1.weight"), err.what());
+    }
+}
+
+void TestTrainer::zeroStepsExportsTheInitialWeights() {
+    const ExperimentConfig c = smallConfig(R"({"training": {"steps": 0}})");
+    auto t = makeCpuTrainer(c, 2);
+    QVERIFY(t->finished());
+    std::vector<float> expected(t->layout().size());
+    initParameters(t->layout(), c.ensemble.seed, expected.data());
+    QVERIFY(t->parameters() == expected);
+}
+
+void TestTrainer::cancelStopsTheRun() {
+    const ExperimentConfig c = smallConfig(R"({"training": {"steps": 100000, "eval_every": 50}})");
+    auto t = makeCpuTrainer(c, 2);
+    std::atomic<bool> cancel{false};
+    int evaluations = 0;
+    const bool completed = t->run(
+        [&](const TrainingProgress& p) {
+            QVERIFY(p.step > 0);
+            QCOMPARE(p.totalSteps, int64_t(100000));
+        },
+        [&](const Evaluation&) {
+            if (++evaluations == 3) {
+                cancel = true;
+            }
+        },
+        &cancel, 0.0);
+    QVERIFY(!completed);
+    QCOMPARE(t->step(), int64_t(150));
+}
+
+void TestTrainer::refusesRunsThatDoNotFitInMemory() {
+    const ExperimentConfig c =
+        smallConfig(R"({"ensemble": {"members": 100000}, "model": {"hidden": [4096, 4096]}})");
+    try {
+        checkRunFitsInMemory(c, 1000, 100, 2, 2);
+        QFAIL("expected a RuntimeError");
+    } catch (const RuntimeError& e) {
+        QVERIFY2(QString::fromStdString(e.what()).contains("MiB"), e.what());
+    }
+}
+
+QTEST_APPLESS_MAIN(TestTrainer)
+#include "tst_trainer.moc"

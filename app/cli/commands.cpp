@@ -56,10 +56,11 @@ json evaluationJson(const Trainer& trainer, const Evaluation& e) {
                                {"momentum", cfg.optimizer.momentum[k]},
                                {"weight_decay", cfg.optimizer.weightDecay[k]}});
     }
-    return json{{"step", e.step},
-                {"epoch", e.epoch},
-                {"ensemble", {{"train", splitJson(e.ensembleTrain)}, {"test", splitJson(e.ensembleTest)}}},
-                {"members", members}};
+    return json{
+        {"step", e.step},
+        {"epoch", e.epoch},
+        {"ensemble", {{"train", splitJson(e.ensembleTrain)}, {"test", splitJson(e.ensembleTest)}}},
+        {"members", members}};
 }
 
 std::string formatRate(double perSecond) {
@@ -221,14 +222,13 @@ int commandTrain(const CliArgs& args) {
             return;
         }
         lastLine = now;
-        std::fprintf(stderr, "%sstep %lld/%lld  epoch %.2f  loss %.4f  %s member-steps/s%s%s",
-                     tty ? "\r" : "", static_cast<long long>(p.step),
-                     static_cast<long long>(p.totalSteps), p.epoch, p.loss,
-                     formatRate(p.memberStepsPerSecond).c_str(),
-                     p.divergedMembers > 0
-                         ? ("  " + std::to_string(p.divergedMembers) + " diverged").c_str()
-                         : "",
-                     tty ? "   " : "\n");
+        std::fprintf(
+            stderr, "%sstep %lld/%lld  epoch %.2f  loss %.4f  %s member-steps/s%s%s",
+            tty ? "\r" : "", static_cast<long long>(p.step), static_cast<long long>(p.totalSteps),
+            p.epoch, p.loss, formatRate(p.memberStepsPerSecond).c_str(),
+            p.divergedMembers > 0 ? ("  " + std::to_string(p.divergedMembers) + " diverged").c_str()
+                                  : "",
+            tty ? "   " : "\n");
     };
     Evaluation last;
     const auto start = Clock::now();
@@ -242,10 +242,10 @@ int commandTrain(const CliArgs& args) {
     }
     if (!quiet) {
         printSummary(*trainer, last);
-        std::printf("%lld steps in %.2f s (%s member-steps/s)\n",
-                    static_cast<long long>(trainer->step()), elapsed,
-                    formatRate(elapsed > 0 ? trainer->step() * trainer->members() / elapsed : 0)
-                        .c_str());
+        std::printf(
+            "%lld steps in %.2f s (%s member-steps/s)\n", static_cast<long long>(trainer->step()),
+            elapsed,
+            formatRate(elapsed > 0 ? trainer->step() * trainer->members() / elapsed : 0).c_str());
     }
     const json metrics = evaluationJson(*trainer, last);
     if (args.has("--metrics")) {
@@ -295,8 +295,8 @@ int commandPredict(const CliArgs& args) {
                 continue;
             }
             for (int j = 0; j < c; ++j) {
-                ens[static_cast<std::size_t>(j)] +=
-                    std::exp(static_cast<double>(logProbs[(static_cast<std::size_t>(m) * rows + i) * c + j]));
+                ens[static_cast<std::size_t>(j)] += std::exp(static_cast<double>(
+                    logProbs[(static_cast<std::size_t>(m) * rows + i) * c + j]));
             }
         }
         for (int j = 0; j < c; ++j) {

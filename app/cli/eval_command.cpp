@@ -1,9 +1,255 @@
-// Temporary until the metrics work lands (the metrics engineer replaces this file).
+// ensemble-cli eval: every measurement of engine/metrics for an exported ensemble, on the test
+// split of the dataset it was trained on.
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <numeric>
+#include <string>
+#include <vector>
+
 #include "cli/cli_args.h"
+#include "data/dataset.h"
+#include "io/atomic_file.h"
+#include "io/config.h"
 #include "io/errors.h"
+#include "io/model_io.h"
+#include "metrics/report.h"
 
 namespace ensemble::cli {
-int commandEval(const CliArgs&) {
-    throw RuntimeError("eval is not available in this build yet");
+
+namespace {
+
+using nlohmann::json;
+
+// The config the data is rebuilt from: the one stored in the weights, then --config merged
+// over it (JSON merge patch, so a file may name only the keys it changes), then every --set.
+// Only `dataset` and `backend` are taken from the result: the model, the members and their
+// hyperparameters are what the weights hold.
+ExperimentConfig evalConfig(const LoadedEnsemble& ensemble, const CliArgs& args) {
+    json stored = ensemble.config.json.is_object() ? ensemble.config.json : defaultConfigJson();
+    json merged = stored;
+    if (args.has("--config")) {
+        merged.merge_patch(loadConfigJson(args.get("--config")));
+    }
+    for (const std::string& s : args.sets) {
+        applyOverride(merged, s);
+    }
+    for (const char* section : {"dataset", "backend"}) {
+        if (merged.contains(section)) {
+            stored[section] = merged[section];
+        }
+    }
+    return parseConfig(stored);
 }
+
+MemberPredictions predict(const LoadedEnsemble& ensemble, const Dataset& data, int threads) {
+    MemberPredictions p;
+    p.members = ensemble.layout.members();
+    p.rows = data.rows;
+    p.classes = ensemble.layout.classes();
+    p.logProbs = predictLogProbs(ensemble, data.x.data(), data.rows, threads);
+    return p;
+}
+
+// --ood: a CSV file of raw features (a label column is ignored) or a dataset kind
+// (fashion-mnist, mnist, or a 2-D generator), whose test split is used.
+Dataset loadOod(const std::string& what, const DatasetConfig& base, int features,
+                std::string& name) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(what, ec)) {
+        name = std::filesystem::path(what).filename().string();
+        return readCsvFeatures(what, features);
+    }
+    DatasetConfig c = base;
+    c.kind = what;
+    c.path.clear();
+    c.testPath.clear();
+    c.limit = 0;
+    DataSplit split;
+    try {
+        split = loadDataSplit(c);
+    } catch (const ConfigError& e) {
+        throw ConfigError("--ood: '" + what +
+                          "' is neither a readable file nor a dataset kind (" + e.what() + ")");
+    }
+    if (split.train.features != features) {
+        throw DataError("--ood " + what + ": " + std::to_string(split.train.features) +
+                        " features, but the ensemble takes " + std::to_string(features));
+    }
+    name = what;
+    return split.test.rows > 0 ? std::move(split.test) : std::move(split.train);
+}
+
+void printMetricsRow(const char* label, const ClassificationMetrics& m, const char* note = "") {
+    std::printf("%-12s %9.4f %9.4f %9.4f %9.4f%s\n", label, m.accuracy, m.nll, m.brier, m.ece,
+                note);
+}
+
+void printSummary(const EnsembleReport& r, const std::string& dataset) {
+    const std::size_t k = r.members.size();
+    std::printf("%s split of %s: %lld rows, %d classes, %d of %zu members in the ensemble\n\n",
+                r.split.c_str(), dataset.c_str(), static_cast<long long>(r.points.rows),
+                r.classes, r.points.members, k);
+    std::printf("%-12s %9s %9s %9s %9s\n", "", "accuracy", "nll", "brier", "ece");
+    auto memberRow = [&](std::size_t i) {
+        char label[32];
+        std::snprintf(label, sizeof label, "member %zu", i);
+        printMetricsRow(label, r.members[i], r.included[i] ? "" : "  (diverged: left out)");
+    };
+    if (k <= 10) {
+        for (std::size_t i = 0; i < k; ++i) {
+            memberRow(i);
+        }
+    } else {
+        std::vector<std::size_t> order(k);
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+            return r.members[a].accuracy > r.members[b].accuracy;
+        });
+        for (std::size_t i = 0; i < 3; ++i) {
+            memberRow(order[i]);
+        }
+        std::printf("%-12s (%zu more members)\n", "...", k - 6);
+        for (std::size_t i = k - 3; i < k; ++i) {
+            memberRow(order[i]);
+        }
+    }
+    ClassificationMetrics mean;
+    int used = 0;
+    for (std::size_t i = 0; i < k; ++i) {
+        if (!r.included[i]) {
+            continue;
+        }
+        mean.accuracy += r.members[i].accuracy;
+        mean.nll += r.members[i].nll;
+        mean.brier += r.members[i].brier;
+        mean.ece += r.members[i].ece;
+        ++used;
+    }
+    if (used > 0) {
+        mean.accuracy /= used;
+        mean.nll /= used;
+        mean.brier /= used;
+        mean.ece /= used;
+        printMetricsRow("member mean", mean);
+    }
+    printMetricsRow("ensemble", r.ensemble);
+    std::printf("\nGibbs NLL %.4f vs ensemble NLL %.4f; diversity %.4f\n", r.gibbsNll,
+                r.ensemble.nll, r.diversity);
+    std::printf("uncertainty (nats): total %.4f = aleatoric %.4f + epistemic %.4f; "
+                "disagreement %.4f\n",
+                r.uncertainty.entropyMean, r.uncertainty.aleatoricMean,
+                r.uncertainty.epistemicMean, r.uncertainty.disagreementMean);
+    if (r.oob && r.oob->ensembleRows > 0) {
+        std::printf("out-of-bag: ensemble accuracy %.4f, NLL %.4f on %lld train rows\n",
+                    r.oob->ensembleAccuracy, r.oob->ensembleNll,
+                    static_cast<long long>(r.oob->ensembleRows));
+    }
+    if (r.ood) {
+        std::printf("OOD %s (%lld rows): AUROC max-prob %.4f, entropy %.4f, MI %.4f; "
+                    "FPR@95%%TPR %.4f / %.4f / %.4f\n",
+                    r.oodName.c_str(), static_cast<long long>(r.ood->outRows),
+                    r.ood->maxProbability.auroc, r.ood->entropy.auroc,
+                    r.ood->mutualInformation.auroc, r.ood->maxProbability.fprAt95Tpr,
+                    r.ood->entropy.fprAt95Tpr, r.ood->mutualInformation.fprAt95Tpr);
+    }
+    if (r.temperature.available) {
+        const TemperatureReport& t = r.temperature;
+        std::printf("temperature %.4f (fitted on %lld rows, measured on %lld): NLL %.4f -> %.4f, "
+                    "ECE %.4f -> %.4f\n",
+                    t.fit.temperature, static_cast<long long>(t.validationRows),
+                    static_cast<long long>(t.evaluationRows), t.before.nll, t.after.nll,
+                    t.before.ece, t.after.ece);
+    }
+}
+
+}  // namespace
+
+int commandEval(const CliArgs& args) {
+    const std::string weights = args.require("--weights");
+    const LoadedEnsemble ensemble = importEnsemble(weights);
+    const ExperimentConfig config = evalConfig(ensemble, args);
+    const DataSplit data = loadDataSplit(config.dataset);
+    const int features = ensemble.layout.inputs();
+    const int classes = ensemble.layout.classes();
+    if (data.train.features != features) {
+        throw DataError("dataset " + data.name + " has " + std::to_string(data.train.features) +
+                        " features, but the ensemble in " + weights + " takes " +
+                        std::to_string(features));
+    }
+    if (data.classes > classes) {
+        throw DataError("dataset " + data.name + " has " + std::to_string(data.classes) +
+                        " classes, but the ensemble in " + weights + " predicts " +
+                        std::to_string(classes));
+    }
+    const int threads = config.backend.threads;
+    const bool useTest = data.test.rows > 0;
+    const Dataset& evaluated = useTest ? data.test : data.train;
+    if (!useTest) {
+        std::fprintf(stderr, "the test split is empty: evaluating the train split\n");
+    }
+    const MemberPredictions predictions = predict(ensemble, evaluated, threads);
+
+    EvaluationInput input;
+    input.predictions = &predictions;
+    input.labels = &evaluated.y;
+    input.include.resize(ensemble.diverged.size());
+    for (std::size_t k = 0; k < ensemble.diverged.size(); ++k) {
+        input.include[k] = ensemble.diverged[k] ? 0 : 1;
+    }
+
+    // Out-of-bag needs the train rows the counts were drawn for.
+    MemberPredictions train;
+    std::string oobNote;
+    if (ensemble.counts.empty()) {
+        oobNote = "no bootstrap (ensemble.bootstrap = none): every member saw every row";
+    } else if (ensemble.trainRows != data.train.rows) {
+        oobNote = "the bootstrap counts are for " + std::to_string(ensemble.trainRows) +
+                  " train rows but the dataset has " + std::to_string(data.train.rows);
+    } else {
+        train = predict(ensemble, data.train, threads);
+        input.train = &train;
+        input.trainLabels = &data.train.y;
+        input.counts = &ensemble.counts;
+    }
+    if (!oobNote.empty() && !ensemble.counts.empty()) {
+        std::fprintf(stderr, "out-of-bag skipped: %s\n", oobNote.c_str());
+    }
+
+    MemberPredictions ood;
+    if (args.has("--ood")) {
+        std::string name;
+        const Dataset oodData = loadOod(args.get("--ood"), config.dataset, features, name);
+        ood = predict(ensemble, oodData, threads);
+        input.ood = &ood;
+        input.oodName = name;
+    }
+
+    EvaluationOptions options;
+    options.split = useTest ? "test" : "train";
+    options.seed = ensemble.config.ensemble.seed;
+    options.positiveClassReliability = classes == 2;
+    const EnsembleReport report = evaluateEnsemble(input, options);
+
+    json j = reportJson(report);
+    j["weights"] = weights;
+    j["dataset"] = data.name;
+    j["step"] = ensemble.step;
+    if (!oobNote.empty()) {
+        j["oob"]["reason"] = oobNote;
+    }
+    printSummary(report, data.name);
+    if (args.has("--report")) {
+        writeFileAtomic(args.get("--report"), j.dump(2) + "\n");
+        std::fprintf(stderr, "wrote the report to %s\n", args.get("--report").c_str());
+    }
+    if (args.has("--csv")) {
+        writeReportCsvs(args.get("--csv"), report, evaluated.y);
+        std::fprintf(stderr, "wrote reliability.csv, size_curve.csv, uncertainty.csv and "
+                             "members.csv to %s\n",
+                     args.get("--csv").c_str());
+    }
+    return 0;
+}
+
 }  // namespace ensemble::cli

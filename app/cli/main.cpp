@@ -65,11 +65,12 @@ void printUsage(std::FILE* to) {
     for (const Command& c : commands()) {
         std::fprintf(to, "  %s\n", c.usage);
     }
-    std::fprintf(to,
-                 "\n--config takes a JSON file or a built-in preset name; --set key=value overrides "
-                 "a\ndotted config key (the value is read as JSON when it parses). See README.md.\n"
-                 "Exit codes: 0 ok, 2 usage/config error, 3 bad data or weights file, 4 runtime "
-                 "failure.\n");
+    std::fprintf(
+        to,
+        "\n--config takes a JSON file or a built-in preset name; --set key=value overrides "
+        "a\ndotted config key (the value is read as JSON when it parses). See README.md.\n"
+        "Exit codes: 0 ok, 2 usage/config error, 3 bad data or weights file, 4 runtime "
+        "failure.\n");
 }
 
 }  // namespace

@@ -33,7 +33,7 @@ struct TrainingProblem {
 //
 // Precondition for every call but bind(): bind() has succeeded.
 class Backend {
-public:
+  public:
     virtual ~Backend() = default;
 
     // "cpu (2 threads)", "cuda:0 (NVIDIA H100)".

@@ -122,7 +122,8 @@ std::vector<std::string> splitFields(std::string_view line, const std::string& p
     return fields;
 }
 
-// A finite number that fits a float, or an error message (empty on success).
+// A finite number that fits a float, or an error message (empty on success). Parsed straight
+// to float, so the decimal is rounded once (what writeCsv's nine digits rely on).
 std::string parseFeature(std::string_view text, float& value) {
     if (text.empty()) {
         return "expected a number, got an empty field";
@@ -131,18 +132,30 @@ std::string parseFeature(std::string_view text, float& value) {
     if (digits.front() == '+') {
         digits.remove_prefix(1);
     }
-    double v = 0.0;
-    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
-    if (ec == std::errc::result_out_of_range) {
-        return "expected a number within float range, got '" + std::string(text) + "'";
+    const char* first = digits.data();
+    const char* last = digits.data() + digits.size();
+    float v = 0.0f;
+    auto [end, ec] = std::from_chars(first, last, v);
+    if (ec == std::errc::result_out_of_range && end == last) {
+        // Too large is an error; too small to be a float is just zero.
+        double d = 0.0;
+        const auto wide = std::from_chars(first, last, d);
+        const bool tiny = wide.ec == std::errc() ? std::fabs(d) < 1.0
+                                                 : digits.find("e-") != std::string_view::npos ||
+                                                       digits.find("E-") != std::string_view::npos;
+        if (!tiny) {
+            return "expected a number within float range, got '" + std::string(text) + "'";
+        }
+        v = digits.front() == '-' ? -0.0f : 0.0f;
+        ec = std::errc();
     }
-    if (ec != std::errc() || end != digits.data() + digits.size()) {
+    if (ec != std::errc() || end != last) {
         return "expected a number, got '" + std::string(text) + "'";
     }
-    if (!std::isfinite(v) || std::fabs(v) > std::numeric_limits<float>::max()) {
-        return "expected a finite number within float range, got '" + std::string(text) + "'";
+    if (!std::isfinite(v)) {
+        return "expected a finite number, got '" + std::string(text) + "'";
     }
-    value = static_cast<float>(v);
+    value = v;
     return {};
 }
 

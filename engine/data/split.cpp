@@ -173,9 +173,10 @@ void loadMnist(const DatasetConfig& c, DataSplit& split) {
     int testHeight = 0;
     split.test = readIdxPair(files.testImages, files.testLabels, testWidth, testHeight);
     if (testWidth != width || testHeight != height) {
-        throw DataError(files.testImages + ": images of " + std::to_string(testWidth) + "x" +
-                        std::to_string(testHeight) + " pixels, expected " + std::to_string(width) +
-                        "x" + std::to_string(height) + " as in " + files.trainImages);
+        // rows x columns, as the IDX header orders them
+        throw DataError(files.testImages + ": images of " + std::to_string(testHeight) + "x" +
+                        std::to_string(testWidth) + " pixels, expected " + std::to_string(height) +
+                        "x" + std::to_string(width) + " as in " + files.trainImages);
     }
     split.classes = kMnistClasses;
     checkLabels(split.train, kMnistClasses, files.trainLabels);

@@ -201,8 +201,9 @@ ExperimentConfig parseConfig(const json& input) {
     for (auto it = input.begin(); it != input.end(); ++it) {
         const auto section = schema().find(it.key());
         if (section == schema().end()) {
-            fail(it.key(), "unknown section (expected dataset, model, ensemble, optimizer, "
-                           "training or backend)");
+            fail(it.key(),
+                 "unknown section (expected dataset, model, ensemble, optimizer, "
+                 "training or backend)");
         }
         if (!it.value().is_object()) {
             fail(it.key(), "expected an object, got " + it.value().dump());
@@ -212,7 +213,7 @@ ExperimentConfig parseConfig(const json& input) {
                 std::string known;
                 for (const auto& k : section->second) {
                     known += known.empty() ? "" : ", ";
-                known += k;
+                    known += k;
                 }
                 fail(name(it.key(), kv.key()), "unknown key (known: " + known + ")");
             }
@@ -247,8 +248,8 @@ ExperimentConfig parseConfig(const json& input) {
 
     const json& hidden = at(root, "model", "hidden");
     if (!hidden.is_array()) {
-        fail("model.hidden", "expected a list of layer widths such as [32, 32], got " +
-                                 hidden.dump());
+        fail("model.hidden",
+             "expected a list of layer widths such as [32, 32], got " + hidden.dump());
     }
     for (std::size_t i = 0; i < hidden.size(); ++i) {
         if (!hidden[i].is_number_integer() || hidden[i].get<int64_t>() < 1 ||
@@ -274,10 +275,11 @@ ExperimentConfig parseConfig(const json& input) {
 
     const int k = c.ensemble.members;
     OptimizerConfig& o = c.optimizer;
-    o.kind = getEnum<OptimizerKind>(
-        root, "optimizer", "kind",
-        {{"adam", OptimizerKind::Adam}, {"adamw", OptimizerKind::AdamW}, {"sgd", OptimizerKind::Sgd}});
-    o.lr = perMember(at(root, "optimizer", "lr"), "optimizer.lr", k, 0.0, 100.0);
+    o.kind = getEnum<OptimizerKind>(root, "optimizer", "kind",
+                                    {{"adam", OptimizerKind::Adam},
+                                     {"adamw", OptimizerKind::AdamW},
+                                     {"sgd", OptimizerKind::Sgd}});
+    o.lr = perMember(at(root, "optimizer", "lr"), "optimizer.lr", k, 0.0, 1e4);
     o.momentum = perMember(at(root, "optimizer", "momentum"), "optimizer.momentum", k, 0.0, 0.9999);
     o.weightDecay =
         perMember(at(root, "optimizer", "weight_decay"), "optimizer.weight_decay", k, 0.0, 10.0);

@@ -101,7 +101,8 @@ LoadedEnsemble importEnsemble(const std::string& path) {
     const json& version = metaJson(meta, path, "format_version");
     if (!version.is_number_integer() || version.get<int>() < 1 ||
         version.get<int>() > kWeightsFormatVersion) {
-        invalid(path, "format_version " + version.dump() + " is not supported (this build reads 1.." +
+        invalid(path, "format_version " + version.dump() +
+                          " is not supported (this build reads 1.." +
                           std::to_string(kWeightsFormatVersion) + ")");
     }
     const json& config = metaJson(meta, path, "config");
@@ -144,12 +145,12 @@ LoadedEnsemble importEnsemble(const std::string& path) {
     for (const char* name : {"normalization.mean", "normalization.std"}) {
         const Tensor& t = file.get(name);
         if (t.dtype != DType::F32 || t.shape != std::vector<int64_t>{d}) {
-            invalid(path, std::string("tensor '") + name + "' should be F32 [" +
-                              std::to_string(d) + "]");
+            invalid(path,
+                    std::string("tensor '") + name + "' should be F32 [" + std::to_string(d) + "]");
         }
         const auto values = t.f32();
-        auto& dst = std::string(name) == "normalization.mean" ? e.normalization.mean
-                                                                : e.normalization.std;
+        auto& dst =
+            std::string(name) == "normalization.mean" ? e.normalization.mean : e.normalization.std;
         dst.assign(values.begin(), values.end());
     }
     for (float s : e.normalization.std) {

@@ -24,12 +24,12 @@ struct LoadedEnsemble {
     ParamLayout layout;
     std::vector<float> params;  // layout order
     Normalization normalization;
-    std::vector<uint8_t> diverged;     // per member
-    std::vector<int32_t> counts;       // K x N bootstrap multiplicities; empty when none
-    int64_t trainRows = 0;             // N of counts
-    int64_t step = 0;                  // training step at export
+    std::vector<uint8_t> diverged;  // per member
+    std::vector<int32_t> counts;    // K x N bootstrap multiplicities; empty when none
+    int64_t trainRows = 0;          // N of counts
+    int64_t step = 0;               // training step at export
     std::string datasetName;
-    nlohmann::json metadata;           // every __metadata__ entry, values parsed where JSON
+    nlohmann::json metadata;  // every __metadata__ entry, values parsed where JSON
 };
 
 // Writes the trainer's ensemble as safetensors (atomic): tensors layers.{l}.weight [K,out,in]
@@ -46,7 +46,7 @@ LoadedEnsemble importEnsemble(const std::string& path);
 
 // Log-probabilities of every member for raw (dataset-unit) inputs, on the CPU:
 // out[(k*rows + i)*C + c]. Normalises with the stored normalisation first.
-std::vector<float> predictLogProbs(const LoadedEnsemble& ensemble, const float* rawX,
-                                   int64_t rows, int threads = 0);
+std::vector<float> predictLogProbs(const LoadedEnsemble& ensemble, const float* rawX, int64_t rows,
+                                   int threads = 0);
 
 }  // namespace ensemble

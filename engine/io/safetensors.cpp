@@ -185,6 +185,12 @@ std::string buildHeader(const SafetensorsFile& file, const std::string& where) {
 // Parses the header text, rejecting duplicate keys: a JSON parser would silently keep one of
 // two tensors with the same name.
 Json parseHeader(std::string_view text, const std::string& origin) {
+    // nlohmann's lexer takes a NUL byte for the end of input and would ignore what follows;
+    // valid JSON never holds one (control characters in strings must be escaped).
+    if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
+        throw DataError(origin + ": header is not valid JSON: NUL byte at offset " +
+                        std::to_string(8 + nul));
+    }
     std::vector<std::set<std::string>> openObjects;
     const auto rejectDuplicates = [&](int depth, Json::parse_event_t event, Json& parsed) {
         if (event == Json::parse_event_t::object_start) {

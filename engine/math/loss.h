@@ -34,8 +34,8 @@ ENSEMBLE_HD inline void softmaxInPlace(T* logits, int classes) {
 // gradient w.r.t. the logits, w * scale * (softmax(z) - onehot(label)), written to dLogits.
 // `scale` is 1/B: the loss is the mean over the batch of weighted per-example losses.
 template <typename T>
-ENSEMBLE_HD inline T softmaxCrossEntropy(const T* logits, int classes, int label, T weight,
-                                         T scale, T* dLogits) {
+ENSEMBLE_HD inline T softmaxCrossEntropy(const T* logits, int classes, int label, T weight, T scale,
+                                         T* dLogits) {
     const T lse = logSumExp(logits, classes);
     const T ws = weight * scale;
     for (int c = 0; c < classes; ++c) {

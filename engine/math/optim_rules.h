@@ -9,7 +9,10 @@ namespace ensemble {
 
 enum class OptimizerKind : uint32_t { Adam = 0, AdamW = 1, Sgd = 2 };
 
-// Hyperparameters of one member's optimizer at one step. `step` counts from 1.
+// Hyperparameters of one member's optimizer. Elementwise products use the float fields (as
+// PyTorch multiplies float32 tensors by float-cast scalars); the derived coefficients
+// (1 - beta, step size, bias corrections) are computed in double and rounded once, as PyTorch
+// does with its Python-float scalars, so float32 training follows torch.optim closely.
 struct OptimizerRule {
     OptimizerKind kind = OptimizerKind::Adam;
     float lr = 1e-3f;
@@ -18,10 +21,46 @@ struct OptimizerRule {
     float beta1 = 0.9f;
     float beta2 = 0.999f;
     float eps = 1e-8f;
-    // 1 - beta^step, precomputed once per step (PyTorch computes them the same way).
-    float biasCorrection1 = 1.0f;
-    float biasCorrection2 = 1.0f;
+    float oneMinusBeta1 = 0.1f;   // 1 - beta1
+    float oneMinusBeta2 = 1e-3f;  // 1 - beta2
+    float decayFactor = 1.0f;     // AdamW: 1 - lr * weight_decay
+    // Set per update by prepareStep(): lr / (1 - beta1^t) and sqrt(1 - beta2^t).
+    float stepSize = 1e-3f;
+    float biasCorrection2Sqrt = 1.0f;
+    // The double-precision originals the derived coefficients come from.
+    double lrExact = 1e-3;
+    double beta1Exact = 0.9;
+    double beta2Exact = 0.999;
 };
+
+ENSEMBLE_HD inline OptimizerRule makeRule(OptimizerKind kind, double lr, double weightDecay,
+                                          double momentum, double beta1 = 0.9,
+                                          double beta2 = 0.999, double eps = 1e-8) {
+    OptimizerRule r;
+    r.kind = kind;
+    r.lr = static_cast<float>(lr);
+    r.weightDecay = static_cast<float>(weightDecay);
+    r.momentum = static_cast<float>(momentum);
+    r.beta1 = static_cast<float>(beta1);
+    r.beta2 = static_cast<float>(beta2);
+    r.eps = static_cast<float>(eps);
+    r.oneMinusBeta1 = static_cast<float>(1.0 - beta1);
+    r.oneMinusBeta2 = static_cast<float>(1.0 - beta2);
+    r.decayFactor = static_cast<float>(1.0 - lr * weightDecay);
+    r.stepSize = r.lr;
+    r.lrExact = lr;
+    r.beta1Exact = beta1;
+    r.beta2Exact = beta2;
+    return r;
+}
+
+// Sets the bias-corrected step size for update number `t` (1-based).
+ENSEMBLE_HD inline void prepareStep(OptimizerRule& r, uint64_t t) {
+    const double b1t = hd::pow(r.beta1Exact, static_cast<double>(t));
+    const double b2t = hd::pow(r.beta2Exact, static_cast<double>(t));
+    r.stepSize = static_cast<float>(r.lrExact / (1.0 - b1t));
+    r.biasCorrection2Sqrt = static_cast<float>(hd::sqrt(1.0 - b2t));
+}
 
 // One parameter's update, exactly as torch.optim.{Adam, AdamW, SGD} (PyTorch 1.13, foreach off,
 // maximize off, amsgrad off, nesterov off, dampening 0):
@@ -29,7 +68,8 @@ struct OptimizerRule {
 //          p -= lr/bc1 * m / (sqrt(v)/sqrt(bc2) + eps)
 //   AdamW: p *= 1 - lr*wd; then Adam's moments and step without the L2 term
 //   SGD:   g += wd*p;  buf = g at step 1, else momentum*buf + g;  p -= lr*buf
-// `slot1` is m or the momentum buffer, `slot2` is v (unused by SGD).
+// `slot1` is m or the momentum buffer, `slot2` is v (unused by SGD). Precondition for Adam(W):
+// prepareStep() has set the rule's step size and bias correction for this update.
 template <typename T>
 ENSEMBLE_HD inline void applyUpdate(const OptimizerRule& r, bool firstStep, T& param, T grad,
                                     T& slot1, T& slot2) {
@@ -49,15 +89,14 @@ ENSEMBLE_HD inline void applyUpdate(const OptimizerRule& r, bool firstStep, T& p
         default: {
             T g = grad;
             if (r.kind == OptimizerKind::AdamW) {
-                param *= T(1) - T(r.lr) * T(r.weightDecay);
+                param *= T(r.decayFactor);
             } else {
                 g += T(r.weightDecay) * param;
             }
-            slot1 = T(r.beta1) * slot1 + (T(1) - T(r.beta1)) * g;
-            slot2 = T(r.beta2) * slot2 + (T(1) - T(r.beta2)) * g * g;
-            const T stepSize = T(r.lr) / T(r.biasCorrection1);
-            const T denom = hd::sqrt(slot2) / hd::sqrt(T(r.biasCorrection2)) + T(r.eps);
-            param -= stepSize * slot1 / denom;
+            slot1 = T(r.beta1) * slot1 + T(r.oneMinusBeta1) * g;
+            slot2 = T(r.beta2) * slot2 + T(r.oneMinusBeta2) * g * g;
+            const T denom = hd::sqrt(slot2) / T(r.biasCorrection2Sqrt) + T(r.eps);
+            param -= T(r.stepSize) * slot1 / denom;
             return;
         }
     }

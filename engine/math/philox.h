@@ -62,7 +62,8 @@ ENSEMBLE_HD inline float uniformFloat(uint32_t bits) {
 // Uniform double in (0, 1): never 0, so log() is safe (Box-Muller, inverse CDFs).
 ENSEMBLE_HD inline double uniformOpenDouble(uint32_t hi, uint32_t lo) {
     const uint64_t bits = (static_cast<uint64_t>(hi) << 21) ^ static_cast<uint64_t>(lo >> 11);
-    return (static_cast<double>(bits & ((uint64_t{1} << 53) - 1)) + 0.5) * (1.0 / 9007199254740992.0);
+    return (static_cast<double>(bits & ((uint64_t{1} << 53) - 1)) + 0.5) *
+           (1.0 / 9007199254740992.0);
 }
 
 // Uniform integer in [0, n) from 64 random bits by multiply-shift (Lemire 2019). The bias is

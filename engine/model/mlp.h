@@ -21,7 +21,7 @@ struct LayerSlot {
 
 // The stacked parameter layout of K identical MLPs with widths [D, h_1, ..., h_L, C].
 class ParamLayout {
-public:
+  public:
     ParamLayout() = default;
     ParamLayout(std::vector<int> widths, int members);
 
@@ -45,7 +45,7 @@ public:
         return s.biasOffset + static_cast<std::size_t>(k) * s.out;
     }
 
-private:
+  private:
     std::vector<int> m_widths;
     int m_members = 0;
     std::vector<LayerSlot> m_layers;

@@ -124,8 +124,9 @@ std::size_t estimateRunBytes(const ExperimentConfig& config, int64_t trainRows, 
     }
     const std::size_t threads = 64;  // generous upper bound on per-thread workspaces
     bytes += threads * static_cast<std::size_t>(config.training.batchSize) * (2 * widthSum) * f;
-    bytes += k * static_cast<std::size_t>(std::min<int64_t>(kEvalChunkRows, std::max<int64_t>(
-                                                                               trainRows, 1))) *
+    bytes += k *
+             static_cast<std::size_t>(
+                 std::min<int64_t>(kEvalChunkRows, std::max<int64_t>(trainRows, 1))) *
              static_cast<std::size_t>(classes) * f;
     if (config.ensemble.bootstrap != BootstrapMode::None) {
         bytes += k * static_cast<std::size_t>(trainRows) * sizeof(int32_t);
@@ -167,14 +168,9 @@ Trainer::Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backen
 
     const OptimizerConfig& o = m_config.optimizer;
     for (int m = 0; m < k; ++m) {
-        OptimizerRule r;
-        r.kind = o.kind;
-        r.lr = static_cast<float>(o.lr[static_cast<std::size_t>(m)]);
-        r.momentum = static_cast<float>(o.momentum[static_cast<std::size_t>(m)]);
-        r.weightDecay = static_cast<float>(o.weightDecay[static_cast<std::size_t>(m)]);
-        r.beta1 = static_cast<float>(o.beta1);
-        r.beta2 = static_cast<float>(o.beta2);
-        r.eps = static_cast<float>(o.eps);
+        const auto i = static_cast<std::size_t>(m);
+        const OptimizerRule r = makeRule(o.kind, o.lr[i], o.weightDecay[i], o.momentum[i],
+                                         o.beta1, o.beta2, o.eps);
         m_rules.push_back(r);
     }
     m_active.assign(static_cast<std::size_t>(k), 1);
@@ -295,8 +291,9 @@ MemberPredictions Trainer::predictNormalized(const float* x, int64_t rows) {
         const int64_t n = std::min(kEvalChunkRows, rows - begin);
         m_backend->predictLogProbs(x + begin * m_layout.inputs(), n, chunk.data());
         for (int k = 0; k < p.members; ++k) {
-            std::copy_n(chunk.data() + static_cast<std::size_t>(k) * n * p.classes, n * p.classes,
-                        p.logProbs.data() + (static_cast<std::size_t>(k) * rows + begin) * p.classes);
+            std::copy_n(
+                chunk.data() + static_cast<std::size_t>(k) * n * p.classes, n * p.classes,
+                p.logProbs.data() + (static_cast<std::size_t>(k) * rows + begin) * p.classes);
         }
     }
     return p;

@@ -59,8 +59,8 @@ SplitMetrics ensembleMetrics(const MemberPredictions& p, const std::vector<int32
 SplitMetrics memberMetrics(const MemberPredictions& p, const std::vector<int32_t>& labels, int k);
 
 // Bytes a run needs (data, parameters, optimizer state, workspaces, evaluation buffers).
-std::size_t estimateRunBytes(const ExperimentConfig& config, int64_t trainRows,
-                             int64_t testRows, int features, int classes);
+std::size_t estimateRunBytes(const ExperimentConfig& config, int64_t trainRows, int64_t testRows,
+                             int features, int classes);
 // Throws RuntimeError with the estimate when it exceeds the memory the machine has available.
 void checkRunFitsInMemory(const ExperimentConfig& config, int64_t trainRows, int64_t testRows,
                           int features, int classes);
@@ -69,7 +69,7 @@ void checkRunFitsInMemory(const ExperimentConfig& config, int64_t trainRows, int
 // no threads and emits nothing on its own: callers step it synchronously (the GUI from its
 // engine thread, the CLI from main).
 class Trainer {
-public:
+  public:
     // Builds the model, initialises the parameters from ensemble.seed and binds the backend.
     Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backend> backend);
 
@@ -112,7 +112,7 @@ public:
     // Smoothed training throughput of the last run() or runSteps() calls.
     double lastStepSeconds() const { return m_lastStepSeconds; }
 
-private:
+  private:
     MemberPredictions predictNormalized(const float* x, int64_t rows);
 
     ExperimentConfig m_config;

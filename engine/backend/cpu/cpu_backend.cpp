@@ -8,17 +8,12 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "backend/cpu/mlp_kernels.h"
 #include "math/loss.h"
 
 namespace ensemble {
 
 namespace {
-
-using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using MatrixMap = Eigen::Map<RowMatrix>;
-using ConstMatrixMap = Eigen::Map<const RowMatrix>;
-using VectorMap = Eigen::Map<Eigen::VectorXf>;
-using ConstRowVectorMap = Eigen::Map<const Eigen::RowVectorXf>;
 
 // Rows per prediction chunk: large enough to amortise the GEMM, small enough for L2.
 constexpr int64_t kPredictChunk = 256;
@@ -27,13 +22,11 @@ constexpr int64_t kPredictChunk = 256;
 
 struct CpuBackend::Workspace {
     std::vector<int32_t> rows;
+    std::vector<int32_t> labels;
     std::vector<float> weights;
-    std::vector<float> input;                // B x D (gathered batch)
-    std::vector<std::vector<float>> pre;     // per layer: B x out, pre-activations
-    std::vector<std::vector<float>> post;    // per hidden layer: B x out, activations
-    std::vector<float> delta;                // B x maxWidth: gradient w.r.t. current pre-act
-    std::vector<float> deltaPrev;            // B x maxWidth
-    std::vector<float> grad;                 // one member's parameter gradient, layout order
+    AlignedVector<float> input;  // B x D (gathered batch)
+    MemberWorkspace<float> member;
+    AlignedVector<float> grad;  // one member's parameter gradient, packed per layer
 };
 
 CpuBackend::CpuBackend(int threads) {
@@ -65,23 +58,13 @@ void CpuBackend::bind(const TrainingProblem& problem) {
     m_updates = 0;
 
     const int batch = static_cast<int>(problem.plan.batch);
-    const int layers = layout.layerCount();
     m_workspaces.assign(static_cast<std::size_t>(m_threads), Workspace{});
     for (Workspace& ws : m_workspaces) {
         ws.rows.resize(static_cast<std::size_t>(batch));
+        ws.labels.resize(static_cast<std::size_t>(batch));
         ws.weights.resize(static_cast<std::size_t>(batch));
         ws.input.resize(static_cast<std::size_t>(batch) * inputs);
-        ws.pre.resize(static_cast<std::size_t>(layers));
-        ws.post.resize(static_cast<std::size_t>(layers));
-        for (int l = 0; l < layers; ++l) {
-            const std::size_t n = static_cast<std::size_t>(batch) * layout.layer(l).out;
-            ws.pre[static_cast<std::size_t>(l)].resize(n);
-            if (l + 1 < layers) {
-                ws.post[static_cast<std::size_t>(l)].resize(n);
-            }
-        }
-        ws.delta.resize(static_cast<std::size_t>(batch) * layout.maxWidth());
-        ws.deltaPrev.resize(static_cast<std::size_t>(batch) * layout.maxWidth());
+        ws.member.resize(layout, batch);
         ws.grad.resize(layout.perMember());
     }
     m_sharedRows.resize(static_cast<std::size_t>(batch));
@@ -106,7 +89,7 @@ void CpuBackend::step(uint64_t step, const uint8_t* active, float* losses) {
     const int members = layout.members();
     const int inputs = layout.inputs();
     const bool firstUpdate = m_updates == 0;
-    const double t = static_cast<double>(m_updates + 1);
+    const uint64_t updateNumber = m_updates + 1;
 
     // Shared modes read the same rows for every member: gather them once.
     const bool shared = plan.mode != BootstrapMode::Resample;
@@ -129,8 +112,7 @@ void CpuBackend::step(uint64_t step, const uint8_t* active, float* losses) {
             continue;
         }
         OptimizerRule rule = m_problem.rules[static_cast<std::size_t>(k)];
-        rule.biasCorrection1 = static_cast<float>(1.0 - std::pow(double(rule.beta1), t));
-        rule.biasCorrection2 = static_cast<float>(1.0 - std::pow(double(rule.beta2), t));
+        prepareStep(rule, updateNumber);
         losses[k] = trainMember(k, step, ws, shared ? m_sharedX.data() : nullptr,
                                 shared ? m_sharedRows.data() : nullptr, rule, firstUpdate);
     }
@@ -138,21 +120,20 @@ void CpuBackend::step(uint64_t step, const uint8_t* active, float* losses) {
 }
 
 float CpuBackend::trainMember(int k, uint64_t step, Workspace& ws, const float* sharedX,
-                              const int32_t* sharedRows, const OptimizerRule& rule, bool firstUpdate) {
+                              const int32_t* sharedRows, const OptimizerRule& rule,
+                              bool firstUpdate) {
     const ParamLayout& layout = m_problem.layout;
     const BatchPlanParams& plan = m_problem.plan;
     const int batch = static_cast<int>(plan.batch);
     const int inputs = layout.inputs();
     const int layers = layout.layerCount();
-    const int classes = layout.classes();
-    const Activation act = m_problem.activation;
 
     // 1. The member's batch: rows, weights and inputs.
     const int32_t* rows = sharedRows;
     const float* x = sharedX;
     if (plan.mode == BootstrapMode::Resample) {
-        planMember(plan, static_cast<uint32_t>(k), step, reinterpret_cast<uint32_t*>(ws.rows.data()),
-                   ws.weights.data());
+        planMember(plan, static_cast<uint32_t>(k), step,
+                   reinterpret_cast<uint32_t*>(ws.rows.data()), ws.weights.data());
         for (int b = 0; b < batch; ++b) {
             std::memcpy(ws.input.data() + static_cast<std::size_t>(b) * inputs,
                         m_trainX.data() + static_cast<std::size_t>(ws.rows[b]) * inputs,
@@ -169,69 +150,20 @@ float CpuBackend::trainMember(int k, uint64_t step, Workspace& ws, const float* 
         std::fill(ws.weights.begin(), ws.weights.end(), 1.0f);
     }
 
-    // 2. Forward: Z_l = A_{l-1} W_l^T + b_l, A_l = f(Z_l) for hidden layers.
-    const float* params = m_params.data();
-    const float* prev = x;
-    for (int l = 0; l < layers; ++l) {
-        const LayerSlot& s = layout.layer(l);
-        ConstMatrixMap a(prev, batch, s.in);
-        ConstMatrixMap w(params + layout.weightOffset(l, k), s.out, s.in);
-        ConstRowVectorMap bias(params + layout.biasOffset(l, k), s.out);
-        MatrixMap z(ws.pre[static_cast<std::size_t>(l)].data(), batch, s.out);
-        z.noalias() = a * w.transpose();
-        z.rowwise() += bias;
-        if (l + 1 < layers) {
-            float* post = ws.post[static_cast<std::size_t>(l)].data();
-            const float* zp = z.data();
-            for (std::size_t i = 0, n = static_cast<std::size_t>(batch) * s.out; i < n; ++i) {
-                post[i] = activate(act, zp[i]);
-            }
-            prev = post;
-        }
+    for (int b = 0; b < batch; ++b) {
+        ws.labels[static_cast<std::size_t>(b)] = m_trainY[static_cast<std::size_t>(rows[b])];
     }
 
-    // 3. Loss and its gradient w.r.t. the logits.
-    const float scale = 1.0f / static_cast<float>(batch);
-    float loss = 0.0f;
-    const float* logits = ws.pre[static_cast<std::size_t>(layers - 1)].data();
-    for (int b = 0; b < batch; ++b) {
-        const int label = m_trainY[static_cast<std::size_t>(rows[b])];
-        loss += softmaxCrossEntropy(logits + static_cast<std::size_t>(b) * classes, classes, label,
-                                    ws.weights[static_cast<std::size_t>(b)], scale,
-                                    ws.delta.data() + static_cast<std::size_t>(b) * classes);
-    }
+    // 2. Forward and backward (mlp_kernels.h), then the update unless the loss diverged.
+    float* grad = ws.grad.data();
+    const float loss =
+        memberForwardBackward(layout, k, m_problem.activation, m_params.data(), x, ws.labels.data(),
+                              ws.weights.data(), batch, ws.member, grad);
     if (!std::isfinite(loss)) {
         return loss;  // diverged: leave this member's parameters as they are
     }
 
-    // 4. Backward: dW_l = dZ_l^T A_{l-1}, db_l = sum_b dZ_l, dZ_{l-1} = (dZ_l W_l) .* f'(Z_{l-1}).
-    float* grad = ws.grad.data();
-    std::size_t gradOffset = layout.perMember();
-    for (int l = layers - 1; l >= 0; --l) {
-        const LayerSlot& s = layout.layer(l);
-        const float* aPrev = l > 0 ? ws.post[static_cast<std::size_t>(l - 1)].data() : x;
-        ConstMatrixMap a(aPrev, batch, s.in);
-        ConstMatrixMap dz(ws.delta.data(), batch, s.out);
-        gradOffset -= static_cast<std::size_t>(s.out) * (s.in + 1);
-        MatrixMap dw(grad + gradOffset, s.out, s.in);
-        VectorMap db(grad + gradOffset + static_cast<std::size_t>(s.out) * s.in, s.out);
-        dw.noalias() = dz.transpose() * a;
-        db = dz.colwise().sum().transpose();
-        if (l > 0) {
-            ConstMatrixMap w(params + layout.weightOffset(l, k), s.out, s.in);
-            MatrixMap dPrev(ws.deltaPrev.data(), batch, s.in);
-            dPrev.noalias() = dz * w;
-            const float* zp = ws.pre[static_cast<std::size_t>(l - 1)].data();
-            const float* ap = ws.post[static_cast<std::size_t>(l - 1)].data();
-            float* d = dPrev.data();
-            for (std::size_t i = 0, n = static_cast<std::size_t>(batch) * s.in; i < n; ++i) {
-                d[i] *= activateGrad(act, zp[i], ap[i]);
-            }
-            std::swap(ws.delta, ws.deltaPrev);
-        }
-    }
-
-    // 5. Update: the member's gradient is packed per layer as [W_l (out x in), b_l (out)].
+    // 3. Update: the member's gradient is packed per layer as [W_l (out x in), b_l (out)].
     std::size_t g = 0;
     for (int l = 0; l < layers; ++l) {
         const LayerSlot& s = layout.layer(l);
@@ -253,45 +185,29 @@ float CpuBackend::trainMember(int k, uint64_t step, Workspace& ws, const float* 
 void CpuBackend::predictLogProbs(const float* x, int64_t rows, float* out) {
     const ParamLayout& layout = m_problem.layout;
     const int members = layout.members();
-    const int layers = layout.layerCount();
     const int classes = layout.classes();
-    const Activation act = m_problem.activation;
     const int64_t chunks = (rows + kPredictChunk - 1) / kPredictChunk;
     const int64_t tasks = chunks * members;
-    const float* params = m_params.data();
 
+    // Tasks are (member, chunk of rows) pairs: independent, so any thread count gives the same
+    // bits.
 #pragma omp parallel num_threads(m_threads)
     {
-        std::vector<float> bufA(static_cast<std::size_t>(kPredictChunk) * layout.maxWidth());
-        std::vector<float> bufB(bufA.size());
+        MemberWorkspace<float> ws;
+        ws.resize(layout, static_cast<int>(kPredictChunk));
 #pragma omp for schedule(static)
         for (int64_t task = 0; task < tasks; ++task) {
             const int k = static_cast<int>(task / chunks);
             const int64_t begin = (task % chunks) * kPredictChunk;
             const int n = static_cast<int>(std::min<int64_t>(kPredictChunk, rows - begin));
-            const float* prev = x + begin * layout.inputs();
-            for (int l = 0; l < layers; ++l) {
-                const LayerSlot& s = layout.layer(l);
-                float* dst = (l % 2 == 0) ? bufA.data() : bufB.data();
-                ConstMatrixMap a(prev, n, s.in);
-                ConstMatrixMap w(params + layout.weightOffset(l, k), s.out, s.in);
-                ConstRowVectorMap bias(params + layout.biasOffset(l, k), s.out);
-                MatrixMap z(dst, n, s.out);
-                z.noalias() = a * w.transpose();
-                z.rowwise() += bias;
-                if (l + 1 < layers) {
-                    for (std::size_t i = 0, m = static_cast<std::size_t>(n) * s.out; i < m; ++i) {
-                        dst[i] = activate(act, dst[i]);
-                    }
-                }
-                prev = dst;
-            }
+            const float* logits = memberForward(layout, k, m_problem.activation, m_params.data(),
+                                                x + begin * layout.inputs(), n, ws);
             float* o = out + (static_cast<std::size_t>(k) * rows + begin) * classes;
             for (int i = 0; i < n; ++i) {
-                const float* zRow = prev + static_cast<std::size_t>(i) * classes;
-                const float lse = logSumExp(zRow, classes);
+                const float* z = logits + static_cast<std::size_t>(i) * classes;
+                const float lse = logSumExp(z, classes);
                 for (int c = 0; c < classes; ++c) {
-                    o[static_cast<std::size_t>(i) * classes + c] = zRow[c] - lse;
+                    o[static_cast<std::size_t>(i) * classes + c] = z[c] - lse;
                 }
             }
         }

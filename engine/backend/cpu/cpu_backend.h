@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/mlp_kernels.h"
 
 namespace ensemble {
 
@@ -10,7 +11,7 @@ namespace ensemble {
 // OpenMP over members (each member's whole step runs on one thread, so results are
 // bit-identical for any thread count), and the shared per-element math of engine/math.
 class CpuBackend final : public Backend {
-public:
+  public:
     // threads = 0: all the cores OpenMP reports.
     explicit CpuBackend(int threads = 0);
     ~CpuBackend() override;
@@ -24,7 +25,7 @@ public:
 
     int threads() const { return m_threads; }
 
-private:
+  private:
     struct Workspace;  // one per thread: activations and gradients of one member
     // Trains member k for one step on one thread; returns its batch loss.
     float trainMember(int k, uint64_t step, Workspace& ws, const float* sharedX,
@@ -32,17 +33,17 @@ private:
 
     int m_threads = 1;
     TrainingProblem m_problem;
-    std::vector<float> m_trainX;
+    AlignedVector<float> m_trainX;
     std::vector<int32_t> m_trainY;
-    std::vector<float> m_params;
-    std::vector<float> m_moment1;  // Adam m / SGD momentum buffer
-    std::vector<float> m_moment2;  // Adam v
+    AlignedVector<float> m_params;
+    AlignedVector<float> m_moment1;  // Adam m / SGD momentum buffer
+    AlignedVector<float> m_moment2;  // Adam v
     uint64_t m_updates = 0;        // since bind() / setParameters(): drives bias correction
     std::vector<Workspace> m_workspaces;
     // Shared batch for bootstrap modes where all members read the same rows.
     std::vector<int32_t> m_sharedRows;
     std::vector<float> m_sharedWeights;
-    std::vector<float> m_sharedX;
+    AlignedVector<float> m_sharedX;
 };
 
 }  // namespace ensemble

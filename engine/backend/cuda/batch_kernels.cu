@@ -1,0 +1,54 @@
+#include "backend/cuda/batch_kernels.cuh"
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/kernel_launch.cuh"
+
+namespace ensemble::gpu {
+
+namespace {
+
+__global__ void planBatchKernel(BatchPlanParams plan, int64_t slots,
+                                const DeviceStepState* state, int32_t* rows, float* weights) {
+    const uint64_t step = state->step;
+    for (int64_t i = firstThread(); i < slots; i += threadStride()) {
+        planSlotElement(i, plan, step, rows, weights);
+    }
+}
+
+__global__ void gatherRowsKernel(const float* trainX, int features, const int32_t* rows,
+                                 int64_t count, float* x) {
+    for (int64_t i = firstThread(); i < count; i += threadStride()) {
+        gatherElement(i, trainX, features, rows, x);
+    }
+}
+
+}  // namespace
+
+void launchPlanBatch(const BatchPlanParams& plan, int members, const DeviceStepState* state,
+                     int32_t* rows, float* weights, cudaStream_t stream) {
+    const int64_t slots = static_cast<int64_t>(members) * plan.batch;
+    planBatchKernel<<<blocksFor(slots), kBlockThreads, 0, stream>>>(plan, slots, state, rows,
+                                                                     weights);
+    ENSEMBLE_CUDA_CHECK_LAUNCH();
+}
+
+void launchGatherRows(const float* trainX, int features, const int32_t* rows, int64_t slots,
+                      float* x, cudaStream_t stream) {
+    const int64_t count = slots * features;
+    gatherRowsKernel<<<blocksFor(count), kBlockThreads, 0, stream>>>(trainX, features, rows,
+                                                                      count, x);
+    ENSEMBLE_CUDA_CHECK_LAUNCH();
+}
+
+bool kernelsRunnable(std::string& reason) {
+    cudaFuncAttributes attributes{};
+    const cudaError_t error = cudaFuncGetAttributes(&attributes, planBatchKernel);
+    if (error != cudaSuccess) {
+        reason = std::string("the CUDA backend's kernels cannot run on this device: ") +
+                 cudaGetErrorString(error);
+        (void)cudaGetLastError();
+        return false;
+    }
+    return true;
+}
+
+}  // namespace ensemble::gpu

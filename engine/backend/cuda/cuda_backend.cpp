@@ -1,0 +1,552 @@
+#include "backend/cuda/cuda_backend.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "backend/cuda/batch_kernels.cuh"
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/device_buffer.h"
+#include "backend/cuda/layer_kernels.cuh"
+#include "backend/cuda/loss_kernels.cuh"
+#include "backend/cuda/optim_kernels.cuh"
+#include "backend/cuda/step_program.h"
+#include "io/errors.h"
+
+namespace ensemble {
+
+namespace gpu {
+
+namespace {
+
+struct StreamDeleter {
+    void operator()(cudaStream_t s) const noexcept { (void)cudaStreamDestroy(s); }
+};
+using StreamHandle = std::unique_ptr<std::remove_pointer_t<cudaStream_t>, StreamDeleter>;
+
+struct CublasDeleter {
+    void operator()(cublasHandle_t h) const noexcept { (void)cublasDestroy(h); }
+};
+using CublasHandle = std::unique_ptr<std::remove_pointer_t<cublasHandle_t>, CublasDeleter>;
+
+struct GraphDeleter {
+    void operator()(cudaGraph_t g) const noexcept { (void)cudaGraphDestroy(g); }
+};
+using GraphHandle = std::unique_ptr<std::remove_pointer_t<cudaGraph_t>, GraphDeleter>;
+
+struct GraphExecDeleter {
+    void operator()(cudaGraphExec_t g) const noexcept { (void)cudaGraphExecDestroy(g); }
+};
+using GraphExecHandle = std::unique_ptr<std::remove_pointer_t<cudaGraphExec_t>, GraphExecDeleter>;
+
+std::string mib(std::size_t bytes) {
+    return std::to_string((bytes + (std::size_t{1} << 20) - 1) >> 20) + " MiB";
+}
+
+// Runs the operation sequences of step_program.h on the GPU: every call is one kernel launch
+// or one cuBLAS call on `stream`, so the sequence can be captured as a graph unchanged.
+class DeviceExecutor {
+public:
+    DeviceExecutor(cublasHandle_t cublas, cudaStream_t stream) : m_cublas(cublas), m_stream(stream) {}
+
+    void prepareRules(const OptimizerRule* base, OptimizerRule* rules, int members,
+                      const DeviceStepState* state) {
+        launchPrepareRules(base, rules, members, state, m_stream);
+    }
+    void planBatch(const BatchPlanParams& plan, int members, const DeviceStepState* state,
+                   int32_t* rows, float* weights) {
+        launchPlanBatch(plan, members, state, rows, weights, m_stream);
+    }
+    void gatherRows(const float* trainX, int features, const int32_t* rows, int64_t slots,
+                    float* x) {
+        launchGatherRows(trainX, features, rows, slots, x, m_stream);
+    }
+    // C = op(A) op(B) for every member; see GemmArgs for how row-major maps to cuBLAS.
+    // Pointer mode is host, so alpha/beta are read at the call and a captured graph holds
+    // their values.
+    void gemm(const GemmArgs& g, const float* a, const float* b, float* c) {
+        const float one = 1.0f;
+        const float zero = 0.0f;
+        ENSEMBLE_CUBLAS_CHECK(cublasSgemmStridedBatched(
+            m_cublas, g.transA ? CUBLAS_OP_T : CUBLAS_OP_N, g.transB ? CUBLAS_OP_T : CUBLAS_OP_N,
+            g.m, g.n, g.k, &one, a, g.lda, static_cast<long long>(g.strideA), b, g.ldb,
+            static_cast<long long>(g.strideB), &zero, c, g.ldc, static_cast<long long>(g.strideC),
+            g.batchCount));
+    }
+    void biasActivate(float* z, float* post, const float* bias, int members, int rows, int out,
+                      Activation act) {
+        launchBiasActivate(z, post, bias, members, rows, out, act, m_stream);
+    }
+    void softmaxCrossEntropy(const float* logits, const int32_t* trainY, const int32_t* rows,
+                             const float* weights, int members, int batch, int classes,
+                             float* dLogits, float* rowLoss) {
+        launchSoftmaxCrossEntropy(logits, trainY, rows, weights, members, batch, classes, dLogits,
+                                  rowLoss, m_stream);
+    }
+    void memberLoss(const float* rowLoss, const uint8_t* active, int members, int batch,
+                    float* loss) {
+        launchMemberLoss(rowLoss, active, members, batch, loss, m_stream);
+    }
+    void biasGradient(const float* delta, float* gradBias, int members, int rows, int out) {
+        launchBiasGradient(delta, gradBias, members, rows, out, m_stream);
+    }
+    void activationBackward(float* delta, const float* pre, const float* post, int64_t count,
+                            Activation act) {
+        launchActivationBackward(delta, pre, post, count, act, m_stream);
+    }
+    void applyUpdates(const StepBuffers& b, int64_t total) {
+        launchApplyUpdates(b.params, b.grad, b.moment1, b.moment2, b.segments, b.segmentCount,
+                           b.rules, b.active, b.loss, b.state, total, m_stream);
+    }
+    void advanceState(DeviceStepState* state) { launchAdvanceState(state, m_stream); }
+    void logSoftmax(float* z, int64_t rows, int classes) {
+        launchLogSoftmax(z, rows, classes, m_stream);
+    }
+
+private:
+    cublasHandle_t m_cublas;
+    cudaStream_t m_stream;
+};
+
+// The K-member training step on one GPU. Everything a step touches is allocated in bind() and
+// stays resident: parameters, gradient and optimizer state in the stacked layout, the whole
+// train split, the batch workspace and the per-member rules, flags, losses and counters.
+//
+// A step is one CUDA graph (captured from enqueueTrainingStep after one eager warm-up step,
+// which loads every kernel outside the capture): prepare rules -> plan -> gather -> per layer
+// GEMM + bias/activation -> softmax cross-entropy -> per-member loss -> per layer weight GEMM,
+// bias gradient, input GEMM, activation backward -> update of all members -> advance the
+// counters. The step index and update count live in device memory and the graph's last kernel
+// advances them, so replaying the graph needs nothing from the host.
+//
+// Host traffic per step(): the step index (8 bytes) only when the caller's index is not the
+// one the device expects next, the active flags (K bytes) only when they changed, the graph
+// launch, and the K losses back (one async copy into pinned memory and one stream
+// synchronisation, which Backend::step needs because it returns the losses). The sync costs a
+// round trip of some microseconds per step; an interface that trained N steps per call could
+// replay the graph N times and synchronise once.
+//
+// Set the environment variable ENSEMBLE_CUDA_GRAPHS=0 to run every step eagerly instead (same
+// kernels, same order, same results), for debugging with compute-sanitizer or nsys.
+class CudaBackend final : public Backend {
+public:
+    explicit CudaBackend(int device);
+    ~CudaBackend() override;
+
+    std::string name() const override { return m_name; }
+    void bind(const TrainingProblem& problem) override;
+    void setParameters(const float* params) override;
+    void parameters(float* out) override;
+    void step(uint64_t step, const uint8_t* active, float* losses) override;
+    void predictLogProbs(const float* x, int64_t rows, float* out) override;
+
+private:
+    void useDevice() const { ENSEMBLE_CUDA_CHECK(cudaSetDevice(m_device)); }
+    void requireBound(const char* what) const {
+        if (!m_bound) {
+            throw std::logic_error(std::string("CudaBackend::") + what + " before bind()");
+        }
+    }
+    void release();
+    void checkMemory(const MemoryEstimate& estimate) const;
+    void captureStep();
+    void sync() { ENSEMBLE_CUDA_CHECK(cudaStreamSynchronize(m_stream.get())); }
+
+    int m_device = 0;
+    std::string m_name;
+    bool m_useGraphs = true;
+    // Declared first, destroyed last: everything below is enqueued on this stream.
+    StreamHandle m_stream;
+    DeviceBuffer<unsigned char> m_cublasWorkspace;
+    CublasHandle m_cublas;  // destroyed before its workspace is freed
+
+    TrainingProblem m_problem;  // pointers cleared: what bind() was given, minus the data
+    bool m_bound = false;
+    bool m_training = false;
+    DeviceBuffer<float> m_params;
+    DeviceBuffer<float> m_grad;
+    DeviceBuffer<float> m_moment1;
+    DeviceBuffer<float> m_moment2;
+    DeviceBuffer<float> m_trainX;
+    DeviceBuffer<int32_t> m_trainY;
+    DeviceBuffer<float> m_stepArena;
+    DeviceBuffer<int32_t> m_rows;
+    DeviceBuffer<float> m_predictArena;
+    DeviceBuffer<OptimizerRule> m_baseRules;
+    DeviceBuffer<OptimizerRule> m_rules;
+    DeviceBuffer<uint8_t> m_active;
+    DeviceBuffer<float> m_loss;
+    DeviceBuffer<DeviceStepState> m_state;
+    DeviceBuffer<ParamSegment> m_segments;
+    PinnedBuffer<uint64_t> m_hostStep;
+    PinnedBuffer<uint8_t> m_hostActive;
+    PinnedBuffer<float> m_hostLoss;
+    StepBuffers m_buffers;
+    PredictArena m_predict;
+
+    // What the device holds, as far as the host knows: valid only after a step completed.
+    bool m_mirrorValid = false;
+    uint64_t m_deviceStep = 0;           // the index state.step holds
+    std::vector<uint8_t> m_deviceActive;  // the flags d_active holds (0/1)
+
+    GraphExecHandle m_graph;  // declared last: destroyed first
+};
+
+CudaBackend::CudaBackend(int device) : m_device(device) {
+    useDevice();
+    cudaDeviceProp prop{};
+    ENSEMBLE_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    m_name = "cuda:" + std::to_string(device) + " (" + prop.name + ")";
+    if (const char* env = std::getenv("ENSEMBLE_CUDA_GRAPHS")) {
+        m_useGraphs = std::strcmp(env, "0") != 0;
+    }
+    cudaStream_t stream = nullptr;
+    ENSEMBLE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    m_stream.reset(stream);
+    cublasHandle_t handle = nullptr;
+    ENSEMBLE_CUBLAS_CHECK(cublasCreate(&handle));
+    m_cublas.reset(handle);
+    // cublasSetStream resets the workspace to cuBLAS's own pool; ours is set in bind().
+    ENSEMBLE_CUBLAS_CHECK(cublasSetStream(handle, stream));
+    // Plain FP32 products (no TF32): the CPU oracle computes in FP32.
+    ENSEMBLE_CUBLAS_CHECK(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));
+}
+
+CudaBackend::~CudaBackend() {
+    if (m_stream) {
+        (void)cudaSetDevice(m_device);
+        (void)cudaStreamSynchronize(m_stream.get());
+    }
+    (void)cudaGetLastError();
+}
+
+void CudaBackend::release() {
+    m_graph.reset();
+    m_bound = false;
+    m_training = false;
+    m_mirrorValid = false;
+    m_params.reset();
+    m_grad.reset();
+    m_moment1.reset();
+    m_moment2.reset();
+    m_trainX.reset();
+    m_trainY.reset();
+    m_stepArena.reset();
+    m_rows.reset();
+    m_predictArena.reset();
+    m_baseRules.reset();
+    m_rules.reset();
+    m_active.reset();
+    m_loss.reset();
+    m_state.reset();
+    m_segments.reset();
+    m_buffers = StepBuffers{};
+    if (!m_cublasWorkspace.empty()) {
+        // Back to cuBLAS's own pool before our workspace is freed.
+        ENSEMBLE_CUBLAS_CHECK(cublasSetStream(m_cublas.get(), m_stream.get()));
+        m_cublasWorkspace.reset();
+    }
+}
+
+void CudaBackend::checkMemory(const MemoryEstimate& e) const {
+    std::size_t freeBytes = 0;
+    std::size_t totalBytes = 0;
+    ENSEMBLE_CUDA_CHECK(cudaMemGetInfo(&freeBytes, &totalBytes));
+    const std::size_t needed = e.total() + kDeviceReserveBytes;
+    if (needed > freeBytes) {
+        throw RuntimeError(
+            "CUDA backend: this run needs about " + mib(needed) + " of device memory on " +
+            m_name + " but cudaMemGetInfo reports " + mib(freeBytes) + " free of " +
+            mib(totalBytes) + " (parameters, gradient and optimizer state " + mib(e.parameters) +
+            ", train set " + mib(e.trainSet) + ", batch workspace " + mib(e.stepWorkspace) +
+            ", prediction workspace " + mib(e.predictWorkspace) + ", cuBLAS workspace " +
+            mib(e.cublasWorkspace) + ", reserve " + mib(kDeviceReserveBytes) +
+            "); reduce ensemble.members, model.hidden or training.batch_size, or use the CPU "
+            "backend");
+    }
+}
+
+void CudaBackend::bind(const TrainingProblem& problem) {
+    useDevice();
+    const ParamLayout& layout = problem.layout;
+    const int members = layout.members();
+    if (members < 1 || layout.layerCount() < 1) {
+        throw std::invalid_argument("CudaBackend::bind: empty layout");
+    }
+    if (problem.rules.size() != static_cast<std::size_t>(members)) {
+        throw std::invalid_argument("CudaBackend::bind: one optimizer rule per member needed");
+    }
+    const bool training = problem.trainX != nullptr && problem.trainRows > 0;
+    if (training) {
+        if (problem.trainY == nullptr || problem.plan.batch == 0 ||
+            static_cast<int64_t>(problem.plan.rows) != problem.trainRows ||
+            problem.trainRows > std::numeric_limits<int32_t>::max()) {
+            throw std::invalid_argument(
+                "CudaBackend::bind: training needs labels, batch > 0 and plan.rows == trainRows "
+                "< 2^31");
+        }
+    }
+
+    sync();
+    release();
+    const MemoryEstimate estimate = estimateDeviceMemory(
+        layout, training ? problem.trainRows : 0, problem.plan.batch, problem.plan.mode);
+    checkMemory(estimate);
+
+    m_problem = problem;
+    m_problem.trainX = nullptr;
+    m_problem.trainY = nullptr;
+    cudaStream_t stream = m_stream.get();
+
+    m_cublasWorkspace = DeviceBuffer<unsigned char>(estimate.cublasWorkspace);
+    // A fixed workspace: capture never allocates, and results do not depend on which pool
+    // cuBLAS would have picked.
+    ENSEMBLE_CUBLAS_CHECK(
+        cublasSetWorkspace(m_cublas.get(), m_cublasWorkspace.data(), m_cublasWorkspace.bytes()));
+
+    const std::size_t size = layout.size();
+    m_params = DeviceBuffer<float>(size);
+    m_grad = DeviceBuffer<float>(size);
+    m_moment1 = DeviceBuffer<float>(size);
+    m_moment2 = DeviceBuffer<float>(size);
+    for (DeviceBuffer<float>* b : {&m_params, &m_grad, &m_moment1, &m_moment2}) {
+        ENSEMBLE_CUDA_CHECK(cudaMemsetAsync(b->data(), 0, b->bytes(), stream));
+    }
+    m_baseRules = DeviceBuffer<OptimizerRule>(static_cast<std::size_t>(members));
+    m_rules = DeviceBuffer<OptimizerRule>(static_cast<std::size_t>(members));
+    ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(m_baseRules.data(), problem.rules.data(),
+                                        m_baseRules.bytes(), cudaMemcpyHostToDevice, stream));
+    m_active = DeviceBuffer<uint8_t>(static_cast<std::size_t>(members));
+    ENSEMBLE_CUDA_CHECK(cudaMemsetAsync(m_active.data(), 1, m_active.bytes(), stream));
+    m_loss = DeviceBuffer<float>(static_cast<std::size_t>(members));
+    m_state = DeviceBuffer<DeviceStepState>(1);
+    ENSEMBLE_CUDA_CHECK(cudaMemsetAsync(m_state.data(), 0, m_state.bytes(), stream));
+    const std::vector<ParamSegment> segments = paramSegments(layout);
+    m_segments = DeviceBuffer<ParamSegment>(segments.size());
+    ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(m_segments.data(), segments.data(), m_segments.bytes(),
+                                        cudaMemcpyHostToDevice, stream));
+    m_hostStep = PinnedBuffer<uint64_t>(1);
+    m_hostActive = PinnedBuffer<uint8_t>(static_cast<std::size_t>(members));
+    m_hostLoss = PinnedBuffer<float>(static_cast<std::size_t>(members));
+
+    m_predict = planPredictArena(layout);
+    m_predictArena = DeviceBuffer<float>(m_predict.floats);
+
+    m_buffers = StepBuffers{};
+    m_buffers.params = m_params.data();
+    m_buffers.grad = m_grad.data();
+    m_buffers.moment1 = m_moment1.data();
+    m_buffers.moment2 = m_moment2.data();
+    m_buffers.loss = m_loss.data();
+    m_buffers.active = m_active.data();
+    m_buffers.baseRules = m_baseRules.data();
+    m_buffers.rules = m_rules.data();
+    m_buffers.state = m_state.data();
+    m_buffers.segments = m_segments.data();
+    m_buffers.segmentCount = static_cast<int>(segments.size());
+
+    if (training) {
+        const std::size_t rows = static_cast<std::size_t>(problem.trainRows);
+        m_trainX = DeviceBuffer<float>(rows * static_cast<std::size_t>(layout.inputs()));
+        m_trainY = DeviceBuffer<int32_t>(rows);
+        ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(m_trainX.data(), problem.trainX, m_trainX.bytes(),
+                                            cudaMemcpyHostToDevice, stream));
+        ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(m_trainY.data(), problem.trainY, m_trainY.bytes(),
+                                            cudaMemcpyHostToDevice, stream));
+        const StepArena arena = planStepArena(layout, problem.plan.batch, problem.plan.mode);
+        m_stepArena = DeviceBuffer<float>(arena.floats);
+        m_rows = DeviceBuffer<int32_t>(arena.rowSlots);
+        placeStepBuffers(arena, m_stepArena.data(), m_rows.data(), m_buffers);
+        m_buffers.trainX = m_trainX.data();
+        m_buffers.trainY = m_trainY.data();
+    }
+    sync();
+    m_deviceActive.assign(static_cast<std::size_t>(members), 1);
+    m_training = training;
+    m_bound = true;
+}
+
+void CudaBackend::setParameters(const float* params) {
+    requireBound("setParameters");
+    useDevice();
+    cudaStream_t stream = m_stream.get();
+    ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(m_params.data(), params, m_params.bytes(),
+                                        cudaMemcpyHostToDevice, stream));
+    ENSEMBLE_CUDA_CHECK(cudaMemsetAsync(m_moment1.data(), 0, m_moment1.bytes(), stream));
+    ENSEMBLE_CUDA_CHECK(cudaMemsetAsync(m_moment2.data(), 0, m_moment2.bytes(), stream));
+    // Bias correction restarts: updates = 0 (the step index is reconciled by step()).
+    ENSEMBLE_CUDA_CHECK(cudaMemsetAsync(&m_state.data()->updates, 0, sizeof(uint64_t), stream));
+    sync();
+}
+
+void CudaBackend::parameters(float* out) {
+    requireBound("parameters");
+    useDevice();
+    ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(out, m_params.data(), m_params.bytes(),
+                                        cudaMemcpyDeviceToHost, m_stream.get()));
+    sync();
+}
+
+void CudaBackend::captureStep() {
+    cudaStream_t stream = m_stream.get();
+    // Thread-local mode: other threads' CUDA calls (a GUI thread, another backend) neither
+    // break this capture nor get caught in it.
+    ENSEMBLE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    try {
+        DeviceExecutor ex(m_cublas.get(), stream);
+        enqueueTrainingStep(ex, m_problem.layout, m_problem.plan, m_problem.activation, m_buffers);
+    } catch (...) {
+        cudaGraph_t broken = nullptr;
+        (void)cudaStreamEndCapture(stream, &broken);
+        if (broken != nullptr) {
+            (void)cudaGraphDestroy(broken);
+        }
+        (void)cudaGetLastError();
+        throw;
+    }
+    cudaGraph_t graph = nullptr;
+    ENSEMBLE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+    const GraphHandle owned(graph);
+    cudaGraphExec_t exec = nullptr;
+    ENSEMBLE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    m_graph.reset(exec);
+}
+
+void CudaBackend::step(uint64_t step, const uint8_t* active, float* losses) {
+    requireBound("step");
+    useDevice();
+    if (!m_training) {
+        throw RuntimeError("CudaBackend::step: bound without training data");
+    }
+    cudaStream_t stream = m_stream.get();
+    const std::size_t members = static_cast<std::size_t>(m_problem.layout.members());
+
+    // Upload only what differs from what the device already holds.
+    bool activeChanged = !m_mirrorValid;
+    for (std::size_t k = 0; k < members; ++k) {
+        const uint8_t flag = active[k] != 0 ? 1 : 0;
+        activeChanged = activeChanged || flag != m_deviceActive[k];
+        m_hostActive.data()[k] = flag;
+    }
+    const bool stepChanged = !m_mirrorValid || step != m_deviceStep;
+    m_mirrorValid = false;  // until this step has completed
+    if (activeChanged) {
+        ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(m_active.data(), m_hostActive.data(), members,
+                                            cudaMemcpyHostToDevice, stream));
+    }
+    if (stepChanged) {
+        *m_hostStep.data() = step;
+        ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(&m_state.data()->step, m_hostStep.data(),
+                                            sizeof(uint64_t), cudaMemcpyHostToDevice, stream));
+    }
+
+    const bool captureAfter = m_useGraphs && !m_graph;
+    if (m_graph) {
+        ENSEMBLE_CUDA_CHECK(cudaGraphLaunch(m_graph.get(), stream));
+    } else {
+        // Eager: the first step (a warm-up that loads every kernel before any capture), or
+        // every step with ENSEMBLE_CUDA_GRAPHS=0.
+        DeviceExecutor ex(m_cublas.get(), stream);
+        enqueueTrainingStep(ex, m_problem.layout, m_problem.plan, m_problem.activation, m_buffers);
+    }
+    ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(m_hostLoss.data(), m_loss.data(), members * sizeof(float),
+                                        cudaMemcpyDeviceToHost, stream));
+    sync();
+    std::copy(m_hostLoss.data(), m_hostLoss.data() + members, losses);
+    std::copy(m_hostActive.data(), m_hostActive.data() + members, m_deviceActive.begin());
+    m_deviceStep = step + 1;
+    m_mirrorValid = true;
+
+    if (captureAfter) {
+        captureStep();  // records only; the next step() replays it
+    }
+}
+
+void CudaBackend::predictLogProbs(const float* x, int64_t rows, float* out) {
+    requireBound("predictLogProbs");
+    useDevice();
+    if (rows <= 0) {
+        return;
+    }
+    const ParamLayout& layout = m_problem.layout;
+    const std::size_t inputs = static_cast<std::size_t>(layout.inputs());
+    const std::size_t classes = static_cast<std::size_t>(layout.classes());
+    const std::size_t members = static_cast<std::size_t>(layout.members());
+    cudaStream_t stream = m_stream.get();
+    float* arena = m_predictArena.data();
+    DeviceExecutor ex(m_cublas.get(), stream);
+    for (int64_t begin = 0; begin < rows; begin += m_predict.chunkRows) {
+        const int n = static_cast<int>(std::min<int64_t>(m_predict.chunkRows, rows - begin));
+        const std::size_t first = static_cast<std::size_t>(begin);
+        ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(arena + m_predict.x, x + first * inputs,
+                                            sizeof(float) * inputs * static_cast<std::size_t>(n),
+                                            cudaMemcpyHostToDevice, stream));
+        const float* logProbs =
+            enqueuePrediction(ex, layout, m_problem.activation, m_params.data(),
+                              arena + m_predict.x, n, arena + m_predict.bufA, arena + m_predict.bufB);
+        // The chunk's block of member k is [n][C] at logProbs + k * n * C; it goes to
+        // out[(k * rows + begin) * C]. Stream order keeps the next chunk's upload behind
+        // these copies.
+        const std::size_t block = static_cast<std::size_t>(n) * classes;
+        for (std::size_t k = 0; k < members; ++k) {
+            ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(
+                out + (k * static_cast<std::size_t>(rows) + first) * classes, logProbs + k * block,
+                sizeof(float) * block, cudaMemcpyDeviceToHost, stream));
+        }
+    }
+    sync();
+}
+
+}  // namespace
+
+}  // namespace gpu
+
+bool cudaDeviceUsable(int device, std::string& reason) {
+    int count = 0;
+    cudaError_t error = cudaGetDeviceCount(&count);
+    if (error != cudaSuccess) {
+        // 35 (insufficient driver) where no driver is installed, 100 (no device) where one is
+        // but no GPU is visible.
+        reason = std::string("cudaGetDeviceCount failed: ") + cudaGetErrorString(error) + " (" +
+                 cudaGetErrorName(error) + ")";
+        (void)cudaGetLastError();
+        return false;
+    }
+    if (device < 0 || device >= count) {
+        reason = "CUDA device " + std::to_string(device) + " does not exist (" +
+                 std::to_string(count) + " visible)";
+        return false;
+    }
+    error = cudaSetDevice(device);
+    if (error == cudaSuccess) {
+        error = cudaFree(nullptr);  // creates the context: a broken device fails here
+    }
+    if (error != cudaSuccess) {
+        reason = "CUDA device " + std::to_string(device) + ": " + cudaGetErrorString(error) +
+                 " (" + cudaGetErrorName(error) + ")";
+        (void)cudaGetLastError();
+        return false;
+    }
+    return gpu::kernelsRunnable(reason);
+}
+
+std::unique_ptr<Backend> makeCudaBackend(int device) {
+    std::string reason;
+    if (!cudaDeviceUsable(device, reason)) {
+        throw RuntimeError("CUDA device " + std::to_string(device) + " is not usable: " + reason);
+    }
+    return std::make_unique<gpu::CudaBackend>(device);
+}
+
+}  // namespace ensemble

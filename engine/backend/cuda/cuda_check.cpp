@@ -1,0 +1,21 @@
+#include "backend/cuda/cuda_check.h"
+
+#include <string>
+
+#include "io/errors.h"
+
+namespace ensemble::gpu {
+
+void throwCudaError(cudaError_t error, const char* expr, const char* file, int line) {
+    (void)cudaGetLastError();
+    throw RuntimeError(std::string(file) + ":" + std::to_string(line) + ": " + expr +
+                       " failed: " + cudaGetErrorName(error) + ": " + cudaGetErrorString(error));
+}
+
+void throwCublasError(cublasStatus_t status, const char* expr, const char* file, int line) {
+    throw RuntimeError(std::string(file) + ":" + std::to_string(line) + ": " + expr +
+                       " failed: " + cublasGetStatusName(status) + ": " +
+                       cublasGetStatusString(status));
+}
+
+}  // namespace ensemble::gpu

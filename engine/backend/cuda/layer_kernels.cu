@@ -1,0 +1,57 @@
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/kernel_launch.cuh"
+#include "backend/cuda/layer_kernels.cuh"
+
+namespace ensemble::gpu {
+
+namespace {
+
+__global__ void biasActivateKernel(float* z, float* post, const float* bias, int rows, int out,
+                                   Activation act, int64_t count) {
+    for (int64_t i = firstThread(); i < count; i += threadStride()) {
+        biasActivateElement(i, z, post, bias, rows, out, act);
+    }
+}
+
+__global__ void activationBackwardKernel(float* delta, const float* pre, const float* post,
+                                         int64_t count, Activation act) {
+    for (int64_t i = firstThread(); i < count; i += threadStride()) {
+        activationBackwardElement(i, delta, pre, post, act);
+    }
+}
+
+__global__ void biasGradientKernel(const float* delta, float* gradBias, int rows, int out,
+                                   int64_t count) {
+    for (int64_t j = firstThread(); j < count; j += threadStride()) {
+        biasGradientElement(j, delta, gradBias, rows, out);
+    }
+}
+
+}  // namespace
+
+void launchBiasActivate(float* z, float* post, const float* bias, int members, int rows, int out,
+                        Activation act, cudaStream_t stream) {
+    const int64_t count = static_cast<int64_t>(members) * rows * out;
+    biasActivateKernel<<<blocksFor(count), kBlockThreads, 0, stream>>>(z, post, bias, rows, out,
+                                                                        act, count);
+    ENSEMBLE_CUDA_CHECK_LAUNCH();
+}
+
+void launchActivationBackward(float* delta, const float* pre, const float* post, int64_t count,
+                              Activation act, cudaStream_t stream) {
+    activationBackwardKernel<<<blocksFor(count), kBlockThreads, 0, stream>>>(delta, pre, post,
+                                                                              count, act);
+    ENSEMBLE_CUDA_CHECK_LAUNCH();
+}
+
+void launchBiasGradient(const float* delta, float* gradBias, int members, int rows, int out,
+                        cudaStream_t stream) {
+    // Adjacent threads own adjacent o, so each step of the row loop reads a coalesced run of
+    // one delta row.
+    const int64_t count = static_cast<int64_t>(members) * out;
+    biasGradientKernel<<<blocksFor(count), kBlockThreads, 0, stream>>>(delta, gradBias, rows, out,
+                                                                        count);
+    ENSEMBLE_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace ensemble::gpu

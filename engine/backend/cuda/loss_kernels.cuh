@@ -1,0 +1,28 @@
+#pragma once
+
+// Weighted softmax cross-entropy (per slot, then per member in a fixed order) and the
+// log-softmax of prediction. Bodies in step_elements.h.
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "backend/cuda/step_elements.h"
+
+namespace ensemble::gpu {
+
+// Per slot r = k * B + b: rowLoss[r] and dLogits[r][:] from logits [K][B][C], the label
+// trainY[rows[r]] and weight weights[r]. One thread per slot.
+void launchSoftmaxCrossEntropy(const float* logits, const int32_t* trainY, const int32_t* rows,
+                               const float* weights, int members, int batch, int classes,
+                               float* dLogits, float* rowLoss, cudaStream_t stream);
+
+// loss[k] = sum_b rowLoss[k][b] in b order (0 for inactive members). One thread per member:
+// the same order as the CPU's sum, no atomics, so the result never depends on scheduling.
+void launchMemberLoss(const float* rowLoss, const uint8_t* active, int members, int batch,
+                      float* loss, cudaStream_t stream);
+
+// z [rows][C] -= logsumexp per row, in place. One thread per row.
+void launchLogSoftmax(float* z, int64_t rows, int classes, cudaStream_t stream);
+
+}  // namespace ensemble::gpu

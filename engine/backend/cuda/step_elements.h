@@ -1,0 +1,191 @@
+#pragma once
+
+// The bodies of the CUDA backend's kernels, one element (one thread's work) each, marked
+// ENSEMBLE_HD. A kernel is only "i = global thread index; if (i < n) xxxElement(i, ...)"
+// around these, and tst_cuda_plan runs the very same functions in plain loops on the host,
+// so everything but the launch itself (and cuBLAS) is tested on the CPU.
+//
+// Plain C++17 with no CUDA header: included by the .cu files and by the host tests.
+// Indices are int64_t: K * B * width can pass 2^31 for wide layers and large ensembles.
+//
+// Buffer layouts (all member-major, rows packed, row-major inside a member):
+//   rows, weights, rowLoss:  [K][B]
+//   x (gathered inputs):     [G][B][D], G = 1 when all members read the same rows
+//                            (bootstrap none/poisson), G = K under resample
+//   z, post, delta of layer: [K][B][out]   (member stride B * out)
+//   bias of layer l:         params + layout.layer(l).biasOffset, [K][out]
+
+#include <cstdint>
+
+#include "math/activations.h"
+#include "math/hd.h"
+#include "math/loss.h"
+#include "math/optim_rules.h"
+#include "sampling/batch_plan.h"
+
+#if !defined(__CUDA_ARCH__)
+#include <cmath>
+#endif
+
+namespace ensemble::gpu {
+
+// Counters the training step reads and advances on the device, so the captured graph can be
+// replayed without the host writing anything in between (see CudaBackend::step).
+struct DeviceStepState {
+    uint64_t step = 0;     // global step index: selects the batch
+    uint64_t updates = 0;  // updates since bind()/setParameters(): drives the bias corrections
+};
+
+// One contiguous block of the stacked parameter buffer holding `perMember` values of each of
+// the K members back to back: layer l's weights [K][out][in] or biases [K][out].
+struct ParamSegment {
+    uint64_t begin = 0;
+    uint64_t perMember = 1;
+};
+
+ENSEMBLE_HD inline bool isFiniteHD(float v) {
+#if defined(__CUDA_ARCH__)
+    return isfinite(v);
+#else
+    return std::isfinite(v);
+#endif
+}
+
+// The member owning parameter `i`. Segments are sorted by `begin`, cover [0, size) and there
+// are 2 per layer, so a linear scan is cheaper than anything cleverer.
+ENSEMBLE_HD inline int memberOfParam(uint64_t i, const ParamSegment* segments, int count) {
+    int s = 0;
+    while (s + 1 < count && segments[s + 1].begin <= i) {
+        ++s;
+    }
+    return static_cast<int>((i - segments[s].begin) / segments[s].perMember);
+}
+
+// --- optimizer ---------------------------------------------------------------------------
+
+// Member k's rule for this step: prepareStep (optim_rules.h) sets the bias-corrected step size
+// for update number t = updates + 1, in double, exactly as CpuBackend::step does.
+ENSEMBLE_HD inline void prepareRuleElement(int64_t k, const OptimizerRule* base, OptimizerRule* rules,
+                                           const DeviceStepState& state) {
+    OptimizerRule r = base[k];
+    prepareStep(r, state.updates + 1);
+    rules[k] = r;
+}
+
+// Parameter i of the stacked buffer. Members that are inactive or whose batch loss is not
+// finite keep their parameters and optimizer state (the caller freezes a diverged member).
+ENSEMBLE_HD inline void updateElement(int64_t i, float* params, const float* grad, float* moment1,
+                                      float* moment2, const ParamSegment* segments,
+                                      int segmentCount, const OptimizerRule* rules,
+                                      const uint8_t* active, const float* loss,
+                                      const DeviceStepState& state) {
+    const int k = memberOfParam(static_cast<uint64_t>(i), segments, segmentCount);
+    if (active[k] == 0 || !isFiniteHD(loss[k])) {
+        return;
+    }
+    applyUpdate(rules[k], state.updates == 0, params[i], grad[i], moment1[i], moment2[i]);
+}
+
+ENSEMBLE_HD inline void advanceStateElement(DeviceStepState& state) {
+    ++state.step;
+    ++state.updates;
+}
+
+// --- batch plan and gather ----------------------------------------------------------------
+
+// Slot i = k * B + b: the row member k reads at (step, b) and its example weight (Poisson
+// count under `poisson`, else 1), from the same planRow the CPU's planMember runs.
+ENSEMBLE_HD inline void planSlotElement(int64_t i, const BatchPlanParams& plan, uint64_t step,
+                                        int32_t* rows, float* weights) {
+    const uint32_t k = static_cast<uint32_t>(i / plan.batch);
+    const uint32_t b = static_cast<uint32_t>(i % plan.batch);
+    float w = 1.0f;
+    rows[i] = static_cast<int32_t>(planRow(plan, k, step, b, w));
+    weights[i] = w;
+}
+
+// Element i of x [G][B][D]: feature i % D of the row slot i / D (= g * B + b) points to.
+// With G = 1 only member 0's slots are read: under none/poisson every member has the same
+// rows (planStream is the shared stream), which tst_cuda_plan checks.
+ENSEMBLE_HD inline void gatherElement(int64_t i, const float* trainX, int features,
+                                      const int32_t* rows, float* x) {
+    const int64_t slot = i / features;
+    const int64_t c = i % features;
+    x[i] = trainX[static_cast<int64_t>(rows[slot]) * features + c];
+}
+
+// --- layers -------------------------------------------------------------------------------
+
+// z[i] += bias; post[i] = f(z[i]) for hidden layers (post == nullptr for the output layer).
+// `post` may equal `z` (prediction keeps no pre-activations), so no __restrict__ here.
+ENSEMBLE_HD inline void biasActivateElement(int64_t i, float* z, float* post, const float* bias,
+                                            int rows, int out, Activation act) {
+    const int64_t perMember = static_cast<int64_t>(rows) * out;
+    const int64_t k = i / perMember;
+    const int64_t o = i % out;
+    const float v = z[i] + bias[k * out + o];
+    z[i] = v;
+    if (post != nullptr) {
+        post[i] = activate(act, v);
+    }
+}
+
+// delta[i] *= f'(z[i]) (tanh uses the stored output).
+ENSEMBLE_HD inline void activationBackwardElement(int64_t i, float* delta, const float* pre,
+                                                  const float* post, Activation act) {
+    delta[i] *= activateGrad(act, pre[i], post[i]);
+}
+
+// db[k][o] = sum_b delta[k][b][o], summed in b order (deterministic, no atomics).
+ENSEMBLE_HD inline void biasGradientElement(int64_t j, const float* delta, float* gradBias,
+                                            int rows, int out) {
+    const int64_t k = j / out;
+    const int64_t o = j % out;
+    const float* d = delta + k * rows * out + o;
+    float sum = 0.0f;
+    for (int b = 0; b < rows; ++b) {
+        sum += d[static_cast<int64_t>(b) * out];
+    }
+    gradBias[j] = sum;
+}
+
+// --- loss ---------------------------------------------------------------------------------
+
+// Slot r = k * B + b: weighted softmax cross-entropy of its logits (scale 1/B), gradient into
+// dLogits, the slot's loss into rowLoss[r].
+ENSEMBLE_HD inline void softmaxCrossEntropyElement(int64_t r, const float* logits,
+                                                   const int32_t* trainY, const int32_t* rows,
+                                                   const float* weights, int batch, int classes,
+                                                   float* dLogits, float* rowLoss) {
+    const int label = trainY[rows[r]];
+    const float scale = 1.0f / static_cast<float>(batch);
+    rowLoss[r] = softmaxCrossEntropy(logits + r * classes, classes, label, weights[r], scale,
+                                     dLogits + r * classes);
+}
+
+// Member k's batch loss: the slot losses added in b order from 0, as CpuBackend adds them;
+// 0 for an inactive member.
+ENSEMBLE_HD inline void memberLossElement(int64_t k, const float* rowLoss, const uint8_t* active,
+                                          int batch, float* loss) {
+    if (active[k] == 0) {
+        loss[k] = 0.0f;
+        return;
+    }
+    float sum = 0.0f;
+    const float* r = rowLoss + k * batch;
+    for (int b = 0; b < batch; ++b) {
+        sum += r[b];
+    }
+    loss[k] = sum;
+}
+
+// Row r of logits [rows][C], in place: z - logsumexp(z).
+ENSEMBLE_HD inline void logSoftmaxElement(int64_t r, float* z, int classes) {
+    float* row = z + r * classes;
+    const float lse = logSumExp(row, classes);
+    for (int c = 0; c < classes; ++c) {
+        row[c] -= lse;
+    }
+}
+
+}  // namespace ensemble::gpu

@@ -1,0 +1,93 @@
+#pragma once
+
+// Internals shared by the metrics sources (not a public API).
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "metrics/metrics.h"
+
+namespace ensemble::detail {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// log sum_i exp(v_i) in double; -inf when every term is -inf (or n == 0).
+inline double logSumExpD(const double* v, int n) {
+    double m = -std::numeric_limits<double>::infinity();
+    for (int i = 0; i < n; ++i) {
+        m = v[i] > m ? v[i] : m;
+    }
+    if (!std::isfinite(m)) {
+        return m;  // -inf (every term -inf), +inf or NaN propagate
+    }
+    double s = 0.0;
+    for (int i = 0; i < n; ++i) {
+        s += std::exp(v[i] - m);
+    }
+    return m + std::log(s);
+}
+
+// log(exp(a) + exp(b)), stable; handles -inf.
+inline double logAddExp(double a, double b) {
+    if (a < b) {
+        std::swap(a, b);
+    }
+    if (b == -std::numeric_limits<double>::infinity()) {
+        return a;
+    }
+    return a + std::log1p(std::exp(b - a));
+}
+
+// Index of the first maximum of v[0..n).
+template <typename T>
+inline int argmaxFirst(const T* v, int n) {
+    int best = 0;
+    for (int c = 1; c < n; ++c) {
+        if (v[c] > v[best]) {
+            best = c;
+        }
+    }
+    return best;
+}
+
+// -sum p log p over a row of probabilities (0 log 0 = 0).
+inline double entropyOf(const double* p, int n) {
+    double h = 0.0;
+    for (int c = 0; c < n; ++c) {
+        if (p[c] > 0.0) {
+            h -= p[c] * std::log(p[c]);
+        }
+    }
+    return h;
+}
+
+// Accumulates a reliability diagram point by point, in the caller's (fixed) order.
+class CalibrationAccumulator {
+public:
+    explicit CalibrationAccumulator(int bins)
+        : m_count(static_cast<std::size_t>(bins), 0),
+          m_confidence(static_cast<std::size_t>(bins), 0.0),
+          m_outcome(static_cast<std::size_t>(bins), 0.0) {}
+
+    void add(double confidence, double outcome) {
+        const std::size_t b =
+            static_cast<std::size_t>(calibrationBin(confidence, static_cast<int>(m_count.size())));
+        ++m_count[b];
+        m_confidence[b] += confidence;
+        m_outcome[b] += outcome;
+        ++m_rows;
+    }
+
+    Calibration finish() const;
+
+private:
+    std::vector<int64_t> m_count;
+    std::vector<double> m_confidence;
+    std::vector<double> m_outcome;
+    int64_t m_rows = 0;
+};
+
+}  // namespace ensemble::detail

@@ -1,0 +1,392 @@
+#include "metrics/report.h"
+
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <stdexcept>
+#include <system_error>
+
+#include "io/atomic_file.h"
+#include "io/errors.h"
+
+namespace ensemble {
+
+namespace {
+
+std::size_t idx(int64_t i) {
+    return static_cast<std::size_t>(i);
+}
+
+// The rows [begin, end) of every member.
+MemberPredictions sliceRows(const MemberPredictions& p, int64_t begin, int64_t end) {
+    MemberPredictions out;
+    out.members = p.members;
+    out.classes = p.classes;
+    out.rows = end - begin;
+    out.logProbs.resize(static_cast<std::size_t>(p.members) * idx(out.rows) * idx(p.classes));
+    const std::size_t c = idx(p.classes);
+    for (int k = 0; k < p.members; ++k) {
+        const float* from =
+            p.logProbs.data() + (static_cast<std::size_t>(k) * idx(p.rows) + idx(begin)) * c;
+        std::copy(from, from + idx(out.rows) * c,
+                  out.logProbs.data() + static_cast<std::size_t>(k) * idx(out.rows) * c);
+    }
+    return out;
+}
+
+TemperatureReport temperatureReport(const EvaluationInput& input,
+                                    const EvaluationOptions& options) {
+    TemperatureReport t;
+    const MemberPredictions& p = *input.predictions;
+    const std::vector<int32_t>& labels = *input.labels;
+    if (input.validation != nullptr && input.validationLabels != nullptr) {
+        if (input.validation->rows < 1 || p.rows < 1) {
+            return t;
+        }
+        t.fit = fitTemperature(*input.validation, *input.validationLabels, input.include,
+                               options.temperatureMode);
+        t.validationRows = input.validation->rows;
+        t.evaluationRows = p.rows;
+        t.before = ensembleClassificationMetrics(p, labels, input.include, options.bins);
+        const MemberPredictions scaled =
+            temperatureScaled(p, input.include, t.fit.temperature, options.temperatureMode);
+        t.after = ensembleClassificationMetrics(scaled, labels, {}, options.bins);
+        t.available = true;
+        return t;
+    }
+    const int64_t nVal =
+        static_cast<int64_t>(std::llround(options.validationFraction * static_cast<double>(p.rows)));
+    if (nVal < 1 || p.rows - nVal < 1) {
+        return t;
+    }
+    const MemberPredictions val = sliceRows(p, 0, nVal);
+    const MemberPredictions rest = sliceRows(p, nVal, p.rows);
+    const std::vector<int32_t> valLabels(labels.begin(), labels.begin() + nVal);
+    const std::vector<int32_t> restLabels(labels.begin() + nVal, labels.end());
+    t.fit = fitTemperature(val, valLabels, input.include, options.temperatureMode);
+    t.validationRows = nVal;
+    t.evaluationRows = p.rows - nVal;
+    t.before = ensembleClassificationMetrics(rest, restLabels, input.include, options.bins);
+    const MemberPredictions scaled =
+        temperatureScaled(rest, input.include, t.fit.temperature, options.temperatureMode);
+    t.after = ensembleClassificationMetrics(scaled, restLabels, {}, options.bins);
+    t.available = true;
+    return t;
+}
+
+// A JSON number, or null for NaN and infinities (JSON has neither).
+nlohmann::json num(double v) {
+    return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
+nlohmann::json metricsJson(const ClassificationMetrics& m) {
+    return {{"accuracy", num(m.accuracy)},
+            {"nll", num(m.nll)},
+            {"brier", num(m.brier)},
+            {"ece", num(m.ece)},
+            {"mce", num(m.mce)}};
+}
+
+nlohmann::json binsJson(const Calibration& c) {
+    nlohmann::json bins = nlohmann::json::array();
+    for (const ReliabilityBin& b : c.bins) {
+        bins.push_back({{"lower", b.lower},
+                        {"upper", b.upper},
+                        {"count", b.count},
+                        {"confidence", num(b.confidence)},
+                        {"accuracy", num(b.accuracy)}});
+    }
+    return bins;
+}
+
+nlohmann::json oodScoreJson(const OodScore& s) {
+    return {{"auroc", num(s.auroc)}, {"fpr_at_95_tpr", num(s.fprAt95Tpr)}};
+}
+
+// Shortest text that reads back to the same double; empty for NaN.
+std::string csvNumber(double v) {
+    if (std::isnan(v)) {
+        return {};
+    }
+    char buf[64];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    return std::string(buf, r.ptr);
+}
+
+void appendMetrics(std::string& line, const ClassificationMetrics& m) {
+    for (double v : {m.accuracy, m.nll, m.brier, m.ece, m.mce}) {
+        line += ',';
+        line += csvNumber(v);
+    }
+}
+
+}  // namespace
+
+EnsembleReport evaluateEnsemble(const EvaluationInput& input, const EvaluationOptions& options) {
+    if (input.predictions == nullptr || input.labels == nullptr) {
+        throw std::invalid_argument("evaluateEnsemble: predictions and labels are required");
+    }
+    const MemberPredictions& p = *input.predictions;
+    const std::vector<int32_t>& labels = *input.labels;
+    const std::vector<int> members = includedMembers(p, input.include);
+    if (members.empty()) {
+        throw RuntimeError("every member diverged: there is no ensemble to evaluate");
+    }
+    EnsembleReport r;
+    r.split = options.split;
+    r.classes = p.classes;
+    r.included.assign(static_cast<std::size_t>(p.members), 0);
+    for (int k : members) {
+        r.included[static_cast<std::size_t>(k)] = 1;
+    }
+    r.points = pointStatistics(p, members, labels);
+    r.ensemble = classificationMetrics(r.points, options.bins);
+    r.uncertainty = summarizeUncertainty(r.points);
+    for (int k = 0; k < p.members; ++k) {
+        r.members.push_back(memberClassificationMetrics(p, labels, k, options.bins));
+    }
+    r.gibbsNll = gibbsNll(p, labels, input.include);
+    r.diversity = diversity(p, input.include);
+    r.reliability = topLabelCalibration(r.points, options.bins);
+    if (options.positiveClassReliability && p.classes == 2) {
+        r.positiveReliability = positiveClassCalibration(r.points, labels, options.bins);
+    }
+    r.sizeCurve = ensembleSizeCurve(p, labels, input.include, options.subsets, options.seed,
+                                    options.bins);
+    if (input.train != nullptr && input.trainLabels != nullptr) {
+        static const std::vector<int32_t> kNoCounts;
+        r.oob = outOfBagMetrics(*input.train, *input.trainLabels,
+                                input.counts != nullptr ? *input.counts : kNoCounts,
+                                input.include);
+    }
+    if (input.ood != nullptr) {
+        const PointStatistics out = pointStatistics(*input.ood, members, {});
+        r.ood = oodMetrics(r.points, out, options.histogramBins);
+        r.oodName = input.oodName;
+    }
+    r.temperature = temperatureReport(input, options);
+    return r;
+}
+
+nlohmann::json reportJson(const EnsembleReport& r) {
+    nlohmann::json j;
+    j["split"] = r.split;
+    j["rows"] = r.points.rows;
+    j["classes"] = r.classes;
+    j["members_total"] = r.members.size();
+    j["members_included"] = r.points.members;
+    j["brier_definition"] = "sum over classes";
+    j["definitions"] = {
+        {"ensemble", "p(x) = mean over included (non-diverged) members of P_k(x)"},
+        {"nll", "mean over points of -ln p(y|x); ensemble: -logsumexp_k ln P_k(y|x) + ln K"},
+        {"brier", "mean over points of sum over classes (p_c - [c = y])^2, range 0..2"},
+        {"ece", "top-label, equal-width bins (a, b] of max_c p_c; sum_b n_b/N |acc_b - conf_b|"},
+        {"entropy", "H[p] in nats"},
+        {"aleatoric", "mean_k H[P_k]"},
+        {"epistemic", "H[p] - mean_k H[P_k] (mutual information), clamped at 0"},
+        {"disagreement", "1 - fraction of members voting the ensemble's class"},
+        {"predicted_std", "population std over members of P_k(ensemble class)"},
+        {"gibbs_nll", "mean over members of the member NLL"},
+        {"diversity", "mean over member pairs of the fraction of points predicted differently"}};
+    j["calibration_bins"] = r.reliability.bins.size();
+
+    nlohmann::json e = metricsJson(r.ensemble);
+    e["entropy_mean"] = num(r.uncertainty.entropyMean);
+    e["aleatoric_mean"] = num(r.uncertainty.aleatoricMean);
+    e["epistemic_mean"] = num(r.uncertainty.epistemicMean);
+    e["disagreement_mean"] = num(r.uncertainty.disagreementMean);
+    e["predicted_std_mean"] = num(r.uncertainty.predictedStdMean);
+    j["ensemble"] = e;
+
+    nlohmann::json members = nlohmann::json::array();
+    for (std::size_t k = 0; k < r.members.size(); ++k) {
+        nlohmann::json m = metricsJson(r.members[k]);
+        m["index"] = k;
+        m["included"] = r.included[k] != 0;
+        members.push_back(m);
+    }
+    j["members"] = members;
+    j["gibbs_nll"] = num(r.gibbsNll);
+    j["diversity"] = num(r.diversity);
+    j["reliability"] = binsJson(r.reliability);
+    if (r.positiveReliability) {
+        j["reliability_positive"] = binsJson(*r.positiveReliability);
+    }
+
+    nlohmann::json curve = nlohmann::json::array();
+    for (const SizeCurvePoint& s : r.sizeCurve) {
+        curve.push_back({{"members", s.members},
+                         {"first", metricsJson(s.first)},
+                         {"random_mean", metricsJson(s.randomMean)},
+                         {"random_std", metricsJson(s.randomStd)}});
+    }
+    j["size_curve"] = curve;
+
+    if (r.oob) {
+        const OobMetrics& o = *r.oob;
+        nlohmann::json om = nlohmann::json::array();
+        for (const OobMember& m : o.members) {
+            om.push_back({{"rows", m.rows}, {"accuracy", num(m.accuracy)}, {"nll", num(m.nll)}});
+        }
+        j["oob"] = {{"available", o.available},
+                    {"split", "train"},
+                    {"ensemble",
+                     {{"accuracy", num(o.ensembleAccuracy)},
+                      {"nll", num(o.ensembleNll)},
+                      {"rows", o.ensembleRows},
+                      {"skipped_rows", o.skippedRows}}},
+                    {"members", om}};
+    } else {
+        j["oob"] = {{"available", false}};
+    }
+
+    if (r.ood) {
+        const OodMetrics& o = *r.ood;
+        j["ood"] = {
+            {"available", true},
+            {"dataset", r.oodName},
+            {"in_rows", o.inRows},
+            {"out_rows", o.outRows},
+            {"positive", "in-distribution"},
+            {"score_direction",
+             "higher = more in-distribution: max_prob as is, entropy and mutual_information "
+             "negated"},
+            {"max_prob", oodScoreJson(o.maxProbability)},
+            {"entropy", oodScoreJson(o.entropy)},
+            {"mutual_information", oodScoreJson(o.mutualInformation)},
+            {"entropy_histogram",
+             {{"edges", o.entropyHistogram.edges},
+              {"in", o.entropyHistogram.in},
+              {"out", o.entropyHistogram.out}}}};
+    } else {
+        j["ood"] = {{"available", false}};
+    }
+
+    const TemperatureReport& t = r.temperature;
+    if (t.available) {
+        j["temperature"] = {{"available", true},
+                            {"method", toString(t.fit.mode)},
+                            {"temperature", t.fit.temperature},
+                            {"validation_rows", t.validationRows},
+                            {"evaluation_rows", t.evaluationRows},
+                            {"validation_nll_before", num(t.fit.nllBefore)},
+                            {"validation_nll_after", num(t.fit.nllAfter)},
+                            {"before", metricsJson(t.before)},
+                            {"after", metricsJson(t.after)}};
+    } else {
+        j["temperature"] = {{"available", false}};
+    }
+    return j;
+}
+
+nlohmann::json evaluationReport(const EvaluationInput& input, const EvaluationOptions& options) {
+    return reportJson(evaluateEnsemble(input, options));
+}
+
+nlohmann::json evaluationReport(Trainer& trainer, EvaluationOptions options) {
+    options.seed = trainer.config().ensemble.seed;
+    const DataSplit& data = trainer.data();
+    const bool useTest = data.test.rows > 0;
+    options.split = useTest ? "test" : "train";
+    const MemberPredictions train = trainer.predictTrain();
+    const MemberPredictions evaluated = useTest ? trainer.predictTest() : MemberPredictions{};
+    std::vector<int32_t> counts;
+    if (trainer.config().ensemble.bootstrap != BootstrapMode::None) {
+        counts = trainer.bootstrapCounts();
+    }
+    EvaluationInput input;
+    input.predictions = useTest ? &evaluated : &train;
+    input.labels = useTest ? &data.test.y : &data.train.y;
+    input.include = trainer.included();
+    input.train = &train;
+    input.trainLabels = &data.train.y;
+    input.counts = &counts;
+    return evaluationReport(input, options);
+}
+
+std::string reliabilityCsv(const Calibration& calibration) {
+    std::string out = "bin,lower,upper,count,confidence,accuracy\n";
+    for (std::size_t b = 0; b < calibration.bins.size(); ++b) {
+        const ReliabilityBin& r = calibration.bins[b];
+        out += std::to_string(b) + ',' + csvNumber(r.lower) + ',' + csvNumber(r.upper) + ',' +
+               std::to_string(r.count) + ',' + csvNumber(r.confidence) + ',' +
+               csvNumber(r.accuracy) + '\n';
+    }
+    return out;
+}
+
+std::string sizeCurveCsv(const std::vector<SizeCurvePoint>& curve) {
+    std::string out = "members";
+    for (const char* prefix : {"first", "random_mean", "random_std"}) {
+        for (const char* m : {"accuracy", "nll", "brier", "ece", "mce"}) {
+            out += std::string(",") + prefix + '_' + m;
+        }
+    }
+    out += '\n';
+    for (const SizeCurvePoint& s : curve) {
+        std::string line = std::to_string(s.members);
+        appendMetrics(line, s.first);
+        appendMetrics(line, s.randomMean);
+        appendMetrics(line, s.randomStd);
+        out += line + '\n';
+    }
+    return out;
+}
+
+std::string pointsCsv(const PointStatistics& s, const std::vector<int32_t>& labels) {
+    const bool labelled = labels.size() == idx(s.rows) && s.correct.size() == idx(s.rows);
+    std::string out =
+        "row,label,predicted,correct,confidence,nll,brier,total,aleatoric,epistemic,"
+        "disagreement,predicted_std\n";
+    out.reserve(out.size() + idx(s.rows) * 120);
+    for (int64_t i = 0; i < s.rows; ++i) {
+        const std::size_t u = idx(i);
+        out += std::to_string(i) + ',';
+        out += labelled ? std::to_string(labels[u]) : std::string();
+        out += ',' + std::to_string(s.predicted[u]) + ',';
+        out += labelled ? std::to_string(static_cast<int>(s.correct[u])) : std::string();
+        out += ',' + csvNumber(s.confidence[u]) + ',';
+        out += labelled ? csvNumber(s.nll[u]) : std::string();
+        out += ',';
+        out += labelled ? csvNumber(s.brier[u]) : std::string();
+        for (double v : {s.total[u], s.aleatoric[u], s.epistemic[u], s.disagreement[u],
+                         s.predictedStd[u]}) {
+            out += ',' + csvNumber(v);
+        }
+        out += '\n';
+    }
+    return out;
+}
+
+std::string membersCsv(const EnsembleReport& report) {
+    std::string out = "member,included,accuracy,nll,brier,ece,mce\n";
+    for (std::size_t k = 0; k < report.members.size(); ++k) {
+        std::string line = std::to_string(k) + ',' + (report.included[k] ? "1" : "0");
+        appendMetrics(line, report.members[k]);
+        out += line + '\n';
+    }
+    std::string line = "ensemble,";
+    appendMetrics(line, report.ensemble);
+    out += line + '\n';
+    return out;
+}
+
+void writeReportCsvs(const std::string& directory, const EnsembleReport& report,
+                     const std::vector<int32_t>& labels) {
+    std::error_code ec;
+    std::filesystem::create_directories(directory, ec);
+    if (ec) {
+        throw RuntimeError("cannot create the CSV folder " + directory + ": " + ec.message());
+    }
+    const std::filesystem::path dir(directory);
+    writeFileAtomic((dir / "reliability.csv").string(), reliabilityCsv(report.reliability));
+    if (report.positiveReliability) {
+        writeFileAtomic((dir / "reliability_positive.csv").string(),
+                        reliabilityCsv(*report.positiveReliability));
+    }
+    writeFileAtomic((dir / "size_curve.csv").string(), sizeCurveCsv(report.sizeCurve));
+    writeFileAtomic((dir / "uncertainty.csv").string(), pointsCsv(report.points, labels));
+    writeFileAtomic((dir / "members.csv").string(), membersCsv(report));
+}
+
+}  // namespace ensemble

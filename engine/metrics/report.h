@@ -1,0 +1,109 @@
+#pragma once
+
+// The evaluation report of an ensemble: every measurement of metrics/ on one split, as a
+// value, as JSON (the layout is documented in README.md, "Evaluation report") and as CSV.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "metrics/metrics.h"
+#include "metrics/ood.h"
+#include "metrics/temperature.h"
+#include "train/trainer.h"
+
+namespace ensemble {
+
+struct EvaluationOptions {
+    std::string split = "test";  // the name the report gives the evaluated split
+    int bins = kCalibrationBins;
+    int subsets = kSizeCurveSubsets;
+    uint64_t seed = 0;  // random subsets of the size curve
+    int histogramBins = kEntropyHistogramBins;
+    // Two classes only: also the reliability of p(class 1) ("reliability_positive").
+    bool positiveClassReliability = false;
+    TemperatureMode temperatureMode = TemperatureMode::Ensemble;
+    // Without a separate validation split, the first round(fraction * rows) evaluated rows fit
+    // the temperature and the rest measure it (test rows come in a random order already).
+    double validationFraction = 0.5;
+};
+
+// What to evaluate. Pointers are borrowed; null means "not available". The label vectors
+// belong to the predictions next to them.
+struct EvaluationInput {
+    const MemberPredictions* predictions = nullptr;  // the evaluated split (required)
+    const std::vector<int32_t>* labels = nullptr;    // required
+    std::vector<uint8_t> include;                    // empty: every member
+    // Out-of-bag: the train split's predictions and the K x N multiplicities.
+    const MemberPredictions* train = nullptr;
+    const std::vector<int32_t>* trainLabels = nullptr;
+    const std::vector<int32_t>* counts = nullptr;
+    // Temperature: a validation split; when null the evaluated split is halved (see options).
+    const MemberPredictions* validation = nullptr;
+    const std::vector<int32_t>* validationLabels = nullptr;
+    // Out-of-distribution points (labels unused).
+    const MemberPredictions* ood = nullptr;
+    std::string oodName;
+};
+
+struct TemperatureReport {
+    bool available = false;  // false when there are too few rows to fit and measure
+    TemperatureFit fit;
+    int64_t validationRows = 0;
+    int64_t evaluationRows = 0;
+    ClassificationMetrics before;  // on the evaluation rows, T = 1
+    ClassificationMetrics after;   // on the evaluation rows, fitted T
+};
+
+struct EnsembleReport {
+    std::string split;
+    int classes = 0;
+    std::vector<uint8_t> included;  // per member
+    ClassificationMetrics ensemble;
+    UncertaintySummary uncertainty;
+    std::vector<ClassificationMetrics> members;
+    double gibbsNll = 0.0;
+    double diversity = 0.0;
+    Calibration reliability;
+    std::optional<Calibration> positiveReliability;
+    std::vector<SizeCurvePoint> sizeCurve;
+    std::optional<OobMetrics> oob;  // when train predictions were given
+    std::optional<OodMetrics> ood;  // when OOD predictions were given
+    std::string oodName;
+    TemperatureReport temperature;
+    PointStatistics points;  // per point of the evaluated split
+};
+
+// Throws std::invalid_argument when predictions or labels are missing or inconsistent, and
+// RuntimeError when no member is included (every member diverged).
+EnsembleReport evaluateEnsemble(const EvaluationInput& input,
+                                const EvaluationOptions& options = {});
+
+// {"split", "classes", "brier_definition", "ensemble": {...}, "members": [...], "gibbs_nll",
+//  "diversity", "reliability": [...], "size_curve": [...], "oob": {...}, "ood": {...},
+//  "temperature": {...}}; NaN numbers become null. See README.md for every key.
+nlohmann::json reportJson(const EnsembleReport& report);
+nlohmann::json evaluationReport(const EvaluationInput& input,
+                                const EvaluationOptions& options = {});
+// The trainer's ensemble on its test split, with out-of-bag estimates from its train split
+// (what `train --metrics` writes). Options' seed is replaced by ensemble.seed.
+nlohmann::json evaluationReport(Trainer& trainer, EvaluationOptions options = {});
+
+// CSV texts (header row, then one row per bin / size / point / member). NaN is written empty.
+std::string reliabilityCsv(const Calibration& calibration);
+std::string sizeCurveCsv(const std::vector<SizeCurvePoint>& curve);
+// Per point: row,label,predicted,correct,confidence,nll,brier,total,aleatoric,epistemic,
+// disagreement,predicted_std. `labels` may be empty.
+std::string pointsCsv(const PointStatistics& points, const std::vector<int32_t>& labels);
+std::string membersCsv(const EnsembleReport& report);
+
+// Writes reliability.csv, size_curve.csv, uncertainty.csv and members.csv (and
+// reliability_positive.csv when present) into `directory`, creating it; each atomically.
+// Throws RuntimeError when a file cannot be written.
+void writeReportCsvs(const std::string& directory, const EnsembleReport& report,
+                     const std::vector<int32_t>& labels);
+
+}  // namespace ensemble

@@ -1,0 +1,726 @@
+// The CUDA backend's arithmetic, checked on the CPU (no CUDA runtime, no GPU needed).
+//
+// CudaBackend runs the operation sequence of backend/cuda/step_program.h with kernels whose
+// bodies are the ENSEMBLE_HD functions of backend/cuda/step_elements.h, and with
+// cublasSgemmStridedBatched fed by the GemmArgs of step_program.h. Here the same sequence runs
+// on the host: the elements in plain loops, and every GEMM through a reference column-major
+// strided-batched GEMM that follows cuBLAS's definition literally (and checks leading
+// dimensions and buffer bounds as cuBLAS would need them). Comparing that emulation with
+// CpuBackend tests, without a GPU, everything the GPU step does except the CUDA runtime
+// itself: transposes, leading dimensions, strides (stride 0 for shared inputs), buffer
+// placement, batch plans, gather, losses, backward, optimizer and counters.
+
+#include <QtTest/QtTest>
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cuda/step_elements.h"
+#include "backend/cuda/step_program.h"
+#include "data/dataset.h"
+#include "math/philox.h"
+#include "model/mlp.h"
+
+using namespace ensemble;
+using namespace ensemble::gpu;
+
+namespace {
+
+// Tolerances. The emulation differs from CpuBackend only in the summation order of the
+// matrix products (a plain k-loop here, Eigen's blocked kernels there).
+constexpr double kGemmTolerance = 1e-5;        // max |difference| of one small product
+constexpr double kParamNmseEmulated = 1e-8;    // after 40 steps
+constexpr double kLossTolerance = 1e-4;        // relative, per member and step
+constexpr double kLogProbNmseEmulated = 1e-8;
+
+double nmse(const std::vector<float>& reference, const std::vector<float>& other) {
+    double diff = 0.0;
+    double power = 0.0;
+    for (std::size_t i = 0; i < reference.size(); ++i) {
+        const double d = static_cast<double>(reference[i]) - other[i];
+        diff += d * d;
+        power += static_cast<double>(reference[i]) * reference[i];
+    }
+    return power > 0.0 ? diff / power : diff;
+}
+
+std::vector<float> randomVector(std::size_t n, uint64_t seed) {
+    std::vector<float> v(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        v[i] = 2.0f * uniformFloat(philoxDraw(seed, RngPurpose::DataGen, 99, i).v[0]) - 1.0f;
+    }
+    return v;
+}
+
+// A host buffer the reference GEMM may touch: [begin, begin + size).
+struct Region {
+    const float* begin;
+    std::size_t size;
+};
+
+// Reference strided-batched SGEMM with cuBLAS's semantics (column-major, alpha 1, beta 0):
+//   C_p[i + j*ldc] = sum_l opA_p(i, l) * opB_p(l, j),
+//   opA_p(i, l) = transA ? A_p[l + i*lda] : A_p[i + l*lda]   (A_p = A + p*strideA),
+//   opB_p(l, j) = transB ? B_p[j + l*ldb] : B_p[l + j*ldb].
+// Returns an empty string, or what cuBLAS would reject or what would read or write outside
+// the given regions.
+std::string referenceGemm(const GemmArgs& g, Region a, Region b, float* c, std::size_t cSize) {
+    if (g.m < 0 || g.n < 0 || g.k < 0 || g.batchCount < 0) {
+        return "negative dimension";
+    }
+    // cuBLAS: lda >= max(1, rows of the stored A), likewise for B and C.
+    const int aRows = g.transA ? g.k : g.m;
+    const int aCols = g.transA ? g.m : g.k;
+    const int bRows = g.transB ? g.n : g.k;
+    const int bCols = g.transB ? g.k : g.n;
+    if (g.lda < std::max(1, aRows) || g.ldb < std::max(1, bRows) || g.ldc < std::max(1, g.m)) {
+        return "leading dimension too small";
+    }
+    auto extent = [&](int rows, int cols, int ld, int64_t stride) {
+        return static_cast<int64_t>(g.batchCount - 1) * stride +
+               static_cast<int64_t>(cols - 1) * ld + rows;
+    };
+    if (extent(aRows, aCols, g.lda, g.strideA) > static_cast<int64_t>(a.size) ||
+        extent(bRows, bCols, g.ldb, g.strideB) > static_cast<int64_t>(b.size) ||
+        extent(g.m, g.n, g.ldc, g.strideC) > static_cast<int64_t>(cSize)) {
+        return "access outside the buffer";
+    }
+    // Output blocks of different batch entries must not overlap (cuBLAS would race).
+    if (g.batchCount > 1 && g.strideC < static_cast<int64_t>(g.n - 1) * g.ldc + g.m) {
+        return "output blocks overlap";
+    }
+    for (int p = 0; p < g.batchCount; ++p) {
+        const float* ap = a.begin + p * g.strideA;
+        const float* bp = b.begin + p * g.strideB;
+        float* cp = c + p * g.strideC;
+        for (int j = 0; j < g.n; ++j) {
+            for (int i = 0; i < g.m; ++i) {
+                float sum = 0.0f;
+                for (int l = 0; l < g.k; ++l) {
+                    const float av = g.transA ? ap[l + static_cast<int64_t>(i) * g.lda]
+                                              : ap[i + static_cast<int64_t>(l) * g.lda];
+                    const float bv = g.transB ? bp[j + static_cast<int64_t>(l) * g.ldb]
+                                              : bp[l + static_cast<int64_t>(j) * g.ldb];
+                    sum += av * bv;
+                }
+                cp[i + static_cast<int64_t>(j) * g.ldc] = sum;
+            }
+        }
+    }
+    return {};
+}
+
+using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using ConstMap = Eigen::Map<const RowMatrix>;
+
+// Host execution of the step program: every element function in a loop, every GEMM through
+// referenceGemm. Pointers are resolved to the region (arena) that holds them for the GEMM's
+// bounds check; the first problem found is kept in `error`.
+class HostExecutor {
+public:
+    std::vector<Region> regions;
+    std::string error;
+
+    void prepareRules(const OptimizerRule* base, OptimizerRule* rules, int members,
+                      const DeviceStepState* state) {
+        for (int64_t k = 0; k < members; ++k) {
+            prepareRuleElement(k, base, rules, *state);
+        }
+    }
+    void planBatch(const BatchPlanParams& plan, int members, const DeviceStepState* state,
+                   int32_t* rows, float* weights) {
+        for (int64_t i = 0; i < static_cast<int64_t>(members) * plan.batch; ++i) {
+            planSlotElement(i, plan, state->step, rows, weights);
+        }
+    }
+    void gatherRows(const float* trainX, int features, const int32_t* rows, int64_t slots,
+                    float* x) {
+        for (int64_t i = 0; i < slots * features; ++i) {
+            gatherElement(i, trainX, features, rows, x);
+        }
+    }
+    void gemm(const GemmArgs& g, const float* a, const float* b, float* c) {
+        const Region ra = regionOf(a);
+        const Region rb = regionOf(b);
+        const Region rc = regionOf(c);
+        const std::string e = referenceGemm(g, ra, rb, c, rc.size);
+        if (!e.empty() && error.empty()) {
+            error = e;
+        }
+    }
+    void biasActivate(float* z, float* post, const float* bias, int members, int rows, int out,
+                      Activation act) {
+        for (int64_t i = 0; i < static_cast<int64_t>(members) * rows * out; ++i) {
+            biasActivateElement(i, z, post, bias, rows, out, act);
+        }
+    }
+    void softmaxCrossEntropy(const float* logits, const int32_t* trainY, const int32_t* rows,
+                             const float* weights, int members, int batch, int classes,
+                             float* dLogits, float* rowLoss) {
+        for (int64_t r = 0; r < static_cast<int64_t>(members) * batch; ++r) {
+            softmaxCrossEntropyElement(r, logits, trainY, rows, weights, batch, classes, dLogits,
+                                       rowLoss);
+        }
+    }
+    void memberLoss(const float* rowLoss, const uint8_t* active, int members, int batch,
+                    float* loss) {
+        for (int64_t k = 0; k < members; ++k) {
+            memberLossElement(k, rowLoss, active, batch, loss);
+        }
+    }
+    void biasGradient(const float* delta, float* gradBias, int members, int rows, int out) {
+        for (int64_t j = 0; j < static_cast<int64_t>(members) * out; ++j) {
+            biasGradientElement(j, delta, gradBias, rows, out);
+        }
+    }
+    void activationBackward(float* delta, const float* pre, const float* post, int64_t count,
+                            Activation act) {
+        for (int64_t i = 0; i < count; ++i) {
+            activationBackwardElement(i, delta, pre, post, act);
+        }
+    }
+    void applyUpdates(const StepBuffers& b, int64_t total) {
+        for (int64_t i = 0; i < total; ++i) {
+            updateElement(i, b.params, b.grad, b.moment1, b.moment2, b.segments, b.segmentCount,
+                          b.rules, b.active, b.loss, *b.state);
+        }
+    }
+    void advanceState(DeviceStepState* state) { advanceStateElement(*state); }
+    void logSoftmax(float* z, int64_t rows, int classes) {
+        for (int64_t r = 0; r < rows; ++r) {
+            logSoftmaxElement(r, z, classes);
+        }
+    }
+
+private:
+    // The rest of the region holding p (the GEMM may touch [p, region end)).
+    Region regionOf(const float* p) {
+        for (const Region& r : regions) {
+            if (p >= r.begin && p < r.begin + r.size) {
+                return {p, r.size - static_cast<std::size_t>(p - r.begin)};
+            }
+        }
+        if (error.empty()) {
+            error = "GEMM operand outside every known buffer";
+        }
+        return {p, 0};
+    }
+};
+
+// What CudaBackend holds on the device, in host memory, driven like CudaBackend drives it.
+class EmulatedCudaBackend {
+public:
+    EmulatedCudaBackend(const TrainingProblem& problem, std::size_t predictBudget)
+        : m_problem(problem) {
+        const ParamLayout& layout = problem.layout;
+        const std::size_t size = layout.size();
+        m_params.assign(size, 0.0f);
+        m_grad.assign(size, 0.0f);
+        m_moment1.assign(size, 0.0f);
+        m_moment2.assign(size, 0.0f);
+        m_trainX.assign(problem.trainX,
+                        problem.trainX + problem.trainRows * layout.inputs());
+        m_trainY.assign(problem.trainY, problem.trainY + problem.trainRows);
+        m_rules.resize(problem.rules.size());
+        m_active.assign(problem.rules.size(), 1);
+        m_loss.assign(problem.rules.size(), 0.0f);
+        m_segments = paramSegments(layout);
+        const StepArena arena = planStepArena(layout, problem.plan.batch, problem.plan.mode);
+        // Poison the arena: a buffer read before it is written shows up as NaN.
+        m_arena.assign(arena.floats, std::nanf(""));
+        m_rows.assign(arena.rowSlots, -1);
+        m_predict = planPredictArena(layout, predictBudget);
+        m_predictArena.assign(m_predict.floats, std::nanf(""));
+
+        placeStepBuffers(arena, m_arena.data(), m_rows.data(), m_buffers);
+        m_buffers.params = m_params.data();
+        m_buffers.grad = m_grad.data();
+        m_buffers.moment1 = m_moment1.data();
+        m_buffers.moment2 = m_moment2.data();
+        m_buffers.trainX = m_trainX.data();
+        m_buffers.trainY = m_trainY.data();
+        m_buffers.loss = m_loss.data();
+        m_buffers.active = m_active.data();
+        m_buffers.baseRules = m_problem.rules.data();
+        m_buffers.rules = m_rules.data();
+        m_buffers.state = &m_state;
+        m_buffers.segments = m_segments.data();
+        m_buffers.segmentCount = static_cast<int>(m_segments.size());
+
+        m_ex.regions = {{m_params.data(), size},          {m_grad.data(), size},
+                        {m_arena.data(), m_arena.size()}, {m_predictArena.data(), m_predictArena.size()}};
+    }
+
+    void setParameters(const std::vector<float>& p) {
+        m_params = p;
+        std::fill(m_moment1.begin(), m_moment1.end(), 0.0f);
+        std::fill(m_moment2.begin(), m_moment2.end(), 0.0f);
+        m_state.updates = 0;
+    }
+
+    void step(uint64_t step, const uint8_t* active, float* losses) {
+        m_state.step = step;
+        for (std::size_t k = 0; k < m_active.size(); ++k) {
+            m_active[k] = active[k] != 0 ? 1 : 0;
+        }
+        enqueueTrainingStep(m_ex, m_problem.layout, m_problem.plan, m_problem.activation,
+                            m_buffers);
+        std::copy(m_loss.begin(), m_loss.end(), losses);
+    }
+
+    void predictLogProbs(const float* x, int64_t rows, float* out) {
+        const ParamLayout& layout = m_problem.layout;
+        const std::size_t d = static_cast<std::size_t>(layout.inputs());
+        const std::size_t c = static_cast<std::size_t>(layout.classes());
+        float* arena = m_predictArena.data();
+        for (int64_t begin = 0; begin < rows; begin += m_predict.chunkRows) {
+            const int n = static_cast<int>(std::min<int64_t>(m_predict.chunkRows, rows - begin));
+            std::copy(x + begin * static_cast<int64_t>(d), x + (begin + n) * static_cast<int64_t>(d),
+                      arena + m_predict.x);
+            const float* logProbs =
+                enqueuePrediction(m_ex, layout, m_problem.activation, m_params.data(),
+                                  arena + m_predict.x, n, arena + m_predict.bufA,
+                                  arena + m_predict.bufB);
+            const std::size_t block = static_cast<std::size_t>(n) * c;
+            for (std::size_t k = 0; k < static_cast<std::size_t>(layout.members()); ++k) {
+                std::copy(logProbs + k * block, logProbs + (k + 1) * block,
+                          out + (k * static_cast<std::size_t>(rows) + static_cast<std::size_t>(begin)) * c);
+            }
+        }
+    }
+
+    const std::vector<float>& params() const { return m_params; }
+    const std::string& error() const { return m_ex.error; }
+    int64_t chunkRows() const { return m_predict.chunkRows; }
+
+private:
+    TrainingProblem m_problem;
+    std::vector<float> m_params, m_grad, m_moment1, m_moment2, m_trainX, m_arena, m_predictArena;
+    std::vector<int32_t> m_trainY, m_rows;
+    std::vector<OptimizerRule> m_rules;
+    std::vector<uint8_t> m_active;
+    std::vector<float> m_loss;
+    std::vector<ParamSegment> m_segments;
+    DeviceStepState m_state;
+    PredictArena m_predict;
+    StepBuffers m_buffers;
+    HostExecutor m_ex;
+};
+
+struct Problem {
+    Dataset data;
+    TrainingProblem training;
+};
+
+// A small spirals MLP: 2 -> 16 -> 12 -> 2, K = 6, batch 24 over 250 rows (batches straddle
+// epoch ends), per-member learning rates.
+Problem makeProblem(BootstrapMode mode, OptimizerKind kind, Activation act) {
+    Problem p;
+    p.data = makeSpirals(250, 0.1, 1.5, 7);
+    const int members = 6;
+    p.training.layout = ParamLayout({2, 16, 12, 2}, members);
+    p.training.activation = act;
+    p.training.trainX = p.data.x.data();
+    p.training.trainY = p.data.y.data();
+    p.training.trainRows = p.data.rows;
+    p.training.plan.seed = 1234;
+    p.training.plan.rows = static_cast<uint32_t>(p.data.rows);
+    p.training.plan.batch = 24;
+    p.training.plan.mode = mode;
+    for (int k = 0; k < members; ++k) {
+        const double lr = kind == OptimizerKind::Sgd ? 0.05 * (1 + k % 3) : 0.005 * (1 + k % 3);
+        const double momentum = kind == OptimizerKind::Sgd && k % 2 == 0 ? 0.9 : 0.0;
+        const double weightDecay = k % 3 == 2 ? 1e-3 : 0.0;
+        p.training.rules.push_back(makeRule(kind, lr, weightDecay, momentum));
+    }
+    return p;
+}
+
+std::vector<float> gridPoints(int side) {
+    std::vector<float> x;
+    for (int i = 0; i < side; ++i) {
+        for (int j = 0; j < side; ++j) {
+            x.push_back(-1.5f + 3.0f * static_cast<float>(j) / static_cast<float>(side - 1));
+            x.push_back(-1.5f + 3.0f * static_cast<float>(i) / static_cast<float>(side - 1));
+        }
+    }
+    return x;
+}
+
+const char* modeName(BootstrapMode m) {
+    return m == BootstrapMode::None ? "none" : m == BootstrapMode::Resample ? "resample" : "poisson";
+}
+
+const char* kindName(OptimizerKind k) {
+    return k == OptimizerKind::Adam ? "adam" : k == OptimizerKind::AdamW ? "adamw" : "sgd";
+}
+
+}  // namespace
+
+class TestCudaPlan : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    // Each GemmArgs, run through the reference column-major GEMM, gives exactly the row-major
+    // product CpuBackend computes with Eigen, for shared (stride 0) and per-member inputs.
+    void gemmArgumentsGiveTheRowMajorProducts_data();
+    void gemmArgumentsGiveTheRowMajorProducts();
+    void gemmStridesMatchTheStackedLayout();
+    void memberOfParamCoversTheLayout();
+    void stepArenaBuffersAreDisjointAndAligned();
+    void predictArenaChunksWithinBudget();
+    void memoryEstimateAddsUp();
+    void planSlotsMatchPlanMember();
+    void updateSkipsInactiveAndDivergedMembers();
+    void biasCorrectionMatchesCpuFormula();
+    // The full program, emulated, against CpuBackend.
+    void emulatedStepMatchesCpuBackend_data();
+    void emulatedStepMatchesCpuBackend();
+};
+
+void TestCudaPlan::gemmArgumentsGiveTheRowMajorProducts_data() {
+    QTest::addColumn<int>("in");
+    QTest::addColumn<int>("out");
+    QTest::addColumn<int>("rows");
+    QTest::addColumn<int>("members");
+    QTest::addColumn<bool>("shared");
+    for (bool shared : {false, true}) {
+        const char* s = shared ? "shared" : "own";
+        QTest::addRow("3x5 rows4 K3 %s", s) << 3 << 5 << 4 << 3 << shared;
+        QTest::addRow("2x1 rows7 K2 %s", s) << 2 << 1 << 7 << 2 << shared;
+        QTest::addRow("1x1 rows1 K1 %s", s) << 1 << 1 << 1 << 1 << shared;
+        QTest::addRow("6x4 rows5 K4 %s", s) << 6 << 4 << 5 << 4 << shared;
+        QTest::addRow("17x9 rows33 K5 %s", s) << 17 << 9 << 33 << 5 << shared;
+    }
+}
+
+void TestCudaPlan::gemmArgumentsGiveTheRowMajorProducts() {
+    QFETCH(int, in);
+    QFETCH(int, out);
+    QFETCH(int, rows);
+    QFETCH(int, members);
+    QFETCH(bool, shared);
+    const std::size_t k = static_cast<std::size_t>(members);
+    const std::size_t groups = shared ? 1 : k;
+    const std::vector<float> x = randomVector(groups * rows * in, 1);   // [G][rows][in]
+    const std::vector<float> w = randomVector(k * out * in, 2);         // [K][out][in]
+    const std::vector<float> dz = randomVector(k * rows * out, 3);      // [K][rows][out]
+    const std::size_t xStride = shared ? 0 : static_cast<std::size_t>(rows) * in;
+
+    std::vector<float> z(k * rows * out), dw(k * out * in), dx(k * rows * in);
+    QCOMPARE(referenceGemm(forwardGemm(in, out, rows, members, shared), {w.data(), w.size()},
+                           {x.data(), x.size()}, z.data(), z.size()),
+             std::string());
+    QCOMPARE(referenceGemm(weightGradGemm(in, out, rows, members, shared), {x.data(), x.size()},
+                           {dz.data(), dz.size()}, dw.data(), dw.size()),
+             std::string());
+    QCOMPARE(referenceGemm(inputGradGemm(in, out, rows, members), {w.data(), w.size()},
+                           {dz.data(), dz.size()}, dx.data(), dx.size()),
+             std::string());
+
+    for (std::size_t m = 0; m < k; ++m) {
+        // The products CpuBackend::trainMember computes.
+        const ConstMap xm(x.data() + m * xStride, rows, in);
+        const ConstMap wm(w.data() + m * out * in, out, in);
+        const ConstMap dzm(dz.data() + m * rows * out, rows, out);
+        const RowMatrix zRef = xm * wm.transpose();
+        const RowMatrix dwRef = dzm.transpose() * xm;
+        const RowMatrix dxRef = dzm * wm;
+        const RowMatrix zGot = ConstMap(z.data() + m * rows * out, rows, out);
+        const RowMatrix dwGot = ConstMap(dw.data() + m * out * in, out, in);
+        const RowMatrix dxGot = ConstMap(dx.data() + m * rows * in, rows, in);
+        QVERIFY2((zRef - zGot).cwiseAbs().maxCoeff() < kGemmTolerance, "forward");
+        QVERIFY2((dwRef - dwGot).cwiseAbs().maxCoeff() < kGemmTolerance, "weight gradient");
+        QVERIFY2((dxRef - dxGot).cwiseAbs().maxCoeff() < kGemmTolerance, "input gradient");
+    }
+}
+
+void TestCudaPlan::gemmStridesMatchTheStackedLayout() {
+    // The weight operand and the weight gradient step by one member's out x in block, the
+    // activations by one member's rows x width block, a shared input not at all.
+    const GemmArgs f = forwardGemm(3, 5, 7, 4, true);
+    QCOMPARE(f.strideA, int64_t{15});
+    QCOMPARE(f.strideB, int64_t{0});
+    QCOMPARE(f.strideC, int64_t{35});
+    QCOMPARE(f.batchCount, 4);
+    QCOMPARE(forwardGemm(3, 5, 7, 4, false).strideB, int64_t{21});
+    const GemmArgs w = weightGradGemm(3, 5, 7, 4, false);
+    QCOMPARE(w.strideA, int64_t{21});
+    QCOMPARE(w.strideB, int64_t{35});
+    QCOMPARE(w.strideC, int64_t{15});
+    QCOMPARE(weightGradGemm(3, 5, 7, 4, true).strideA, int64_t{0});
+    const GemmArgs d = inputGradGemm(3, 5, 7, 4);
+    QCOMPARE(d.strideA, int64_t{15});
+    QCOMPARE(d.strideB, int64_t{35});
+    QCOMPARE(d.strideC, int64_t{21});
+}
+
+void TestCudaPlan::memberOfParamCoversTheLayout() {
+    const ParamLayout layout({3, 4, 5, 2}, 3);
+    const std::vector<ParamSegment> seg = paramSegments(layout);
+    QCOMPARE(seg.size(), std::size_t{6});
+    std::vector<int> owner(layout.size(), -1);
+    for (int l = 0; l < layout.layerCount(); ++l) {
+        const LayerSlot& s = layout.layer(l);
+        for (int k = 0; k < layout.members(); ++k) {
+            for (int i = 0; i < s.out * s.in; ++i) {
+                owner[layout.weightOffset(l, k) + static_cast<std::size_t>(i)] = k;
+            }
+            for (int i = 0; i < s.out; ++i) {
+                owner[layout.biasOffset(l, k) + static_cast<std::size_t>(i)] = k;
+            }
+        }
+    }
+    for (std::size_t i = 0; i < layout.size(); ++i) {
+        QVERIFY(owner[i] >= 0);
+        QCOMPARE(memberOfParam(i, seg.data(), static_cast<int>(seg.size())), owner[i]);
+    }
+}
+
+void TestCudaPlan::stepArenaBuffersAreDisjointAndAligned() {
+    for (BootstrapMode mode :
+         {BootstrapMode::None, BootstrapMode::Resample, BootstrapMode::Poisson}) {
+        const ParamLayout layout({5, 7, 3, 4}, 3);
+        const uint32_t batch = 11;
+        const StepArena a = planStepArena(layout, batch, mode);
+        const std::size_t k = 3;
+        QCOMPARE(a.groups, mode == BootstrapMode::Resample ? 3 : 1);
+        struct Span {
+            std::size_t begin, size;
+        };
+        std::vector<Span> spans = {{a.x, static_cast<std::size_t>(a.groups) * batch * 5},
+                                   {a.weights, k * batch},
+                                   {a.rowLoss, k * batch},
+                                   {a.delta, k * batch * 7},
+                                   {a.deltaPrev, k * batch * 7}};
+        QCOMPARE(a.pre.size(), std::size_t{3});
+        QCOMPARE(a.post.size(), std::size_t{2});
+        for (int l = 0; l < 3; ++l) {
+            const std::size_t n = k * batch * static_cast<std::size_t>(layout.layer(l).out);
+            spans.push_back({a.pre[static_cast<std::size_t>(l)], n});
+            if (l < 2) {
+                spans.push_back({a.post[static_cast<std::size_t>(l)], n});
+            }
+        }
+        for (std::size_t i = 0; i < spans.size(); ++i) {
+            QCOMPARE(spans[i].begin % kArenaAlignFloats, std::size_t{0});
+            QVERIFY(spans[i].begin + spans[i].size <= a.floats);
+            for (std::size_t j = i + 1; j < spans.size(); ++j) {
+                const bool apart = spans[i].begin + spans[i].size <= spans[j].begin ||
+                                   spans[j].begin + spans[j].size <= spans[i].begin;
+                QVERIFY2(apart, "two step buffers overlap");
+            }
+        }
+        QCOMPARE(a.rowSlots, k * batch);
+    }
+}
+
+void TestCudaPlan::predictArenaChunksWithinBudget() {
+    const ParamLayout small({2, 16, 16, 2}, 8);
+    QCOMPARE(planPredictArena(small).chunkRows, int64_t{16384});  // capped
+    QCOMPARE(planPredictArena(small, 1).chunkRows, int64_t{256});  // floor
+    const ParamLayout wide({784, 1024, 1024, 10}, 64);
+    const PredictArena a = planPredictArena(wide);
+    QVERIFY(a.chunkRows >= 256 && a.chunkRows % 32 == 0);
+    QVERIFY(a.floats * sizeof(float) <= kPredictBudgetBytes + 3 * 256 * sizeof(float));
+    // x, bufA and bufB are disjoint and big enough.
+    const std::size_t p = static_cast<std::size_t>(a.chunkRows);
+    QVERIFY(a.x + p * 784 <= a.bufA);
+    QVERIFY(a.bufA + 64 * p * 1024 <= a.bufB);
+    QVERIFY(a.bufB + 64 * p * 1024 <= a.floats);
+}
+
+void TestCudaPlan::memoryEstimateAddsUp() {
+    const ParamLayout layout({2, 32, 32, 2}, 8);
+    const MemoryEstimate e = estimateDeviceMemory(layout, 1000, 64, BootstrapMode::Resample);
+    QCOMPARE(e.parameters, 4 * align256(layout.size() * sizeof(float)));
+    QCOMPARE(e.trainSet, align256(1000 * 2 * sizeof(float)) + align256(1000 * sizeof(int32_t)));
+    const StepArena a = planStepArena(layout, 64, BootstrapMode::Resample);
+    QCOMPARE(e.stepWorkspace, align256(a.floats * 4) + align256(a.rowSlots * 4));
+    QCOMPARE(e.cublasWorkspace, kCublasWorkspaceBytes);
+    QCOMPARE(e.total(), e.parameters + e.trainSet + e.stepWorkspace + e.predictWorkspace +
+                            e.small + e.cublasWorkspace);
+    // Predict-only binding keeps no train set or step workspace.
+    const MemoryEstimate p = estimateDeviceMemory(layout, 0, 64, BootstrapMode::None);
+    QCOMPARE(p.trainSet, std::size_t{0});
+    QCOMPARE(p.stepWorkspace, std::size_t{0});
+    // A run far beyond any GPU is estimated without overflow (the backend must refuse it).
+    const ParamLayout huge({2, 100000, 100000, 2}, 64);
+    const MemoryEstimate h = estimateDeviceMemory(huge, 1000, 64, BootstrapMode::None);
+    QVERIFY(h.total() > (std::size_t{1} << 40));
+}
+
+void TestCudaPlan::planSlotsMatchPlanMember() {
+    for (BootstrapMode mode :
+         {BootstrapMode::None, BootstrapMode::Resample, BootstrapMode::Poisson}) {
+        BatchPlanParams plan;
+        plan.seed = 77;
+        plan.rows = 37;
+        plan.batch = 10;  // steps straddle epoch ends
+        plan.mode = mode;
+        const int members = 4;
+        std::vector<int32_t> rows(static_cast<std::size_t>(members) * plan.batch);
+        std::vector<float> weights(rows.size());
+        for (uint64_t step : {uint64_t{0}, uint64_t{3}, uint64_t{11}, uint64_t{1000003}}) {
+            for (int64_t i = 0; i < static_cast<int64_t>(rows.size()); ++i) {
+                planSlotElement(i, plan, step, rows.data(), weights.data());
+            }
+            for (int k = 0; k < members; ++k) {
+                std::vector<uint32_t> cpuRows(plan.batch);
+                std::vector<float> cpuWeights(plan.batch);
+                planMember(plan, static_cast<uint32_t>(k), step, cpuRows.data(), cpuWeights.data());
+                for (uint32_t b = 0; b < plan.batch; ++b) {
+                    const std::size_t i = static_cast<std::size_t>(k) * plan.batch + b;
+                    QCOMPARE(static_cast<uint32_t>(rows[i]), cpuRows[b]);
+                    QCOMPARE(weights[i], cpuWeights[b]);
+                    if (mode != BootstrapMode::Resample) {
+                        // One gather (member 0's rows) serves every member.
+                        QCOMPARE(rows[i], rows[b]);
+                    }
+                    if (mode == BootstrapMode::Poisson) {
+                        QCOMPARE(weights[i], static_cast<float>(poissonCount(
+                                                 plan.seed, static_cast<uint32_t>(k), cpuRows[b])));
+                    }
+                }
+            }
+        }
+    }
+}
+
+void TestCudaPlan::updateSkipsInactiveAndDivergedMembers() {
+    const ParamLayout layout({2, 3, 2}, 3);
+    const std::vector<ParamSegment> seg = paramSegments(layout);
+    std::vector<float> params(layout.size(), 1.0f), grad(layout.size(), 0.5f);
+    std::vector<float> m1(layout.size(), 0.0f), m2(layout.size(), 0.0f);
+    const std::vector<OptimizerRule> rules(3, makeRule(OptimizerKind::Sgd, 0.1, 0.0, 0.0));
+    const uint8_t active[3] = {1, 0, 1};
+    const float loss[3] = {0.5f, 0.5f, std::nanf("")};
+    DeviceStepState state;
+    for (int64_t i = 0; i < static_cast<int64_t>(layout.size()); ++i) {
+        updateElement(i, params.data(), grad.data(), m1.data(), m2.data(), seg.data(),
+                      static_cast<int>(seg.size()), rules.data(), active, loss, state);
+    }
+    for (int l = 0; l < layout.layerCount(); ++l) {
+        for (int k = 0; k < 3; ++k) {
+            const float expected = k == 0 ? 0.95f : 1.0f;
+            QCOMPARE(params[layout.weightOffset(l, k)], expected);
+            QCOMPARE(params[layout.biasOffset(l, k) + layout.layer(l).out - 1], expected);
+        }
+    }
+    advanceStateElement(state);
+    QCOMPARE(state.step, uint64_t{1});
+    QCOMPARE(state.updates, uint64_t{1});
+}
+
+void TestCudaPlan::biasCorrectionMatchesCpuFormula() {
+    // The device prepares update number updates + 1, as CpuBackend does from its own count.
+    const OptimizerRule base = makeRule(OptimizerKind::Adam, 3e-3, 0.0, 0.0, 0.85, 0.995);
+    for (uint64_t updates : {uint64_t{0}, uint64_t{1}, uint64_t{9}, uint64_t{12345}}) {
+        DeviceStepState state;
+        state.updates = updates;
+        OptimizerRule r;
+        prepareRuleElement(0, &base, &r, state);
+        OptimizerRule expected = base;
+        prepareStep(expected, updates + 1);
+        QCOMPARE(r.stepSize, expected.stepSize);
+        QCOMPARE(r.biasCorrection2Sqrt, expected.biasCorrection2Sqrt);
+        QCOMPARE(r.lr, base.lr);
+    }
+}
+
+void TestCudaPlan::emulatedStepMatchesCpuBackend_data() {
+    QTest::addColumn<int>("mode");
+    QTest::addColumn<int>("kind");
+    QTest::addColumn<int>("activation");
+    const Activation acts[] = {Activation::Relu, Activation::Tanh, Activation::Gelu};
+    int a = 0;
+    for (BootstrapMode mode :
+         {BootstrapMode::None, BootstrapMode::Resample, BootstrapMode::Poisson}) {
+        for (OptimizerKind kind : {OptimizerKind::Adam, OptimizerKind::Sgd, OptimizerKind::AdamW}) {
+            const Activation act = acts[a++ % 3];
+            QTest::addRow("%s %s act%d", modeName(mode), kindName(kind), static_cast<int>(act))
+                << static_cast<int>(mode) << static_cast<int>(kind) << static_cast<int>(act);
+        }
+    }
+}
+
+void TestCudaPlan::emulatedStepMatchesCpuBackend() {
+    QFETCH(int, mode);
+    QFETCH(int, kind);
+    QFETCH(int, activation);
+    const Problem p = makeProblem(static_cast<BootstrapMode>(mode),
+                                  static_cast<OptimizerKind>(kind),
+                                  static_cast<Activation>(activation));
+    const ParamLayout& layout = p.training.layout;
+    const int members = layout.members();
+    std::vector<float> init(layout.size());
+    initParameters(layout, 42, init.data());
+
+    CpuBackend cpu(1);
+    cpu.bind(p.training);
+    cpu.setParameters(init.data());
+    // The smallest prediction chunk (256 rows), so the grid below takes several, the last
+    // one partial.
+    EmulatedCudaBackend emu(p.training, 1);
+    QCOMPARE(emu.chunkRows(), int64_t{256});
+    emu.setParameters(init);
+
+    std::vector<uint8_t> active(static_cast<std::size_t>(members), 1);
+    std::vector<float> cpuLoss(static_cast<std::size_t>(members));
+    std::vector<float> emuLoss(cpuLoss.size());
+    // 40 steps: a jump in the step index, and member 1 paused for a while.
+    std::vector<uint64_t> steps;
+    for (uint64_t s = 0; s < 20; ++s) {
+        steps.push_back(s);
+    }
+    for (uint64_t s = 100; s < 120; ++s) {
+        steps.push_back(s);
+    }
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+        active[1] = (i >= 8 && i < 14) ? 0 : 1;
+        cpu.step(steps[i], active.data(), cpuLoss.data());
+        emu.step(steps[i], active.data(), emuLoss.data());
+        QVERIFY2(emu.error().empty(), emu.error().c_str());
+        for (int k = 0; k < members; ++k) {
+            const float c = cpuLoss[static_cast<std::size_t>(k)];
+            const float e = emuLoss[static_cast<std::size_t>(k)];
+            QVERIFY(std::isfinite(e));
+            QVERIFY2(std::abs(c - e) <= kLossTolerance * std::max(1.0f, std::abs(c)),
+                     qPrintable(QStringLiteral("step %1 member %2: cpu %3, emulated %4")
+                                    .arg(steps[i])
+                                    .arg(k)
+                                    .arg(double(c))
+                                    .arg(double(e))));
+            if (active[static_cast<std::size_t>(k)] == 0) {
+                QCOMPARE(e, 0.0f);
+            }
+        }
+    }
+    std::vector<float> cpuParams(layout.size());
+    cpu.parameters(cpuParams.data());
+    const double paramError = nmse(cpuParams, emu.params());
+    QVERIFY2(paramError < kParamNmseEmulated, qPrintable(QString::number(paramError)));
+    QVERIFY(nmse(init, emu.params()) > 1e-4);  // it did train
+
+    const int side = 23;  // 529 rows: chunks of 256, 256, 17
+    const std::vector<float> grid = gridPoints(side);
+    const int64_t rows = static_cast<int64_t>(side) * side;
+    std::vector<float> cpuOut(static_cast<std::size_t>(members * rows * layout.classes()));
+    std::vector<float> emuOut(cpuOut.size(), std::nanf(""));
+    cpu.predictLogProbs(grid.data(), rows, cpuOut.data());
+    emu.predictLogProbs(grid.data(), rows, emuOut.data());
+    QVERIFY2(emu.error().empty(), emu.error().c_str());
+    for (float v : emuOut) {
+        QVERIFY(std::isfinite(v) && v <= 1e-6f);
+    }
+    const double predictError = nmse(cpuOut, emuOut);
+    QVERIFY2(predictError < kLogProbNmseEmulated, qPrintable(QString::number(predictError)));
+}
+
+QTEST_APPLESS_MAIN(TestCudaPlan)
+#include "tst_cuda_plan.moc"

@@ -1,0 +1,242 @@
+// The engine-thread bridge without a window: snapshots, pause/step/reset semantics, member
+// switches, coalescing, export round trip, shutdown while training.
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cmath>
+#include <memory>
+
+#include "controller/engine_controller.h"
+#include "io/config.h"
+#include "io/model_io.h"
+
+using ensemble::ui::EngineController;
+using ensemble::ui::HeatQuantity;
+using ensemble::ui::SnapshotPtr;
+
+namespace {
+
+// A small, fast run: 2-D spirals, a few members, CPU.
+nlohmann::json smallConfig(int members = 4, int64_t steps = 400, uint64_t seed = 0) {
+    nlohmann::json c = ensemble::loadConfigJson("spirals");
+    c["dataset"]["n"] = 300;
+    c["ensemble"]["members"] = members;
+    c["ensemble"]["seed"] = seed;
+    c["training"]["steps"] = steps;
+    c["backend"]["kind"] = "cpu";
+    return c;
+}
+
+// Waits until the controller's latest snapshot satisfies `pred`.
+template <typename Pred>
+bool waitSnapshot(EngineController& c, Pred pred, int timeoutMs = 20000) {
+    return QTest::qWaitFor(
+        [&] {
+            SnapshotPtr s = c.snapshot();
+            return s && pred(*s);
+        },
+        timeoutMs);
+}
+
+bool sameImage(const QImage& a, const QImage& b) {
+    return a.size() == b.size() && a == b;
+}
+
+}  // namespace
+
+class TestGuiController : public QObject {
+    Q_OBJECT
+
+  private Q_SLOTS:
+    void configurePublishesStepZero();
+    void trainToPauseAndStep();
+    void pauseStopsProgress();
+    void resetSameSeedSameWeights();
+    void memberSwitchChangesEnsemble();
+    void snapshotsCoalesce();
+    void exportRoundTrip();
+    void invalidConfigReportsKey();
+    void destroyWhileTraining();
+};
+
+void TestGuiController::configurePublishesStepZero() {
+    EngineController c;
+    QSignalSpy configured(&c, &EngineController::configured);
+    c.configure(smallConfig());
+    QVERIFY(waitSnapshot(c, [](const auto& s) { return s.step == 0; }));
+    QCOMPARE(configured.count(), 1);
+    SnapshotPtr s = c.snapshot();
+    QCOMPARE(s->run->members, 4);
+    QCOMPARE(s->run->classes, 2);
+    QVERIFY(s->hasGrid);
+    QVERIFY(s->run->gridSize >= 40);
+    QCOMPARE(s->memberImages.size(), std::size_t{4});
+    for (const auto& h : s->heat) {
+        QCOMPARE(h.image.width(), s->run->gridSize);
+    }
+    QCOMPARE(s->history.size(), std::size_t{1});
+    QVERIFY(!s->running);
+}
+
+void TestGuiController::trainToPauseAndStep() {
+    EngineController c;
+    c.configure(smallConfig());
+    QVERIFY(waitSnapshot(c, [](const auto& s) { return s.step == 0; }));
+    const QImage initial = c.snapshot()->heat[0].image;
+    c.trainTo(60);
+    QVERIFY(waitSnapshot(c, [](const auto& s) { return s.step == 60 && !s.running; }));
+    QVERIFY(!sameImage(initial, c.snapshot()->heat[0].image));
+    c.step();
+    QVERIFY(waitSnapshot(c, [](const auto& s) { return s.step == 61; }));
+    QTest::qWait(200);
+    QCOMPARE(c.snapshot()->step, int64_t{61});
+    QVERIFY(c.snapshot()->history.back()->step == 61);
+}
+
+void TestGuiController::pauseStopsProgress() {
+    EngineController c;
+    c.configure(smallConfig(8, 1'000'000));
+    QVERIFY(waitSnapshot(c, [](const auto& s) { return s.step == 0; }));
+    QSignalSpy running(&c, &EngineController::runningChanged);
+    c.start();
+    QVERIFY(waitSnapshot(c, [](const auto& s) { return s.step > 100 && s.running; }));
+    const uint64_t received = c.snapshotsReceived();
+    QVERIFY(received >= 2);
+    c.pause();
+    QVERIFY(waitSnapshot(c, [](const auto& s) { return !s.running; }));
+    QVERIFY(!c.isRunning());
+    const int64_t stopped = c.snapshot()->step;
+    QTest::qWait(300);
+    QCOMPARE(c.snapshot()->step, stopped);
+    QVERIFY(running.count() >= 2);
+}
+
+void TestGuiController::resetSameSeedSameWeights() {
+    EngineController c;
+    c.configure(smallConfig(4, 400, 7));
+    QVERIFY(waitSnapshot(c, [](const auto& s) { return s.step == 0; }));
+    const SnapshotPtr first = c.snapshot();
+    c.trainTo(40);
+    QVERIFY(waitSnapshot(c, [](const auto& s) { return s.step == 40 && !s.running; }));
+
+    // Reset with the same config: step 0, the same initial weights (same predictions).
+    c.configure(smallConfig(4, 400, 7));
+    QVERIFY(waitSnapshot(c, [&](const auto& s) { return s.step == 0 && s.run != first->run; }));
+    QVERIFY(c.snapshot()->grid.memberProbabilities == first->grid.memberProbabilities);
+    QVERIFY(sameImage(c.snapshot()->heat[0].image, first->heat[0].image));
+
+    // A new seed: new initial weights.
+    const auto before = c.snapshot()->run;
+    c.configure(smallConfig(4, 400, 8));
+    QVERIFY(waitSnapshot(c, [&](const auto& s) { return s.step == 0 && s.run != before; }));
+    QVERIFY(c.snapshot()->grid.memberProbabilities != first->grid.memberProbabilities);
+    QVERIFY(!sameImage(c.snapshot()->heat[0].image, first->heat[0].image));
+}
+
+void TestGuiController::memberSwitchChangesEnsemble() {
+    EngineController c;
+    c.configure(smallConfig());
+    c.trainTo(80);
+    QVERIFY(waitSnapshot(c, [](const auto& s) { return s.step == 80 && !s.running; }));
+    const SnapshotPtr all = c.snapshot();
+    QCOMPARE(all->includedCount, 4);
+    c.setMemberEnabled(0, false);
+    QVERIFY(waitSnapshot(c, [](const auto& s) { return s.includedCount == 3; }));
+    const SnapshotPtr three = c.snapshot();
+    QCOMPARE(three->step, int64_t{80});
+    QVERIFY(!sameImage(all->heat[0].image, three->heat[0].image));
+    QVERIFY(!sameImage(all->heat[static_cast<int>(HeatQuantity::Epistemic)].image,
+                       three->heat[static_cast<int>(HeatQuantity::Epistemic)].image));
+    // Members' own images do not depend on the switches.
+    QVERIFY(sameImage(all->memberImages[1], three->memberImages[1]));
+    c.setEnabledMembers({0, 0, 0, 0});
+    QVERIFY(waitSnapshot(c, [](const auto& s) { return s.includedCount == 0; }));
+    QVERIFY(!c.snapshot()->hasEnsemble);
+    c.setEnabledMembers({1, 1, 1, 1});
+    QVERIFY(waitSnapshot(c, [](const auto& s) { return s.includedCount == 4; }));
+    QVERIFY(sameImage(all->heat[0].image, c.snapshot()->heat[0].image));
+}
+
+void TestGuiController::snapshotsCoalesce() {
+    EngineController c;
+    c.configure(smallConfig(8, 1'000'000));
+    QVERIFY(waitSnapshot(c, [](const auto& s) { return s.step == 0; }));
+    c.start();
+    QVERIFY(waitSnapshot(c, [](const auto& s) { return s.running && s.step > 0; }));
+    // Block the GUI thread: the worker keeps training but builds no backlog.
+    const uint64_t before = c.snapshotsReceived();
+    const int64_t stepBefore = c.snapshot()->step;
+    QThread::msleep(800);
+    QCoreApplication::processEvents();
+    const uint64_t after = c.snapshotsReceived();
+    QVERIFY2(after - before <= 2, qPrintable(QStringLiteral("received %1").arg(after - before)));
+    QVERIFY(waitSnapshot(c, [&](const auto& s) { return s.step > stepBefore; }));
+    c.pause();
+}
+
+void TestGuiController::exportRoundTrip() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    EngineController c;
+    c.configure(smallConfig(3, 400));
+    c.trainTo(50);
+    QVERIFY(waitSnapshot(c, [](const auto& s) { return s.step == 50 && !s.running; }));
+    QSignalSpy done(&c, &EngineController::exportFinished);
+    const QString base = dir.filePath(QStringLiteral("run"));
+    c.exportTo(base);
+    QVERIFY(done.wait(20000));
+    QVERIFY2(done.at(0).at(0).toBool(), qPrintable(done.at(0).at(1).toString()));
+    QCOMPARE(done.at(0).at(2).toStringList().size(), 3);
+    const ensemble::LoadedEnsemble loaded =
+        ensemble::importEnsemble((base + QStringLiteral(".safetensors")).toStdString());
+    QCOMPARE(loaded.step, int64_t{50});
+    // The loaded weights predict what the live ensemble predicted on the grid.
+    const SnapshotPtr s = c.snapshot();
+    const auto& g = s->grid;
+    const int64_t rows = static_cast<int64_t>(g.size) * g.size;
+    const std::vector<float> lp = ensemble::predictLogProbs(loaded, g.points.data(), rows);
+    QCOMPARE(lp.size(), g.memberProbabilities.size());
+    double worst = 0.0;
+    for (std::size_t i = 0; i < lp.size(); ++i) {
+        worst = std::max(worst, std::abs(std::exp(static_cast<double>(lp[i])) -
+                                         static_cast<double>(g.memberProbabilities[i])));
+    }
+    QVERIFY2(worst < 1e-5, qPrintable(QString::number(worst)));
+    QVERIFY(QFile::exists(base + QStringLiteral(".metrics.json")));
+    QVERIFY(QFile::exists(base + QStringLiteral(".metrics.csv")));
+
+    // A failed export (a directory that does not exist) leaves nothing behind.
+    done.clear();
+    const QString bad = dir.filePath(QStringLiteral("missing/sub/run"));
+    c.exportTo(bad);
+    QVERIFY(done.wait(20000));
+    QVERIFY(!done.at(0).at(0).toBool());
+    QVERIFY(!done.at(0).at(1).toString().isEmpty());
+    QVERIFY(!QFile::exists(bad + QStringLiteral(".safetensors")));
+}
+
+void TestGuiController::invalidConfigReportsKey() {
+    EngineController c;
+    QSignalSpy failed(&c, &EngineController::configureFailed);
+    nlohmann::json bad = smallConfig();
+    bad["ensemble"]["members"] = 0;
+    c.configure(bad);
+    QVERIFY(failed.wait(10000));
+    QVERIFY(failed.at(0).at(1).toString().startsWith(QStringLiteral("ensemble.members:")));
+    QVERIFY(!c.isConfigured());
+}
+
+void TestGuiController::destroyWhileTraining() {
+    auto c = std::make_unique<EngineController>();
+    c->configure(smallConfig(16, 1'000'000));
+    c->start();
+    QVERIFY(waitSnapshot(*c, [](const auto& s) { return s.running && s.step > 50; }));
+    QElapsedTimer timer;
+    timer.start();
+    c.reset();
+    QVERIFY2(timer.elapsed() < 2000, qPrintable(QString::number(timer.elapsed())));
+}
+
+QTEST_MAIN(TestGuiController)
+#include "tst_gui_controller.moc"

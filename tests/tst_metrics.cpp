@@ -1,0 +1,901 @@
+// Tests of engine/metrics against hand-computed small cases. Every expected number is worked out
+// in a comment next to the check; inputs are probabilities stored as float log-probabilities,
+// so hand values are compared with kFloatInputTol.
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "io/errors.h"
+#include "math/philox.h"
+#include "metrics/grid.h"
+#include "metrics/metrics.h"
+#include "metrics/ood.h"
+#include "metrics/report.h"
+#include "metrics/temperature.h"
+
+using namespace ensemble;
+
+namespace {
+
+// Named tolerances.
+// Hand-computed values against float-stored log-probabilities (float relative error ~6e-8).
+constexpr double kFloatInputTol = 1e-6;
+// The same quantity computed twice in double with a different summation order.
+constexpr double kRoundingTol = 1e-12;
+// Fitted parameters (golden-section search stops at 1e-6 in log T).
+constexpr double kFitTol = 1e-4;
+
+bool near(double actual, double expected, double tol) {
+    if (std::isnan(expected)) {
+        return std::isnan(actual);
+    }
+    return std::abs(actual - expected) <= tol * std::max(1.0, std::abs(expected));
+}
+
+#define COMPARE_NEAR(actual, expected, tol)                                                    \
+    do {                                                                                       \
+        const double a_ = (actual);                                                            \
+        const double e_ = (expected);                                                          \
+        if (!near(a_, e_, (tol))) {                                                            \
+            QFAIL(qPrintable(QStringLiteral("%1 = %2, expected %3 (tolerance %4)")             \
+                                 .arg(QString::fromLatin1(#actual))                            \
+                                 .arg(a_, 0, 'g', 17)                                          \
+                                 .arg(e_, 0, 'g', 17)                                          \
+                                 .arg((tol))));                                                \
+        }                                                                                      \
+    } while (false)
+
+void compareMetrics(const ClassificationMetrics& a, const ClassificationMetrics& b, double tol) {
+    QCOMPARE(a.rows, b.rows);
+    COMPARE_NEAR(a.accuracy, b.accuracy, tol);
+    COMPARE_NEAR(a.nll, b.nll, tol);
+    COMPARE_NEAR(a.brier, b.brier, tol);
+    COMPARE_NEAR(a.ece, b.ece, tol);
+    COMPARE_NEAR(a.mce, b.mce, tol);
+}
+
+// Predictions from probabilities given member by member, row by row: probs[(k*N + i)*C + c].
+MemberPredictions fromProbabilities(int members, int64_t rows, int classes,
+                                    const std::vector<double>& probs) {
+    MemberPredictions p;
+    p.members = members;
+    p.rows = rows;
+    p.classes = classes;
+    for (double v : probs) {
+        p.logProbs.push_back(static_cast<float>(std::log(v)));
+    }
+    return p;
+}
+
+// Binary entropy in nats.
+double h2(double q) {
+    return -(q * std::log(q) + (1.0 - q) * std::log(1.0 - q));
+}
+
+// Random log-softmax rows from Philox logits of scale `scale`: reproducible test inputs.
+MemberPredictions randomPredictions(int members, int64_t rows, int classes, uint64_t seed,
+                                    double scale = 2.0) {
+    MemberPredictions p;
+    p.members = members;
+    p.rows = rows;
+    p.classes = classes;
+    p.logProbs.resize(static_cast<std::size_t>(members) * rows * classes);
+    std::vector<double> z(static_cast<std::size_t>(classes));
+    for (int k = 0; k < members; ++k) {
+        for (int64_t i = 0; i < rows; ++i) {
+            double m = -1e300;
+            for (int c = 0; c < classes; ++c) {
+                const Philox4x32 d = philoxDraw(seed, RngPurpose::Subset, static_cast<uint32_t>(k),
+                                                static_cast<uint64_t>(i), static_cast<uint32_t>(c));
+                z[static_cast<std::size_t>(c)] = scale * (2.0 * uniformOpenDouble(d.v[0], d.v[1]) - 1.0);
+                m = std::max(m, z[static_cast<std::size_t>(c)]);
+            }
+            double s = 0.0;
+            for (double v : z) {
+                s += std::exp(v - m);
+            }
+            for (int c = 0; c < classes; ++c) {
+                p.logProbs[(static_cast<std::size_t>(k) * rows + i) * classes + c] =
+                    static_cast<float>(z[static_cast<std::size_t>(c)] - m - std::log(s));
+            }
+        }
+    }
+    return p;
+}
+
+std::vector<int32_t> randomLabels(int64_t rows, int classes, uint64_t seed) {
+    std::vector<int32_t> y(static_cast<std::size_t>(rows));
+    for (int64_t i = 0; i < rows; ++i) {
+        const Philox4x32 d = philoxDraw(seed, RngPurpose::Split, 0, static_cast<uint64_t>(i));
+        y[static_cast<std::size_t>(i)] =
+            static_cast<int32_t>(uniformIndex(d.v[0], d.v[1], static_cast<uint32_t>(classes)));
+    }
+    return y;
+}
+
+// Case A: two members, two classes, four points.
+//   member 0: [0.90 0.10] [0.54 0.46] [0.24 0.76] [0.30 0.70]
+//   member 1: [0.52 0.48] [0.20 0.80] [0.10 0.90] [0.44 0.56]
+//   labels:    0           1           1           0
+//   ensemble: [0.71 0.29] [0.37 0.63] [0.17 0.83] [0.37 0.63]
+//   predicted: 0           1           1           1   (correct: yes yes yes no)
+// Every ensemble confidence (0.71, 0.63, 0.83) lies well inside a 1/15-wide bin.
+MemberPredictions caseA() {
+    return fromProbabilities(2, 4, 2,
+                             {0.90, 0.10, 0.54, 0.46, 0.24, 0.76, 0.30, 0.70,  //
+                              0.52, 0.48, 0.20, 0.80, 0.10, 0.90, 0.44, 0.56});
+}
+const std::vector<int32_t> kLabelsA = {0, 1, 1, 0};
+
+}  // namespace
+
+class TestMetrics : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void calibrationBinEdges();
+    void perfectlyCalibratedBinsGiveZeroEce();
+    void calibrationHandCase();
+    void ensembleScoresHandCase();
+    void memberScoresHandCase();
+    void uncertaintyHandCase();
+    void positiveClassReliability();
+    void gibbsAndDiversity();
+    void diversityThreeMembers();
+    void certainAndWrongMember();
+    void stableEnsembleNll();
+    void identicalMembersEqualAnyMember();
+    void excludedMembersAreIgnored();
+    void aurocAndFpr();
+    void oodMetricsSeparated();
+    void oobHandCase();
+    void oobRowsAreExactlyMultiplicityZero();
+    void sizeCurve();
+    void temperatureHandCase();
+    void temperatureKeepsAccuracyAndNll();
+    void gridShapeAndBounds();
+    void gridBenchmark();
+    void reportLayout();
+    void csvWriters();
+};
+
+void TestMetrics::calibrationBinEdges() {
+    // Bins (j/15, (j+1)/15]; 0 goes to the first bin, 1 to the last.
+    QCOMPARE(calibrationBin(0.0, 15), 0);
+    QCOMPARE(calibrationBin(1.0 / 15.0, 15), 0);  // upper edge belongs to the bin
+    QCOMPARE(calibrationBin(std::nextafter(1.0 / 15.0, 1.0), 15), 1);
+    QCOMPARE(calibrationBin(0.5, 15), 7);  // 7.5 / 15
+    QCOMPARE(calibrationBin(14.0 / 15.0, 15), 13);
+    QCOMPARE(calibrationBin(1.0, 15), 14);
+    for (int j = 1; j <= 15; ++j) {
+        const double edge = static_cast<double>(j) / 15.0;
+        QCOMPARE(calibrationBin(edge, 15), j - 1);
+    }
+}
+
+void TestMetrics::perfectlyCalibratedBinsGiveZeroEce() {
+    // Ten points at confidence 0.7 with 7 correct, ten at 0.9 with 9 correct, four at 0.5 with
+    // 2 correct: every bin's accuracy equals its confidence, so ECE = MCE = 0.
+    std::vector<double> conf;
+    std::vector<uint8_t> ok;
+    for (int i = 0; i < 10; ++i) {
+        conf.push_back(0.7);
+        ok.push_back(i < 7);
+        conf.push_back(0.9);
+        ok.push_back(i < 9);
+    }
+    for (int i = 0; i < 4; ++i) {
+        conf.push_back(0.5);
+        ok.push_back(i < 2);
+    }
+    const Calibration c = calibrationFrom(conf, ok, 15);
+    COMPARE_NEAR(c.ece, 0.0, kRoundingTol);
+    COMPARE_NEAR(c.mce, 0.0, kRoundingTol);
+    QCOMPARE(c.rows, int64_t{24});
+    QCOMPARE(c.bins.size(), std::size_t{15});
+    QCOMPARE(c.bins[10].count, int64_t{10});  // 0.7 in (10/15, 11/15]
+    QCOMPARE(c.bins[13].count, int64_t{10});  // 0.9 in (13/15, 14/15]
+    QCOMPARE(c.bins[7].count, int64_t{4});    // 0.5 in (7/15, 8/15]
+    QVERIFY(std::isnan(c.bins[0].confidence));  // empty bins: NaN, count 0
+    QCOMPARE(c.bins[0].count, int64_t{0});
+}
+
+void TestMetrics::calibrationHandCase() {
+    // conf 0.95 correct, 0.95 wrong, 0.55 correct, 0.25 wrong.
+    // bin 14 (0.9333, 1]: n 2, conf 0.95, acc 0.5, gap 0.45
+    // bin 8 (0.5333, 0.6]: n 1, conf 0.55, acc 1, gap 0.45
+    // bin 3 (0.2, 0.2667]: n 1, conf 0.25, acc 0, gap 0.25
+    // ECE = 2/4*0.45 + 1/4*0.45 + 1/4*0.25 = 0.225 + 0.1125 + 0.0625 = 0.4; MCE = 0.45
+    const Calibration c = calibrationFrom({0.95, 0.95, 0.55, 0.25}, {1, 0, 1, 0}, 15);
+    COMPARE_NEAR(c.ece, 0.4, kRoundingTol);
+    COMPARE_NEAR(c.mce, 0.45, kRoundingTol);
+    QCOMPARE(c.bins[14].count, int64_t{2});
+    COMPARE_NEAR(c.bins[14].accuracy, 0.5, kRoundingTol);
+    COMPARE_NEAR(c.bins[14].confidence, 0.95, kRoundingTol);
+    COMPARE_NEAR(c.bins[8].lower, 8.0 / 15.0, kRoundingTol);
+    COMPARE_NEAR(c.bins[8].upper, 9.0 / 15.0, kRoundingTol);
+    QCOMPARE(c.bins[3].count, int64_t{1});
+}
+
+void TestMetrics::ensembleScoresHandCase() {
+    const MemberPredictions p = caseA();
+    const ClassificationMetrics m = ensembleClassificationMetrics(p, kLabelsA, {});
+    // accuracy: 3 of 4 correct.
+    COMPARE_NEAR(m.accuracy, 0.75, kRoundingTol);
+    // NLL = -(ln .71 + ln .63 + ln .83 + ln .37)/4
+    //     = (0.342490 + 0.462035 + 0.186330 + 0.994252)/4 = 0.496277
+    COMPARE_NEAR(m.nll, -(std::log(0.71) + std::log(0.63) + std::log(0.83) + std::log(0.37)) / 4,
+                 kFloatInputTol);
+    COMPARE_NEAR(m.nll, 0.496277, 1e-6);
+    // Brier (sum over classes): 2*.29^2 + 2*.37^2 + 2*.17^2 + (.37-1)^2+.63^2
+    //     = 0.1682 + 0.2738 + 0.0578 + 0.7938 = 1.2936; mean 0.3234
+    COMPARE_NEAR(m.brier, 0.3234, kFloatInputTol);
+    // ECE: bin 9 holds 0.63 (correct) and 0.63 (wrong): gap |0.5 - 0.63| = 0.13, weight 1/2;
+    // bin 10 holds 0.71 correct: gap 0.29, weight 1/4; bin 12 holds 0.83 correct: gap 0.17.
+    // ECE = 0.065 + 0.0725 + 0.0425 = 0.18; MCE = 0.29.
+    COMPARE_NEAR(m.ece, 0.18, kFloatInputTol);
+    COMPARE_NEAR(m.mce, 0.29, kFloatInputTol);
+    // The trainer's ensemble NLL/accuracy agree (same definition, float log-probs).
+    const SplitMetrics t = ensembleMetrics(p, kLabelsA, {1, 1});
+    COMPARE_NEAR(t.loss, m.nll, kRoundingTol);
+    COMPARE_NEAR(t.accuracy, m.accuracy, kRoundingTol);
+}
+
+void TestMetrics::memberScoresHandCase() {
+    const MemberPredictions p = caseA();
+    const ClassificationMetrics m0 = memberClassificationMetrics(p, kLabelsA, 0);
+    // member 0 predicts 0 0 1 1: correct 1 0 1 0.
+    COMPARE_NEAR(m0.accuracy, 0.5, kRoundingTol);
+    // NLL = -(ln .9 + ln .46 + ln .76 + ln .3)/4 = (0.105361+0.776529+0.274437+1.203973)/4
+    //     = 0.590075
+    COMPARE_NEAR(m0.nll, -(std::log(0.9) + std::log(0.46) + std::log(0.76) + std::log(0.3)) / 4,
+                 kFloatInputTol);
+    // Brier: 2*.1^2 + 2*.46^2 + 2*.24^2 + 2*.7^2 = 0.02 + 0.4232 + 0.1152 + 0.98 = 1.5384 -> 0.3846
+    COMPARE_NEAR(m0.brier, 0.3846, kFloatInputTol);
+    // ECE: conf 0.9 ok (bin 13, gap 0.1), 0.54 wrong (bin 8, gap 0.54), 0.76 ok (bin 11, gap
+    // 0.24), 0.7 wrong (bin 10, gap 0.7): (0.1 + 0.54 + 0.24 + 0.7)/4 = 0.395; MCE 0.7.
+    COMPARE_NEAR(m0.ece, 0.395, kFloatInputTol);
+    COMPARE_NEAR(m0.mce, 0.7, kFloatInputTol);
+    const ClassificationMetrics m1 = memberClassificationMetrics(p, kLabelsA, 1);
+    // member 1 predicts 0 1 1 1: correct 1 1 1 0; NLL = (0.653926+0.223144+0.105361+0.820981)/4
+    COMPARE_NEAR(m1.accuracy, 0.75, kRoundingTol);
+    COMPARE_NEAR(m1.nll, 0.450853, 1e-6);
+    // Agrees with the trainer's member metrics.
+    COMPARE_NEAR(memberMetrics(p, kLabelsA, 1).loss, m1.nll, kRoundingTol);
+}
+
+void TestMetrics::uncertaintyHandCase() {
+    const MemberPredictions p = caseA();
+    const PointStatistics s = pointStatistics(p, std::vector<uint8_t>{}, kLabelsA);
+    QCOMPARE(s.rows, int64_t{4});
+    QCOMPARE(s.members, 2);
+    QCOMPARE(s.predicted, (std::vector<int32_t>{0, 1, 1, 1}));
+    // Point 0: H[p] = h2(0.71) = 0.602152; aleatoric = (h2(.9) + h2(.52))/2
+    // = (0.325083 + 0.692347)/2 = 0.508715; epistemic = 0.093437.
+    COMPARE_NEAR(s.total[0], h2(0.71), kFloatInputTol);
+    COMPARE_NEAR(s.aleatoric[0], (h2(0.9) + h2(0.52)) / 2, kFloatInputTol);
+    COMPARE_NEAR(s.epistemic[0], h2(0.71) - (h2(0.9) + h2(0.52)) / 2, kFloatInputTol);
+    COMPARE_NEAR(s.epistemic[0], 0.093437, 1e-6);
+    // Point 1: ensemble class 1; member 0 votes 0, member 1 votes 1: disagreement 0.5.
+    COMPARE_NEAR(s.disagreement[0], 0.0, kRoundingTol);
+    COMPARE_NEAR(s.disagreement[1], 0.5, kRoundingTol);
+    COMPARE_NEAR(s.disagreement[2], 0.0, kRoundingTol);
+    COMPARE_NEAR(s.disagreement[3], 0.0, kRoundingTol);
+    // Std over members of P_k(ensemble class): |a - b|/2: 0.19, 0.17, 0.07, 0.07.
+    COMPARE_NEAR(s.predictedStd[0], 0.19, kFloatInputTol);
+    COMPARE_NEAR(s.predictedStd[1], 0.17, kFloatInputTol);
+    COMPARE_NEAR(s.predictedStd[2], 0.07, kFloatInputTol);
+    COMPARE_NEAR(s.predictedStd[3], 0.07, kFloatInputTol);
+    // Point 3: H[p] = h2(.37); aleatoric (h2(.3) + h2(.44))/2.
+    COMPARE_NEAR(s.total[3], h2(0.37), kFloatInputTol);
+    COMPARE_NEAR(s.aleatoric[3], (h2(0.3) + h2(0.44)) / 2, kFloatInputTol);
+    // Summaries are plain means.
+    const UncertaintySummary u = summarizeUncertainty(s);
+    COMPARE_NEAR(u.disagreementMean, 0.125, kRoundingTol);
+    COMPARE_NEAR(u.entropyMean, (h2(0.71) + h2(0.63) + h2(0.83) + h2(0.37)) / 4, kFloatInputTol);
+    COMPARE_NEAR(u.predictedStdMean, (0.19 + 0.17 + 0.07 + 0.07) / 4, kFloatInputTol);
+    // Mutual information is never negative and total = aleatoric + epistemic.
+    for (int i = 0; i < 4; ++i) {
+        QVERIFY(s.epistemic[static_cast<std::size_t>(i)] >= 0.0);
+        COMPARE_NEAR(s.total[static_cast<std::size_t>(i)],
+                     s.aleatoric[static_cast<std::size_t>(i)] + s.epistemic[static_cast<std::size_t>(i)],
+                     kRoundingTol);
+    }
+}
+
+void TestMetrics::positiveClassReliability() {
+    const MemberPredictions p = caseA();
+    const PointStatistics s = pointStatistics(p, std::vector<uint8_t>{}, kLabelsA);
+    // p(class 1) = 0.29 (y=0), 0.63 (y=1), 0.83 (y=1), 0.63 (y=0).
+    // bin 4 (0.2667, 0.3333]: 0.29, freq 0 -> gap 0.29
+    // bin 9 (0.6, 0.6667]: 0.63 twice, freq 0.5 -> gap 0.13
+    // bin 12 (0.8, 0.8667]: 0.83, freq 1 -> gap 0.17
+    // ECE = 0.29/4 + 0.13/2 + 0.17/4 = 0.0725 + 0.065 + 0.0425 = 0.18; MCE 0.29
+    const Calibration c = positiveClassCalibration(s, kLabelsA);
+    QCOMPARE(c.bins[4].count, int64_t{1});
+    QCOMPARE(c.bins[9].count, int64_t{2});
+    QCOMPARE(c.bins[12].count, int64_t{1});
+    COMPARE_NEAR(c.bins[9].accuracy, 0.5, kRoundingTol);
+    COMPARE_NEAR(c.ece, 0.18, kFloatInputTol);
+    COMPARE_NEAR(c.mce, 0.29, kFloatInputTol);
+}
+
+void TestMetrics::gibbsAndDiversity() {
+    const MemberPredictions p = caseA();
+    // Gibbs = (0.590075 + 0.450853)/2 = 0.520464 >= ensemble NLL 0.496277.
+    const double g = gibbsNll(p, kLabelsA, {});
+    COMPARE_NEAR(g, (0.590075 + 0.450853) / 2, 1e-6);
+    QVERIFY(g >= ensembleClassificationMetrics(p, kLabelsA, {}).nll);
+    // The two members' predictions (0 0 1 1 vs 0 1 1 1) differ on one point in four.
+    COMPARE_NEAR(diversity(p, {}), 0.25, kRoundingTol);
+    COMPARE_NEAR(diversity(p, {1, 0}), 0.0, kRoundingTol);  // one member: no pairs
+}
+
+void TestMetrics::diversityThreeMembers() {
+    // Three members, three classes, three points; member votes per point:
+    //   point 0: 0 0 1 -> pairs (01 same, 02 differ, 12 differ) = 2/3
+    //   point 1: 0 1 2 -> 3/3 = 1
+    //   point 2: 2 2 2 -> 0
+    // diversity = (2/3 + 1 + 0)/3 = 5/9.
+    auto onehot = [](int c) {
+        std::vector<double> r(3, 0.1);
+        r[static_cast<std::size_t>(c)] = 0.8;
+        return r;
+    };
+    const int votes[3][3] = {{0, 0, 2}, {0, 1, 2}, {1, 2, 2}};  // [member][point]
+    std::vector<double> probs;
+    for (int k = 0; k < 3; ++k) {
+        for (int i = 0; i < 3; ++i) {
+            const std::vector<double> r = onehot(votes[k][i]);
+            probs.insert(probs.end(), r.begin(), r.end());
+        }
+    }
+    const MemberPredictions p = fromProbabilities(3, 3, 3, probs);
+    COMPARE_NEAR(diversity(p, {}), 5.0 / 9.0, kRoundingTol);
+    const PointStatistics s = pointStatistics(p, std::vector<uint8_t>{});
+    // Point 0: ensemble p = (0.8+0.8+0.1, 0.1+0.1+0.1, 0.1+0.1+0.8)/3 -> class 0; 2 of 3 vote it.
+    QCOMPARE(s.predicted[0], 0);
+    COMPARE_NEAR(s.disagreement[0], 1.0 / 3.0, kRoundingTol);
+    // Point 1: p = (0.8+0.1+0.1)/3 = 1/3 each class: the first class wins the tie by
+    // convention (floating sums may break it; either way one member votes it).
+    COMPARE_NEAR(s.disagreement[1], 2.0 / 3.0, kRoundingTol);
+}
+
+void TestMetrics::certainAndWrongMember() {
+    // Label 0. Member 0 is certain of class 1: log P_0 = [-100, ~0]; member 1: [0.8, 0.2].
+    // Member 0's NLL is 100; the ensemble hedges: p(0) = (e^-100 + 0.8)/2 = 0.4, NLL = -ln 0.4
+    // = 0.916291; Gibbs = (100 + 0.223144)/2 = 50.111572.
+    MemberPredictions p;
+    p.members = 2;
+    p.rows = 1;
+    p.classes = 2;
+    p.logProbs = {-100.0f, static_cast<float>(-std::exp(-100.0)), static_cast<float>(std::log(0.8)),
+                  static_cast<float>(std::log(0.2))};
+    const std::vector<int32_t> y = {0};
+    COMPARE_NEAR(memberClassificationMetrics(p, y, 0).nll, 100.0, kFloatInputTol);
+    QCOMPARE(memberClassificationMetrics(p, y, 0).accuracy, 0.0);
+    const ClassificationMetrics e = ensembleClassificationMetrics(p, y, {});
+    COMPARE_NEAR(e.nll, -std::log(0.4), kFloatInputTol);
+    QCOMPARE(e.accuracy, 0.0);  // p = [0.4, 0.6]
+    COMPARE_NEAR(gibbsNll(p, y, {}), (100.0 - std::log(0.8)) / 2, kFloatInputTol);
+    // Excluding the certain member leaves member 1 alone: NLL -ln 0.8 = 0.223144.
+    COMPARE_NEAR(ensembleClassificationMetrics(p, y, {0, 1}).nll, -std::log(0.8), kFloatInputTol);
+}
+
+void TestMetrics::stableEnsembleNll() {
+    // Both members give the label a probability below double's range: log P = -1000, -1010.
+    // Averaging probabilities would give -ln 0 = inf; the stable form gives
+    // -(logsumexp(-1000, -1010) - ln 2) = 1000 - ln(1 + e^-10) + ln 2 = 1000.693102.
+    MemberPredictions p;
+    p.members = 2;
+    p.rows = 1;
+    p.classes = 2;
+    p.logProbs = {-1000.0f, 0.0f, -1010.0f, 0.0f};
+    const std::vector<int32_t> y = {0};
+    const ClassificationMetrics e = ensembleClassificationMetrics(p, y, {});
+    COMPARE_NEAR(e.nll, 1000.0 - std::log1p(std::exp(-10.0)) + std::log(2.0), kRoundingTol);
+    COMPARE_NEAR(e.brier, 2.0, kRoundingTol);
+    const std::vector<SizeCurvePoint> curve = ensembleSizeCurve(p, y, {}, 3, 1);
+    COMPARE_NEAR(curve[1].first.nll, e.nll, kRoundingTol);
+}
+
+void TestMetrics::identicalMembersEqualAnyMember() {
+    // Three copies of one random member (3 classes, 60 points).
+    const MemberPredictions one = randomPredictions(1, 60, 3, 11);
+    MemberPredictions p = one;
+    p.members = 3;
+    for (int k = 1; k < 3; ++k) {
+        p.logProbs.insert(p.logProbs.end(), one.logProbs.begin(), one.logProbs.end());
+    }
+    const std::vector<int32_t> y = randomLabels(60, 3, 5);
+    const ClassificationMetrics member = memberClassificationMetrics(p, y, 2);
+    const ClassificationMetrics ens = ensembleClassificationMetrics(p, y, {});
+    compareMetrics(ens, member, kRoundingTol);
+    const PointStatistics s = pointStatistics(p, std::vector<uint8_t>{}, y);
+    const PointStatistics m = pointStatistics(one, std::vector<uint8_t>{}, y);
+    for (int64_t i = 0; i < 60; ++i) {
+        const std::size_t u = static_cast<std::size_t>(i);
+        COMPARE_NEAR(s.epistemic[u], 0.0, kRoundingTol);  // mutual information 0
+        QCOMPARE(s.disagreement[u], 0.0);
+        COMPARE_NEAR(s.predictedStd[u], 0.0, kRoundingTol);
+        COMPARE_NEAR(s.total[u], m.total[u], kRoundingTol);
+        COMPARE_NEAR(s.aleatoric[u], m.total[u], kRoundingTol);
+        QCOMPARE(s.predicted[u], m.predicted[u]);
+    }
+    QCOMPARE(diversity(p, {}), 0.0);
+    COMPARE_NEAR(gibbsNll(p, y, {}), member.nll, kRoundingTol);
+    const Calibration a = topLabelCalibration(s);
+    const Calibration b = topLabelCalibration(m);
+    for (std::size_t j = 0; j < a.bins.size(); ++j) {
+        QCOMPARE(a.bins[j].count, b.bins[j].count);
+    }
+}
+
+void TestMetrics::excludedMembersAreIgnored() {
+    // A diverged member (NaN) excluded: the ensemble equals the other members' ensemble.
+    MemberPredictions p = caseA();
+    MemberPredictions withNaN = p;
+    withNaN.members = 3;
+    withNaN.logProbs.insert(withNaN.logProbs.end(), 8, std::numeric_limits<float>::quiet_NaN());
+    compareMetrics(ensembleClassificationMetrics(withNaN, kLabelsA, {1, 1, 0}),
+                   ensembleClassificationMetrics(p, kLabelsA, {}), 0.0);
+    QCOMPARE(diversity(withNaN, {1, 1, 0}), diversity(p, {}));
+    QVERIFY(std::isnan(ensembleClassificationMetrics(withNaN, kLabelsA, {0, 0, 0}).nll));
+    QVERIFY(std::isnan(memberClassificationMetrics(withNaN, kLabelsA, 2).nll));
+}
+
+void TestMetrics::aurocAndFpr() {
+    // Perfectly separated: 1; identical: 0.5; reversed: 0.
+    QCOMPARE(auroc({0.9, 0.8, 0.7}, {0.1, 0.2}), 1.0);
+    QCOMPARE(auroc({0.5, 0.5, 0.5}, {0.5, 0.5}), 0.5);
+    QCOMPARE(auroc({0.1}, {0.9, 0.8}), 0.0);
+    // pos {0.9, 0.4}, neg {0.5, 0.1}: pairs 0.9>0.5, 0.9>0.1, 0.4<0.5, 0.4>0.1 -> 3/4.
+    COMPARE_NEAR(auroc({0.9, 0.4}, {0.5, 0.1}), 0.75, kRoundingTol);
+    // A tie counts 1/2: pos {0.5}, neg {0.5, 0.2} -> (0.5 + 1)/2 = 0.75.
+    COMPARE_NEAR(auroc({0.5}, {0.5, 0.2}), 0.75, kRoundingTol);
+    // FPR at 95% TPR. Positives 1..20: 19 of 20 needed, threshold = 19th largest = 2.
+    // Negatives {1.5, 2, 3, 0}: two are >= 2 -> 0.5.
+    std::vector<double> pos;
+    for (int i = 1; i <= 20; ++i) {
+        pos.push_back(i);
+    }
+    COMPARE_NEAR(fprAtTpr(pos, {1.5, 2.0, 3.0, 0.0}), 0.5, kRoundingTol);
+    QCOMPARE(fprAtTpr({0.9, 0.8, 0.7}, {0.1, 0.2}), 0.0);
+    QCOMPARE(fprAtTpr({0.5, 0.5}, {0.5, 0.5, 0.5}), 1.0);
+    QVERIFY(std::isnan(auroc({}, {0.1})));
+}
+
+void TestMetrics::oodMetricsSeparated() {
+    // In-distribution: confident members that agree; out: uniform members -> every score
+    // separates perfectly (with the in = positive, higher = in-distribution convention).
+    const MemberPredictions in =
+        fromProbabilities(2, 3, 2, {0.95, 0.05, 0.9, 0.1, 0.05, 0.95, 0.9, 0.1, 0.95, 0.05, 0.1, 0.9});
+    const MemberPredictions out =
+        fromProbabilities(2, 2, 2, {0.5, 0.5, 0.8, 0.2, 0.5, 0.5, 0.2, 0.8});
+    const PointStatistics a = pointStatistics(in, std::vector<uint8_t>{});
+    const PointStatistics b = pointStatistics(out, std::vector<uint8_t>{});
+    const OodMetrics m = oodMetrics(a, b, 10);
+    QCOMPARE(m.maxProbability.auroc, 1.0);
+    QCOMPARE(m.entropy.auroc, 1.0);
+    QCOMPARE(m.maxProbability.fprAt95Tpr, 0.0);
+    // Out point 1: members 0.8/0.2 and 0.2/0.8 disagree: large mutual information.
+    QVERIFY(m.mutualInformation.auroc >= 0.5);
+    QCOMPARE(m.inRows, int64_t{3});
+    QCOMPARE(m.outRows, int64_t{2});
+    // Histogram over [0, ln 2]: out points have H = ln 2 (last bin).
+    QCOMPARE(m.entropyHistogram.edges.size(), std::size_t{11});
+    COMPARE_NEAR(m.entropyHistogram.edges.back(), std::log(2.0), kRoundingTol);
+    QCOMPARE(m.entropyHistogram.out[9], int64_t{2});
+    int64_t inTotal = 0;
+    for (int64_t c : m.entropyHistogram.in) {
+        inTotal += c;
+    }
+    QCOMPARE(inTotal, int64_t{3});
+}
+
+void TestMetrics::oobHandCase() {
+    // Case A as train rows, multiplicities: member 0 [1 0 2 0], member 1 [0 0 1 1].
+    // Row 0 OOB for member 1, row 1 for both, row 2 for none (skipped), row 3 for member 0.
+    const MemberPredictions p = caseA();
+    const std::vector<int32_t> counts = {1, 0, 2, 0, 0, 0, 1, 1};
+    const OobMetrics o = outOfBagMetrics(p, kLabelsA, counts, {});
+    QVERIFY(o.available);
+    // Member 0 on rows 1, 3: predicts 0 (y 1) and 1 (y 0): accuracy 0;
+    // NLL = -(ln .46 + ln .3)/2 = (0.776529 + 1.203973)/2 = 0.990251.
+    QCOMPARE(o.members[0].rows, int64_t{2});
+    COMPARE_NEAR(o.members[0].accuracy, 0.0, kRoundingTol);
+    COMPARE_NEAR(o.members[0].nll, -(std::log(0.46) + std::log(0.3)) / 2, kFloatInputTol);
+    // Member 1 on rows 0, 1: both correct; NLL = -(ln .52 + ln .8)/2 = 0.438535.
+    QCOMPARE(o.members[1].rows, int64_t{2});
+    COMPARE_NEAR(o.members[1].accuracy, 1.0, kRoundingTol);
+    COMPARE_NEAR(o.members[1].nll, -(std::log(0.52) + std::log(0.8)) / 2, kFloatInputTol);
+    // Ensemble: row 0 member 1 alone [.52 .48] -> 0 correct; row 1 both [.37 .63] -> 1
+    // correct; row 3 member 0 alone [.3 .7] -> 1 wrong. 2/3; NLL = -(ln .52 + ln .63 + ln .3)/3.
+    QCOMPARE(o.ensembleRows, int64_t{3});
+    QCOMPARE(o.skippedRows, int64_t{1});
+    COMPARE_NEAR(o.ensembleAccuracy, 2.0 / 3.0, kRoundingTol);
+    COMPARE_NEAR(o.ensembleNll, -(std::log(0.52) + std::log(0.63) + std::log(0.3)) / 3,
+                 kFloatInputTol);
+    // No bootstrap: nothing is out of bag.
+    const OobMetrics none = outOfBagMetrics(p, kLabelsA, {}, {});
+    QVERIFY(!none.available);
+    QCOMPARE(none.ensembleRows, int64_t{0});
+    const OobMetrics ones = outOfBagMetrics(p, kLabelsA, std::vector<int32_t>(8, 1), {});
+    QVERIFY(!ones.available);
+    QCOMPARE(ones.skippedRows, int64_t{4});
+}
+
+void TestMetrics::oobRowsAreExactlyMultiplicityZero() {
+    // Random multiplicities; the in-bag rows' predictions are poisoned with NaN: the OOB
+    // numbers stay finite and equal a direct computation over the rows with multiplicity 0.
+    const int k = 4;
+    const int64_t n = 200;
+    const int c = 3;
+    MemberPredictions p = randomPredictions(k, n, c, 21);
+    const std::vector<int32_t> y = randomLabels(n, c, 22);
+    std::vector<int32_t> counts(static_cast<std::size_t>(k) * n);
+    for (std::size_t j = 0; j < counts.size(); ++j) {
+        const Philox4x32 d = philoxDraw(3, RngPurpose::Poisson, 0, j);
+        counts[j] = static_cast<int32_t>(uniformIndex(d.v[0], d.v[1], 3));  // 0, 1 or 2
+    }
+    const MemberPredictions clean = p;
+    for (int m = 0; m < k; ++m) {
+        for (int64_t i = 0; i < n; ++i) {
+            if (counts[static_cast<std::size_t>(m) * n + i] != 0) {
+                for (int cc = 0; cc < c; ++cc) {
+                    p.logProbs[(static_cast<std::size_t>(m) * n + i) * c + cc] =
+                        std::numeric_limits<float>::quiet_NaN();
+                }
+            }
+        }
+    }
+    const OobMetrics o = outOfBagMetrics(p, y, counts, {});
+    for (int m = 0; m < k; ++m) {
+        std::vector<int64_t> rows;
+        for (int64_t i = 0; i < n; ++i) {
+            if (counts[static_cast<std::size_t>(m) * n + i] == 0) {
+                rows.push_back(i);
+            }
+        }
+        QCOMPARE(o.members[static_cast<std::size_t>(m)].rows, static_cast<int64_t>(rows.size()));
+        double nll = 0.0;
+        for (int64_t i : rows) {
+            nll -= clean.logProbs[(static_cast<std::size_t>(m) * n + i) * c +
+                                  static_cast<std::size_t>(y[static_cast<std::size_t>(i)])];
+        }
+        COMPARE_NEAR(o.members[static_cast<std::size_t>(m)].nll, nll / rows.size(), kRoundingTol);
+        QVERIFY(std::isfinite(o.members[static_cast<std::size_t>(m)].accuracy));
+    }
+    QVERIFY(std::isfinite(o.ensembleNll));
+    QVERIFY(std::isfinite(o.ensembleAccuracy));
+    int64_t skipped = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        bool any = false;
+        for (int m = 0; m < k; ++m) {
+            any = any || counts[static_cast<std::size_t>(m) * n + i] == 0;
+        }
+        skipped += !any;
+    }
+    QCOMPARE(o.skippedRows, skipped);
+    QCOMPARE(o.ensembleRows, n - skipped);
+}
+
+void TestMetrics::sizeCurve() {
+    const int k = 5;
+    const MemberPredictions p = randomPredictions(k, 80, 3, 31);
+    const std::vector<int32_t> y = randomLabels(80, 3, 32);
+    const std::vector<SizeCurvePoint> curve = ensembleSizeCurve(p, y, {}, 20, 7);
+    QCOMPARE(curve.size(), std::size_t{5});
+    // m = K: the first K members and every random K-subset are the whole ensemble.
+    const ClassificationMetrics full = ensembleClassificationMetrics(p, y, {});
+    compareMetrics(curve.back().first, full, kRoundingTol);
+    compareMetrics(curve.back().randomMean, full, kRoundingTol);
+    COMPARE_NEAR(curve.back().randomStd.nll, 0.0, kRoundingTol);
+    // m = 1 "first" is member 0; m = 2 "first" is the ensemble of members 0 and 1.
+    compareMetrics(curve[0].first, memberClassificationMetrics(p, y, 0), kRoundingTol);
+    compareMetrics(curve[1].first, ensembleClassificationMetrics(p, y, {1, 1, 0, 0, 0}),
+                   kRoundingTol);
+    // The random mean at m = 2 is the mean over the 20 seeded subsets, recomputed directly.
+    double meanNll = 0.0;
+    double meanEce = 0.0;
+    for (int s = 0; s < 20; ++s) {
+        const std::vector<int> order = randomMemberPermutation({0, 1, 2, 3, 4}, 7, s);
+        std::vector<uint8_t> inc(5, 0);
+        inc[static_cast<std::size_t>(order[0])] = 1;
+        inc[static_cast<std::size_t>(order[1])] = 1;
+        const ClassificationMetrics m = ensembleClassificationMetrics(p, y, inc);
+        meanNll += m.nll / 20;
+        meanEce += m.ece / 20;
+    }
+    COMPARE_NEAR(curve[1].randomMean.nll, meanNll, kRoundingTol);
+    COMPARE_NEAR(curve[1].randomMean.ece, meanEce, kRoundingTol);
+    // A permutation of the members, reproducible from the seed, different across indices.
+    std::vector<int> perm = randomMemberPermutation({0, 1, 2, 3, 4}, 7, 3);
+    QCOMPARE(perm, randomMemberPermutation({0, 1, 2, 3, 4}, 7, 3));
+    std::vector<int> sorted = perm;
+    std::sort(sorted.begin(), sorted.end());
+    QCOMPARE(sorted, (std::vector<int>{0, 1, 2, 3, 4}));
+    // Excluded members are left out of the curve.
+    const std::vector<SizeCurvePoint> part = ensembleSizeCurve(p, y, {1, 0, 1, 0, 1}, 4, 7);
+    QCOMPARE(part.size(), std::size_t{3});
+    compareMetrics(part.back().first, ensembleClassificationMetrics(p, y, {1, 0, 1, 0, 1}),
+                   kRoundingTol);
+}
+
+void TestMetrics::temperatureHandCase() {
+    // One member predicting [0.9, 0.1] on ten points, seven of which are class 0. The NLL
+    // -(7 ln s(a/T) + 3 ln(1 - s(a/T)))/10, a = ln 9, is minimised where s(a/T) = 0.7:
+    // T* = ln 9 / ln(7/3) = 2.197225 / 0.847298 = 2.593213. NLL(T*) = h2(0.7) = 0.610864;
+    // NLL(1) = -(7 ln .9 + 3 ln .1)/10 = 0.764528.
+    std::vector<double> probs;
+    for (int i = 0; i < 10; ++i) {
+        probs.push_back(0.9);
+        probs.push_back(0.1);
+    }
+    const MemberPredictions p = fromProbabilities(1, 10, 2, probs);
+    const std::vector<int32_t> y = {0, 0, 0, 0, 0, 0, 0, 1, 1, 1};
+    for (TemperatureMode mode : {TemperatureMode::Ensemble, TemperatureMode::Members}) {
+        const TemperatureFit f = fitTemperature(p, y, {}, mode);
+        COMPARE_NEAR(f.temperature, std::log(9.0) / std::log(7.0 / 3.0), kFitTol);
+        COMPARE_NEAR(f.nllBefore, -(7 * std::log(0.9) + 3 * std::log(0.1)) / 10, kFloatInputTol);
+        COMPARE_NEAR(f.nllAfter, h2(0.7), kFloatInputTol);
+        QVERIFY(f.evaluations < 100);
+    }
+    // Already calibrated ([0.7, 0.3] with seven of ten class 0): T stays 1.
+    std::vector<double> calibrated;
+    for (int i = 0; i < 10; ++i) {
+        calibrated.push_back(0.7);
+        calibrated.push_back(0.3);
+    }
+    const TemperatureFit f1 = fitTemperature(fromProbabilities(1, 10, 2, calibrated), y, {});
+    COMPARE_NEAR(f1.temperature, 1.0, kFitTol);
+    QVERIFY(f1.nllAfter <= f1.nllBefore);
+    // temperatureNll at T=1 is the ensemble NLL.
+    COMPARE_NEAR(temperatureNll(p, y, {}, 1.0),
+                 ensembleClassificationMetrics(p, y, {}).nll, kRoundingTol);
+}
+
+void TestMetrics::temperatureKeepsAccuracyAndNll() {
+    // Overconfident members (logits scale 6) on random labels: T > 1 is expected.
+    const MemberPredictions p = randomPredictions(4, 300, 3, 41, 6.0);
+    const std::vector<int32_t> y = randomLabels(300, 3, 42);
+    for (TemperatureMode mode : {TemperatureMode::Ensemble, TemperatureMode::Members}) {
+        const TemperatureFit f = fitTemperature(p, y, {}, mode);
+        QVERIFY(f.temperature > 1.0);
+        QVERIFY(f.temperature >= kMinTemperature && f.temperature <= kMaxTemperature);
+        QVERIFY(f.nllAfter <= f.nllBefore);
+        COMPARE_NEAR(temperatureNll(p, y, {}, f.temperature, mode), f.nllAfter, kRoundingTol);
+        const MemberPredictions scaled = temperatureScaled(p, {}, f.temperature, mode);
+        const ClassificationMetrics after = ensembleClassificationMetrics(scaled, y, {});
+        COMPARE_NEAR(after.nll, f.nllAfter, kFloatInputTol);
+        if (mode == TemperatureMode::Ensemble) {
+            // A monotone map of each row: the same predicted class everywhere.
+            const PointStatistics a = pointStatistics(p, std::vector<uint8_t>{}, y);
+            const PointStatistics b = pointStatistics(scaled, std::vector<uint8_t>{}, y);
+            QCOMPARE(a.predicted, b.predicted);
+            QCOMPARE(after.accuracy, ensembleClassificationMetrics(p, y, {}).accuracy);
+        }
+    }
+    // Members mode keeps accuracy when the members agree (identical members).
+    const MemberPredictions one = randomPredictions(1, 100, 3, 43, 6.0);
+    MemberPredictions same = one;
+    same.members = 2;
+    same.logProbs.insert(same.logProbs.end(), one.logProbs.begin(), one.logProbs.end());
+    const std::vector<int32_t> y2 = randomLabels(100, 3, 44);
+    const TemperatureFit f = fitTemperature(same, y2, {}, TemperatureMode::Members);
+    const MemberPredictions scaled = temperatureScaled(same, {}, f.temperature, TemperatureMode::Members);
+    QCOMPARE(ensembleClassificationMetrics(scaled, y2, {}).accuracy,
+             ensembleClassificationMetrics(same, y2, {}).accuracy);
+    // Underconfident members (scale 0.2) with labels equal to their argmax: T < 1.
+    const MemberPredictions soft = randomPredictions(3, 200, 3, 45, 0.2);
+    const PointStatistics sp = pointStatistics(soft, std::vector<uint8_t>{});
+    const TemperatureFit under = fitTemperature(soft, sp.predicted, {});
+    QVERIFY(under.temperature < 1.0);
+    QVERIFY(under.nllAfter < under.nllBefore);
+}
+
+void TestMetrics::gridShapeAndBounds() {
+    DataSplit data;
+    data.classes = 2;
+    data.train.rows = 2;
+    data.train.features = 2;
+    data.train.x = {0.0f, 0.0f, 1.0f, 2.0f};
+    data.train.y = {0, 1};
+    data.test.features = 2;
+    // Box [0,1] x [0,2], margin 10% of each extent: x in [-0.1, 1.1], y in [-0.2, 2.2].
+    const GridBounds b = gridBounds(data, 0.1);
+    COMPARE_NEAR(b.xMin, -0.1, kRoundingTol);
+    COMPARE_NEAR(b.xMax, 1.1, kRoundingTol);
+    COMPARE_NEAR(b.yMin, -0.2, kRoundingTol);
+    COMPARE_NEAR(b.yMax, 2.2, kRoundingTol);
+    // G = 4: cell width 0.3 in x, 0.6 in y. Point 0 is the top-left cell centre
+    // (-0.1 + 0.15, 2.2 - 0.3) = (0.05, 1.9); point 7 = row 1, col 3: (0.95, 1.3).
+    const int g = 4;
+    const std::vector<float> pts = gridPoints(b, g);
+    QCOMPARE(pts.size(), std::size_t{32});
+    COMPARE_NEAR(pts[0], 0.05, kFloatInputTol);
+    COMPARE_NEAR(pts[1], 1.9, kFloatInputTol);
+    COMPARE_NEAR(pts[14], 0.95, kFloatInputTol);
+    COMPARE_NEAR(pts[15], 1.3, kFloatInputTol);
+    // A fake two-member predictor: member 0 says class 1 where x > 0.5, member 1 where y > 1.
+    MemberPredictor predict = [](const float* x, int64_t rows) {
+        MemberPredictions p;
+        p.members = 2;
+        p.rows = rows;
+        p.classes = 2;
+        p.logProbs.resize(static_cast<std::size_t>(4 * rows));
+        for (int64_t i = 0; i < rows; ++i) {
+            const double a = x[2 * i] > 0.5 ? 0.9 : 0.2;
+            const double c = x[2 * i + 1] > 1.0 ? 0.9 : 0.2;
+            p.logProbs[static_cast<std::size_t>(2 * i)] = static_cast<float>(std::log(1 - a));
+            p.logProbs[static_cast<std::size_t>(2 * i + 1)] = static_cast<float>(std::log(a));
+            p.logProbs[static_cast<std::size_t>(2 * rows + 2 * i)] = static_cast<float>(std::log(1 - c));
+            p.logProbs[static_cast<std::size_t>(2 * rows + 2 * i + 1)] = static_cast<float>(std::log(c));
+        }
+        return p;
+    };
+    const GridEvaluation e = evaluateGrid(predict, b, g, {});
+    QCOMPARE(e.size, g);
+    QCOMPARE(e.members, 2);
+    QCOMPARE(e.memberProbabilities.size(), std::size_t{2 * 16 * 2});
+    QCOMPARE(e.ensemble.rows, int64_t{16});
+    QCOMPARE(e.ensemble.probabilities.size(), std::size_t{32});
+    // Top-right cell (row 0, col 3): both members say class 1 with 0.9: no disagreement.
+    COMPARE_NEAR(e.memberProbabilities[2 * 3 + 1], 0.9, kFloatInputTol);
+    COMPARE_NEAR(e.ensemble.probabilities[2 * 3 + 1], 0.9, kFloatInputTol);
+    COMPARE_NEAR(e.ensemble.epistemic[3], 0.0, kFloatInputTol);
+    // Top-left cell (row 0, col 0): member 0 says 0.2, member 1 says 0.9 -> p1 = 0.55, the
+    // members disagree, mutual information h2(.55) - (h2(.2) + h2(.9))/2 > 0.
+    COMPARE_NEAR(e.ensemble.probabilities[1], 0.55, kFloatInputTol);
+    COMPARE_NEAR(e.ensemble.disagreement[0], 0.5, kRoundingTol);
+    COMPARE_NEAR(e.ensemble.epistemic[0], h2(0.55) - (h2(0.2) + h2(0.9)) / 2, kFloatInputTol);
+    // Excluding member 1 leaves member 0 alone.
+    const GridEvaluation e0 = evaluateGrid(predict, b, g, {1, 0});
+    COMPARE_NEAR(e0.ensemble.probabilities[1], 0.2, kFloatInputTol);
+    // Not 2-D: refused.
+    DataSplit three = data;
+    three.train.features = 3;
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, gridBounds(three, 0.1));
+}
+
+void TestMetrics::gridBenchmark() {
+    // G = 128, K = 100, two classes: the per-point work after the members' forward pass, and
+    // (when a CPU trainer can be built) the whole grid including the forward pass. A printed
+    // figure, not a timed assertion.
+    const int g = 128;
+    const int k = 100;
+    const MemberPredictions p = randomPredictions(k, static_cast<int64_t>(g) * g, 2, 51);
+    const GridBounds b{-1.0, 1.0, -1.0, 1.0};
+    const std::vector<uint8_t> include(static_cast<std::size_t>(k), 1);
+    GridEvaluation e = evaluateGrid(p, b, g, include);  // warm-up
+    const int reps = 10;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int r = 0; r < reps; ++r) {
+        e = evaluateGrid(p, b, g, include);
+    }
+    const double perCall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
+    std::printf("BENCH grid G=%d K=%d C=2 per-point work: %.2f ms per grid (%.1f grids/s)\n", g, k,
+                perCall * 1e3, 1.0 / perCall);
+    QCOMPARE(e.ensemble.rows, int64_t{g} * g);
+
+    try {
+        nlohmann::json cfg = defaultConfigJson();
+        cfg["ensemble"]["members"] = k;
+        cfg["backend"]["kind"] = "cpu";
+        const ExperimentConfig config = parseConfig(cfg);
+        std::unique_ptr<Trainer> trainer = makeTrainer(config, nullptr);
+        GridEvaluation full = evaluateGrid(*trainer, g);
+        const auto t1 = std::chrono::steady_clock::now();
+        for (int r = 0; r < reps; ++r) {
+            full = evaluateGrid(*trainer, g);
+        }
+        const double fullCall =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count() / reps;
+        std::printf("BENCH grid G=%d K=%d hidden=[32,32] with CPU forward pass: %.2f ms per grid "
+                    "(%.1f grids/s)\n",
+                    g, k, fullCall * 1e3, 1.0 / fullCall);
+        QCOMPARE(full.members, k);
+    } catch (const std::exception& ex) {
+        std::printf("BENCH grid with trainer not run: %s\n", ex.what());
+    }
+}
+
+void TestMetrics::reportLayout() {
+    const MemberPredictions p = caseA();
+    const std::vector<int32_t> counts = {1, 0, 2, 0, 0, 0, 1, 1};
+    const MemberPredictions ood = fromProbabilities(2, 2, 2, {0.5, 0.5, 0.6, 0.4, 0.5, 0.5, 0.4, 0.6});
+    EvaluationInput in;
+    in.predictions = &p;
+    in.labels = &kLabelsA;
+    in.train = &p;
+    in.trainLabels = &kLabelsA;
+    in.counts = &counts;
+    in.ood = &ood;
+    in.oodName = "test-ood";
+    EvaluationOptions opt;
+    opt.positiveClassReliability = true;
+    const nlohmann::json j = evaluationReport(in, opt);
+    QCOMPARE(j["split"].get<std::string>(), std::string("test"));
+    QCOMPARE(j["brier_definition"].get<std::string>(), std::string("sum over classes"));
+    for (const char* key : {"accuracy", "nll", "brier", "ece", "mce", "entropy_mean",
+                            "aleatoric_mean", "epistemic_mean", "disagreement_mean"}) {
+        QVERIFY2(j["ensemble"].contains(key), key);
+    }
+    COMPARE_NEAR(j["ensemble"]["accuracy"].get<double>(), 0.75, kRoundingTol);
+    QCOMPARE(j["members"].size(), std::size_t{2});
+    for (const char* key : {"accuracy", "nll", "brier", "ece"}) {
+        QVERIFY2(j["members"][0].contains(key), key);
+    }
+    for (const char* key : {"gibbs_nll", "diversity", "reliability", "reliability_positive",
+                            "size_curve", "oob", "ood", "temperature"}) {
+        QVERIFY2(j.contains(key), key);
+    }
+    QCOMPARE(j["reliability"].size(), std::size_t{15});
+    for (const char* key : {"lower", "upper", "count", "confidence", "accuracy"}) {
+        QVERIFY2(j["reliability"][9].contains(key), key);
+    }
+    QVERIFY(j["reliability"][0]["confidence"].is_null());  // empty bin
+    QCOMPARE(j["size_curve"].size(), std::size_t{2});
+    QVERIFY(j["oob"]["available"].get<bool>());
+    COMPARE_NEAR(j["oob"]["ensemble"]["accuracy"].get<double>(), 2.0 / 3.0, kRoundingTol);
+    QCOMPARE(j["ood"]["positive"].get<std::string>(), std::string("in-distribution"));
+    QVERIFY(j["ood"]["max_prob"].contains("auroc"));
+    QVERIFY(j["ood"]["max_prob"].contains("fpr_at_95_tpr"));
+    QVERIFY(j["temperature"]["available"].get<bool>());
+    QCOMPARE(j["temperature"]["validation_rows"].get<int>(), 2);
+    QVERIFY(j["temperature"]["validation_nll_after"].get<double>() <=
+            j["temperature"]["validation_nll_before"].get<double>());
+    QCOMPARE(j["temperature"]["method"].get<std::string>(), std::string("pool-then-calibrate"));
+    // Without OOD / train data those sections say so.
+    EvaluationInput bare;
+    bare.predictions = &p;
+    bare.labels = &kLabelsA;
+    const nlohmann::json k = evaluationReport(bare);
+    QVERIFY(!k["oob"]["available"].get<bool>());
+    QVERIFY(!k["ood"]["available"].get<bool>());
+    QVERIFY(!k.contains("reliability_positive"));
+    // Every member diverged: RuntimeError.
+    EvaluationInput dead = bare;
+    dead.include = {0, 0};
+    QVERIFY_THROWS_EXCEPTION(RuntimeError, evaluateEnsemble(dead));
+}
+
+void TestMetrics::csvWriters() {
+    const MemberPredictions p = caseA();
+    EvaluationInput in;
+    in.predictions = &p;
+    in.labels = &kLabelsA;
+    const EnsembleReport r = evaluateEnsemble(in);
+    const std::string rel = reliabilityCsv(r.reliability);
+    QCOMPARE(std::count(rel.begin(), rel.end(), '\n'), 16);  // header + 15 bins
+    QVERIFY(rel.rfind("bin,lower,upper,count,confidence,accuracy\n", 0) == 0);
+    const std::string curve = sizeCurveCsv(r.sizeCurve);
+    QCOMPARE(std::count(curve.begin(), curve.end(), '\n'), 3);
+    const std::string pts = pointsCsv(r.points, kLabelsA);
+    QCOMPARE(std::count(pts.begin(), pts.end(), '\n'), 5);
+    QVERIFY(pts.find("\n1,1,1,1,") != std::string::npos);  // row 1: label 1, predicted 1, correct
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const std::string sub = dir.path().toStdString() + "/csv/nested";
+    writeReportCsvs(sub, r, kLabelsA);
+    for (const char* name : {"reliability.csv", "size_curve.csv", "uncertainty.csv", "members.csv"}) {
+        std::ifstream f(sub + "/" + name);
+        QVERIFY2(f.good(), name);
+        std::stringstream ss;
+        ss << f.rdbuf();
+        QVERIFY2(!ss.str().empty(), name);
+    }
+}
+
+QTEST_APPLESS_MAIN(TestMetrics)
+#include "tst_metrics.moc"

@@ -1,0 +1,128 @@
+#include "controller/engine_controller.h"
+
+#include <QMetaObject>
+
+#include <utility>
+
+namespace ensemble::ui {
+
+EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObject(parent) {
+    m_worker = new EngineWorker(&m_mailbox, tuning);
+    m_worker->moveToThread(&m_thread);
+    m_thread.setObjectName(QStringLiteral("engine"));
+    connect(m_worker, &EngineWorker::snapshotReady, this, &EngineController::takeSnapshot,
+            Qt::QueuedConnection);
+    connect(m_worker, &EngineWorker::runningChanged, this,
+            [this](bool running) {
+                m_running = running;
+                Q_EMIT runningChanged(running);
+            },
+            Qt::QueuedConnection);
+    connect(m_worker, &EngineWorker::configured, this, &EngineController::configured,
+            Qt::QueuedConnection);
+    connect(m_worker, &EngineWorker::configureFailed, this, &EngineController::configureFailed,
+            Qt::QueuedConnection);
+    connect(m_worker, &EngineWorker::predictionReady, this, &EngineController::predictionReady,
+            Qt::QueuedConnection);
+    connect(m_worker, &EngineWorker::exportFinished, this, &EngineController::exportFinished,
+            Qt::QueuedConnection);
+    m_thread.start();
+}
+
+EngineController::~EngineController() {
+    // Stop the current chunk, end the thread's event loop (queued commands are dropped) and
+    // join it; then the worker and its Trainer can be destroyed from here.
+    m_worker->requestStop();
+    m_thread.quit();
+    m_thread.wait();
+    delete m_worker;
+    m_worker = nullptr;
+}
+
+template <typename F>
+void EngineController::post(F&& f) {
+    QMetaObject::invokeMethod(m_worker, std::forward<F>(f), Qt::QueuedConnection);
+}
+
+uint64_t EngineController::configure(const nlohmann::json& config,
+                                     std::shared_ptr<const DataSplit> data) {
+    const uint64_t id = ++m_runId;
+    m_worker->requestPause();
+    EngineWorker* w = m_worker;
+    post([w, config, data = std::move(data), id] { w->configure(config, data, id); });
+    return id;
+}
+
+void EngineController::start() {
+    EngineWorker* w = m_worker;
+    post([w] { w->start(-1); });
+}
+
+void EngineController::trainTo(int64_t step) {
+    EngineWorker* w = m_worker;
+    post([w, step] { w->start(step); });
+}
+
+void EngineController::pause() {
+    m_worker->requestPause();
+    EngineWorker* w = m_worker;
+    post([w] { w->pause(); });
+}
+
+void EngineController::toggleRunning() {
+    if (m_running) {
+        pause();
+    } else {
+        start();
+    }
+}
+
+void EngineController::step() {
+    EngineWorker* w = m_worker;
+    post([w] { w->stepOnce(); });
+}
+
+void EngineController::setMemberEnabled(int member, bool enabled) {
+    if (member < 0 || member >= static_cast<int>(m_enabled.size())) {
+        return;
+    }
+    m_enabled[static_cast<std::size_t>(member)] = enabled ? 1 : 0;
+    setEnabledMembers(m_enabled);
+}
+
+void EngineController::setEnabledMembers(const std::vector<uint8_t>& enabled) {
+    m_enabled = enabled;
+    EngineWorker* w = m_worker;
+    post([w, enabled] { w->setEnabled(enabled); });
+}
+
+void EngineController::predict(uint64_t id, std::vector<float> rawRows) {
+    if (m_worker->offerPrediction(id, std::move(rawRows))) {
+        EngineWorker* w = m_worker;
+        post([w] { w->predictPending(); });
+    }
+}
+
+void EngineController::exportTo(const QString& basePath) {
+    EngineWorker* w = m_worker;
+    post([w, basePath] { w->exportTo(basePath); });
+}
+
+void EngineController::takeSnapshot() {
+    SnapshotPtr s = m_mailbox.take();
+    if (!s) {
+        return;
+    }
+    const bool newRun = !m_snapshot || m_snapshot->run != s->run;
+    m_snapshot = std::move(s);
+    ++m_received;
+    if (newRun || m_enabled.size() != m_snapshot->enabled.size()) {
+        m_enabled = m_snapshot->enabled;
+    }
+    Q_EMIT snapshotChanged();
+    // Let the worker publish what changed while this one was on its way.
+    EngineWorker* w = m_worker;
+    post([w] { w->snapshotTaken(); });
+}
+
+}  // namespace ensemble::ui

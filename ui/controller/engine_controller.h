@@ -1,0 +1,83 @@
+#pragma once
+
+// The GUI thread's handle on the engine: owns an EngineWorker moved to its own QThread and
+// forwards commands to it as queued functors, so they run between training chunks. Snapshots
+// come back through a one-slot mailbox (latest wins); the controller takes each one as soon as
+// it is announced and re-emits snapshotChanged(). The destructor stops the worker and joins
+// its thread, so closing the window while training is safe.
+
+#include <QList>
+#include <QObject>
+#include <QString>
+#include <QStringList>
+#include <QThread>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "controller/engine_worker.h"
+#include "controller/snapshot.h"
+
+namespace ensemble::ui {
+
+class EngineController : public QObject {
+    Q_OBJECT
+
+  public:
+    explicit EngineController(QObject* parent = nullptr, WorkerTuning tuning = {});
+    ~EngineController() override;
+
+    EngineController(const EngineController&) = delete;
+    EngineController& operator=(const EngineController&) = delete;
+
+    // A new run from `config` at step 0: the data is loaded (or `data` used as it is) and the
+    // members are initialised from ensemble.seed, so the same config gives the same initial
+    // weights. Returns the run id that configured()/configureFailed() will carry.
+    uint64_t configure(const nlohmann::json& config, std::shared_ptr<const DataSplit> data = {});
+    void start();                 // train to the end of the run
+    void trainTo(int64_t step);   // train until `step`, then pause
+    void pause();
+    void toggleRunning();
+    void step();  // exactly one step (when paused)
+    void setMemberEnabled(int member, bool enabled);
+    void setEnabledMembers(const std::vector<uint8_t>& enabled);
+    // Member predictions of raw rows (features each); only the newest unserved request is
+    // answered, with predictionReady(id, ...).
+    void predict(uint64_t id, std::vector<float> rawRows);
+    // Writes <base>.safetensors, <base>.metrics.json and <base>.metrics.csv; exportFinished()
+    // tells the result.
+    void exportTo(const QString& basePath);
+
+    SnapshotPtr snapshot() const { return m_snapshot; }
+    bool isRunning() const { return m_running; }
+    bool isConfigured() const { return m_snapshot != nullptr; }
+    uint64_t snapshotsReceived() const { return m_received; }
+    uint64_t currentRunId() const { return m_runId; }
+
+  Q_SIGNALS:
+    void snapshotChanged();
+    void runningChanged(bool running);
+    void configured(quint64 runId, QString notice);
+    void configureFailed(quint64 runId, QString message);
+    void predictionReady(quint64 id, QList<float> logProbs, int members, int classes);
+    void exportFinished(bool ok, QString message, QStringList files);
+
+  private:
+    void takeSnapshot();
+    template <typename F>
+    void post(F&& f);
+
+    SnapshotMailbox m_mailbox;
+    QThread m_thread;
+    EngineWorker* m_worker = nullptr;
+    SnapshotPtr m_snapshot;
+    std::vector<uint8_t> m_enabled;
+    bool m_running = false;
+    uint64_t m_received = 0;
+    uint64_t m_runId = 0;
+};
+
+}  // namespace ensemble::ui

@@ -1,0 +1,518 @@
+#include "controller/engine_worker.h"
+
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QMetaObject>
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <sstream>
+
+#include "controller/snapshot_builder.h"
+#include "io/atomic_file.h"
+#include "io/errors.h"
+#include "io/model_io.h"
+
+namespace ensemble::ui {
+
+namespace {
+
+double seconds(std::chrono::steady_clock::duration d) {
+    return std::chrono::duration<double>(d).count();
+}
+
+nlohmann::json number(double v) {
+    return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
+nlohmann::json metricsObject(const ClassificationMetrics& m) {
+    return nlohmann::json{{"rows", m.rows},         {"accuracy", number(m.accuracy)},
+                          {"nll", number(m.nll)},   {"brier", number(m.brier)},
+                          {"ece", number(m.ece)},   {"mce", number(m.mce)}};
+}
+
+std::string csvNumber(double v) {
+    if (!std::isfinite(v)) {
+        return {};
+    }
+    std::ostringstream os;
+    os.precision(9);
+    os << v;
+    return os.str();
+}
+
+}  // namespace
+
+void SnapshotMailbox::put(SnapshotPtr snapshot) {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    m_slot = std::move(snapshot);
+    m_waiting.store(true, std::memory_order_release);
+}
+
+SnapshotPtr SnapshotMailbox::take() {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    SnapshotPtr s = std::move(m_slot);
+    m_slot.reset();
+    m_waiting.store(false, std::memory_order_release);
+    return s;
+}
+
+EngineWorker::EngineWorker(SnapshotMailbox* mailbox, WorkerTuning tuning)
+    : m_mailbox(mailbox), m_tuning(tuning) {}
+
+EngineWorker::~EngineWorker() = default;
+
+std::vector<uint8_t> EngineWorker::included() const {
+    std::vector<uint8_t> in = m_trainer->included();
+    for (std::size_t k = 0; k < in.size(); ++k) {
+        in[k] = in[k] && k < m_enabled.size() && m_enabled[k];
+    }
+    return in;
+}
+
+void EngineWorker::configure(const nlohmann::json& config, std::shared_ptr<const DataSplit> data,
+                             uint64_t runId) {
+    setRunning(false);
+    m_pauseRequested.store(false);
+    try {
+        const ExperimentConfig parsed = parseConfig(config);
+        std::string notice;
+        std::unique_ptr<Trainer> trainer;
+        // Free the old run first: two MNIST-sized runs need not fit in memory together.
+        m_trainer.reset();
+        m_cacheValid = false;
+        if (data) {
+            BackendChoice choice = makeBackend(parsed.backend);
+            notice = choice.notice;
+            trainer = std::make_unique<Trainer>(parsed, *data, std::move(choice.backend));
+        } else {
+            trainer = makeTrainer(parsed, &notice);
+        }
+        auto run = std::make_shared<RunInfo>();
+        const DataSplit& d = trainer->data();
+        run->runId = runId;
+        run->config = parsed;
+        run->datasetName = d.name;
+        run->backendName = trainer->backend().name();
+        run->notice = notice;
+        run->members = trainer->members();
+        run->classes = d.classes;
+        run->features = d.train.features;
+        run->isImage = d.isImage;
+        run->imageWidth = d.imageWidth;
+        run->imageHeight = d.imageHeight;
+        run->totalSteps = trainer->totalSteps();
+        run->trainRows = d.train.rows;
+        run->testRows = d.test.rows;
+        run->lr = parsed.optimizer.lr;
+        run->momentum = parsed.optimizer.momentum;
+        run->weightDecay = parsed.optimizer.weightDecay;
+        const int64_t evalRows = std::min(d.test.rows, m_tuning.maxEvalRows);
+        if (evalRows == d.test.rows) {
+            run->evalTest = d.test;
+        } else {
+            std::vector<int64_t> first(static_cast<std::size_t>(evalRows));
+            for (int64_t i = 0; i < evalRows; ++i) {
+                first[static_cast<std::size_t>(i)] = i;
+            }
+            run->evalTest = selectRows(d.test, first);
+        }
+        if (d.train.features == 2 && !d.isImage) {
+            run->train = d.train;
+            run->counts = trainer->bootstrapCounts();
+            run->hasGrid = true;
+            run->bounds = gridBounds(d);
+            const double side = std::sqrt(static_cast<double>(m_tuning.gridMemberPoints) /
+                                          std::max(1, run->members));
+            int g = std::clamp(static_cast<int>(side), m_tuning.minGridSize, m_tuning.maxGridSize);
+            run->gridSize = g - g % 4;
+            m_gridPoints = gridPoints(run->bounds, run->gridSize);
+        } else {
+            m_gridPoints.clear();
+        }
+        m_trainer = std::move(trainer);
+        m_run = std::move(run);
+        m_enabled.assign(static_cast<std::size_t>(m_run->members), 1);
+        m_history.clear();
+        m_historyEvery = std::max<int64_t>(1, m_run->totalSteps / m_tuning.historyPoints);
+        m_nextHistory = 0;
+        m_stepsPerSecond = 0.0;
+        m_buildSeconds = 0.0;
+        recordHistory();
+        m_dirty = true;
+        Q_EMIT configured(runId, QString::fromStdString(notice));
+        publish();
+    } catch (const std::exception& e) {
+        m_trainer.reset();
+        m_run.reset();
+        m_cacheValid = false;
+        Q_EMIT configureFailed(runId, QString::fromStdString(e.what()));
+    }
+}
+
+void EngineWorker::setRunning(bool running) {
+    if (m_running == running) {
+        return;
+    }
+    m_running = running;
+    if (running) {
+        m_windowStart = Clock::now();
+        m_windowSteps = 0;
+    }
+    Q_EMIT runningChanged(running);
+}
+
+void EngineWorker::start(int64_t target) {
+    m_pauseRequested.store(false);
+    if (!m_trainer || m_trainer->finished()) {
+        return;
+    }
+    if (target >= 0 && m_trainer->step() >= target) {
+        m_dirty = true;
+        publish();
+        return;
+    }
+    m_target = target;
+    setRunning(true);
+    queueChunk();
+}
+
+void EngineWorker::pause() {
+    m_pauseRequested.store(false);
+    if (m_running) {
+        setRunning(false);
+        if (m_trainer && m_trainer->step() != m_history.back()->step) {
+            recordHistory();
+        }
+        m_dirty = true;
+        publish();
+    }
+}
+
+void EngineWorker::stepOnce() {
+    if (!m_trainer || m_running || m_trainer->finished()) {
+        return;
+    }
+    m_trainer->runSteps(1);
+    recordHistory();
+    m_dirty = true;
+    publish();
+}
+
+void EngineWorker::setEnabled(std::vector<uint8_t> enabled) {
+    if (!m_trainer || enabled.size() != m_enabled.size() || enabled == m_enabled) {
+        return;
+    }
+    m_enabled = std::move(enabled);
+    m_dirty = true;
+    publish();
+}
+
+void EngineWorker::queueChunk() {
+    if (m_chunkQueued) {
+        return;
+    }
+    m_chunkQueued = true;
+    QMetaObject::invokeMethod(this, [this] { trainChunk(); }, Qt::QueuedConnection);
+}
+
+void EngineWorker::trainChunk() {
+    m_chunkQueued = false;
+    if (!m_running || !m_trainer || m_stop.load(std::memory_order_acquire)) {
+        return;
+    }
+    const auto start = Clock::now();
+    const int64_t end = m_target >= 0 ? std::min(m_target, m_trainer->totalSteps())
+                                      : m_trainer->totalSteps();
+    while (m_trainer->step() < end) {
+        if (m_stop.load(std::memory_order_acquire) ||
+            m_pauseRequested.load(std::memory_order_acquire)) {
+            break;
+        }
+        const double perStep = std::max(m_trainer->lastStepSeconds(), 1e-7);
+        int64_t n = std::clamp<int64_t>(static_cast<int64_t>(m_tuning.callSeconds / perStep), 1,
+                                        100000);
+        n = std::min({n, end - m_trainer->step(), std::max<int64_t>(1, m_nextHistory - m_trainer->step())});
+        m_trainer->runSteps(n);
+        m_windowSteps += n;
+        if (m_trainer->step() >= m_nextHistory) {
+            recordHistory();
+        }
+        if (seconds(Clock::now() - start) >= m_tuning.chunkSeconds) {
+            break;
+        }
+    }
+    if (m_stop.load(std::memory_order_acquire)) {
+        return;
+    }
+    const auto now = Clock::now();
+    const double window = seconds(now - m_windowStart);
+    if (window >= 1.0 || (m_stepsPerSecond == 0.0 && window >= 0.25)) {
+        m_stepsPerSecond = static_cast<double>(m_windowSteps) / window;
+        m_windowStart = now;
+        m_windowSteps = 0;
+    }
+    m_dirty = true;
+    const bool done = m_trainer->step() >= end;
+    if (done || m_pauseRequested.load(std::memory_order_acquire)) {
+        m_pauseRequested.store(false);
+        setRunning(false);
+        if (m_trainer->step() != m_history.back()->step) {
+            recordHistory();
+        }
+        publish();
+        return;
+    }
+    // Publish at a pace that keeps the snapshot work within its share of the time.
+    const double interval =
+        std::max(m_tuning.minSnapshotSeconds, m_buildSeconds / m_tuning.snapshotBudget);
+    if (seconds(now - m_lastPublish) >= interval) {
+        publish();
+    }
+    queueChunk();
+}
+
+void EngineWorker::recordHistory() {
+    const auto start = Clock::now();
+    auto point = std::make_shared<HistoryPoint>();
+    point->step = m_trainer->step();
+    point->epoch = m_trainer->epoch();
+    const DataSplit& d = m_trainer->data();
+    const std::vector<uint8_t> include = included();
+    const int k = m_trainer->members();
+    auto evaluate = [&](const Dataset& data, int64_t rows, SplitMetrics& ensembleOut,
+                        std::vector<SplitMetrics>& membersOut) {
+        membersOut.assign(static_cast<std::size_t>(k), SplitMetrics{});
+        if (rows == 0) {
+            return;
+        }
+        const MemberPredictions p = m_trainer->predictRaw(data.x.data(), rows);
+        std::vector<int32_t> labels(data.y.begin(), data.y.begin() + rows);
+        ensembleOut = ensembleMetrics(p, labels, include);
+        for (int m = 0; m < k; ++m) {
+            membersOut[static_cast<std::size_t>(m)] = memberMetrics(p, labels, m);
+        }
+    };
+    evaluate(d.train, std::min(d.train.rows, m_tuning.maxEvalRows), point->ensembleTrain,
+             point->memberTrain);
+    evaluate(m_run->evalTest, m_run->evalTest.rows, point->ensembleTest, point->memberTest);
+    m_history.push_back(std::move(point));
+    // Keep the curves' cost within budget: space the points by what one costs.
+    const double cost = seconds(Clock::now() - start);
+    const double perStep = std::max(m_trainer->lastStepSeconds(), 1e-7);
+    const int64_t minEvery = std::max<int64_t>(1, m_run->totalSteps / m_tuning.historyPoints);
+    const auto byBudget = static_cast<int64_t>(std::ceil(cost / (m_tuning.historyBudget * perStep)));
+    m_historyEvery = std::max(minEvery, m_trainer->step() == 0 ? minEvery : byBudget);
+    m_nextHistory = m_trainer->step() + m_historyEvery;
+}
+
+void EngineWorker::refreshPredictions() {
+    const int64_t step = m_trainer->step();
+    if (m_cacheValid && m_cacheStep == step) {
+        return;
+    }
+    if (m_run->hasGrid) {
+        m_gridPredictions = m_trainer->predictRaw(
+            m_gridPoints.data(), static_cast<int64_t>(m_run->gridSize) * m_run->gridSize);
+    }
+    if (m_run->evalTest.rows == m_trainer->data().test.rows) {
+        m_testPredictions = m_trainer->predictTest();
+    } else {
+        m_testPredictions = m_trainer->predictRaw(m_run->evalTest.x.data(), m_run->evalTest.rows);
+    }
+    m_cacheStep = step;
+    m_cacheValid = true;
+}
+
+SnapshotPtr EngineWorker::buildSnapshot() {
+    auto s = std::make_shared<Snapshot>();
+    s->run = m_run;
+    s->serial = ++m_serial;
+    s->step = m_trainer->step();
+    s->epoch = m_trainer->epoch();
+    s->running = m_running;
+    s->finished = m_trainer->finished();
+    s->stepsPerSecond = m_stepsPerSecond;
+    s->memberStepsPerSecond = m_stepsPerSecond * m_trainer->members();
+    s->lastLosses = m_trainer->lastLosses();
+    s->diverged = m_trainer->diverged();
+    s->enabled = m_enabled;
+    s->included = included();
+    s->includedCount = static_cast<int>(std::count(s->included.begin(), s->included.end(), 1));
+    s->hasEnsemble = s->includedCount > 0;
+    double loss = 0.0;
+    int active = 0;
+    for (std::size_t k = 0; k < s->lastLosses.size(); ++k) {
+        if (!s->diverged[k]) {
+            loss += s->lastLosses[k];
+            ++active;
+        }
+    }
+    s->meanLoss = active > 0 ? loss / active : std::nan("");
+    s->history = m_history;
+
+    refreshPredictions();
+    if (m_run->hasGrid) {
+        s->hasGrid = true;
+        s->grid = evaluateGrid(m_gridPredictions, m_run->bounds, m_run->gridSize, s->included);
+        renderGrid(*s);
+    }
+    measureTest(*s, m_testPredictions, m_run->evalTest.y, m_run->config.ensemble.seed);
+    return s;
+}
+
+void EngineWorker::publish() {
+    if (!m_trainer || !m_dirty) {
+        return;
+    }
+    if (m_mailbox->waiting()) {
+        return;  // the GUI has not taken the last one: snapshotTaken() publishes later
+    }
+    const auto start = Clock::now();
+    SnapshotPtr s = buildSnapshot();
+    const double cost = seconds(Clock::now() - start);
+    m_buildSeconds = m_buildSeconds == 0.0 ? cost : 0.7 * m_buildSeconds + 0.3 * cost;
+    m_dirty = false;
+    m_lastPublish = Clock::now();
+    m_mailbox->put(std::move(s));
+    Q_EMIT snapshotReady();
+}
+
+void EngineWorker::snapshotTaken() {
+    // While training, the next chunk publishes at its pace; otherwise publish what changed.
+    if (!m_running) {
+        publish();
+    }
+}
+
+bool EngineWorker::offerPrediction(uint64_t id, std::vector<float> rawRows) {
+    std::lock_guard<std::mutex> lock(m_predictMutex);
+    const bool wasEmpty = !m_predictRequest.has_value();
+    m_predictRequest.emplace(id, std::move(rawRows));
+    return wasEmpty;
+}
+
+void EngineWorker::predictPending() {
+    std::optional<std::pair<uint64_t, std::vector<float>>> request;
+    {
+        std::lock_guard<std::mutex> lock(m_predictMutex);
+        request.swap(m_predictRequest);
+    }
+    if (!request || !m_trainer) {
+        return;
+    }
+    const int features = m_trainer->data().train.features;
+    if (features <= 0 || request->second.size() % static_cast<std::size_t>(features) != 0) {
+        return;
+    }
+    const int64_t rows = static_cast<int64_t>(request->second.size()) / features;
+    const MemberPredictions p = m_trainer->predictRaw(request->second.data(), rows);
+    QList<float> out(p.logProbs.begin(), p.logProbs.end());
+    Q_EMIT predictionReady(request->first, out, p.members, p.classes);
+}
+
+nlohmann::json EngineWorker::metricsJson(const MemberPredictions& test) {
+    const std::vector<uint8_t> include = included();
+    const std::vector<int32_t>& labels = m_trainer->data().test.y;
+    nlohmann::json members = nlohmann::json::array();
+    std::vector<ClassificationMetrics> per;
+    for (int k = 0; k < test.members; ++k) {
+        per.push_back(memberClassificationMetrics(test, labels, k));
+        nlohmann::json m = metricsObject(per.back());
+        m["member"] = k;
+        m["lr"] = m_run->lr[static_cast<std::size_t>(k)];
+        m["momentum"] = m_run->momentum[static_cast<std::size_t>(k)];
+        m["weight_decay"] = m_run->weightDecay[static_cast<std::size_t>(k)];
+        m["diverged"] = m_trainer->diverged()[static_cast<std::size_t>(k)] != 0;
+        m["included"] = include[static_cast<std::size_t>(k)] != 0;
+        members.push_back(m);
+    }
+    nlohmann::json out{{"step", m_trainer->step()},
+                       {"epoch", m_trainer->epoch()},
+                       {"split", "test"},
+                       {"rows", test.rows},
+                       {"dataset", m_trainer->data().name},
+                       {"members", members},
+                       {"mean_member", metricsObject(meanOfMembers(per, include))}};
+    const bool any = std::find(include.begin(), include.end(), 1) != include.end();
+    if (any && test.rows > 0) {
+        const PointStatistics s = pointStatistics(test, include, labels);
+        out["ensemble"] = metricsObject(classificationMetrics(s));
+        const UncertaintySummary u = summarizeUncertainty(s);
+        out["uncertainty"] = {{"total", u.entropyMean},
+                              {"aleatoric", u.aleatoricMean},
+                              {"epistemic", u.epistemicMean},
+                              {"disagreement", u.disagreementMean},
+                              {"predicted_std", u.predictedStdMean}};
+        nlohmann::json bins = nlohmann::json::array();
+        for (const ReliabilityBin& b : topLabelCalibration(s).bins) {
+            bins.push_back({{"lower", b.lower},
+                            {"upper", b.upper},
+                            {"count", b.count},
+                            {"confidence", number(b.confidence)},
+                            {"accuracy", number(b.accuracy)}});
+        }
+        out["reliability"] = bins;
+    } else {
+        out["ensemble"] = nullptr;
+    }
+    return out;
+}
+
+void EngineWorker::exportTo(const QString& basePath) {
+    if (!m_trainer) {
+        Q_EMIT exportFinished(false, QStringLiteral("There is no trained ensemble to export yet."),
+                              {});
+        return;
+    }
+    const std::string base = QFile::encodeName(basePath).toStdString();
+    const std::string weights = base + ".safetensors";
+    const std::string json = base + ".metrics.json";
+    const std::string csv = base + ".metrics.csv";
+    QStringList written;
+    try {
+        const MemberPredictions test = m_trainer->predictTest();
+        const nlohmann::json metrics = metricsJson(test);
+        exportEnsemble(weights, *m_trainer, metrics);
+        written << QString::fromStdString(weights);
+        writeFileAtomic(json, metrics.dump(2) + "\n");
+        written << QString::fromStdString(json);
+        std::ostringstream os;
+        os << "member,lr,momentum,weight_decay,diverged,included,accuracy,nll,brier,ece\n";
+        for (const auto& m : metrics["members"]) {
+            auto num = [](const nlohmann::json& v) {
+                return v.is_number() ? csvNumber(v.get<double>()) : std::string();
+            };
+            os << m["member"].get<int>() << ',' << num(m["lr"]) << ',' << num(m["momentum"]) << ','
+               << num(m["weight_decay"]) << ',' << (m["diverged"].get<bool>() ? 1 : 0) << ','
+               << (m["included"].get<bool>() ? 1 : 0) << ',' << num(m["accuracy"]) << ','
+               << num(m["nll"]) << ',' << num(m["brier"]) << ',' << num(m["ece"]) << '\n';
+        }
+        for (const char* row : {"mean_member", "ensemble"}) {
+            const nlohmann::json& m = metrics[row];
+            if (m.is_null()) {
+                continue;
+            }
+            auto num = [](const nlohmann::json& v) {
+                return v.is_number() ? csvNumber(v.get<double>()) : std::string();
+            };
+            os << row << ",,,,,," << num(m["accuracy"]) << ',' << num(m["nll"]) << ','
+               << num(m["brier"]) << ',' << num(m["ece"]) << '\n';
+        }
+        writeFileAtomic(csv, os.str());
+        written << QString::fromStdString(csv);
+    } catch (const std::exception& e) {
+        // Each file is written atomically; remove the complete ones of this export too, so a
+        // failed export leaves nothing of itself behind.
+        for (const QString& f : written) {
+            QFile::remove(f);
+        }
+        Q_EMIT exportFinished(false, QString::fromStdString(e.what()), {});
+        return;
+    }
+    Q_EMIT exportFinished(true, {}, written);
+}
+
+}  // namespace ensemble::ui

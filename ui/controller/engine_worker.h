@@ -1,0 +1,157 @@
+#pragma once
+
+// The engine thread's side of the GUI: owns the Trainer and drives it synchronously in short
+// chunks, so commands queued by the GUI thread (configure, start, pause, step, member
+// switches, predictions, export) run between chunks. Lives in its own QThread; see
+// EngineController for the GUI thread's side.
+//
+// Threading contract: every method but requestStop(), requestPause() and the mailbox
+// accessors runs on the worker's thread (the controller queues them as functors). Results
+// go back as signals (queued across threads) and through the snapshot mailbox.
+
+#include <QList>
+#include <QObject>
+#include <QString>
+#include <QStringList>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "controller/snapshot.h"
+#include "data/dataset.h"
+#include "train/trainer.h"
+
+namespace ensemble::ui {
+
+// One slot holding the latest published snapshot. The worker builds a new snapshot only when
+// the GUI has taken the last one, so a slow GUI sees the latest state, never a backlog.
+class SnapshotMailbox {
+  public:
+    // Worker: whether the GUI still has to take the last snapshot.
+    bool waiting() const { return m_waiting.load(std::memory_order_acquire); }
+    // Worker: publishes `snapshot`; the GUI is then told with a signal.
+    void put(SnapshotPtr snapshot);
+    // GUI: takes the snapshot (null when there is none) and lets the worker build the next.
+    SnapshotPtr take();
+
+  private:
+    std::mutex m_mutex;
+    SnapshotPtr m_slot;
+    std::atomic<bool> m_waiting{false};
+};
+
+// Tuning of the live view (the defaults keep the window's cost to about a tenth of training).
+struct WorkerTuning {
+    double chunkSeconds = 0.008;     // train this long between looks at the event queue
+    double callSeconds = 0.002;      // one Trainer::runSteps call at most about this long
+    double minSnapshotSeconds = 0.1; // at most ~10 snapshots per second
+    double snapshotBudget = 0.1;     // fraction of the time spent building snapshots
+    double historyBudget = 0.05;     // fraction of the time spent on learning-curve points
+    int historyPoints = 150;         // aim for about this many curve points per run
+    int64_t gridMemberPoints = 700'000;  // K * G * G budget of the heatmap grid
+    int maxGridSize = 128;
+    int minGridSize = 40;
+    int64_t maxEvalRows = 2000;  // train and test rows evaluated live (the first ones)
+};
+
+class EngineWorker : public QObject {
+    Q_OBJECT
+
+  public:
+    explicit EngineWorker(SnapshotMailbox* mailbox, WorkerTuning tuning = {});
+    ~EngineWorker() override;
+
+    // Any thread: stop as soon as possible (the current Trainer::runSteps call finishes).
+    void requestStop() { m_stop.store(true, std::memory_order_release); }
+    // Any thread: interrupt the current chunk; the queued pause() then settles the state.
+    void requestPause() { m_pauseRequested.store(true, std::memory_order_release); }
+
+    // --- worker thread only ---------------------------------------------------------------
+    // Builds a new run from `config` at step 0 (with `data` instead of loading the dataset
+    // when given) and publishes its first snapshot; emits configured() or configureFailed().
+    void configure(const nlohmann::json& config, std::shared_ptr<const DataSplit> data,
+                   uint64_t runId);
+    // Trains until the run ends (target < 0) or the step `target` is reached.
+    void start(int64_t target);
+    void pause();
+    // Trains exactly one step (when not running and not finished).
+    void stepOnce();
+    void setEnabled(std::vector<uint8_t> enabled);
+    // Coalesced: only the newest request is predicted (see EngineController::predict).
+    void predictPending();
+    void exportTo(const QString& basePath);
+    // The GUI took the last snapshot: publish again if something changed meanwhile.
+    void snapshotTaken();
+
+    // Any thread: queue a prediction of raw rows (replaces an unserved one).
+    // Returns true when the caller must queue predictPending().
+    bool offerPrediction(uint64_t id, std::vector<float> rawRows);
+
+  Q_SIGNALS:
+    void snapshotReady();
+    void configured(quint64 runId, QString notice);
+    void configureFailed(quint64 runId, QString message);
+    void runningChanged(bool running);
+    void predictionReady(quint64 id, QList<float> logProbs, int members, int classes);
+    void exportFinished(bool ok, QString message, QStringList files);
+
+  private:
+    using Clock = std::chrono::steady_clock;
+
+    void trainChunk();
+    void queueChunk();
+    void setRunning(bool running);
+    void recordHistory();
+    void publish();
+    SnapshotPtr buildSnapshot();
+    void refreshPredictions();
+    std::vector<uint8_t> included() const;
+    nlohmann::json metricsJson(const MemberPredictions& test);
+
+    SnapshotMailbox* m_mailbox;
+    WorkerTuning m_tuning;
+    std::atomic<bool> m_stop{false};
+    std::atomic<bool> m_pauseRequested{false};
+
+    std::unique_ptr<Trainer> m_trainer;
+    std::shared_ptr<RunInfo> m_run;
+    std::vector<uint8_t> m_enabled;
+    std::vector<float> m_gridPoints;
+    bool m_running = false;
+    bool m_chunkQueued = false;
+    int64_t m_target = -1;
+    bool m_dirty = false;
+    uint64_t m_serial = 0;
+
+    // Learning curves.
+    std::vector<std::shared_ptr<const HistoryPoint>> m_history;
+    int64_t m_historyEvery = 1;
+    int64_t m_nextHistory = 0;
+
+    // Predictions at m_cacheStep (reused while paused: member switches only re-average).
+    bool m_cacheValid = false;
+    int64_t m_cacheStep = -1;
+    MemberPredictions m_gridPredictions;
+    MemberPredictions m_testPredictions;
+
+    // Throughput over the last second of training.
+    Clock::time_point m_windowStart;
+    int64_t m_windowSteps = 0;
+    double m_windowBusy = 0.0;
+    double m_stepsPerSecond = 0.0;
+    Clock::time_point m_lastPublish;
+    double m_buildSeconds = 0.0;
+
+    // The newest unserved prediction request.
+    std::mutex m_predictMutex;
+    std::optional<std::pair<uint64_t, std::vector<float>>> m_predictRequest;
+};
+
+}  // namespace ensemble::ui

@@ -1,0 +1,128 @@
+#pragma once
+
+// What the engine thread hands to the GUI: immutable values, shared by pointer. A Snapshot is
+// built on the worker thread (including its colour-mapped QImages) and never modified after it
+// is published, so any number of views may read it at once without locks.
+
+#include <QImage>
+#include <QLineF>
+#include <QString>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+#include "io/config.h"
+#include "metrics/grid.h"
+#include "metrics/metrics.h"
+#include "train/trainer.h"
+
+namespace ensemble::ui {
+
+// The heatmap quantities of the Boundary view (per grid point; see metrics/metrics.h).
+enum class HeatQuantity { Probability, Total, Aleatoric, Epistemic, MemberStd, Disagreement };
+constexpr int kHeatQuantityCount = 6;
+
+QString quantityLabel(HeatQuantity quantity);  // "Total uncertainty H[p]"
+QString quantityKey(HeatQuantity quantity);    // "total"
+QString quantityUnit(HeatQuantity quantity);   // "nats", "" ...
+
+// One run: what stays fixed from configure() to the next configure(). Shared by every
+// snapshot of the run.
+struct RunInfo {
+    uint64_t runId = 0;
+    ExperimentConfig config;
+    std::string datasetName;
+    std::string backendName;
+    std::string notice;  // the backend's fallback message, if any
+    int members = 0;
+    int classes = 0;
+    int features = 0;
+    bool isImage = false;
+    int imageWidth = 0;
+    int imageHeight = 0;
+    int64_t totalSteps = 0;
+    int64_t trainRows = 0;
+    int64_t testRows = 0;
+    // 2-D data: every train and test row (raw units) for the scatter. Image data: only the
+    // evaluated test rows (the first `evalTest.rows`), for the image grid.
+    Dataset train;
+    Dataset evalTest;  // the test rows every snapshot evaluates (all of them for 2-D data)
+    // Each member's multiplicity of every train row, K x N (2-D data only; all 1 for none).
+    std::vector<int32_t> counts;
+    // The heatmap grid (2-D data only).
+    bool hasGrid = false;
+    GridBounds bounds;
+    int gridSize = 0;
+    // Per-member hyperparameters, in member order.
+    std::vector<double> lr;
+    std::vector<double> momentum;
+    std::vector<double> weightDecay;
+};
+
+// One point of the learning curves: the ensemble (included members) and every member on the
+// evaluated train and test rows.
+struct HistoryPoint {
+    int64_t step = 0;
+    double epoch = 0.0;
+    SplitMetrics ensembleTrain;
+    SplitMetrics ensembleTest;
+    std::vector<SplitMetrics> memberTrain;
+    std::vector<SplitMetrics> memberTest;
+};
+
+// A heatmap of one quantity over the grid, colour-mapped, with the range the colour bar shows.
+struct HeatImage {
+    QImage image;  // G x G, row 0 at the top (largest y)
+    double low = 0.0;
+    double high = 1.0;
+    double dataMin = 0.0;  // the quantity's actual range over the grid
+    double dataMax = 0.0;
+};
+
+struct Snapshot {
+    std::shared_ptr<const RunInfo> run;
+    uint64_t serial = 0;  // increases with every snapshot of any run
+
+    int64_t step = 0;
+    double epoch = 0.0;
+    bool running = false;
+    bool finished = false;
+    double stepsPerSecond = 0.0;
+    double memberStepsPerSecond = 0.0;
+    double meanLoss = 0.0;            // mean last batch loss of the active members
+    std::vector<float> lastLosses;    // per member
+    std::vector<uint8_t> diverged;    // per member
+    std::vector<uint8_t> enabled;     // per member, the user's on/off switches
+    std::vector<uint8_t> included;    // enabled and not diverged: the ensemble
+    int includedCount = 0;
+
+    // Learning curves up to this step (shared, immutable points).
+    std::vector<std::shared_ptr<const HistoryPoint>> history;
+
+    // The evaluated test rows at this step (run->evalTest), for the included members.
+    bool hasEnsemble = false;  // false when no member is included
+    PointStatistics test;
+    std::vector<ClassificationMetrics> memberMetrics;  // per member
+    ClassificationMetrics meanMember;                  // mean over included members
+    ClassificationMetrics ensembleMetrics;
+    Calibration reliability;                           // ensemble, top label
+    std::vector<SizeCurvePoint> sizeCurve;
+    std::vector<int32_t> memberPredicted;  // K x rows, each member's argmax
+    std::vector<int64_t> confusion;        // C x C, [true * C + predicted]
+
+    // The grid (2-D data only).
+    bool hasGrid = false;
+    GridEvaluation grid;
+    std::array<HeatImage, kHeatQuantityCount> heat;
+    std::vector<QImage> memberImages;                // per member, G x G
+    std::vector<QLineF> ensembleContour;             // in grid units (0..G)
+    std::vector<std::vector<QLineF>> memberContours;  // per member, in grid units
+};
+
+using SnapshotPtr = std::shared_ptr<const Snapshot>;
+
+}  // namespace ensemble::ui

@@ -1,0 +1,224 @@
+#include "controller/snapshot_builder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "render/colormap.h"
+#include "render/contour.h"
+
+namespace ensemble::ui {
+
+QString quantityLabel(HeatQuantity quantity) {
+    switch (quantity) {
+        case HeatQuantity::Probability:
+            return QStringLiteral("Mean probability");
+        case HeatQuantity::Total:
+            return QStringLiteral("Total uncertainty H[p]");
+        case HeatQuantity::Aleatoric:
+            return QStringLiteral("Aleatoric E_k H[P_k]");
+        case HeatQuantity::Epistemic:
+            return QStringLiteral("Epistemic (mutual information)");
+        case HeatQuantity::MemberStd:
+            return QStringLiteral("Member std of p(ŷ)");
+        case HeatQuantity::Disagreement:
+            return QStringLiteral("Vote disagreement");
+    }
+    return {};
+}
+
+QString quantityKey(HeatQuantity quantity) {
+    switch (quantity) {
+        case HeatQuantity::Probability:
+            return QStringLiteral("probability");
+        case HeatQuantity::Total:
+            return QStringLiteral("total");
+        case HeatQuantity::Aleatoric:
+            return QStringLiteral("aleatoric");
+        case HeatQuantity::Epistemic:
+            return QStringLiteral("epistemic");
+        case HeatQuantity::MemberStd:
+            return QStringLiteral("std");
+        case HeatQuantity::Disagreement:
+            return QStringLiteral("disagreement");
+    }
+    return {};
+}
+
+QString quantityUnit(HeatQuantity quantity) {
+    switch (quantity) {
+        case HeatQuantity::Total:
+        case HeatQuantity::Aleatoric:
+        case HeatQuantity::Epistemic:
+            return QStringLiteral("nats");
+        default:
+            return {};
+    }
+}
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// A sequential map of `values` from 0 to their maximum (at least `minHigh`, so a nearly
+// constant map does not blow rounding noise up to the full colour range).
+HeatImage sequentialImage(const std::vector<double>& values, int size, double minHigh) {
+    HeatImage h;
+    h.image = QImage(size, size, QImage::Format_RGB32);
+    double lo = std::numeric_limits<double>::infinity();
+    double hi = -std::numeric_limits<double>::infinity();
+    for (double v : values) {
+        if (std::isfinite(v)) {
+            lo = std::min(lo, v);
+            hi = std::max(hi, v);
+        }
+    }
+    if (!(lo <= hi)) {
+        lo = hi = 0.0;
+    }
+    h.dataMin = lo;
+    h.dataMax = hi;
+    h.low = 0.0;
+    h.high = std::max(hi, minHigh);
+    const double span = h.high - h.low;
+    for (int r = 0; r < size; ++r) {
+        auto* line = reinterpret_cast<QRgb*>(h.image.scanLine(r));
+        for (int c = 0; c < size; ++c) {
+            const double v = values[static_cast<std::size_t>(r) * size + c];
+            line[c] = sequentialColor(span > 0 ? (v - h.low) / span : 0.0);
+        }
+    }
+    return h;
+}
+
+// Member or ensemble class map: diverging p(class 1) for two classes, else class colour by
+// confidence. `probs` points at the first class of point 0; points are `classes` apart.
+template <typename T>
+QImage classImage(const T* probs, int size, int classes) {
+    QImage image(size, size, QImage::Format_RGB32);
+    for (int r = 0; r < size; ++r) {
+        auto* line = reinterpret_cast<QRgb*>(image.scanLine(r));
+        for (int c = 0; c < size; ++c) {
+            const T* p = probs + (static_cast<std::size_t>(r) * size + c) * classes;
+            if (classes == 2) {
+                line[c] = divergingColor(static_cast<double>(p[1]));
+            } else {
+                const int best = static_cast<int>(std::max_element(p, p + classes) - p);
+                line[c] = classConfidenceColor(best, static_cast<double>(p[best]), classes);
+            }
+        }
+    }
+    return image;
+}
+
+}  // namespace
+
+void renderGrid(Snapshot& s) {
+    const GridEvaluation& g = s.grid;
+    const int size = g.size;
+    const int classes = g.classes;
+    const std::size_t cells = static_cast<std::size_t>(size) * size;
+    if (s.hasEnsemble) {
+        const PointStatistics& e = g.ensemble;
+        HeatImage prob;
+        prob.image = classImage(e.probabilities.data(), size, classes);
+        prob.low = classes == 2 ? 0.0 : 1.0 / classes;
+        prob.high = 1.0;
+        if (classes == 2) {
+            auto [mn, mx] = std::minmax_element(
+                e.probabilities.begin(), e.probabilities.end());  // both classes: [1-max, max]
+            prob.dataMin = *mn;
+            prob.dataMax = *mx;
+        } else {
+            auto [mn, mx] = std::minmax_element(e.confidence.begin(), e.confidence.end());
+            prob.dataMin = *mn;
+            prob.dataMax = *mx;
+        }
+        s.heat[static_cast<int>(HeatQuantity::Probability)] = prob;
+        const double logC = std::log(static_cast<double>(classes));
+        s.heat[static_cast<int>(HeatQuantity::Total)] = sequentialImage(e.total, size, 0.05 * logC);
+        s.heat[static_cast<int>(HeatQuantity::Aleatoric)] =
+            sequentialImage(e.aleatoric, size, 0.05 * logC);
+        s.heat[static_cast<int>(HeatQuantity::Epistemic)] =
+            sequentialImage(e.epistemic, size, 0.01 * logC);
+        s.heat[static_cast<int>(HeatQuantity::MemberStd)] =
+            sequentialImage(e.predictedStd, size, 0.01);
+        s.heat[static_cast<int>(HeatQuantity::Disagreement)] =
+            sequentialImage(e.disagreement, size, 0.01);
+        s.ensembleContour = decisionBoundary(e.probabilities.data(), size, classes);
+    }
+    s.memberImages.resize(static_cast<std::size_t>(g.members));
+    s.memberContours.resize(static_cast<std::size_t>(g.members));
+    for (int k = 0; k < g.members; ++k) {
+        const float* probs = g.memberProbabilities.data() + static_cast<std::size_t>(k) * cells * classes;
+        s.memberImages[static_cast<std::size_t>(k)] = classImage(probs, size, classes);
+        if (!s.diverged[static_cast<std::size_t>(k)]) {
+            s.memberContours[static_cast<std::size_t>(k)] = decisionBoundary(probs, size, classes);
+        }
+    }
+}
+
+ClassificationMetrics meanOfMembers(const std::vector<ClassificationMetrics>& members,
+                                    const std::vector<uint8_t>& included) {
+    ClassificationMetrics m;
+    int n = 0;
+    for (std::size_t k = 0; k < members.size(); ++k) {
+        if (k < included.size() && !included[k]) {
+            continue;
+        }
+        const ClassificationMetrics& x = members[k];
+        m.rows = x.rows;
+        m.accuracy += x.accuracy;
+        m.nll += x.nll;
+        m.brier += x.brier;
+        m.ece += x.ece;
+        m.mce += x.mce;
+        ++n;
+    }
+    if (n == 0) {
+        m.accuracy = m.nll = m.brier = m.ece = m.mce = kNaN;
+        return m;
+    }
+    m.accuracy /= n;
+    m.nll /= n;
+    m.brier /= n;
+    m.ece /= n;
+    m.mce /= n;
+    return m;
+}
+
+void measureTest(Snapshot& s, const MemberPredictions& test, const std::vector<int32_t>& labels,
+                 uint64_t seed) {
+    const int members = test.members;
+    const int classes = test.classes;
+    const int64_t rows = test.rows;
+    s.memberMetrics.resize(static_cast<std::size_t>(members));
+    s.memberPredicted.assign(static_cast<std::size_t>(members) * rows, 0);
+    for (int k = 0; k < members; ++k) {
+        s.memberMetrics[static_cast<std::size_t>(k)] =
+            memberClassificationMetrics(test, labels, k);
+        const float* base = test.logProbs.data() + static_cast<std::size_t>(k) * rows * classes;
+        int32_t* out = s.memberPredicted.data() + static_cast<std::size_t>(k) * rows;
+        for (int64_t i = 0; i < rows; ++i) {
+            const float* p = base + i * classes;
+            out[i] = static_cast<int32_t>(std::max_element(p, p + classes) - p);
+        }
+    }
+    s.meanMember = meanOfMembers(s.memberMetrics, s.included);
+    s.confusion.assign(static_cast<std::size_t>(classes) * classes, 0);
+    if (!s.hasEnsemble || rows == 0) {
+        s.ensembleMetrics = ensembleClassificationMetrics(test, labels, s.included);
+        return;
+    }
+    s.test = pointStatistics(test, s.included, labels);
+    s.ensembleMetrics = classificationMetrics(s.test);
+    s.reliability = topLabelCalibration(s.test);
+    s.sizeCurve = ensembleSizeCurve(test, labels, s.included, kSizeCurveSubsets, seed);
+    for (int64_t i = 0; i < rows; ++i) {
+        const int y = labels[static_cast<std::size_t>(i)];
+        const int p = s.test.predicted[static_cast<std::size_t>(i)];
+        ++s.confusion[static_cast<std::size_t>(y) * classes + p];
+    }
+}
+
+}  // namespace ensemble::ui

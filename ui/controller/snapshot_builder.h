@@ -1,0 +1,29 @@
+#pragma once
+
+// The worker thread's part of a snapshot that is not training: the grid's colour-mapped
+// images and contours, and the test-set measurements for the included members. Nothing here
+// touches a widget; everything is a value the GUI thread only reads.
+
+#include <cstdint>
+#include <vector>
+
+#include "controller/snapshot.h"
+
+namespace ensemble::ui {
+
+// Fills s.heat, s.memberImages, s.ensembleContour and s.memberContours from s.grid.
+// Precondition: s.hasGrid, s.grid filled (members' probabilities; ensemble statistics when
+// s.hasEnsemble).
+void renderGrid(Snapshot& s);
+
+// Fills s.test, s.memberMetrics, s.meanMember, s.ensembleMetrics, s.reliability, s.sizeCurve,
+// s.memberPredicted and s.confusion from the members' predictions of the evaluated test rows.
+// `seed` drives the random subsets of the size curve. Precondition: s.included has K entries.
+void measureTest(Snapshot& s, const MemberPredictions& test, const std::vector<int32_t>& labels,
+                 uint64_t seed);
+
+// The mean of the included members' metrics (NaN fields when none is included).
+ClassificationMetrics meanOfMembers(const std::vector<ClassificationMetrics>& members,
+                                    const std::vector<uint8_t>& included);
+
+}  // namespace ensemble::ui
