@@ -131,7 +131,7 @@ std::unique_ptr<Backend> makeCuda(bool graphs) {
 class TestCudaParity : public QObject {
     Q_OBJECT
 
-private Q_SLOTS:
+  private Q_SLOTS:
     void nameNamesTheDevice();
     void parityWithCpu_data();
     void parityWithCpu();
@@ -180,9 +180,9 @@ void TestCudaParity::parityWithCpu() {
     QFETCH(int, mode);
     QFETCH(int, kind);
     QFETCH(int, activation);
-    const Problem p = makeProblem(static_cast<BootstrapMode>(mode),
-                                  static_cast<OptimizerKind>(kind),
-                                  static_cast<Activation>(activation));
+    const Problem p =
+        makeProblem(static_cast<BootstrapMode>(mode), static_cast<OptimizerKind>(kind),
+                    static_cast<Activation>(activation));
     const ParamLayout& layout = p.training.layout;
     std::vector<float> init(layout.size());
     initParameters(layout, 2024, init.data());
@@ -213,9 +213,9 @@ void TestCudaParity::parityWithCpu() {
     const int side = 200;
     const std::vector<float> grid = gridPoints(side);
     const int64_t rows = static_cast<int64_t>(side) * side;
-    const std::size_t outSize =
-        static_cast<std::size_t>(layout.members()) * static_cast<std::size_t>(rows) *
-        static_cast<std::size_t>(layout.classes());
+    const std::size_t outSize = static_cast<std::size_t>(layout.members()) *
+                                static_cast<std::size_t>(rows) *
+                                static_cast<std::size_t>(layout.classes());
     std::vector<float> cpuOut(outSize);
     std::vector<float> gpuOut(outSize, std::nanf(""));
     cpuBackend.predictLogProbs(grid.data(), rows, cpuOut.data());

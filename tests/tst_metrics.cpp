@@ -5,6 +5,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <omp.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -41,17 +43,17 @@ bool near(double actual, double expected, double tol) {
     return std::abs(actual - expected) <= tol * std::max(1.0, std::abs(expected));
 }
 
-#define COMPARE_NEAR(actual, expected, tol)                                                    \
-    do {                                                                                       \
-        const double a_ = (actual);                                                            \
-        const double e_ = (expected);                                                          \
-        if (!near(a_, e_, (tol))) {                                                            \
-            QFAIL(qPrintable(QStringLiteral("%1 = %2, expected %3 (tolerance %4)")             \
-                                 .arg(QString::fromLatin1(#actual))                            \
-                                 .arg(a_, 0, 'g', 17)                                          \
-                                 .arg(e_, 0, 'g', 17)                                          \
-                                 .arg((tol))));                                                \
-        }                                                                                      \
+#define COMPARE_NEAR(actual, expected, tol)                                        \
+    do {                                                                           \
+        const double a_ = (actual);                                                \
+        const double e_ = (expected);                                              \
+        if (!near(a_, e_, (tol))) {                                                \
+            QFAIL(qPrintable(QStringLiteral("%1 = %2, expected %3 (tolerance %4)") \
+                                 .arg(QString::fromLatin1(#actual))                \
+                                 .arg(a_, 0, 'g', 17)                              \
+                                 .arg(e_, 0, 'g', 17)                              \
+                                 .arg((tol))));                                    \
+        }                                                                          \
     } while (false)
 
 void compareMetrics(const ClassificationMetrics& a, const ClassificationMetrics& b, double tol) {
@@ -96,7 +98,8 @@ MemberPredictions randomPredictions(int members, int64_t rows, int classes, uint
             for (int c = 0; c < classes; ++c) {
                 const Philox4x32 d = philoxDraw(seed, RngPurpose::Subset, static_cast<uint32_t>(k),
                                                 static_cast<uint64_t>(i), static_cast<uint32_t>(c));
-                z[static_cast<std::size_t>(c)] = scale * (2.0 * uniformOpenDouble(d.v[0], d.v[1]) - 1.0);
+                z[static_cast<std::size_t>(c)] =
+                    scale * (2.0 * uniformOpenDouble(d.v[0], d.v[1]) - 1.0);
                 m = std::max(m, z[static_cast<std::size_t>(c)]);
             }
             double s = 0.0;
@@ -141,7 +144,7 @@ const std::vector<int32_t> kLabelsA = {0, 1, 1, 0};
 class TestMetrics : public QObject {
     Q_OBJECT
 
-private Q_SLOTS:
+  private Q_SLOTS:
     void calibrationBinEdges();
     void perfectlyCalibratedBinsGiveZeroEce();
     void calibrationHandCase();
@@ -164,6 +167,8 @@ private Q_SLOTS:
     void temperatureKeepsAccuracyAndNll();
     void gridShapeAndBounds();
     void gridBenchmark();
+    void sameResultsForAnyThreadCount();
+    void trainerReportAndGrid();
     void reportLayout();
     void csvWriters();
 };
@@ -202,9 +207,9 @@ void TestMetrics::perfectlyCalibratedBinsGiveZeroEce() {
     COMPARE_NEAR(c.mce, 0.0, kRoundingTol);
     QCOMPARE(c.rows, int64_t{24});
     QCOMPARE(c.bins.size(), std::size_t{15});
-    QCOMPARE(c.bins[10].count, int64_t{10});  // 0.7 in (10/15, 11/15]
-    QCOMPARE(c.bins[13].count, int64_t{10});  // 0.9 in (13/15, 14/15]
-    QCOMPARE(c.bins[7].count, int64_t{4});    // 0.5 in (7/15, 8/15]
+    QCOMPARE(c.bins[10].count, int64_t{10});    // 0.7 in (10/15, 11/15]
+    QCOMPARE(c.bins[13].count, int64_t{10});    // 0.9 in (13/15, 14/15]
+    QCOMPARE(c.bins[7].count, int64_t{4});      // 0.5 in (7/15, 8/15]
     QVERIFY(std::isnan(c.bins[0].confidence));  // empty bins: NaN, count 0
     QCOMPARE(c.bins[0].count, int64_t{0});
 }
@@ -259,8 +264,9 @@ void TestMetrics::memberScoresHandCase() {
     //     = 0.590075
     COMPARE_NEAR(m0.nll, -(std::log(0.9) + std::log(0.46) + std::log(0.76) + std::log(0.3)) / 4,
                  kFloatInputTol);
-    // Brier: 2*.1^2 + 2*.46^2 + 2*.24^2 + 2*.7^2 = 0.02 + 0.4232 + 0.1152 + 0.98 = 1.5384 -> 0.3846
-    COMPARE_NEAR(m0.brier, 0.3846, kFloatInputTol);
+    // Brier: 2*.1^2 + 2*.54^2 + 2*.24^2 + 2*.7^2 = 0.02 + 0.5832 + 0.1152 + 0.98 = 1.6984
+    // -> 0.4246 (a wrong point's error is its full probability mass off the label).
+    COMPARE_NEAR(m0.brier, 0.4246, kFloatInputTol);
     // ECE: conf 0.9 ok (bin 13, gap 0.1), 0.54 wrong (bin 8, gap 0.54), 0.76 ok (bin 11, gap
     // 0.24), 0.7 wrong (bin 10, gap 0.7): (0.1 + 0.54 + 0.24 + 0.7)/4 = 0.395; MCE 0.7.
     COMPARE_NEAR(m0.ece, 0.395, kFloatInputTol);
@@ -306,9 +312,10 @@ void TestMetrics::uncertaintyHandCase() {
     // Mutual information is never negative and total = aleatoric + epistemic.
     for (int i = 0; i < 4; ++i) {
         QVERIFY(s.epistemic[static_cast<std::size_t>(i)] >= 0.0);
-        COMPARE_NEAR(s.total[static_cast<std::size_t>(i)],
-                     s.aleatoric[static_cast<std::size_t>(i)] + s.epistemic[static_cast<std::size_t>(i)],
-                     kRoundingTol);
+        COMPARE_NEAR(
+            s.total[static_cast<std::size_t>(i)],
+            s.aleatoric[static_cast<std::size_t>(i)] + s.epistemic[static_cast<std::size_t>(i)],
+            kRoundingTol);
     }
 }
 
@@ -477,8 +484,8 @@ void TestMetrics::aurocAndFpr() {
 void TestMetrics::oodMetricsSeparated() {
     // In-distribution: confident members that agree; out: uniform members -> every score
     // separates perfectly (with the in = positive, higher = in-distribution convention).
-    const MemberPredictions in =
-        fromProbabilities(2, 3, 2, {0.95, 0.05, 0.9, 0.1, 0.05, 0.95, 0.9, 0.1, 0.95, 0.05, 0.1, 0.9});
+    const MemberPredictions in = fromProbabilities(
+        2, 3, 2, {0.95, 0.05, 0.9, 0.1, 0.05, 0.95, 0.9, 0.1, 0.95, 0.05, 0.1, 0.9});
     const MemberPredictions out =
         fromProbabilities(2, 2, 2, {0.5, 0.5, 0.8, 0.2, 0.5, 0.5, 0.2, 0.8});
     const PointStatistics a = pointStatistics(in, std::vector<uint8_t>{});
@@ -659,9 +666,9 @@ void TestMetrics::temperatureHandCase() {
     const TemperatureFit f1 = fitTemperature(fromProbabilities(1, 10, 2, calibrated), y, {});
     COMPARE_NEAR(f1.temperature, 1.0, kFitTol);
     QVERIFY(f1.nllAfter <= f1.nllBefore);
-    // temperatureNll at T=1 is the ensemble NLL.
-    COMPARE_NEAR(temperatureNll(p, y, {}, 1.0),
-                 ensembleClassificationMetrics(p, y, {}).nll, kRoundingTol);
+    // temperatureNll at T=1 is the ensemble NLL (up to renormalising the float inputs).
+    COMPARE_NEAR(temperatureNll(p, y, {}, 1.0), ensembleClassificationMetrics(p, y, {}).nll,
+                 kFloatInputTol);
 }
 
 void TestMetrics::temperatureKeepsAccuracyAndNll() {
@@ -692,7 +699,8 @@ void TestMetrics::temperatureKeepsAccuracyAndNll() {
     same.logProbs.insert(same.logProbs.end(), one.logProbs.begin(), one.logProbs.end());
     const std::vector<int32_t> y2 = randomLabels(100, 3, 44);
     const TemperatureFit f = fitTemperature(same, y2, {}, TemperatureMode::Members);
-    const MemberPredictions scaled = temperatureScaled(same, {}, f.temperature, TemperatureMode::Members);
+    const MemberPredictions scaled =
+        temperatureScaled(same, {}, f.temperature, TemperatureMode::Members);
     QCOMPARE(ensembleClassificationMetrics(scaled, y2, {}).accuracy,
              ensembleClassificationMetrics(same, y2, {}).accuracy);
     // Underconfident members (scale 0.2) with labels equal to their argmax: T < 1.
@@ -738,8 +746,10 @@ void TestMetrics::gridShapeAndBounds() {
             const double c = x[2 * i + 1] > 1.0 ? 0.9 : 0.2;
             p.logProbs[static_cast<std::size_t>(2 * i)] = static_cast<float>(std::log(1 - a));
             p.logProbs[static_cast<std::size_t>(2 * i + 1)] = static_cast<float>(std::log(a));
-            p.logProbs[static_cast<std::size_t>(2 * rows + 2 * i)] = static_cast<float>(std::log(1 - c));
-            p.logProbs[static_cast<std::size_t>(2 * rows + 2 * i + 1)] = static_cast<float>(std::log(c));
+            p.logProbs[static_cast<std::size_t>(2 * rows + 2 * i)] =
+                static_cast<float>(std::log(1 - c));
+            p.logProbs[static_cast<std::size_t>(2 * rows + 2 * i + 1)] =
+                static_cast<float>(std::log(c));
         }
         return p;
     };
@@ -801,19 +811,98 @@ void TestMetrics::gridBenchmark() {
         }
         const double fullCall =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count() / reps;
-        std::printf("BENCH grid G=%d K=%d hidden=[32,32] with CPU forward pass: %.2f ms per grid "
-                    "(%.1f grids/s)\n",
-                    g, k, fullCall * 1e3, 1.0 / fullCall);
+        std::printf(
+            "BENCH grid G=%d K=%d hidden=[32,32] with CPU forward pass: %.2f ms per grid "
+            "(%.1f grids/s)\n",
+            g, k, fullCall * 1e3, 1.0 / fullCall);
         QCOMPARE(full.members, k);
     } catch (const std::exception& ex) {
         std::printf("BENCH grid with trainer not run: %s\n", ex.what());
     }
 }
 
+void TestMetrics::sameResultsForAnyThreadCount() {
+    // Per-point loops are parallel, reductions serial in point order: bit-identical results
+    // with one thread and with several.
+    const MemberPredictions p = randomPredictions(7, 500, 4, 61);
+    const std::vector<int32_t> y = randomLabels(500, 4, 62);
+    auto run = [&](int threads) {
+        omp_set_num_threads(threads);
+        EvaluationInput in;
+        in.predictions = &p;
+        in.labels = &y;
+        return evaluationReport(in).dump();
+    };
+    const int before = omp_get_max_threads();
+    const std::string one = run(1);
+    const std::string four = run(4);
+    omp_set_num_threads(before);
+    QCOMPARE(one, four);
+}
+
+void TestMetrics::trainerReportAndGrid() {
+    // A small bootstrap ensemble trained for a few steps: the report's out-of-bag rows are
+    // exactly the train rows with multiplicity 0 in Trainer::bootstrapCounts(), the size curve
+    // ends at the full ensemble, and the grid covers the data.
+    nlohmann::json cfg = defaultConfigJson();
+    cfg["dataset"]["n"] = 300;
+    cfg["ensemble"]["members"] = 4;
+    cfg["ensemble"]["bootstrap"] = "resample";
+    cfg["training"]["steps"] = 40;
+    cfg["backend"]["kind"] = "cpu";
+    std::unique_ptr<Trainer> trainer = makeTrainer(parseConfig(cfg), nullptr);
+    trainer->runSteps(40);
+    const nlohmann::json r = evaluationReport(*trainer);
+    const std::vector<int32_t> counts = trainer->bootstrapCounts();
+    const int64_t n = trainer->data().train.rows;
+    QVERIFY(r["oob"]["available"].get<bool>());
+    int64_t skipped = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        bool any = false;
+        for (int k = 0; k < 4; ++k) {
+            any = any || counts[static_cast<std::size_t>(k * n + i)] == 0;
+        }
+        skipped += !any;
+    }
+    for (int k = 0; k < 4; ++k) {
+        const int64_t zeros =
+            std::count(counts.begin() + k * n, counts.begin() + (k + 1) * n, int32_t{0});
+        QCOMPARE(r["oob"]["members"][static_cast<std::size_t>(k)]["rows"].get<int64_t>(), zeros);
+    }
+    QCOMPARE(r["oob"]["ensemble"]["skipped_rows"].get<int64_t>(), skipped);
+    QCOMPARE(r["size_curve"].size(), std::size_t{4});
+    COMPARE_NEAR(r["size_curve"][3]["first"]["nll"].get<double>(),
+                 r["ensemble"]["nll"].get<double>(), kRoundingTol);
+    COMPARE_NEAR(r["size_curve"][3]["first"]["accuracy"].get<double>(),
+                 r["ensemble"]["accuracy"].get<double>(), kRoundingTol);
+    // The engine's ensemble NLL and the trainer's agree.
+    const Evaluation e = trainer->evaluate();
+    COMPARE_NEAR(r["ensemble"]["nll"].get<double>(), e.ensembleTest.loss, kRoundingTol);
+    COMPARE_NEAR(r["ensemble"]["accuracy"].get<double>(), e.ensembleTest.accuracy, kRoundingTol);
+
+    const GridEvaluation g = evaluateGrid(*trainer, 16);
+    QCOMPARE(g.size, 16);
+    QCOMPARE(g.members, 4);
+    QCOMPARE(g.memberProbabilities.size(), std::size_t{4 * 256 * 2});
+    QCOMPARE(g.ensemble.rows, int64_t{256});
+    const GridBounds b = gridBounds(trainer->data());
+    QCOMPARE(g.bounds.xMin, b.xMin);
+    QCOMPARE(g.bounds.yMax, b.yMax);
+    for (int64_t i = 0; i < trainer->data().train.rows; ++i) {
+        const float* x = trainer->data().train.row(i);
+        QVERIFY(x[0] > b.xMin && x[0] < b.xMax && x[1] > b.yMin && x[1] < b.yMax);
+    }
+    // Each member's probabilities sum to 1 at every grid point.
+    for (std::size_t j = 0; j < g.memberProbabilities.size(); j += 2) {
+        COMPARE_NEAR(g.memberProbabilities[j] + g.memberProbabilities[j + 1], 1.0, kFloatInputTol);
+    }
+}
+
 void TestMetrics::reportLayout() {
     const MemberPredictions p = caseA();
     const std::vector<int32_t> counts = {1, 0, 2, 0, 0, 0, 1, 1};
-    const MemberPredictions ood = fromProbabilities(2, 2, 2, {0.5, 0.5, 0.6, 0.4, 0.5, 0.5, 0.4, 0.6});
+    const MemberPredictions ood =
+        fromProbabilities(2, 2, 2, {0.5, 0.5, 0.6, 0.4, 0.5, 0.5, 0.4, 0.6});
     EvaluationInput in;
     in.predictions = &p;
     in.labels = &kLabelsA;
@@ -888,7 +977,8 @@ void TestMetrics::csvWriters() {
     QVERIFY(dir.isValid());
     const std::string sub = dir.path().toStdString() + "/csv/nested";
     writeReportCsvs(sub, r, kLabelsA);
-    for (const char* name : {"reliability.csv", "size_curve.csv", "uncertainty.csv", "members.csv"}) {
+    for (const char* name :
+         {"reliability.csv", "size_curve.csv", "uncertainty.csv", "members.csv"}) {
         std::ifstream f(sub + "/" + name);
         QVERIFY2(f.good(), name);
         std::stringstream ss;

@@ -25,7 +25,8 @@ using nlohmann::json;
 // over it (JSON merge patch, so a file may name only the keys it changes), then every --set.
 // Only `dataset` and `backend` are taken from the result: the model, the members and their
 // hyperparameters are what the weights hold.
-ExperimentConfig evalConfig(const LoadedEnsemble& ensemble, const CliArgs& args) {
+ExperimentConfig evalConfig(const LoadedEnsemble& ensemble, const CliArgs& args,
+                            bool& datasetChanged) {
     json stored = ensemble.config.json.is_object() ? ensemble.config.json : defaultConfigJson();
     json merged = stored;
     if (args.has("--config")) {
@@ -34,6 +35,7 @@ ExperimentConfig evalConfig(const LoadedEnsemble& ensemble, const CliArgs& args)
     for (const std::string& s : args.sets) {
         applyOverride(merged, s);
     }
+    datasetChanged = merged.value("dataset", json()) != stored.value("dataset", json());
     for (const char* section : {"dataset", "backend"}) {
         if (merged.contains(section)) {
             stored[section] = merged[section];
@@ -69,8 +71,8 @@ Dataset loadOod(const std::string& what, const DatasetConfig& base, int features
     try {
         split = loadDataSplit(c);
     } catch (const ConfigError& e) {
-        throw ConfigError("--ood: '" + what +
-                          "' is neither a readable file nor a dataset kind (" + e.what() + ")");
+        throw ConfigError("--ood: '" + what + "' is neither a readable file nor a dataset kind (" +
+                          e.what() + ")");
     }
     if (split.train.features != features) {
         throw DataError("--ood " + what + ": " + std::to_string(split.train.features) +
@@ -88,8 +90,8 @@ void printMetricsRow(const char* label, const ClassificationMetrics& m, const ch
 void printSummary(const EnsembleReport& r, const std::string& dataset) {
     const std::size_t k = r.members.size();
     std::printf("%s split of %s: %lld rows, %d classes, %d of %zu members in the ensemble\n\n",
-                r.split.c_str(), dataset.c_str(), static_cast<long long>(r.points.rows),
-                r.classes, r.points.members, k);
+                r.split.c_str(), dataset.c_str(), static_cast<long long>(r.points.rows), r.classes,
+                r.points.members, k);
     std::printf("%-12s %9s %9s %9s %9s\n", "", "accuracy", "nll", "brier", "ece");
     auto memberRow = [&](std::size_t i) {
         char label[32];
@@ -136,30 +138,32 @@ void printSummary(const EnsembleReport& r, const std::string& dataset) {
     printMetricsRow("ensemble", r.ensemble);
     std::printf("\nGibbs NLL %.4f vs ensemble NLL %.4f; diversity %.4f\n", r.gibbsNll,
                 r.ensemble.nll, r.diversity);
-    std::printf("uncertainty (nats): total %.4f = aleatoric %.4f + epistemic %.4f; "
-                "disagreement %.4f\n",
-                r.uncertainty.entropyMean, r.uncertainty.aleatoricMean,
-                r.uncertainty.epistemicMean, r.uncertainty.disagreementMean);
+    std::printf(
+        "uncertainty (nats): total %.4f = aleatoric %.4f + epistemic %.4f; "
+        "disagreement %.4f\n",
+        r.uncertainty.entropyMean, r.uncertainty.aleatoricMean, r.uncertainty.epistemicMean,
+        r.uncertainty.disagreementMean);
     if (r.oob && r.oob->ensembleRows > 0) {
         std::printf("out-of-bag: ensemble accuracy %.4f, NLL %.4f on %lld train rows\n",
                     r.oob->ensembleAccuracy, r.oob->ensembleNll,
                     static_cast<long long>(r.oob->ensembleRows));
     }
     if (r.ood) {
-        std::printf("OOD %s (%lld rows): AUROC max-prob %.4f, entropy %.4f, MI %.4f; "
-                    "FPR@95%%TPR %.4f / %.4f / %.4f\n",
-                    r.oodName.c_str(), static_cast<long long>(r.ood->outRows),
-                    r.ood->maxProbability.auroc, r.ood->entropy.auroc,
-                    r.ood->mutualInformation.auroc, r.ood->maxProbability.fprAt95Tpr,
-                    r.ood->entropy.fprAt95Tpr, r.ood->mutualInformation.fprAt95Tpr);
+        std::printf(
+            "OOD %s (%lld rows): AUROC max-prob %.4f, entropy %.4f, MI %.4f; "
+            "FPR@95%%TPR %.4f / %.4f / %.4f\n",
+            r.oodName.c_str(), static_cast<long long>(r.ood->outRows), r.ood->maxProbability.auroc,
+            r.ood->entropy.auroc, r.ood->mutualInformation.auroc, r.ood->maxProbability.fprAt95Tpr,
+            r.ood->entropy.fprAt95Tpr, r.ood->mutualInformation.fprAt95Tpr);
     }
     if (r.temperature.available) {
         const TemperatureReport& t = r.temperature;
-        std::printf("temperature %.4f (fitted on %lld rows, measured on %lld): NLL %.4f -> %.4f, "
-                    "ECE %.4f -> %.4f\n",
-                    t.fit.temperature, static_cast<long long>(t.validationRows),
-                    static_cast<long long>(t.evaluationRows), t.before.nll, t.after.nll,
-                    t.before.ece, t.after.ece);
+        std::printf(
+            "temperature %.4f (fitted on %lld rows, measured on %lld): NLL %.4f -> %.4f, "
+            "ECE %.4f -> %.4f\n",
+            t.fit.temperature, static_cast<long long>(t.validationRows),
+            static_cast<long long>(t.evaluationRows), t.before.nll, t.after.nll, t.before.ece,
+            t.after.ece);
     }
 }
 
@@ -168,7 +172,8 @@ void printSummary(const EnsembleReport& r, const std::string& dataset) {
 int commandEval(const CliArgs& args) {
     const std::string weights = args.require("--weights");
     const LoadedEnsemble ensemble = importEnsemble(weights);
-    const ExperimentConfig config = evalConfig(ensemble, args);
+    bool datasetChanged = false;
+    const ExperimentConfig config = evalConfig(ensemble, args, datasetChanged);
     const DataSplit data = loadDataSplit(config.dataset);
     const int features = ensemble.layout.inputs();
     const int classes = ensemble.layout.classes();
@@ -203,6 +208,10 @@ int commandEval(const CliArgs& args) {
     std::string oobNote;
     if (ensemble.counts.empty()) {
         oobNote = "no bootstrap (ensemble.bootstrap = none): every member saw every row";
+    } else if (datasetChanged) {
+        oobNote =
+            "the dataset was overridden, so its train rows are not the ones the bootstrap "
+            "counts were drawn for";
     } else if (ensemble.trainRows != data.train.rows) {
         oobNote = "the bootstrap counts are for " + std::to_string(ensemble.trainRows) +
                   " train rows but the dataset has " + std::to_string(data.train.rows);
@@ -245,8 +254,9 @@ int commandEval(const CliArgs& args) {
     }
     if (args.has("--csv")) {
         writeReportCsvs(args.get("--csv"), report, evaluated.y);
-        std::fprintf(stderr, "wrote reliability.csv, size_curve.csv, uncertainty.csv and "
-                             "members.csv to %s\n",
+        std::fprintf(stderr,
+                     "wrote reliability.csv, size_curve.csv, uncertainty.csv and "
+                     "members.csv to %s\n",
                      args.get("--csv").c_str());
     }
     return 0;

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "metrics/metrics_detail.h"
+
 namespace ensemble {
 
 GridBounds gridBounds(const DataSplit& data, double margin) {
@@ -77,14 +79,28 @@ GridEvaluation evaluateGrid(const MemberPredictions& predictions, const GridBoun
     g.classes = predictions.classes;
     g.points = gridPoints(bounds, size);
     g.memberProbabilities.resize(predictions.logProbs.size());
-    const int64_t total = static_cast<int64_t>(predictions.logProbs.size());
-#pragma omp parallel for schedule(static)
-    for (int64_t j = 0; j < total; ++j) {
-        g.memberProbabilities[static_cast<std::size_t>(j)] =
-            std::exp(predictions.logProbs[static_cast<std::size_t>(j)]);
+    const std::vector<int> members = includedMembers(predictions, include);
+    if (!members.empty()) {
+        // The included members' probabilities come out of the ensemble pass.
+        g.ensemble =
+            detail::pointStatisticsInto(predictions, members, {}, g.memberProbabilities.data());
     }
-    if (!includedMembers(predictions, include).empty()) {
-        g.ensemble = pointStatistics(predictions, include);
+    std::vector<uint8_t> done(static_cast<std::size_t>(predictions.members), 0);
+    for (int k : members) {
+        done[static_cast<std::size_t>(k)] = 1;
+    }
+    const std::size_t block = static_cast<std::size_t>(n) * static_cast<std::size_t>(g.classes);
+    for (int k = 0; k < predictions.members; ++k) {
+        if (done[static_cast<std::size_t>(k)]) {
+            continue;
+        }
+        const float* from = predictions.logProbs.data() + static_cast<std::size_t>(k) * block;
+        float* to = g.memberProbabilities.data() + static_cast<std::size_t>(k) * block;
+        const int64_t count = static_cast<int64_t>(block);
+#pragma omp parallel for schedule(static)
+        for (int64_t j = 0; j < count; ++j) {
+            to[j] = std::exp(from[j]);
+        }
     }
     return g;
 }

@@ -58,12 +58,14 @@ struct GridEvaluation {
     // P_k for every member: memberProbabilities[(k*G*G + p)*C + c].
     std::vector<float> memberProbabilities;
     // The ensemble of the included members per point: probabilities (p*C + c), predicted
-    // class, total / aleatoric / epistemic uncertainty, disagreement, predictedStd.
+    // class, total / aleatoric / epistemic uncertainty, disagreement, predictedStd. Empty
+    // (rows 0) when no member is included (every member diverged).
     PointStatistics ensemble;
 };
 
-// The per-point work given the members' log-probabilities at gridPoints(bounds, size).
-// Preconditions: predictions.rows == size*size, at least one included member.
+// The per-point work given the members' log-probabilities at gridPoints(bounds, size);
+// parallel over points (OpenMP), the same result for any thread count.
+// Precondition: predictions.rows == size*size (else std::invalid_argument).
 GridEvaluation evaluateGrid(const MemberPredictions& predictions, const GridBounds& bounds,
                             int size, const std::vector<uint8_t>& include);
 GridEvaluation evaluateGrid(const MemberPredictor& predict, const GridBounds& bounds, int size,

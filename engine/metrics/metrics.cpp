@@ -24,7 +24,8 @@ std::size_t idx(int64_t i) {
 }
 
 const float* memberRow(const MemberPredictions& p, int k, int64_t i) {
-    return p.logProbs.data() + (static_cast<std::size_t>(k) * idx(p.rows) + idx(i)) * idx(p.classes);
+    return p.logProbs.data() +
+           (static_cast<std::size_t>(k) * idx(p.rows) + idx(i)) * idx(p.classes);
 }
 
 void checkLabels(const MemberPredictions& p, const std::vector<int32_t>& labels,
@@ -139,6 +140,13 @@ PointStatistics pointStatistics(const MemberPredictions& p, const std::vector<ui
 
 PointStatistics pointStatistics(const MemberPredictions& p, const std::vector<int>& members,
                                 const std::vector<int32_t>& labels) {
+    return detail::pointStatisticsInto(p, members, labels, nullptr);
+}
+
+namespace detail {
+
+PointStatistics pointStatisticsInto(const MemberPredictions& p, const std::vector<int>& members,
+                                    const std::vector<int32_t>& labels, float* memberProbOut) {
     checkPredictions(p, "pointStatistics");
     if (members.empty()) {
         throw std::invalid_argument("pointStatistics: no member is included");
@@ -195,6 +203,12 @@ PointStatistics pointStatistics(const MemberPredictions& p, const std::vector<in
                         h -= pr * lp;
                     }
                 }
+                if (memberProbOut != nullptr) {
+                    float* out = memberProbOut + (row - p.logProbs.data());
+                    for (int c = 0; c < classes; ++c) {
+                        out[c] = static_cast<float>(pk[c]);
+                    }
+                }
                 ++votes[idx(argmaxFirst(row, classes))];
                 aleatoric += h;
             }
@@ -207,7 +221,8 @@ PointStatistics pointStatistics(const MemberPredictions& p, const std::vector<in
             const double total = entropyOf(prob, classes);
             double var = 0.0;
             for (int u = 0; u < k; ++u) {
-                const double d = memberProb[static_cast<std::size_t>(u) * idx(classes) + idx(yhat)] - conf;
+                const double d =
+                    memberProb[static_cast<std::size_t>(u) * idx(classes) + idx(yhat)] - conf;
                 var += d * d;
             }
             s.predicted[idx(i)] = yhat;
@@ -236,6 +251,8 @@ PointStatistics pointStatistics(const MemberPredictions& p, const std::vector<in
     }
     return s;
 }
+
+}  // namespace detail
 
 UncertaintySummary summarizeUncertainty(const PointStatistics& s) {
     UncertaintySummary u;
@@ -383,7 +400,9 @@ OobMetrics outOfBagMetrics(const MemberPredictions& train, const std::vector<int
                                     " entries, expected members x rows = " +
                                     std::to_string(static_cast<int64_t>(kAll) * n));
     }
-    auto count = [&](int k, int64_t i) { return counts[static_cast<std::size_t>(k) * idx(n) + idx(i)]; };
+    auto count = [&](int k, int64_t i) {
+        return counts[static_cast<std::size_t>(k) * idx(n) + idx(i)];
+    };
 
 #pragma omp parallel for schedule(static)
     for (int k = 0; k < kAll; ++k) {
@@ -466,8 +485,7 @@ std::vector<int> randomMemberPermutation(const std::vector<int>& members, uint64
     std::vector<int> order = members;
     // Fisher-Yates: position j takes a uniform pick among positions 0..j.
     for (std::size_t j = order.size(); j-- > 1;) {
-        const Philox4x32 d =
-            philoxDraw(seed, RngPurpose::Subset, static_cast<uint32_t>(index), j);
+        const Philox4x32 d = philoxDraw(seed, RngPurpose::Subset, static_cast<uint32_t>(index), j);
         const uint32_t r = uniformIndex(d.v[0], d.v[1], static_cast<uint32_t>(j + 1));
         std::swap(order[j], order[r]);
     }
@@ -482,8 +500,7 @@ namespace {
 std::vector<ClassificationMetrics> prefixMetrics(const MemberPredictions& p,
                                                  const std::vector<int32_t>& labels,
                                                  const std::vector<int>& order,
-                                                 const std::vector<double>& memberProb,
-                                                 int bins) {
+                                                 const std::vector<double>& memberProb, int bins) {
     const int64_t n = p.rows;
     const int classes = p.classes;
     std::vector<double> sums(idx(n) * idx(classes), 0.0);
@@ -507,8 +524,8 @@ std::vector<ClassificationMetrics> prefixMetrics(const MemberPredictions& p,
                     sum[c] += std::exp(static_cast<double>(row[c]));
                 }
             } else {
-                const double* pk =
-                    memberProb.data() + (static_cast<std::size_t>(k) * idx(n) + idx(i)) * idx(classes);
+                const double* pk = memberProb.data() +
+                                   (static_cast<std::size_t>(k) * idx(n) + idx(i)) * idx(classes);
                 for (int c = 0; c < classes; ++c) {
                     sum[c] += pk[c];
                 }
@@ -571,7 +588,8 @@ std::vector<SizeCurvePoint> ensembleSizeCurve(const MemberPredictions& p,
     }
     // Sequence 0 is the members in order; 1..subsets are random permutations. Each sequence
     // is evaluated by one thread, so the results do not depend on the thread count.
-    std::vector<std::vector<ClassificationMetrics>> sequences(static_cast<std::size_t>(subsets) + 1);
+    std::vector<std::vector<ClassificationMetrics>> sequences(static_cast<std::size_t>(subsets) +
+                                                              1);
 #pragma omp parallel for schedule(dynamic, 1)
     for (int s = 0; s <= subsets; ++s) {
         const std::vector<int> order =
@@ -598,7 +616,8 @@ std::vector<SizeCurvePoint> ensembleSizeCurve(const MemberPredictions& p,
             double var = 0.0;
             for (int s = 1; s <= subsets; ++s) {
                 const double d =
-                    sequences[static_cast<std::size_t>(s)][static_cast<std::size_t>(m - 1)].*f - mean;
+                    sequences[static_cast<std::size_t>(s)][static_cast<std::size_t>(m - 1)].*f -
+                    mean;
                 var += d * d;
             }
             point.randomMean.*f = mean;

@@ -82,7 +82,7 @@ Calibration calibrationFrom(const std::vector<double>& confidence,
 struct PointStatistics {
     int64_t rows = 0;
     int classes = 0;
-    int members = 0;                   // K', the members averaged
+    int members = 0;                    // K', the members averaged
     std::vector<double> probabilities;  // p, rows x classes
     std::vector<int32_t> predicted;     // argmax_c p_c
     std::vector<double> confidence;     // max_c p_c
@@ -158,7 +158,7 @@ double diversity(const MemberPredictions& p, const std::vector<uint8_t>& include
 // probabilities of the included members for which it is out of bag; rows out of bag for no
 // included member are skipped and counted.
 struct OobMember {
-    int64_t rows = 0;  // rows out of bag for this member
+    int64_t rows = 0;       // rows out of bag for this member
     double accuracy = 0.0;  // NaN when rows == 0
     double nll = 0.0;       // NaN when rows == 0
 };
@@ -166,8 +166,8 @@ struct OobMember {
 struct OobMetrics {
     bool available = false;  // some row is out of bag for some member
     std::vector<OobMember> members;
-    int64_t ensembleRows = 0;  // rows with at least one included out-of-bag member
-    int64_t skippedRows = 0;   // rows out of bag for no included member
+    int64_t ensembleRows = 0;       // rows with at least one included out-of-bag member
+    int64_t skippedRows = 0;        // rows out of bag for no included member
     double ensembleAccuracy = 0.0;  // NaN when ensembleRows == 0
     double ensembleNll = 0.0;       // NaN when ensembleRows == 0
 };
@@ -198,7 +198,6 @@ std::vector<SizeCurvePoint> ensembleSizeCurve(const MemberPredictions& p,
 
 // The m-th random subset's member order used by ensembleSizeCurve: permutation `index` of
 // `members` (exposed for tests).
-std::vector<int> randomMemberPermutation(const std::vector<int>& members, uint64_t seed,
-                                         int index);
+std::vector<int> randomMemberPermutation(const std::vector<int>& members, uint64_t seed, int index);
 
 }  // namespace ensemble

@@ -18,6 +18,9 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 inline double logSumExpD(const double* v, int n) {
     double m = -std::numeric_limits<double>::infinity();
     for (int i = 0; i < n; ++i) {
+        if (std::isnan(v[i])) {
+            return v[i];
+        }
         m = v[i] > m ? v[i] : m;
     }
     if (!std::isfinite(m)) {
@@ -64,9 +67,15 @@ inline double entropyOf(const double* p, int n) {
     return h;
 }
 
+// pointStatistics(p, members, labels), also writing every included member's probabilities
+// (rounded to float) to memberProbOut at the positions of their log-probabilities, when it is
+// not null: one exp per entry serves both (the grid's hot path).
+PointStatistics pointStatisticsInto(const MemberPredictions& p, const std::vector<int>& members,
+                                    const std::vector<int32_t>& labels, float* memberProbOut);
+
 // Accumulates a reliability diagram point by point, in the caller's (fixed) order.
 class CalibrationAccumulator {
-public:
+  public:
     explicit CalibrationAccumulator(int bins)
         : m_count(static_cast<std::size_t>(bins), 0),
           m_confidence(static_cast<std::size_t>(bins), 0.0),
@@ -83,7 +92,7 @@ public:
 
     Calibration finish() const;
 
-private:
+  private:
     std::vector<int64_t> m_count;
     std::vector<double> m_confidence;
     std::vector<double> m_outcome;

@@ -54,8 +54,8 @@ TemperatureReport temperatureReport(const EvaluationInput& input,
         t.available = true;
         return t;
     }
-    const int64_t nVal =
-        static_cast<int64_t>(std::llround(options.validationFraction * static_cast<double>(p.rows)));
+    const int64_t nVal = static_cast<int64_t>(
+        std::llround(options.validationFraction * static_cast<double>(p.rows)));
     if (nVal < 1 || p.rows - nVal < 1) {
         return t;
     }
@@ -151,13 +151,12 @@ EnsembleReport evaluateEnsemble(const EvaluationInput& input, const EvaluationOp
     if (options.positiveClassReliability && p.classes == 2) {
         r.positiveReliability = positiveClassCalibration(r.points, labels, options.bins);
     }
-    r.sizeCurve = ensembleSizeCurve(p, labels, input.include, options.subsets, options.seed,
-                                    options.bins);
+    r.sizeCurve =
+        ensembleSizeCurve(p, labels, input.include, options.subsets, options.seed, options.bins);
     if (input.train != nullptr && input.trainLabels != nullptr) {
         static const std::vector<int32_t> kNoCounts;
         r.oob = outOfBagMetrics(*input.train, *input.trainLabels,
-                                input.counts != nullptr ? *input.counts : kNoCounts,
-                                input.include);
+                                input.counts != nullptr ? *input.counts : kNoCounts, input.include);
     }
     if (input.ood != nullptr) {
         const PointStatistics out = pointStatistics(*input.ood, members, {});
@@ -349,8 +348,8 @@ std::string pointsCsv(const PointStatistics& s, const std::vector<int32_t>& labe
         out += labelled ? csvNumber(s.nll[u]) : std::string();
         out += ',';
         out += labelled ? csvNumber(s.brier[u]) : std::string();
-        for (double v : {s.total[u], s.aleatoric[u], s.epistemic[u], s.disagreement[u],
-                         s.predictedStd[u]}) {
+        for (double v :
+             {s.total[u], s.aleatoric[u], s.epistemic[u], s.disagreement[u], s.predictedStd[u]}) {
             out += ',' + csvNumber(v);
         }
         out += '\n';

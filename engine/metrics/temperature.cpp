@@ -22,12 +22,13 @@ std::size_t idx(int64_t i) {
 }
 
 const float* memberRow(const MemberPredictions& p, int k, int64_t i) {
-    return p.logProbs.data() + (static_cast<std::size_t>(k) * idx(p.rows) + idx(i)) * idx(p.classes);
+    return p.logProbs.data() +
+           (static_cast<std::size_t>(k) * idx(p.rows) + idx(i)) * idx(p.classes);
 }
 
 // The validation NLL as a function of T, with what does not depend on T computed once.
 class NllObjective {
-public:
+  public:
     NllObjective(const MemberPredictions& p, const std::vector<int32_t>& labels,
                  const std::vector<uint8_t>& include, TemperatureMode mode)
         : m_p(p), m_labels(labels), m_members(includedMembers(p, include)), m_mode(mode) {
@@ -92,7 +93,8 @@ public:
                     perRow[idx(i)] = logSumExpD(z.data(), classes) - z[idx(y)];
                 } else {
                     for (int u = 0; u < k; ++u) {
-                        const float* row = memberRow(m_p, m_members[static_cast<std::size_t>(u)], i);
+                        const float* row =
+                            memberRow(m_p, m_members[static_cast<std::size_t>(u)], i);
                         for (int c = 0; c < classes; ++c) {
                             z[idx(c)] = static_cast<double>(row[c]) * inv;
                         }
@@ -110,9 +112,11 @@ public:
         return sum / static_cast<double>(n);
     }
 
-    int evaluations() const { return m_evaluations; }
+    int evaluations() const {
+        return m_evaluations;
+    }
 
-private:
+  private:
     const MemberPredictions& m_p;
     const std::vector<int32_t>& m_labels;
     std::vector<int> m_members;
@@ -181,9 +185,8 @@ TemperatureFit fitTemperature(const MemberPredictions& validation,
     return fit;
 }
 
-MemberPredictions temperatureScaled(const MemberPredictions& p,
-                                    const std::vector<uint8_t>& include, double temperature,
-                                    TemperatureMode mode) {
+MemberPredictions temperatureScaled(const MemberPredictions& p, const std::vector<uint8_t>& include,
+                                    double temperature, TemperatureMode mode) {
     if (!(temperature > 0.0)) {
         throw std::invalid_argument("temperatureScaled: T must be > 0");
     }

@@ -53,8 +53,8 @@ TemperatureFit fitTemperature(const MemberPredictions& validation,
 // Predictions after scaling, as members to average with every member included: for Members
 // the K' included members, each log_softmax(log P_k / T); for Ensemble one pseudo-member,
 // log_softmax(log p / T).
-MemberPredictions temperatureScaled(const MemberPredictions& p,
-                                    const std::vector<uint8_t>& include, double temperature,
+MemberPredictions temperatureScaled(const MemberPredictions& p, const std::vector<uint8_t>& include,
+                                    double temperature,
                                     TemperatureMode mode = TemperatureMode::Ensemble);
 
 }  // namespace ensemble

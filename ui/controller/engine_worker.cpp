@@ -231,9 +231,12 @@ void EngineWorker::trainChunk() {
             m_pauseRequested.load(std::memory_order_acquire)) {
             break;
         }
-        const double perStep = std::max(m_trainer->lastStepSeconds(), 1e-7);
-        int64_t n = std::clamp<int64_t>(static_cast<int64_t>(m_tuning.callSeconds / perStep), 1,
-                                        100000);
+        // Size the call from the measured step time (one step before anything is measured).
+        const double perStep = m_trainer->lastStepSeconds();
+        int64_t n = perStep > 0.0 ? std::clamp<int64_t>(
+                                        static_cast<int64_t>(m_tuning.callSeconds / perStep), 1,
+                                        100000)
+                                  : 1;
         n = std::min({n, end - m_trainer->step(), std::max<int64_t>(1, m_nextHistory - m_trainer->step())});
         m_trainer->runSteps(n);
         m_windowSteps += n;

@@ -6,10 +6,10 @@ namespace ensemble::gpu {
 
 namespace {
 
-__global__ void planBatchKernel(BatchPlanParams plan, int64_t slots,
+__global__ void planBatchKernel(BatchPlanParams plan, int64_t slotCount,
                                 const DeviceStepState* state, int32_t* rows, float* weights) {
     const uint64_t step = state->step;
-    for (int64_t i = firstThread(); i < slots; i += threadStride()) {
+    for (int64_t i = firstThread(); i < slotCount; i += threadStride()) {
         planSlotElement(i, plan, step, rows, weights);
     }
 }
@@ -25,17 +25,17 @@ __global__ void gatherRowsKernel(const float* trainX, int features, const int32_
 
 void launchPlanBatch(const BatchPlanParams& plan, int members, const DeviceStepState* state,
                      int32_t* rows, float* weights, cudaStream_t stream) {
-    const int64_t slots = static_cast<int64_t>(members) * plan.batch;
-    planBatchKernel<<<blocksFor(slots), kBlockThreads, 0, stream>>>(plan, slots, state, rows,
-                                                                     weights);
+    const int64_t slotCount = static_cast<int64_t>(members) * plan.batch;
+    planBatchKernel<<<blocksFor(slotCount), kBlockThreads, 0, stream>>>(plan, slotCount, state,
+                                                                        rows, weights);
     ENSEMBLE_CUDA_CHECK_LAUNCH();
 }
 
-void launchGatherRows(const float* trainX, int features, const int32_t* rows, int64_t slots,
+void launchGatherRows(const float* trainX, int features, const int32_t* rows, int64_t slotCount,
                       float* x, cudaStream_t stream) {
-    const int64_t count = slots * features;
-    gatherRowsKernel<<<blocksFor(count), kBlockThreads, 0, stream>>>(trainX, features, rows,
-                                                                      count, x);
+    const int64_t count = slotCount * features;
+    gatherRowsKernel<<<blocksFor(count), kBlockThreads, 0, stream>>>(trainX, features, rows, count,
+                                                                     x);
     ENSEMBLE_CUDA_CHECK_LAUNCH();
 }
 

@@ -18,9 +18,9 @@ namespace ensemble::gpu {
 void launchPlanBatch(const BatchPlanParams& plan, int members, const DeviceStepState* state,
                      int32_t* rows, float* weights, cudaStream_t stream);
 
-// x[s][c] = trainX[rows[s]][c] for s < slots (slots = G * B). One thread per element of x.
+// x[s][c] = trainX[rows[s]][c] for s < slotCount (slotCount = G * B). One thread per element of x.
 // Preconditions: features > 0, every rows[s] a valid train row.
-void launchGatherRows(const float* trainX, int features, const int32_t* rows, int64_t slots,
+void launchGatherRows(const float* trainX, int features, const int32_t* rows, int64_t slotCount,
                       float* x, cudaStream_t stream);
 
 // Whether this binary holds code the current device can run (sm_80/sm_90 SASS, PTX 90);

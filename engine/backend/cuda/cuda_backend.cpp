@@ -57,8 +57,9 @@ std::string mib(std::size_t bytes) {
 // Runs the operation sequences of step_program.h on the GPU: every call is one kernel launch
 // or one cuBLAS call on `stream`, so the sequence can be captured as a graph unchanged.
 class DeviceExecutor {
-public:
-    DeviceExecutor(cublasHandle_t cublas, cudaStream_t stream) : m_cublas(cublas), m_stream(stream) {}
+  public:
+    DeviceExecutor(cublasHandle_t cublas, cudaStream_t stream)
+        : m_cublas(cublas), m_stream(stream) {}
 
     void prepareRules(const OptimizerRule* base, OptimizerRule* rules, int members,
                       const DeviceStepState* state) {
@@ -68,9 +69,9 @@ public:
                    int32_t* rows, float* weights) {
         launchPlanBatch(plan, members, state, rows, weights, m_stream);
     }
-    void gatherRows(const float* trainX, int features, const int32_t* rows, int64_t slots,
+    void gatherRows(const float* trainX, int features, const int32_t* rows, int64_t slotCount,
                     float* x) {
-        launchGatherRows(trainX, features, rows, slots, x, m_stream);
+        launchGatherRows(trainX, features, rows, slotCount, x, m_stream);
     }
     // C = op(A) op(B) for every member; see GemmArgs for how row-major maps to cuBLAS.
     // Pointer mode is host, so alpha/beta are read at the call and a captured graph holds
@@ -114,7 +115,7 @@ public:
         launchLogSoftmax(z, rows, classes, m_stream);
     }
 
-private:
+  private:
     cublasHandle_t m_cublas;
     cudaStream_t m_stream;
 };
@@ -140,7 +141,7 @@ private:
 // Set the environment variable ENSEMBLE_CUDA_GRAPHS=0 to run every step eagerly instead (same
 // kernels, same order, same results), for debugging with compute-sanitizer or nsys.
 class CudaBackend final : public Backend {
-public:
+  public:
     explicit CudaBackend(int device);
     ~CudaBackend() override;
 
@@ -151,7 +152,7 @@ public:
     void step(uint64_t step, const uint8_t* active, float* losses) override;
     void predictLogProbs(const float* x, int64_t rows, float* out) override;
 
-private:
+  private:
     void useDevice() const { ENSEMBLE_CUDA_CHECK(cudaSetDevice(m_device)); }
     void requireBound(const char* what) const {
         if (!m_bound) {
@@ -197,7 +198,7 @@ private:
 
     // What the device holds, as far as the host knows: valid only after a step completed.
     bool m_mirrorValid = false;
-    uint64_t m_deviceStep = 0;           // the index state.step holds
+    uint64_t m_deviceStep = 0;            // the index state.step holds
     std::vector<uint8_t> m_deviceActive;  // the flags d_active holds (0/1)
 
     GraphExecHandle m_graph;  // declared last: destroyed first
@@ -266,10 +267,10 @@ void CudaBackend::checkMemory(const MemoryEstimate& e) const {
     const std::size_t needed = e.total() + kDeviceReserveBytes;
     if (needed > freeBytes) {
         throw RuntimeError(
-            "CUDA backend: this run needs about " + mib(needed) + " of device memory on " +
-            m_name + " but cudaMemGetInfo reports " + mib(freeBytes) + " free of " +
-            mib(totalBytes) + " (parameters, gradient and optimizer state " + mib(e.parameters) +
-            ", train set " + mib(e.trainSet) + ", batch workspace " + mib(e.stepWorkspace) +
+            "CUDA backend: this run needs about " + mib(needed) + " of device memory on " + m_name +
+            " but cudaMemGetInfo reports " + mib(freeBytes) + " free of " + mib(totalBytes) +
+            " (parameters, gradient and optimizer state " + mib(e.parameters) + ", train set " +
+            mib(e.trainSet) + ", batch workspace " + mib(e.stepWorkspace) +
             ", prediction workspace " + mib(e.predictWorkspace) + ", cuBLAS workspace " +
             mib(e.cublasWorkspace) + ", reserve " + mib(kDeviceReserveBytes) +
             "); reduce ensemble.members, model.hidden or training.batch_size, or use the CPU "
@@ -300,8 +301,8 @@ void CudaBackend::bind(const TrainingProblem& problem) {
 
     sync();
     release();
-    const MemoryEstimate estimate = estimateDeviceMemory(
-        layout, training ? problem.trainRows : 0, problem.plan.batch, problem.plan.mode);
+    const MemoryEstimate estimate = estimateDeviceMemory(layout, training ? problem.trainRows : 0,
+                                                         problem.plan.batch, problem.plan.mode);
     checkMemory(estimate);
 
     m_problem = problem;
@@ -381,8 +382,8 @@ void CudaBackend::setParameters(const float* params) {
     requireBound("setParameters");
     useDevice();
     cudaStream_t stream = m_stream.get();
-    ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(m_params.data(), params, m_params.bytes(),
-                                        cudaMemcpyHostToDevice, stream));
+    ENSEMBLE_CUDA_CHECK(
+        cudaMemcpyAsync(m_params.data(), params, m_params.bytes(), cudaMemcpyHostToDevice, stream));
     ENSEMBLE_CUDA_CHECK(cudaMemsetAsync(m_moment1.data(), 0, m_moment1.bytes(), stream));
     ENSEMBLE_CUDA_CHECK(cudaMemsetAsync(m_moment2.data(), 0, m_moment2.bytes(), stream));
     // Bias correction restarts: updates = 0 (the step index is reconciled by step()).
@@ -492,9 +493,9 @@ void CudaBackend::predictLogProbs(const float* x, int64_t rows, float* out) {
         ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(arena + m_predict.x, x + first * inputs,
                                             sizeof(float) * inputs * static_cast<std::size_t>(n),
                                             cudaMemcpyHostToDevice, stream));
-        const float* logProbs =
-            enqueuePrediction(ex, layout, m_problem.activation, m_params.data(),
-                              arena + m_predict.x, n, arena + m_predict.bufA, arena + m_predict.bufB);
+        const float* logProbs = enqueuePrediction(ex, layout, m_problem.activation, m_params.data(),
+                                                  arena + m_predict.x, n, arena + m_predict.bufA,
+                                                  arena + m_predict.bufB);
         // The chunk's block of member k is [n][C] at logProbs + k * n * C; it goes to
         // out[(k * rows + begin) * C]. Stream order keeps the next chunk's upload behind
         // these copies.
@@ -533,8 +534,8 @@ bool cudaDeviceUsable(int device, std::string& reason) {
         error = cudaFree(nullptr);  // creates the context: a broken device fails here
     }
     if (error != cudaSuccess) {
-        reason = "CUDA device " + std::to_string(device) + ": " + cudaGetErrorString(error) +
-                 " (" + cudaGetErrorName(error) + ")";
+        reason = "CUDA device " + std::to_string(device) + ": " + cudaGetErrorString(error) + " (" +
+                 cudaGetErrorName(error) + ")";
         (void)cudaGetLastError();
         return false;
     }

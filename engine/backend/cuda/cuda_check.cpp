@@ -13,9 +13,8 @@ void throwCudaError(cudaError_t error, const char* expr, const char* file, int l
 }
 
 void throwCublasError(cublasStatus_t status, const char* expr, const char* file, int line) {
-    throw RuntimeError(std::string(file) + ":" + std::to_string(line) + ": " + expr +
-                       " failed: " + cublasGetStatusName(status) + ": " +
-                       cublasGetStatusString(status));
+    throw RuntimeError(std::string(file) + ":" + std::to_string(line) + ": " + expr + " failed: " +
+                       cublasGetStatusName(status) + ": " + cublasGetStatusString(status));
 }
 
 }  // namespace ensemble::gpu

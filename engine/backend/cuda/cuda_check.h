@@ -18,22 +18,20 @@ namespace ensemble::gpu {
 
 }  // namespace ensemble::gpu
 
-#define ENSEMBLE_CUDA_CHECK(expr)                                                   \
-    do {                                                                            \
-        const cudaError_t ensembleCudaError_ = (expr);                              \
-        if (ensembleCudaError_ != cudaSuccess) {                                    \
-            ::ensemble::gpu::throwCudaError(ensembleCudaError_, #expr, __FILE__,    \
-                                            __LINE__);                              \
-        }                                                                           \
+#define ENSEMBLE_CUDA_CHECK(expr)                                                           \
+    do {                                                                                    \
+        const cudaError_t ensembleCudaError_ = (expr);                                      \
+        if (ensembleCudaError_ != cudaSuccess) {                                            \
+            ::ensemble::gpu::throwCudaError(ensembleCudaError_, #expr, __FILE__, __LINE__); \
+        }                                                                                   \
     } while (0)
 
-#define ENSEMBLE_CUBLAS_CHECK(expr)                                                 \
-    do {                                                                            \
-        const cublasStatus_t ensembleCublasStatus_ = (expr);                        \
-        if (ensembleCublasStatus_ != CUBLAS_STATUS_SUCCESS) {                       \
-            ::ensemble::gpu::throwCublasError(ensembleCublasStatus_, #expr, __FILE__, \
-                                              __LINE__);                            \
-        }                                                                           \
+#define ENSEMBLE_CUBLAS_CHECK(expr)                                                              \
+    do {                                                                                         \
+        const cublasStatus_t ensembleCublasStatus_ = (expr);                                     \
+        if (ensembleCublasStatus_ != CUBLAS_STATUS_SUCCESS) {                                    \
+            ::ensemble::gpu::throwCublasError(ensembleCublasStatus_, #expr, __FILE__, __LINE__); \
+        }                                                                                        \
     } while (0)
 
 // After a kernel launch: reports launch-configuration errors at once (execution errors

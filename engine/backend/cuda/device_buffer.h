@@ -34,7 +34,7 @@ struct PinnedAllocator {
 
 template <typename T, typename Allocator>
 class CudaBuffer {
-public:
+  public:
     CudaBuffer() = default;
     // `count` elements, uninitialised. Throws RuntimeError when the allocation fails.
     explicit CudaBuffer(std::size_t count) : m_count(count) {
@@ -72,7 +72,7 @@ public:
     std::size_t bytes() const { return m_count * sizeof(T); }
     bool empty() const { return m_count == 0; }
 
-private:
+  private:
     T* m_data = nullptr;
     std::size_t m_count = 0;
 };

@@ -33,14 +33,14 @@ void launchBiasActivate(float* z, float* post, const float* bias, int members, i
                         Activation act, cudaStream_t stream) {
     const int64_t count = static_cast<int64_t>(members) * rows * out;
     biasActivateKernel<<<blocksFor(count), kBlockThreads, 0, stream>>>(z, post, bias, rows, out,
-                                                                        act, count);
+                                                                       act, count);
     ENSEMBLE_CUDA_CHECK_LAUNCH();
 }
 
 void launchActivationBackward(float* delta, const float* pre, const float* post, int64_t count,
                               Activation act, cudaStream_t stream) {
     activationBackwardKernel<<<blocksFor(count), kBlockThreads, 0, stream>>>(delta, pre, post,
-                                                                              count, act);
+                                                                             count, act);
     ENSEMBLE_CUDA_CHECK_LAUNCH();
 }
 
@@ -50,7 +50,7 @@ void launchBiasGradient(const float* delta, float* gradBias, int members, int ro
     // one delta row.
     const int64_t count = static_cast<int64_t>(members) * out;
     biasGradientKernel<<<blocksFor(count), kBlockThreads, 0, stream>>>(delta, gradBias, rows, out,
-                                                                        count);
+                                                                       count);
     ENSEMBLE_CUDA_CHECK_LAUNCH();
 }
 

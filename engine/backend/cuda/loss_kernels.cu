@@ -9,8 +9,8 @@ namespace {
 __global__ void softmaxCrossEntropyKernel(const float* logits, const int32_t* trainY,
                                           const int32_t* rows, const float* weights, int batch,
                                           int classes, float* dLogits, float* rowLoss,
-                                          int64_t slots) {
-    for (int64_t r = firstThread(); r < slots; r += threadStride()) {
+                                          int64_t slotCount) {
+    for (int64_t r = firstThread(); r < slotCount; r += threadStride()) {
         softmaxCrossEntropyElement(r, logits, trainY, rows, weights, batch, classes, dLogits,
                                    rowLoss);
     }
@@ -34,16 +34,16 @@ __global__ void logSoftmaxKernel(float* z, int classes, int64_t rows) {
 void launchSoftmaxCrossEntropy(const float* logits, const int32_t* trainY, const int32_t* rows,
                                const float* weights, int members, int batch, int classes,
                                float* dLogits, float* rowLoss, cudaStream_t stream) {
-    const int64_t slots = static_cast<int64_t>(members) * batch;
-    softmaxCrossEntropyKernel<<<blocksFor(slots), kBlockThreads, 0, stream>>>(
-        logits, trainY, rows, weights, batch, classes, dLogits, rowLoss, slots);
+    const int64_t slotCount = static_cast<int64_t>(members) * batch;
+    softmaxCrossEntropyKernel<<<blocksFor(slotCount), kBlockThreads, 0, stream>>>(
+        logits, trainY, rows, weights, batch, classes, dLogits, rowLoss, slotCount);
     ENSEMBLE_CUDA_CHECK_LAUNCH();
 }
 
 void launchMemberLoss(const float* rowLoss, const uint8_t* active, int members, int batch,
                       float* loss, cudaStream_t stream) {
-    memberLossKernel<<<blocksFor(members), kBlockThreads, 0, stream>>>(rowLoss, active, batch,
-                                                                        loss, members);
+    memberLossKernel<<<blocksFor(members), kBlockThreads, 0, stream>>>(rowLoss, active, batch, loss,
+                                                                       members);
     ENSEMBLE_CUDA_CHECK_LAUNCH();
 }
 

@@ -65,8 +65,8 @@ ENSEMBLE_HD inline int memberOfParam(uint64_t i, const ParamSegment* segments, i
 
 // Member k's rule for this step: prepareStep (optim_rules.h) sets the bias-corrected step size
 // for update number t = updates + 1, in double, exactly as CpuBackend::step does.
-ENSEMBLE_HD inline void prepareRuleElement(int64_t k, const OptimizerRule* base, OptimizerRule* rules,
-                                           const DeviceStepState& state) {
+ENSEMBLE_HD inline void prepareRuleElement(int64_t k, const OptimizerRule* base,
+                                           OptimizerRule* rules, const DeviceStepState& state) {
     OptimizerRule r = base[k];
     prepareStep(r, state.updates + 1);
     rules[k] = r;

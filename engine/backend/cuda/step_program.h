@@ -158,7 +158,7 @@ struct StepArena {
     std::vector<std::size_t> post;  // only hidden layers have one
     std::size_t delta = 0;
     std::size_t deltaPrev = 0;
-    std::size_t floats = 0;  // arena size
+    std::size_t floats = 0;    // arena size
     std::size_t rowSlots = 0;  // int32 rows: K * B
 };
 
@@ -249,7 +249,9 @@ struct MemoryEstimate {
     }
 };
 
-inline std::size_t align256(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+inline std::size_t align256(std::size_t bytes) {
+    return (bytes + 255) / 256 * 256;
+}
 
 inline MemoryEstimate estimateDeviceMemory(const ParamLayout& layout, int64_t trainRows,
                                            uint32_t batch, BootstrapMode mode) {
@@ -291,7 +293,7 @@ struct StepBuffers {
     float* delta = nullptr;
     float* deltaPrev = nullptr;
     float* rowLoss = nullptr;
-    float* loss = nullptr;           // [K]
+    float* loss = nullptr;            // [K]
     const uint8_t* active = nullptr;  // [K]
     const OptimizerRule* baseRules = nullptr;
     OptimizerRule* rules = nullptr;  // this step's, with bias corrections
@@ -319,7 +321,7 @@ inline void placeStepBuffers(const StepArena& arena, float* base, int32_t* rows,
 // One training step of all K members, as a sequence of calls on `ex`, which provides
 //   prepareRules(base, rules, K, state)            per member: bias corrections for this step
 //   planBatch(plan, K, state, rows, weights)       per slot (k, b)
-//   gatherRows(trainX, D, rows, slots, x)          per element of x; slots = G * B
+//   gatherRows(trainX, D, rows, slotCount, x)          per element of x; slotCount = G * B
 //   gemm(args, A, B, C)                            C = op(A) op(B), strided batched
 //   biasActivate(z, post, bias, K, rows, out, act) per element of z
 //   softmaxCrossEntropy(logits, trainY, rows, weights, K, B, C, dLogits, rowLoss)  per slot
@@ -350,8 +352,7 @@ void enqueueTrainingStep(Exec& ex, const ParamLayout& layout, const BatchPlanPar
         const std::size_t li = static_cast<std::size_t>(l);
         ex.gemm(forwardGemm(s.in, s.out, batch, members, l == 0 && shared),
                 b.params + s.weightOffset, prev, b.pre[li]);
-        ex.biasActivate(b.pre[li], b.post[li], b.params + s.biasOffset, members, batch, s.out,
-                        act);
+        ex.biasActivate(b.pre[li], b.post[li], b.params + s.biasOffset, members, batch, s.out, act);
         prev = b.post[li];
     }
 

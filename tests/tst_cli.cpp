@@ -1,0 +1,241 @@
+// ensemble-cli end to end: its commands, output formats and exit codes (a public contract:
+// 0 ok, 2 usage/config, 3 bad data or weights file, 4 runtime failure).
+#include <QtTest/QtTest>
+
+#include "backend/backend.h"
+#include "io/model_io.h"
+#include "test_support.h"
+
+using ensemble::test::cliPath;
+
+namespace {
+
+struct Run {
+    int code = -1;
+    QString out;
+    QString err;
+};
+
+Run runCli(const QStringList& args, int timeoutMs = 60000) {
+    QProcess p;
+    p.start(cliPath(), args);
+    Run r;
+    if (!p.waitForFinished(timeoutMs)) {
+        p.kill();
+        p.waitForFinished();
+        r.err = QStringLiteral("timed out");
+        return r;
+    }
+    r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+    r.out = QString::fromUtf8(p.readAllStandardOutput());
+    r.err = QString::fromUtf8(p.readAllStandardError());
+    return r;
+}
+
+QString describe(const Run& r) {
+    return QStringLiteral("exit %1\nstdout: %2\nstderr: %3").arg(r.code).arg(r.out, r.err);
+}
+
+void writeText(const QString& path, const QByteArray& text) {
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(text);
+}
+
+const QStringList kSmallSpirals = {
+    QStringLiteral("--config"), QStringLiteral("spirals"),
+    QStringLiteral("--set"),    QStringLiteral("ensemble.members=3"),
+    QStringLiteral("--set"),    QStringLiteral("dataset.n=200"),
+    QStringLiteral("--set"),    QStringLiteral("backend.kind=cpu"),
+    QStringLiteral("--quiet")};
+
+}  // namespace
+
+class TestCli : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void usageErrorsExitTwo();
+    void configErrorsExitTwoAndNameTheKey();
+    void badDataExitsThree();
+    void badWeightsExitThree();
+    void cudaWithoutDeviceExitsFour();
+    void trainExportPredictRoundTrip();
+    void zeroStepsExportsInitialWeights();
+    void datasetWritesTheSplit();
+    void benchPrintsTheResultLine();
+
+private:
+    QTemporaryDir m_dir;
+};
+
+void TestCli::initTestCase() {
+    QVERIFY2(QFileInfo(cliPath()).isExecutable(), qPrintable(cliPath()));
+    QVERIFY(m_dir.isValid());
+}
+
+void TestCli::usageErrorsExitTwo() {
+    QCOMPARE(runCli({}).code, 2);
+    const Run unknown = runCli({QStringLiteral("fly")});
+    QCOMPARE(unknown.code, 2);
+    QVERIFY(unknown.err.contains(QStringLiteral("unknown command 'fly'")));
+    const Run flag = runCli({QStringLiteral("train"), QStringLiteral("--frobnicate"), QStringLiteral("1")});
+    QCOMPARE(flag.code, 2);
+    QVERIFY(flag.err.contains(QStringLiteral("--frobnicate")));
+    const Run missing = runCli({QStringLiteral("predict"), QStringLiteral("--input"), QStringLiteral("x.csv")});
+    QCOMPARE(missing.code, 2);
+    QVERIFY2(missing.err.contains(QStringLiteral("--weights")), qPrintable(describe(missing)));
+    QCOMPARE(runCli({QStringLiteral("--help")}).code, 0);
+}
+
+void TestCli::configErrorsExitTwoAndNameTheKey() {
+    Run r = runCli({QStringLiteral("train"), QStringLiteral("--config"), QStringLiteral("spirals"),
+                    QStringLiteral("--set"), QStringLiteral("model.hiden=[3]")});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("model.hiden: unknown key")), qPrintable(describe(r)));
+    r = runCli({QStringLiteral("train"), QStringLiteral("--config"), QStringLiteral("nope")});
+    QCOMPARE(r.code, 2);
+    QVERIFY(r.err.contains(QStringLiteral("not a preset")));
+    r = runCli({QStringLiteral("train"), QStringLiteral("--set"), QStringLiteral("ensemble.members=-4")});
+    QCOMPARE(r.code, 2);
+    QVERIFY(r.err.contains(QStringLiteral("ensemble.members")));
+}
+
+void TestCli::badDataExitsThree() {
+    const QString csv = m_dir.filePath(QStringLiteral("bad.csv"));
+    writeText(csv, "x0,x1,label\n0.5,1.0,0\n0.25,oops,1\n");
+    const Run r = runCli({QStringLiteral("train"), QStringLiteral("--set"), QStringLiteral("dataset.kind=csv"),
+                          QStringLiteral("--set"), QStringLiteral("dataset.path=") + csv});
+    QCOMPARE(r.code, 3);
+    QVERIFY2(r.err.contains(QStringLiteral("bad.csv:3")), qPrintable(describe(r)));
+    const QString json = m_dir.filePath(QStringLiteral("bad.json"));
+    writeText(json, "{\"model\": [");
+    QCOMPARE(runCli({QStringLiteral("train"), QStringLiteral("--config"), json}).code, 3);
+}
+
+void TestCli::badWeightsExitThree() {
+    const QString junk = m_dir.filePath(QStringLiteral("junk.safetensors"));
+    writeText(junk, "definitely not safetensors");
+    const QString input = m_dir.filePath(QStringLiteral("in.csv"));
+    writeText(input, "x0,x1\n0,0\n");
+    const Run r = runCli({QStringLiteral("predict"), QStringLiteral("--weights"), junk,
+                          QStringLiteral("--input"), input, QStringLiteral("--output"),
+                          m_dir.filePath(QStringLiteral("p.csv"))});
+    QCOMPARE(r.code, 3);
+    QVERIFY(r.err.contains(QStringLiteral("junk.safetensors")));
+    QVERIFY(!QFile::exists(m_dir.filePath(QStringLiteral("p.csv"))));
+}
+
+void TestCli::cudaWithoutDeviceExitsFour() {
+    std::string reason;
+    if (ensemble::cudaAvailable(0, reason)) {
+        QSKIP("a CUDA device is present: this checks the no-device path");
+    }
+    QStringList args = {QStringLiteral("train")};
+    args << kSmallSpirals << QStringLiteral("--set") << QStringLiteral("backend.kind=cuda");
+    const Run r = runCli(args);
+    QCOMPARE(r.code, 4);
+    QVERIFY2(r.err.contains(QStringLiteral("CUDA")), qPrintable(describe(r)));
+    // auto falls back to the CPU and says so once.
+    args = QStringList{QStringLiteral("train")} << kSmallSpirals << QStringLiteral("--set")
+                                                << QStringLiteral("backend.kind=auto")
+                                                << QStringLiteral("--set")
+                                                << QStringLiteral("training.steps=5");
+    const Run fallback = runCli(args);
+    QCOMPARE(fallback.code, 0);
+    QCOMPARE(fallback.err.count(QStringLiteral("using the CPU")), 1);
+}
+
+void TestCli::trainExportPredictRoundTrip() {
+    const QString weights = m_dir.filePath(QStringLiteral("w.safetensors"));
+    const QString metrics = m_dir.filePath(QStringLiteral("m.json"));
+    QStringList args = {QStringLiteral("train")};
+    args << kSmallSpirals << QStringLiteral("--set") << QStringLiteral("training.steps=50")
+         << QStringLiteral("--export") << weights << QStringLiteral("--metrics") << metrics;
+    const Run train = runCli(args);
+    QVERIFY2(train.code == 0, qPrintable(describe(train)));
+
+    QFile mf(metrics);
+    QVERIFY(mf.open(QIODevice::ReadOnly));
+    const auto report = nlohmann::json::parse(mf.readAll().toStdString());
+    QCOMPARE(report["step"].get<int>(), 50);
+    QVERIFY(report["ensemble"]["test"].contains("accuracy"));
+    QVERIFY(report["ensemble"]["train"].contains("loss"));
+    QCOMPARE(report["members"].size(), std::size_t(3));
+    QVERIFY(report["members"][0].contains("diverged"));
+    QVERIFY(report["members"][0].contains("lr"));
+
+    const QString input = m_dir.filePath(QStringLiteral("points.csv"));
+    writeText(input, "x0,label,x1\n0.1,1,0.2\n-0.5,0,0.4\n0.9,1,-0.9\n");
+    const QString output = m_dir.filePath(QStringLiteral("p.csv"));
+    const Run predict = runCli({QStringLiteral("predict"), QStringLiteral("--weights"), weights,
+                                QStringLiteral("--input"), input, QStringLiteral("--output"), output});
+    QVERIFY2(predict.code == 0, qPrintable(describe(predict)));
+    QFile pf(output);
+    QVERIFY(pf.open(QIODevice::ReadOnly));
+    const QStringList lines = QString::fromUtf8(pf.readAll()).trimmed().split(QLatin1Char('\n'));
+    QCOMPARE(lines.size(), 4);
+    QCOMPARE(lines[0], QStringLiteral("ens_p0,ens_p1,m0_p0,m0_p1,m1_p0,m1_p1,m2_p0,m2_p1"));
+    // The ensemble column is the mean of the member columns, and probabilities sum to 1.
+    for (int i = 1; i < 4; ++i) {
+        const QStringList v = lines[i].split(QLatin1Char(','));
+        QCOMPARE(v.size(), 8);
+        const double mean = (v[2].toDouble() + v[4].toDouble() + v[6].toDouble()) / 3.0;
+        ENSEMBLE_COMPARE_NEAR(v[0].toDouble(), mean, 1e-6);
+        ENSEMBLE_COMPARE_NEAR(v[0].toDouble() + v[1].toDouble(), 1.0, 1e-6);
+    }
+    // Against the engine directly: the same probabilities (the label column was ignored).
+    const ensemble::LoadedEnsemble e = ensemble::importEnsemble(weights.toStdString());
+    const float raw[2] = {0.1f, 0.2f};
+    const std::vector<float> lp = ensemble::predictLogProbs(e, raw, 1, 1);
+    ENSEMBLE_COMPARE_NEAR(lines[1].split(QLatin1Char(','))[2].toDouble(), std::exp(lp[0]), 1e-6);
+}
+
+void TestCli::zeroStepsExportsInitialWeights() {
+    const QString weights = m_dir.filePath(QStringLiteral("init.safetensors"));
+    QStringList args = {QStringLiteral("train")};
+    args << kSmallSpirals << QStringLiteral("--set") << QStringLiteral("training.steps=0")
+         << QStringLiteral("--export") << weights;
+    const Run r = runCli(args);
+    QVERIFY2(r.code == 0, qPrintable(describe(r)));
+    const ensemble::LoadedEnsemble e = ensemble::importEnsemble(weights.toStdString());
+    std::vector<float> expected(e.layout.size());
+    ensemble::initParameters(e.layout, e.config.ensemble.seed, expected.data());
+    QVERIFY(e.params == expected);
+    QCOMPARE(e.step, int64_t(0));
+}
+
+void TestCli::datasetWritesTheSplit() {
+    const QString out = m_dir.filePath(QStringLiteral("d.csv"));
+    const Run r = runCli({QStringLiteral("dataset"), QStringLiteral("--config"), QStringLiteral("moons"),
+                          QStringLiteral("--set"), QStringLiteral("dataset.n=100"),
+                          QStringLiteral("--out"), out, QStringLiteral("--split"), QStringLiteral("test")});
+    QVERIFY2(r.code == 0, qPrintable(describe(r)));
+    QFile f(out);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QStringList lines = QString::fromUtf8(f.readAll()).trimmed().split(QLatin1Char('\n'));
+    QCOMPARE(lines[0], QStringLiteral("x0,x1,label"));
+    QCOMPARE(lines.size(), 1 + 20);  // test_fraction 0.2 of 100
+    QCOMPARE(runCli({QStringLiteral("dataset"), QStringLiteral("--out"), out, QStringLiteral("--split"),
+                     QStringLiteral("validation")})
+                 .code,
+             2);
+}
+
+void TestCli::benchPrintsTheResultLine() {
+    QStringList args = {QStringLiteral("bench")};
+    args << QStringLiteral("--config") << QStringLiteral("spirals") << QStringLiteral("--set")
+         << QStringLiteral("backend.kind=cpu") << QStringLiteral("--steps") << QStringLiteral("20")
+         << QStringLiteral("--warmup") << QStringLiteral("2") << QStringLiteral("--repeat")
+         << QStringLiteral("1");
+    const Run r = runCli(args);
+    QVERIFY2(r.code == 0, qPrintable(describe(r)));
+    const QRegularExpression line(
+        QStringLiteral("^RESULT steps_per_sec=[0-9.e+]+ member_steps_per_sec=[0-9.e+]+$"),
+        QRegularExpression::MultilineOption);
+    QVERIFY2(line.match(r.out).hasMatch(), qPrintable(r.out));
+}
+
+QTEST_GUILESS_MAIN(TestCli)
+#include "tst_cli.moc"

@@ -1,0 +1,81 @@
+// Real data: the mnist-mlp preset (784-256-256-10, K = 4, one epoch) must reach 97% ensemble
+// test accuracy. Fetches MNIST with scripts/fetch-mnist.sh into a folder of the build tree;
+// reports skipped (exit 77) with the reason when the data cannot be had.
+#include <QtTest/QtTest>
+
+#include <cstdio>
+
+#include "io/config.h"
+#include "train/trainer.h"
+#include "test_support.h"
+
+using namespace ensemble;
+
+namespace {
+
+// Fetches MNIST into `folder`; returns an empty string on success, else the reason.
+QString fetchMnist(const QString& folder) {
+    QProcess p;
+    p.setProcessChannelMode(QProcess::MergedChannels);
+    p.start(QStringLiteral("bash"),
+            {test::sourceDir() + QStringLiteral("/scripts/fetch-mnist.sh"), folder});
+    if (!p.waitForFinished(300000)) {
+        p.kill();
+        return QStringLiteral("scripts/fetch-mnist.sh timed out");
+    }
+    if (p.exitStatus() != QProcess::NormalExit || p.exitCode() != 0) {
+        return QStringLiteral("scripts/fetch-mnist.sh failed: ") +
+               QString::fromUtf8(p.readAll()).trimmed();
+    }
+    return {};
+}
+
+}  // namespace
+
+class TestMnist : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void presetReaches97PercentInOneEpoch();
+};
+
+void TestMnist::presetReaches97PercentInOneEpoch() {
+    nlohmann::json root = loadConfigJson("mnist-mlp");
+    applyOverride(root, "backend.kind=cpu");
+    const ExperimentConfig config = parseConfig(root);
+    QCOMPARE(config.ensemble.members, 4);
+    QCOMPARE(config.model.hidden, (std::vector<int>{256, 256}));
+
+    std::unique_ptr<Trainer> trainer = makeTrainer(config, nullptr);
+    QCOMPARE(trainer->data().train.rows, int64_t(60000));
+    QCOMPARE(trainer->data().test.rows, int64_t(10000));
+    QCOMPARE(trainer->totalSteps(), int64_t(60000 / config.training.batchSize));
+    Evaluation last;
+    QVERIFY(trainer->run({}, [&](const Evaluation& e) { last = e; }));
+    std::printf("mnist-mlp after one epoch: ensemble test accuracy %.4f, NLL %.4f; members",
+                last.ensembleTest.accuracy, last.ensembleTest.loss);
+    for (const MemberEvaluation& m : last.members) {
+        std::printf(" %.4f", m.test.accuracy);
+        QVERIFY(!m.diverged);
+    }
+    std::printf("\n");
+    QVERIFY2(last.ensembleTest.accuracy >= 0.97,
+             qPrintable(QString::number(last.ensembleTest.accuracy)));
+}
+
+int main(int argc, char** argv) {
+    // The data lives in the build tree unless the user already has it in their data folder.
+    if (qEnvironmentVariableIsEmpty("ENSEMBLE_KEEP_XDG")) {
+        const QString home = QDir::currentPath() + QStringLiteral("/test-data");
+        qputenv("XDG_DATA_HOME", home.toLocal8Bit());
+        const QString reason = fetchMnist(home + QStringLiteral("/ensemblelab/mnist"));
+        if (!reason.isEmpty()) {
+            std::printf("SKIP: MNIST is not available: %s\n", qPrintable(reason));
+            return 77;
+        }
+    }
+    TestMnist test;
+    return QTest::qExec(&test, argc, argv);
+}
+
+#include "tst_mnist.moc"

@@ -1,0 +1,777 @@
+#include "panels/experiment_panel.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QRegularExpression>
+#include <QScrollArea>
+#include <QSettings>
+#include <QSpinBox>
+#include <QStackedWidget>
+#include <QStandardItemModel>
+#include <QStyle>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "backend/backend.h"
+#include "io/config.h"
+#include "io/errors.h"
+
+namespace ensemble::ui {
+
+namespace {
+
+using nlohmann::json;
+
+QString str(const std::string& s) {
+    return QString::fromStdString(s);
+}
+
+QString formatNumber(double v) {
+    return QString::number(v, 'g', 6);
+}
+
+// Fills `out` with `defaults` where keys are missing, recursively.
+void mergeDefaults(json& out, const json& defaults) {
+    if (!out.is_object()) {
+        return;
+    }
+    for (auto it = defaults.begin(); it != defaults.end(); ++it) {
+        if (!out.contains(it.key())) {
+            out[it.key()] = it.value();
+        } else if (it.value().is_object()) {
+            mergeDefaults(out[it.key()], it.value());
+        }
+    }
+}
+
+// "0.1" -> 0.1; "0.1, 0.2" -> [0.1, 0.2]. Empty optional and `error` set when not numbers.
+bool parseNumbers(const QString& text, json& out, QString& error) {
+    const QStringList parts =
+        text.split(QRegularExpression(QStringLiteral("[,;\\s]+")), Qt::SkipEmptyParts);
+    if (parts.isEmpty()) {
+        error = QStringLiteral("expected a number");
+        return false;
+    }
+    json list = json::array();
+    for (const QString& p : parts) {
+        bool ok = false;
+        const double v = p.toDouble(&ok);
+        if (!ok || !std::isfinite(v)) {
+            error = QStringLiteral("\"%1\" is not a number").arg(p);
+            return false;
+        }
+        list.push_back(v);
+    }
+    out = list.size() == 1 ? list[0] : list;
+    return true;
+}
+
+QString numbersText(const json& v) {
+    if (v.is_number()) {
+        return formatNumber(v.get<double>());
+    }
+    QStringList parts;
+    if (v.is_array()) {
+        for (const auto& x : v) {
+            parts << (x.is_number() ? formatNumber(x.get<double>()) : str(x.dump()));
+        }
+    }
+    return parts.join(QStringLiteral(", "));
+}
+
+void setCombo(QComboBox* box, const QString& data) {
+    const int i = box->findData(data);
+    if (i >= 0) {
+        box->setCurrentIndex(i);
+    }
+}
+
+int toInt(const json& v, int fallback) {
+    if (v.is_number_integer()) {
+        const int64_t x = v.get<int64_t>();
+        return static_cast<int>(std::clamp<int64_t>(x, std::numeric_limits<int>::min(),
+                                                     std::numeric_limits<int>::max()));
+    }
+    if (v.is_number()) {
+        return static_cast<int>(v.get<double>());
+    }
+    return fallback;
+}
+
+double toDouble(const json& v, double fallback) {
+    return v.is_number() ? v.get<double>() : fallback;
+}
+
+QString toText(const json& v) {
+    return v.is_string() ? str(v.get<std::string>()) : QString();
+}
+
+QSpinBox* spin(int lo, int hi, int step = 1) {
+    auto* s = new QSpinBox;
+    s->setRange(lo, hi);
+    s->setSingleStep(step);
+    s->setGroupSeparatorShown(true);
+    s->setKeyboardTracking(true);
+    return s;
+}
+
+QDoubleSpinBox* doubleSpin(double lo, double hi, double step, int decimals) {
+    auto* s = new QDoubleSpinBox;
+    s->setRange(lo, hi);
+    s->setSingleStep(step);
+    s->setDecimals(decimals);
+    return s;
+}
+
+QComboBox* combo(const QList<QPair<QString, QString>>& items) {
+    auto* box = new QComboBox;
+    for (const auto& [text, data] : items) {
+        box->addItem(text, data);
+    }
+    return box;
+}
+
+// Where the form keeps a key's editor: a parent key covers its sub-keys and list items.
+bool coversKey(const QString& field, const QString& key) {
+    return key == field || key.startsWith(field + QLatin1Char('.')) ||
+           key.startsWith(field + QLatin1Char('['));
+}
+
+}  // namespace
+
+ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
+    build();
+    setConfig(defaultConfigJson());
+}
+
+QLabel* ExperimentPanel::addField(QFormLayout* form, const QString& key, const QString& label,
+                                  QWidget* editor, const QString& tip) {
+    editor->setToolTip(tip);
+    editor->setObjectName(key);
+    form->addRow(label, editor);
+    auto* error = new QLabel;
+    error->setObjectName(key + QStringLiteral(".error"));
+    error->setWordWrap(true);
+    error->setStyleSheet(QStringLiteral("color: #b03a2e; font-size: 11px;"));
+    error->setVisible(false);
+    form->addRow(error);
+    m_editors.insert(key, editor);
+    m_errorLabels.insert(key, error);
+    return error;
+}
+
+void ExperimentPanel::build() {
+    auto* outer = new QVBoxLayout(this);
+    outer->setContentsMargins(0, 0, 0, 0);
+
+    // Presets, Open, Save.
+    auto* top = new QHBoxLayout;
+    top->setContentsMargins(8, 8, 8, 4);
+    m_preset = new QComboBox;
+    m_preset->setToolTip(tr("Built-in experiments (resources/presets)"));
+    for (const std::string& name : presetNames()) {
+        m_preset->addItem(str(name), str(name));
+    }
+    m_preset->addItem(tr("Custom"), QString());
+    auto* open = new QToolButton;
+    open->setIcon(style()->standardIcon(QStyle::SP_DialogOpenButton));
+    open->setToolTip(tr("Open an experiment file (Ctrl+O)"));
+    auto* save = new QToolButton;
+    save->setIcon(style()->standardIcon(QStyle::SP_DialogSaveButton));
+    save->setToolTip(tr("Save the experiment as JSON (Ctrl+S)"));
+    top->addWidget(new QLabel(tr("Preset")));
+    top->addWidget(m_preset, 1);
+    top->addWidget(open);
+    top->addWidget(save);
+    outer->addLayout(top);
+    connect(open, &QToolButton::clicked, this, &ExperimentPanel::openRequested);
+    connect(save, &QToolButton::clicked, this, &ExperimentPanel::saveRequested);
+    connect(m_preset, &QComboBox::activated, this, [this](int index) {
+        const QString name = m_preset->itemData(index).toString();
+        if (!name.isEmpty()) {
+            Q_EMIT presetChosen(name);
+        }
+    });
+
+    auto* scroll = new QScrollArea;
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    auto* content = new QWidget;
+    auto* column = new QVBoxLayout(content);
+    column->setContentsMargins(8, 4, 8, 8);
+    column->setSpacing(8);
+    scroll->setWidget(content);
+    outer->addWidget(scroll, 1);
+
+    auto section = [column](const QString& title) {
+        auto* box = new QGroupBox(title);
+        auto* form = new QFormLayout(box);
+        form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+        form->setLabelAlignment(Qt::AlignRight | Qt::AlignVCenter);
+        form->setVerticalSpacing(4);
+        column->addWidget(box);
+        return form;
+    };
+
+    // Dataset.
+    QFormLayout* data = section(tr("Dataset"));
+    m_kind = combo({{tr("Two spirals"), QStringLiteral("spirals")},
+                    {tr("Two moons"), QStringLiteral("moons")},
+                    {tr("Circles"), QStringLiteral("circles")},
+                    {tr("XOR"), QStringLiteral("xor")},
+                    {tr("Gaussian blobs"), QStringLiteral("blobs")},
+                    {tr("CSV file"), QStringLiteral("csv")},
+                    {tr("MNIST"), QStringLiteral("mnist")},
+                    {tr("Fashion-MNIST"), QStringLiteral("fashion-mnist")}});
+    addField(data, QStringLiteral("dataset.kind"), tr("Kind"), m_kind,
+             tr("2-D generators draw a boundary; CSV and MNIST train on their features"));
+    m_n = spin(0, 50'000'000, 100);
+    addField(data, QStringLiteral("dataset.n"), tr("Points"), m_n,
+             tr("Generated points (train + test), at least 4"));
+    m_noise = doubleSpin(0.0, 1000.0, 0.01, 3);
+    addField(data, QStringLiteral("dataset.noise"), tr("Noise"), m_noise,
+             tr("Standard deviation of the Gaussian noise added to each point"));
+    m_rotations = doubleSpin(0.0, 1000.0, 0.25, 2);
+    addField(data, QStringLiteral("dataset.rotations"), tr("Rotations"), m_rotations,
+             tr("Spirals: turns of each arm"));
+    m_classes = spin(0, 100000);
+    addField(data, QStringLiteral("dataset.classes"), tr("Classes"), m_classes,
+             tr("Blobs: number of classes (2 or more)"));
+    m_testFraction = doubleSpin(0.0, 1.0, 0.05, 2);
+    addField(data, QStringLiteral("dataset.test_fraction"), tr("Test fraction"), m_testFraction,
+             tr("Held-out share of the rows (below 0.95)"));
+    m_dataSeed = spin(0, std::numeric_limits<int>::max());
+    addField(data, QStringLiteral("dataset.seed"), tr("Data seed"), m_dataSeed,
+             tr("Seed of the generator and of the train/test split"));
+    auto* pathRow = new QWidget;
+    auto* pathLayout = new QHBoxLayout(pathRow);
+    pathLayout->setContentsMargins(0, 0, 0, 0);
+    m_path = new QLineEdit;
+    m_path->setPlaceholderText(tr("default folders"));
+    m_browse = new QToolButton;
+    m_browse->setText(QStringLiteral("…"));
+    m_browse->setToolTip(tr("Choose the CSV file or the MNIST folder"));
+    pathLayout->addWidget(m_path, 1);
+    pathLayout->addWidget(m_browse);
+    addField(data, QStringLiteral("dataset.path"), tr("Path"), pathRow,
+             tr("CSV: the file. MNIST / Fashion-MNIST: the folder with the IDX files (empty: "
+                "the default folders, see scripts/fetch-mnist.sh)"));
+    m_editors.insert(QStringLiteral("dataset.path"), m_path);
+    m_regenerate = new QPushButton(tr("Regenerate"));
+    m_regenerate->setToolTip(tr("Draw a new dataset (next data seed) and start over"));
+    data->addRow(QString(), m_regenerate);
+    connect(m_regenerate, &QPushButton::clicked, this, [this] {
+        m_dataSeed->setValue(m_dataSeed->value() + 1);
+        Q_EMIT regenerateRequested();
+    });
+    connect(m_browse, &QToolButton::clicked, this, [this] {
+        QSettings settings;
+        const QString kind = m_kind->currentData().toString();
+        QString chosen;
+        if (kind == QStringLiteral("csv")) {
+            const QString dir = settings.value(QStringLiteral("data/csvFolder")).toString();
+            chosen = QFileDialog::getOpenFileName(this, tr("CSV dataset"), dir,
+                                                  tr("CSV files (*.csv);;All files (*)"));
+            if (!chosen.isEmpty()) {
+                settings.setValue(QStringLiteral("data/csvFolder"), QFileInfo(chosen).path());
+            }
+        } else {
+            const QString key = QStringLiteral("data/%1Folder").arg(kind);
+            chosen = QFileDialog::getExistingDirectory(this, tr("MNIST folder"),
+                                                       settings.value(key).toString());
+            if (!chosen.isEmpty()) {
+                settings.setValue(key, chosen);
+            }
+        }
+        if (!chosen.isEmpty()) {
+            m_path->setText(chosen);
+        }
+    });
+
+    // Model.
+    QFormLayout* model = section(tr("Model"));
+    m_hidden = new QLineEdit;
+    m_hidden->setPlaceholderText(QStringLiteral("32, 32"));
+    addField(model, QStringLiteral("model.hidden"), tr("Hidden layers"), m_hidden,
+             tr("Widths of the hidden layers, e.g. 32, 32 (empty: a linear model)"));
+    m_activation = combo({{QStringLiteral("ReLU"), QStringLiteral("relu")},
+                          {QStringLiteral("tanh"), QStringLiteral("tanh")},
+                          {QStringLiteral("GELU"), QStringLiteral("gelu")}});
+    addField(model, QStringLiteral("model.activation"), tr("Activation"), m_activation,
+             tr("Activation of the hidden layers"));
+
+    // Ensemble.
+    QFormLayout* ens = section(tr("Ensemble"));
+    m_members = spin(0, 1'000'000);
+    addField(ens, QStringLiteral("ensemble.members"), tr("Members K"), m_members,
+             tr("Networks trained at once, as one batched computation"));
+    m_bootstrap = combo({{tr("Same batches"), QStringLiteral("none")},
+                         {tr("Bootstrap resample"), QStringLiteral("resample")},
+                         {tr("Poisson bootstrap"), QStringLiteral("poisson")}});
+    addField(ens, QStringLiteral("ensemble.bootstrap"), tr("Data per member"), m_bootstrap,
+             tr("none: every member sees the same batches; resample: each member trains on "
+                "its own bootstrap resample; poisson: per-row Poisson(1) weights"));
+    m_ensembleSeed = spin(0, std::numeric_limits<int>::max());
+    addField(ens, QStringLiteral("ensemble.seed"), tr("Seed"), m_ensembleSeed,
+             tr("Initial weights and batch order; Reset keeps the weights unless this changes"));
+
+    // Optimizer.
+    QFormLayout* opt = section(tr("Optimizer"));
+    m_optimizer = combo({{QStringLiteral("Adam"), QStringLiteral("adam")},
+                         {QStringLiteral("AdamW"), QStringLiteral("adamw")},
+                         {tr("SGD + momentum"), QStringLiteral("sgd")}});
+    addField(opt, QStringLiteral("optimizer.kind"), tr("Kind"), m_optimizer, tr("Update rule"));
+    auto* lrRow = new QWidget;
+    auto* lrLayout = new QHBoxLayout(lrRow);
+    lrLayout->setContentsMargins(0, 0, 0, 0);
+    m_lrMode = combo({{tr("value"), QStringLiteral("value")},
+                      {tr("log range"), QStringLiteral("log")},
+                      {tr("list"), QStringLiteral("list")}});
+    m_lrStack = new QStackedWidget;
+    m_lrValue = new QLineEdit;
+    auto* range = new QWidget;
+    auto* rangeLayout = new QHBoxLayout(range);
+    rangeLayout->setContentsMargins(0, 0, 0, 0);
+    m_lrLow = new QLineEdit;
+    m_lrHigh = new QLineEdit;
+    rangeLayout->addWidget(m_lrLow);
+    rangeLayout->addWidget(new QLabel(QStringLiteral("–")));
+    rangeLayout->addWidget(m_lrHigh);
+    m_lrList = new QLineEdit;
+    m_lrList->setPlaceholderText(tr("one per member"));
+    m_lrStack->addWidget(m_lrValue);
+    m_lrStack->addWidget(range);
+    m_lrStack->addWidget(m_lrList);
+    lrLayout->addWidget(m_lrMode);
+    lrLayout->addWidget(m_lrStack, 1);
+    addField(opt, QStringLiteral("optimizer.lr"), tr("Learning rate"), lrRow,
+             tr("One value for all members, a log-spaced range across the members "
+                "(lo·(hi/lo)^(k/(K-1))), or a list of K values"));
+    m_momentum = new QLineEdit;
+    addField(opt, QStringLiteral("optimizer.momentum"), tr("Momentum"), m_momentum,
+             tr("SGD momentum: a value, or one per member"));
+    m_weightDecay = new QLineEdit;
+    addField(opt, QStringLiteral("optimizer.weight_decay"), tr("Weight decay"), m_weightDecay,
+             tr("L2 (Adam, SGD) or decoupled (AdamW) weight decay: a value, or one per member"));
+    m_batch = spin(0, 1 << 20);
+    addField(opt, QStringLiteral("training.batch_size"), tr("Batch size"), m_batch,
+             tr("Rows per step and member"));
+    auto* stopRow = new QWidget;
+    auto* stopLayout = new QHBoxLayout(stopRow);
+    stopLayout->setContentsMargins(0, 0, 0, 0);
+    m_stopMode = combo({{tr("steps"), QStringLiteral("steps")},
+                        {tr("epochs"), QStringLiteral("epochs")}});
+    m_steps = spin(0, std::numeric_limits<int>::max(), 100);
+    m_epochs = doubleSpin(0.0, 1e6, 1.0, 2);
+    stopLayout->addWidget(m_steps, 1);
+    stopLayout->addWidget(m_epochs, 1);
+    stopLayout->addWidget(m_stopMode);
+    addField(opt, QStringLiteral("training.steps"), tr("Stop after"), stopRow,
+             tr("Train this many steps, or this many passes over the train split"));
+    m_editors.insert(QStringLiteral("training.epochs"), stopRow);
+    m_errorLabels.insert(QStringLiteral("training.epochs"),
+                         m_errorLabels.value(QStringLiteral("training.steps")));
+
+    // Backend.
+    QFormLayout* be = section(tr("Backend"));
+    m_backend = combo({{tr("Auto"), QStringLiteral("auto")},
+                       {tr("CPU"), QStringLiteral("cpu")},
+                       {tr("CUDA"), QStringLiteral("cuda")}});
+    addField(be, QStringLiteral("backend.kind"), tr("Device"), m_backend,
+             tr("Auto uses the GPU when there is one, else the CPU"));
+    m_threads = spin(0, 1024);
+    m_threads->setSpecialValueText(tr("all cores"));
+    addField(be, QStringLiteral("backend.threads"), tr("CPU threads"), m_threads,
+             tr("OpenMP threads of the CPU backend"));
+    m_device = spin(0, 64);
+    addField(be, QStringLiteral("backend.device"), tr("CUDA device"), m_device,
+             tr("Ordinal of the GPU"));
+    {
+        std::string reason;
+        const bool cuda = cudaAvailable(0, reason);
+        auto* items = qobject_cast<QStandardItemModel*>(m_backend->model());
+        if (!cuda && items != nullptr) {
+            QStandardItem* item = items->item(2);
+            item->setEnabled(false);
+            item->setToolTip(tr("Unavailable: %1").arg(str(reason)));
+            item->setText(tr("CUDA (unavailable)"));
+            m_backend->setItemData(2, tr("Unavailable: %1").arg(str(reason)), Qt::ToolTipRole);
+        }
+    }
+
+    m_summary = new QLabel;
+    m_summary->setWordWrap(true);
+    m_summary->setStyleSheet(QStringLiteral("color: palette(mid); font-size: 11px;"));
+    column->addWidget(m_summary);
+    m_pending = new QLabel(tr("The run has started: edits apply on Reset (R)."));
+    m_pending->setWordWrap(true);
+    m_pending->setStyleSheet(QStringLiteral(
+        "background: #fff4d6; color: #7a5a00; border: 1px solid #f0d68a; border-radius: 3px; "
+        "padding: 4px;"));
+    m_pending->setVisible(false);
+    column->addWidget(m_pending);
+    column->addStretch(1);
+
+    setStyleSheet(QStringLiteral(
+        "QLineEdit[invalid=\"true\"], QSpinBox[invalid=\"true\"], "
+        "QDoubleSpinBox[invalid=\"true\"], QComboBox[invalid=\"true\"] "
+        "{ border: 1px solid #c0392b; background: #fdf0ee; border-radius: 2px; padding: 1px; }"));
+
+    // Every editor reports edits.
+    for (QSpinBox* s : {m_n, m_classes, m_dataSeed, m_members, m_ensembleSeed, m_batch, m_steps,
+                        m_threads, m_device}) {
+        connect(s, &QSpinBox::valueChanged, this, &ExperimentPanel::onEdited);
+    }
+    for (QDoubleSpinBox* s : {m_noise, m_rotations, m_testFraction, m_epochs}) {
+        connect(s, &QDoubleSpinBox::valueChanged, this, &ExperimentPanel::onEdited);
+    }
+    for (QLineEdit* e : {m_path, m_hidden, m_lrValue, m_lrLow, m_lrHigh, m_lrList, m_momentum,
+                         m_weightDecay}) {
+        connect(e, &QLineEdit::textChanged, this, &ExperimentPanel::onEdited);
+    }
+    for (QComboBox* c : {m_kind, m_activation, m_bootstrap, m_optimizer, m_lrMode, m_stopMode,
+                         m_backend}) {
+        connect(c, &QComboBox::currentIndexChanged, this, &ExperimentPanel::onEdited);
+    }
+}
+
+void ExperimentPanel::setConfig(const json& input, const QString& preset) {
+    m_loading = true;
+    m_base = input.is_object() ? input : json::object();
+    json c = m_base;
+    mergeDefaults(c, defaultConfigJson());
+    const json& d = c["dataset"];
+    setCombo(m_kind, toText(d["kind"]));
+    m_n->setValue(toInt(d["n"], 1000));
+    m_noise->setValue(toDouble(d["noise"], 0.05));
+    m_rotations->setValue(toDouble(d["rotations"], 1.0));
+    m_classes->setValue(toInt(d["classes"], 2));
+    m_testFraction->setValue(toDouble(d["test_fraction"], 0.2));
+    m_dataSeed->setValue(toInt(d["seed"], 0));
+    m_path->setText(toText(d["path"]));
+
+    const json& m = c["model"];
+    QStringList widths;
+    if (m["hidden"].is_array()) {
+        for (const auto& w : m["hidden"]) {
+            widths << str(w.dump());
+        }
+    }
+    m_hidden->setText(widths.join(QStringLiteral(", ")));
+    setCombo(m_activation, toText(m["activation"]));
+
+    const json& e = c["ensemble"];
+    m_members->setValue(toInt(e["members"], 8));
+    setCombo(m_bootstrap, toText(e["bootstrap"]));
+    m_ensembleSeed->setValue(toInt(e["seed"], 0));
+
+    const json& o = c["optimizer"];
+    setCombo(m_optimizer, toText(o["kind"]));
+    const json& lr = o["lr"];
+    if (lr.is_object() && lr.contains("log_uniform") && lr["log_uniform"].is_array() &&
+        lr["log_uniform"].size() == 2) {
+        setCombo(m_lrMode, QStringLiteral("log"));
+        m_lrLow->setText(numbersText(lr["log_uniform"][0]));
+        m_lrHigh->setText(numbersText(lr["log_uniform"][1]));
+        m_lrValue->setText(numbersText(lr["log_uniform"][0]));
+    } else if (lr.is_array()) {
+        setCombo(m_lrMode, QStringLiteral("list"));
+        m_lrList->setText(numbersText(lr));
+    } else {
+        setCombo(m_lrMode, QStringLiteral("value"));
+        m_lrValue->setText(numbersText(lr));
+        const double v = toDouble(lr, 0.01);
+        m_lrLow->setText(formatNumber(v / 3.0));
+        m_lrHigh->setText(formatNumber(v * 3.0));
+    }
+    m_momentum->setText(numbersText(o["momentum"]));
+    m_weightDecay->setText(numbersText(o["weight_decay"]));
+
+    const json& t = c["training"];
+    m_batch->setValue(toInt(t["batch_size"], 32));
+    m_steps->setValue(toInt(t["steps"], 1000));
+    const double epochs = toDouble(t["epochs"], 0.0);
+    m_epochs->setValue(epochs > 0 ? epochs : 1.0);
+    setCombo(m_stopMode, epochs > 0 ? QStringLiteral("epochs") : QStringLiteral("steps"));
+
+    const json& b = c["backend"];
+    setCombo(m_backend, toText(b["kind"]));
+    m_threads->setValue(toInt(b["threads"], 0));
+    m_device->setValue(toInt(b["device"], 0));
+
+    const int presetIndex = m_preset->findData(preset);
+    m_preset->setCurrentIndex(presetIndex >= 0 && !preset.isEmpty() ? presetIndex
+                                                                     : m_preset->count() - 1);
+    m_loading = false;
+    updateEnabled();
+    validate();
+}
+
+QString ExperimentPanel::presetName() const {
+    return m_preset->currentData().toString();
+}
+
+void ExperimentPanel::updateEnabled() {
+    const QString kind = m_kind->currentData().toString();
+    const bool generated = kind != QStringLiteral("csv") && kind != QStringLiteral("mnist") &&
+                           kind != QStringLiteral("fashion-mnist");
+    m_n->setEnabled(generated);
+    m_noise->setEnabled(generated);
+    m_rotations->setEnabled(kind == QStringLiteral("spirals"));
+    m_classes->setEnabled(kind == QStringLiteral("blobs"));
+    m_testFraction->setEnabled(kind != QStringLiteral("mnist") &&
+                               kind != QStringLiteral("fashion-mnist"));
+    m_regenerate->setEnabled(generated);
+    m_path->setEnabled(!generated);
+    m_browse->setEnabled(!generated);
+    const int lrMode = m_lrMode->currentIndex();
+    m_lrStack->setCurrentIndex(lrMode);
+    m_momentum->setEnabled(m_optimizer->currentData().toString() == QStringLiteral("sgd"));
+    const bool epochs = m_stopMode->currentData().toString() == QStringLiteral("epochs");
+    m_steps->setVisible(!epochs);
+    m_epochs->setVisible(epochs);
+    const QString backend = m_backend->currentData().toString();
+    m_threads->setEnabled(backend != QStringLiteral("cuda"));
+    m_device->setEnabled(backend != QStringLiteral("cpu"));
+}
+
+void ExperimentPanel::onEdited() {
+    if (m_loading) {
+        return;
+    }
+    updateEnabled();
+    if (m_preset->currentIndex() != m_preset->count() - 1) {
+        m_preset->setCurrentIndex(m_preset->count() - 1);  // edited: no longer the preset
+    }
+    validate();
+    Q_EMIT edited();
+}
+
+json ExperimentPanel::config() const {
+    json c = m_base;
+    if (!c.is_object()) {
+        c = json::object();
+    }
+    for (const char* s : {"dataset", "model", "ensemble", "optimizer", "training", "backend"}) {
+        if (!c.contains(s) || !c[s].is_object()) {
+            c[s] = json::object();
+        }
+    }
+    json& d = c["dataset"];
+    d["kind"] = m_kind->currentData().toString().toStdString();
+    d["n"] = m_n->value();
+    d["noise"] = m_noise->value();
+    d["rotations"] = m_rotations->value();
+    d["classes"] = m_classes->value();
+    d["test_fraction"] = m_testFraction->value();
+    d["seed"] = m_dataSeed->value();
+    d["path"] = m_path->text().trimmed().toStdString();
+
+    json hidden = json::array();
+    for (const QString& p : m_hidden->text().split(QRegularExpression(QStringLiteral("[,;\\s]+")),
+                                                   Qt::SkipEmptyParts)) {
+        bool ok = false;
+        const int w = p.toInt(&ok);
+        hidden.push_back(ok ? json(w) : json(p.toStdString()));
+    }
+    c["model"]["hidden"] = hidden;
+    c["model"]["activation"] = m_activation->currentData().toString().toStdString();
+
+    c["ensemble"]["members"] = m_members->value();
+    c["ensemble"]["bootstrap"] = m_bootstrap->currentData().toString().toStdString();
+    c["ensemble"]["seed"] = m_ensembleSeed->value();
+
+    json& o = c["optimizer"];
+    o["kind"] = m_optimizer->currentData().toString().toStdString();
+    QString error;
+    json v;
+    const QString mode = m_lrMode->currentData().toString();
+    if (mode == QStringLiteral("log")) {
+        json lo;
+        json hi;
+        const bool ok = parseNumbers(m_lrLow->text(), lo, error) &&
+                        parseNumbers(m_lrHigh->text(), hi, error);
+        o["lr"] = json{{"log_uniform", {ok ? lo : json(m_lrLow->text().toStdString()),
+                                        ok ? hi : json(m_lrHigh->text().toStdString())}}};
+    } else {
+        const QString text = mode == QStringLiteral("list") ? m_lrList->text() : m_lrValue->text();
+        o["lr"] = parseNumbers(text, v, error) ? v : json(text.toStdString());
+    }
+    o["momentum"] =
+        parseNumbers(m_momentum->text(), v, error) ? v : json(m_momentum->text().toStdString());
+    o["weight_decay"] = parseNumbers(m_weightDecay->text(), v, error)
+                            ? v
+                            : json(m_weightDecay->text().toStdString());
+
+    json& t = c["training"];
+    t["batch_size"] = m_batch->value();
+    if (m_stopMode->currentData().toString() == QStringLiteral("epochs")) {
+        t["epochs"] = m_epochs->value();
+    } else {
+        t["steps"] = m_steps->value();
+        t["epochs"] = 0;
+    }
+    json& b = c["backend"];
+    b["kind"] = m_backend->currentData().toString().toStdString();
+    b["threads"] = m_threads->value();
+    b["device"] = m_device->value();
+    return c;
+}
+
+QString ExperimentPanel::fieldFor(const QString& errorKey) const {
+    QString best;
+    for (auto it = m_editors.constBegin(); it != m_editors.constEnd(); ++it) {
+        if (coversKey(it.key(), errorKey) && it.key().size() > best.size()) {
+            best = it.key();
+        }
+    }
+    return best;
+}
+
+void ExperimentPanel::validate() {
+    const bool wasValid = m_errors.isEmpty();
+    m_errors.clear();
+    // The form's own checks first (text that is not a number cannot reach the parser).
+    auto checkNumbers = [this](QLineEdit* edit, const QString& key) {
+        json v;
+        QString error;
+        if (edit->isEnabled() && !parseNumbers(edit->text(), v, error)) {
+            m_errors.insert(key, error);
+        }
+    };
+    const QString mode = m_lrMode->currentData().toString();
+    if (mode == QStringLiteral("log")) {
+        checkNumbers(m_lrLow, QStringLiteral("optimizer.lr"));
+        checkNumbers(m_lrHigh, QStringLiteral("optimizer.lr"));
+    } else {
+        checkNumbers(mode == QStringLiteral("list") ? m_lrList : m_lrValue,
+                     QStringLiteral("optimizer.lr"));
+    }
+    checkNumbers(m_momentum, QStringLiteral("optimizer.momentum"));
+    checkNumbers(m_weightDecay, QStringLiteral("optimizer.weight_decay"));
+    for (const QString& p : m_hidden->text().split(QRegularExpression(QStringLiteral("[,;\\s]+")),
+                                                   Qt::SkipEmptyParts)) {
+        bool ok = false;
+        p.toInt(&ok);
+        if (!ok) {
+            m_errors.insert(QStringLiteral("model.hidden"),
+                            tr("\"%1\" is not a layer width; write widths like 32, 32").arg(p));
+            break;
+        }
+    }
+    const json c = config();
+    if (m_errors.isEmpty()) {
+        // Then the engine's parser: its message names the key and the reason.
+        try {
+            const ExperimentConfig parsed = parseConfig(c);
+            if (parsed.backend.kind == BackendKind::Cuda) {
+                std::string reason;
+                if (!cudaAvailable(parsed.backend.device, reason)) {
+                    m_errors.insert(QStringLiteral("backend.kind"),
+                                    tr("CUDA is not available: %1").arg(str(reason)));
+                }
+            }
+            const auto& lr = parsed.optimizer.lr;
+            if (!lr.empty()) {
+                const auto [lo, hi] = std::minmax_element(lr.begin(), lr.end());
+                m_summary->setText(
+                    *lo == *hi
+                        ? tr("K = %1 members, lr %2 each").arg(parsed.ensemble.members).arg(*lo)
+                        : tr("K = %1 members, lr from %2 to %3")
+                              .arg(parsed.ensemble.members)
+                              .arg(*lo, 0, 'g', 3)
+                              .arg(*hi, 0, 'g', 3));
+            }
+        } catch (const ConfigError& e) {
+            const QString message = str(e.what());
+            const int colon = message.indexOf(QStringLiteral(": "));
+            const QString key = colon > 0 ? message.left(colon) : QString();
+            const QString reason = colon > 0 ? message.mid(colon + 2) : message;
+            QString field = fieldFor(key);
+            if (field.isEmpty()) {
+                field = QStringLiteral("dataset.kind");
+            }
+            m_errors.insert(field, key.isEmpty() || key == field
+                                       ? reason
+                                       : QStringLiteral("%1: %2").arg(key, reason));
+        } catch (const std::exception& e) {
+            m_errors.insert(QStringLiteral("dataset.kind"), str(e.what()));
+        }
+    }
+    markErrors();
+    if (wasValid != m_errors.isEmpty()) {
+        Q_EMIT validityChanged(m_errors.isEmpty());
+    }
+}
+
+void ExperimentPanel::markErrors() {
+    for (auto it = m_errorLabels.constBegin(); it != m_errorLabels.constEnd(); ++it) {
+        const QString text = m_errors.value(it.key());
+        if (it.key() == QStringLiteral("training.epochs")) {
+            continue;  // shares the steps row's label
+        }
+        QString shown = text;
+        if (it.key() == QStringLiteral("training.steps") && shown.isEmpty()) {
+            shown = m_errors.value(QStringLiteral("training.epochs"));
+        }
+        it.value()->setText(shown);
+        it.value()->setVisible(!shown.isEmpty());
+    }
+    auto mark = [this](QWidget* w, bool invalid) {
+        if (w->property("invalid").toBool() != invalid) {
+            w->setProperty("invalid", invalid);
+            w->style()->unpolish(w);
+            w->style()->polish(w);
+        }
+    };
+    QList<QWidget*> targets;
+    for (auto it = m_editors.constBegin(); it != m_editors.constEnd(); ++it) {
+        const bool invalid = m_errors.contains(it.key());
+        QList<QWidget*> widgets{it.value()};
+        if (it.key() == QStringLiteral("optimizer.lr")) {
+            widgets = {m_lrValue, m_lrLow, m_lrHigh, m_lrList};
+        } else if (it.key() == QStringLiteral("training.steps") ||
+                   it.key() == QStringLiteral("training.epochs")) {
+            widgets = {m_steps, m_epochs};
+        } else if (it.key() == QStringLiteral("dataset.path")) {
+            widgets = {m_path};
+        }
+        for (QWidget* w : widgets) {
+            const bool already = targets.contains(w);
+            if (!already) {
+                targets << w;
+                mark(w, invalid);
+            } else if (invalid) {
+                mark(w, true);
+            }
+        }
+    }
+}
+
+void ExperimentPanel::setPendingNotice(bool pending) {
+    m_pending->setVisible(pending);
+}
+
+QWidget* ExperimentPanel::editor(const QString& key) const {
+    return m_editors.value(key);
+}
+
+QLabel* ExperimentPanel::errorLabel(const QString& key) const {
+    return m_errorLabels.value(key);
+}
+
+}  // namespace ensemble::ui

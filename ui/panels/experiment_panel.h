@@ -1,0 +1,114 @@
+#pragma once
+
+// The Experiment dock: every config key a person edits, as a form over the config JSON (the
+// same file the CLI reads). Each edit re-validates through the engine's own parser, so the
+// reasons shown are the engine's ("ensemble.members: expected an integer in [1, 100000], got
+// 0"); the field the reason names is marked in place and Train stays disabled until it is
+// fixed. Keys the form does not show are kept as loaded.
+
+#include <QMap>
+#include <QString>
+#include <QWidget>
+
+#include <nlohmann/json.hpp>
+
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QFormLayout;
+class QLabel;
+class QLineEdit;
+class QPushButton;
+class QSpinBox;
+class QStackedWidget;
+class QToolButton;
+
+namespace ensemble::ui {
+
+class ExperimentPanel : public QWidget {
+    Q_OBJECT
+
+  public:
+    explicit ExperimentPanel(QWidget* parent = nullptr);
+
+    // Shows `config` (missing keys at their defaults). `preset` selects the preset combo's
+    // entry; empty shows "Custom".
+    void setConfig(const nlohmann::json& config, const QString& preset = {});
+    // The form as a config: the loaded JSON with every key the form shows overwritten.
+    nlohmann::json config() const;
+
+    bool isValid() const { return m_errors.isEmpty(); }
+    // Reasons by config key ("optimizer.lr" -> "expected a number ..."), empty when valid.
+    QMap<QString, QString> errors() const { return m_errors; }
+    QString presetName() const;
+
+    // Banner under the form: edits wait for Reset because the run has started.
+    void setPendingNotice(bool pending);
+
+    // For tests and the window: the editor of a key ("ensemble.members") and its error label.
+    QWidget* editor(const QString& key) const;
+    QLabel* errorLabel(const QString& key) const;
+    QComboBox* presetCombo() const { return m_preset; }
+    QComboBox* backendCombo() const { return m_backend; }
+
+  Q_SIGNALS:
+    void edited();  // any change by the person (not by setConfig)
+    void validityChanged(bool valid);
+    void presetChosen(const QString& name);
+    void regenerateRequested();
+    void openRequested();
+    void saveRequested();
+
+  private:
+    void build();
+    void updateEnabled();
+    void onEdited();
+    void validate();
+    void markErrors();
+    QString fieldFor(const QString& errorKey) const;
+    QLabel* addField(QFormLayout* form, const QString& key, const QString& label, QWidget* editor,
+                     const QString& tip);
+
+    nlohmann::json m_base;
+    bool m_loading = false;
+    QMap<QString, QString> m_errors;
+    QMap<QString, QWidget*> m_editors;
+    QMap<QString, QLabel*> m_errorLabels;
+
+    QComboBox* m_preset = nullptr;
+    QComboBox* m_kind = nullptr;
+    QSpinBox* m_n = nullptr;
+    QDoubleSpinBox* m_noise = nullptr;
+    QDoubleSpinBox* m_rotations = nullptr;
+    QSpinBox* m_classes = nullptr;
+    QDoubleSpinBox* m_testFraction = nullptr;
+    QSpinBox* m_dataSeed = nullptr;
+    QLineEdit* m_path = nullptr;
+    QToolButton* m_browse = nullptr;
+    QPushButton* m_regenerate = nullptr;
+    QLineEdit* m_hidden = nullptr;
+    QComboBox* m_activation = nullptr;
+    QSpinBox* m_members = nullptr;
+    QComboBox* m_bootstrap = nullptr;
+    QSpinBox* m_ensembleSeed = nullptr;
+    QComboBox* m_optimizer = nullptr;
+    QComboBox* m_lrMode = nullptr;
+    QStackedWidget* m_lrStack = nullptr;
+    QLineEdit* m_lrValue = nullptr;
+    QLineEdit* m_lrLow = nullptr;
+    QLineEdit* m_lrHigh = nullptr;
+    QLineEdit* m_lrList = nullptr;
+    QLineEdit* m_momentum = nullptr;
+    QLineEdit* m_weightDecay = nullptr;
+    QSpinBox* m_batch = nullptr;
+    QComboBox* m_stopMode = nullptr;
+    QSpinBox* m_steps = nullptr;
+    QDoubleSpinBox* m_epochs = nullptr;
+    QComboBox* m_backend = nullptr;
+    QSpinBox* m_threads = nullptr;
+    QSpinBox* m_device = nullptr;
+    QLabel* m_summary = nullptr;
+    QLabel* m_pending = nullptr;
+};
+
+}  // namespace ensemble::ui

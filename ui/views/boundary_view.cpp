@@ -1,0 +1,465 @@
+#include "views/boundary_view.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QMouseEvent>
+#include <QPainter>
+#include <QPainterPath>
+#include <QToolTip>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+
+#include "render/colormap.h"
+#include "render/plot_helpers.h"
+
+namespace ensemble::ui {
+
+namespace {
+
+constexpr double kLeft = 54.0;
+constexpr double kBottom = 42.0;
+constexpr double kTop = 14.0;
+constexpr double kRight = 112.0;  // colour bar and its labels
+
+QString featureName(const RunInfo& run, int f) {
+    if (static_cast<int>(run.train.featureNames.size()) > f) {
+        return QString::fromStdString(run.train.featureNames[static_cast<std::size_t>(f)]);
+    }
+    return QStringLiteral("x%1").arg(f);
+}
+
+}  // namespace
+
+BoundaryCanvas::BoundaryCanvas(QWidget* parent) : QWidget(parent) {
+    setMouseTracking(true);
+    setAttribute(Qt::WA_OpaquePaintEvent);
+    setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);
+}
+
+void BoundaryCanvas::setSnapshot(SnapshotPtr snapshot) {
+    m_snapshot = std::move(snapshot);
+    m_pixmap = QPixmap();
+    m_pixmapFor = -1;
+    if (m_snapshot && m_selected >= m_snapshot->run->members) {
+        m_selected = -1;
+    }
+    update();
+}
+
+void BoundaryCanvas::setQuantity(HeatQuantity quantity) {
+    if (quantity != m_quantity) {
+        m_quantity = quantity;
+        m_pixmapFor = -1;
+        update();
+    }
+}
+
+void BoundaryCanvas::setSelectedMember(int member) {
+    if (member != m_selected) {
+        m_selected = member;
+        update();
+    }
+}
+
+void BoundaryCanvas::setShowTrain(bool show) {
+    m_showTrain = show;
+    update();
+}
+
+void BoundaryCanvas::setShowTest(bool show) {
+    m_showTest = show;
+    update();
+}
+
+QRectF BoundaryCanvas::plotRect() const {
+    const QRectF area(kLeft, kTop, std::max(10.0, width() - kLeft - kRight),
+                      std::max(10.0, height() - kTop - kBottom));
+    if (!m_snapshot || !m_snapshot->run->hasGrid) {
+        return area;
+    }
+    const GridBounds& b = m_snapshot->run->bounds;
+    const double aspect = (b.xMax - b.xMin) / std::max(1e-12, b.yMax - b.yMin);
+    double w = area.width();
+    double h = w / aspect;
+    if (h > area.height()) {
+        h = area.height();
+        w = h * aspect;
+    }
+    return QRectF(area.left() + (area.width() - w) / 2, area.top() + (area.height() - h) / 2, w,
+                  h);
+}
+
+QPointF BoundaryCanvas::toWidget(double x, double y, const QRectF& plot) const {
+    const GridBounds& b = m_snapshot->run->bounds;
+    return {plot.left() + (x - b.xMin) / (b.xMax - b.xMin) * plot.width(),
+            plot.top() + (b.yMax - y) / (b.yMax - b.yMin) * plot.height()};
+}
+
+void BoundaryCanvas::paintEvent(QPaintEvent* /*event*/) {
+    QPainter p(this);
+    p.fillRect(rect(), plot::kBackground);
+    p.setRenderHint(QPainter::Antialiasing);
+    if (!m_snapshot || !m_snapshot->hasGrid) {
+        p.setPen(plot::kMuted);
+        p.drawText(rect(), Qt::AlignCenter,
+                   m_snapshot ? tr("The boundary is drawn for 2-D data only.")
+                              : tr("Configure an experiment and press Train."));
+        return;
+    }
+    const Snapshot& s = *m_snapshot;
+    const QRectF plot = plotRect();
+    const int q = static_cast<int>(m_quantity);
+    if (s.hasEnsemble && !s.heat[static_cast<std::size_t>(q)].image.isNull()) {
+        if (m_pixmapFor != q || m_pixmap.isNull()) {
+            m_pixmap = QPixmap::fromImage(s.heat[static_cast<std::size_t>(q)].image);
+            m_pixmapFor = q;
+        }
+        p.setRenderHint(QPainter::SmoothPixmapTransform);
+        p.drawPixmap(plot, m_pixmap, QRectF(m_pixmap.rect()));
+    } else {
+        p.fillRect(plot, QColor(236, 236, 236));
+        p.setPen(plot::kMuted);
+        p.drawText(plot, Qt::AlignCenter, tr("No member is switched on:\nno ensemble to show."));
+    }
+    drawAxes(p, plot);
+    p.save();
+    p.setClipRect(plot);
+    if (s.hasEnsemble) {
+        const bool onProbability = m_quantity == HeatQuantity::Probability;
+        QPen pen(onProbability ? QColor(25, 25, 25, 230) : QColor(255, 255, 255, 220));
+        pen.setWidthF(1.8);
+        drawContour(p, plot, s.ensembleContour, pen);
+    }
+    if (m_selected >= 0 && m_selected < static_cast<int>(s.memberContours.size())) {
+        QPen pen(plot::kAccent);
+        pen.setWidthF(2.0);
+        pen.setStyle(Qt::DashLine);
+        drawContour(p, plot, s.memberContours[static_cast<std::size_t>(m_selected)], pen);
+    }
+    drawPoints(p, plot);
+    p.restore();
+    p.setPen(QPen(plot::kAxis, 1.0));
+    p.setBrush(Qt::NoBrush);
+    p.drawRect(plot);
+
+    const double barHeight = std::min(plot.height(), 260.0);
+    const QRectF bar(plot.right() + 18, plot.top() + (plot.height() - barHeight) / 2, 14,
+                     barHeight);
+    drawColorBar(p, bar);
+}
+
+void BoundaryCanvas::drawContour(QPainter& p, const QRectF& plot, const std::vector<QLineF>& lines,
+                                 const QPen& pen) const {
+    if (lines.empty()) {
+        return;
+    }
+    const double g = m_snapshot->run->gridSize;
+    const double sx = plot.width() / g;
+    const double sy = plot.height() / g;
+    QVector<QLineF> mapped;
+    mapped.reserve(static_cast<qsizetype>(lines.size()));
+    for (const QLineF& l : lines) {
+        mapped.push_back(QLineF(plot.left() + l.x1() * sx, plot.top() + l.y1() * sy,
+                                plot.left() + l.x2() * sx, plot.top() + l.y2() * sy));
+    }
+    p.setPen(pen);
+    p.drawLines(mapped);
+}
+
+void BoundaryCanvas::drawAxes(QPainter& p, const QRectF& plot) const {
+    const RunInfo& run = *m_snapshot->run;
+    const GridBounds& b = run.bounds;
+    QFont font = p.font();
+    font.setPointSizeF(8.5);
+    p.setFont(font);
+    const QFontMetricsF fm(font);
+    p.setPen(QPen(plot::kAxis, 1.0));
+    for (double t : niceTicks(b.xMin, b.xMax, 6)) {
+        const double x = toWidget(t, b.yMin, plot).x();
+        p.drawLine(QPointF(x, plot.bottom()), QPointF(x, plot.bottom() + 4));
+        const QString text = formatValue(t);
+        p.drawText(QPointF(x - fm.horizontalAdvance(text) / 2, plot.bottom() + 6 + fm.ascent()),
+                   text);
+    }
+    for (double t : niceTicks(b.yMin, b.yMax, 6)) {
+        const double y = toWidget(b.xMin, t, plot).y();
+        p.drawLine(QPointF(plot.left() - 4, y), QPointF(plot.left(), y));
+        const QString text = formatValue(t);
+        p.drawText(QPointF(plot.left() - 7 - fm.horizontalAdvance(text), y + fm.ascent() / 2 - 1),
+                   text);
+    }
+    p.setPen(plot::kText);
+    const QString xName = featureName(run, 0);
+    p.drawText(QPointF(plot.center().x() - fm.horizontalAdvance(xName) / 2, plot.bottom() + 34),
+               xName);
+    drawVerticalText(p, QPointF(plot.left() - 42, plot.center().y()), featureName(run, 1));
+}
+
+void BoundaryCanvas::drawPoints(QPainter& p, const QRectF& plot) const {
+    const Snapshot& s = *m_snapshot;
+    const RunInfo& run = *s.run;
+    const int classes = run.classes;
+    const bool sized = m_selected >= 0 && !run.counts.empty() &&
+                       run.config.ensemble.bootstrap != BootstrapMode::None;
+    const double scale = std::clamp(plot.width() / 520.0, 0.75, 1.4);
+    if (m_showTest) {
+        for (int64_t i = 0; i < run.evalTest.rows; ++i) {
+            const float* x = run.evalTest.row(i);
+            const QPointF c = toWidget(x[0], x[1], plot);
+            const QColor color = classColor(run.evalTest.y[static_cast<std::size_t>(i)], classes);
+            p.setBrush(Qt::NoBrush);
+            p.setPen(QPen(QColor(255, 255, 255, 200), 3.2 * scale));
+            p.drawEllipse(c, 3.6 * scale, 3.6 * scale);
+            p.setPen(QPen(color.darker(110), 1.6 * scale));
+            p.drawEllipse(c, 3.6 * scale, 3.6 * scale);
+        }
+    }
+    if (m_showTrain) {
+        const int64_t n = run.train.rows;
+        const int32_t* counts =
+            sized ? run.counts.data() + static_cast<std::size_t>(m_selected) * n : nullptr;
+        for (int64_t i = 0; i < n; ++i) {
+            const float* x = run.train.row(i);
+            const QPointF c = toWidget(x[0], x[1], plot);
+            const QColor color = classColor(run.train.y[static_cast<std::size_t>(i)], classes);
+            double r = 3.0 * scale;
+            if (counts != nullptr) {
+                const int count = counts[i];
+                if (count == 0) {  // out of bag for this member: hollow
+                    p.setBrush(Qt::NoBrush);
+                    p.setPen(QPen(color.darker(120), 1.2 * scale));
+                    p.drawEllipse(c, 2.6 * scale, 2.6 * scale);
+                    continue;
+                }
+                r = (1.6 + 1.5 * std::sqrt(static_cast<double>(count))) * scale;
+            }
+            p.setBrush(color);
+            p.setPen(QPen(QColor(255, 255, 255, 230), 0.9));
+            p.drawEllipse(c, r, r);
+        }
+    }
+}
+
+void BoundaryCanvas::drawColorBar(QPainter& p, const QRectF& bar) const {
+    const Snapshot& s = *m_snapshot;
+    const int classes = s.run->classes;
+    QFont font = p.font();
+    font.setPointSizeF(8.5);
+    p.setFont(font);
+    const QFontMetricsF fm(font);
+    p.setPen(plot::kText);
+    if (!s.hasEnsemble) {
+        return;
+    }
+    auto label = [&](double t, const QString& text) {
+        const double y = bar.bottom() - t * bar.height();
+        p.setPen(QPen(plot::kAxis, 1.0));
+        p.drawLine(QPointF(bar.right(), y), QPointF(bar.right() + 3, y));
+        p.setPen(plot::kText);
+        p.drawText(QPointF(bar.right() + 6, y + fm.ascent() / 2 - 1), text);
+    };
+    if (m_quantity == HeatQuantity::Probability && classes > 2) {
+        // Class swatches; saturation stands for the confidence.
+        double y = bar.top();
+        p.drawText(QPointF(bar.left(), y - 4), tr("class"));
+        for (int c = 0; c < std::min(classes, 12); ++c) {
+            p.setBrush(QColor(classConfidenceColor(c, 1.0, classes)));
+            p.setPen(QPen(plot::kAxis, 0.8));
+            p.drawRect(QRectF(bar.left(), y + 2, 14, 12));
+            p.setPen(plot::kText);
+            p.drawText(QPointF(bar.left() + 20, y + 12), QString::number(c));
+            y += 17;
+        }
+        p.setPen(plot::kMuted);
+        p.drawText(QRectF(bar.left(), y + 6, 90, 40), Qt::TextWordWrap,
+                   tr("saturation:\nconfidence"));
+        return;
+    }
+    const bool probability = m_quantity == HeatQuantity::Probability;
+    const QImage strip = colorStrip(probability ? divergingColor : sequentialColor,
+                                    static_cast<int>(bar.height()), true);
+    p.drawImage(bar, strip);
+    p.setPen(QPen(plot::kAxis, 0.8));
+    p.setBrush(Qt::NoBrush);
+    p.drawRect(bar);
+    const HeatImage& h = s.heat[static_cast<std::size_t>(m_quantity)];
+    if (probability) {
+        label(0.0, QStringLiteral("0"));
+        label(0.5, QStringLiteral("0.5"));
+        label(1.0, QStringLiteral("1"));
+    } else {
+        for (double t : niceTicks(h.low, h.high, 4)) {
+            label((t - h.low) / (h.high - h.low), formatValue(t));
+        }
+    }
+    p.setPen(plot::kText);
+    const QString title = probability ? tr("p(class 1)")
+                                      : quantityLabel(m_quantity) +
+                                            (quantityUnit(m_quantity).isEmpty()
+                                                 ? QString()
+                                                 : QStringLiteral(" [%1]").arg(
+                                                       quantityUnit(m_quantity)));
+    drawVerticalText(p, QPointF(bar.right() + 58, bar.center().y()), title);
+    p.setPen(plot::kMuted);
+    const QString range = tr("range %1 – %2").arg(formatValue(h.dataMin), formatValue(h.dataMax));
+    p.drawText(QRectF(bar.left() - 10, bar.bottom() + 6, 110, 30), Qt::TextWordWrap, range);
+}
+
+QString BoundaryCanvas::readout(const QPointF& pos) const {
+    if (!m_snapshot || !m_snapshot->hasGrid) {
+        return {};
+    }
+    const Snapshot& s = *m_snapshot;
+    const QRectF plot = plotRect();
+    if (!plot.contains(pos)) {
+        return {};
+    }
+    const int g = s.run->gridSize;
+    const int col = std::clamp(static_cast<int>((pos.x() - plot.left()) / plot.width() * g), 0, g - 1);
+    const int row = std::clamp(static_cast<int>((pos.y() - plot.top()) / plot.height() * g), 0, g - 1);
+    const GridBounds& b = s.run->bounds;
+    const double x = b.xMin + (pos.x() - plot.left()) / plot.width() * (b.xMax - b.xMin);
+    const double y = b.yMax - (pos.y() - plot.top()) / plot.height() * (b.yMax - b.yMin);
+    const std::size_t point = static_cast<std::size_t>(row) * g + col;
+    const int classes = s.run->classes;
+    QStringList lines;
+    lines << tr("x = %1, y = %2").arg(x, 0, 'f', 3).arg(y, 0, 'f', 3);
+    if (!s.hasEnsemble) {
+        lines << tr("no member switched on");
+        return lines.join(QLatin1Char('\n'));
+    }
+    const PointStatistics& e = s.grid.ensemble;
+    QStringList probs;
+    for (int c = 0; c < classes; ++c) {
+        probs << QString::number(e.probabilities[point * classes + c], 'f', 3);
+    }
+    const int best = e.predicted[point];
+    lines << tr("ensemble p = (%1)  → class %2").arg(probs.join(QStringLiteral(", "))).arg(best);
+    double lo = 1.0;
+    double hi = 0.0;
+    const std::size_t cells = static_cast<std::size_t>(g) * g;
+    for (int k = 0; k < s.grid.members; ++k) {
+        if (!s.included[static_cast<std::size_t>(k)]) {
+            continue;
+        }
+        const double v = s.grid.memberProbabilities[(static_cast<std::size_t>(k) * cells + point) *
+                                                        classes +
+                                                    best];
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+    }
+    lines << tr("members p(class %1): %2 … %3, std %4")
+                 .arg(best)
+                 .arg(lo, 0, 'f', 3)
+                 .arg(hi, 0, 'f', 3)
+                 .arg(e.predictedStd[point], 0, 'f', 3);
+    lines << tr("H = %1, aleatoric %2, epistemic %3 nats")
+                 .arg(e.total[point], 0, 'f', 3)
+                 .arg(e.aleatoric[point], 0, 'f', 3)
+                 .arg(e.epistemic[point], 0, 'f', 3);
+    lines << tr("vote disagreement %1").arg(e.disagreement[point], 0, 'f', 3);
+    if (m_selected >= 0 && m_selected < s.grid.members) {
+        QStringList mp;
+        for (int c = 0; c < classes; ++c) {
+            mp << QString::number(
+                s.grid.memberProbabilities[(static_cast<std::size_t>(m_selected) * cells + point) *
+                                               classes +
+                                           c],
+                'f', 3);
+        }
+        lines << tr("member #%1 p = (%2)").arg(m_selected).arg(mp.join(QStringLiteral(", ")));
+    }
+    return lines.join(QLatin1Char('\n'));
+}
+
+void BoundaryCanvas::mouseMoveEvent(QMouseEvent* event) {
+    const QString text = readout(event->position());
+    if (text.isEmpty()) {
+        QToolTip::hideText();
+    } else {
+        QToolTip::showText(event->globalPosition().toPoint(), text, this);
+    }
+}
+
+void BoundaryCanvas::leaveEvent(QEvent* /*event*/) {
+    QToolTip::hideText();
+}
+
+BoundaryView::BoundaryView(QWidget* parent) : QWidget(parent) {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(6, 6, 6, 6);
+    auto* bar = new QHBoxLayout;
+    m_quantityBox = new QComboBox;
+    for (int q = 0; q < kHeatQuantityCount; ++q) {
+        m_quantityBox->addItem(quantityLabel(static_cast<HeatQuantity>(q)),
+                               quantityKey(static_cast<HeatQuantity>(q)));
+    }
+    m_quantityBox->setToolTip(
+        tr("Mean probability of the class; total uncertainty H[p] = aleatoric E_k H[P_k] + "
+           "epistemic (mutual information); the members' spread of p(ŷ); the share of members "
+           "voting against the ensemble"));
+    m_train = new QCheckBox(tr("Train"));
+    m_train->setChecked(true);
+    m_test = new QCheckBox(tr("Test"));
+    m_test->setChecked(true);
+    m_caption = new QLabel;
+    m_caption->setStyleSheet(QStringLiteral("color: #555;"));
+    bar->addWidget(new QLabel(tr("Show")));
+    bar->addWidget(m_quantityBox);
+    bar->addSpacing(12);
+    bar->addWidget(m_train);
+    bar->addWidget(m_test);
+    bar->addSpacing(12);
+    bar->addWidget(m_caption, 1);
+    layout->addLayout(bar);
+    m_canvas = new BoundaryCanvas;
+    layout->addWidget(m_canvas, 1);
+    connect(m_quantityBox, &QComboBox::currentIndexChanged, this, [this](int index) {
+        m_canvas->setQuantity(static_cast<HeatQuantity>(index));
+    });
+    connect(m_train, &QCheckBox::toggled, m_canvas, &BoundaryCanvas::setShowTrain);
+    connect(m_test, &QCheckBox::toggled, m_canvas, &BoundaryCanvas::setShowTest);
+}
+
+void BoundaryView::setSnapshot(SnapshotPtr snapshot) {
+    m_snapshot = snapshot;
+    m_canvas->setSnapshot(std::move(snapshot));
+    updateCaption();
+}
+
+void BoundaryView::setSelectedMember(int member) {
+    m_canvas->setSelectedMember(member);
+    updateCaption();
+}
+
+void BoundaryView::setQuantity(HeatQuantity quantity) {
+    m_quantityBox->setCurrentIndex(static_cast<int>(quantity));
+}
+
+void BoundaryView::updateCaption() {
+    if (!m_snapshot) {
+        m_caption->clear();
+        return;
+    }
+    const Snapshot& s = *m_snapshot;
+    QString text = tr("ensemble of %1 / %2 members · step %3")
+                       .arg(s.includedCount)
+                       .arg(s.run->members)
+                       .arg(formatCount(s.step));
+    const int k = m_canvas->selectedMember();
+    if (k >= 0 && k < s.run->members) {
+        text += tr("  ·  <span style='color:#e67e22'>- - member #%1</span> (lr %2)")
+                    .arg(k)
+                    .arg(formatValue(s.run->lr[static_cast<std::size_t>(k)]));
+        if (s.run->config.ensemble.bootstrap != BootstrapMode::None) {
+            text += tr(", points sized by its multiplicity, hollow = out of bag");
+        }
+    }
+    m_caption->setText(text);
+}
+
+}  // namespace ensemble::ui

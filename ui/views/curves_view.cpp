@@ -1,0 +1,295 @@
+#include "views/curves_view.h"
+
+#include <QChart>
+#include <QChartView>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLegendMarker>
+#include <QLineSeries>
+#include <QLogValueAxis>
+#include <QToolTip>
+#include <QValueAxis>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "render/colormap.h"
+#include "render/plot_helpers.h"
+
+namespace ensemble::ui {
+
+namespace {
+
+QColor memberColor(const RunInfo& run, int k) {
+    // Members coloured by their learning rate along viridis (log scale), so a sweep reads at a
+    // glance; equal rates share one muted colour.
+    const auto [lo, hi] = std::minmax_element(run.lr.begin(), run.lr.end());
+    if (*hi <= *lo) {
+        return QColor(110, 140, 180, 110);
+    }
+    const double t = (std::log(run.lr[static_cast<std::size_t>(k)]) - std::log(*lo)) /
+                     (std::log(*hi) - std::log(*lo));
+    QColor c = QColor::fromRgb(sequentialColor(0.1 + 0.8 * t));
+    c.setAlpha(140);
+    return c;
+}
+
+}  // namespace
+
+CurvesView::CurvesView(QWidget* parent) : QWidget(parent) {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(6, 6, 6, 6);
+    auto* bar = new QHBoxLayout;
+    m_split = new QComboBox;
+    m_split->addItem(tr("no member lines"));
+    m_split->addItem(tr("members on test"));
+    m_split->addItem(tr("members on train"));
+    m_split->setCurrentIndex(1);
+    m_logBox = new QCheckBox(tr("Log scale (loss)"));
+    auto* legend = new QLabel(
+        tr("<b>bold</b>: ensemble (solid test, dashed train) · thin: members, coloured by lr"));
+    legend->setStyleSheet(QStringLiteral("color: #555;"));
+    bar->addWidget(m_split);
+    bar->addWidget(m_logBox);
+    bar->addSpacing(12);
+    bar->addWidget(legend, 1);
+    layout->addLayout(bar);
+    auto* charts = new QHBoxLayout;
+    layout->addLayout(charts, 1);
+    setupChart(m_loss, true);
+    setupChart(m_accuracy, false);
+    charts->addWidget(m_loss.view);
+    charts->addWidget(m_accuracy.view);
+    connect(m_split, &QComboBox::currentIndexChanged, this, [this](int index) {
+        m_memberSplit = index;
+        m_builtFor = nullptr;
+        refresh();
+    });
+    connect(m_logBox, &QCheckBox::toggled, this, &CurvesView::setLogScale);
+}
+
+void CurvesView::setupChart(Chart& c, bool loss) {
+    c.chart = new QChart;
+    c.chart->setTitle(loss ? tr("Loss (NLL, nats)") : tr("Accuracy"));
+    c.chart->legend()->setAlignment(Qt::AlignBottom);
+    c.chart->setMargins(QMargins(4, 4, 4, 4));
+    c.chart->setAnimationOptions(QChart::NoAnimation);
+    c.view = new QChartView(c.chart);
+    c.view->setRenderHint(QPainter::Antialiasing);
+    auto* x = new QValueAxis;
+    x->setTitleText(tr("step"));
+    x->setLabelFormat(QStringLiteral("%.0f"));
+    c.chart->addAxis(x, Qt::AlignBottom);
+    c.x = x;
+    setYAxis(c, false);
+}
+
+void CurvesView::setYAxis(Chart& c, bool log) {
+    QAbstractAxis* axis = nullptr;
+    if (log) {
+        auto* a = new QLogValueAxis;
+        a->setBase(10);
+        a->setLabelFormat(QStringLiteral("%.3g"));
+        a->setMinorTickCount(-1);
+        axis = a;
+    } else {
+        auto* a = new QValueAxis;
+        a->setLabelFormat(QStringLiteral("%.3g"));
+        axis = a;
+    }
+    if (c.y != nullptr) {
+        c.chart->removeAxis(c.y);
+        delete c.y;
+    }
+    c.y = axis;
+    c.chart->addAxis(axis, Qt::AlignLeft);
+    for (QAbstractSeries* s : c.chart->series()) {
+        s->attachAxis(axis);
+    }
+}
+
+void CurvesView::setLogScale(bool log) {
+    if (log == m_log) {
+        return;
+    }
+    m_log = log;
+    m_logBox->setChecked(log);
+    setYAxis(m_loss, log);
+    m_pointsShown = 0;
+    refresh();
+}
+
+void CurvesView::setSnapshot(SnapshotPtr snapshot) {
+    m_snapshot = std::move(snapshot);
+    if (isVisible()) {
+        refresh();
+    } else {
+        m_stale = true;
+    }
+}
+
+void CurvesView::showEvent(QShowEvent* event) {
+    QWidget::showEvent(event);
+    if (m_stale) {
+        refresh();
+    }
+}
+
+int CurvesView::ensemblePointCount() const {
+    return m_loss.ensembleTest != nullptr ? static_cast<int>(m_loss.ensembleTest->count()) : 0;
+}
+
+void CurvesView::rebuild() {
+    const RunInfo& run = *m_snapshot->run;
+    for (Chart* c : {&m_loss, &m_accuracy}) {
+        c->chart->removeAllSeries();
+        c->members.clear();
+        const bool loss = c == &m_loss;
+        if (m_memberSplit != 0) {
+            for (int k = 0; k < run.members; ++k) {
+                auto* s = new QLineSeries;
+                s->setName(tr("member #%1").arg(k));
+                QPen pen(memberColor(run, k));
+                pen.setWidthF(1.0);
+                s->setPen(pen);
+                c->chart->addSeries(s);
+                s->attachAxis(c->x);
+                s->attachAxis(c->y);
+                c->chart->legend()->markers(s).first()->setVisible(false);
+                connect(s, &QLineSeries::hovered, this, [this, k, loss](const QPointF& p, bool on) {
+                    if (on) {
+                        QToolTip::showText(QCursor::pos(),
+                                           tr("member #%1 · step %2\n%3 %4")
+                                               .arg(k)
+                                               .arg(p.x(), 0, 'f', 0)
+                                               .arg(loss ? tr("loss") : tr("accuracy"))
+                                               .arg(formatValue(p.y())));
+                    }
+                });
+                c->members.push_back(s);
+            }
+        }
+        c->ensembleTrain = new QLineSeries;
+        c->ensembleTrain->setName(tr("ensemble, train"));
+        QPen train(QColor(40, 40, 40));
+        train.setWidthF(2.4);
+        train.setStyle(Qt::DashLine);
+        c->ensembleTrain->setPen(train);
+        c->ensembleTest = new QLineSeries;
+        c->ensembleTest->setName(tr("ensemble, test"));
+        QPen test(QColor(200, 65, 60));
+        test.setWidthF(2.8);
+        c->ensembleTest->setPen(test);
+        for (QLineSeries* s : {c->ensembleTrain, c->ensembleTest}) {
+            c->chart->addSeries(s);
+            s->attachAxis(c->x);
+            s->attachAxis(c->y);
+            const QString name = s->name();
+            connect(s, &QLineSeries::hovered, this, [name, loss](const QPointF& p, bool on) {
+                if (on) {
+                    QToolTip::showText(QCursor::pos(), QStringLiteral("%1 · step %2\n%3 %4")
+                                                           .arg(name)
+                                                           .arg(p.x(), 0, 'f', 0)
+                                                           .arg(loss ? tr("loss") : tr("accuracy"))
+                                                           .arg(formatValue(p.y())));
+                }
+            });
+        }
+    }
+    m_builtFor = m_snapshot->run.get();
+    m_pointsShown = 0;
+}
+
+void CurvesView::refresh() {
+    m_stale = false;
+    if (!m_snapshot) {
+        return;
+    }
+    if (m_builtFor != m_snapshot->run.get()) {
+        rebuild();
+    }
+    const auto& history = m_snapshot->history;
+    if (history.size() == m_pointsShown) {
+        return;
+    }
+    m_pointsShown = history.size();
+    const RunInfo& run = *m_snapshot->run;
+    const bool log = m_log;
+    auto valid = [log](double v) { return std::isfinite(v) && (!log || v > 0); };
+    double lossLo = std::numeric_limits<double>::infinity();
+    double lossHi = -lossLo;
+    double accLo = 1.0;
+    double accHi = 0.0;
+    auto track = [](double v, double& lo, double& hi) {
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+    };
+    for (int k = 0; k < static_cast<int>(m_loss.members.size()); ++k) {
+        QList<QPointF> loss;
+        QList<QPointF> acc;
+        for (const auto& h : history) {
+            const auto& m = (m_memberSplit == 2 ? h->memberTrain : h->memberTest);
+            const SplitMetrics& v = m[static_cast<std::size_t>(k)];
+            if (valid(v.loss)) {
+                loss.append(QPointF(static_cast<double>(h->step), v.loss));
+                track(v.loss, lossLo, lossHi);
+            }
+            if (std::isfinite(v.accuracy)) {
+                acc.append(QPointF(static_cast<double>(h->step), v.accuracy));
+                track(v.accuracy, accLo, accHi);
+            }
+        }
+        m_loss.members[static_cast<std::size_t>(k)]->replace(loss);
+        m_accuracy.members[static_cast<std::size_t>(k)]->replace(acc);
+    }
+    QList<QPointF> trainLoss;
+    QList<QPointF> testLoss;
+    QList<QPointF> trainAcc;
+    QList<QPointF> testAcc;
+    for (const auto& h : history) {
+        const double x = static_cast<double>(h->step);
+        if (valid(h->ensembleTrain.loss)) {
+            trainLoss.append(QPointF(x, h->ensembleTrain.loss));
+            track(h->ensembleTrain.loss, lossLo, lossHi);
+        }
+        if (valid(h->ensembleTest.loss) && run.testRows > 0) {
+            testLoss.append(QPointF(x, h->ensembleTest.loss));
+            track(h->ensembleTest.loss, lossLo, lossHi);
+        }
+        if (std::isfinite(h->ensembleTrain.accuracy)) {
+            trainAcc.append(QPointF(x, h->ensembleTrain.accuracy));
+            track(h->ensembleTrain.accuracy, accLo, accHi);
+        }
+        if (std::isfinite(h->ensembleTest.accuracy) && run.testRows > 0) {
+            testAcc.append(QPointF(x, h->ensembleTest.accuracy));
+            track(h->ensembleTest.accuracy, accLo, accHi);
+        }
+    }
+    m_loss.ensembleTrain->replace(trainLoss);
+    m_loss.ensembleTest->replace(testLoss);
+    m_accuracy.ensembleTrain->replace(trainAcc);
+    m_accuracy.ensembleTest->replace(testAcc);
+
+    const double xMax = std::max<double>(1.0, static_cast<double>(history.back()->step));
+    for (Chart* c : {&m_loss, &m_accuracy}) {
+        c->x->setRange(0.0, xMax);
+    }
+    if (lossLo <= lossHi) {
+        if (log) {
+            m_loss.y->setRange(lossLo * 0.8, lossHi * 1.25);
+        } else {
+            const double pad = 0.05 * std::max(lossHi - lossLo, 1e-3);
+            m_loss.y->setRange(std::max(0.0, lossLo - pad), lossHi + pad);
+        }
+    }
+    if (accLo <= accHi) {
+        const double pad = 0.03 * std::max(accHi - accLo, 0.05);
+        m_accuracy.y->setRange(std::max(0.0, accLo - pad), std::min(1.0, accHi + pad));
+    }
+}
+
+}  // namespace ensemble::ui

@@ -1,0 +1,64 @@
+#pragma once
+
+// The Curves view (Qt Charts): train and test loss and accuracy against the step, every
+// member as a thin line and the ensemble bold; a log-scale toggle for the loss; hovering a
+// line reads its value.
+
+#include <QWidget>
+
+#include <vector>
+
+#include "controller/snapshot.h"
+
+class QCheckBox;
+class QComboBox;
+class QChart;
+class QChartView;
+class QLineSeries;
+class QAbstractAxis;
+
+namespace ensemble::ui {
+
+class CurvesView : public QWidget {
+    Q_OBJECT
+
+  public:
+    explicit CurvesView(QWidget* parent = nullptr);
+
+    void setSnapshot(SnapshotPtr snapshot);
+    void setLogScale(bool log);
+    // Points of the ensemble's test-loss line (for tests).
+    int ensemblePointCount() const;
+
+  protected:
+    void showEvent(QShowEvent* event) override;
+
+  private:
+    struct Chart {
+        QChart* chart = nullptr;
+        QChartView* view = nullptr;
+        std::vector<QLineSeries*> members;
+        QLineSeries* ensembleTrain = nullptr;
+        QLineSeries* ensembleTest = nullptr;
+        QAbstractAxis* x = nullptr;
+        QAbstractAxis* y = nullptr;
+    };
+
+    void rebuild();
+    void refresh();
+    void setupChart(Chart& c, bool loss);
+    void setYAxis(Chart& c, bool log);
+
+    SnapshotPtr m_snapshot;
+    const RunInfo* m_builtFor = nullptr;
+    std::size_t m_pointsShown = 0;
+    int m_memberSplit = 1;  // 0 none, 1 test, 2 train
+    bool m_log = false;
+    bool m_stale = false;
+    Chart m_loss;
+    Chart m_accuracy;
+    QComboBox* m_split = nullptr;
+    QCheckBox* m_logBox = nullptr;
+};
+
+}  // namespace ensemble::ui
