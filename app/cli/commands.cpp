@@ -15,6 +15,7 @@
 #include "io/atomic_file.h"
 #include "io/errors.h"
 #include "io/model_io.h"
+#include "metrics/report.h"
 #include "train/trainer.h"
 
 namespace ensemble::cli {
@@ -42,25 +43,27 @@ json splitJson(const SplitMetrics& m) {
     return json{{"loss", m.loss}, {"accuracy", m.accuracy}};
 }
 
-// The `train --metrics` report: the last evaluation, per member and for the ensemble.
-json evaluationJson(const Trainer& trainer, const Evaluation& e) {
-    json members = json::array();
+// The `train --metrics` report: the full evaluation report of the final ensemble (metrics/
+// report.h: calibration, uncertainty, size curve, OOB, temperature) with, per member and for
+// the ensemble, the last evaluation's train and test loss and accuracy.
+json metricsReport(Trainer& trainer, const Evaluation& e) {
+    json report = evaluationReport(trainer);
+    report["step"] = e.step;
+    report["epoch"] = e.epoch;
+    report["ensemble"]["train"] = splitJson(e.ensembleTrain);
+    report["ensemble"]["test"] = splitJson(e.ensembleTest);
     const auto& cfg = trainer.config();
     for (std::size_t k = 0; k < e.members.size(); ++k) {
-        const MemberEvaluation& m = e.members[k];
-        members.push_back(json{{"member", k},
-                               {"train", splitJson(m.train)},
-                               {"test", splitJson(m.test)},
-                               {"diverged", m.diverged},
-                               {"lr", cfg.optimizer.lr[k]},
-                               {"momentum", cfg.optimizer.momentum[k]},
-                               {"weight_decay", cfg.optimizer.weightDecay[k]}});
+        json& m = report["members"][k];
+        m["member"] = k;
+        m["train"] = splitJson(e.members[k].train);
+        m["test"] = splitJson(e.members[k].test);
+        m["diverged"] = e.members[k].diverged;
+        m["lr"] = cfg.optimizer.lr[k];
+        m["momentum"] = cfg.optimizer.momentum[k];
+        m["weight_decay"] = cfg.optimizer.weightDecay[k];
     }
-    return json{
-        {"step", e.step},
-        {"epoch", e.epoch},
-        {"ensemble", {{"train", splitJson(e.ensembleTrain)}, {"test", splitJson(e.ensembleTest)}}},
-        {"members", members}};
+    return report;
 }
 
 std::string formatRate(double perSecond) {
@@ -247,7 +250,7 @@ int commandTrain(const CliArgs& args) {
             elapsed,
             formatRate(elapsed > 0 ? trainer->step() * trainer->members() / elapsed : 0).c_str());
     }
-    const json metrics = evaluationJson(*trainer, last);
+    const json metrics = metricsReport(*trainer, last);
     if (args.has("--metrics")) {
         writeFileAtomic(args.get("--metrics"), metrics.dump(2) + "\n");
     }

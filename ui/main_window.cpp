@@ -1,0 +1,603 @@
+#include "main_window.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDir>
+#include <QDockWidget>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QKeySequence>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QProgressBar>
+#include <QSaveFile>
+#include <QSettings>
+#include <QStatusBar>
+#include <QStyle>
+#include <QTabWidget>
+#include <QToolBar>
+
+#include <cmath>
+
+#include "io/atomic_file.h"
+#include "io/config.h"
+#include "io/errors.h"
+#include "panels/experiment_panel.h"
+#include "render/plot_helpers.h"
+#include "views/boundary_view.h"
+#include "views/calibration_view.h"
+#include "views/curves_view.h"
+#include "views/images_view.h"
+#include "views/members_view.h"
+#include "views/sweep_view.h"
+
+namespace ensemble::ui {
+
+namespace {
+
+QString str(const std::string& s) {
+    return QString::fromStdString(s);
+}
+
+// What a person can do about a failed run, from the kind of message.
+QString adviceFor(const QString& message) {
+    if (message.contains(QStringLiteral("mnist"), Qt::CaseInsensitive) ||
+        message.contains(QStringLiteral("IDX"), Qt::CaseInsensitive)) {
+        return QObject::tr("Choose the folder that holds the MNIST IDX files in Dataset > Path, "
+                           "or fetch them with scripts/fetch-mnist.sh.");
+    }
+    if (message.contains(QStringLiteral("cuda"), Qt::CaseInsensitive)) {
+        return QObject::tr("Choose Auto or CPU in Backend > Device.");
+    }
+    if (message.contains(QStringLiteral("memory"), Qt::CaseInsensitive)) {
+        return QObject::tr("Reduce the ensemble size K, the hidden layers or the dataset.");
+    }
+    if (message.contains(QStringLiteral("csv"), Qt::CaseInsensitive)) {
+        return QObject::tr("Check the CSV file: a header row, numeric features and an integer "
+                           "'label' column.");
+    }
+    return QObject::tr("Fix the experiment settings and press Reset.");
+}
+
+}  // namespace
+
+MainWindow::MainWindow(Options options, QWidget* parent)
+    : QMainWindow(parent),
+      m_options(options),
+      m_controller(std::make_unique<EngineController>(nullptr, options.tuning)) {
+    setWindowTitle(tr("EnsembleLab"));
+    setObjectName(QStringLiteral("EnsembleLabMainWindow"));
+    buildViews();
+    buildActions();
+
+    connect(m_controller.get(), &EngineController::snapshotChanged, this, &MainWindow::onSnapshot);
+    connect(m_controller.get(), &EngineController::runningChanged, this,
+            &MainWindow::onRunningChanged);
+    connect(m_controller.get(), &EngineController::configureFailed, this,
+            &MainWindow::onConfigureFailed);
+    connect(m_controller.get(), &EngineController::configured, this,
+            [this](quint64 runId, const QString& notice) {
+                if (runId == m_controller->currentRunId()) {
+                    m_configuring = false;
+                    if (!notice.isEmpty()) {
+                        statusBar()->showMessage(notice, 8000);
+                    }
+                    updateActions();
+                }
+            });
+    connect(m_controller.get(), &EngineController::exportFinished, this,
+            &MainWindow::onExportFinished);
+    connect(m_controller.get(), &EngineController::predictionReady, m_images,
+            &ImagesView::showPrediction);
+
+    m_applyTimer.setSingleShot(true);
+    m_applyTimer.setInterval(350);
+    connect(&m_applyTimer, &QTimer::timeout, this, [this] {
+        if (m_panel->isValid() && m_panel->config() != m_activeConfig) {
+            startRun();
+        }
+    });
+
+    resize(1280, 820);
+    if (m_options.useSettings) {
+        QSettings settings;
+        restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
+        restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
+        setView(settings.value(QStringLiteral("window/view"), QStringLiteral("boundary")).toString());
+    }
+    updateActions();
+    updateStatus();
+}
+
+MainWindow::~MainWindow() {
+    // Stop and join the engine thread before the views it feeds go away.
+    m_controller.reset();
+}
+
+void MainWindow::buildViews() {
+    m_panel = new ExperimentPanel;
+    auto* dock = new QDockWidget(tr("Experiment"), this);
+    dock->setObjectName(QStringLiteral("ExperimentDock"));
+    dock->setWidget(m_panel);
+    dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
+    dock->setMinimumWidth(300);
+    addDockWidget(Qt::LeftDockWidgetArea, dock);
+
+    m_tabs = new QTabWidget;
+    m_tabs->setDocumentMode(true);
+    m_boundary = new BoundaryView;
+    m_members = new MembersView;
+    m_curves = new CurvesView;
+    m_calibration = new CalibrationView;
+    m_sweep = new SweepView;
+    m_images = new ImagesView;
+    m_tabs->addTab(m_boundary, tr("Boundary"));
+    m_tabs->addTab(m_members, tr("Members"));
+    m_tabs->addTab(m_curves, tr("Curves"));
+    m_tabs->addTab(m_calibration, tr("Calibration"));
+    m_tabs->addTab(m_sweep, tr("Sweep"));
+    m_tabs->addTab(m_images, tr("Images"));
+    m_tabs->setTabVisible(5, false);
+    setCentralWidget(m_tabs);
+
+    connect(m_panel, &ExperimentPanel::edited, this, &MainWindow::onPanelEdited);
+    connect(m_panel, &ExperimentPanel::validityChanged, this, [this] { updateActions(); });
+    connect(m_panel, &ExperimentPanel::presetChosen, this, [this](const QString& name) {
+        loadExperiment(nlohmann::json::parse(presetText(name.toStdString())), name);
+    });
+    connect(m_panel, &ExperimentPanel::regenerateRequested, this, [this] {
+        if (m_panel->isValid()) {
+            startRun();
+        }
+    });
+    connect(m_panel, &ExperimentPanel::openRequested, this, &MainWindow::chooseOpen);
+    connect(m_panel, &ExperimentPanel::saveRequested, this, &MainWindow::chooseSave);
+
+    connect(m_members, &MembersView::memberSelected, this, &MainWindow::selectMember);
+    connect(m_members, &MembersView::memberToggled, this, [this](int k, bool on) {
+        m_controller->setMemberEnabled(k, on);
+    });
+    connect(m_members, &MembersView::allMembersSet, this, [this](bool on) {
+        const SnapshotPtr s = m_controller->snapshot();
+        if (s) {
+            m_controller->setEnabledMembers(
+                std::vector<uint8_t>(static_cast<std::size_t>(s->run->members), on ? 1 : 0));
+        }
+    });
+    connect(m_images, &ImagesView::predictionRequested, this,
+            [this](quint64 id, const std::vector<float>& pixels) {
+                m_controller->predict(id, pixels);
+            });
+}
+
+void MainWindow::buildActions() {
+    QStyle* st = style();
+    m_train = new QAction(st->standardIcon(QStyle::SP_MediaPlay), tr("Train"), this);
+    m_train->setShortcut(QKeySequence(Qt::Key_Space));
+    m_train->setToolTip(tr("Train / Pause (Space)"));
+    m_step = new QAction(st->standardIcon(QStyle::SP_MediaSeekForward), tr("Step"), this);
+    m_step->setShortcut(QKeySequence(Qt::Key_S));
+    m_step->setToolTip(tr("Train exactly one step (S)"));
+    m_reset = new QAction(st->standardIcon(QStyle::SP_BrowserReload), tr("Reset"), this);
+    m_reset->setShortcut(QKeySequence(Qt::Key_R));
+    m_reset->setToolTip(tr("Back to step 0 with the experiment as edited (R); the initial "
+                           "weights change only with the ensemble seed"));
+    m_export = new QAction(st->standardIcon(QStyle::SP_DialogSaveButton), tr("Export…"), this);
+    m_export->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
+    m_export->setToolTip(tr("Export weights, metrics and the current view (Ctrl+E)"));
+    m_open = new QAction(st->standardIcon(QStyle::SP_DialogOpenButton), tr("Open…"), this);
+    m_open->setShortcut(QKeySequence::Open);
+    m_open->setToolTip(tr("Open an experiment file (Ctrl+O)"));
+    m_save = new QAction(st->standardIcon(QStyle::SP_FileIcon), tr("Save…"), this);
+    m_save->setShortcut(QKeySequence::Save);
+    m_save->setToolTip(tr("Save the experiment (Ctrl+S)"));
+
+    connect(m_train, &QAction::triggered, this, [this] {
+        if (m_controller->isRunning()) {
+            m_controller->pause();
+            return;
+        }
+        if (!m_panel->isValid()) {
+            return;
+        }
+        const SnapshotPtr s = m_controller->snapshot();
+        if (!s || (s->step == 0 && m_panel->config() != m_activeConfig)) {
+            m_applyTimer.stop();
+            startRun();  // queued before start(), so it trains the edited experiment
+        }
+        m_controller->start();
+    });
+    connect(m_step, &QAction::triggered, this, [this] {
+        if (!m_controller->isRunning()) {
+            m_controller->step();
+        }
+    });
+    connect(m_reset, &QAction::triggered, this, [this] {
+        if (m_panel->isValid()) {
+            startRun();
+        }
+    });
+    connect(m_export, &QAction::triggered, this, &MainWindow::chooseExport);
+    connect(m_open, &QAction::triggered, this, &MainWindow::chooseOpen);
+    connect(m_save, &QAction::triggered, this, &MainWindow::chooseSave);
+
+    QToolBar* bar = addToolBar(tr("Run"));
+    bar->setObjectName(QStringLiteral("RunToolBar"));
+    bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    bar->setMovable(false);
+    bar->addAction(m_train);
+    bar->addAction(m_step);
+    bar->addAction(m_reset);
+    bar->addSeparator();
+    bar->addAction(m_export);
+    bar->addSeparator();
+    bar->addAction(m_open);
+    bar->addAction(m_save);
+    auto* spacer = new QWidget;
+    spacer->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Preferred);
+    bar->addWidget(spacer);
+    m_progress = new QProgressBar;
+    m_progress->setMaximumWidth(260);
+    m_progress->setTextVisible(true);
+    m_progress->setFormat(QStringLiteral("%p %"));
+    bar->addWidget(m_progress);
+
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    file->addAction(m_open);
+    file->addAction(m_save);
+    QAction* restore = file->addAction(tr("Restore last experiment"));
+    connect(restore, &QAction::triggered, this, &MainWindow::restoreLastExperiment);
+    file->addSeparator();
+    file->addAction(m_export);
+    file->addSeparator();
+    QAction* quit = file->addAction(tr("Quit"));
+    quit->setShortcut(QKeySequence::Quit);
+    connect(quit, &QAction::triggered, this, &QWidget::close);
+    QMenu* run = menuBar()->addMenu(tr("&Run"));
+    run->addAction(m_train);
+    run->addAction(m_step);
+    run->addAction(m_reset);
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    for (int i = 0; i < viewNames().size(); ++i) {
+        const QString name = viewNames().at(i);
+        QAction* a = view->addAction(m_tabs->tabText(i));
+        a->setShortcut(QKeySequence(Qt::CTRL | static_cast<Qt::Key>(Qt::Key_1 + i)));
+        connect(a, &QAction::triggered, this, [this, name] { setView(name); });
+    }
+    view->addSeparator();
+    view->addAction(findChild<QDockWidget*>(QStringLiteral("ExperimentDock"))->toggleViewAction());
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    QAction* about = help->addAction(tr("About EnsembleLab"));
+    connect(about, &QAction::triggered, this, [this] {
+        QMessageBox::about(this, tr("About EnsembleLab"),
+                           tr("<b>EnsembleLab</b><br>Train K small networks at once as one batched "
+                              "computation, and watch each member, the ensemble and its "
+                              "uncertainty live."));
+    });
+
+    m_stepLabel = new QLabel;
+    m_epochLabel = new QLabel;
+    m_rateLabel = new QLabel;
+    m_memberRateLabel = new QLabel;
+    m_backendLabel = new QLabel;
+    for (QLabel* l : {m_stepLabel, m_epochLabel, m_rateLabel, m_memberRateLabel, m_backendLabel}) {
+        l->setContentsMargins(8, 0, 8, 0);
+        statusBar()->addPermanentWidget(l);
+    }
+}
+
+QStringList MainWindow::viewNames() {
+    return {QStringLiteral("boundary"), QStringLiteral("members"),     QStringLiteral("curves"),
+            QStringLiteral("calibration"), QStringLiteral("sweep"), QStringLiteral("images")};
+}
+
+bool MainWindow::setView(const QString& name) {
+    const int index = static_cast<int>(viewNames().indexOf(name.toLower()));
+    if (index < 0 || !m_tabs->isTabVisible(index)) {
+        return false;
+    }
+    m_tabs->setCurrentIndex(index);
+    return true;
+}
+
+QString MainWindow::currentViewName() const {
+    return viewNames().value(m_tabs->currentIndex());
+}
+
+QWidget* MainWindow::currentView() const {
+    return m_tabs->currentWidget();
+}
+
+void MainWindow::loadExperiment(const nlohmann::json& config, const QString& preset) {
+    m_applyTimer.stop();
+    m_panel->setConfig(config, preset);
+    if (m_panel->isValid()) {
+        startRun();
+    } else {
+        statusBar()->showMessage(tr("The experiment has invalid values: fix the marked fields."),
+                                 8000);
+    }
+    updateActions();
+}
+
+void MainWindow::startRun() {
+    m_applyTimer.stop();
+    m_activeConfig = m_panel->config();
+    m_configuring = true;
+    m_controller->configure(m_activeConfig);
+    m_panel->setPendingNotice(false);
+    updateActions();
+}
+
+bool MainWindow::openExperiment(const QString& path, QString* error) {
+    try {
+        const nlohmann::json config = loadConfigJson(QFile::encodeName(path).toStdString());
+        loadExperiment(config);
+        setWindowFilePath(path);
+        return true;
+    } catch (const std::exception& e) {
+        if (error != nullptr) {
+            *error = str(e.what());
+        }
+        return false;
+    }
+}
+
+bool MainWindow::saveExperiment(const QString& path, QString* error) {
+    try {
+        writeFileAtomic(QFile::encodeName(path).toStdString(), m_panel->config().dump(2) + "\n");
+        setWindowFilePath(path);
+        return true;
+    } catch (const std::exception& e) {
+        if (error != nullptr) {
+            *error = str(e.what());
+        }
+        return false;
+    }
+}
+
+void MainWindow::chooseOpen() {
+    QSettings settings;
+    const QString dir = settings.value(QStringLiteral("files/experiments")).toString();
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open experiment"), dir,
+                                                      tr("Experiments (*.json);;All files (*)"));
+    if (path.isEmpty()) {
+        return;
+    }
+    settings.setValue(QStringLiteral("files/experiments"), QFileInfo(path).path());
+    QString error;
+    if (!openExperiment(path, &error)) {
+        showError(tr("Could not open the experiment"), error,
+                  tr("Choose a JSON experiment file such as the ones Save writes."));
+    }
+}
+
+void MainWindow::chooseSave() {
+    QSettings settings;
+    const QString dir = settings.value(QStringLiteral("files/experiments"), QDir::homePath())
+                            .toString();
+    const QString name =
+        m_panel->presetName().isEmpty() ? QStringLiteral("experiment") : m_panel->presetName();
+    QString path = QFileDialog::getSaveFileName(this, tr("Save experiment"),
+                                                QDir(dir).filePath(name + QStringLiteral(".json")),
+                                                tr("Experiments (*.json)"));
+    if (path.isEmpty()) {
+        return;
+    }
+    if (!path.endsWith(QStringLiteral(".json"))) {
+        path += QStringLiteral(".json");
+    }
+    settings.setValue(QStringLiteral("files/experiments"), QFileInfo(path).path());
+    QString error;
+    if (!saveExperiment(path, &error)) {
+        showError(tr("Could not save the experiment"), error,
+                  tr("Choose a folder you can write to."));
+    }
+}
+
+void MainWindow::chooseExport() {
+    const SnapshotPtr s = m_controller->snapshot();
+    if (!s) {
+        return;
+    }
+    QSettings settings;
+    const QString dir =
+        settings.value(QStringLiteral("files/exports"), QDir::homePath()).toString();
+    const QString suggestion = QStringLiteral("%1-k%2-step%3")
+                                   .arg(str(s->run->datasetName))
+                                   .arg(s->run->members)
+                                   .arg(s->step);
+    QString path = QFileDialog::getSaveFileName(
+        this, tr("Export ensemble (weights, metrics, view)"), QDir(dir).filePath(suggestion),
+        tr("Weights (*.safetensors)"));
+    if (path.isEmpty()) {
+        return;
+    }
+    if (path.endsWith(QStringLiteral(".safetensors"))) {
+        path.chop(static_cast<int>(QStringLiteral(".safetensors").size()));
+    }
+    settings.setValue(QStringLiteral("files/exports"), QFileInfo(path).path());
+    exportTo(path);
+}
+
+void MainWindow::exportTo(const QString& basePath) {
+    m_exportBase = basePath;
+    statusBar()->showMessage(tr("Exporting…"));
+    m_controller->exportTo(basePath);
+}
+
+void MainWindow::onExportFinished(bool ok, const QString& message, const QStringList& files) {
+    QStringList written = files;
+    QString error = message;
+    if (ok) {
+        // The picture of the current view, written atomically next to the weights.
+        const QString png = m_exportBase + QStringLiteral(".png");
+        QSaveFile out(png);
+        const QImage image = currentView()->grab().toImage();
+        if (out.open(QIODevice::WriteOnly) && image.save(&out, "PNG") && out.commit()) {
+            written << png;
+        } else {
+            ok = false;
+            error = tr("%1: %2").arg(png, out.errorString());
+            for (const QString& f : files) {
+                QFile::remove(f);
+            }
+            written.clear();
+        }
+    }
+    if (ok) {
+        statusBar()->showMessage(tr("Exported %1 files to %2")
+                                     .arg(written.size())
+                                     .arg(QFileInfo(m_exportBase).path()),
+                                 8000);
+    } else {
+        statusBar()->clearMessage();
+        showError(tr("Export failed"), error,
+                  tr("Nothing was written. Choose a folder that exists and that you can write "
+                     "to, with free space, and export again."));
+    }
+    Q_EMIT exportFinished(ok, error, written);
+}
+
+void MainWindow::showError(const QString& title, const QString& message, const QString& advice) {
+    m_lastError = message;
+    auto* box = new QMessageBox(QMessageBox::Warning, title, message, QMessageBox::Ok, this);
+    box->setInformativeText(advice);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->setObjectName(QStringLiteral("ErrorBox"));
+    box->open();  // not modal to the event loop: training and tests go on
+}
+
+void MainWindow::onConfigureFailed(quint64 runId, const QString& message) {
+    if (runId != m_controller->currentRunId()) {
+        return;
+    }
+    m_configuring = false;
+    showError(tr("Could not start the experiment"), message, adviceFor(message));
+    updateActions();
+}
+
+void MainWindow::onPanelEdited() {
+    const SnapshotPtr s = m_controller->snapshot();
+    const bool untouched = !s || (s->step == 0 && !m_controller->isRunning());
+    const bool changed = m_panel->config() != m_activeConfig;
+    if (m_panel->isValid() && changed && untouched) {
+        m_applyTimer.start();  // nothing trained yet: show the edited experiment right away
+        m_panel->setPendingNotice(false);
+    } else {
+        m_panel->setPendingNotice(changed && !untouched);
+    }
+    updateActions();
+}
+
+void MainWindow::onRunningChanged(bool running) {
+    m_train->setText(running ? tr("Pause") : tr("Train"));
+    m_train->setIcon(style()->standardIcon(running ? QStyle::SP_MediaPause : QStyle::SP_MediaPlay));
+    updateActions();
+}
+
+void MainWindow::selectMember(int member) {
+    m_selectedMember = member;
+    m_boundary->setSelectedMember(member);
+    m_members->setSelectedMember(member);
+}
+
+void MainWindow::updateTabs() {
+    const SnapshotPtr s = m_controller->snapshot();
+    if (!s || s->run.get() == m_tabsFor) {
+        return;
+    }
+    m_tabsFor = s->run.get();
+    const bool grid = s->run->hasGrid;
+    const bool images = s->run->isImage;
+    const QString current = currentViewName();
+    m_tabs->setTabVisible(0, grid);
+    m_tabs->setTabVisible(5, images);
+    if ((current == QStringLiteral("boundary") && !grid) ||
+        (current == QStringLiteral("images") && !images)) {
+        setView(images ? QStringLiteral("images") : QStringLiteral("members"));
+    }
+    if (m_selectedMember >= s->run->members) {
+        selectMember(-1);
+    }
+}
+
+void MainWindow::onSnapshot() {
+    const SnapshotPtr s = m_controller->snapshot();
+    if (!s) {
+        return;
+    }
+    updateTabs();
+    m_boundary->setSnapshot(s);
+    m_members->setSnapshot(s);
+    m_curves->setSnapshot(s);
+    m_calibration->setSnapshot(s);
+    m_sweep->setSnapshot(s);
+    m_images->setSnapshot(s);
+    updateStatus();
+    updateActions();
+    Q_EMIT snapshotShown();
+}
+
+void MainWindow::updateActions() {
+    const SnapshotPtr s = m_controller->snapshot();
+    const bool running = m_controller->isRunning();
+    const bool valid = m_panel->isValid();
+    const bool finished = s && s->finished;
+    m_train->setEnabled(running || (valid && !finished && (s || !m_configuring)));
+    m_step->setEnabled(!running && valid && s && !finished);
+    m_reset->setEnabled(valid);
+    m_export->setEnabled(s != nullptr);
+}
+
+void MainWindow::updateStatus() {
+    const SnapshotPtr s = m_controller->snapshot();
+    if (!s) {
+        m_stepLabel->setText(tr("no run"));
+        return;
+    }
+    const RunInfo& run = *s->run;
+    m_stepLabel->setText(
+        tr("step %1 / %2").arg(formatCount(s->step)).arg(formatCount(run.totalSteps)));
+    m_epochLabel->setText(tr("epoch %1").arg(s->epoch, 0, 'f', 2));
+    m_rateLabel->setText(tr("%1 steps/s").arg(formatRate(s->running ? s->stepsPerSecond : 0)));
+    m_memberRateLabel->setText(
+        tr("%1 member-steps/s").arg(formatRate(s->running ? s->memberStepsPerSecond : 0)));
+    m_backendLabel->setText(str(run.backendName));
+    m_backendLabel->setToolTip(str(run.notice));
+    m_progress->setMaximum(1000);
+    m_progress->setValue(run.totalSteps > 0 ? static_cast<int>(1000 * s->step / run.totalSteps)
+                                            : 0);
+    m_progress->setFormat(tr("%1 / %2").arg(formatCount(s->step)).arg(formatCount(run.totalSteps)));
+}
+
+void MainWindow::restoreLastExperiment() {
+    QSettings settings;
+    const QByteArray text = settings.value(QStringLiteral("experiment/last")).toByteArray();
+    if (text.isEmpty()) {
+        statusBar()->showMessage(tr("No experiment was saved yet."), 5000);
+        return;
+    }
+    const nlohmann::json config = nlohmann::json::parse(text.toStdString(), nullptr, false);
+    if (!config.is_discarded()) {
+        loadExperiment(config);
+    }
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+    if (m_options.useSettings) {
+        QSettings settings;
+        settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
+        settings.setValue(QStringLiteral("window/state"), saveState());
+        settings.setValue(QStringLiteral("window/view"), currentViewName());
+        settings.setValue(QStringLiteral("experiment/last"),
+                          QByteArray::fromStdString(m_panel->config().dump()));
+    }
+    m_controller->pause();
+    QMainWindow::closeEvent(event);
+}
+
+}  // namespace ensemble::ui

@@ -1,0 +1,137 @@
+#pragma once
+
+// The EnsembleLab window: the Experiment dock, the views as tabs, toolbar, shortcuts and
+// status bar. It owns the EngineController (and through it the engine thread) and hands each
+// snapshot to the views; views that are not visible only keep it and draw when shown.
+
+#include <QMainWindow>
+#include <QStringList>
+#include <QTimer>
+
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "controller/engine_controller.h"
+
+class QAction;
+class QLabel;
+class QProgressBar;
+class QTabWidget;
+
+namespace ensemble::ui {
+
+class BoundaryView;
+class CalibrationView;
+class CurvesView;
+class ExperimentPanel;
+class ImagesView;
+class MembersView;
+class SweepView;
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+
+  public:
+    struct Options {
+        bool useSettings = true;  // restore and save QSettings (tests turn it off)
+        WorkerTuning tuning;
+    };
+
+    explicit MainWindow(Options options, QWidget* parent = nullptr);
+    explicit MainWindow(QWidget* parent = nullptr) : MainWindow(Options{}, parent) {}
+    ~MainWindow() override;
+
+    // Shows `config` in the Experiment dock and starts a new run at step 0 (when valid).
+    void loadExperiment(const nlohmann::json& config, const QString& preset = {});
+    // Open / Save an experiment file (the CLI's JSON). False with `error` set on failure.
+    bool openExperiment(const QString& path, QString* error = nullptr);
+    bool saveExperiment(const QString& path, QString* error = nullptr);
+    // Writes <base>.safetensors, <base>.metrics.json, <base>.metrics.csv and <base>.png (the
+    // current view); exportFinished() reports. Nothing is left behind on failure.
+    void exportTo(const QString& basePath);
+
+    // Views by name: boundary, members, curves, calibration, sweep, images.
+    static QStringList viewNames();
+    bool setView(const QString& name);
+    QString currentViewName() const;
+    QWidget* currentView() const;
+
+    EngineController* controller() const { return m_controller.get(); }
+    ExperimentPanel* panel() const { return m_panel; }
+    BoundaryView* boundaryView() const { return m_boundary; }
+    MembersView* membersView() const { return m_members; }
+    CurvesView* curvesView() const { return m_curves; }
+    CalibrationView* calibrationView() const { return m_calibration; }
+    SweepView* sweepView() const { return m_sweep; }
+    ImagesView* imagesView() const { return m_images; }
+    QAction* trainAction() const { return m_train; }
+    QAction* stepAction() const { return m_step; }
+    QAction* resetAction() const { return m_reset; }
+    QAction* exportAction() const { return m_export; }
+    QAction* openAction() const { return m_open; }
+    QAction* saveAction() const { return m_save; }
+    int selectedMember() const { return m_selectedMember; }
+    void selectMember(int member);
+    // The last error message box's text (tests), empty when none was shown.
+    QString lastError() const { return m_lastError; }
+
+  Q_SIGNALS:
+    void exportFinished(bool ok, const QString& message, const QStringList& files);
+    void snapshotShown();
+
+  protected:
+    void closeEvent(QCloseEvent* event) override;
+
+  private:
+    void buildActions();
+    void buildViews();
+    void startRun();
+    void onSnapshot();
+    void onPanelEdited();
+    void onRunningChanged(bool running);
+    void onConfigureFailed(quint64 runId, const QString& message);
+    void onExportFinished(bool ok, const QString& message, const QStringList& files);
+    void updateActions();
+    void updateStatus();
+    void updateTabs();
+    void showError(const QString& title, const QString& message, const QString& advice);
+    void chooseOpen();
+    void chooseSave();
+    void chooseExport();
+    void restoreLastExperiment();
+
+    Options m_options;
+    std::unique_ptr<EngineController> m_controller;
+    nlohmann::json m_activeConfig;
+    bool m_configuring = false;
+    int m_selectedMember = -1;
+    QString m_exportBase;
+    QString m_lastError;
+    QTimer m_applyTimer;
+    const RunInfo* m_tabsFor = nullptr;
+
+    ExperimentPanel* m_panel = nullptr;
+    QTabWidget* m_tabs = nullptr;
+    BoundaryView* m_boundary = nullptr;
+    MembersView* m_members = nullptr;
+    CurvesView* m_curves = nullptr;
+    CalibrationView* m_calibration = nullptr;
+    SweepView* m_sweep = nullptr;
+    ImagesView* m_images = nullptr;
+
+    QAction* m_train = nullptr;
+    QAction* m_step = nullptr;
+    QAction* m_reset = nullptr;
+    QAction* m_export = nullptr;
+    QAction* m_open = nullptr;
+    QAction* m_save = nullptr;
+    QLabel* m_stepLabel = nullptr;
+    QLabel* m_epochLabel = nullptr;
+    QLabel* m_rateLabel = nullptr;
+    QLabel* m_memberRateLabel = nullptr;
+    QLabel* m_backendLabel = nullptr;
+    QProgressBar* m_progress = nullptr;
+};
+
+}  // namespace ensemble::ui

@@ -1,0 +1,263 @@
+#include "views/sweep_view.h"
+
+#include <QChart>
+#include <QChartView>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLegendMarker>
+#include <QLineSeries>
+#include <QLogValueAxis>
+#include <QScatterSeries>
+#include <QToolTip>
+#include <QValueAxis>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+
+#include "render/plot_helpers.h"
+
+namespace ensemble::ui {
+
+namespace {
+
+std::vector<double> parameterValues(const RunInfo& run, const QString& key) {
+    if (key == QStringLiteral("weight_decay")) {
+        return run.weightDecay;
+    }
+    if (key == QStringLiteral("momentum")) {
+        return run.momentum;
+    }
+    if (key == QStringLiteral("member")) {
+        std::vector<double> v(static_cast<std::size_t>(run.members));
+        for (int k = 0; k < run.members; ++k) {
+            v[static_cast<std::size_t>(k)] = k;
+        }
+        return v;
+    }
+    return run.lr;
+}
+
+bool varies(const std::vector<double>& v) {
+    return !v.empty() && *std::max_element(v.begin(), v.end()) > *std::min_element(v.begin(), v.end());
+}
+
+}  // namespace
+
+SweepView::SweepView(QWidget* parent) : QWidget(parent) {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(6, 6, 6, 6);
+    auto* bar = new QHBoxLayout;
+    m_parameter = new QComboBox;
+    m_parameter->addItem(tr("learning rate"), QStringLiteral("lr"));
+    m_parameter->addItem(tr("weight decay"), QStringLiteral("weight_decay"));
+    m_parameter->addItem(tr("momentum"), QStringLiteral("momentum"));
+    m_parameter->addItem(tr("member index"), QStringLiteral("member"));
+    auto* note = new QLabel(tr("each point: one member's test metrics now · lines: the ensemble "
+                               "and the mean member · red ×: diverged"));
+    note->setStyleSheet(QStringLiteral("color: #555;"));
+    bar->addWidget(new QLabel(tr("against")));
+    bar->addWidget(m_parameter);
+    bar->addSpacing(12);
+    bar->addWidget(note, 1);
+    layout->addLayout(bar);
+    auto* charts = new QHBoxLayout;
+    for (QChart** chart : {&m_lossChart, &m_accChart}) {
+        *chart = new QChart;
+        (*chart)->setAnimationOptions(QChart::NoAnimation);
+        (*chart)->legend()->setAlignment(Qt::AlignBottom);
+        auto* view = new QChartView(*chart);
+        view->setRenderHint(QPainter::Antialiasing);
+        charts->addWidget(view);
+    }
+    layout->addLayout(charts, 1);
+    connect(m_parameter, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
+}
+
+void SweepView::setParameter(const QString& key) {
+    const int i = m_parameter->findData(key);
+    if (i >= 0) {
+        m_parameter->setCurrentIndex(i);
+    }
+}
+
+QString SweepView::parameter() const {
+    return m_parameter->currentData().toString();
+}
+
+void SweepView::setSnapshot(SnapshotPtr snapshot) {
+    m_snapshot = std::move(snapshot);
+    if (m_snapshot && m_chosenFor != m_snapshot->run.get()) {
+        // A new run: show the hyperparameter that varies across its members.
+        m_chosenFor = m_snapshot->run.get();
+        const RunInfo& run = *m_snapshot->run;
+        const QString key = varies(run.lr)            ? QStringLiteral("lr")
+                            : varies(run.weightDecay) ? QStringLiteral("weight_decay")
+                            : varies(run.momentum)    ? QStringLiteral("momentum")
+                                                      : QStringLiteral("member");
+        const QSignalBlocker block(m_parameter);
+        setParameter(key);
+    }
+    if (isVisible()) {
+        refresh();
+    } else {
+        m_stale = true;
+    }
+}
+
+void SweepView::showEvent(QShowEvent* event) {
+    QWidget::showEvent(event);
+    if (m_stale) {
+        refresh();
+    }
+}
+
+void SweepView::refresh() {
+    m_stale = false;
+    if (!m_snapshot) {
+        return;
+    }
+    fill(m_lossChart, true);
+    fill(m_accChart, false);
+}
+
+void SweepView::fill(QChart* chart, bool loss) {
+    chart->removeAllSeries();
+    for (QAbstractAxis* a : chart->axes()) {
+        chart->removeAxis(a);
+        delete a;
+    }
+    const Snapshot& s = *m_snapshot;
+    const RunInfo& run = *s.run;
+    const QString key = parameter();
+    const std::vector<double> x = parameterValues(run, key);
+    const bool positive = std::all_of(x.begin(), x.end(), [](double v) { return v > 0; });
+    m_log = positive && varies(x) && key != QStringLiteral("member");
+    chart->setTitle(loss ? tr("Test NLL per member") : tr("Test accuracy per member"));
+
+    auto* on = new QScatterSeries;
+    on->setName(tr("member"));
+    on->setMarkerSize(9);
+    on->setColor(QColor(74, 127, 181));
+    on->setBorderColor(Qt::white);
+    auto* off = new QScatterSeries;
+    off->setName(tr("switched off"));
+    off->setMarkerSize(8);
+    off->setColor(QColor(190, 190, 190));
+    off->setBorderColor(Qt::white);
+    auto* bad = new QScatterSeries;
+    bad->setName(tr("diverged"));
+    bad->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
+    bad->setMarkerSize(8);
+    bad->setColor(QColor(192, 57, 43));
+    double lo = 1e300;
+    double hi = -1e300;
+    for (int k = 0; k < run.members; ++k) {
+        const std::size_t ku = static_cast<std::size_t>(k);
+        if (ku >= s.memberMetrics.size()) {
+            break;
+        }
+        const double v = loss ? s.memberMetrics[ku].nll : s.memberMetrics[ku].accuracy;
+        if (!std::isfinite(v)) {
+            continue;
+        }
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+    }
+    const double ens = loss ? s.ensembleMetrics.nll : s.ensembleMetrics.accuracy;
+    const double mean = loss ? s.meanMember.nll : s.meanMember.accuracy;
+    for (double v : {ens, mean}) {
+        if (std::isfinite(v)) {
+            lo = std::min(lo, v);
+            hi = std::max(hi, v);
+        }
+    }
+    if (!(lo <= hi)) {
+        lo = 0;
+        hi = 1;
+    }
+    const double pad = 0.08 * std::max(hi - lo, 1e-3);
+    const double yTop = hi + pad;
+    for (int k = 0; k < run.members && static_cast<std::size_t>(k) < s.memberMetrics.size(); ++k) {
+        const std::size_t ku = static_cast<std::size_t>(k);
+        const double v = loss ? s.memberMetrics[ku].nll : s.memberMetrics[ku].accuracy;
+        if (s.diverged[ku] || !std::isfinite(v)) {
+            bad->append(x[ku], yTop - pad / 3);
+        } else if (!s.included[ku]) {
+            off->append(x[ku], v);
+        } else {
+            on->append(x[ku], v);
+        }
+    }
+    const auto [xMinIt, xMaxIt] = std::minmax_element(x.begin(), x.end());
+    double xLo = *xMinIt;
+    double xHi = *xMaxIt;
+    if (m_log) {
+        xLo /= 1.4;
+        xHi *= 1.4;
+    } else {
+        const double span = std::max(xHi - xLo, 1e-9);
+        xLo -= 0.06 * span + (xHi == xLo ? 0.5 : 0.0);
+        xHi += 0.06 * span + (xHi == xLo ? 0.5 : 0.0);
+    }
+    auto* ensembleLine = new QLineSeries;
+    ensembleLine->setName(tr("ensemble"));
+    ensembleLine->setPen(QPen(QColor(200, 65, 60), 2.4));
+    auto* meanLine = new QLineSeries;
+    meanLine->setName(tr("mean member"));
+    meanLine->setPen(QPen(QColor(80, 80, 80), 1.6, Qt::DashLine));
+    if (std::isfinite(ens)) {
+        ensembleLine->append(xLo, ens);
+        ensembleLine->append(xHi, ens);
+    }
+    if (std::isfinite(mean)) {
+        meanLine->append(xLo, mean);
+        meanLine->append(xHi, mean);
+    }
+
+    QAbstractAxis* xAxis = nullptr;
+    const QString title = m_parameter->currentText();
+    if (m_log) {
+        auto* a = new QLogValueAxis;
+        a->setBase(10);
+        a->setLabelFormat(QStringLiteral("%.2g"));
+        a->setMinorTickCount(-1);
+        a->setRange(xLo, xHi);
+        a->setTitleText(title + tr(" (log)"));
+        xAxis = a;
+    } else {
+        auto* a = new QValueAxis;
+        a->setRange(xLo, xHi);
+        a->setLabelFormat(key == QStringLiteral("member") ? QStringLiteral("%d")
+                                                          : QStringLiteral("%.3g"));
+        a->setTitleText(title);
+        xAxis = a;
+    }
+    auto* yAxis = new QValueAxis;
+    yAxis->setRange(loss ? std::max(0.0, lo - pad) : std::max(0.0, lo - pad),
+                    loss ? yTop : std::min(1.0, yTop));
+    yAxis->setLabelFormat(QStringLiteral("%.3g"));
+    yAxis->setTitleText(loss ? tr("test NLL") : tr("test accuracy"));
+    chart->addAxis(xAxis, Qt::AlignBottom);
+    chart->addAxis(yAxis, Qt::AlignLeft);
+    for (QXYSeries* series : std::initializer_list<QXYSeries*>{ensembleLine, meanLine, off, on, bad}) {
+        chart->addSeries(series);
+        series->attachAxis(xAxis);
+        series->attachAxis(yAxis);
+        if (series->count() == 0 && series != on) {
+            chart->legend()->markers(series).first()->setVisible(false);
+        }
+    }
+    connect(on, &QScatterSeries::hovered, this, [title, loss](const QPointF& p, bool state) {
+        if (state) {
+            QToolTip::showText(QCursor::pos(), QStringLiteral("%1 = %2\n%3 = %4")
+                                                   .arg(title, formatValue(p.x()))
+                                                   .arg(loss ? QStringLiteral("NLL")
+                                                             : QStringLiteral("accuracy"))
+                                                   .arg(formatValue(p.y())));
+        }
+    });
+}
+
+}  // namespace ensemble::ui
