@@ -3,12 +3,7 @@
 # Extra arguments go to the app, e.g. scripts/run.sh --config moons.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-cuda_args=()
-if [ -x /usr/local/cuda/bin/nvcc ]; then
-  cuda_args=(-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc)
-fi
-cmake --preset default "${cuda_args[@]}" >/dev/null
+scripts/configure.sh >/dev/null
 cmake --build --preset default
 if [ $# -eq 0 ]; then
   set -- --config spirals

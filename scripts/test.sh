@@ -4,14 +4,8 @@
 #   scripts/test.sh [extra ctest arguments, e.g. -L engine or -R tst_cli]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-cuda_args=()
-if [ -x /usr/local/cuda/bin/nvcc ]; then
-  cuda_args=(-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc)
-fi
-cmake --preset default "${cuda_args[@]}"
+scripts/configure.sh
 cmake --build --preset default
-# Tests run headless: Qt's offscreen platform, MPI on loopback only.
+# Tests run headless, on Qt's offscreen platform.
 export QT_QPA_PLATFORM=offscreen
-export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader OMPI_MCA_oob_tcp_if_include=lo
 ctest --preset default "$@"
