@@ -1,3 +1,164 @@
-int main() {
-    return 0;
+// ensemble-lab: the desktop app.
+//   ensemble-lab [--config FILE|PRESET] [--set key=value]... [--train-steps N] [--view NAME]
+//                [--screenshot OUT.png]
+// With --screenshot it opens, trains N steps, saves a picture of the window and exits (the
+// README's pictures are made this way). Without arguments it starts on the spirals preset.
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QFile>
+#include <QImage>
+#include <QSaveFile>
+#include <QStyleFactory>
+#include <QTimer>
+
+#include <cstdio>
+#include <exception>
+
+#include "io/config.h"
+#include "io/errors.h"
+#include "main_window.h"
+#include "views/images_view.h"
+
+using ensemble::ui::MainWindow;
+using ensemble::ui::SnapshotPtr;
+
+namespace {
+
+// Draws a "7" on the Images view's canvas (for screenshots of the live prediction).
+void drawDemoDigit(MainWindow& window) {
+    ensemble::ui::DigitCanvas* canvas = window.imagesView()->canvas();
+    const double s = canvas->width() / 224.0;
+    canvas->drawStroke({QPointF(62 * s, 56 * s), QPointF(156 * s, 54 * s), QPointF(150 * s, 70 * s),
+                        QPointF(122 * s, 120 * s), QPointF(100 * s, 172 * s)});
+    canvas->drawStroke({QPointF(92 * s, 112 * s), QPointF(150 * s, 110 * s)});
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    QApplication app(argc, argv);
+    QApplication::setOrganizationName(QStringLiteral("EnsembleLab"));
+    QApplication::setApplicationName(QStringLiteral("EnsembleLab"));
+    QApplication::setStyle(QStyleFactory::create(QStringLiteral("Fusion")));
+
+    QCommandLineParser parser;
+    parser.setApplicationDescription(QStringLiteral(
+        "EnsembleLab: train ensembles of small neural networks and watch their uncertainty."));
+    parser.addHelpOption();
+    const QCommandLineOption configOption(QStringLiteral("config"),
+                                          QStringLiteral("Experiment JSON file or preset name."),
+                                          QStringLiteral("FILE|PRESET"));
+    const QCommandLineOption setOption(
+        QStringLiteral("set"), QStringLiteral("Override a config key (repeatable)."),
+        QStringLiteral("key=value"));
+    const QCommandLineOption stepsOption(QStringLiteral("train-steps"),
+                                         QStringLiteral("Train this many steps, then pause."),
+                                         QStringLiteral("N"));
+    const QCommandLineOption viewOption(
+        QStringLiteral("view"),
+        QStringLiteral("View to show: boundary, members, curves, calibration, sweep, images."),
+        QStringLiteral("NAME"));
+    const QCommandLineOption shotOption(
+        QStringLiteral("screenshot"),
+        QStringLiteral("Save a picture of the window after training, then exit."),
+        QStringLiteral("OUT.png"));
+    const QCommandLineOption digitOption(QStringLiteral("demo-digit"),
+                                         QStringLiteral("Draw a digit on the Images canvas."));
+    parser.addOptions({configOption, setOption, stepsOption, viewOption, shotOption, digitOption});
+    parser.process(app);
+
+    nlohmann::json config;
+    QString preset;
+    try {
+        const QString source =
+            parser.isSet(configOption) ? parser.value(configOption) : QStringLiteral("spirals");
+        config = ensemble::loadConfigJson(QFile::encodeName(source).toStdString());
+        if (!ensemble::presetText(source.toStdString()).empty() && !QFile::exists(source)) {
+            preset = source;
+        }
+        for (const QString& assignment : parser.values(setOption)) {
+            ensemble::applyOverride(config, assignment.toStdString());
+            preset.clear();
+        }
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "ensemble-lab: %s\n", e.what());
+        return 2;
+    }
+    bool stepsOk = true;
+    const qint64 trainSteps =
+        parser.isSet(stepsOption) ? parser.value(stepsOption).toLongLong(&stepsOk) : -1;
+    if (!stepsOk || (parser.isSet(stepsOption) && trainSteps < 0)) {
+        std::fprintf(stderr, "ensemble-lab: --train-steps expects a non-negative integer\n");
+        return 2;
+    }
+    const QString view = parser.value(viewOption).toLower();
+    if (!view.isEmpty() && !MainWindow::viewNames().contains(view)) {
+        std::fprintf(stderr, "ensemble-lab: --view expects one of %s\n",
+                     qPrintable(MainWindow::viewNames().join(QStringLiteral(", "))));
+        return 2;
+    }
+    const QString screenshot = parser.value(shotOption);
+
+    MainWindow::Options options;
+    options.useSettings = screenshot.isEmpty();
+    MainWindow window(options);
+    if (!screenshot.isEmpty()) {
+        window.resize(1440, 900);
+    }
+    window.show();
+
+    bool started = false;
+    bool shotScheduled = false;
+    int exitCode = 0;
+    auto takeShot = [&] {
+        if (!view.isEmpty()) {
+            window.setView(view);
+        }
+        if (parser.isSet(digitOption)) {
+            drawDemoDigit(window);
+        }
+        // Let the views draw what they were given (charts lay out on the next event loops).
+        QTimer::singleShot(600, &window, [&] {
+            QSaveFile out(screenshot);
+            const QImage image = window.grab().toImage();
+            if (!out.open(QIODevice::WriteOnly) || !image.save(&out, "PNG") || !out.commit()) {
+                std::fprintf(stderr, "ensemble-lab: cannot write %s: %s\n", qPrintable(screenshot),
+                             qPrintable(out.errorString()));
+                exitCode = 4;
+            } else {
+                const SnapshotPtr s = window.controller()->snapshot();
+                std::printf("ensemble-lab: step %lld, saved %s\n",
+                            static_cast<long long>(s ? s->step : 0), qPrintable(screenshot));
+            }
+            app.exit(exitCode);
+        });
+    };
+    QObject::connect(&window, &MainWindow::snapshotShown, &window, [&] {
+        const SnapshotPtr s = window.controller()->snapshot();
+        if (!started) {
+            started = true;
+            if (!view.isEmpty()) {
+                window.setView(view);
+            }
+            if (trainSteps > 0) {
+                window.controller()->trainTo(trainSteps);
+                return;
+            }
+        }
+        const bool reached =
+            trainSteps <= 0 || s->step >= std::min<int64_t>(trainSteps, s->run->totalSteps);
+        if (!screenshot.isEmpty() && !shotScheduled && reached && !s->running) {
+            shotScheduled = true;
+            takeShot();
+        }
+    });
+    QObject::connect(window.controller(), &ensemble::ui::EngineController::configureFailed,
+                     &window, [&](quint64, const QString& message) {
+                         if (!screenshot.isEmpty()) {
+                             std::fprintf(stderr, "ensemble-lab: %s\n", qPrintable(message));
+                             app.exit(3);
+                         }
+                     });
+    window.loadExperiment(config, preset);
+    return app.exec();
 }
