@@ -563,9 +563,12 @@ void MainWindow::updateStatus() {
     m_stepLabel->setText(
         tr("step %1 / %2").arg(formatCount(s->step)).arg(formatCount(run.totalSteps)));
     m_epochLabel->setText(tr("epoch %1").arg(s->epoch, 0, 'f', 2));
-    m_rateLabel->setText(tr("%1 steps/s").arg(formatRate(s->running ? s->stepsPerSecond : 0)));
-    m_memberRateLabel->setText(
-        tr("%1 member-steps/s").arg(formatRate(s->running ? s->memberStepsPerSecond : 0)));
+    // The last measured rate stays shown while paused (greyed).
+    m_rateLabel->setText(tr("%1 steps/s").arg(formatRate(s->stepsPerSecond)));
+    m_memberRateLabel->setText(tr("%1 member-steps/s").arg(formatRate(s->memberStepsPerSecond)));
+    for (QLabel* l : {m_rateLabel, m_memberRateLabel}) {
+        l->setEnabled(s->running);
+    }
     m_backendLabel->setText(str(run.backendName));
     m_backendLabel->setToolTip(str(run.notice));
     m_progress->setMaximum(1000);

@@ -5,6 +5,7 @@
 // README's pictures are made this way). Without arguments it starts on the spirals preset.
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QImage>
 #include <QSaveFile>
@@ -107,6 +108,7 @@ int main(int argc, char** argv) {
     }
     window.show();
 
+    QElapsedTimer trainClock;
     bool started = false;
     bool shotScheduled = false;
     int exitCode = 0;
@@ -141,6 +143,7 @@ int main(int argc, char** argv) {
                 window.setView(view);
             }
             if (trainSteps > 0) {
+                trainClock.start();
                 window.controller()->trainTo(trainSteps);
                 return;
             }
@@ -149,6 +152,14 @@ int main(int argc, char** argv) {
             trainSteps <= 0 || s->step >= std::min<int64_t>(trainSteps, s->run->totalSteps);
         if (!screenshot.isEmpty() && !shotScheduled && reached && !s->running) {
             shotScheduled = true;
+            if (trainClock.isValid() && s->step > 0) {
+                // Throughput with the window open, snapshots and drawing included.
+                const double seconds = static_cast<double>(trainClock.nsecsElapsed()) * 1e-9;
+                std::printf("ensemble-lab: trained %lld steps in %.2f s: %.1f steps/s, %.0f "
+                            "member-steps/s (%s)\n",
+                            static_cast<long long>(s->step), seconds, s->step / seconds,
+                            s->step * s->run->members / seconds, s->run->backendName.c_str());
+            }
             takeShot();
         }
     });

@@ -160,6 +160,16 @@ void EngineWorker::setRunning(bool running) {
     if (running) {
         m_windowStart = Clock::now();
         m_windowSteps = 0;
+        m_profile = Profile{};
+        m_profile.start = m_windowStart;
+    } else if (m_profile.steps > 0 && qEnvironmentVariableIsSet("ENSEMBLE_UI_PROFILE")) {
+        const double wall = seconds(Clock::now() - m_profile.start);
+        qDebug("worker: %lld steps in %.2f s = %.1f steps/s; training %.1f %% (%.1f steps/s "
+               "while training), curves %.1f %%, snapshots %.1f %%, other %.1f %%",
+               static_cast<long long>(m_profile.steps), wall, m_profile.steps / wall,
+               100 * m_profile.train / wall, m_profile.steps / m_profile.train,
+               100 * m_profile.history / wall, 100 * m_profile.snapshots / wall,
+               100 * (wall - m_profile.train - m_profile.history - m_profile.snapshots) / wall);
     }
     Q_EMIT runningChanged(running);
 }
@@ -238,7 +248,10 @@ void EngineWorker::trainChunk() {
                                         100000)
                                   : 1;
         n = std::min({n, end - m_trainer->step(), std::max<int64_t>(1, m_nextHistory - m_trainer->step())});
+        const auto before = Clock::now();
         m_trainer->runSteps(n);
+        m_profile.train += seconds(Clock::now() - before);
+        m_profile.steps += n;
         m_windowSteps += n;
         if (m_trainer->step() >= m_nextHistory) {
             recordHistory();
@@ -259,6 +272,10 @@ void EngineWorker::trainChunk() {
     }
     m_dirty = true;
     const bool done = m_trainer->step() >= end;
+    if ((done || m_pauseRequested.load(std::memory_order_acquire)) && m_windowSteps > 0 &&
+        window >= 0.02) {
+        m_stepsPerSecond = static_cast<double>(m_windowSteps) / window;  // a short run's rate
+    }
     if (done || m_pauseRequested.load(std::memory_order_acquire)) {
         m_pauseRequested.store(false);
         setRunning(false);
@@ -279,6 +296,11 @@ void EngineWorker::trainChunk() {
 
 void EngineWorker::recordHistory() {
     const auto start = Clock::now();
+    struct AddTime {
+        const Clock::time_point& start;
+        double& total;
+        ~AddTime() { total += seconds(Clock::now() - start); }
+    } addTime{start, m_profile.history};
     auto point = std::make_shared<HistoryPoint>();
     point->step = m_trainer->step();
     point->epoch = m_trainer->epoch();
@@ -298,7 +320,7 @@ void EngineWorker::recordHistory() {
             membersOut[static_cast<std::size_t>(m)] = memberMetrics(p, labels, m);
         }
     };
-    evaluate(d.train, std::min(d.train.rows, m_tuning.maxEvalRows), point->ensembleTrain,
+    evaluate(d.train, std::min(d.train.rows, m_tuning.maxTrainEvalRows), point->ensembleTrain,
              point->memberTrain);
     evaluate(m_run->evalTest, m_run->evalTest.rows, point->ensembleTest, point->memberTest);
     m_history.push_back(std::move(point));
@@ -307,7 +329,9 @@ void EngineWorker::recordHistory() {
     const double perStep = std::max(m_trainer->lastStepSeconds(), 1e-7);
     const int64_t minEvery = std::max<int64_t>(1, m_run->totalSteps / m_tuning.historyPoints);
     const auto byBudget = static_cast<int64_t>(std::ceil(cost / (m_tuning.historyBudget * perStep)));
-    m_historyEvery = std::max(minEvery, m_trainer->step() == 0 ? minEvery : byBudget);
+    const int64_t maxEvery = std::max<int64_t>(1, m_run->totalSteps / m_tuning.minHistoryPoints);
+    m_historyEvery =
+        m_trainer->step() == 0 ? minEvery : std::clamp(byBudget, minEvery, std::max(minEvery, maxEvery));
     m_nextHistory = m_trainer->step() + m_historyEvery;
 }
 
@@ -356,13 +380,46 @@ SnapshotPtr EngineWorker::buildSnapshot() {
     s->meanLoss = active > 0 ? loss / active : std::nan("");
     s->history = m_history;
 
+    const auto t0 = Clock::now();
     refreshPredictions();
+    const auto t1 = Clock::now();
     if (m_run->hasGrid) {
         s->hasGrid = true;
         s->grid = evaluateGrid(m_gridPredictions, m_run->bounds, m_run->gridSize, s->included);
+    }
+    const auto t2 = Clock::now();
+    if (m_run->hasGrid) {
         renderGrid(*s);
     }
-    measureTest(*s, m_testPredictions, m_run->evalTest.y, m_run->config.ensemble.seed);
+    const auto t3 = Clock::now();
+    measureTest(*s, m_testPredictions, m_run->evalTest.y);
+    // The size curve costs O(K'^2): while training, re-measure it only within its budget.
+    const auto now = Clock::now();
+    const bool stale = m_sizeCurveRun != m_run.get() || m_sizeCurveIncluded != s->included ||
+                       m_sizeCurveStep != s->step;
+    const double due = std::max(m_tuning.sizeCurveMinSeconds,
+                                m_sizeCurveSeconds / m_tuning.sizeCurveBudget);
+    m_sizeCurveCostOfLastBuild = 0.0;
+    if (stale && (!m_running || m_sizeCurveRun != m_run.get() ||
+                  m_sizeCurveIncluded != s->included || seconds(now - m_sizeCurveTime) >= due)) {
+        measureSizeCurve(*s, m_testPredictions, m_run->evalTest.y, m_run->config.ensemble.seed);
+        m_sizeCurve = s->sizeCurve;
+        m_sizeCurveStep = s->step;
+        m_sizeCurveIncluded = s->included;
+        m_sizeCurveRun = m_run.get();
+        m_sizeCurveTime = Clock::now();
+        m_sizeCurveSeconds = seconds(m_sizeCurveTime - now);
+        m_sizeCurveCostOfLastBuild = m_sizeCurveSeconds;
+    } else {
+        s->sizeCurve = m_sizeCurve;
+        s->sizeCurveStep = m_sizeCurveStep;
+    }
+    const auto t4 = Clock::now();
+    if (qEnvironmentVariableIsSet("ENSEMBLE_UI_PROFILE")) {
+        qDebug("snapshot: predict %.1f ms, grid stats %.1f ms, images %.1f ms, test %.1f ms",
+               seconds(t1 - t0) * 1e3, seconds(t2 - t1) * 1e3, seconds(t3 - t2) * 1e3,
+               seconds(t4 - t3) * 1e3);
+    }
     return s;
 }
 
@@ -375,7 +432,10 @@ void EngineWorker::publish() {
     }
     const auto start = Clock::now();
     SnapshotPtr s = buildSnapshot();
-    const double cost = seconds(Clock::now() - start);
+    const double total = seconds(Clock::now() - start);
+    m_profile.snapshots += total;
+    // The pace of snapshots follows their usual cost; the size curve has a budget of its own.
+    const double cost = std::max(0.0, total - m_sizeCurveCostOfLastBuild);
     m_buildSeconds = m_buildSeconds == 0.0 ? cost : 0.7 * m_buildSeconds + 0.3 * cost;
     m_dirty = false;
     m_lastPublish = Clock::now();

@@ -51,14 +51,18 @@ class SnapshotMailbox {
 struct WorkerTuning {
     double chunkSeconds = 0.008;     // train this long between looks at the event queue
     double callSeconds = 0.002;      // one Trainer::runSteps call at most about this long
-    double minSnapshotSeconds = 0.1; // at most ~10 snapshots per second
-    double snapshotBudget = 0.1;     // fraction of the time spent building snapshots
-    double historyBudget = 0.05;     // fraction of the time spent on learning-curve points
-    int historyPoints = 150;         // aim for about this many curve points per run
-    int64_t gridMemberPoints = 700'000;  // K * G * G budget of the heatmap grid
+    double minSnapshotSeconds = 0.15;  // at most ~7 snapshots per second
+    double snapshotBudget = 0.06;    // fraction of the time spent building snapshots
+    double sizeCurveBudget = 0.03;   // fraction spent on the ensemble-size curve while training
+    double sizeCurveMinSeconds = 2.0;
+    double historyBudget = 0.08;     // fraction of the time spent on learning-curve points
+    int historyPoints = 150;         // at most about this many curve points per run
+    int minHistoryPoints = 40;       // and at least this many, whatever they cost
+    int64_t gridMemberPoints = 400'000;  // K * G * G budget of the heatmap grid
     int maxGridSize = 128;
     int minGridSize = 40;
-    int64_t maxEvalRows = 2000;  // train and test rows evaluated live (the first ones)
+    int64_t maxEvalRows = 2000;       // test rows evaluated live (the first ones)
+    int64_t maxTrainEvalRows = 1000;  // train rows of the learning curves (the first ones)
 };
 
 class EngineWorker : public QObject {
@@ -144,10 +148,26 @@ class EngineWorker : public QObject {
     // Throughput over the last second of training.
     Clock::time_point m_windowStart;
     int64_t m_windowSteps = 0;
-    double m_windowBusy = 0.0;
+    // Where the worker's time went since start() (ENSEMBLE_UI_PROFILE prints it on stop).
+    struct Profile {
+        Clock::time_point start;
+        int64_t steps = 0;
+        double train = 0.0;
+        double history = 0.0;
+        double snapshots = 0.0;
+    };
+    Profile m_profile;
     double m_stepsPerSecond = 0.0;
     Clock::time_point m_lastPublish;
     double m_buildSeconds = 0.0;
+    // The ensemble-size curve, re-measured less often than the rest while training.
+    std::vector<SizeCurvePoint> m_sizeCurve;
+    int64_t m_sizeCurveStep = -1;
+    std::vector<uint8_t> m_sizeCurveIncluded;
+    const RunInfo* m_sizeCurveRun = nullptr;
+    Clock::time_point m_sizeCurveTime;
+    double m_sizeCurveSeconds = 0.0;
+    double m_sizeCurveCostOfLastBuild = 0.0;  // 0 when the last snapshot reused the curve
 
     // The newest unserved prediction request.
     std::mutex m_predictMutex;

@@ -110,7 +110,8 @@ struct Snapshot {
     ClassificationMetrics meanMember;                  // mean over included members
     ClassificationMetrics ensembleMetrics;
     Calibration reliability;                           // ensemble, top label
-    std::vector<SizeCurvePoint> sizeCurve;
+    std::vector<SizeCurvePoint> sizeCurve;  // measured at sizeCurveStep (it costs the most)
+    int64_t sizeCurveStep = -1;
     std::vector<int32_t> memberPredicted;  // K x rows, each member's argmax
     std::vector<int64_t> confusion;        // C x C, [true * C + predicted]
 

@@ -187,8 +187,18 @@ ClassificationMetrics meanOfMembers(const std::vector<ClassificationMetrics>& me
     return m;
 }
 
-void measureTest(Snapshot& s, const MemberPredictions& test, const std::vector<int32_t>& labels,
-                 uint64_t seed) {
+void measureSizeCurve(Snapshot& s, const MemberPredictions& test,
+                      const std::vector<int32_t>& labels, uint64_t seed) {
+    s.sizeCurve.clear();
+    s.sizeCurveStep = s.step;
+    if (s.hasEnsemble && test.rows > 0) {
+        // Fewer random subsets for large ensembles: the cost grows with K'^2.
+        const int subsets = s.includedCount > 32 ? 6 : kSizeCurveSubsets;
+        s.sizeCurve = ensembleSizeCurve(test, labels, s.included, subsets, seed);
+    }
+}
+
+void measureTest(Snapshot& s, const MemberPredictions& test, const std::vector<int32_t>& labels) {
     const int members = test.members;
     const int classes = test.classes;
     const int64_t rows = test.rows;
@@ -213,7 +223,6 @@ void measureTest(Snapshot& s, const MemberPredictions& test, const std::vector<i
     s.test = pointStatistics(test, s.included, labels);
     s.ensembleMetrics = classificationMetrics(s.test);
     s.reliability = topLabelCalibration(s.test);
-    s.sizeCurve = ensembleSizeCurve(test, labels, s.included, kSizeCurveSubsets, seed);
     for (int64_t i = 0; i < rows; ++i) {
         const int y = labels[static_cast<std::size_t>(i)];
         const int p = s.test.predicted[static_cast<std::size_t>(i)];

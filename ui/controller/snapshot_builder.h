@@ -16,11 +16,15 @@ namespace ensemble::ui {
 // s.hasEnsemble).
 void renderGrid(Snapshot& s);
 
-// Fills s.test, s.memberMetrics, s.meanMember, s.ensembleMetrics, s.reliability, s.sizeCurve,
+// Fills s.test, s.memberMetrics, s.meanMember, s.ensembleMetrics, s.reliability,
 // s.memberPredicted and s.confusion from the members' predictions of the evaluated test rows.
-// `seed` drives the random subsets of the size curve. Precondition: s.included has K entries.
-void measureTest(Snapshot& s, const MemberPredictions& test, const std::vector<int32_t>& labels,
-                 uint64_t seed);
+// Precondition: s.included has K entries.
+void measureTest(Snapshot& s, const MemberPredictions& test, const std::vector<int32_t>& labels);
+
+// The ensemble-size curve of the included members (the costly part: O(subsets K'^2 N C)).
+// `seed` drives the random subsets.
+void measureSizeCurve(Snapshot& s, const MemberPredictions& test,
+                      const std::vector<int32_t>& labels, uint64_t seed);
 
 // The mean of the included members' metrics (NaN fields when none is included).
 ClassificationMetrics meanOfMembers(const std::vector<ClassificationMetrics>& members,

@@ -34,14 +34,15 @@ QRgb interpolate(const std::array<Stop, N>& stops, double t) {
     return qRgb(mix(a.r, b.r), mix(a.g, b.g), mix(a.b, b.b));
 }
 
-// ColorBrewer RdBu, reversed (blue = class 0), outer stops lightened towards white.
-constexpr std::array<Stop, 7> kDiverging = {{{0.0, 49, 116, 184},
-                                             {0.18, 103, 163, 208},
-                                             {0.36, 186, 215, 234},
-                                             {0.5, 246, 246, 244},
-                                             {0.64, 248, 204, 183},
-                                             {0.82, 228, 126, 106},
-                                             {1.0, 196, 58, 59}}};
+// ColorBrewer RdBu, reversed (blue = class 0), lightened towards white so that the points,
+// drawn in the saturated class colours, stand out on top.
+constexpr std::array<Stop, 7> kDiverging = {{{0.0, 111, 160, 208},
+                                             {0.18, 148, 189, 225},
+                                             {0.36, 205, 224, 239},
+                                             {0.5, 247, 247, 245},
+                                             {0.64, 249, 216, 202},
+                                             {0.82, 236, 161, 143},
+                                             {1.0, 222, 118, 106}}};
 
 // viridis (matplotlib), nine stops.
 constexpr std::array<Stop, 9> kViridis = {{{0.0, 68, 1, 84},
@@ -55,7 +56,7 @@ constexpr std::array<Stop, 9> kViridis = {{{0.0, 68, 1, 84},
                                            {1.0, 253, 231, 37}}};
 
 // Tableau 10, with the first two matched to the diverging map's ends.
-constexpr std::array<QRgb, 10> kClassColors = {0xff2a6fb8, 0xffc8413c, 0xff2ca02c, 0xffff7f0e,
+constexpr std::array<QRgb, 10> kClassColors = {0xff1f5fa8, 0xffc0282d, 0xff2ca02c, 0xffff7f0e,
                                                0xff9467bd, 0xff8c564b, 0xffe377c2, 0xff7f7f7f,
                                                0xffbcbd22, 0xff17becf};
 

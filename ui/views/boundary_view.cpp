@@ -23,7 +23,7 @@ namespace {
 constexpr double kLeft = 54.0;
 constexpr double kBottom = 42.0;
 constexpr double kTop = 14.0;
-constexpr double kRight = 112.0;  // colour bar and its labels
+constexpr double kRight = 124.0;  // colour bar and its labels
 
 QString featureName(const RunInfo& run, int f) {
     if (static_cast<int>(run.train.featureNames.size()) > f) {
@@ -212,10 +212,10 @@ void BoundaryCanvas::drawPoints(QPainter& p, const QRectF& plot) const {
             const QPointF c = toWidget(x[0], x[1], plot);
             const QColor color = classColor(run.evalTest.y[static_cast<std::size_t>(i)], classes);
             p.setBrush(Qt::NoBrush);
-            p.setPen(QPen(QColor(255, 255, 255, 200), 3.2 * scale));
-            p.drawEllipse(c, 3.6 * scale, 3.6 * scale);
-            p.setPen(QPen(color.darker(110), 1.6 * scale));
-            p.drawEllipse(c, 3.6 * scale, 3.6 * scale);
+            p.setPen(QPen(QColor(255, 255, 255, 150), 2.8 * scale));
+            p.drawEllipse(c, 3.8 * scale, 3.8 * scale);
+            p.setPen(QPen(color.darker(115), 1.5 * scale));
+            p.drawEllipse(c, 3.8 * scale, 3.8 * scale);
         }
     }
     if (m_showTrain) {
@@ -238,7 +238,7 @@ void BoundaryCanvas::drawPoints(QPainter& p, const QRectF& plot) const {
                 r = (1.6 + 1.5 * std::sqrt(static_cast<double>(count))) * scale;
             }
             p.setBrush(color);
-            p.setPen(QPen(QColor(255, 255, 255, 230), 0.9));
+            p.setPen(QPen(QColor(255, 255, 255, 210), 0.8));
             p.drawEllipse(c, r, r);
         }
     }
@@ -305,8 +305,11 @@ void BoundaryCanvas::drawColorBar(QPainter& p, const QRectF& bar) const {
                                                        quantityUnit(m_quantity)));
     drawVerticalText(p, QPointF(bar.right() + 58, bar.center().y()), title);
     p.setPen(plot::kMuted);
-    const QString range = tr("range %1 – %2").arg(formatValue(h.dataMin), formatValue(h.dataMax));
-    p.drawText(QRectF(bar.left() - 10, bar.bottom() + 6, 110, 30), Qt::TextWordWrap, range);
+    const QString range =
+        probability ? tr("p in [%1, %2]")
+                          .arg(QString::number(h.dataMin, 'f', 2), QString::number(h.dataMax, 'f', 2))
+                    : tr("range %1 – %2").arg(formatValue(h.dataMin), formatValue(h.dataMax));
+    p.drawText(QRectF(bar.left() - 14, bar.bottom() + 8, 96, 34), Qt::TextWordWrap, range);
 }
 
 QString BoundaryCanvas::readout(const QPointF& pos) const {

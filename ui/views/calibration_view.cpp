@@ -136,10 +136,13 @@ void ReliabilityPlot::paintEvent(QPaintEvent* /*event*/) {
     for (const ReliabilityBin& b : cal.bins) {
         const double x0 = xAt(b.lower) + 1;
         const double x1 = xAt(b.upper) - 1;
-        const double h = static_cast<double>(b.count) / maxCount * hist.height();
+        // Log scale: one confident bin would otherwise flatten every other.
+        const double h = std::log1p(static_cast<double>(b.count)) /
+                         std::log1p(static_cast<double>(maxCount)) * hist.height();
         p.fillRect(QRectF(x0, hist.bottom() - h, x1 - x0, h), QColor(120, 120, 120));
     }
     p.setPen(QPen(plot::kAxis, 1));
+    p.setBrush(Qt::NoBrush);
     p.drawRect(hist);
     const QString maxText = formatCount(maxCount);
     p.drawText(QPointF(hist.left() - 6 - fm.horizontalAdvance(maxText), hist.top() + fm.ascent()),
@@ -149,7 +152,7 @@ void ReliabilityPlot::paintEvent(QPaintEvent* /*event*/) {
                QStringLiteral("0"));
     p.setPen(plot::kText);
     drawVerticalText(p, QPointF(hist.left() - 38, hist.center().y()), tr("count"));
-    p.drawText(QPointF(hist.left(), hist.bottom() + 16), tr("confidence histogram"));
+    p.drawText(QPointF(hist.left(), hist.bottom() + 16), tr("confidence histogram (log scale)"));
 }
 
 CalibrationView::CalibrationView(QWidget* parent) : QWidget(parent) {
@@ -164,6 +167,7 @@ CalibrationView::CalibrationView(QWidget* parent) : QWidget(parent) {
     m_sizeChart->legend()->setAlignment(Qt::AlignBottom);
     m_sizeView = new QChartView(m_sizeChart);
     m_sizeView->setRenderHint(QPainter::Antialiasing);
+    m_sizeView->setMinimumWidth(320);
     horizontal->addWidget(m_plot);
     horizontal->addWidget(m_sizeView);
     horizontal->setStretchFactor(0, 3);
@@ -256,6 +260,9 @@ void CalibrationView::refreshSizeCurve() {
         delete a;
     }
     const Snapshot& s = *m_snapshot;
+    m_sizeChart->setTitle(s.sizeCurveStep >= 0
+                              ? tr("Ensemble size: test NLL (step %1)").arg(formatCount(s.sizeCurveStep))
+                              : tr("Ensemble size: test NLL"));
     if (s.sizeCurve.empty()) {
         return;
     }
@@ -296,7 +303,8 @@ void CalibrationView::refreshSizeCurve() {
     y->setLabelFormat(QStringLiteral("%.3g"));
     if (lo <= hi) {
         const double pad = 0.05 * std::max(hi - lo, 1e-3);
-        y->setRange(lo - pad, hi + pad);
+        y->setRange(std::max(0.0, lo - pad), hi + pad);
+        y->applyNiceNumbers();
     }
     m_sizeChart->addAxis(x, Qt::AlignBottom);
     m_sizeChart->addAxis(y, Qt::AlignLeft);

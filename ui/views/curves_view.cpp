@@ -284,11 +284,13 @@ void CurvesView::refresh() {
         } else {
             const double pad = 0.05 * std::max(lossHi - lossLo, 1e-3);
             m_loss.y->setRange(std::max(0.0, lossLo - pad), lossHi + pad);
+            static_cast<QValueAxis*>(m_loss.y)->applyNiceNumbers();
         }
     }
     if (accLo <= accHi) {
         const double pad = 0.03 * std::max(accHi - accLo, 0.05);
         m_accuracy.y->setRange(std::max(0.0, accLo - pad), std::min(1.0, accHi + pad));
+        static_cast<QValueAxis*>(m_accuracy.y)->applyNiceNumbers();
     }
 }
 

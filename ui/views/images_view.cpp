@@ -323,9 +323,13 @@ void ConfusionMatrix::paintEvent(QPaintEvent* /*event*/) {
     for (int q = 0; q < c; ++q) {
         p.save();
         p.translate(left + (q + 0.5) * cell, top + side + 4);
-        p.rotate(c > 10 || names.value(q).size() > 2 ? 45 : 0);
-        p.drawText(QRectF(-cell / 2, 0, std::max(cell, 60.0), 14), Qt::AlignLeft | Qt::AlignTop,
-                   names.value(q));
+        if (c > 10 || names.value(q).size() > 2) {
+            p.rotate(45);
+            p.drawText(QPointF(0, 8), names.value(q));
+        } else {
+            p.drawText(QRectF(-cell / 2, 0, cell, 14), Qt::AlignHCenter | Qt::AlignTop,
+                       names.value(q));
+        }
         p.restore();
     }
 }
@@ -464,7 +468,7 @@ void PredictionBars::paintEvent(QPaintEvent* /*event*/) {
     bold.setBold(true);
     p.setFont(bold);
     p.setPen(plot::kText);
-    p.drawText(QPointF(8, 16), tr("ensemble: %1 (p = %2) · %3 of %4 members agree")
+    p.drawText(QPointF(8, 16), tr("ensemble %1 (p %2) · %3/%4 members agree")
                                    .arg(m_names.value(best))
                                    .arg(m_ensemble[static_cast<std::size_t>(best)], 0, 'f', 3)
                                    .arg(agree)

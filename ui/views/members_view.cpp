@@ -23,7 +23,7 @@ namespace {
 
 constexpr int kMargin = 8;
 constexpr int kGap = 8;
-constexpr int kThumb = 116;
+constexpr int kThumb = 124;
 constexpr int kTextHeight = 36;
 constexpr int kSwitch = 14;
 
@@ -238,9 +238,10 @@ void MembersGrid::paintEvent(QPaintEvent* event) {
         p.drawText(QRect(tile.left() + 5, textTop + 16, tile.width() - 10, 16),
                    Qt::AlignLeft | Qt::AlignVCenter,
                    diverged ? tr("loss non-finite")
-                            : tr("loss %1 · acc %2%")
-                                  .arg(formatValue(loss))
-                                  .arg(std::isfinite(acc) ? QString::number(acc * 100, 'f', 1)
+                            : tr("loss %1 · acc %2")
+                                  .arg(QString::number(loss, 'g', 2))
+                                  .arg(std::isfinite(acc) ? QString::number(acc * 100, 'f', 1) +
+                                                                QStringLiteral("%")
                                                           : QStringLiteral("–")));
     }
 }

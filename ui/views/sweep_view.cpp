@@ -235,8 +235,8 @@ void SweepView::fill(QChart* chart, bool loss) {
         xAxis = a;
     }
     auto* yAxis = new QValueAxis;
-    yAxis->setRange(loss ? std::max(0.0, lo - pad) : std::max(0.0, lo - pad),
-                    loss ? yTop : std::min(1.0, yTop));
+    yAxis->setRange(std::max(0.0, lo - pad), yTop);
+    yAxis->applyNiceNumbers();
     yAxis->setLabelFormat(QStringLiteral("%.3g"));
     yAxis->setTitleText(loss ? tr("test NLL") : tr("test accuracy"));
     chart->addAxis(xAxis, Qt::AlignBottom);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "backend/cpu/batch_plan_simd.h"
 #include "backend/cpu/mlp_kernels.h"
 #include "math/loss.h"
 
@@ -24,9 +25,7 @@ struct CpuBackend::Workspace {
     std::vector<int32_t> rows;
     std::vector<int32_t> labels;
     std::vector<float> weights;
-    AlignedVector<float> input;  // B x D (gathered batch)
-    MemberWorkspace<float> member;
-    AlignedVector<float> grad;  // one member's parameter gradient, packed per layer
+    FastWorkspace fast;  // activations, deltas, one layer's gradient; fast.input: own batch
 };
 
 CpuBackend::CpuBackend(int threads) {
@@ -63,13 +62,13 @@ void CpuBackend::bind(const TrainingProblem& problem) {
         ws.rows.resize(static_cast<std::size_t>(batch));
         ws.labels.resize(static_cast<std::size_t>(batch));
         ws.weights.resize(static_cast<std::size_t>(batch));
-        ws.input.resize(static_cast<std::size_t>(batch) * inputs);
-        ws.member.resize(layout, batch);
-        ws.grad.resize(layout.perMember());
+        ws.fast.resize(layout, batch);
     }
     m_sharedRows.resize(static_cast<std::size_t>(batch));
     m_sharedWeights.resize(static_cast<std::size_t>(batch));
-    m_sharedX.resize(static_cast<std::size_t>(batch) * inputs);
+    m_sharedLabels.resize(static_cast<std::size_t>(batch));
+    m_sharedBatch.resize(layout, batch);
+    m_predictWorkspaces.clear();
 }
 
 void CpuBackend::setParameters(const float* params) {
@@ -87,24 +86,24 @@ void CpuBackend::step(uint64_t step, const uint8_t* active, float* losses) {
     const ParamLayout& layout = m_problem.layout;
     const BatchPlanParams& plan = m_problem.plan;
     const int members = layout.members();
-    const int inputs = layout.inputs();
     const bool firstUpdate = m_updates == 0;
     const uint64_t updateNumber = m_updates + 1;
 
-    // Shared modes read the same rows for every member: gather them once.
-    const bool shared = plan.mode != BootstrapMode::Resample;
-    if (shared) {
+    // Shared modes read the same rows for every member: plan and gather them once.
+    if (plan.mode != BootstrapMode::Resample) {
         // Weights from the shared plan are all 1; Poisson weights are per member (below).
-        planMember(plan, 0, step, reinterpret_cast<uint32_t*>(m_sharedRows.data()),
-                   m_sharedWeights.data());
+        planMemberSimd(plan, 0, step, reinterpret_cast<uint32_t*>(m_sharedRows.data()),
+                       m_sharedWeights.data());
+        fastGather(layout, m_trainX.data(), m_sharedRows.data(), static_cast<int>(plan.batch),
+                   m_sharedBatch);
         for (uint32_t b = 0; b < plan.batch; ++b) {
-            std::memcpy(m_sharedX.data() + static_cast<std::size_t>(b) * inputs,
-                        m_trainX.data() + static_cast<std::size_t>(m_sharedRows[b]) * inputs,
-                        sizeof(float) * static_cast<std::size_t>(inputs));
+            m_sharedLabels[b] = m_trainY[static_cast<std::size_t>(m_sharedRows[b])];
         }
     }
 
-#pragma omp parallel for num_threads(m_threads) schedule(static)
+    // Members are independent, so any schedule gives the same bits; dynamic balances a core
+    // that another process slows down.
+#pragma omp parallel for num_threads(m_threads) schedule(dynamic, 1)
     for (int k = 0; k < members; ++k) {
         Workspace& ws = m_workspaces[static_cast<std::size_t>(omp_get_thread_num())];
         if (!active[k]) {
@@ -113,73 +112,44 @@ void CpuBackend::step(uint64_t step, const uint8_t* active, float* losses) {
         }
         OptimizerRule rule = m_problem.rules[static_cast<std::size_t>(k)];
         prepareStep(rule, updateNumber);
-        losses[k] = trainMember(k, step, ws, shared ? m_sharedX.data() : nullptr,
-                                shared ? m_sharedRows.data() : nullptr, rule, firstUpdate);
+        losses[k] = trainMember(k, step, ws, rule, firstUpdate);
     }
     ++m_updates;
 }
 
-float CpuBackend::trainMember(int k, uint64_t step, Workspace& ws, const float* sharedX,
-                              const int32_t* sharedRows, const OptimizerRule& rule,
+float CpuBackend::trainMember(int k, uint64_t step, Workspace& ws, const OptimizerRule& rule,
                               bool firstUpdate) {
     const ParamLayout& layout = m_problem.layout;
     const BatchPlanParams& plan = m_problem.plan;
     const int batch = static_cast<int>(plan.batch);
-    const int inputs = layout.inputs();
-    const int layers = layout.layerCount();
 
-    // 1. The member's batch: rows, weights and inputs.
-    const int32_t* rows = sharedRows;
-    const float* x = sharedX;
+    // The member's batch: rows, weights, labels and inputs (shared ones gathered in step()).
+    const FastBatch* input = &m_sharedBatch;
+    const int32_t* labels = m_sharedLabels.data();
+    const float* weights = ws.weights.data();
     if (plan.mode == BootstrapMode::Resample) {
-        planMember(plan, static_cast<uint32_t>(k), step,
-                   reinterpret_cast<uint32_t*>(ws.rows.data()), ws.weights.data());
+        planMemberSimd(plan, static_cast<uint32_t>(k), step,
+                       reinterpret_cast<uint32_t*>(ws.rows.data()), ws.weights.data());
+        fastGather(layout, m_trainX.data(), ws.rows.data(), batch, ws.fast.input);
         for (int b = 0; b < batch; ++b) {
-            std::memcpy(ws.input.data() + static_cast<std::size_t>(b) * inputs,
-                        m_trainX.data() + static_cast<std::size_t>(ws.rows[b]) * inputs,
-                        sizeof(float) * static_cast<std::size_t>(inputs));
+            ws.labels[static_cast<std::size_t>(b)] =
+                m_trainY[static_cast<std::size_t>(ws.rows[static_cast<std::size_t>(b)])];
         }
-        rows = ws.rows.data();
-        x = ws.input.data();
+        input = &ws.fast.input;
+        labels = ws.labels.data();
     } else if (plan.mode == BootstrapMode::Poisson) {
-        for (int b = 0; b < batch; ++b) {
-            ws.weights[b] = static_cast<float>(
-                poissonCount(plan.seed, static_cast<uint32_t>(k), static_cast<uint32_t>(rows[b])));
-        }
+        poissonWeightsSimd(plan.seed, static_cast<uint32_t>(k),
+                           reinterpret_cast<const uint32_t*>(m_sharedRows.data()), batch,
+                           ws.weights.data());
     } else {
-        std::fill(ws.weights.begin(), ws.weights.end(), 1.0f);
+        weights = m_sharedWeights.data();  // all 1
     }
 
-    for (int b = 0; b < batch; ++b) {
-        ws.labels[static_cast<std::size_t>(b)] = m_trainY[static_cast<std::size_t>(rows[b])];
-    }
-
-    // 2. Forward and backward (mlp_kernels.h), then the update unless the loss diverged.
-    float* grad = ws.grad.data();
-    const float loss =
-        memberForwardBackward(layout, k, m_problem.activation, m_params.data(), x, ws.labels.data(),
-                              ws.weights.data(), batch, ws.member, grad);
-    if (!std::isfinite(loss)) {
-        return loss;  // diverged: leave this member's parameters as they are
-    }
-
-    // 3. Update: the member's gradient is packed per layer as [W_l (out x in), b_l (out)].
-    std::size_t g = 0;
-    for (int l = 0; l < layers; ++l) {
-        const LayerSlot& s = layout.layer(l);
-        const std::size_t wOff = layout.weightOffset(l, k);
-        const std::size_t wCount = static_cast<std::size_t>(s.out) * s.in;
-        for (std::size_t i = 0; i < wCount; ++i, ++g) {
-            applyUpdate(rule, firstUpdate, m_params[wOff + i], grad[g], m_moment1[wOff + i],
-                        m_moment2[wOff + i]);
-        }
-        const std::size_t bOff = layout.biasOffset(l, k);
-        for (std::size_t i = 0; i < static_cast<std::size_t>(s.out); ++i, ++g) {
-            applyUpdate(rule, firstUpdate, m_params[bOff + i], grad[g], m_moment1[bOff + i],
-                        m_moment2[bOff + i]);
-        }
-    }
-    return loss;
+    // Forward, loss, backward and the update fused per layer (fast_mlp.h); a non-finite loss
+    // leaves the member's parameters as they are.
+    return fastTrainMember(layout, k, m_problem.activation, m_params.data(), m_moment1.data(),
+                           m_moment2.data(), rule, firstUpdate, *input, labels, weights,
+                           ws.fast);
 }
 
 void CpuBackend::predictLogProbs(const float* x, int64_t rows, float* out) {
@@ -188,29 +158,24 @@ void CpuBackend::predictLogProbs(const float* x, int64_t rows, float* out) {
     const int classes = layout.classes();
     const int64_t chunks = (rows + kPredictChunk - 1) / kPredictChunk;
     const int64_t tasks = chunks * members;
+    if (m_predictWorkspaces.size() != static_cast<std::size_t>(m_threads)) {
+        m_predictWorkspaces.assign(static_cast<std::size_t>(m_threads), FastWorkspace{});
+        for (FastWorkspace& ws : m_predictWorkspaces) {
+            ws.resize(layout, static_cast<int>(kPredictChunk));
+        }
+    }
 
     // Tasks are (member, chunk of rows) pairs: independent, so any thread count gives the same
     // bits.
-#pragma omp parallel num_threads(m_threads)
-    {
-        MemberWorkspace<float> ws;
-        ws.resize(layout, static_cast<int>(kPredictChunk));
-#pragma omp for schedule(static)
-        for (int64_t task = 0; task < tasks; ++task) {
-            const int k = static_cast<int>(task / chunks);
-            const int64_t begin = (task % chunks) * kPredictChunk;
-            const int n = static_cast<int>(std::min<int64_t>(kPredictChunk, rows - begin));
-            const float* logits = memberForward(layout, k, m_problem.activation, m_params.data(),
-                                                x + begin * layout.inputs(), n, ws);
-            float* o = out + (static_cast<std::size_t>(k) * rows + begin) * classes;
-            for (int i = 0; i < n; ++i) {
-                const float* z = logits + static_cast<std::size_t>(i) * classes;
-                const float lse = logSumExp(z, classes);
-                for (int c = 0; c < classes; ++c) {
-                    o[static_cast<std::size_t>(i) * classes + c] = z[c] - lse;
-                }
-            }
-        }
+#pragma omp parallel for num_threads(m_threads) schedule(dynamic, 1)
+    for (int64_t task = 0; task < tasks; ++task) {
+        FastWorkspace& ws = m_predictWorkspaces[static_cast<std::size_t>(omp_get_thread_num())];
+        const int k = static_cast<int>(task / chunks);
+        const int64_t begin = (task % chunks) * kPredictChunk;
+        const int n = static_cast<int>(std::min<int64_t>(kPredictChunk, rows - begin));
+        fastPredictLogProbs(layout, k, m_problem.activation, m_params.data(),
+                            x + begin * layout.inputs(), n, ws,
+                            out + (static_cast<std::size_t>(k) * rows + begin) * classes);
     }
 }
 

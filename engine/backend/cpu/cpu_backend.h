@@ -3,13 +3,16 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/fast_mlp.h"
 #include "backend/cpu/mlp_kernels.h"
 
 namespace ensemble {
 
-// The CPU backend and the oracle for every other backend: Eigen for the matrix products,
-// OpenMP over members (each member's whole step runs on one thread, so results are
-// bit-identical for any thread count), and the shared per-element math of engine/math.
+// The CPU backend and the oracle for every other backend: OpenMP over members (each member's
+// whole step runs on one thread, so results are bit-identical for any thread count), the fast
+// float kernels of fast_mlp.h (register-blocked SIMD for small layers, Eigen's GEMM for large
+// ones, the optimizer update fused into the backward pass), and the shared per-element math
+// of engine/math.
 class CpuBackend final : public Backend {
   public:
     // threads = 0: all the cores OpenMP reports.
@@ -28,8 +31,8 @@ class CpuBackend final : public Backend {
   private:
     struct Workspace;  // one per thread: activations and gradients of one member
     // Trains member k for one step on one thread; returns its batch loss.
-    float trainMember(int k, uint64_t step, Workspace& ws, const float* sharedX,
-                      const int32_t* sharedRows, const OptimizerRule& rule, bool firstUpdate);
+    float trainMember(int k, uint64_t step, Workspace& ws, const OptimizerRule& rule,
+                      bool firstUpdate);
 
     int m_threads = 1;
     TrainingProblem m_problem;
@@ -43,7 +46,10 @@ class CpuBackend final : public Backend {
     // Shared batch for bootstrap modes where all members read the same rows.
     std::vector<int32_t> m_sharedRows;
     std::vector<float> m_sharedWeights;
-    AlignedVector<float> m_sharedX;
+    std::vector<int32_t> m_sharedLabels;
+    FastBatch m_sharedBatch;
+    // Prediction scratch, one per thread (allocated on first use).
+    std::vector<FastWorkspace> m_predictWorkspaces;
 };
 
 }  // namespace ensemble

@@ -1,0 +1,376 @@
+// The window, as a person uses it (offscreen): Train, Pause, Step, Reset, invalid values,
+// presets through Save/Open, member selection and switches, heatmap quantities, Export, a
+// responsive GUI thread while K = 100 members train, closing while training.
+#include <QAction>
+#include <QApplication>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMessageBox>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <QTemporaryDir>
+#include <QToolBar>
+#include <QtTest>
+
+#include <cmath>
+#include <memory>
+
+#include "io/config.h"
+#include "io/model_io.h"
+#include "main_window.h"
+#include "panels/experiment_panel.h"
+#include "views/boundary_view.h"
+#include "views/curves_view.h"
+#include "views/members_view.h"
+
+using ensemble::ui::MainWindow;
+using ensemble::ui::SnapshotPtr;
+
+namespace {
+
+nlohmann::json smallConfig(int members = 4, int64_t steps = 100000, const char* bootstrap = "none") {
+    nlohmann::json c = ensemble::loadConfigJson("spirals");
+    c["dataset"]["n"] = 300;
+    c["ensemble"]["members"] = members;
+    c["ensemble"]["bootstrap"] = bootstrap;
+    c["training"]["steps"] = steps;
+    c["backend"]["kind"] = "cpu";
+    return c;
+}
+
+std::unique_ptr<MainWindow> makeWindow() {
+    MainWindow::Options options;
+    options.useSettings = false;
+    auto w = std::make_unique<MainWindow>(options);
+    w->resize(1200, 800);
+    w->show();
+    return w;
+}
+
+template <typename Pred>
+bool waitSnapshot(MainWindow& w, Pred pred, int timeoutMs = 20000) {
+    return QTest::qWaitFor(
+        [&] {
+            SnapshotPtr s = w.controller()->snapshot();
+            return s && pred(*s);
+        },
+        timeoutMs);
+}
+
+// Waits until the window's run is `config` at step 0.
+bool waitFresh(MainWindow& w) {
+    const uint64_t id = w.controller()->currentRunId();
+    return waitSnapshot(w, [id](const auto& s) { return s.run->runId == id && s.step == 0; });
+}
+
+QImage boundaryImage(MainWindow& w) {
+    w.setView(QStringLiteral("boundary"));
+    QCoreApplication::processEvents();
+    return w.boundaryView()->canvas()->grab().toImage();
+}
+
+void click(MainWindow& w, QAction* action) {
+    auto* bar = w.findChild<QToolBar*>(QStringLiteral("RunToolBar"));
+    QWidget* button = bar->widgetForAction(action);
+    QVERIFY(button != nullptr);
+    QTest::mouseClick(button, Qt::LeftButton);
+}
+
+QString statusText(MainWindow& w) {
+    QStringList parts;
+    for (QLabel* l : w.statusBar()->findChildren<QLabel*>()) {
+        parts << l->text();
+    }
+    return parts.join(QLatin1Char('|'));
+}
+
+}  // namespace
+
+class TestGui : public QObject {
+    Q_OBJECT
+
+  private Q_SLOTS:
+    void initTestCase();
+    void trainPauseStepReset();
+    void invalidValueDisablesTrain();
+    void presetRoundTripsThroughSaveAndOpen();
+    void membersAndQuantitiesChangeImages();
+    void exportWritesLoadableFiles();
+    void guiStaysResponsiveWithHundredMembers();
+    void closesCleanlyWhileTraining();
+};
+
+void TestGui::initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+    QApplication::setOrganizationName(QStringLiteral("EnsembleLabTest"));
+}
+
+void TestGui::trainPauseStepReset() {
+    auto w = makeWindow();
+    QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+    w->loadExperiment(smallConfig(4, 100000), QString());
+    QVERIFY(waitFresh(*w));
+    const SnapshotPtr first = w->controller()->snapshot();
+    const QImage initial = boundaryImage(*w);
+    QVERIFY(w->trainAction()->isEnabled());
+
+    // Train: snapshots arrive, the step counter advances, the boundary image changes.
+    const uint64_t received = w->controller()->snapshotsReceived();
+    click(*w, w->trainAction());
+    QVERIFY(QTest::qWaitFor([&] { return w->controller()->snapshotsReceived() >= received + 3; },
+                            20000));
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.running && s.step > 0; }));
+    QVERIFY(statusText(*w).contains(QStringLiteral("step ")));
+    QVERIFY(!statusText(*w).contains(QStringLiteral("step 0 /")));
+    QCOMPARE(w->trainAction()->text(), QStringLiteral("Pause"));
+    QVERIFY(boundaryImage(*w) != initial);
+
+    // Pause: progress stops.
+    click(*w, w->trainAction());
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return !s.running; }));
+    const int64_t paused = w->controller()->snapshot()->step;
+    QTest::qWait(300);
+    QCOMPARE(w->controller()->snapshot()->step, paused);
+    QCOMPARE(w->trainAction()->text(), QStringLiteral("Train"));
+
+    // Step (S): exactly one step.
+    w->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(w.get()));
+    w->centralWidget()->setFocus();
+    QTest::keyClick(w.get(), Qt::Key_S);
+    QVERIFY(waitSnapshot(*w, [paused](const auto& s) { return s.step == paused + 1; }));
+    QTest::qWait(200);
+    QCOMPARE(w->controller()->snapshot()->step, paused + 1);
+
+    // Reset (R) with the same seed: step 0 and the same initial weights.
+    QTest::keyClick(w.get(), Qt::Key_R);
+    QVERIFY(waitSnapshot(*w, [&](const auto& s) { return s.step == 0 && s.run != first->run; }));
+    QVERIFY(w->controller()->snapshot()->grid.memberProbabilities ==
+            first->grid.memberProbabilities);
+    QCOMPARE(boundaryImage(*w), initial);
+
+    // A new ensemble seed, then Reset: new initial weights.
+    auto* seed = qobject_cast<QSpinBox*>(w->panel()->editor(QStringLiteral("ensemble.seed")));
+    QVERIFY(seed != nullptr);
+    seed->setValue(seed->value() + 1);
+    const auto before = w->controller()->snapshot()->run;
+    click(*w, w->resetAction());
+    QVERIFY(waitSnapshot(*w, [&](const auto& s) { return s.step == 0 && s.run != before; }));
+    QVERIFY(w->controller()->snapshot()->grid.memberProbabilities !=
+            first->grid.memberProbabilities);
+    QVERIFY(boundaryImage(*w) != initial);
+}
+
+void TestGui::invalidValueDisablesTrain() {
+    auto w = makeWindow();
+    w->loadExperiment(smallConfig(), QString());
+    QVERIFY(waitFresh(*w));
+    QVERIFY(w->trainAction()->isEnabled());
+    auto* members = qobject_cast<QSpinBox*>(w->panel()->editor(QStringLiteral("ensemble.members")));
+    QVERIFY(members != nullptr);
+    members->setValue(0);
+    QVERIFY(!w->panel()->isValid());
+    QVERIFY(!w->trainAction()->isEnabled());
+    QVERIFY(!w->stepAction()->isEnabled());
+    QLabel* reason = w->panel()->errorLabel(QStringLiteral("ensemble.members"));
+    QVERIFY(reason != nullptr);
+    QVERIFY(!reason->isHidden());
+    QVERIFY2(reason->text().contains(QStringLiteral("expected an integer in [1,")),
+             qPrintable(reason->text()));
+    QVERIFY(members->property("invalid").toBool());
+    members->setValue(3);
+    QVERIFY(w->panel()->isValid());
+    QVERIFY(reason->isHidden());
+    QVERIFY(!members->property("invalid").toBool());
+
+    // Text that is not a width: the form's own reason, on the field.
+    auto* hidden = qobject_cast<QLineEdit*>(w->panel()->editor(QStringLiteral("model.hidden")));
+    QVERIFY(hidden != nullptr);
+    hidden->setText(QStringLiteral("32, x"));
+    QVERIFY(!w->trainAction()->isEnabled());
+    QVERIFY(!w->panel()->errorLabel(QStringLiteral("model.hidden"))->isHidden());
+    QVERIFY(w->panel()->errorLabel(QStringLiteral("model.hidden"))->text().contains(
+        QStringLiteral("\"x\"")));
+    hidden->setText(QStringLiteral("16, 16"));
+    QVERIFY(w->panel()->isValid());
+    // The learning rate out of range: the engine's reason under the lr field.
+    auto* lr = w->panel()->findChild<QLineEdit*>();
+    QVERIFY(lr != nullptr);
+    const auto edits = w->panel()->findChildren<QLineEdit*>();
+    for (QLineEdit* e : edits) {
+        if (e->text() == QStringLiteral("0.01")) {
+            e->setText(QStringLiteral("-1"));
+            break;
+        }
+    }
+    QVERIFY(!w->panel()->isValid());
+    QVERIFY(w->panel()->errors().contains(QStringLiteral("optimizer.lr")));
+    QVERIFY(!w->panel()->errorLabel(QStringLiteral("optimizer.lr"))->isHidden());
+    QVERIFY(!w->trainAction()->isEnabled());
+}
+
+void TestGui::presetRoundTripsThroughSaveAndOpen() {
+    QTemporaryDir dir;
+    auto w = makeWindow();
+    const nlohmann::json moons = nlohmann::json::parse(ensemble::presetText("moons"));
+    w->loadExperiment(moons, QStringLiteral("moons"));
+    QCOMPARE(w->panel()->presetName(), QStringLiteral("moons"));
+    const QString path = dir.filePath(QStringLiteral("moons.json"));
+    QString error;
+    QVERIFY2(w->saveExperiment(path, &error), qPrintable(error));
+    w->loadExperiment(nlohmann::json::parse(ensemble::presetText("spirals")),
+                      QStringLiteral("spirals"));
+    QVERIFY(ensemble::parseConfig(w->panel()->config()).json !=
+            ensemble::parseConfig(moons).json);
+    QVERIFY2(w->openExperiment(path, &error), qPrintable(error));
+    QCOMPARE(QString::fromStdString(ensemble::parseConfig(w->panel()->config()).json.dump()),
+             QString::fromStdString(ensemble::parseConfig(moons).json.dump()));
+    QVERIFY(!w->openExperiment(dir.filePath(QStringLiteral("missing.json")), &error));
+    QVERIFY(!error.isEmpty());
+}
+
+void TestGui::membersAndQuantitiesChangeImages() {
+    auto w = makeWindow();
+    w->loadExperiment(smallConfig(4, 100000, "resample"), QString());
+    QVERIFY(waitFresh(*w));
+    w->controller()->trainTo(150);
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 150 && !s.running; }));
+    const QImage plain = boundaryImage(*w);
+
+    // Select member 1 by clicking its tile: its contour and multiplicities are drawn.
+    QVERIFY(w->setView(QStringLiteral("members")));
+    QCoreApplication::processEvents();
+    ensemble::ui::MembersGrid* grid = w->membersView()->grid();
+    const QRect tile = grid->tileRect(1);
+    QVERIFY(!tile.isEmpty());
+    QTest::mouseClick(grid, Qt::LeftButton, {}, tile.center());
+    QCOMPARE(w->selectedMember(), 1);
+    const QImage selected = boundaryImage(*w);
+    QVERIFY(selected != plain);
+
+    // Switch member 0 off: the ensemble is recomputed.
+    QVERIFY(w->setView(QStringLiteral("members")));
+    QCoreApplication::processEvents();
+    const QImage tilesBefore = grid->grab().toImage();
+    QTest::mouseClick(grid, Qt::LeftButton, {}, grid->switchRect(0).center());
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.includedCount == 3; }));
+    QCoreApplication::processEvents();
+    QVERIFY(grid->grab().toImage() != tilesBefore);
+    const QImage three = boundaryImage(*w);
+    QVERIFY(three != selected);
+
+    // Another heatmap quantity.
+    QComboBox* quantity = w->boundaryView()->quantityCombo();
+    quantity->setCurrentIndex(static_cast<int>(ensemble::ui::HeatQuantity::Epistemic));
+    const QImage epistemic = boundaryImage(*w);
+    QVERIFY(epistemic != three);
+    quantity->setCurrentIndex(static_cast<int>(ensemble::ui::HeatQuantity::Disagreement));
+    QVERIFY(boundaryImage(*w) != epistemic);
+
+    // The hover read-out names the ensemble's probabilities and the members' spread.
+    auto* canvas = w->boundaryView()->canvas();
+    const QString text = canvas->readout(QPointF(canvas->width() / 2.0, canvas->height() / 2.0));
+    QVERIFY2(text.contains(QStringLiteral("ensemble p = (")), qPrintable(text));
+    QVERIFY(text.contains(QStringLiteral("members p(class")));
+}
+
+void TestGui::exportWritesLoadableFiles() {
+    QTemporaryDir dir;
+    auto w = makeWindow();
+    w->loadExperiment(smallConfig(3, 100000), QString());
+    QVERIFY(waitFresh(*w));
+    w->controller()->trainTo(80);
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 80 && !s.running; }));
+    QSignalSpy done(w.get(), &MainWindow::exportFinished);
+    const QString base = dir.filePath(QStringLiteral("spirals-k3"));
+    w->exportTo(base);
+    QVERIFY(done.wait(20000));
+    QVERIFY2(done.at(0).at(0).toBool(), qPrintable(done.at(0).at(1).toString()));
+    QCOMPARE(done.at(0).at(2).toStringList().size(), 4);
+    QVERIFY(!QImage(base + QStringLiteral(".png")).isNull());
+    const ensemble::LoadedEnsemble loaded =
+        ensemble::importEnsemble((base + QStringLiteral(".safetensors")).toStdString());
+    QCOMPARE(loaded.step, int64_t{80});
+    const SnapshotPtr s = w->controller()->snapshot();
+    const int64_t rows = static_cast<int64_t>(s->grid.size) * s->grid.size;
+    const std::vector<float> lp = ensemble::predictLogProbs(loaded, s->grid.points.data(), rows);
+    QCOMPARE(lp.size(), s->grid.memberProbabilities.size());
+    for (std::size_t i = 0; i < lp.size(); ++i) {
+        QVERIFY(std::abs(std::exp(lp[i]) - s->grid.memberProbabilities[i]) < 1e-5f);
+    }
+
+    // A folder that does not exist: a message that says what to do, nothing written.
+    done.clear();
+    const QString bad = dir.filePath(QStringLiteral("no/such/folder/run"));
+    w->exportTo(bad);
+    QVERIFY(done.wait(20000));
+    QVERIFY(!done.at(0).at(0).toBool());
+    QVERIFY(!w->lastError().isEmpty());
+    auto* box = w->findChild<QMessageBox*>(QStringLiteral("ErrorBox"));
+    QVERIFY(box != nullptr);
+    QVERIFY(box->informativeText().contains(QStringLiteral("Nothing was written")));
+    box->close();
+    QVERIFY(!QFile::exists(bad + QStringLiteral(".safetensors")));
+    QVERIFY(!QFile::exists(bad + QStringLiteral(".png")));
+}
+
+void TestGui::guiStaysResponsiveWithHundredMembers() {
+    auto w = makeWindow();
+    QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+    nlohmann::json c = smallConfig(100, 1'000'000);
+    c["dataset"]["n"] = 1000;
+    w->loadExperiment(c, QString());
+    QVERIFY(waitFresh(*w));
+    const uint64_t before = w->controller()->snapshotsReceived();
+    w->controller()->start();
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.running; }));
+
+    // A 10 ms timer on the GUI thread: how late does it fire while training runs?
+    QElapsedTimer clock;
+    clock.start();
+    qint64 last = clock.elapsed();
+    qint64 worst = 0;
+    int ticks = 0;
+    QTimer timer;
+    timer.setTimerType(Qt::PreciseTimer);
+    timer.setInterval(10);
+    QObject::connect(&timer, &QTimer::timeout, [&] {
+        const qint64 now = clock.elapsed();
+        worst = std::max(worst, now - last - 10);
+        last = now;
+        ++ticks;
+    });
+    timer.start();
+    QTest::qWait(3000);
+    timer.stop();
+    const SnapshotPtr s = w->controller()->snapshot();
+    w->controller()->pause();
+    qInfo("K = 100: worst timer delay %lld ms over %d ticks; %llu snapshots; step %lld; %.0f "
+          "steps/s",
+          static_cast<long long>(worst), ticks,
+          static_cast<unsigned long long>(w->controller()->snapshotsReceived() - before),
+          static_cast<long long>(s->step), s->stepsPerSecond);
+    QVERIFY2(worst < 250, qPrintable(QStringLiteral("worst delay %1 ms").arg(worst)));
+    QVERIFY(w->controller()->snapshotsReceived() >= before + 3);
+    QVERIFY(s->step > 0);
+}
+
+void TestGui::closesCleanlyWhileTraining() {
+    auto w = makeWindow();
+    w->loadExperiment(smallConfig(16, 1'000'000), QString());
+    QVERIFY(waitFresh(*w));
+    w->controller()->start();
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.running && s.step > 20; }));
+    QElapsedTimer timer;
+    timer.start();
+    QVERIFY(w->close());
+    w.reset();
+    QVERIFY2(timer.elapsed() < 2000, qPrintable(QString::number(timer.elapsed())));
+}
+
+QTEST_MAIN(TestGui)
+#include "tst_gui.moc"
