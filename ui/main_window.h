@@ -109,7 +109,7 @@ class MainWindow : public QMainWindow {
     QString m_exportBase;
     QString m_lastError;
     QTimer m_applyTimer;
-    const RunInfo* m_tabsFor = nullptr;
+    uint64_t m_tabsFor = 0;  // RunInfo::runId the tabs were set up for
 
     ExperimentPanel* m_panel = nullptr;
     QTabWidget* m_tabs = nullptr;

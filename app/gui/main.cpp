@@ -18,6 +18,8 @@
 #include "io/config.h"
 #include "io/errors.h"
 #include "main_window.h"
+#include "panels/experiment_panel.h"
+#include "views/boundary_view.h"
 #include "views/images_view.h"
 
 using ensemble::ui::MainWindow;
@@ -49,9 +51,9 @@ int main(int argc, char** argv) {
     const QCommandLineOption configOption(QStringLiteral("config"),
                                           QStringLiteral("Experiment JSON file or preset name."),
                                           QStringLiteral("FILE|PRESET"));
-    const QCommandLineOption setOption(
-        QStringLiteral("set"), QStringLiteral("Override a config key (repeatable)."),
-        QStringLiteral("key=value"));
+    const QCommandLineOption setOption(QStringLiteral("set"),
+                                       QStringLiteral("Override a config key (repeatable)."),
+                                       QStringLiteral("key=value"));
     const QCommandLineOption stepsOption(QStringLiteral("train-steps"),
                                          QStringLiteral("Train this many steps, then pause."),
                                          QStringLiteral("N"));
@@ -65,7 +67,16 @@ int main(int argc, char** argv) {
         QStringLiteral("OUT.png"));
     const QCommandLineOption digitOption(QStringLiteral("demo-digit"),
                                          QStringLiteral("Draw a digit on the Images canvas."));
-    parser.addOptions({configOption, setOption, stepsOption, viewOption, shotOption, digitOption});
+    const QCommandLineOption memberOption(QStringLiteral("member"),
+                                          QStringLiteral("Select this member (Boundary, Members)."),
+                                          QStringLiteral("K"));
+    const QCommandLineOption quantityOption(
+        QStringLiteral("quantity"),
+        QStringLiteral("Boundary heatmap: probability, total, aleatoric, epistemic, std, "
+                       "disagreement."),
+        QStringLiteral("NAME"));
+    parser.addOptions({configOption, setOption, stepsOption, viewOption, shotOption, digitOption,
+                       memberOption, quantityOption});
     parser.process(app);
 
     nlohmann::json config;
@@ -99,6 +110,21 @@ int main(int argc, char** argv) {
         return 2;
     }
     const QString screenshot = parser.value(shotOption);
+    int quantity = -1;
+    if (parser.isSet(quantityOption)) {
+        for (int q = 0; q < ensemble::ui::kHeatQuantityCount; ++q) {
+            if (ensemble::ui::quantityKey(static_cast<ensemble::ui::HeatQuantity>(q)) ==
+                parser.value(quantityOption).toLower()) {
+                quantity = q;
+            }
+        }
+        if (quantity < 0) {
+            std::fprintf(stderr, "ensemble-lab: unknown --quantity %s\n",
+                         qPrintable(parser.value(quantityOption)));
+            return 2;
+        }
+    }
+    const int member = parser.isSet(memberOption) ? parser.value(memberOption).toInt() : -1;
 
     MainWindow::Options options;
     options.useSettings = screenshot.isEmpty();
@@ -115,6 +141,12 @@ int main(int argc, char** argv) {
     auto takeShot = [&] {
         if (!view.isEmpty()) {
             window.setView(view);
+        }
+        if (member >= 0) {
+            window.selectMember(member);
+        }
+        if (quantity >= 0) {
+            window.boundaryView()->setQuantity(static_cast<ensemble::ui::HeatQuantity>(quantity));
         }
         if (parser.isSet(digitOption)) {
             drawDemoDigit(window);
@@ -137,6 +169,9 @@ int main(int argc, char** argv) {
     };
     QObject::connect(&window, &MainWindow::snapshotShown, &window, [&] {
         const SnapshotPtr s = window.controller()->snapshot();
+        if (!s) {
+            return;
+        }
         if (!started) {
             started = true;
             if (!view.isEmpty()) {
@@ -155,21 +190,31 @@ int main(int argc, char** argv) {
             if (trainClock.isValid() && s->step > 0) {
                 // Throughput with the window open, snapshots and drawing included.
                 const double seconds = static_cast<double>(trainClock.nsecsElapsed()) * 1e-9;
-                std::printf("ensemble-lab: trained %lld steps in %.2f s: %.1f steps/s, %.0f "
-                            "member-steps/s (%s)\n",
-                            static_cast<long long>(s->step), seconds, s->step / seconds,
-                            s->step * s->run->members / seconds, s->run->backendName.c_str());
+                std::printf(
+                    "ensemble-lab: trained %lld steps in %.2f s: %.1f steps/s, %.0f "
+                    "member-steps/s (%s)\n",
+                    static_cast<long long>(s->step), seconds, s->step / seconds,
+                    s->step * s->run->members / seconds, s->run->backendName.c_str());
             }
             takeShot();
         }
     });
-    QObject::connect(window.controller(), &ensemble::ui::EngineController::configureFailed,
-                     &window, [&](quint64, const QString& message) {
+    QObject::connect(window.controller(), &ensemble::ui::EngineController::configureFailed, &window,
+                     [&](quint64, const QString& message) {
                          if (!screenshot.isEmpty()) {
                              std::fprintf(stderr, "ensemble-lab: %s\n", qPrintable(message));
                              app.exit(3);
                          }
                      });
     window.loadExperiment(config, preset);
+    if (!window.panel()->isValid() && !screenshot.isEmpty()) {
+        // Interactive, the marked fields say what to fix; unattended, say it and stop.
+        const auto errors = window.panel()->errors();
+        for (auto it = errors.constBegin(); it != errors.constEnd(); ++it) {
+            std::fprintf(stderr, "ensemble-lab: %s: %s\n", qPrintable(it.key()),
+                         qPrintable(it.value()));
+        }
+        return 2;
+    }
     return app.exec();
 }

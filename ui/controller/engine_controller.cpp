@@ -12,16 +12,26 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
     m_thread.setObjectName(QStringLiteral("engine"));
     connect(m_worker, &EngineWorker::snapshotReady, this, &EngineController::takeSnapshot,
             Qt::QueuedConnection);
-    connect(m_worker, &EngineWorker::runningChanged, this,
-            [this](bool running) {
-                m_running = running;
-                Q_EMIT runningChanged(running);
-            },
-            Qt::QueuedConnection);
+    connect(
+        m_worker, &EngineWorker::runningChanged, this,
+        [this](bool running) {
+            m_running = running;
+            Q_EMIT runningChanged(running);
+        },
+        Qt::QueuedConnection);
     connect(m_worker, &EngineWorker::configured, this, &EngineController::configured,
             Qt::QueuedConnection);
-    connect(m_worker, &EngineWorker::configureFailed, this, &EngineController::configureFailed,
-            Qt::QueuedConnection);
+    connect(
+        m_worker, &EngineWorker::configureFailed, this,
+        [this](quint64 runId, const QString& message) {
+            if (runId == m_runId && m_snapshot) {
+                // The worker dropped the old run: no snapshot stands for it any more.
+                m_snapshot.reset();
+                Q_EMIT snapshotChanged();
+            }
+            Q_EMIT configureFailed(runId, message);
+        },
+        Qt::QueuedConnection);
     connect(m_worker, &EngineWorker::predictionReady, this, &EngineController::predictionReady,
             Qt::QueuedConnection);
     connect(m_worker, &EngineWorker::exportFinished, this, &EngineController::exportFinished,

@@ -37,8 +37,8 @@ class EngineController : public QObject {
     // members are initialised from ensemble.seed, so the same config gives the same initial
     // weights. Returns the run id that configured()/configureFailed() will carry.
     uint64_t configure(const nlohmann::json& config, std::shared_ptr<const DataSplit> data = {});
-    void start();                 // train to the end of the run
-    void trainTo(int64_t step);   // train until `step`, then pause
+    void start();                // train to the end of the run
+    void trainTo(int64_t step);  // train until `step`, then pause
     void pause();
     void toggleRunning();
     void step();  // exactly one step (when paused)

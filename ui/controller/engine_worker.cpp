@@ -14,6 +14,7 @@
 #include "io/atomic_file.h"
 #include "io/errors.h"
 #include "io/model_io.h"
+#include "metrics/report.h"
 
 namespace ensemble::ui {
 
@@ -21,26 +22,6 @@ namespace {
 
 double seconds(std::chrono::steady_clock::duration d) {
     return std::chrono::duration<double>(d).count();
-}
-
-nlohmann::json number(double v) {
-    return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
-}
-
-nlohmann::json metricsObject(const ClassificationMetrics& m) {
-    return nlohmann::json{{"rows", m.rows},         {"accuracy", number(m.accuracy)},
-                          {"nll", number(m.nll)},   {"brier", number(m.brier)},
-                          {"ece", number(m.ece)},   {"mce", number(m.mce)}};
-}
-
-std::string csvNumber(double v) {
-    if (!std::isfinite(v)) {
-        return {};
-    }
-    std::ostringstream os;
-    os.precision(9);
-    os << v;
-    return os.str();
 }
 
 }  // namespace
@@ -164,12 +145,13 @@ void EngineWorker::setRunning(bool running) {
         m_profile.start = m_windowStart;
     } else if (m_profile.steps > 0 && qEnvironmentVariableIsSet("ENSEMBLE_UI_PROFILE")) {
         const double wall = seconds(Clock::now() - m_profile.start);
-        qDebug("worker: %lld steps in %.2f s = %.1f steps/s; training %.1f %% (%.1f steps/s "
-               "while training), curves %.1f %%, snapshots %.1f %%, other %.1f %%",
-               static_cast<long long>(m_profile.steps), wall, m_profile.steps / wall,
-               100 * m_profile.train / wall, m_profile.steps / m_profile.train,
-               100 * m_profile.history / wall, 100 * m_profile.snapshots / wall,
-               100 * (wall - m_profile.train - m_profile.history - m_profile.snapshots) / wall);
+        qDebug(
+            "worker: %lld steps in %.2f s = %.1f steps/s; training %.1f %% (%.1f steps/s "
+            "while training), curves %.1f %%, snapshots %.1f %%, other %.1f %%",
+            static_cast<long long>(m_profile.steps), wall, m_profile.steps / wall,
+            100 * m_profile.train / wall, m_profile.steps / m_profile.train,
+            100 * m_profile.history / wall, 100 * m_profile.snapshots / wall,
+            100 * (wall - m_profile.train - m_profile.history - m_profile.snapshots) / wall);
     }
     Q_EMIT runningChanged(running);
 }
@@ -225,7 +207,8 @@ void EngineWorker::queueChunk() {
         return;
     }
     m_chunkQueued = true;
-    QMetaObject::invokeMethod(this, [this] { trainChunk(); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        this, [this] { trainChunk(); }, Qt::QueuedConnection);
 }
 
 void EngineWorker::trainChunk() {
@@ -234,8 +217,8 @@ void EngineWorker::trainChunk() {
         return;
     }
     const auto start = Clock::now();
-    const int64_t end = m_target >= 0 ? std::min(m_target, m_trainer->totalSteps())
-                                      : m_trainer->totalSteps();
+    const int64_t end =
+        m_target >= 0 ? std::min(m_target, m_trainer->totalSteps()) : m_trainer->totalSteps();
     while (m_trainer->step() < end) {
         if (m_stop.load(std::memory_order_acquire) ||
             m_pauseRequested.load(std::memory_order_acquire)) {
@@ -243,11 +226,12 @@ void EngineWorker::trainChunk() {
         }
         // Size the call from the measured step time (one step before anything is measured).
         const double perStep = m_trainer->lastStepSeconds();
-        int64_t n = perStep > 0.0 ? std::clamp<int64_t>(
-                                        static_cast<int64_t>(m_tuning.callSeconds / perStep), 1,
-                                        100000)
-                                  : 1;
-        n = std::min({n, end - m_trainer->step(), std::max<int64_t>(1, m_nextHistory - m_trainer->step())});
+        int64_t n = perStep > 0.0
+                        ? std::clamp<int64_t>(static_cast<int64_t>(m_tuning.callSeconds / perStep),
+                                              1, 100000)
+                        : 1;
+        n = std::min(
+            {n, end - m_trainer->step(), std::max<int64_t>(1, m_nextHistory - m_trainer->step())});
         const auto before = Clock::now();
         m_trainer->runSteps(n);
         m_profile.train += seconds(Clock::now() - before);
@@ -272,9 +256,12 @@ void EngineWorker::trainChunk() {
     }
     m_dirty = true;
     const bool done = m_trainer->step() >= end;
-    if ((done || m_pauseRequested.load(std::memory_order_acquire)) && m_windowSteps > 0 &&
-        window >= 0.02) {
-        m_stepsPerSecond = static_cast<double>(m_windowSteps) / window;  // a short run's rate
+    if (done || m_pauseRequested.load(std::memory_order_acquire)) {
+        // On stop, the rate over the whole stretch since start() (a short run has no window).
+        const double stretch = seconds(now - m_profile.start);
+        if (m_profile.steps > 0 && stretch >= 0.005) {
+            m_stepsPerSecond = static_cast<double>(m_profile.steps) / stretch;
+        }
     }
     if (done || m_pauseRequested.load(std::memory_order_acquire)) {
         m_pauseRequested.store(false);
@@ -328,10 +315,12 @@ void EngineWorker::recordHistory() {
     const double cost = seconds(Clock::now() - start);
     const double perStep = std::max(m_trainer->lastStepSeconds(), 1e-7);
     const int64_t minEvery = std::max<int64_t>(1, m_run->totalSteps / m_tuning.historyPoints);
-    const auto byBudget = static_cast<int64_t>(std::ceil(cost / (m_tuning.historyBudget * perStep)));
+    const auto byBudget =
+        static_cast<int64_t>(std::ceil(cost / (m_tuning.historyBudget * perStep)));
     const int64_t maxEvery = std::max<int64_t>(1, m_run->totalSteps / m_tuning.minHistoryPoints);
-    m_historyEvery =
-        m_trainer->step() == 0 ? minEvery : std::clamp(byBudget, minEvery, std::max(minEvery, maxEvery));
+    m_historyEvery = m_trainer->step() == 0
+                         ? minEvery
+                         : std::clamp(byBudget, minEvery, std::max(minEvery, maxEvery));
     m_nextHistory = m_trainer->step() + m_historyEvery;
 }
 
@@ -395,18 +384,18 @@ SnapshotPtr EngineWorker::buildSnapshot() {
     measureTest(*s, m_testPredictions, m_run->evalTest.y);
     // The size curve costs O(K'^2): while training, re-measure it only within its budget.
     const auto now = Clock::now();
-    const bool stale = m_sizeCurveRun != m_run.get() || m_sizeCurveIncluded != s->included ||
+    const bool stale = m_sizeCurveRun != m_run->runId || m_sizeCurveIncluded != s->included ||
                        m_sizeCurveStep != s->step;
-    const double due = std::max(m_tuning.sizeCurveMinSeconds,
-                                m_sizeCurveSeconds / m_tuning.sizeCurveBudget);
+    const double due =
+        std::max(m_tuning.sizeCurveMinSeconds, m_sizeCurveSeconds / m_tuning.sizeCurveBudget);
     m_sizeCurveCostOfLastBuild = 0.0;
-    if (stale && (!m_running || m_sizeCurveRun != m_run.get() ||
+    if (stale && (!m_running || m_sizeCurveRun != m_run->runId ||
                   m_sizeCurveIncluded != s->included || seconds(now - m_sizeCurveTime) >= due)) {
         measureSizeCurve(*s, m_testPredictions, m_run->evalTest.y, m_run->config.ensemble.seed);
         m_sizeCurve = s->sizeCurve;
         m_sizeCurveStep = s->step;
         m_sizeCurveIncluded = s->included;
-        m_sizeCurveRun = m_run.get();
+        m_sizeCurveRun = m_run->runId;
         m_sizeCurveTime = Clock::now();
         m_sizeCurveSeconds = seconds(m_sizeCurveTime - now);
         m_sizeCurveCostOfLastBuild = m_sizeCurveSeconds;
@@ -476,52 +465,45 @@ void EngineWorker::predictPending() {
     Q_EMIT predictionReady(request->first, out, p.members, p.classes);
 }
 
-nlohmann::json EngineWorker::metricsJson(const MemberPredictions& test) {
-    const std::vector<uint8_t> include = included();
-    const std::vector<int32_t>& labels = m_trainer->data().test.y;
-    nlohmann::json members = nlohmann::json::array();
-    std::vector<ClassificationMetrics> per;
-    for (int k = 0; k < test.members; ++k) {
-        per.push_back(memberClassificationMetrics(test, labels, k));
-        nlohmann::json m = metricsObject(per.back());
+nlohmann::json EngineWorker::metricsJson(EnsembleReport& report) {
+    // The engine's evaluation report (metrics/report.h, the same as `ensemble-cli train
+    // --metrics`) of the ensemble as the GUI shows it: the switched-on members only.
+    const DataSplit& data = m_trainer->data();
+    const bool useTest = data.test.rows > 0;
+    const MemberPredictions evaluated = useTest ? m_trainer->predictTest() : MemberPredictions{};
+    const bool bootstrap = m_trainer->config().ensemble.bootstrap != BootstrapMode::None;
+    const MemberPredictions train =
+        bootstrap || !useTest ? m_trainer->predictTrain() : MemberPredictions{};
+    const std::vector<int32_t> counts =
+        bootstrap ? m_trainer->bootstrapCounts() : std::vector<int32_t>{};
+    EvaluationInput input;
+    input.predictions = useTest ? &evaluated : &train;
+    input.labels = useTest ? &data.test.y : &data.train.y;
+    input.include = included();
+    if (bootstrap) {
+        input.train = &train;
+        input.trainLabels = &data.train.y;
+        input.counts = &counts;
+    }
+    EvaluationOptions options;
+    options.split = useTest ? "test" : "train";
+    options.seed = m_trainer->config().ensemble.seed;
+    report = evaluateEnsemble(input, options);
+    nlohmann::json json = reportJson(report);
+    json["step"] = m_trainer->step();
+    json["epoch"] = m_trainer->epoch();
+    json["dataset"] = data.name;
+    for (int k = 0; k < m_trainer->members(); ++k) {
+        const std::size_t ku = static_cast<std::size_t>(k);
+        nlohmann::json& m = json["members"][ku];
         m["member"] = k;
-        m["lr"] = m_run->lr[static_cast<std::size_t>(k)];
-        m["momentum"] = m_run->momentum[static_cast<std::size_t>(k)];
-        m["weight_decay"] = m_run->weightDecay[static_cast<std::size_t>(k)];
-        m["diverged"] = m_trainer->diverged()[static_cast<std::size_t>(k)] != 0;
-        m["included"] = include[static_cast<std::size_t>(k)] != 0;
-        members.push_back(m);
+        m["lr"] = m_run->lr[ku];
+        m["momentum"] = m_run->momentum[ku];
+        m["weight_decay"] = m_run->weightDecay[ku];
+        m["diverged"] = m_trainer->diverged()[ku] != 0;
+        m["switched_on"] = m_enabled[ku] != 0;
     }
-    nlohmann::json out{{"step", m_trainer->step()},
-                       {"epoch", m_trainer->epoch()},
-                       {"split", "test"},
-                       {"rows", test.rows},
-                       {"dataset", m_trainer->data().name},
-                       {"members", members},
-                       {"mean_member", metricsObject(meanOfMembers(per, include))}};
-    const bool any = std::find(include.begin(), include.end(), 1) != include.end();
-    if (any && test.rows > 0) {
-        const PointStatistics s = pointStatistics(test, include, labels);
-        out["ensemble"] = metricsObject(classificationMetrics(s));
-        const UncertaintySummary u = summarizeUncertainty(s);
-        out["uncertainty"] = {{"total", u.entropyMean},
-                              {"aleatoric", u.aleatoricMean},
-                              {"epistemic", u.epistemicMean},
-                              {"disagreement", u.disagreementMean},
-                              {"predicted_std", u.predictedStdMean}};
-        nlohmann::json bins = nlohmann::json::array();
-        for (const ReliabilityBin& b : topLabelCalibration(s).bins) {
-            bins.push_back({{"lower", b.lower},
-                            {"upper", b.upper},
-                            {"count", b.count},
-                            {"confidence", number(b.confidence)},
-                            {"accuracy", number(b.accuracy)}});
-        }
-        out["reliability"] = bins;
-    } else {
-        out["ensemble"] = nullptr;
-    }
-    return out;
+    return json;
 }
 
 void EngineWorker::exportTo(const QString& basePath) {
@@ -536,35 +518,13 @@ void EngineWorker::exportTo(const QString& basePath) {
     const std::string csv = base + ".metrics.csv";
     QStringList written;
     try {
-        const MemberPredictions test = m_trainer->predictTest();
-        const nlohmann::json metrics = metricsJson(test);
+        EnsembleReport report;
+        const nlohmann::json metrics = metricsJson(report);
         exportEnsemble(weights, *m_trainer, metrics);
         written << QString::fromStdString(weights);
         writeFileAtomic(json, metrics.dump(2) + "\n");
         written << QString::fromStdString(json);
-        std::ostringstream os;
-        os << "member,lr,momentum,weight_decay,diverged,included,accuracy,nll,brier,ece\n";
-        for (const auto& m : metrics["members"]) {
-            auto num = [](const nlohmann::json& v) {
-                return v.is_number() ? csvNumber(v.get<double>()) : std::string();
-            };
-            os << m["member"].get<int>() << ',' << num(m["lr"]) << ',' << num(m["momentum"]) << ','
-               << num(m["weight_decay"]) << ',' << (m["diverged"].get<bool>() ? 1 : 0) << ','
-               << (m["included"].get<bool>() ? 1 : 0) << ',' << num(m["accuracy"]) << ','
-               << num(m["nll"]) << ',' << num(m["brier"]) << ',' << num(m["ece"]) << '\n';
-        }
-        for (const char* row : {"mean_member", "ensemble"}) {
-            const nlohmann::json& m = metrics[row];
-            if (m.is_null()) {
-                continue;
-            }
-            auto num = [](const nlohmann::json& v) {
-                return v.is_number() ? csvNumber(v.get<double>()) : std::string();
-            };
-            os << row << ",,,,,," << num(m["accuracy"]) << ',' << num(m["nll"]) << ','
-               << num(m["brier"]) << ',' << num(m["ece"]) << '\n';
-        }
-        writeFileAtomic(csv, os.str());
+        writeFileAtomic(csv, membersCsv(report));
         written << QString::fromStdString(csv);
     } catch (const std::exception& e) {
         // Each file is written atomically; remove the complete ones of this export too, so a

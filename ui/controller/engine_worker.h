@@ -28,6 +28,10 @@
 #include "data/dataset.h"
 #include "train/trainer.h"
 
+namespace ensemble {
+struct EnsembleReport;
+}  // namespace ensemble
+
 namespace ensemble::ui {
 
 // One slot holding the latest published snapshot. The worker builds a new snapshot only when
@@ -49,20 +53,20 @@ class SnapshotMailbox {
 
 // Tuning of the live view (the defaults keep the window's cost to about a tenth of training).
 struct WorkerTuning {
-    double chunkSeconds = 0.008;     // train this long between looks at the event queue
-    double callSeconds = 0.002;      // one Trainer::runSteps call at most about this long
+    double chunkSeconds = 0.008;       // train this long between looks at the event queue
+    double callSeconds = 0.002;        // one Trainer::runSteps call at most about this long
     double minSnapshotSeconds = 0.15;  // at most ~7 snapshots per second
-    double snapshotBudget = 0.06;    // fraction of the time spent building snapshots
-    double sizeCurveBudget = 0.03;   // fraction spent on the ensemble-size curve while training
+    double snapshotBudget = 0.08;      // fraction of the time spent building snapshots
+    double sizeCurveBudget = 0.03;     // fraction spent on the ensemble-size curve while training
     double sizeCurveMinSeconds = 2.0;
-    double historyBudget = 0.08;     // fraction of the time spent on learning-curve points
-    int historyPoints = 150;         // at most about this many curve points per run
-    int minHistoryPoints = 40;       // and at least this many, whatever they cost
-    int64_t gridMemberPoints = 400'000;  // K * G * G budget of the heatmap grid
+    double historyBudget = 0.08;         // fraction of the time spent on learning-curve points
+    int historyPoints = 150;             // at most about this many curve points per run
+    int minHistoryPoints = 30;           // and at least this many, whatever they cost
+    int64_t gridMemberPoints = 300'000;  // K * G * G budget of the heatmap grid
     int maxGridSize = 128;
     int minGridSize = 40;
-    int64_t maxEvalRows = 2000;       // test rows evaluated live (the first ones)
-    int64_t maxTrainEvalRows = 1000;  // train rows of the learning curves (the first ones)
+    int64_t maxEvalRows = 2000;      // test rows evaluated live (the first ones)
+    int64_t maxTrainEvalRows = 256;  // train rows of the learning curves (the first ones)
 };
 
 class EngineWorker : public QObject {
@@ -117,7 +121,8 @@ class EngineWorker : public QObject {
     SnapshotPtr buildSnapshot();
     void refreshPredictions();
     std::vector<uint8_t> included() const;
-    nlohmann::json metricsJson(const MemberPredictions& test);
+    // Fills `report` and returns its JSON with the run's step and per-member settings.
+    nlohmann::json metricsJson(EnsembleReport& report);
 
     SnapshotMailbox* m_mailbox;
     WorkerTuning m_tuning;
@@ -164,7 +169,7 @@ class EngineWorker : public QObject {
     std::vector<SizeCurvePoint> m_sizeCurve;
     int64_t m_sizeCurveStep = -1;
     std::vector<uint8_t> m_sizeCurveIncluded;
-    const RunInfo* m_sizeCurveRun = nullptr;
+    uint64_t m_sizeCurveRun = 0;  // RunInfo::runId (addresses can repeat)
     Clock::time_point m_sizeCurveTime;
     double m_sizeCurveSeconds = 0.0;
     double m_sizeCurveCostOfLastBuild = 0.0;  // 0 when the last snapshot reused the curve

@@ -5,7 +5,7 @@
 // is published, so any number of views may read it at once without locks.
 
 #include <QImage>
-#include <QLineF>
+#include <QPolygonF>
 #include <QString>
 
 #include <array>
@@ -93,11 +93,11 @@ struct Snapshot {
     bool finished = false;
     double stepsPerSecond = 0.0;
     double memberStepsPerSecond = 0.0;
-    double meanLoss = 0.0;            // mean last batch loss of the active members
-    std::vector<float> lastLosses;    // per member
-    std::vector<uint8_t> diverged;    // per member
-    std::vector<uint8_t> enabled;     // per member, the user's on/off switches
-    std::vector<uint8_t> included;    // enabled and not diverged: the ensemble
+    double meanLoss = 0.0;          // mean last batch loss of the active members
+    std::vector<float> lastLosses;  // per member
+    std::vector<uint8_t> diverged;  // per member
+    std::vector<uint8_t> enabled;   // per member, the user's on/off switches
+    std::vector<uint8_t> included;  // enabled and not diverged: the ensemble
     int includedCount = 0;
 
     // Learning curves up to this step (shared, immutable points).
@@ -109,7 +109,7 @@ struct Snapshot {
     std::vector<ClassificationMetrics> memberMetrics;  // per member
     ClassificationMetrics meanMember;                  // mean over included members
     ClassificationMetrics ensembleMetrics;
-    Calibration reliability;                           // ensemble, top label
+    Calibration reliability;                // ensemble, top label
     std::vector<SizeCurvePoint> sizeCurve;  // measured at sizeCurveStep (it costs the most)
     int64_t sizeCurveStep = -1;
     std::vector<int32_t> memberPredicted;  // K x rows, each member's argmax
@@ -119,9 +119,10 @@ struct Snapshot {
     bool hasGrid = false;
     GridEvaluation grid;
     std::array<HeatImage, kHeatQuantityCount> heat;
-    std::vector<QImage> memberImages;                // per member, G x G
-    std::vector<QLineF> ensembleContour;             // in grid units (0..G)
-    std::vector<std::vector<QLineF>> memberContours;  // per member, in grid units
+    std::vector<QImage> memberImages;  // per member, G x G
+    // Decision boundaries as polylines in grid units (0..G, row 0 at the top).
+    std::vector<QPolygonF> ensembleContour;
+    std::vector<std::vector<QPolygonF>> memberContours;  // per member
 };
 
 using SnapshotPtr = std::shared_ptr<const Snapshot>;

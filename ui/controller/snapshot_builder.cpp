@@ -145,15 +145,17 @@ void renderGrid(Snapshot& s) {
             sequentialImage(e.predictedStd, size, 0.01);
         s.heat[static_cast<int>(HeatQuantity::Disagreement)] =
             sequentialImage(e.disagreement, size, 0.01);
-        s.ensembleContour = decisionBoundary(e.probabilities.data(), size, classes);
+        s.ensembleContour = joinSegments(decisionBoundary(e.probabilities.data(), size, classes));
     }
     s.memberImages.resize(static_cast<std::size_t>(g.members));
     s.memberContours.resize(static_cast<std::size_t>(g.members));
     for (int k = 0; k < g.members; ++k) {
-        const float* probs = g.memberProbabilities.data() + static_cast<std::size_t>(k) * cells * classes;
+        const float* probs =
+            g.memberProbabilities.data() + static_cast<std::size_t>(k) * cells * classes;
         s.memberImages[static_cast<std::size_t>(k)] = classImage(probs, size, classes);
         if (!s.diverged[static_cast<std::size_t>(k)]) {
-            s.memberContours[static_cast<std::size_t>(k)] = decisionBoundary(probs, size, classes);
+            s.memberContours[static_cast<std::size_t>(k)] =
+                joinSegments(decisionBoundary(probs, size, classes));
         }
     }
 }
@@ -205,8 +207,7 @@ void measureTest(Snapshot& s, const MemberPredictions& test, const std::vector<i
     s.memberMetrics.resize(static_cast<std::size_t>(members));
     s.memberPredicted.assign(static_cast<std::size_t>(members) * rows, 0);
     for (int k = 0; k < members; ++k) {
-        s.memberMetrics[static_cast<std::size_t>(k)] =
-            memberClassificationMetrics(test, labels, k);
+        s.memberMetrics[static_cast<std::size_t>(k)] = memberClassificationMetrics(test, labels, k);
         const float* base = test.logProbs.data() + static_cast<std::size_t>(k) * rows * classes;
         int32_t* out = s.memberPredicted.data() + static_cast<std::size_t>(k) * rows;
         for (int64_t i = 0; i < rows; ++i) {

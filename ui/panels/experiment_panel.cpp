@@ -103,7 +103,7 @@ int toInt(const json& v, int fallback) {
     if (v.is_number_integer()) {
         const int64_t x = v.get<int64_t>();
         return static_cast<int>(std::clamp<int64_t>(x, std::numeric_limits<int>::min(),
-                                                     std::numeric_limits<int>::max()));
+                                                    std::numeric_limits<int>::max()));
     }
     if (v.is_number()) {
         return static_cast<int>(v.get<double>());
@@ -373,8 +373,8 @@ void ExperimentPanel::build() {
     auto* stopRow = new QWidget;
     auto* stopLayout = new QHBoxLayout(stopRow);
     stopLayout->setContentsMargins(0, 0, 0, 0);
-    m_stopMode = combo({{tr("steps"), QStringLiteral("steps")},
-                        {tr("epochs"), QStringLiteral("epochs")}});
+    m_stopMode =
+        combo({{tr("steps"), QStringLiteral("steps")}, {tr("epochs"), QStringLiteral("epochs")}});
     m_steps = spin(0, std::numeric_limits<int>::max(), 100);
     m_epochs = doubleSpin(0.0, 1e6, 1.0, 2);
     stopLayout->addWidget(m_steps, 1);
@@ -439,12 +439,12 @@ void ExperimentPanel::build() {
     for (QDoubleSpinBox* s : {m_noise, m_rotations, m_testFraction, m_epochs}) {
         connect(s, &QDoubleSpinBox::valueChanged, this, &ExperimentPanel::onEdited);
     }
-    for (QLineEdit* e : {m_path, m_hidden, m_lrValue, m_lrLow, m_lrHigh, m_lrList, m_momentum,
-                         m_weightDecay}) {
+    for (QLineEdit* e :
+         {m_path, m_hidden, m_lrValue, m_lrLow, m_lrHigh, m_lrList, m_momentum, m_weightDecay}) {
         connect(e, &QLineEdit::textChanged, this, &ExperimentPanel::onEdited);
     }
-    for (QComboBox* c : {m_kind, m_activation, m_bootstrap, m_optimizer, m_lrMode, m_stopMode,
-                         m_backend}) {
+    for (QComboBox* c :
+         {m_kind, m_activation, m_bootstrap, m_optimizer, m_lrMode, m_stopMode, m_backend}) {
         connect(c, &QComboBox::currentIndexChanged, this, &ExperimentPanel::onEdited);
     }
 }
@@ -515,7 +515,7 @@ void ExperimentPanel::setConfig(const json& input, const QString& preset) {
 
     const int presetIndex = m_preset->findData(preset);
     m_preset->setCurrentIndex(presetIndex >= 0 && !preset.isEmpty() ? presetIndex
-                                                                     : m_preset->count() - 1);
+                                                                    : m_preset->count() - 1);
     m_loading = false;
     updateEnabled();
     validate();
@@ -603,10 +603,11 @@ json ExperimentPanel::config() const {
     if (mode == QStringLiteral("log")) {
         json lo;
         json hi;
-        const bool ok = parseNumbers(m_lrLow->text(), lo, error) &&
-                        parseNumbers(m_lrHigh->text(), hi, error);
-        o["lr"] = json{{"log_uniform", {ok ? lo : json(m_lrLow->text().toStdString()),
-                                        ok ? hi : json(m_lrHigh->text().toStdString())}}};
+        const bool ok =
+            parseNumbers(m_lrLow->text(), lo, error) && parseNumbers(m_lrHigh->text(), hi, error);
+        o["lr"] = json{{"log_uniform",
+                        {ok ? lo : json(m_lrLow->text().toStdString()),
+                         ok ? hi : json(m_lrHigh->text().toStdString())}}};
     } else {
         const QString text = mode == QStringLiteral("list") ? m_lrList->text() : m_lrValue->text();
         o["lr"] = parseNumbers(text, v, error) ? v : json(text.toStdString());

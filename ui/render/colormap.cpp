@@ -28,9 +28,7 @@ QRgb interpolate(const std::array<Stop, N>& stops, double t) {
     const Stop& a = stops[i - 1];
     const Stop& b = stops[i];
     const double u = b.t > a.t ? (t - a.t) / (b.t - a.t) : 0.0;
-    auto mix = [u](int x, int y) {
-        return static_cast<int>(std::lround(x + (y - x) * u));
-    };
+    auto mix = [u](int x, int y) { return static_cast<int>(std::lround(x + (y - x) * u)); };
     return qRgb(mix(a.r, b.r), mix(a.g, b.g), mix(a.b, b.b));
 }
 

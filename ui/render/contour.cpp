@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
+#include <deque>
 #include <limits>
+#include <map>
+#include <utility>
 
 namespace ensemble::ui {
 
@@ -34,8 +38,8 @@ std::vector<QLineF> contourSegments(const std::function<double(int r, int c)>& v
             const double b = above[static_cast<std::size_t>(c) + 1];
             const double d = below[static_cast<std::size_t>(c) + 1];
             const double e = below[static_cast<std::size_t>(c)];
-            const int index =
-                (a > level ? 1 : 0) | (b > level ? 2 : 0) | (d > level ? 4 : 0) | (e > level ? 8 : 0);
+            const int index = (a > level ? 1 : 0) | (b > level ? 2 : 0) | (d > level ? 4 : 0) |
+                              (e > level ? 8 : 0);
             if (index == 0 || index == 15) {
                 continue;
             }
@@ -90,6 +94,57 @@ std::vector<QLineF> contourSegments(const std::function<double(int r, int c)>& v
         }
     }
     return out;
+}
+
+std::vector<QPolygonF> joinSegments(const std::vector<QLineF>& segments) {
+    // End points computed from the same cell edge are bit-identical, so exact keys suffice.
+    auto key = [](const QPointF& p) { return std::make_pair(p.x(), p.y()); };
+    std::map<std::pair<double, double>, std::vector<std::size_t>> ends;
+    for (std::size_t i = 0; i < segments.size(); ++i) {
+        ends[key(segments[i].p1())].push_back(i);
+        ends[key(segments[i].p2())].push_back(i);
+    }
+    std::vector<uint8_t> used(segments.size(), 0);
+    auto next = [&](const QPointF& at) -> std::ptrdiff_t {
+        const auto it = ends.find(key(at));
+        if (it == ends.end()) {
+            return -1;
+        }
+        for (std::size_t i : it->second) {
+            if (!used[i]) {
+                return static_cast<std::ptrdiff_t>(i);
+            }
+        }
+        return -1;
+    };
+    std::vector<QPolygonF> lines;
+    for (std::size_t start = 0; start < segments.size(); ++start) {
+        if (used[start]) {
+            continue;
+        }
+        used[start] = 1;
+        std::deque<QPointF> points{segments[start].p1(), segments[start].p2()};
+        // Grow forwards from the back, then backwards from the front.
+        for (bool forward : {true, false}) {
+            while (true) {
+                const QPointF end = forward ? points.back() : points.front();
+                const std::ptrdiff_t n = next(end);
+                if (n < 0) {
+                    break;
+                }
+                used[static_cast<std::size_t>(n)] = 1;
+                const QLineF& s = segments[static_cast<std::size_t>(n)];
+                const QPointF other = key(s.p1()) == key(end) ? s.p2() : s.p1();
+                if (forward) {
+                    points.push_back(other);
+                } else {
+                    points.push_front(other);
+                }
+            }
+        }
+        lines.emplace_back(QList<QPointF>(points.begin(), points.end()));
+    }
+    return lines;
 }
 
 namespace {

@@ -4,6 +4,7 @@
 // the 0.5 contour of p(class 1), or the decision boundaries of several classes.
 
 #include <QLineF>
+#include <QPolygonF>
 
 #include <functional>
 #include <vector>
@@ -15,6 +16,10 @@ namespace ensemble::ui {
 // are split by the mean of their corners. Precondition: size >= 2 for any output.
 std::vector<QLineF> contourSegments(const std::function<double(int r, int c)>& value, int size,
                                     double level);
+
+// Chains segments that share end points into polylines (so dash patterns run along a whole
+// line instead of restarting on every cell).
+std::vector<QPolygonF> joinSegments(const std::vector<QLineF>& segments);
 
 // The decision boundaries of a C-class probability field probs[(r*G + c)*C + class] (stride
 // `pointStride` between points, default C): the 0.5 contour of p(class 1) for two classes;

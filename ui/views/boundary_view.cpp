@@ -2,12 +2,14 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QElapsedTimer>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QMouseEvent>
 #include <QPainter>
 #include <QPainterPath>
 #include <QToolTip>
+#include <QTransform>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -41,6 +43,9 @@ BoundaryCanvas::BoundaryCanvas(QWidget* parent) : QWidget(parent) {
 }
 
 void BoundaryCanvas::setSnapshot(SnapshotPtr snapshot) {
+    if (!snapshot || !m_snapshot || snapshot->run != m_snapshot->run) {
+        m_markers.clear();  // class colours may differ
+    }
     m_snapshot = std::move(snapshot);
     m_pixmap = QPixmap();
     m_pixmapFor = -1;
@@ -89,8 +94,7 @@ QRectF BoundaryCanvas::plotRect() const {
         h = area.height();
         w = h * aspect;
     }
-    return QRectF(area.left() + (area.width() - w) / 2, area.top() + (area.height() - h) / 2, w,
-                  h);
+    return QRectF(area.left() + (area.width() - w) / 2, area.top() + (area.height() - h) / 2, w, h);
 }
 
 QPointF BoundaryCanvas::toWidget(double x, double y, const QRectF& plot) const {
@@ -100,6 +104,16 @@ QPointF BoundaryCanvas::toWidget(double x, double y, const QRectF& plot) const {
 }
 
 void BoundaryCanvas::paintEvent(QPaintEvent* /*event*/) {
+    QElapsedTimer paintClock;
+    paintClock.start();
+    struct Report {
+        QElapsedTimer& clock;
+        ~Report() {
+            if (qEnvironmentVariableIsSet("ENSEMBLE_UI_PROFILE")) {
+                qDebug("boundary paint %.1f ms", clock.nsecsElapsed() * 1e-6);
+            }
+        }
+    } report{paintClock};
     QPainter p(this);
     p.fillRect(rect(), plot::kBackground);
     p.setRenderHint(QPainter::Antialiasing);
@@ -152,22 +166,16 @@ void BoundaryCanvas::paintEvent(QPaintEvent* /*event*/) {
     drawColorBar(p, bar);
 }
 
-void BoundaryCanvas::drawContour(QPainter& p, const QRectF& plot, const std::vector<QLineF>& lines,
-                                 const QPen& pen) const {
-    if (lines.empty()) {
-        return;
-    }
+void BoundaryCanvas::drawContour(QPainter& p, const QRectF& plot,
+                                 const std::vector<QPolygonF>& lines, const QPen& pen) const {
     const double g = m_snapshot->run->gridSize;
-    const double sx = plot.width() / g;
-    const double sy = plot.height() / g;
-    QVector<QLineF> mapped;
-    mapped.reserve(static_cast<qsizetype>(lines.size()));
-    for (const QLineF& l : lines) {
-        mapped.push_back(QLineF(plot.left() + l.x1() * sx, plot.top() + l.y1() * sy,
-                                plot.left() + l.x2() * sx, plot.top() + l.y2() * sy));
-    }
+    const QTransform toPlot = QTransform::fromTranslate(plot.left(), plot.top())
+                                  .scale(plot.width() / g, plot.height() / g);
     p.setPen(pen);
-    p.drawLines(mapped);
+    p.setBrush(Qt::NoBrush);
+    for (const QPolygonF& line : lines) {
+        p.drawPolyline(toPlot.map(line));  // mapped first, so the pen width is not scaled
+    }
 }
 
 void BoundaryCanvas::drawAxes(QPainter& p, const QRectF& plot) const {
@@ -199,23 +207,65 @@ void BoundaryCanvas::drawAxes(QPainter& p, const QRectF& plot) const {
     drawVerticalText(p, QPointF(plot.left() - 42, plot.center().y()), featureName(run, 1));
 }
 
+const QPixmap& BoundaryCanvas::marker(int cls, int style, double radius) const {
+    // Antialiased ellipses cost tens of microseconds each; a thousand points per frame add up
+    // on the GUI thread while the engine trains, so each marker is drawn once and blitted.
+    const qreal dpr = devicePixelRatioF();
+    const int r10 = static_cast<int>(std::lround(radius * 10));
+    const quint64 key = (static_cast<quint64>(cls) << 40) | (static_cast<quint64>(style) << 32) |
+                        static_cast<quint64>(r10) | (static_cast<quint64>(dpr * 4) << 20);
+    auto it = m_markers.find(key);
+    if (it != m_markers.end()) {
+        return it->second;
+    }
+    const int classes = m_snapshot ? m_snapshot->run->classes : 2;
+    const QColor color = classColor(cls, classes);
+    const double half = radius + 2.5;
+    const int side = static_cast<int>(std::ceil(2 * half * dpr));
+    QPixmap pm(side, side);
+    pm.setDevicePixelRatio(dpr);
+    pm.fill(Qt::transparent);
+    QPainter p(&pm);
+    p.setRenderHint(QPainter::Antialiasing);
+    const QPointF c(side / dpr / 2.0, side / dpr / 2.0);
+    switch (style) {
+        case 0:  // train: filled, thin white rim
+            p.setBrush(color);
+            p.setPen(QPen(QColor(255, 255, 255, 210), 0.8));
+            p.drawEllipse(c, radius, radius);
+            break;
+        case 1:  // test: hollow ring with a light halo
+            p.setBrush(Qt::NoBrush);
+            p.setPen(QPen(QColor(255, 255, 255, 150), 2.8 * radius / 3.8));
+            p.drawEllipse(c, radius, radius);
+            p.setPen(QPen(color.darker(115), 1.5 * radius / 3.8));
+            p.drawEllipse(c, radius, radius);
+            break;
+        default:  // out of bag for the selected member: hollow
+            p.setBrush(Qt::NoBrush);
+            p.setPen(QPen(color.darker(120), 1.2 * radius / 2.6));
+            p.drawEllipse(c, radius, radius);
+            break;
+    }
+    p.end();
+    return m_markers.emplace(key, pm).first->second;
+}
+
 void BoundaryCanvas::drawPoints(QPainter& p, const QRectF& plot) const {
     const Snapshot& s = *m_snapshot;
     const RunInfo& run = *s.run;
-    const int classes = run.classes;
     const bool sized = m_selected >= 0 && !run.counts.empty() &&
                        run.config.ensemble.bootstrap != BootstrapMode::None;
     const double scale = std::clamp(plot.width() / 520.0, 0.75, 1.4);
+    auto blit = [&](const QPointF& c, const QPixmap& pm) {
+        const QSizeF size = QSizeF(pm.size()) / pm.devicePixelRatio();
+        p.drawPixmap(QPointF(c.x() - size.width() / 2, c.y() - size.height() / 2), pm);
+    };
     if (m_showTest) {
         for (int64_t i = 0; i < run.evalTest.rows; ++i) {
             const float* x = run.evalTest.row(i);
-            const QPointF c = toWidget(x[0], x[1], plot);
-            const QColor color = classColor(run.evalTest.y[static_cast<std::size_t>(i)], classes);
-            p.setBrush(Qt::NoBrush);
-            p.setPen(QPen(QColor(255, 255, 255, 150), 2.8 * scale));
-            p.drawEllipse(c, 3.8 * scale, 3.8 * scale);
-            p.setPen(QPen(color.darker(115), 1.5 * scale));
-            p.drawEllipse(c, 3.8 * scale, 3.8 * scale);
+            blit(toWidget(x[0], x[1], plot),
+                 marker(run.evalTest.y[static_cast<std::size_t>(i)], 1, 3.8 * scale));
         }
     }
     if (m_showTrain) {
@@ -224,22 +274,19 @@ void BoundaryCanvas::drawPoints(QPainter& p, const QRectF& plot) const {
             sized ? run.counts.data() + static_cast<std::size_t>(m_selected) * n : nullptr;
         for (int64_t i = 0; i < n; ++i) {
             const float* x = run.train.row(i);
-            const QPointF c = toWidget(x[0], x[1], plot);
-            const QColor color = classColor(run.train.y[static_cast<std::size_t>(i)], classes);
+            const int cls = run.train.y[static_cast<std::size_t>(i)];
             double r = 3.0 * scale;
+            int style = 0;
             if (counts != nullptr) {
                 const int count = counts[i];
-                if (count == 0) {  // out of bag for this member: hollow
-                    p.setBrush(Qt::NoBrush);
-                    p.setPen(QPen(color.darker(120), 1.2 * scale));
-                    p.drawEllipse(c, 2.6 * scale, 2.6 * scale);
-                    continue;
+                if (count == 0) {
+                    style = 2;
+                    r = 2.6 * scale;
+                } else {
+                    r = (1.6 + 1.5 * std::sqrt(static_cast<double>(count))) * scale;
                 }
-                r = (1.6 + 1.5 * std::sqrt(static_cast<double>(count))) * scale;
             }
-            p.setBrush(color);
-            p.setPen(QPen(QColor(255, 255, 255, 210), 0.8));
-            p.drawEllipse(c, r, r);
+            blit(toWidget(x[0], x[1], plot), marker(cls, style, r));
         }
     }
 }
@@ -297,18 +344,22 @@ void BoundaryCanvas::drawColorBar(QPainter& p, const QRectF& bar) const {
         }
     }
     p.setPen(plot::kText);
-    const QString title = probability ? tr("p(class 1)")
-                                      : quantityLabel(m_quantity) +
-                                            (quantityUnit(m_quantity).isEmpty()
-                                                 ? QString()
-                                                 : QStringLiteral(" [%1]").arg(
-                                                       quantityUnit(m_quantity)));
+    const QString title = probability
+                              ? tr("p(class 1)")
+                              : quantityLabel(m_quantity) +
+                                    (quantityUnit(m_quantity).isEmpty()
+                                         ? QString()
+                                         : QStringLiteral(" [%1]").arg(quantityUnit(m_quantity)));
     drawVerticalText(p, QPointF(bar.right() + 58, bar.center().y()), title);
     p.setPen(plot::kMuted);
     const QString range =
-        probability ? tr("p in [%1, %2]")
-                          .arg(QString::number(h.dataMin, 'f', 2), QString::number(h.dataMax, 'f', 2))
-                    : tr("range %1 – %2").arg(formatValue(h.dataMin), formatValue(h.dataMax));
+        probability
+            ? tr("p in [%1, %2]")
+                  .arg(QString::number(h.dataMin, 'f', 2), QString::number(h.dataMax, 'f', 2))
+            : tr("range %1 – %2")
+                  .arg(std::abs(h.dataMin) < 1e-4 * std::abs(h.dataMax) ? QStringLiteral("0")
+                                                                        : formatValue(h.dataMin),
+                       formatValue(h.dataMax));
     p.drawText(QRectF(bar.left() - 14, bar.bottom() + 8, 96, 34), Qt::TextWordWrap, range);
 }
 
@@ -322,8 +373,10 @@ QString BoundaryCanvas::readout(const QPointF& pos) const {
         return {};
     }
     const int g = s.run->gridSize;
-    const int col = std::clamp(static_cast<int>((pos.x() - plot.left()) / plot.width() * g), 0, g - 1);
-    const int row = std::clamp(static_cast<int>((pos.y() - plot.top()) / plot.height() * g), 0, g - 1);
+    const int col =
+        std::clamp(static_cast<int>((pos.x() - plot.left()) / plot.width() * g), 0, g - 1);
+    const int row =
+        std::clamp(static_cast<int>((pos.y() - plot.top()) / plot.height() * g), 0, g - 1);
     const GridBounds& b = s.run->bounds;
     const double x = b.xMin + (pos.x() - plot.left()) / plot.width() * (b.xMax - b.xMin);
     const double y = b.yMax - (pos.y() - plot.top()) / plot.height() * (b.yMax - b.yMin);
@@ -349,9 +402,9 @@ QString BoundaryCanvas::readout(const QPointF& pos) const {
         if (!s.included[static_cast<std::size_t>(k)]) {
             continue;
         }
-        const double v = s.grid.memberProbabilities[(static_cast<std::size_t>(k) * cells + point) *
-                                                        classes +
-                                                    best];
+        const double v =
+            s.grid.memberProbabilities[(static_cast<std::size_t>(k) * cells + point) * classes +
+                                       best];
         lo = std::min(lo, v);
         hi = std::max(hi, v);
     }
@@ -411,6 +464,7 @@ BoundaryView::BoundaryView(QWidget* parent) : QWidget(parent) {
     m_test->setChecked(true);
     m_caption = new QLabel;
     m_caption->setStyleSheet(QStringLiteral("color: #555;"));
+    m_caption->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
     bar->addWidget(new QLabel(tr("Show")));
     bar->addWidget(m_quantityBox);
     bar->addSpacing(12);
@@ -421,9 +475,8 @@ BoundaryView::BoundaryView(QWidget* parent) : QWidget(parent) {
     layout->addLayout(bar);
     m_canvas = new BoundaryCanvas;
     layout->addWidget(m_canvas, 1);
-    connect(m_quantityBox, &QComboBox::currentIndexChanged, this, [this](int index) {
-        m_canvas->setQuantity(static_cast<HeatQuantity>(index));
-    });
+    connect(m_quantityBox, &QComboBox::currentIndexChanged, this,
+            [this](int index) { m_canvas->setQuantity(static_cast<HeatQuantity>(index)); });
     connect(m_train, &QCheckBox::toggled, m_canvas, &BoundaryCanvas::setShowTrain);
     connect(m_test, &QCheckBox::toggled, m_canvas, &BoundaryCanvas::setShowTest);
 }
@@ -459,7 +512,7 @@ void BoundaryView::updateCaption() {
                     .arg(k)
                     .arg(formatValue(s.run->lr[static_cast<std::size_t>(k)]));
         if (s.run->config.ensemble.bootstrap != BootstrapMode::None) {
-            text += tr(", points sized by its multiplicity, hollow = out of bag");
+            text += tr(" · size = multiplicity, hollow = out of bag");
         }
     }
     m_caption->setText(text);

@@ -9,6 +9,8 @@
 #include <QPixmap>
 #include <QWidget>
 
+#include <map>
+
 #include "controller/snapshot.h"
 
 class QCheckBox;
@@ -48,7 +50,9 @@ class BoundaryCanvas : public QWidget {
     void drawColorBar(QPainter& p, const QRectF& bar) const;
     void drawAxes(QPainter& p, const QRectF& plot) const;
     void drawPoints(QPainter& p, const QRectF& plot) const;
-    void drawContour(QPainter& p, const QRectF& plot, const std::vector<QLineF>& lines,
+    // A point marker: style 0 train (filled), 1 test (hollow ring), 2 out of bag.
+    const QPixmap& marker(int cls, int style, double radius) const;
+    void drawContour(QPainter& p, const QRectF& plot, const std::vector<QPolygonF>& lines,
                      const QPen& pen) const;
 
     SnapshotPtr m_snapshot;
@@ -58,6 +62,7 @@ class BoundaryCanvas : public QWidget {
     bool m_showTest = true;
     mutable QPixmap m_pixmap;  // the current map, converted on the GUI thread
     mutable int m_pixmapFor = -1;
+    mutable std::map<quint64, QPixmap> m_markers;
 };
 
 class BoundaryView : public QWidget {

@@ -8,8 +8,8 @@
 #include <QPainter>
 #include <QSplitter>
 #include <QTableWidget>
-#include <QValueAxis>
 #include <QVBoxLayout>
+#include <QValueAxis>
 
 #include <algorithm>
 #include <cmath>
@@ -54,11 +54,10 @@ void ReliabilityPlot::paintEvent(QPaintEvent* /*event*/) {
     titleFont.setBold(true);
     p.setFont(titleFont);
     p.setPen(plot::kText);
-    p.drawText(QPointF(left, 18),
-               tr("Reliability (ensemble, top label)   ECE %1 · MCE %2 · n = %3")
-                   .arg(cal.ece, 0, 'f', 3)
-                   .arg(cal.mce, 0, 'f', 3)
-                   .arg(formatCount(cal.rows)));
+    p.drawText(QPointF(left, 18), tr("Reliability (ensemble, top label)   ECE %1 · MCE %2 · n = %3")
+                                      .arg(cal.ece, 0, 'f', 3)
+                                      .arg(cal.mce, 0, 'f', 3)
+                                      .arg(formatCount(cal.rows)));
     p.setFont(font);
 
     auto xAt = [&](double v) { return rel.left() + v * rel.width(); };
@@ -98,8 +97,8 @@ void ReliabilityPlot::paintEvent(QPaintEvent* /*event*/) {
         p.setPen(plot::kMuted);
         const QString n = formatCount(b.count);
         if (fm.horizontalAdvance(n) < x1 - x0 + 6) {
-            p.drawText(QRectF(x0 - 4, std::min(yAcc, yConf) - 15, x1 - x0 + 8, 14),
-                       Qt::AlignCenter, n);
+            p.drawText(QRectF(x0 - 4, std::min(yAcc, yConf) - 15, x1 - x0 + 8, 14), Qt::AlignCenter,
+                       n);
         }
     }
     // The diagonal: perfect calibration.
@@ -147,8 +146,7 @@ void ReliabilityPlot::paintEvent(QPaintEvent* /*event*/) {
     const QString maxText = formatCount(maxCount);
     p.drawText(QPointF(hist.left() - 6 - fm.horizontalAdvance(maxText), hist.top() + fm.ascent()),
                maxText);
-    p.drawText(QPointF(hist.left() - 6 - fm.horizontalAdvance(QStringLiteral("0")),
-                       hist.bottom()),
+    p.drawText(QPointF(hist.left() - 6 - fm.horizontalAdvance(QStringLiteral("0")), hist.bottom()),
                QStringLiteral("0"));
     p.setPen(plot::kText);
     drawVerticalText(p, QPointF(hist.left() - 38, hist.center().y()), tr("count"));
@@ -215,12 +213,12 @@ void CalibrationView::refresh() {
     m_table->setRowCount(members + 2);
     auto setRow = [this](int row, const QString& name, const ClassificationMetrics& m, bool bold,
                          bool muted) {
-        const QStringList values{name,
-                                 std::isfinite(m.accuracy)
-                                     ? QString::number(m.accuracy * 100, 'f', 2) +
-                                           QStringLiteral(" %")
-                                     : QStringLiteral("–"),
-                                 formatValue(m.nll), formatValue(m.brier), formatValue(m.ece)};
+        const QStringList values{
+            name,
+            std::isfinite(m.accuracy)
+                ? QString::number(m.accuracy * 100, 'f', 2) + QStringLiteral(" %")
+                : QStringLiteral("–"),
+            formatValue(m.nll), formatValue(m.brier), formatValue(m.ece)};
         for (int c = 0; c < values.size(); ++c) {
             QTableWidgetItem* item = m_table->item(row, c);
             if (item == nullptr) {
@@ -247,8 +245,9 @@ void CalibrationView::refresh() {
         } else if (!s.enabled[ku]) {
             name += tr(" — off");
         }
-        setRow(k + 2, name, ku < s.memberMetrics.size() ? s.memberMetrics[ku] : ClassificationMetrics{},
-               false, !s.included[ku]);
+        setRow(k + 2, name,
+               ku < s.memberMetrics.size() ? s.memberMetrics[ku] : ClassificationMetrics{}, false,
+               !s.included[ku]);
     }
     refreshSizeCurve();
 }
@@ -260,20 +259,21 @@ void CalibrationView::refreshSizeCurve() {
         delete a;
     }
     const Snapshot& s = *m_snapshot;
-    m_sizeChart->setTitle(s.sizeCurveStep >= 0
-                              ? tr("Ensemble size: test NLL (step %1)").arg(formatCount(s.sizeCurveStep))
-                              : tr("Ensemble size: test NLL"));
+    m_sizeChart->setTitle(
+        s.sizeCurveStep >= 0
+            ? tr("Ensemble size: test NLL (step %1)").arg(formatCount(s.sizeCurveStep))
+            : tr("Ensemble size: test NLL"));
     if (s.sizeCurve.empty()) {
         return;
     }
     auto* first = new QLineSeries;
-    first->setName(tr("first m members"));
+    first->setName(tr("first m"));
     first->setPen(QPen(QColor(150, 150, 150), 1.5));
     auto* mean = new QLineSeries;
-    mean->setName(tr("random m-subsets, mean"));
+    mean->setName(tr("random m"));
     mean->setPen(QPen(QColor(200, 65, 60), 2.6));
     auto* upper = new QLineSeries;
-    upper->setName(tr("± 1 std"));
+    upper->setName(tr("± std"));
     auto* lower = new QLineSeries;
     QPen band(QColor(200, 65, 60, 140), 1.0, Qt::DashLine);
     upper->setPen(band);

@@ -10,8 +10,8 @@
 #include <QLineSeries>
 #include <QLogValueAxis>
 #include <QToolTip>
-#include <QValueAxis>
 #include <QVBoxLayout>
+#include <QValueAxis>
 
 #include <algorithm>
 #include <cmath>
@@ -23,6 +23,10 @@
 namespace ensemble::ui {
 
 namespace {
+
+// More lines than this are unreadable and slow Qt Charts down; larger ensembles show an evenly
+// spaced subset of their members.
+constexpr int kMaxMemberLines = 48;
 
 QColor memberColor(const RunInfo& run, int k) {
     // Members coloured by their learning rate along viridis (log scale), so a sweep reads at a
@@ -50,9 +54,9 @@ CurvesView::CurvesView(QWidget* parent) : QWidget(parent) {
     m_split->addItem(tr("members on train"));
     m_split->setCurrentIndex(1);
     m_logBox = new QCheckBox(tr("Log scale (loss)"));
-    auto* legend = new QLabel(
-        tr("<b>bold</b>: ensemble (solid test, dashed train) · thin: members, coloured by lr"));
+    auto* legend = new QLabel;
     legend->setStyleSheet(QStringLiteral("color: #555;"));
+    m_legend = legend;
     bar->addWidget(m_split);
     bar->addWidget(m_logBox);
     bar->addSpacing(12);
@@ -66,7 +70,7 @@ CurvesView::CurvesView(QWidget* parent) : QWidget(parent) {
     charts->addWidget(m_accuracy.view);
     connect(m_split, &QComboBox::currentIndexChanged, this, [this](int index) {
         m_memberSplit = index;
-        m_builtFor = nullptr;
+        m_builtFor = 0;
         refresh();
     });
     connect(m_logBox, &QCheckBox::toggled, this, &CurvesView::setLogScale);
@@ -145,12 +149,23 @@ int CurvesView::ensemblePointCount() const {
 
 void CurvesView::rebuild() {
     const RunInfo& run = *m_snapshot->run;
+    m_shownMembers.clear();
+    const int lines = std::min(run.members, kMaxMemberLines);
+    for (int i = 0; i < lines; ++i) {
+        m_shownMembers.push_back(
+            lines > 1 ? static_cast<int>(std::lround(i * (run.members - 1) / double(lines - 1)))
+                      : 0);
+    }
+    m_legend->setText(
+        tr("<b>bold</b>: ensemble (solid test, dashed train) · thin: %1, coloured by lr")
+            .arg(lines == run.members ? tr("every member")
+                                      : tr("%1 of the %2 members").arg(lines).arg(run.members)));
     for (Chart* c : {&m_loss, &m_accuracy}) {
         c->chart->removeAllSeries();
         c->members.clear();
         const bool loss = c == &m_loss;
         if (m_memberSplit != 0) {
-            for (int k = 0; k < run.members; ++k) {
+            for (int k : m_shownMembers) {
                 auto* s = new QLineSeries;
                 s->setName(tr("member #%1").arg(k));
                 QPen pen(memberColor(run, k));
@@ -200,7 +215,7 @@ void CurvesView::rebuild() {
             });
         }
     }
-    m_builtFor = m_snapshot->run.get();
+    m_builtFor = m_snapshot->run->runId;
     m_pointsShown = 0;
 }
 
@@ -209,7 +224,7 @@ void CurvesView::refresh() {
     if (!m_snapshot) {
         return;
     }
-    if (m_builtFor != m_snapshot->run.get()) {
+    if (m_builtFor != m_snapshot->run->runId) {
         rebuild();
     }
     const auto& history = m_snapshot->history;
@@ -228,7 +243,8 @@ void CurvesView::refresh() {
         lo = std::min(lo, v);
         hi = std::max(hi, v);
     };
-    for (int k = 0; k < static_cast<int>(m_loss.members.size()); ++k) {
+    for (std::size_t line = 0; line < m_loss.members.size(); ++line) {
+        const int k = m_shownMembers[line];
         QList<QPointF> loss;
         QList<QPointF> acc;
         for (const auto& h : history) {
@@ -243,8 +259,8 @@ void CurvesView::refresh() {
                 track(v.accuracy, accLo, accHi);
             }
         }
-        m_loss.members[static_cast<std::size_t>(k)]->replace(loss);
-        m_accuracy.members[static_cast<std::size_t>(k)]->replace(acc);
+        m_loss.members[line]->replace(loss);
+        m_accuracy.members[line]->replace(acc);
     }
     QList<QPointF> trainLoss;
     QList<QPointF> testLoss;

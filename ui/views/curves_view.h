@@ -12,6 +12,7 @@
 
 class QCheckBox;
 class QComboBox;
+class QLabel;
 class QChart;
 class QChartView;
 class QLineSeries;
@@ -50,15 +51,17 @@ class CurvesView : public QWidget {
     void setYAxis(Chart& c, bool log);
 
     SnapshotPtr m_snapshot;
-    const RunInfo* m_builtFor = nullptr;
+    uint64_t m_builtFor = 0;  // RunInfo::runId of the series, 0: none
     std::size_t m_pointsShown = 0;
     int m_memberSplit = 1;  // 0 none, 1 test, 2 train
     bool m_log = false;
     bool m_stale = false;
+    std::vector<int> m_shownMembers;  // members drawn as lines (at most kMaxMemberLines)
     Chart m_loss;
     Chart m_accuracy;
     QComboBox* m_split = nullptr;
     QCheckBox* m_logBox = nullptr;
+    QLabel* m_legend = nullptr;
 };
 
 }  // namespace ensemble::ui

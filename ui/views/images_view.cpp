@@ -124,8 +124,8 @@ QRect UncertainImages::cellRect(int index) const {
 void UncertainImages::setSnapshot(SnapshotPtr snapshot) {
     m_snapshot = std::move(snapshot);
     m_rows.clear();
-    if (m_snapshot && m_snapshot->run.get() != m_imagesFor) {
-        m_imagesFor = m_snapshot->run.get();
+    if (m_snapshot && m_snapshot->run->runId != m_imagesFor) {
+        m_imagesFor = m_snapshot->run->runId;
         m_images.assign(static_cast<std::size_t>(m_snapshot->run->evalTest.rows), QImage());
     }
     if (m_snapshot && m_snapshot->hasEnsemble && m_snapshot->run->isImage) {
@@ -238,8 +238,9 @@ bool UncertainImages::event(QEvent* event) {
             QStringList voteText;
             for (int c = 0; c < run.classes; ++c) {
                 if (votes[static_cast<std::size_t>(c)] > 0) {
-                    voteText << QStringLiteral("%1: %2").arg(names.value(c)).arg(
-                        votes[static_cast<std::size_t>(c)]);
+                    voteText << QStringLiteral("%1: %2")
+                                    .arg(names.value(c))
+                                    .arg(votes[static_cast<std::size_t>(c)]);
                 }
             }
             const int predicted = s.test.predicted[iu];
@@ -291,7 +292,8 @@ void ConfusionMatrix::paintEvent(QPaintEvent* /*event*/) {
     const double side = std::min(width() - left - 10, height() - top - 46);
     const double cell = side / c;
     p.setPen(plot::kText);
-    p.drawText(QPointF(left, 14), tr("Confusion (test, ensemble)  rows: true · columns: predicted"));
+    p.drawText(QPointF(left, 14),
+               tr("Confusion (test, ensemble)  rows: true · columns: predicted"));
     for (int t = 0; t < c; ++t) {
         int64_t rowTotal = 0;
         for (int q = 0; q < c; ++q) {
@@ -415,7 +417,8 @@ void PredictionBars::setPrediction(std::vector<double> probs, int members, int c
     m_ensemble.assign(static_cast<std::size_t>(classes), 0.0);
     int used = 0;
     for (int k = 0; k < members; ++k) {
-        if (static_cast<std::size_t>(k) < m_included.size() && !m_included[static_cast<std::size_t>(k)]) {
+        if (static_cast<std::size_t>(k) < m_included.size() &&
+            !m_included[static_cast<std::size_t>(k)]) {
             continue;
         }
         ++used;
@@ -448,8 +451,9 @@ void PredictionBars::paintEvent(QPaintEvent* /*event*/) {
     p.setFont(small);
     if (m_ensemble.empty()) {
         p.setPen(plot::kMuted);
-        p.drawText(rect(), Qt::AlignCenter, tr("Draw on the canvas to see every member's\n"
-                                               "probabilities and the ensemble's."));
+        p.drawText(rect(), Qt::AlignCenter,
+                   tr("Draw on the canvas to see every member's\n"
+                      "probabilities and the ensemble's."));
         return;
     }
     const int best = static_cast<int>(std::max_element(m_ensemble.begin(), m_ensemble.end()) -
@@ -457,7 +461,8 @@ void PredictionBars::paintEvent(QPaintEvent* /*event*/) {
     int agree = 0;
     int used = 0;
     for (int k = 0; k < m_members; ++k) {
-        if (static_cast<std::size_t>(k) < m_included.size() && !m_included[static_cast<std::size_t>(k)]) {
+        if (static_cast<std::size_t>(k) < m_included.size() &&
+            !m_included[static_cast<std::size_t>(k)]) {
             continue;
         }
         ++used;
@@ -531,8 +536,9 @@ ImagesView::ImagesView(QWidget* parent) : QWidget(parent) {
     m_uncertain = new UncertainImages;
     scroll->setWidget(m_uncertain);
     leftLayout->addWidget(scroll, 1);
-    auto* legend = new QLabel(tr("under each image: the members' votes (class colours) and the "
-                                 "ensemble's label; red: wrong (predicted ≠ true)"));
+    auto* legend =
+        new QLabel(tr("under each image: the members' votes (class colours) and the "
+                      "ensemble's label; red: wrong (predicted ≠ true)"));
     legend->setWordWrap(true);
     legend->setStyleSheet(QStringLiteral("color: #666;"));
     leftLayout->addWidget(legend);

@@ -50,7 +50,7 @@ class UncertainImages : public QWidget {
     SnapshotPtr m_snapshot;
     std::vector<int64_t> m_rows;
     std::vector<QImage> m_images;  // per evaluated test row of the run, built on demand
-    const RunInfo* m_imagesFor = nullptr;
+    uint64_t m_imagesFor = 0;      // RunInfo::runId of m_images
 };
 
 class ConfusionMatrix : public QWidget {

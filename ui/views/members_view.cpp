@@ -2,12 +2,15 @@
 
 #include <QComboBox>
 #include <QHBoxLayout>
+#include <QHelpEvent>
 #include <QLabel>
 #include <QMouseEvent>
 #include <QPainter>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QScrollBar>
+#include <QToolTip>
+#include <QTransform>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -163,16 +166,14 @@ void MembersGrid::paintEvent(QPaintEvent* event) {
             p.setRenderHint(QPainter::SmoothPixmapTransform);
             p.drawPixmap(thumb, m_thumbs[ku]);
             const double g = run.gridSize;
-            QVector<QLineF> lines;
-            for (const QLineF& l : s.memberContours[ku]) {
-                lines.push_back(QLineF(thumb.left() + l.x1() / g * thumb.width(),
-                                       thumb.top() + l.y1() / g * thumb.height(),
-                                       thumb.left() + l.x2() / g * thumb.width(),
-                                       thumb.top() + l.y2() / g * thumb.height()));
-            }
+            const QTransform toThumb = QTransform::fromTranslate(thumb.left(), thumb.top())
+                                           .scale(thumb.width() / g, thumb.height() / g);
             p.setRenderHint(QPainter::Antialiasing);
             p.setPen(QPen(QColor(20, 20, 20, 200), 1.1));
-            p.drawLines(lines);
+            p.setBrush(Qt::NoBrush);
+            for (const QPolygonF& line : s.memberContours[ku]) {
+                p.drawPolyline(toThumb.map(line));
+            }
         } else {
             // No grid (image data): the member's test accuracy as a bar.
             const double acc =
@@ -229,8 +230,7 @@ void MembersGrid::paintEvent(QPaintEvent* event) {
                    Qt::AlignLeft | Qt::AlignVCenter, tr("#%1").arg(k));
         p.setFont(small);
         p.drawText(QRect(tile.left() + 5, textTop, tile.width() - 10, 16),
-                   Qt::AlignRight | Qt::AlignVCenter,
-                   tr("lr %1").arg(formatValue(run.lr[ku])));
+                   Qt::AlignRight | Qt::AlignVCenter, tr("lr %1").arg(formatValue(run.lr[ku])));
         const double loss = ku < s.lastLosses.size() ? s.lastLosses[ku] : std::nan("");
         const double acc =
             ku < s.memberMetrics.size() ? s.memberMetrics[ku].accuracy : std::nan("");
@@ -238,12 +238,52 @@ void MembersGrid::paintEvent(QPaintEvent* event) {
         p.drawText(QRect(tile.left() + 5, textTop + 16, tile.width() - 10, 16),
                    Qt::AlignLeft | Qt::AlignVCenter,
                    diverged ? tr("loss non-finite")
-                            : tr("loss %1 · acc %2")
+                            : tr("loss %1 · %2")
                                   .arg(QString::number(loss, 'g', 2))
                                   .arg(std::isfinite(acc) ? QString::number(acc * 100, 'f', 1) +
                                                                 QStringLiteral("%")
                                                           : QStringLiteral("–")));
     }
+}
+
+bool MembersGrid::event(QEvent* event) {
+    if (event->type() != QEvent::ToolTip || !m_snapshot) {
+        return QWidget::event(event);
+    }
+    auto* help = static_cast<QHelpEvent*>(event);
+    const Snapshot& s = *m_snapshot;
+    const RunInfo& run = *s.run;
+    for (int k = 0; k < run.members; ++k) {
+        if (!tileRect(k).contains(help->pos())) {
+            continue;
+        }
+        const std::size_t ku = static_cast<std::size_t>(k);
+        QStringList lines;
+        lines << tr("member #%1%2")
+                     .arg(k)
+                     .arg(s.diverged[ku]   ? tr(" (diverged, frozen)")
+                          : !s.enabled[ku] ? tr(" (switched off)")
+                                           : QString());
+        lines << tr("lr %1 · momentum %2 · weight decay %3")
+                     .arg(formatValue(run.lr[ku]), formatValue(run.momentum[ku]),
+                          formatValue(run.weightDecay[ku]));
+        lines << tr("last batch loss %1").arg(formatValue(s.lastLosses[ku]));
+        if (ku < s.memberMetrics.size()) {
+            lines << tr("test: accuracy %1 %, NLL %2, ECE %3")
+                         .arg(s.memberMetrics[ku].accuracy * 100, 0, 'f', 2)
+                         .arg(formatValue(s.memberMetrics[ku].nll))
+                         .arg(formatValue(s.memberMetrics[ku].ece));
+        }
+        if (!run.counts.empty() && run.config.ensemble.bootstrap != BootstrapMode::None) {
+            const int32_t* c = run.counts.data() + ku * static_cast<std::size_t>(run.trainRows);
+            const auto oob = std::count(c, c + run.trainRows, 0);
+            lines << tr("out of bag: %1 of %2 train rows").arg(oob).arg(run.trainRows);
+        }
+        QToolTip::showText(help->globalPos(), lines.join(QLatin1Char('\n')), this);
+        return true;
+    }
+    QToolTip::hideText();
+    return true;
 }
 
 void MembersGrid::mousePressEvent(QMouseEvent* event) {
@@ -274,8 +314,9 @@ MembersView::MembersView(QWidget* parent) : QWidget(parent) {
     m_sort = new QComboBox;
     m_sort->addItem(tr("Member order"));
     m_sort->addItem(tr("Best test NLL first"));
-    m_info = new QLabel(tr("Click a member to draw it in Boundary; its box switches it in or out "
-                           "of the ensemble."));
+    m_info =
+        new QLabel(tr("Click a member to draw it in Boundary; its box switches it in or out "
+                      "of the ensemble."));
     m_info->setStyleSheet(QStringLiteral("color: #666;"));
     bar->addWidget(allOn);
     bar->addWidget(allOff);

@@ -10,8 +10,8 @@
 #include <QLogValueAxis>
 #include <QScatterSeries>
 #include <QToolTip>
-#include <QValueAxis>
 #include <QVBoxLayout>
+#include <QValueAxis>
 
 #include <algorithm>
 #include <cmath>
@@ -40,7 +40,8 @@ std::vector<double> parameterValues(const RunInfo& run, const QString& key) {
 }
 
 bool varies(const std::vector<double>& v) {
-    return !v.empty() && *std::max_element(v.begin(), v.end()) > *std::min_element(v.begin(), v.end());
+    return !v.empty() &&
+           *std::max_element(v.begin(), v.end()) > *std::min_element(v.begin(), v.end());
 }
 
 }  // namespace
@@ -54,8 +55,9 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
     m_parameter->addItem(tr("weight decay"), QStringLiteral("weight_decay"));
     m_parameter->addItem(tr("momentum"), QStringLiteral("momentum"));
     m_parameter->addItem(tr("member index"), QStringLiteral("member"));
-    auto* note = new QLabel(tr("each point: one member's test metrics now · lines: the ensemble "
-                               "and the mean member · red ×: diverged"));
+    auto* note =
+        new QLabel(tr("each point: one member's test metrics now · lines: the ensemble "
+                      "and the mean member · red ×: diverged"));
     note->setStyleSheet(QStringLiteral("color: #555;"));
     bar->addWidget(new QLabel(tr("against")));
     bar->addWidget(m_parameter);
@@ -88,9 +90,9 @@ QString SweepView::parameter() const {
 
 void SweepView::setSnapshot(SnapshotPtr snapshot) {
     m_snapshot = std::move(snapshot);
-    if (m_snapshot && m_chosenFor != m_snapshot->run.get()) {
+    if (m_snapshot && m_chosenFor != m_snapshot->run->runId) {
         // A new run: show the hyperparameter that varies across its members.
-        m_chosenFor = m_snapshot->run.get();
+        m_chosenFor = m_snapshot->run->runId;
         const RunInfo& run = *m_snapshot->run;
         const QString key = varies(run.lr)            ? QStringLiteral("lr")
                             : varies(run.weightDecay) ? QStringLiteral("weight_decay")
@@ -183,7 +185,7 @@ void SweepView::fill(QChart* chart, bool loss) {
         const std::size_t ku = static_cast<std::size_t>(k);
         const double v = loss ? s.memberMetrics[ku].nll : s.memberMetrics[ku].accuracy;
         if (s.diverged[ku] || !std::isfinite(v)) {
-            bad->append(x[ku], yTop - pad / 3);
+            bad->append(x[ku], loss && lo > 0 && hi / lo > 50 ? hi * 1.3 : yTop - pad / 3);
         } else if (!s.included[ku]) {
             off->append(x[ku], v);
         } else {
@@ -234,14 +236,38 @@ void SweepView::fill(QChart* chart, bool loss) {
         a->setTitleText(title);
         xAxis = a;
     }
-    auto* yAxis = new QValueAxis;
-    yAxis->setRange(std::max(0.0, lo - pad), yTop);
-    yAxis->applyNiceNumbers();
-    yAxis->setLabelFormat(QStringLiteral("%.3g"));
-    yAxis->setTitleText(loss ? tr("test NLL") : tr("test accuracy"));
+    // NLL spanning orders of magnitude (a learning-rate sweep) reads better on a log axis.
+    const bool logY = loss && lo > 0 && hi / lo > 50;
+    QAbstractAxis* yAxis = nullptr;
+    if (logY) {
+        auto* a = new QLogValueAxis;
+        a->setBase(10);
+        a->setMinorTickCount(-1);
+        a->setLabelFormat(QStringLiteral("%.2g"));
+        a->setRange(lo / 1.5, hi * 1.5);
+        a->setTitleText(tr("test NLL (log)"));
+        yAxis = a;
+    } else {
+        auto* a = new QValueAxis;
+        if (loss) {
+            a->setRange(std::max(0.0, lo - pad), yTop);
+            a->applyNiceNumbers();
+        } else {
+            // Ticks on multiples of 0.1 (or 0.2), a little headroom above 1 for the markers.
+            const double bottom = std::max(0.0, std::floor((lo - pad) * 10.0) / 10.0);
+            a->setRange(bottom, 1.02);
+            a->setTickType(QValueAxis::TicksDynamic);
+            a->setTickAnchor(0.0);
+            a->setTickInterval(1.0 - bottom > 0.5 ? 0.2 : (1.0 - bottom > 0.2 ? 0.1 : 0.05));
+        }
+        a->setLabelFormat(loss ? QStringLiteral("%.3g") : QStringLiteral("%.2f"));
+        a->setTitleText(loss ? tr("test NLL") : tr("test accuracy"));
+        yAxis = a;
+    }
     chart->addAxis(xAxis, Qt::AlignBottom);
     chart->addAxis(yAxis, Qt::AlignLeft);
-    for (QXYSeries* series : std::initializer_list<QXYSeries*>{ensembleLine, meanLine, off, on, bad}) {
+    for (QXYSeries* series :
+         std::initializer_list<QXYSeries*>{ensembleLine, meanLine, off, on, bad}) {
         chart->addSeries(series);
         series->attachAxis(xAxis);
         series->attachAxis(yAxis);
@@ -251,11 +277,11 @@ void SweepView::fill(QChart* chart, bool loss) {
     }
     connect(on, &QScatterSeries::hovered, this, [title, loss](const QPointF& p, bool state) {
         if (state) {
-            QToolTip::showText(QCursor::pos(), QStringLiteral("%1 = %2\n%3 = %4")
-                                                   .arg(title, formatValue(p.x()))
-                                                   .arg(loss ? QStringLiteral("NLL")
-                                                             : QStringLiteral("accuracy"))
-                                                   .arg(formatValue(p.y())));
+            QToolTip::showText(QCursor::pos(),
+                               QStringLiteral("%1 = %2\n%3 = %4")
+                                   .arg(title, formatValue(p.x()))
+                                   .arg(loss ? QStringLiteral("NLL") : QStringLiteral("accuracy"))
+                                   .arg(formatValue(p.y())));
         }
     });
 }

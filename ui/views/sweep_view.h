@@ -33,7 +33,7 @@ class SweepView : public QWidget {
     void fill(QChart* chart, bool loss);
 
     SnapshotPtr m_snapshot;
-    const RunInfo* m_chosenFor = nullptr;
+    uint64_t m_chosenFor = 0;  // RunInfo::runId the parameter was chosen for
     bool m_stale = false;
     bool m_log = false;
     QComboBox* m_parameter = nullptr;

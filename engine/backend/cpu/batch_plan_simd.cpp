@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
+#if defined(__AVX2__) || defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 namespace ensemble {
 
 #if defined(__GNUC__)
@@ -24,11 +28,22 @@ inline U32 iota(uint32_t start) {
 }
 
 inline bool anyLane(U32 m) {
+#if defined(__AVX512F__)
+    const __m512i v = reinterpret_cast<__m512i>(m);
+    return _mm512_test_epi32_mask(v, v) != 0;
+#elif defined(__AVX2__)
+    __m256i lo, hi;
+    std::memcpy(&lo, &m, sizeof(lo));
+    std::memcpy(&hi, reinterpret_cast<const char*>(&m) + sizeof(lo), sizeof(hi));
+    const __m256i both = _mm256_or_si256(lo, hi);
+    return _mm256_testz_si256(both, both) == 0;
+#else
     uint32_t any = 0;
     for (int i = 0; i < kWidth; ++i) {
         any |= m[i];
     }
     return any != 0;
+#endif
 }
 
 // hi:lo = mul * x in every lane (philoxMulHiLo), through even and odd 64-bit products.
@@ -44,8 +59,7 @@ inline void mulHiLo(uint32_t mul, U32 x, U32& hi, U32& lo) {
 }
 
 // philox4x32_10 with counter (index, 0, member, tag) in every lane: returns words 0 and 1.
-inline void philoxLanes(U32 index, uint32_t member, uint32_t tag, uint64_t seed, U32& w0,
-                        U32& w1) {
+inline void philoxLanes(U32 index, uint32_t member, uint32_t tag, uint64_t seed, U32& w0, U32& w1) {
     U32 c0 = index;
     U32 c1 = splat(0);
     U32 c2 = splat(member);
@@ -121,8 +135,8 @@ constexpr uint32_t tagOf(RngPurpose purpose) {
 
 }  // namespace
 
-void planMemberSimd(const BatchPlanParams& params, uint32_t member, uint64_t step,
-                    uint32_t* rows, float* weights) {
+void planMemberSimd(const BatchPlanParams& params, uint32_t member, uint64_t step, uint32_t* rows,
+                    float* weights) {
     const uint32_t n = params.rows;
     const uint32_t stream = planStream(params, member);
     const uint64_t first = step * params.batch;
@@ -183,8 +197,8 @@ void poissonWeightsSimd(uint64_t seed, uint32_t member, const uint32_t* rows, in
 
 #else  // no vector extensions: the shared scalar definitions
 
-void planMemberSimd(const BatchPlanParams& params, uint32_t member, uint64_t step,
-                    uint32_t* rows, float* weights) {
+void planMemberSimd(const BatchPlanParams& params, uint32_t member, uint64_t step, uint32_t* rows,
+                    float* weights) {
     planMember(params, member, step, rows, weights);
 }
 

@@ -13,8 +13,8 @@
 namespace ensemble {
 
 // planMember(params, member, step, rows, weights), vectorised.
-void planMemberSimd(const BatchPlanParams& params, uint32_t member, uint64_t step,
-                    uint32_t* rows, float* weights);
+void planMemberSimd(const BatchPlanParams& params, uint32_t member, uint64_t step, uint32_t* rows,
+                    float* weights);
 
 // weights[b] = poissonCount(seed, member, rows[b]) for b < count, vectorised.
 void poissonWeightsSimd(uint64_t seed, uint32_t member, const uint32_t* rows, int count,

@@ -26,6 +26,25 @@ struct CpuBackend::Workspace {
     std::vector<int32_t> labels;
     std::vector<float> weights;
     FastWorkspace fast;  // activations, deltas, one layer's gradient; fast.input: own batch
+    // The last rule prepareStep() ran on: members usually share lr and betas, and its two
+    // pow() calls are a few percent of a small member's step. (prepareStep reads only lrExact,
+    // beta1Exact and beta2Exact and writes only stepSize and biasCorrection2Sqrt.)
+    OptimizerRule prepared;
+    uint64_t preparedUpdate = 0;  // 0: nothing prepared yet
+
+    // rule with prepareStep(rule, update) applied; the same bits as calling it.
+    OptimizerRule prepare(const OptimizerRule& rule, uint64_t update) {
+        if (update != preparedUpdate || rule.lrExact != prepared.lrExact ||
+            rule.beta1Exact != prepared.beta1Exact || rule.beta2Exact != prepared.beta2Exact) {
+            prepared = rule;
+            prepareStep(prepared, update);
+            preparedUpdate = update;
+        }
+        OptimizerRule r = rule;
+        r.stepSize = prepared.stepSize;
+        r.biasCorrection2Sqrt = prepared.biasCorrection2Sqrt;
+        return r;
+    }
 };
 
 CpuBackend::CpuBackend(int threads) {
@@ -72,14 +91,14 @@ void CpuBackend::bind(const TrainingProblem& problem) {
 }
 
 void CpuBackend::setParameters(const float* params) {
-    std::copy(params, params + m_params.size(), m_params.begin());
-    std::fill(m_moment1.begin(), m_moment1.end(), 0.0f);
-    std::fill(m_moment2.begin(), m_moment2.end(), 0.0f);
+    std::copy(params, params + m_params.size(), m_params.data());
+    m_moment1.assign(m_moment1.size(), 0.0f);
+    m_moment2.assign(m_moment2.size(), 0.0f);
     m_updates = 0;
 }
 
 void CpuBackend::parameters(float* out) {
-    std::copy(m_params.begin(), m_params.end(), out);
+    std::copy(m_params.data(), m_params.data() + m_params.size(), out);
 }
 
 void CpuBackend::step(uint64_t step, const uint8_t* active, float* losses) {
@@ -101,17 +120,24 @@ void CpuBackend::step(uint64_t step, const uint8_t* active, float* losses) {
         }
     }
 
-    // Members are independent, so any schedule gives the same bits; dynamic balances a core
-    // that another process slows down.
-#pragma omp parallel for num_threads(m_threads) schedule(dynamic, 1)
+    // Members are independent, so any schedule gives the same bits. Dynamic chunks balance a
+    // core that another process slows down; a chunk of neighbouring members keeps the threads
+    // off each other's cache lines (a member's output bias, its loss). No more threads than
+    // members: a thread without work would only add a fork and a barrier.
+    const int threads = std::max(1, std::min(m_threads, members));
+    const int chunk = std::max(1, members / (threads * 8));
+#pragma omp parallel for num_threads(threads) schedule(dynamic, chunk)
     for (int k = 0; k < members; ++k) {
         Workspace& ws = m_workspaces[static_cast<std::size_t>(omp_get_thread_num())];
         if (!active[k]) {
             losses[k] = 0.0f;
             continue;
         }
-        OptimizerRule rule = m_problem.rules[static_cast<std::size_t>(k)];
-        prepareStep(rule, updateNumber);
+        if (k + 1 < members) {
+            fastPrefetchMember(layout, k + 1, m_params.data(), m_moment1.data(), m_moment2.data());
+        }
+        const OptimizerRule rule =
+            ws.prepare(m_problem.rules[static_cast<std::size_t>(k)], updateNumber);
         losses[k] = trainMember(k, step, ws, rule, firstUpdate);
     }
     ++m_updates;
@@ -148,8 +174,7 @@ float CpuBackend::trainMember(int k, uint64_t step, Workspace& ws, const Optimiz
     // Forward, loss, backward and the update fused per layer (fast_mlp.h); a non-finite loss
     // leaves the member's parameters as they are.
     return fastTrainMember(layout, k, m_problem.activation, m_params.data(), m_moment1.data(),
-                           m_moment2.data(), rule, firstUpdate, *input, labels, weights,
-                           ws.fast);
+                           m_moment2.data(), rule, firstUpdate, *input, labels, weights, ws.fast);
 }
 
 void CpuBackend::predictLogProbs(const float* x, int64_t rows, float* out) {

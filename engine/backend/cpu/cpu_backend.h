@@ -36,12 +36,12 @@ class CpuBackend final : public Backend {
 
     int m_threads = 1;
     TrainingProblem m_problem;
-    AlignedVector<float> m_trainX;
+    std::vector<float> m_trainX;
     std::vector<int32_t> m_trainY;
-    AlignedVector<float> m_params;
-    AlignedVector<float> m_moment1;  // Adam m / SGD momentum buffer
-    AlignedVector<float> m_moment2;  // Adam v
-    uint64_t m_updates = 0;        // since bind() / setParameters(): drives bias correction
+    FloatBuffer m_params;
+    FloatBuffer m_moment1;   // Adam m / SGD momentum buffer
+    FloatBuffer m_moment2;   // Adam v
+    uint64_t m_updates = 0;  // since bind() / setParameters(): drives bias correction
     std::vector<Workspace> m_workspaces;
     // Shared batch for bootstrap modes where all members read the same rows.
     std::vector<int32_t> m_sharedRows;

@@ -3,8 +3,12 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <type_traits>
+#include <utility>
 
 #include "math/loss.h"
 
@@ -49,16 +53,63 @@ constexpr std::size_t kEigenMacs = std::size_t{1} << 20;
 
 using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using StridedMap = Eigen::Map<RowMatrix, Eigen::Unaligned, Eigen::OuterStride<>>;
-using ConstStridedMap = Eigen::Map<const RowMatrix, Eigen::Unaligned, Eigen::OuterStride<>>;
 
 inline int padded(int n) {
     return (n + kLanes - 1) / kLanes * kLanes;
+}
+
+// Whether dW is cheaper as (A^T dZ)^T, vectorised along the outputs: when padding the inputs
+// to whole vectors would waste more than half of the lanes that padding the outputs would.
+inline bool transposedWeightGradient(int in, int out) {
+    return 2 * static_cast<long>(in) * padded(out) <= static_cast<long>(out) * padded(in);
 }
 
 inline bool useEigen(int in, int out, int batch) {
     return static_cast<std::size_t>(in) * static_cast<std::size_t>(out) *
                static_cast<std::size_t>(batch) >
            kEigenMacs;
+}
+
+// Eigen's GEMM for the large layers, without its per-call allocation: a product expression
+// sizes its packing buffers per call and, above EIGEN_STACK_ALLOCATION_LIMIT (128 KB: every
+// MNIST-size product), mallocs and frees them every time. This is the same blocking the
+// expression would choose (gemm_blocking_space for a row-major destination, one thread), so
+// the results are the same bits, with the buffers owned by the workspace.
+class FixedBlocking : public Eigen::internal::level3_blocking<float, float> {
+  public:
+    // A row-major rows x cols destination, depth terms: Eigen blocks the transposed problem.
+    FixedBlocking(Eigen::Index rows, Eigen::Index cols, Eigen::Index depth) {
+        m_mc = cols;
+        m_nc = rows;
+        m_kc = depth;
+        Eigen::internal::computeProductBlockingSizes<float, float, 1>(m_kc, m_mc, m_nc,
+                                                                      Eigen::Index{1});
+    }
+    std::size_t sizeA() const { return static_cast<std::size_t>(m_mc * m_kc); }
+    std::size_t sizeB() const { return static_cast<std::size_t>(m_kc * m_nc); }
+    void use(float* a, float* b) {
+        m_blockA = a;
+        m_blockB = b;
+    }
+};
+
+// res (rows x cols, row-major, stride resStride) = lhs * rhs; LhsOrder / RhsOrder say how the
+// operands are stored (Eigen::RowMajor or Eigen::ColMajor) with their outer strides.
+// Precondition: ws.gemmA / ws.gemmB hold FixedBlocking(rows, cols, depth)'s sizes.
+template <int LhsOrder, int RhsOrder>
+void gemm(Eigen::Index rows, Eigen::Index cols, Eigen::Index depth, const float* lhs,
+          Eigen::Index lhsStride, const float* rhs, Eigen::Index rhsStride, float* res,
+          Eigen::Index resStride, FastWorkspace& ws) {
+    FixedBlocking blocking(rows, cols, depth);
+    blocking.use(ws.gemmA.data(), ws.gemmB.data());
+    for (Eigen::Index r = 0; r < rows; ++r) {
+        std::fill(res + r * resStride, res + r * resStride + cols, 0.0f);
+    }
+    Eigen::internal::general_matrix_matrix_product<Eigen::Index, float, LhsOrder, false, float,
+                                                   RhsOrder, false, Eigen::RowMajor,
+                                                   1>::run(rows, cols, depth, lhs, lhsStride, rhs,
+                                                           rhsStride, res, 1, resStride, 1.0f,
+                                                           blocking, nullptr);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -115,8 +166,12 @@ inline void kernelRows(int rows, int count, const float* alpha, std::ptrdiff_t a
                        std::ptrdiff_t ak, const float* m, std::ptrdiff_t ms, const float* bias,
                        float* c, std::ptrdiff_t cs) {
     // Accumulators RO x CB plus CB row vectors and a broadcast must fit the register file.
-    constexpr int RO = kManyRegisters ? (CB >= 4 ? 6 : CB == 2 ? 8 : 16)
-                                      : (CB >= 4 ? 2 : CB == 2 ? 4 : 8);
+    constexpr int RO = kManyRegisters ? (CB >= 4   ? 6
+                                         : CB == 2 ? 8
+                                                   : 16)
+                                      : (CB >= 4   ? 2
+                                         : CB == 2 ? 4
+                                                   : 8);
     int r = 0;
     const auto block = [&](auto roTag) {
         constexpr int n = decltype(roTag)::value;
@@ -162,6 +217,42 @@ void smallProduct(int rows, int vectors, int count, const float* alpha, std::ptr
     }
 }
 
+// Transposes kLanes packets in place (row i becomes column i).
+inline void transposeBlock(Eigen::internal::PacketBlock<Packet, kLanes>& block) {
+#if defined(__AVX512F__)
+    // 64 shuffles in four stages (Eigen's generic version takes 112): 32-bit pairs, 64-bit
+    // pairs, then 128-bit lanes twice.
+    __m512* r = block.packet;
+    __m512 t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+        r[i] = _mm512_castpd_ps(
+            _mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+        r[i + 1] = _mm512_castpd_ps(
+            _mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+        r[i + 2] = _mm512_castpd_ps(
+            _mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+        r[i + 3] = _mm512_castpd_ps(
+            _mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+    }
+    for (int h = 0; h < 16; h += 8) {
+        for (int i = 0; i < 4; ++i) {
+            t[h + i] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0x88);
+            t[h + i + 4] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0xDD);
+        }
+    }
+    for (int i = 0; i < 8; ++i) {
+        r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+        r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
+    }
+#else
+    Eigen::internal::ptranspose(block);
+#endif
+}
+
 // dst (cols x rowsP, stride rowsP) = src^T for src rowsP x cols (stride srcStride); rowsP and
 // cols are multiples of kLanes.
 void transposeBlocks(const float* src, int rowsP, int cols, std::ptrdiff_t srcStride, float* dst) {
@@ -171,11 +262,50 @@ void transposeBlocks(const float* src, int rowsP, int cols, std::ptrdiff_t srcSt
             for (int i = 0; i < kLanes; ++i) {
                 block.packet[i] = pload<Packet>(src + (r0 + i) * srcStride + c0);
             }
-            Eigen::internal::ptranspose(block);
+            transposeBlock(block);
             for (int i = 0; i < kLanes; ++i) {
                 pstore(dst + static_cast<std::ptrdiff_t>(c0 + i) * rowsP + r0, block.packet[i]);
             }
         }
+    }
+}
+
+// sums[r] = sum over b < batch of m[r * bp + b] for r < rows (m's padded columns are ignored):
+// kLanes rows at a time, their partial sums transposed so one vector add finishes kLanes sums.
+void rowSums(const float* m, int rows, int batch, int bp, float* sums) {
+    const int full = batch / kLanes;
+    alignas(64) float lastMask[kLanes];
+    for (int i = 0; i < kLanes; ++i) {
+        std::uint32_t bits = full * kLanes + i < batch ? 0xFFFFFFFFu : 0u;
+        std::memcpy(&lastMask[i], &bits, sizeof bits);
+    }
+    const Packet mask = pload<Packet>(lastMask);
+    const bool partial = batch % kLanes != 0;
+    auto rowSum = [&](const float* row) {
+        Packet acc = pset1<Packet>(0.0f);
+        for (int v = 0; v < full; ++v) {
+            acc = padd(acc, pload<Packet>(row + v * kLanes));
+        }
+        if (partial) {
+            acc = padd(acc, pand(mask, pload<Packet>(row + full * kLanes)));
+        }
+        return acc;
+    };
+    int r = 0;
+    for (; r + kLanes <= rows; r += kLanes) {
+        Eigen::internal::PacketBlock<Packet, kLanes> block;
+        for (int i = 0; i < kLanes; ++i) {
+            block.packet[i] = rowSum(m + static_cast<std::ptrdiff_t>(r + i) * bp);
+        }
+        transposeBlock(block);
+        Packet total = block.packet[0];
+        for (int i = 1; i < kLanes; ++i) {
+            total = padd(total, block.packet[i]);
+        }
+        pstoreu(sums + r, total);
+    }
+    for (; r < rows; ++r) {
+        sums[r] = predux(rowSum(m + static_cast<std::ptrdiff_t>(r) * bp));
     }
 }
 
@@ -223,20 +353,20 @@ const float* forward(const ParamLayout& layout, int k, Activation act, const flo
         const float* bias = params + layout.biasOffset(l, k);
         float* z = ws.pre[static_cast<std::size_t>(l)].data();
         if (!useEigen(s.in, s.out, batch)) {
-            const float* aT = l == 0 ? in.xt.data() : ws.post[static_cast<std::size_t>(l - 1)].data();
+            const float* aT =
+                l == 0 ? in.xt.data() : ws.post[static_cast<std::size_t>(l - 1)].data();
             smallProduct(s.out, vectors, s.in, w, s.in, 1, aT, bp, bias, z, bp);
         } else {
-            StridedMap zm(z, s.out, bp, Eigen::OuterStride<>(bp));
-            const ConstStridedMap wm(w, s.out, s.in, Eigen::OuterStride<>(s.in));
+            // Z^T = W X^T (X batch-major) or W A^T, then + b.
             if (l == 0) {
-                const ConstStridedMap xb(in.xb.data(), bp, s.in,
-                                         Eigen::OuterStride<>(in.paddedInputs));
-                zm.noalias() = wm * xb.transpose();
+                gemm<Eigen::RowMajor, Eigen::ColMajor>(s.out, bp, s.in, w, s.in, in.xb.data(),
+                                                       in.paddedInputs, z, bp, ws);
             } else {
-                const ConstStridedMap aT(ws.post[static_cast<std::size_t>(l - 1)].data(), s.in, bp,
-                                         Eigen::OuterStride<>(bp));
-                zm.noalias() = wm * aT;
+                gemm<Eigen::RowMajor, Eigen::RowMajor>(
+                    s.out, bp, s.in, w, s.in, ws.post[static_cast<std::size_t>(l - 1)].data(), bp,
+                    z, bp, ws);
             }
+            StridedMap zm(z, s.out, bp, Eigen::OuterStride<>(bp));
             const Eigen::Map<const Eigen::VectorXf> bv(bias, s.out);
             zm.colwise() += bv;
         }
@@ -313,14 +443,29 @@ float forwardBackward(const ParamLayout& layout, int k, Activation act, const fl
     }
 
     const int vectors = bp / kLanes;
-    const int fullVectors = batch / kLanes;
     for (int l = layers - 1; l >= 0; --l) {
         const LayerSlot& s = layout.layer(l);
         const float* w = params + layout.weightOffset(l, k);
         float* dw = ws.gradW.data();
         float* db = ws.gradB.data();
         // dW = dZ^T A over the real rows only (padding never reaches a gradient).
-        if (!useEigen(s.in, s.out, batch)) {
+        if (!useEigen(s.in, s.out, batch) && transposedWeightGradient(s.in, s.out)) {
+            // Few inputs (the 2-D input layer): dW^T = A^T dZ, vectorised along the outputs
+            // instead of along mostly-padding input lanes; then transposed into place.
+            const int outP = padded(s.out);
+            const float* aT =
+                l == 0 ? in.xt.data() : ws.post[static_cast<std::size_t>(l - 1)].data();
+            transposeBlocks(delta, outP, bp, bp, ws.batchMajor.data());
+            float* dwt = ws.gradWT.data();
+            smallProduct(s.in, outP / kLanes, batch, aT, bp, 1, ws.batchMajor.data(), outP, nullptr,
+                         dwt, outP);
+            for (int o = 0; o < s.out; ++o) {
+                for (int i = 0; i < s.in; ++i) {
+                    dw[static_cast<std::ptrdiff_t>(o) * s.in + i] =
+                        dwt[static_cast<std::ptrdiff_t>(i) * outP + o];
+                }
+            }
+        } else if (!useEigen(s.in, s.out, batch)) {
             const int inP = padded(s.in);
             const float* aB = in.xb.data();
             if (l > 0) {
@@ -337,39 +482,24 @@ float forwardBackward(const ParamLayout& layout, int k, Activation act, const fl
                 }
             }
         } else {
-            StridedMap dwm(dw, s.out, s.in, Eigen::OuterStride<>(s.in));
-            const ConstStridedMap dzm(delta, s.out, batch, Eigen::OuterStride<>(bp));
+            // dW = dZ^T X (X batch-major) or dZ^T A, over the real rows.
             if (l == 0) {
-                const ConstStridedMap xb(in.xb.data(), batch, s.in,
-                                         Eigen::OuterStride<>(in.paddedInputs));
-                dwm.noalias() = dzm * xb;
+                gemm<Eigen::RowMajor, Eigen::RowMajor>(s.out, s.in, batch, delta, bp, in.xb.data(),
+                                                       in.paddedInputs, dw, s.in, ws);
             } else {
-                const ConstStridedMap aT(ws.post[static_cast<std::size_t>(l - 1)].data(), s.in,
-                                         batch, Eigen::OuterStride<>(bp));
-                dwm.noalias() = dzm * aT.transpose();
+                gemm<Eigen::RowMajor, Eigen::ColMajor>(
+                    s.out, s.in, batch, delta, bp, ws.post[static_cast<std::size_t>(l - 1)].data(),
+                    bp, dw, s.in, ws);
             }
         }
-        for (int o = 0; o < s.out; ++o) {
-            const float* row = delta + static_cast<std::ptrdiff_t>(o) * bp;
-            Packet acc = pload<Packet>(row);
-            for (int v = 1; v < fullVectors; ++v) {
-                acc = padd(acc, pload<Packet>(row + v * kLanes));
-            }
-            float sum = fullVectors > 0 ? predux(acc) : 0.0f;
-            for (int b = fullVectors * kLanes; b < batch; ++b) {
-                sum += row[b];
-            }
-            db[o] = sum;
-        }
+        rowSums(delta, s.out, batch, bp, db);
         if (l > 0) {
             // dA^T = W^T dZ^T, then times f'(Z) of the layer below.
             if (!useEigen(s.in, s.out, batch)) {
                 smallProduct(s.in, vectors, s.out, w, 1, s.in, delta, bp, nullptr, deltaPrev, bp);
             } else {
-                StridedMap dam(deltaPrev, s.in, bp, Eigen::OuterStride<>(bp));
-                const ConstStridedMap wm(w, s.out, s.in, Eigen::OuterStride<>(s.in));
-                const ConstStridedMap dzm(delta, s.out, bp, Eigen::OuterStride<>(bp));
-                dam.noalias() = wm.transpose() * dzm;
+                gemm<Eigen::ColMajor, Eigen::RowMajor>(s.in, bp, s.out, w, s.in, delta, bp,
+                                                       deltaPrev, bp, ws);
             }
             activateGradRows(act, ws.pre[static_cast<std::size_t>(l - 1)].data(),
                              ws.post[static_cast<std::size_t>(l - 1)].data(), deltaPrev,
@@ -387,6 +517,54 @@ int fastLanes() {
     return kLanes;
 }
 
+FloatBuffer::~FloatBuffer() {
+    std::free(m_data);
+}
+
+FloatBuffer::FloatBuffer(const FloatBuffer& other) {
+    *this = other;
+}
+
+FloatBuffer& FloatBuffer::operator=(const FloatBuffer& other) {
+    if (this != &other) {
+        assign(other.m_size, 0.0f);
+        if (m_size > 0) {
+            std::memcpy(m_data, other.m_data, sizeof(float) * m_size);
+        }
+    }
+    return *this;
+}
+
+FloatBuffer::FloatBuffer(FloatBuffer&& other) noexcept
+    : m_data(std::exchange(other.m_data, nullptr)), m_size(std::exchange(other.m_size, 0)) {}
+
+FloatBuffer& FloatBuffer::operator=(FloatBuffer&& other) noexcept {
+    if (this != &other) {
+        std::free(m_data);
+        m_data = std::exchange(other.m_data, nullptr);
+        m_size = std::exchange(other.m_size, 0);
+    }
+    return *this;
+}
+
+void FloatBuffer::assign(std::size_t n, float value) {
+    if (n != m_size) {
+        std::free(m_data);
+        m_data = nullptr;
+        m_size = 0;
+        if (n > 0) {
+            // aligned_alloc wants a multiple of the alignment; one spare vector at the end.
+            const std::size_t bytes = (sizeof(float) * n + 64 + 63) / 64 * 64;
+            m_data = static_cast<float*>(std::aligned_alloc(64, bytes));
+            if (m_data == nullptr) {
+                throw std::bad_alloc();
+            }
+            m_size = n;
+        }
+    }
+    std::fill(m_data, m_data + m_size, value);
+}
+
 void FastBatch::resize(const ParamLayout& layout, int rows) {
     batch = rows;
     paddedBatch = padded(rows);
@@ -395,23 +573,50 @@ void FastBatch::resize(const ParamLayout& layout, int rows) {
     xt.assign(static_cast<std::size_t>(paddedInputs) * paddedBatch, 0.0f);
 }
 
-void fastGather(const ParamLayout& layout, const float* data, const int32_t* rows, int batch,
+namespace {
+
+template <int Inputs>
+void gatherRows(const float* data, const int32_t* rows, int batch, int inputs, bool transposed,
                 FastBatch& out) {
-    const int inputs = layout.inputs();
+    const int n = Inputs > 0 ? Inputs : inputs;
     const int bp = out.paddedBatch;
     const int ip = out.paddedInputs;
-    const bool transposed = !useEigen(inputs, layout.layer(0).out, batch);
+    float* xb = out.xb.data();
+    float* xt = out.xt.data();
     for (int b = 0; b < batch; ++b) {
-        const float* src = data + static_cast<std::ptrdiff_t>(rows[b]) * inputs;
-        float* dst = out.xb.data() + static_cast<std::ptrdiff_t>(b) * ip;
-        for (int f = 0; f < inputs; ++f) {
+        const float* src = data + static_cast<std::ptrdiff_t>(rows[b]) * n;
+        float* dst = xb + static_cast<std::ptrdiff_t>(b) * ip;
+        for (int f = 0; f < n; ++f) {
             dst[f] = src[f];
         }
         if (transposed) {
-            for (int f = 0; f < inputs; ++f) {
-                out.xt[static_cast<std::size_t>(f) * bp + b] = src[f];
+            for (int f = 0; f < n; ++f) {
+                xt[static_cast<std::ptrdiff_t>(f) * bp + b] = src[f];
             }
         }
+    }
+}
+
+}  // namespace
+
+void fastGather(const ParamLayout& layout, const float* data, const int32_t* rows, int batch,
+                FastBatch& out) {
+    const int inputs = layout.inputs();
+    // The feature-major copy only feeds the small-layer kernels.
+    const bool transposed = !useEigen(inputs, layout.layer(0).out, batch);
+    switch (inputs) {  // 2-D data (the live view's datasets) gets a fixed-size copy
+        case 1:
+            gatherRows<1>(data, rows, batch, inputs, transposed, out);
+            break;
+        case 2:
+            gatherRows<2>(data, rows, batch, inputs, transposed, out);
+            break;
+        case 3:
+            gatherRows<3>(data, rows, batch, inputs, transposed, out);
+            break;
+        default:
+            gatherRows<0>(data, rows, batch, inputs, transposed, out);
+            break;
     }
 }
 
@@ -433,7 +638,36 @@ void FastWorkspace::resize(const ParamLayout& layout, int rows) {
         pre[static_cast<std::size_t>(l)].assign(n, 0.0f);
         post[static_cast<std::size_t>(l)].assign(l + 1 < layers ? n : 0, 0.0f);
     }
-    batchMajor.assign(static_cast<std::size_t>(paddedBatch) * maxIn, 0.0f);
+    batchMajor.assign(static_cast<std::size_t>(paddedBatch) * maxWidth, 0.0f);
+    std::size_t transposedSize = 0;
+    for (int l = 0; l < layers; ++l) {
+        const LayerSlot& s = layout.layer(l);
+        if (transposedWeightGradient(s.in, s.out)) {
+            transposedSize =
+                std::max(transposedSize, static_cast<std::size_t>(s.in) * padded(s.out));
+        }
+    }
+    gradWT.assign(transposedSize, 0.0f);
+    // Packing buffers for the layers on Eigen's GEMM: the largest of their products.
+    std::size_t sizeA = 0;
+    std::size_t sizeB = 0;
+    const auto need = [&](Eigen::Index r, Eigen::Index c, Eigen::Index d) {
+        const FixedBlocking b(r, c, d);
+        sizeA = std::max(sizeA, b.sizeA());
+        sizeB = std::max(sizeB, b.sizeB());
+    };
+    for (int l = 0; l < layers; ++l) {
+        const LayerSlot& s = layout.layer(l);
+        if (useEigen(s.in, s.out, rows)) {
+            need(s.out, paddedBatch, s.in);  // forward
+            need(s.out, s.in, rows);         // dW
+            if (l > 0) {
+                need(s.in, paddedBatch, s.out);  // dA
+            }
+        }
+    }
+    gemmA.assign(sizeA, 0.0f);
+    gemmB.assign(sizeB, 0.0f);
     delta.assign(static_cast<std::size_t>(maxWidth) * paddedBatch, 0.0f);
     deltaPrev.assign(delta.size(), 0.0f);
     gradW.assign(static_cast<std::size_t>(maxOut) * maxIn, 0.0f);
@@ -443,8 +677,8 @@ void FastWorkspace::resize(const ParamLayout& layout, int rows) {
     input.resize(layout, rows);
 }
 
-void fastApplyUpdate(const OptimizerRule& r, bool firstUpdate, float* p, const float* g,
-                     float* m, float* v, std::size_t n) {
+void fastApplyUpdate(const OptimizerRule& r, bool firstUpdate, float* p, const float* g, float* m,
+                     float* v, std::size_t n) {
     std::size_t i = 0;
     switch (r.kind) {
         case OptimizerKind::Sgd: {
@@ -489,8 +723,7 @@ void fastApplyUpdate(const OptimizerRule& r, bool firstUpdate, float* p, const f
                     gg = padd(gg, pmul(wd, pp));
                 }
                 const Packet mm = padd(pmul(b1, ploadu<Packet>(m + i)), pmul(omb1, gg));
-                const Packet vv =
-                    padd(pmul(b2, ploadu<Packet>(v + i)), pmul(pmul(omb2, gg), gg));
+                const Packet vv = padd(pmul(b2, ploadu<Packet>(v + i)), pmul(pmul(omb2, gg), gg));
                 const Packet denom = padd(pdiv(psqrt(vv), bc2), eps);
                 pp = psub(pp, pdiv(pmul(step, mm), denom));
                 pstoreu(m + i, mm);
@@ -506,20 +739,39 @@ void fastApplyUpdate(const OptimizerRule& r, bool firstUpdate, float* p, const f
 }
 
 float fastTrainMember(const ParamLayout& layout, int k, Activation act, float* params,
-                      float* moment1, float* moment2, const OptimizerRule& rule,
-                      bool firstUpdate, const FastBatch& batch, const int32_t* labels,
-                      const float* weights, FastWorkspace& ws) {
-    return forwardBackward(
-        layout, k, act, params, batch, labels, weights, ws,
-        [&](int l, const float* dw, const float* db) {
-            const LayerSlot& s = layout.layer(l);
-            const std::size_t wOff = layout.weightOffset(l, k);
-            const std::size_t bOff = layout.biasOffset(l, k);
-            fastApplyUpdate(rule, firstUpdate, params + wOff, dw, moment1 + wOff, moment2 + wOff,
-                            static_cast<std::size_t>(s.out) * s.in);
-            fastApplyUpdate(rule, firstUpdate, params + bOff, db, moment1 + bOff, moment2 + bOff,
-                            static_cast<std::size_t>(s.out));
-        });
+                      float* moment1, float* moment2, const OptimizerRule& rule, bool firstUpdate,
+                      const FastBatch& batch, const int32_t* labels, const float* weights,
+                      FastWorkspace& ws) {
+    return forwardBackward(layout, k, act, params, batch, labels, weights, ws,
+                           [&](int l, const float* dw, const float* db) {
+                               const LayerSlot& s = layout.layer(l);
+                               const std::size_t wOff = layout.weightOffset(l, k);
+                               const std::size_t bOff = layout.biasOffset(l, k);
+                               fastApplyUpdate(rule, firstUpdate, params + wOff, dw, moment1 + wOff,
+                                               moment2 + wOff,
+                                               static_cast<std::size_t>(s.out) * s.in);
+                               fastApplyUpdate(rule, firstUpdate, params + bOff, db, moment1 + bOff,
+                                               moment2 + bOff, static_cast<std::size_t>(s.out));
+                           });
+}
+
+void fastPrefetchMember(const ParamLayout& layout, int k, const float* params, const float* moment1,
+                        const float* moment2) {
+    const auto run = [&](std::size_t offset, std::size_t count) {
+        for (const float* base : {params, moment1, moment2}) {
+            const auto first =
+                reinterpret_cast<std::uintptr_t>(base + offset) & ~std::uintptr_t{63};
+            const auto last = reinterpret_cast<std::uintptr_t>(base + offset + count);
+            for (std::uintptr_t a = first; a < last; a += 64) {
+                __builtin_prefetch(reinterpret_cast<const void*>(a), 1, 3);
+            }
+        }
+    };
+    for (int l = 0; l < layout.layerCount(); ++l) {
+        const LayerSlot& s = layout.layer(l);
+        run(layout.weightOffset(l, k), static_cast<std::size_t>(s.out) * s.in);
+        run(layout.biasOffset(l, k), static_cast<std::size_t>(s.out));
+    }
 }
 
 float fastMemberGradient(const ParamLayout& layout, int k, Activation act, const float* params,
@@ -568,7 +820,8 @@ void fastPredictLogProbs(const ParamLayout& layout, int k, Activation act, const
         }
         Packet sum = pset1<Packet>(0.0f);
         for (int c = 0; c < classes; ++c) {
-            sum = padd(sum, pexp(psub(pload<Packet>(z + static_cast<std::ptrdiff_t>(c) * bp + v), mx)));
+            sum = padd(sum,
+                       pexp(psub(pload<Packet>(z + static_cast<std::ptrdiff_t>(c) * bp + v), mx)));
         }
         const Packet lse = padd(mx, plog(sum));
         for (int c = 0; c < classes; ++c) {

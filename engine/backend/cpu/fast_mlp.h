@@ -18,7 +18,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "backend/cpu/mlp_kernels.h"
 #include "math/activations.h"
 #include "math/optim_rules.h"
 #include "model/mlp.h"
@@ -28,14 +27,40 @@ namespace ensemble {
 // Floats per SIMD register the fast kernels were compiled for (16 with AVX-512, 8 with AVX).
 int fastLanes();
 
+// A float buffer aligned to 64 bytes whose allocation and release live in fast_mlp.cpp. Not an
+// AlignedVector on purpose: Eigen's aligned_allocator picks malloc or its own aligned scheme by
+// EIGEN_MAX_ALIGN_BYTES, which differs between code built with -march=native (the engine) and
+// without (the tests), so a vector allocated on one side must never be freed on the other.
+class FloatBuffer {
+  public:
+    FloatBuffer() = default;
+    ~FloatBuffer();
+    FloatBuffer(const FloatBuffer& other);
+    FloatBuffer& operator=(const FloatBuffer& other);
+    FloatBuffer(FloatBuffer&& other) noexcept;
+    FloatBuffer& operator=(FloatBuffer&& other) noexcept;
+
+    // n copies of value (reallocates only when n changes).
+    void assign(std::size_t n, float value);
+    float* data() { return m_data; }
+    const float* data() const { return m_data; }
+    std::size_t size() const { return m_size; }
+    float& operator[](std::size_t i) { return m_data[i]; }
+    float operator[](std::size_t i) const { return m_data[i]; }
+
+  private:
+    float* m_data = nullptr;
+    std::size_t m_size = 0;
+};
+
 // A gathered batch in the layouts the fast kernels read: xb is B-major (paddedBatch x
 // paddedInputs), xt feature-major (paddedInputs x paddedBatch); padding is zero.
 struct FastBatch {
     int batch = 0;
     int paddedBatch = 0;
     int paddedInputs = 0;
-    AlignedVector<float> xb;
-    AlignedVector<float> xt;
+    FloatBuffer xb;
+    FloatBuffer xt;
 
     void resize(const ParamLayout& layout, int batch);
 };
@@ -49,32 +74,41 @@ void fastGather(const ParamLayout& layout, const float* data, const int32_t* row
 struct FastWorkspace {
     int batch = 0;
     int paddedBatch = 0;
-    std::vector<AlignedVector<float>> pre;   // per layer: out_p x Bp pre-activations
-    std::vector<AlignedVector<float>> post;  // per hidden layer: out_p x Bp activations
-    AlignedVector<float> batchMajor;         // Bp x maxWidth_p: a layer input, transposed
-    AlignedVector<float> delta;              // maxWidth_p x Bp
-    AlignedVector<float> deltaPrev;          // maxWidth_p x Bp
-    AlignedVector<float> gradW;              // maxOut x maxIn_p: one layer's weight gradient
-    AlignedVector<float> gradB;              // maxOut (+ lanes): one layer's bias gradient
-    AlignedVector<float> exampleWeights;     // Bp: weight_b / B, zero in the padding
-    AlignedVector<float> exampleLabels;      // Bp: label_b as float, -1 in the padding
-    FastBatch input;                         // a member's own batch (resample, prediction)
+    std::vector<FloatBuffer> pre;   // per layer: out_p x Bp pre-activations
+    std::vector<FloatBuffer> post;  // per hidden layer: out_p x Bp activations
+    FloatBuffer batchMajor;         // Bp x maxWidth_p: a layer input or dZ, transposed
+    FloatBuffer delta;              // maxWidth_p x Bp
+    FloatBuffer deltaPrev;          // maxWidth_p x Bp
+    FloatBuffer gradW;              // maxOut x maxIn_p: one layer's weight gradient
+    FloatBuffer gradWT;             // in x out_p: dW^T of a layer with few inputs
+    FloatBuffer gradB;              // maxOut (+ lanes): one layer's bias gradient
+    FloatBuffer exampleWeights;     // Bp: weight_b / B, zero in the padding
+    FloatBuffer exampleLabels;      // Bp: label_b as float, -1 in the padding
+    FloatBuffer gemmA;              // Eigen GEMM packing buffers of the large layers
+    FloatBuffer gemmB;
+    FastBatch input;  // a member's own batch (resample, prediction)
 
     void resize(const ParamLayout& layout, int batch);
 };
 
 // One optimizer update of n contiguous parameters: applyUpdate (math/optim_rules.h) on each,
 // vectorised. Precondition for Adam(W): prepareStep() has been applied to `rule`.
-void fastApplyUpdate(const OptimizerRule& rule, bool firstUpdate, float* params,
-                     const float* grad, float* moment1, float* moment2, std::size_t n);
+void fastApplyUpdate(const OptimizerRule& rule, bool firstUpdate, float* params, const float* grad,
+                     float* moment1, float* moment2, std::size_t n);
 
 // Member k's step: forward, loss (mean over the batch of weight_b * CE_b), backward and the
 // update of its parameters (and optimizer moments, at the same offsets as in `params`) in
 // place. Returns the loss; when it is not finite nothing is updated.
 float fastTrainMember(const ParamLayout& layout, int k, Activation act, float* params,
-                      float* moment1, float* moment2, const OptimizerRule& rule,
-                      bool firstUpdate, const FastBatch& batch, const int32_t* labels,
-                      const float* weights, FastWorkspace& ws);
+                      float* moment1, float* moment2, const OptimizerRule& rule, bool firstUpdate,
+                      const FastBatch& batch, const int32_t* labels, const float* weights,
+                      FastWorkspace& ws);
+
+// Asks the caches for member k's parameters and optimizer moments (the next member a thread
+// will train): at large K they live in L3 or memory, in 18 short runs the hardware prefetcher
+// does not follow in time.
+void fastPrefetchMember(const ParamLayout& layout, int k, const float* params, const float* moment1,
+                        const float* moment2);
 
 // The same forward and backward, writing member k's gradient packed per layer as
 // memberForwardBackward does ([W_l (out x in), b_l (out)], layout.perMember() floats).

@@ -1,0 +1,558 @@
+#!/usr/bin/env python3
+"""EnsembleLab vs PyTorch, side by side on this machine (docs/performance.md).
+
+Runs our engine (ensemble-cli bench, ensemble-bench) and the PyTorch comparators
+(bench/torch_bench.py, kept alive as one server process) on the same workloads, interleaved:
+every round measures every point once, ours then theirs, and the rounds repeat. Reports
+medians over rounds and the spread (min..max), checks from /proc/stat how busy the rest of the
+machine was during each measurement and flags noisy ones, and writes
+
+  bench/results/results.json   every sample, the medians, the ratios against the targets
+  bench/results/results.csv    one row per (workload, implementation, K, threads)
+  bench/results/results.md     the tables of docs/performance.md
+  bench/results/seconds_per_step.png   seconds per step against K (log-log), W1 and W2
+
+Workloads (issue 6): W1 spirals 2-32-32-2, batch 32, Adam, bootstrap resample, K = 1, 10, 100,
+1000; W2 MNIST 784-256-256-10, batch 128, K = 1, 8, 32; W3 the live view's 128 x 128 grid at
+K = 100 with the uncertainty measures; W4 the float32 GEMM rate (2048 x 2048).
+
+Usage: bench/run_bench.py [--build-dir build] [--rounds 3] [--quick] [--python /usr/bin/python3]
+PyTorch comes from Debian's python3-torch (a benchmark dependency only), with OpenBLAS
+(libopenblas0-pthread) as its BLAS, as Debian recommends.
+"""
+
+import argparse
+import csv
+import datetime
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+NOISY_OTHER_LOAD = 0.05  # other processes' share of the machine above which a sample is flagged
+# Pause before each measurement: the previous one's spinning worker threads (OpenMP, OpenBLAS)
+# go to sleep, so they do not count as, or cause, load on the next.
+SETTLE_SECONDS = 0.3
+
+# Useful multiply-adds of one member's training step per example: forward, weight gradients,
+# and input gradients of every layer but the first (nobody needs dLoss/dx).
+def train_macs_per_example(widths):
+    fwd = sum(widths[i] * widths[i + 1] for i in range(len(widths) - 1))
+    dx = sum(widths[i] * widths[i + 1] for i in range(1, len(widths) - 1))
+    return 2 * fwd + dx
+
+
+W1_WIDTHS = [2, 32, 32, 2]
+W2_WIDTHS = [784, 256, 256, 10]
+W1_MEMBERS = [1, 10, 100, 1000]
+W2_MEMBERS = [1, 8, 32]
+
+
+class CpuSampler:
+    """Busy share of the whole machine from /proc/stat, minus the measured process's own CPU
+    time: what the rest of the machine did while we measured."""
+
+    def __init__(self):
+        self.cpus = os.cpu_count() or 1
+        self.hz = os.sysconf("SC_CLK_TCK")
+
+    @staticmethod
+    def stat():
+        with open("/proc/stat") as f:
+            fields = [int(v) for v in f.readline().split()[1:]]
+        idle = fields[3] + fields[4]  # idle + iowait
+        return sum(fields[:8]), idle
+
+    def other_load(self, before, after, wall, own_cpu_seconds):
+        total = (after[0] - before[0]) / self.hz
+        idle = (after[1] - before[1]) / self.hz
+        busy = max(0.0, total - idle)
+        other = max(0.0, busy - own_cpu_seconds)
+        return other / max(wall * self.cpus, 1e-9)
+
+
+def proc_cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        parts = f.read().rsplit(")", 1)[1].split()
+    hz = os.sysconf("SC_CLK_TCK")
+    return (int(parts[11]) + int(parts[12])) / hz  # utime + stime (all threads)
+
+
+class Runner:
+    def __init__(self, args):
+        self.args = args
+        self.sampler = CpuSampler()
+        build = os.path.join(ROOT, args.build_dir)
+        self.cli = os.path.join(build, "app", "ensemble-cli")
+        self.bench = os.path.join(build, "bench", "ensemble-bench")
+        for path in (self.cli, self.bench):
+            if not os.path.exists(path):
+                sys.exit(f"run_bench: {path} not found; build first (cmake --build {args.build_dir})")
+        self.torch = subprocess.Popen(
+            [args.python, os.path.join(HERE, "torch_bench.py"), "--serve"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        info = subprocess.run([args.python, os.path.join(HERE, "torch_bench.py"), "--info"],
+                              capture_output=True, text=True, check=True)
+        self.torch_info = json.loads(info.stdout)
+        self.samples = []
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self._children_cpu = usage.ru_utime + usage.ru_stime
+
+    # -- one measurement each ------------------------------------------------------------------
+
+    def run_ours(self, argv):
+        """Runs one of our binaries; returns (RESULT fields, wall, other_load)."""
+        time.sleep(SETTLE_SECONDS)
+        before = self.sampler.stat()
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        out, err = proc.communicate()
+        wall = time.perf_counter() - t0
+        after = self.sampler.stat()
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        # getrusage(CHILDREN) accumulates; take this child's share from the deltas.
+        own = usage.ru_utime + usage.ru_stime - self._children_cpu
+        self._children_cpu = usage.ru_utime + usage.ru_stime
+        if proc.returncode != 0:
+            raise RuntimeError(f"{' '.join(argv)} failed: {err.strip()}")
+        result = {}
+        for line in out.splitlines():
+            if line.startswith("RESULT"):
+                for kv in line.split()[1:]:
+                    k, v = kv.split("=")
+                    result[k] = float(v)
+        return result, wall, self.sampler.other_load(before, after, wall, own)
+
+    def run_torch(self, request):
+        time.sleep(SETTLE_SECONDS)
+        before = self.sampler.stat()
+        cpu0 = proc_cpu_seconds(self.torch.pid)
+        t0 = time.perf_counter()
+        self.torch.stdin.write(json.dumps(request) + "\n")
+        self.torch.stdin.flush()
+        reply = json.loads(self.torch.stdout.readline())
+        wall = time.perf_counter() - t0
+        own = proc_cpu_seconds(self.torch.pid) - cpu0
+        after = self.sampler.stat()
+        if "error" in reply:
+            raise RuntimeError(f"torch_bench: {reply['error']} for {request}")
+        return reply, wall, self.sampler.other_load(before, after, wall, own)
+
+    def record(self, **sample):
+        sample["noisy"] = sample["other_load"] > NOISY_OTHER_LOAD
+        self.samples.append(sample)
+        flag = "  NOISY" if sample["noisy"] else ""
+        value = sample.get("seconds_per_step")
+        print(f"  {sample['workload']:3} {sample['impl']:5} K={sample.get('members', '-'):<5} "
+              f"t={sample.get('threads', '-')} "
+              + (f"{1e3 * value:9.3f} ms/step" if value else f"{sample.get('value', 0):9.2f}")
+              + f"  other load {100 * sample['other_load']:4.1f}%{flag}", flush=True)
+
+    # -- workloads -----------------------------------------------------------------------------
+
+    def ours_train(self, workload, k, threads, seconds):
+        if workload == "w1":
+            config = ["--config", "spirals", "--set", "ensemble.bootstrap=resample"]
+            step_guess = 2.5e-6 * k / threads + 2e-6
+        else:
+            config = ["--config", "mnist-mlp", "--set", "training.batch_size=128"]
+            step_guess = 1.2e-3 * k / threads + 0.6e-3 * (k == 1)
+        steps = max(3, int(seconds / 3 / step_guess))
+        argv = [self.cli, "bench", *config, "--set", f"ensemble.members={k}",
+                "--set", f"backend.threads={threads}", "--steps", str(steps),
+                "--warmup", str(max(2, steps // 10)), "--repeat", "3"]
+        result, wall, other = self.run_ours(argv)
+        sps = result["steps_per_sec"]
+        self.record(workload=workload, impl="ours", members=k, threads=threads,
+                    seconds_per_step=1.0 / sps, member_steps_per_sec=sps * k, wall=wall,
+                    other_load=other)
+
+    def torch_train(self, workload, impl, k, threads, seconds):
+        reply, wall, other = self.run_torch(
+            {"workload": workload, "impl": impl, "members": k, "threads": threads,
+             "seconds": seconds})
+        self.record(workload=workload, impl=impl, members=k, threads=threads,
+                    seconds_per_step=reply["seconds_per_step"],
+                    member_steps_per_sec=reply["member_steps_per_sec"], wall=wall,
+                    other_load=other)
+
+    def ours_grid(self, seconds):
+        result, wall, other = self.run_ours(
+            [self.bench, "grid", "--config", "spirals", "--set", "ensemble.members=100",
+             "--set", f"backend.threads={self.args.threads}", "--size", "128",
+             "--seconds", str(seconds)])
+        self.record(workload="w3", impl="ours", members=100, threads=self.args.threads,
+                    seconds_per_step=result["refresh_ms"] / 1e3,
+                    refreshes_per_sec=result["refreshes_per_sec"],
+                    predict_ms=result["predict_ms"], wall=wall, other_load=other)
+
+    def torch_grid(self, threads, seconds):
+        reply, wall, other = self.run_torch(
+            {"workload": "w3", "members": 100, "threads": threads, "seconds": seconds,
+             "size": 128})
+        self.record(workload="w3", impl="bmm", members=100, threads=threads,
+                    seconds_per_step=reply["seconds_per_step"],
+                    refreshes_per_sec=reply["refreshes_per_sec"], wall=wall, other_load=other)
+
+    def ours_gemm(self, seconds):
+        result, wall, other = self.run_ours(
+            [self.bench, "gemm", "--n", "2048", "--threads", str(self.args.threads),
+             "--seconds", str(seconds)])
+        self.record(workload="w4", impl="eigen", threads=self.args.threads,
+                    seconds_per_step=result["seconds"], gflops=result["gflops"], wall=wall,
+                    other_load=other)
+
+    def torch_gemm(self, threads, seconds):
+        reply, wall, other = self.run_torch(
+            {"workload": "w4", "threads": threads, "seconds": seconds, "n": 2048})
+        self.record(workload="w4", impl="torch", threads=threads,
+                    seconds_per_step=reply["seconds_per_step"], gflops=reply["gflops"],
+                    wall=wall, other_load=other)
+
+    def memory(self):
+        """Peak resident memory of W1 at K = 1000 (a fresh process, 200 steps)."""
+        argv = [self.cli, "bench", "--config", "spirals", "--set", "ensemble.bootstrap=resample",
+                "--set", "ensemble.members=1000", "--set", f"backend.threads={self.args.threads}",
+                "--steps", "200", "--warmup", "5", "--repeat", "1"]
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = status
+        return usage.ru_maxrss / 1024.0  # MiB
+
+    # -- the whole run -------------------------------------------------------------------------
+
+    def round(self, r):
+        a = self.args
+        print(f"round {r + 1}/{a.rounds}", flush=True)
+        s1, s2 = (0.4, 1.0) if a.quick else (0.8, 2.0)
+        for k in a.w1_members:
+            for t in a.our_threads:
+                self.retry(lambda: self.ours_train("w1", k, t, s1))
+            for impl in ("loop", "bmm", "vmap"):
+                for t in a.torch_threads:
+                    self.retry(lambda: self.torch_train("w1", impl, k, t, s1))
+        for k in a.w2_members:
+            for t in a.our_threads:
+                self.retry(lambda: self.ours_train("w2", k, t, s2))
+            for impl in ("loop", "bmm", "vmap"):
+                for t in a.torch_threads:
+                    self.retry(lambda: self.torch_train("w2", impl, k, t, s2))
+        self.retry(lambda: self.ours_grid(s2))
+        for t in a.torch_threads:
+            self.retry(lambda: self.torch_grid(t, s1))
+        self.retry(lambda: self.ours_gemm(s1))
+        for t in a.torch_threads:
+            self.retry(lambda: self.torch_gemm(t, s1))
+
+    def retry(self, measure):
+        """Measures; while the sample was noisy, waits and measures again (up to --retries
+        more times). Every sample is kept; the summary prefers the quiet ones."""
+        measure()
+        for _ in range(self.args.retries):
+            if not self.samples[-1]["noisy"]:
+                break
+            time.sleep(2.0)
+            measure()
+
+    def close(self):
+        self.torch.stdin.close()
+        self.torch.wait()
+
+
+def machine():
+    info = {"python": platform.python_version(), "kernel": platform.release(),
+            "date": datetime.date.today().isoformat(), "cpus": os.cpu_count()}
+    try:
+        lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        for line in lscpu.splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() in ("Model name", "Core(s) per socket", "Socket(s)", "Thread(s) per core",
+                               "L2 cache", "L3 cache", "Hypervisor vendor"):
+                info[key.strip()] = value.strip()
+        info["avx512"] = "avx512f" in lscpu
+    except OSError:
+        pass
+    try:
+        with open("/proc/meminfo") as f:
+            info["memory"] = f.readline().split(":")[1].strip()
+    except OSError:
+        pass
+    return info
+
+
+def summarise(samples):
+    """Median and spread per (workload, impl, members, threads); noisy samples are kept but
+    counted, and left out of the median when enough quiet ones remain."""
+    groups = {}
+    for s in samples:
+        key = (s["workload"], s["impl"], s.get("members"), s.get("threads"))
+        groups.setdefault(key, []).append(s)
+    rows = []
+    order = {"ours": 0, "eigen": 0, "loop": 1, "bmm": 2, "vmap": 3, "torch": 4}
+    for (workload, impl, k, threads), group in sorted(
+            groups.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 9), kv[0][2] or 0,
+                                            kv[0][3] or 0)):
+        quiet = [s for s in group if not s["noisy"]]
+        use = quiet if len(quiet) >= max(1, len(group) // 2) else group
+        sps = [s["seconds_per_step"] for s in use]
+        row = {"workload": workload, "impl": impl, "members": k, "threads": threads,
+               "samples": len(group), "noisy": len(group) - len(quiet),
+               "seconds_per_step": statistics.median(sps),
+               "min": min(s["seconds_per_step"] for s in group),
+               "max": max(s["seconds_per_step"] for s in group),
+               "other_load_max": max(s["other_load"] for s in group)}
+        if k:
+            row["member_steps_per_sec"] = k / row["seconds_per_step"]
+        for extra in ("gflops", "refreshes_per_sec", "predict_ms"):
+            if extra in use[0]:
+                row[extra] = statistics.median(s[extra] for s in use)
+        rows.append(row)
+    return rows
+
+
+def best(rows, workload, members=None, impls=None, exclude=("ours",)):
+    cands = [r for r in rows if r["workload"] == workload and r["impl"] not in exclude
+             and (members is None or r["members"] == members)
+             and (impls is None or r["impl"] in impls)]
+    return min(cands, key=lambda r: r["seconds_per_step"]) if cands else None
+
+
+def ours(rows, workload, members=None):
+    """Our fastest thread count for the point (as best() takes PyTorch's fastest)."""
+    cands = [r for r in rows if r["workload"] == workload and r["impl"] in ("ours", "eigen")
+             and (members is None or r["members"] == members)]
+    return min(cands, key=lambda r: r["seconds_per_step"]) if cands else None
+
+
+def targets(rows, peak_rss_mib):
+    t = []
+
+    def add(name, value, goal, detail):
+        t.append({"target": name, "value": value, "goal": goal, "met": value >= goal,
+                  "detail": detail})
+
+    o100, b100, l100 = ours(rows, "w1", 100), best(rows, "w1", 100), best(rows, "w1", 100, ["loop"])
+    if o100 and b100:
+        add("W1 K=100 vs best PyTorch", o100["member_steps_per_sec"] / b100["member_steps_per_sec"],
+            8.0, f"ours ({o100['threads']}t) {o100['member_steps_per_sec']:.0f} vs {b100['impl']} ({b100['threads']}t) "
+                 f"{b100['member_steps_per_sec']:.0f} member-steps/s")
+    if o100 and l100:
+        add("W1 K=100 vs PyTorch loop", o100["member_steps_per_sec"] / l100["member_steps_per_sec"],
+            100.0, f"ours {o100['member_steps_per_sec']:.0f} vs loop ({l100['threads']}t) "
+                   f"{l100['member_steps_per_sec']:.0f} member-steps/s")
+    o1000, b1000 = ours(rows, "w1", 1000), best(rows, "w1", 1000)
+    if o1000 and b1000:
+        add("W1 K=1000 vs best PyTorch",
+            o1000["member_steps_per_sec"] / b1000["member_steps_per_sec"], 5.0,
+            f"ours {o1000['member_steps_per_sec']:.0f} vs {b1000['impl']} ({b1000['threads']}t) "
+            f"{b1000['member_steps_per_sec']:.0f} member-steps/s")
+    o1 = ours(rows, "w1", 1)
+    if o1 and o100:
+        add("W1 batching efficiency K=100 / K=1",
+            o100["member_steps_per_sec"] / o1["member_steps_per_sec"], 20.0,
+            f"ours K=100 {o100['member_steps_per_sec']:.0f} vs K=1 "
+            f"{o1['member_steps_per_sec']:.0f} member-steps/s")
+    o8, b8 = ours(rows, "w2", 8), best(rows, "w2", 8)
+    gemm = max((r for r in rows if r["workload"] == "w4"), key=lambda r: r["gflops"], default=None)
+    if o8 and b8:
+        add("W2 K=8 vs best PyTorch", o8["member_steps_per_sec"] / b8["member_steps_per_sec"], 1.3,
+            f"ours {o8['member_steps_per_sec']:.1f} vs {b8['impl']} ({b8['threads']}t) "
+            f"{b8['member_steps_per_sec']:.1f} member-steps/s")
+    if o8 and gemm:
+        useful = o8["member_steps_per_sec"] * 128 * 2 * train_macs_per_example(W2_WIDTHS) / 1e9
+        add("W2 K=8 useful FLOP/s / W4 GEMM rate", useful / gemm["gflops"], 0.5,
+            f"{useful:.1f} GFLOP/s useful vs {gemm['gflops']:.1f} GFLOP/s ({gemm['impl']}, "
+            f"{gemm['threads']} threads)")
+    o3 = ours(rows, "w3")
+    if o3:
+        add("W3 grid refreshes/s", o3["refreshes_per_sec"], 10.0,
+            f"{o3['seconds_per_step'] * 1e3:.1f} ms per refresh, of which member predictions "
+            f"{o3['predict_ms']:.1f} ms")
+    if peak_rss_mib is not None:
+        t.append({"target": "W1 K=1000 peak RSS (MiB)", "value": peak_rss_mib, "goal": 100.0,
+                  "met": peak_rss_mib < 100.0, "detail": "ensemble-cli bench, fresh process"})
+    return t
+
+
+def write_outputs(out_dir, rows, samples, tgts, meta):
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "results.json"), "w") as f:
+        json.dump({"meta": meta, "summary": rows, "targets": tgts, "samples": samples}, f,
+                  indent=1)
+    fields = ["workload", "impl", "members", "threads", "seconds_per_step", "min", "max",
+              "member_steps_per_sec", "gflops", "refreshes_per_sec", "samples", "noisy",
+              "other_load_max"]
+    with open(os.path.join(out_dir, "results.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow(r)
+    with open(os.path.join(out_dir, "results.md"), "w") as f:
+        f.write(markdown(rows, tgts, meta))
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib missing: no plot")
+        return
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    styles = {"ours": ("C3", "o", "EnsembleLab (CPU)"), "loop": ("C0", "s", "PyTorch loop"),
+              "bmm": ("C1", "^", "PyTorch bmm"), "vmap": ("C2", "v", "functorch vmap")}
+    titles = {"w1": "W1 two spirals, MLP 2-32-32-2, batch 32, Adam",
+              "w2": "W2 MNIST, MLP 784-256-256-10, batch 128, Adam"}
+    for ax, workload in zip(axes, ("w1", "w2")):
+        for impl, (color, marker, label) in styles.items():
+            pts = {}
+            for r in rows:
+                if r["workload"] == workload and r["impl"] == impl:
+                    k = r["members"]
+                    if k not in pts or r["seconds_per_step"] < pts[k]["seconds_per_step"]:
+                        pts[k] = r  # the faster thread count
+            if not pts:
+                continue
+            ks = sorted(pts)
+            ax.plot(ks, [pts[k]["seconds_per_step"] for k in ks], color=color, marker=marker,
+                    label=label)
+            ax.fill_between(ks, [pts[k]["min"] for k in ks], [pts[k]["max"] for k in ks],
+                            color=color, alpha=0.15, linewidth=0)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("ensemble members K")
+        ax.set_ylabel("seconds per training step (all members)")
+        ax.set_title(titles[workload], fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"{meta['machine'].get('Model name', 'CPU')}, {meta['machine'].get('cpus')} cores, "
+                 f"{meta['machine']['date']} (medians; bands: min..max)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out_dir, "seconds_per_step.png"), dpi=110)
+
+
+def markdown(rows, tgts, meta):
+    """The tables of docs/performance.md: one row per workload point, the fastest thread count
+    of each implementation, ours first; then the targets."""
+    m = meta["machine"]
+    out = [f"Measured {m['date']} on {m.get('Model name', 'CPU')} ({m.get('cpus')} cores, "
+           f"{m.get('Hypervisor vendor', 'bare metal')} VM, L2 {m.get('L2 cache', '?')}, "
+           f"L3 {m.get('L3 cache', '?')}), PyTorch {meta['torch']['torch']} "
+           f"(OpenBLAS {'yes' if meta['torch'].get('openblas') else 'no'}, functorch "
+           f"{'yes' if meta['torch'].get('functorch') else 'no'}); {meta['rounds']} interleaved "
+           f"rounds, medians (min..max), each implementation at its fastest thread count "
+           f"(threads in brackets).", ""]
+    names = {"ours": "EnsembleLab", "loop": "PyTorch loop", "bmm": "PyTorch bmm",
+             "vmap": "functorch vmap"}
+    for workload, title, ks in (("w1", "W1 spirals 2-32-32-2, batch 32, Adam, resample", W1_MEMBERS),
+                                ("w2", "W2 MNIST 784-256-256-10, batch 128, Adam", W2_MEMBERS)):
+        out += [f"**{title}** - milliseconds per step (all K members), member-steps/s", "",
+                "| K | " + " | ".join(names.values()) + " | ours / best PyTorch |",
+                "|---:|" + "---:|" * (len(names) + 1)]
+        for k in ks:
+            cells, fastest = [], {}
+            for impl in names:
+                cands = [r for r in rows if r["workload"] == workload and r["impl"] == impl
+                         and r["members"] == k]
+                if not cands:
+                    cells.append("-")
+                    continue
+                r = min(cands, key=lambda r: r["seconds_per_step"])
+                fastest[impl] = r
+                cells.append(f"{1e3 * r['seconds_per_step']:.3g} ({r['threads']}) "
+                             f"[{1e3 * r['min']:.3g}..{1e3 * r['max']:.3g}]; "
+                             f"{r['member_steps_per_sec']:,.0f}/s")
+            theirs = [r for i, r in fastest.items() if i != "ours"]
+            ratio = (min(r["seconds_per_step"] for r in theirs) / fastest["ours"]["seconds_per_step"]
+                     if theirs and "ours" in fastest else float("nan"))
+            out.append(f"| {k} | " + " | ".join(cells) + f" | {ratio:.1f}x |")
+        out.append("")
+    w3 = [r for r in rows if r["workload"] == "w3"]
+    w4 = [r for r in rows if r["workload"] == "w4"]
+    out += ["**W3 live-view grid** (K = 100, 128 x 128, with the uncertainty measures) and "
+            "**W4 float32 GEMM** (2048 x 2048)", "", "| measurement | result |", "|---|---:|"]
+    for r in w3:
+        who = "EnsembleLab evaluateGrid" if r["impl"] == "ours" else f"PyTorch bmm, {r['threads']} thread(s)"
+        extra = f", member predictions {r['predict_ms']:.1f} ms" if "predict_ms" in r else ""
+        out.append(f"| W3 {who} | {r['refreshes_per_sec']:.1f} refreshes/s "
+                   f"({1e3 * r['seconds_per_step']:.1f} ms{extra}) |")
+    for r in w4:
+        who = "Eigen (ours)" if r["impl"] == "eigen" else "torch.mm / OpenBLAS"
+        out.append(f"| W4 {who}, {r['threads']} thread(s) | {r['gflops']:.0f} GFLOP/s |")
+    out += ["", "**Targets** (issue 6)", "", "| target | measured | goal | |", "|---|---:|---:|---|"]
+    for t in tgts:
+        goal = f"< {t['goal']:g}" if "RSS" in t["target"] else f">= {t['goal']:g}"
+        out.append(f"| {t['target']} | {t['value']:.2f} | {goal} | "
+                   f"{'met' if t['met'] else '**not met**'}: {t['detail']} |")
+    return "\n".join(out) + "\n"
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--build-dir", default="build")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--threads", type=int, default=os.cpu_count() or 1,
+                   help="backend.threads for the grid and GEMM runs and the memory run")
+    p.add_argument("--our-threads", default="1,%d" % (os.cpu_count() or 1),
+                   help="backend.threads values for our training runs (the best counts)")
+    p.add_argument("--retries", type=int, default=1,
+                   help="re-measurements of a sample flagged noisy")
+    p.add_argument("--torch-threads", default="1,2",
+                   help="PyTorch intra-op thread counts to try (the best counts)")
+    p.add_argument("--python", default="/usr/bin/python3", help="a Python with torch")
+    p.add_argument("--quick", action="store_true", help="shorter measurements")
+    p.add_argument("--out", default=os.path.join(HERE, "results"))
+    p.add_argument("--render", metavar="RESULTS_JSON",
+                   help="only rewrite the tables and the plot from an earlier results.json")
+    args = p.parse_args()
+    if args.render:
+        with open(args.render) as f:
+            saved = json.load(f)
+        write_outputs(args.out, saved["summary"], saved["samples"], saved["targets"],
+                      saved["meta"])
+        print(open(os.path.join(args.out, "results.md")).read())
+        return
+    args.torch_threads = [int(t) for t in args.torch_threads.split(",")]
+    args.our_threads = sorted({int(t) for t in args.our_threads.split(",")})
+    args.w1_members, args.w2_members = W1_MEMBERS, W2_MEMBERS
+
+    runner = Runner(args)
+    start = time.time()
+    try:
+        for r in range(args.rounds):
+            runner.round(r)
+        peak = runner.memory()
+    finally:
+        runner.close()
+    rows = summarise(runner.samples)
+    tgts = targets(rows, peak)
+    meta = {"machine": machine(), "torch": runner.torch_info, "rounds": args.rounds,
+            "threads": args.threads, "torch_threads": args.torch_threads,
+            "noisy_other_load": NOISY_OTHER_LOAD, "runtime_s": time.time() - start,
+            "w1_macs_per_example": train_macs_per_example(W1_WIDTHS),
+            "w2_macs_per_example": train_macs_per_example(W2_WIDTHS)}
+    write_outputs(args.out, rows, runner.samples, tgts, meta)
+    print(f"\n{len(runner.samples)} samples in {meta['runtime_s']:.0f} s; "
+          f"{sum(s['noisy'] for s in runner.samples)} flagged noisy "
+          f"(other load > {100 * NOISY_OTHER_LOAD:.0f}% of the machine)")
+    print(f"{'workload':8} {'impl':6} {'K':>5} {'thr':>3} {'ms/step':>10} {'min..max':>19} "
+          f"{'member-steps/s':>15}")
+    for r in rows:
+        print(f"{r['workload']:8} {r['impl']:6} {str(r['members'] or ''):>5} {r['threads']:>3} "
+              f"{1e3 * r['seconds_per_step']:10.3f} "
+              f"{1e3 * r['min']:9.3f}..{1e3 * r['max']:<9.3f}"
+              f"{r.get('member_steps_per_sec', 0):15.0f}")
+    print("\ntargets:")
+    for t in tgts:
+        print(f"  {'met' if t['met'] else 'NOT MET':7} {t['target']}: {t['value']:.2f} "
+              f"(goal {'<' if 'RSS' in t['target'] else '>='} {t['goal']:g}) - {t['detail']}")
+    print(f"\nwrote {args.out}/results.json, results.csv, results.md, seconds_per_step.png")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,374 @@
+#!/usr/bin/env python3
+"""PyTorch comparators for the EnsembleLab benchmarks (docs/performance.md).
+
+The same workloads as ensemble-cli bench / ensemble-bench, written the ways a PyTorch user
+would write them on a CPU:
+
+  loop  K separate nn.Module MLPs, each with its own torch.optim.Adam, stepped in a Python loop
+        (what most people write);
+  bmm   the K members' weights stacked as [K, out, in] tensors, batched with torch.baddbmm,
+        one Adam over the stacked tensors (hand-batched: the fastest plain-PyTorch version);
+  vmap  functorch.vmap over a functional model with stacked parameters (combine_state_for_
+        ensemble), one Adam over the stacked parameters.
+
+Adam over stacked tensors is elementwise, so it is exactly K independent Adams with the same
+learning rate. Workloads:
+
+  w1    two spirals (800 train rows, 2 features), MLP 2-32-32-2 ReLU, batch 32, Adam, bootstrap
+        resample (each member draws its own batch rows: torch.randint per member);
+  w2    MNIST (60000 x 784, from the IDX file when present), MLP 784-256-256-10, batch 128,
+        shared batches (the mnist-mlp preset's bootstrap none);
+  w3    the live view's grid refresh: K members' predictions on a G x G grid and the per-point
+        ensemble statistics (mean probability, predicted class, total / aleatoric / epistemic
+        uncertainty, disagreement), under torch.no_grad;
+  w4    the float32 GEMM rate: torch.mm of two N x N matrices.
+
+Usage: torch_bench.py --workload w1 --impl bmm --members 100 [--threads 2] [--seconds 1]
+       torch_bench.py --serve     (JSON requests on stdin, one per line; JSON replies on stdout)
+A request / reply is {"workload": ..., "impl": ..., "members": ..., "threads": ...} ->
+{"seconds_per_step": median, "samples": [...], ...}.
+"""
+
+import argparse
+import gzip
+import json
+import math
+import os
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+try:
+    from functorch import combine_state_for_ensemble, vmap
+
+    HAVE_FUNCTORCH = True
+except ImportError:  # torch >= 2 moved it to torch.func
+    try:
+        from torch.func import stack_module_state, functional_call, vmap  # noqa: F401
+
+        combine_state_for_ensemble = None
+        HAVE_FUNCTORCH = True
+    except ImportError:
+        HAVE_FUNCTORCH = False
+
+MNIST_DIRS = [
+    os.environ.get("ENSEMBLE_MNIST_DIR", ""),
+    os.path.expanduser("~/.local/share/ensemblelab/mnist"),
+]
+
+
+def spirals(n=1000, noise=0.05, seed=0):
+    """Two interleaved spirals of the spirals preset's size (n 1000, noise 0.05, 80 % train):
+    the same shapes as the engine's data; the values do not change the timing."""
+    g = torch.Generator().manual_seed(seed)
+    half = n // 2
+    t = torch.sqrt(torch.rand(half, generator=g)) * 2 * math.pi
+    r = t / (2 * math.pi)
+    a = torch.stack([r * torch.cos(t), r * torch.sin(t)], 1)
+    b = -a
+    x = torch.cat([a, b]) + noise * torch.randn(2 * half, 2, generator=g)
+    y = torch.cat([torch.zeros(half, dtype=torch.long), torch.ones(half, dtype=torch.long)])
+    perm = torch.randperm(2 * half, generator=g)
+    x, y = x[perm], y[perm]
+    x = (x - x.mean(0)) / x.std(0)
+    ntrain = int(0.8 * n)
+    return x[:ntrain].contiguous(), y[:ntrain].contiguous()
+
+
+def mnist():
+    for d in MNIST_DIRS:
+        if not d:
+            continue
+        for name in ("train-images-idx3-ubyte", "train-images-idx3-ubyte.gz"):
+            path = os.path.join(d, name)
+            if os.path.exists(path):
+                opener = gzip.open if path.endswith(".gz") else open
+                with opener(path, "rb") as f:
+                    data = f.read()
+                n = int.from_bytes(data[4:8], "big")
+                x = torch.frombuffer(bytearray(data[16:]), dtype=torch.uint8).reshape(n, 784)
+                x = x.float() / 255.0
+                x = (x - x.mean()) / x.std()
+                labels = None
+                lpath = path.replace("train-images-idx3-ubyte", "train-labels-idx1-ubyte")
+                if os.path.exists(lpath):
+                    with opener(lpath, "rb") as f:
+                        raw = f.read()
+                    labels = torch.frombuffer(bytearray(raw[8:]), dtype=torch.uint8).long()
+                if labels is None or labels.numel() != n:
+                    labels = torch.randint(0, 10, (n,), generator=torch.Generator().manual_seed(0))
+                return x.contiguous(), labels, path
+    # No file: random data of the same shape (timing does not depend on the values).
+    g = torch.Generator().manual_seed(0)
+    return torch.randn(60000, 784, generator=g), torch.randint(0, 10, (60000,), generator=g), None
+
+
+def make_mlp(widths):
+    layers = []
+    for i in range(len(widths) - 1):
+        layers.append(nn.Linear(widths[i], widths[i + 1]))
+        if i + 2 < len(widths):
+            layers.append(nn.ReLU())
+    return nn.Sequential(*layers)
+
+
+class Loop:
+    """K nn.Modules, K Adams, a Python loop."""
+
+    def __init__(self, k, widths, lr, x, y, batch, resample):
+        self.models = [make_mlp(widths) for _ in range(k)]
+        self.opts = [torch.optim.Adam(m.parameters(), lr=lr) for m in self.models]
+        self.x, self.y, self.batch, self.resample = x, y, batch, resample
+
+    def step(self):
+        n = self.x.shape[0]
+        shared = None if self.resample else torch.randint(0, n, (self.batch,))
+        for model, opt in zip(self.models, self.opts):
+            idx = torch.randint(0, n, (self.batch,)) if self.resample else shared
+            loss = F.cross_entropy(model(self.x[idx]), self.y[idx])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+
+
+class Bmm:
+    """Stacked [K, out, in] weights, torch.baddbmm, one Adam."""
+
+    def __init__(self, k, widths, lr, x, y, batch, resample):
+        self.weights, self.biases = [], []
+        for i in range(len(widths) - 1):
+            bound = 1.0 / math.sqrt(widths[i])
+            w = torch.empty(k, widths[i + 1], widths[i]).uniform_(-bound, bound)
+            b = torch.empty(k, 1, widths[i + 1]).uniform_(-bound, bound)
+            self.weights.append(w.requires_grad_())
+            self.biases.append(b.requires_grad_())
+        self.opt = torch.optim.Adam(self.weights + self.biases, lr=lr)
+        self.k, self.x, self.y, self.batch, self.resample = k, x, y, batch, resample
+        self.classes = widths[-1]
+
+    def forward(self, h):
+        last = len(self.weights) - 1
+        for i, (w, b) in enumerate(zip(self.weights, self.biases)):
+            if h.dim() == 2:  # a shared batch: broadcast it over the members
+                h = torch.matmul(h, w.transpose(1, 2)) + b
+            else:
+                h = torch.baddbmm(b, h, w.transpose(1, 2))
+            if i < last:
+                h = torch.relu(h)
+        return h
+
+    def step(self):
+        n = self.x.shape[0]
+        if self.resample:
+            idx = torch.randint(0, n, (self.k, self.batch))
+            x, y = self.x[idx], self.y[idx].reshape(-1)
+        else:
+            idx = torch.randint(0, n, (self.batch,))
+            x, y = self.x[idx], self.y[idx].repeat(self.k)
+        logits = self.forward(x)
+        # Sum over members of each member's mean loss: the members' gradients are independent.
+        loss = F.cross_entropy(logits.reshape(-1, self.classes), y, reduction="sum") / self.batch
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        self.opt.step()
+
+
+class Vmap:
+    """functorch.vmap over a functional model with stacked parameters, one Adam."""
+
+    def __init__(self, k, widths, lr, x, y, batch, resample):
+        models = [make_mlp(widths) for _ in range(k)]
+        if combine_state_for_ensemble is not None:
+            self.fmodel, params, self.buffers = combine_state_for_ensemble(models)
+            self.params = [p.detach().requires_grad_() for p in params]
+            self.call = lambda params, buffers, x: self.fmodel(params, buffers, x)
+        else:  # torch >= 2
+            from torch.func import functional_call, stack_module_state
+
+            params, self.buffers = stack_module_state(models)
+            base = make_mlp(widths).to("meta")
+            names = list(params.keys())
+            self.params = [params[n].detach().requires_grad_() for n in names]
+            self.call = lambda ps, buffers, x: functional_call(
+                base, (dict(zip(names, ps)), buffers), (x,))
+        self.opt = torch.optim.Adam(self.params, lr=lr)
+        self.k, self.x, self.y, self.batch, self.resample = k, x, y, batch, resample
+        self.classes = widths[-1]
+
+    def step(self):
+        n = self.x.shape[0]
+        if self.resample:
+            idx = torch.randint(0, n, (self.k, self.batch))
+            x, y = self.x[idx], self.y[idx].reshape(-1)
+            logits = vmap(self.call)(self.params, self.buffers, x)
+        else:
+            idx = torch.randint(0, n, (self.batch,))
+            x, y = self.x[idx], self.y[idx].repeat(self.k)
+            logits = vmap(self.call, in_dims=(0, 0, None))(self.params, self.buffers, x)
+        loss = F.cross_entropy(logits.reshape(-1, self.classes), y, reduction="sum") / self.batch
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        self.opt.step()
+
+
+IMPLS = {"loop": Loop, "bmm": Bmm, "vmap": Vmap}
+_DATA = {}
+
+
+def data(workload):
+    if workload not in _DATA:
+        _DATA[workload] = spirals() if workload in ("w1", "w3") else mnist()[:2]
+    return _DATA[workload]
+
+
+def time_steps(step, seconds, min_steps=3, warmup=2):
+    """Median seconds per step over chunks of steps, after `warmup` untimed steps."""
+    for _ in range(warmup):
+        step()
+    t0 = time.perf_counter()
+    step()
+    one = max(time.perf_counter() - t0, 1e-7)
+    per_chunk = max(1, int(0.1 / one))  # chunks of about 0.1 s
+    samples, start = [], time.perf_counter()
+    while len(samples) < min_steps or time.perf_counter() - start < seconds:
+        t = time.perf_counter()
+        for _ in range(per_chunk):
+            step()
+        samples.append((time.perf_counter() - t) / per_chunk)
+    samples.sort()
+    return samples[len(samples) // 2], samples
+
+
+def grid_refresh(k, size, x_train):
+    """The live view: K members' log-probabilities on a size x size grid, then per point the
+    ensemble mean, predicted class, entropies and disagreement."""
+    model = Bmm(k, [2, 32, 32, 2], 0.01, x_train, None, 1, False)
+    lo, hi = x_train.min(0).values, x_train.max(0).values
+    xs = torch.linspace(float(lo[0]), float(hi[0]), size)
+    ys = torch.linspace(float(hi[1]), float(lo[1]), size)
+    grid = torch.stack(torch.meshgrid(ys, xs, indexing="ij")[::-1], -1).reshape(-1, 2)
+
+    def refresh():
+        with torch.no_grad():
+            logp = torch.log_softmax(model.forward(grid), -1)  # K x P x C
+            p = logp.exp()
+            mean = p.mean(0)
+            predicted = mean.argmax(-1)
+            total = -(mean * mean.clamp_min(1e-30).log()).sum(-1)
+            aleatoric = -(p * logp).sum(-1).mean(0)
+            epistemic = total - aleatoric
+            votes = F.one_hot(p.argmax(-1), 2).float().mean(0)
+            disagreement = 1 - votes.max(-1).values
+            return predicted, epistemic, disagreement
+
+    return refresh
+
+
+def _openblas():
+    """OpenBLAS keeps its own thread pool beside PyTorch's OpenMP one; torch.set_num_threads
+    does not size it, and two pools of 2 spinning threads on 2 cores starve each other."""
+    import ctypes
+    import ctypes.util
+
+    for name in ("libopenblas.so.0", ctypes.util.find_library("openblas") or ""):
+        try:
+            lib = ctypes.CDLL(name)
+            lib.openblas_set_num_threads.argtypes = [ctypes.c_int]
+            return lib
+        except (OSError, AttributeError):
+            continue
+    return None
+
+
+OPENBLAS = _openblas()
+
+
+def set_threads(threads):
+    torch.set_num_threads(threads)
+    if OPENBLAS is not None:
+        OPENBLAS.openblas_set_num_threads(threads)
+
+
+def run(request):
+    workload = request["workload"]
+    impl = request.get("impl", "bmm")
+    k = int(request.get("members", 1))
+    threads = int(request.get("threads", 2))
+    seconds = float(request.get("seconds", 1.0))
+    set_threads(threads)
+    torch.manual_seed(0)
+    reply = dict(request)
+    if workload in ("w1", "w2"):
+        x, y = data(workload)
+        if workload == "w1":
+            widths, batch, resample, lr = [2, 32, 32, 2], 32, True, 0.01
+        else:
+            widths, batch, resample, lr = [784, 256, 256, 10], 128, False, 0.002
+        model = IMPLS[impl](k, widths, lr, x, y, batch, resample)
+        median, samples = time_steps(model.step, seconds)
+        reply.update(seconds_per_step=median, samples=samples,
+                     member_steps_per_sec=k / median)
+    elif workload == "w3":
+        x, _ = data("w3")
+        refresh = grid_refresh(k, int(request.get("size", 128)), x)
+        median, samples = time_steps(refresh, seconds)
+        reply.update(seconds_per_step=median, samples=samples, refreshes_per_sec=1 / median)
+    elif workload == "w4":
+        n = int(request.get("n", 2048))
+        a, b = torch.randn(n, n), torch.randn(n, n)
+        median, samples = time_steps(lambda: torch.mm(a, b), seconds)
+        reply.update(seconds_per_step=median, samples=samples, gflops=2 * n ** 3 / median / 1e9)
+    else:
+        raise ValueError("unknown workload " + workload)
+    return reply
+
+
+def info():
+    return {
+        "torch": torch.__version__,
+        "functorch": HAVE_FUNCTORCH,
+        "blas": next((line.split("BLAS_INFO=")[1].split(",")[0]
+                      for line in torch.__config__.show().splitlines() if "BLAS_INFO=" in line),
+                     "unknown"),
+        "cpu_capability": next((line.split(":")[1].strip()
+                                for line in torch.__config__.show().splitlines()
+                                if "CPU capability usage" in line), "unknown"),
+        "mnist": mnist()[2] is not None,
+        "openblas": OPENBLAS is not None,
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--serve", action="store_true")
+    parser.add_argument("--info", action="store_true")
+    parser.add_argument("--workload", default="w1")
+    parser.add_argument("--impl", default="bmm", choices=sorted(IMPLS))
+    parser.add_argument("--members", type=int, default=100)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seconds", type=float, default=1.0)
+    parser.add_argument("--size", type=int, default=128)
+    parser.add_argument("--n", type=int, default=2048)
+    args = parser.parse_args()
+    if args.info:
+        print(json.dumps(info()))
+        return
+    if not args.serve:
+        print(json.dumps(run(vars(args))))
+        return
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            reply = run(json.loads(line))
+        except Exception as e:  # report and keep serving
+            reply = {"error": repr(e), "request": line}
+        print(json.dumps(reply), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,297 @@
+// The CPU backend's fast paths against their definitions: the SIMD batch planner against
+// planMember (bit for bit), the float SIMD kernels against the templated reference
+// memberForwardBackward run in double, the vectorised optimizer update against applyUpdate.
+#include <QtTest/QtTest>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "backend/cpu/batch_plan_simd.h"
+#include "backend/cpu/fast_mlp.h"
+#include "backend/cpu/mlp_kernels.h"
+#include "math/loss.h"
+#include "math/philox.h"
+#include "model/mlp.h"
+#include "sampling/batch_plan.h"
+#include "test_support.h"
+
+using namespace ensemble;
+
+class TestCpuKernels : public QObject {
+    Q_OBJECT
+
+  private Q_SLOTS:
+    void simdPlanEqualsPlanMember_data();
+    void simdPlanEqualsPlanMember();
+    void simdPoissonWeightsEqualPoissonCount();
+    void fastGradientMatchesReference_data();
+    void fastGradientMatchesReference();
+    void fastUpdateMatchesApplyUpdate_data();
+    void fastUpdateMatchesApplyUpdate();
+    void fastTrainMemberIsGradientThenUpdate();
+    void fastPredictionMatchesReference();
+};
+
+namespace {
+
+double uniformAt(uint64_t seed, uint64_t i) {
+    return uniformFloat(philoxDraw(seed, RngPurpose::DataGen, 0, i).v[0]);
+}
+
+// A member's problem: Philox-random parameters (scaled so every unit does something), inputs,
+// labels and example weights (some 0 and 2, as under Poisson).
+struct KernelCase {
+    ParamLayout layout;
+    int batch = 0;
+    int member = 0;
+    std::vector<float> params;
+    std::vector<float> x;
+    std::vector<int32_t> labels;
+    std::vector<float> weights;
+
+    KernelCase(std::vector<int> widths, int members, int rows, int k)
+        : layout(std::move(widths), members), batch(rows), member(k) {
+        params.resize(layout.size());
+        initParameters(layout, 11, params.data());
+        for (float& p : params) {
+            p *= 2.0f;
+        }
+        const int inputs = layout.inputs();
+        for (int i = 0; i < batch * inputs; ++i) {
+            x.push_back(static_cast<float>(4.0 * uniformAt(3, static_cast<uint64_t>(i)) - 2.0));
+        }
+        for (int b = 0; b < batch; ++b) {
+            labels.push_back(static_cast<int32_t>(b * 7 % layout.classes()));
+            weights.push_back(static_cast<float>(b % 5 == 0 ? 0 : b % 3 == 0 ? 2 : 1));
+        }
+    }
+
+    std::vector<double> toDouble(const std::vector<float>& v) const {
+        return std::vector<double>(v.begin(), v.end());
+    }
+
+    // Reference loss and gradient, in double.
+    double reference(Activation act, std::vector<double>& grad) const {
+        const std::vector<double> pd = toDouble(params);
+        const std::vector<double> xd = toDouble(x);
+        const std::vector<double> wd = toDouble(weights);
+        MemberWorkspace<double> ws;
+        ws.resize(layout, batch);
+        grad.assign(layout.perMember(), 0.0);
+        return memberForwardBackward(layout, member, act, pd.data(), xd.data(), labels.data(),
+                                     wd.data(), batch, ws, grad.data());
+    }
+
+    std::vector<int32_t> identityRows() const {
+        std::vector<int32_t> rows(static_cast<std::size_t>(batch));
+        for (int b = 0; b < batch; ++b) {
+            rows[static_cast<std::size_t>(b)] = b;
+        }
+        return rows;
+    }
+};
+
+}  // namespace
+
+void TestCpuKernels::simdPlanEqualsPlanMember_data() {
+    QTest::addColumn<int>("mode");
+    QTest::newRow("none") << static_cast<int>(BootstrapMode::None);
+    QTest::newRow("resample") << static_cast<int>(BootstrapMode::Resample);
+    QTest::newRow("poisson") << static_cast<int>(BootstrapMode::Poisson);
+}
+
+void TestCpuKernels::simdPlanEqualsPlanMember() {
+    QFETCH(int, mode);
+    // Row counts around powers of two (cycle walking), below the batch (several epochs in one
+    // batch) and 1; batches that are and are not multiples of 16.
+    for (uint32_t n : {1u, 2u, 3u, 7u, 16u, 31u, 800u, 1000u, 1024u, 1025u, 60000u}) {
+        for (uint32_t batch : {1u, 5u, 16u, 32u, 33u, 100u}) {
+            const BatchPlanParams params{0x1234567890ABCDEFull, n, batch,
+                                         static_cast<BootstrapMode>(mode)};
+            for (uint32_t member : {0u, 3u, 999u}) {
+                for (uint64_t step :
+                     {uint64_t{0}, uint64_t{1}, uint64_t{7}, uint64_t{31}, uint64_t{1000003}}) {
+                    std::vector<uint32_t> rowsA(batch), rowsB(batch);
+                    std::vector<float> wA(batch), wB(batch);
+                    planMember(params, member, step, rowsA.data(), wA.data());
+                    planMemberSimd(params, member, step, rowsB.data(), wB.data());
+                    QVERIFY2(rowsA == rowsB,
+                             qPrintable(QStringLiteral("n %1 batch %2 member %3 step %4")
+                                            .arg(n)
+                                            .arg(batch)
+                                            .arg(member)
+                                            .arg(step)));
+                    QVERIFY(std::memcmp(wA.data(), wB.data(), sizeof(float) * batch) == 0);
+                }
+            }
+        }
+    }
+}
+
+void TestCpuKernels::simdPoissonWeightsEqualPoissonCount() {
+    std::vector<uint32_t> rows;
+    for (uint32_t i = 0; i < 77; ++i) {
+        rows.push_back(i * 2654435761u % 100000u);
+    }
+    for (uint32_t member : {0u, 5u, 123u}) {
+        std::vector<float> w(rows.size());
+        poissonWeightsSimd(99, member, rows.data(), static_cast<int>(rows.size()), w.data());
+        for (std::size_t b = 0; b < rows.size(); ++b) {
+            QCOMPARE(w[b], static_cast<float>(poissonCount(99, member, rows[b])));
+        }
+    }
+}
+
+void TestCpuKernels::fastGradientMatchesReference_data() {
+    QTest::addColumn<QVector<int>>("widths");
+    QTest::addColumn<int>("batch");
+    QTest::addColumn<int>("activation");
+    // The spirals network; odd widths and a batch that is not a multiple of any SIMD width;
+    // a layer large enough for the Eigen GEMM path next to small ones.
+    QTest::newRow("2-32-32-2 relu")
+        << QVector<int>{2, 32, 32, 2} << 32 << static_cast<int>(Activation::Relu);
+    QTest::newRow("3-5-4-3 tanh") << QVector<int>{3, 5, 4, 3} << 6
+                                  << static_cast<int>(Activation::Tanh);
+    QTest::newRow("5-17-3 gelu") << QVector<int>{5, 17, 3} << 19
+                                 << static_cast<int>(Activation::Gelu);
+    QTest::newRow("2-100-7 relu") << QVector<int>{2, 100, 7} << 37
+                                  << static_cast<int>(Activation::Relu);
+    QTest::newRow("300-64-70-10 relu (GEMM path)")
+        << QVector<int>{300, 64, 70, 10} << 64 << static_cast<int>(Activation::Relu);
+}
+
+void TestCpuKernels::fastGradientMatchesReference() {
+    QFETCH(QVector<int>, widths);
+    QFETCH(int, batch);
+    QFETCH(int, activation);
+    const auto act = static_cast<Activation>(activation);
+    const KernelCase c(std::vector<int>(widths.begin(), widths.end()), 3, batch, 1);
+    std::vector<double> expected;
+    const double loss = c.reference(act, expected);
+
+    FastBatch in;
+    in.resize(c.layout, batch);
+    const std::vector<int32_t> rows = c.identityRows();
+    fastGather(c.layout, c.x.data(), rows.data(), batch, in);
+    FastWorkspace ws;
+    ws.resize(c.layout, batch);
+    std::vector<float> grad(c.layout.perMember());
+    const float fastLoss = fastMemberGradient(c.layout, c.member, act, c.params.data(), in,
+                                              c.labels.data(), c.weights.data(), ws, grad.data());
+    ENSEMBLE_COMPARE_NEAR(fastLoss, loss, 1e-5 * std::abs(loss));
+    const double error = test::relativeDifference(c.toDouble(grad), expected);
+    QVERIFY2(error < 1e-5, qPrintable(QStringLiteral("relative gradient error %1").arg(error)));
+}
+
+void TestCpuKernels::fastUpdateMatchesApplyUpdate_data() {
+    QTest::addColumn<int>("kind");
+    QTest::addColumn<double>("weightDecay");
+    QTest::addColumn<double>("momentum");
+    QTest::addColumn<bool>("first");
+    QTest::newRow("adam") << static_cast<int>(OptimizerKind::Adam) << 0.0 << 0.0 << false;
+    QTest::newRow("adam l2") << static_cast<int>(OptimizerKind::Adam) << 0.01 << 0.0 << false;
+    QTest::newRow("adamw") << static_cast<int>(OptimizerKind::AdamW) << 0.05 << 0.0 << false;
+    QTest::newRow("sgd") << static_cast<int>(OptimizerKind::Sgd) << 0.0 << 0.0 << false;
+    QTest::newRow("sgd momentum first")
+        << static_cast<int>(OptimizerKind::Sgd) << 0.01 << 0.9 << true;
+    QTest::newRow("sgd momentum") << static_cast<int>(OptimizerKind::Sgd) << 0.01 << 0.9 << false;
+}
+
+void TestCpuKernels::fastUpdateMatchesApplyUpdate() {
+    QFETCH(int, kind);
+    QFETCH(double, weightDecay);
+    QFETCH(double, momentum);
+    QFETCH(bool, first);
+    OptimizerRule rule = makeRule(static_cast<OptimizerKind>(kind), 0.01, weightDecay, momentum);
+    prepareStep(rule, 3);
+    const std::size_t n = 37;  // vectors and a scalar tail
+    std::vector<float> p(n), g(n), m(n), v(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        p[i] = static_cast<float>(uniformAt(1, i) - 0.5);
+        g[i] = static_cast<float>(uniformAt(2, i) - 0.5);
+        m[i] = static_cast<float>(0.1 * (uniformAt(4, i) - 0.5));
+        v[i] = static_cast<float>(0.01 * uniformAt(5, i));
+    }
+    std::vector<float> p2 = p, m2 = m, v2 = v;
+    fastApplyUpdate(rule, first, p.data(), g.data(), m.data(), v.data(), n);
+    for (std::size_t i = 0; i < n; ++i) {
+        applyUpdate(rule, first, p2[i], g[i], m2[i], v2[i]);
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+        // The same operations; only where the compiler fuses a multiply-add may differ.
+        ENSEMBLE_COMPARE_NEAR(p[i], p2[i], 1e-6 * (std::abs(p2[i]) + 1e-3));
+        ENSEMBLE_COMPARE_NEAR(m[i], m2[i], 1e-6 * (std::abs(m2[i]) + 1e-6));
+        ENSEMBLE_COMPARE_NEAR(v[i], v2[i], 1e-6 * (std::abs(v2[i]) + 1e-9));
+    }
+}
+
+void TestCpuKernels::fastTrainMemberIsGradientThenUpdate() {
+    const KernelCase c({2, 32, 32, 2}, 4, 32, 2);
+    OptimizerRule rule = makeRule(OptimizerKind::Adam, 0.01, 0.0, 0.0);
+    prepareStep(rule, 1);
+    FastBatch in;
+    in.resize(c.layout, c.batch);
+    const std::vector<int32_t> rows = c.identityRows();
+    fastGather(c.layout, c.x.data(), rows.data(), c.batch, in);
+    FastWorkspace ws;
+    ws.resize(c.layout, c.batch);
+
+    // Gradient, then the scalar update, member by member parameter.
+    std::vector<float> grad(c.layout.perMember());
+    fastMemberGradient(c.layout, c.member, Activation::Relu, c.params.data(), in, c.labels.data(),
+                       c.weights.data(), ws, grad.data());
+    std::vector<float> expected = c.params;
+    std::vector<float> m1(c.layout.size(), 0.0f), m2(c.layout.size(), 0.0f);
+    std::size_t g = 0;
+    for (int l = 0; l < c.layout.layerCount(); ++l) {
+        const LayerSlot& s = c.layout.layer(l);
+        const std::size_t w = c.layout.weightOffset(l, c.member);
+        for (int i = 0; i < s.out * s.in; ++i, ++g) {
+            applyUpdate(rule, true, expected[w + i], grad[g], m1[w + i], m2[w + i]);
+        }
+        const std::size_t b = c.layout.biasOffset(l, c.member);
+        for (int i = 0; i < s.out; ++i, ++g) {
+            applyUpdate(rule, true, expected[b + i], grad[g], m1[b + i], m2[b + i]);
+        }
+    }
+
+    std::vector<float> params = c.params;
+    std::vector<float> n1(c.layout.size(), 0.0f), n2(c.layout.size(), 0.0f);
+    fastTrainMember(c.layout, c.member, Activation::Relu, params.data(), n1.data(), n2.data(), rule,
+                    true, in, c.labels.data(), c.weights.data(), ws);
+    double worst = 0.0;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+        worst = std::max(worst, std::abs(static_cast<double>(params[i]) - expected[i]));
+    }
+    QVERIFY2(worst < 1e-6, qPrintable(QStringLiteral("largest difference %1").arg(worst)));
+    // Other members are untouched.
+    const std::size_t w0 = c.layout.weightOffset(0, 0);
+    QCOMPARE(params[w0], c.params[w0]);
+}
+
+void TestCpuKernels::fastPredictionMatchesReference() {
+    const KernelCase c({2, 32, 32, 3}, 3, 37, 2);
+    FastWorkspace ws;
+    ws.resize(c.layout, 64);
+    std::vector<float> out(static_cast<std::size_t>(c.batch) * 3);
+    fastPredictLogProbs(c.layout, c.member, Activation::Tanh, c.params.data(), c.x.data(), c.batch,
+                        ws, out.data());
+
+    const std::vector<double> pd = c.toDouble(c.params);
+    const std::vector<double> xd = c.toDouble(c.x);
+    MemberWorkspace<double> ref;
+    ref.resize(c.layout, c.batch);
+    const double* logits =
+        memberForward(c.layout, c.member, Activation::Tanh, pd.data(), xd.data(), c.batch, ref);
+    for (int i = 0; i < c.batch; ++i) {
+        const double lse = logSumExp(logits + 3 * i, 3);
+        for (int k = 0; k < 3; ++k) {
+            ENSEMBLE_COMPARE_NEAR(out[static_cast<std::size_t>(3 * i + k)], logits[3 * i + k] - lse,
+                                  1e-5 * (1.0 + std::abs(logits[3 * i + k] - lse)));
+        }
+    }
+}
+
+QTEST_APPLESS_MAIN(TestCpuKernels)
+#include "tst_cpu_kernels.moc"
