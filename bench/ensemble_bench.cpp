@@ -25,6 +25,7 @@
 
 #include "io/config.h"
 #include "metrics/grid.h"
+#include "sys/allocator.h"
 #include "train/trainer.h"
 
 namespace {
@@ -185,6 +186,7 @@ int runGemm(const Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    ensemble::keepFreedMemoryForReuse();
     try {
         const Args args = parseArgs(argc, argv);
         if (args.mode == "grid") {

@@ -5,6 +5,7 @@
 
 #include <QtTest/QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "data/dataset.h"
 #include "io/errors.h"
+#include "metrics/metrics.h"
 #include "model/mlp.h"
 
 using namespace ensemble;
@@ -139,6 +141,7 @@ class TestCudaParity : public QObject {
     void runsAreBitReproducible();
     void setParametersRestartsTheOptimizer();
     void predictOnlyBinding();
+    void gridUncertaintyMatchesCpu();
     void oversizedRunIsRefusedWithNumbers();
 };
 
@@ -299,6 +302,72 @@ void TestCudaParity::predictOnlyBinding() {
     std::vector<uint8_t> active(static_cast<std::size_t>(layout.members()), 1);
     std::vector<float> loss(active.size());
     QVERIFY_THROWS_EXCEPTION(RuntimeError, b->step(0, active.data(), loss.data()));
+}
+
+void TestCudaParity::gridUncertaintyMatchesCpu() {
+    // The device's grid measures (uncertainty_kernels.cu) against the host metrics on the
+    // CPU backend's predictions, for trained parameters and with member 2 left out.
+    const Problem p = makeProblem(BootstrapMode::Resample, OptimizerKind::Adam, Activation::Relu);
+    const ParamLayout& layout = p.training.layout;
+    std::vector<float> init(layout.size());
+    initParameters(layout, 11, init.data());
+    const std::unique_ptr<Backend> gpu = makeCuda(true);
+    const Run trained = train(*gpu, p, init, kSteps);
+    CpuBackend cpu;
+    cpu.bind(p.training);
+    cpu.setParameters(trained.params.data());
+
+    const int side = 64;
+    const int64_t rows = int64_t{side} * side;
+    const std::vector<float> grid = gridPoints(side);
+    std::vector<int> members;
+    for (int k = 0; k < layout.members(); ++k) {
+        if (k != 2) {
+            members.push_back(k);
+        }
+    }
+    PointUncertainties device;
+    QVERIFY(gpu->predictUncertainty(grid.data(), rows, members, device));
+    QCOMPARE(device.rows, rows);
+    QCOMPARE(device.members, layout.members());
+
+    MemberPredictions host;
+    host.members = layout.members();
+    host.rows = rows;
+    host.classes = layout.classes();
+    host.logProbs.resize(static_cast<std::size_t>(host.members * rows * host.classes));
+    cpu.predictLogProbs(grid.data(), rows, host.logProbs.data());
+    const PointStatistics expected = pointStatistics(host, members, {});
+    std::vector<float> hostProbs(host.logProbs.size());
+    for (std::size_t j = 0; j < hostProbs.size(); ++j) {
+        hostProbs[j] = std::exp(host.logProbs[j]);
+    }
+    QVERIFY2(nmse(hostProbs, device.memberProbabilities) < kLogProbNmse,
+             qPrintable(QString::number(nmse(hostProbs, device.memberProbabilities))));
+    const std::vector<float> ensembleHost(expected.probabilities.begin(),
+                                          expected.probabilities.end());
+    const std::vector<float> ensembleDevice(device.probabilities.begin(),
+                                            device.probabilities.end());
+    QVERIFY(nmse(ensembleHost, ensembleDevice) < kLogProbNmse);
+    // The measures: within float-input rounding; the class may differ only where the
+    // ensemble is at a tie (|p0 - p1| tiny).
+    double worst = 0.0;
+    for (int64_t i = 0; i < rows; ++i) {
+        const std::size_t iu = static_cast<std::size_t>(i);
+        const PointUncertainty& d = device.points[iu];
+        worst = std::max({worst, std::abs(d.total - expected.total[iu]),
+                          std::abs(d.aleatoric - expected.aleatoric[iu]),
+                          std::abs(d.epistemic - expected.epistemic[iu]),
+                          std::abs(d.predictedStd - expected.predictedStd[iu])});
+        if (d.predicted != expected.predicted[iu]) {
+            QVERIFY(std::abs(expected.probabilities[iu * 2] - expected.probabilities[iu * 2 + 1]) <
+                    1e-4);
+        } else {
+            QVERIFY(std::abs(d.disagreement - expected.disagreement[iu]) <= 1.0 / 7 + 1e-12);
+        }
+    }
+    QVERIFY2(worst < 1e-4, qPrintable(QString::number(worst)));
+    QVERIFY(summarizeUncertainty(expected).epistemicMean > 0.0);
 }
 
 void TestCudaParity::oversizedRunIsRefusedWithNumbers() {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/cpu_backend.h"
 #include "io/errors.h"
 #include "math/philox.h"
 #include "metrics/grid.h"
@@ -139,6 +140,67 @@ MemberPredictions caseA() {
 }
 const std::vector<int32_t> kLabelsA = {0, 1, 1, 0};
 
+// The CUDA backend's predictUncertainty, run on the host: the CPU backend's log-probabilities,
+// then what uncertainty_kernels.cu does per entry and per point (every member's probability in
+// double rounded to float; the measures with nothing stored per member, the second pass
+// recomputing its exp). Counts its calls, so a test sees the grid took this path.
+class EmulatedDeviceMeasures final : public Backend {
+  public:
+    explicit EmulatedDeviceMeasures(int* calls) : m_calls(calls) {}
+    std::string name() const override { return "emulated " + m_cpu.name(); }
+    void bind(const TrainingProblem& problem) override {
+        m_classes = problem.layout.classes();
+        m_members = problem.layout.members();
+        m_cpu.bind(problem);
+    }
+    void setParameters(const float* params) override { m_cpu.setParameters(params); }
+    void parameters(float* out) override { m_cpu.parameters(out); }
+    void step(uint64_t step, const uint8_t* active, float* losses) override {
+        m_cpu.step(step, active, losses);
+    }
+    void predictLogProbs(const float* x, int64_t rows, float* out) override {
+        m_cpu.predictLogProbs(x, rows, out);
+    }
+    bool measuresUncertainty() const override { return true; }
+    bool predictUncertainty(const float* x, int64_t rows, const std::vector<int>& members,
+                            PointUncertainties& out) override {
+        ++*m_calls;
+        const std::size_t c = static_cast<std::size_t>(m_classes);
+        const std::size_t n = static_cast<std::size_t>(rows);
+        std::vector<float> logProbs(static_cast<std::size_t>(m_members) * n * c);
+        m_cpu.predictLogProbs(x, rows, logProbs.data());
+        out.rows = rows;
+        out.classes = m_classes;
+        out.members = m_members;
+        out.memberProbabilities.resize(logProbs.size());
+        for (std::size_t j = 0; j < logProbs.size(); ++j) {
+            out.memberProbabilities[j] =
+                static_cast<float>(hd::exp(static_cast<double>(logProbs[j])));
+        }
+        out.probabilities.resize(n * c);
+        out.points.resize(n);
+        for (std::size_t i = 0; i < n; ++i) {
+            const auto logProb = [&](int u, int k) {
+                return logProbs
+                    [(static_cast<std::size_t>(members[static_cast<std::size_t>(u)]) * n + i) * c +
+                     static_cast<std::size_t>(k)];
+            };
+            const auto keep = [](int, int, double) {};
+            const auto again = [&](int u, int k) {
+                return hd::exp(static_cast<double>(logProb(u, k)));
+            };
+            out.points[i] = pointUncertainty(static_cast<int>(members.size()), m_classes, logProb,
+                                             keep, again, out.probabilities.data() + i * c);
+        }
+        return true;
+    }
+
+  private:
+    CpuBackend m_cpu{1};
+    int* m_calls;
+    int m_classes = 0;
+    int m_members = 0;
+};
 }  // namespace
 
 class TestMetrics : public QObject {
@@ -169,6 +231,8 @@ class TestMetrics : public QObject {
     void gridBenchmark();
     void sameResultsForAnyThreadCount();
     void trainerReportAndGrid();
+    void deviceStyleMeasuresEqualHostOnes();
+    void gridTakesBackendMeasures();
     void reportLayout();
     void csvWriters();
 };
@@ -896,6 +960,81 @@ void TestMetrics::trainerReportAndGrid() {
     for (std::size_t j = 0; j < g.memberProbabilities.size(); j += 2) {
         COMPARE_NEAR(g.memberProbabilities[j] + g.memberProbabilities[j + 1], 1.0, kFloatInputTol);
     }
+}
+
+void TestMetrics::deviceStyleMeasuresEqualHostOnes() {
+    // The device computes the measures without storing member probabilities (it recomputes
+    // the one exp per member its second pass needs): the same doubles as the host's path.
+    const MemberPredictions p = randomPredictions(5, 200, 3, 71);
+    const std::vector<int> members = {0, 2, 3, 4};
+    const PointStatistics host = pointStatistics(p, members, {});
+    std::vector<PointUncertainty> points(200);
+    std::vector<double> prob(200 * 3);
+    for (int64_t i = 0; i < 200; ++i) {
+        const auto logProb = [&](int u, int c) {
+            return p
+                .logProbs[(static_cast<std::size_t>(members[static_cast<std::size_t>(u)]) * 200 +
+                           static_cast<std::size_t>(i)) *
+                              3 +
+                          static_cast<std::size_t>(c)];
+        };
+        const auto again = [&](int u, int c) {
+            return hd::exp(static_cast<double>(logProb(u, c)));
+        };
+        points[static_cast<std::size_t>(i)] = pointUncertainty(
+            4, 3, logProb, [](int, int, double) {}, again, prob.data() + i * 3);
+    }
+    const PointStatistics device = pointStatisticsFrom(points, prob, 3, 4);
+    QCOMPARE(device.rows, host.rows);
+    QCOMPARE(device.members, 4);
+    QVERIFY(device.probabilities == host.probabilities);
+    QVERIFY(device.predicted == host.predicted);
+    QVERIFY(device.confidence == host.confidence);
+    QVERIFY(device.total == host.total);
+    QVERIFY(device.aleatoric == host.aleatoric);
+    QVERIFY(device.epistemic == host.epistemic);
+    QVERIFY(device.disagreement == host.disagreement);
+    QVERIFY(device.predictedStd == host.predictedStd);
+    // Not vacuous: the points disagree and are uncertain.
+    QVERIFY(summarizeUncertainty(device).disagreementMean > 0.05);
+    QVERIFY(summarizeUncertainty(device).epistemicMean > 0.01);
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, pointStatisticsFrom(points, {}, 3, 4));
+}
+
+void TestMetrics::gridTakesBackendMeasures() {
+    // evaluateGrid(trainer) takes a backend's own measures when it offers them (CUDA), and
+    // they equal the host path's: the same trainer state, once through each.
+    nlohmann::json cfg = defaultConfigJson();
+    cfg["dataset"]["kind"] = "blobs";
+    cfg["dataset"]["classes"] = 3;
+    cfg["dataset"]["n"] = 300;
+    cfg["ensemble"]["members"] = 5;
+    cfg["training"]["steps"] = 30;
+    cfg["backend"]["kind"] = "cpu";
+    const ExperimentConfig config = parseConfig(cfg);
+    int calls = 0;
+    Trainer emulated(config, loadDataSplit(config.dataset),
+                     std::make_unique<EmulatedDeviceMeasures>(&calls));
+    Trainer host(config, loadDataSplit(config.dataset), std::make_unique<CpuBackend>(1));
+    emulated.runSteps(30);
+    host.runSteps(30);
+    const GridEvaluation a = evaluateGrid(emulated, 24);
+    QCOMPARE(calls, 1);
+    const GridEvaluation b = evaluateGrid(host, 24);
+    QCOMPARE(a.size, b.size);
+    QCOMPARE(a.members, 5);
+    QCOMPARE(a.classes, 3);
+    QVERIFY(a.points == b.points);
+    QCOMPARE(a.bounds.xMin, b.bounds.xMin);
+    QCOMPARE(a.ensemble.members, b.ensemble.members);
+    QVERIFY(a.ensemble.probabilities == b.ensemble.probabilities);
+    QVERIFY(a.ensemble.predicted == b.ensemble.predicted);
+    QVERIFY(a.ensemble.total == b.ensemble.total);
+    QVERIFY(a.ensemble.epistemic == b.ensemble.epistemic);
+    QVERIFY(a.ensemble.disagreement == b.ensemble.disagreement);
+    QVERIFY(a.ensemble.predictedStd == b.ensemble.predictedStd);
+    QVERIFY(a.memberProbabilities == b.memberProbabilities);
+    QVERIFY(summarizeUncertainty(a.ensemble).entropyMean > 0.0);
 }
 
 void TestMetrics::reportLayout() {

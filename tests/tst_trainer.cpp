@@ -4,13 +4,17 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
+
+#include <sys/resource.h>
 
 #include "backend/cpu/cpu_backend.h"
 #include "io/errors.h"
 #include "io/model_io.h"
 #include "io/safetensors.h"
-#include "train/trainer.h"
+#include "sys/allocator.h"
 #include "test_support.h"
+#include "train/trainer.h"
 
 using namespace ensemble;
 using nlohmann::json;
@@ -39,7 +43,7 @@ std::unique_ptr<Trainer> makeCpuTrainer(const ExperimentConfig& c, int threads) 
 class TestTrainer : public QObject {
     Q_OBJECT
 
-private Q_SLOTS:
+  private Q_SLOTS:
     void learnsTwoSpirals();
     void bitIdenticalForAnyThreadCount_data();
     void bitIdenticalForAnyThreadCount();
@@ -52,6 +56,7 @@ private Q_SLOTS:
     void zeroStepsExportsTheInitialWeights();
     void cancelStopsTheRun();
     void refusesRunsThatDoNotFitInMemory();
+    void freedBuffersAreReusedWithoutPageFaults();
 };
 
 void TestTrainer::learnsTwoSpirals() {
@@ -62,9 +67,11 @@ void TestTrainer::learnsTwoSpirals() {
     const Evaluation after = t->evaluate();
     QVERIFY(t->finished());
     QVERIFY2(after.ensembleTrain.loss < 0.5 * before.ensembleTrain.loss,
-             qPrintable(QStringLiteral("%1 -> %2").arg(before.ensembleTrain.loss)
+             qPrintable(QStringLiteral("%1 -> %2")
+                            .arg(before.ensembleTrain.loss)
                             .arg(after.ensembleTrain.loss)));
-    QVERIFY2(after.ensembleTest.accuracy > 0.9, qPrintable(QString::number(after.ensembleTest.accuracy)));
+    QVERIFY2(after.ensembleTest.accuracy > 0.9,
+             qPrintable(QString::number(after.ensembleTest.accuracy)));
 }
 
 void TestTrainer::bitIdenticalForAnyThreadCount_data() {
@@ -76,8 +83,9 @@ void TestTrainer::bitIdenticalForAnyThreadCount_data() {
 
 void TestTrainer::bitIdenticalForAnyThreadCount() {
     QFETCH(QString, bootstrap);
-    const ExperimentConfig c = smallConfig(
-        R"({"ensemble": {"bootstrap": ")" + bootstrap.toStdString() + R"("}, "optimizer": {"lr": {"log_uniform": [0.001, 0.05]}}})");
+    const ExperimentConfig c =
+        smallConfig(R"({"ensemble": {"bootstrap": ")" + bootstrap.toStdString() +
+                    R"("}, "optimizer": {"lr": {"log_uniform": [0.001, 0.05]}}})");
     auto one = makeCpuTrainer(c, 1);
     auto two = makeCpuTrainer(c, 2);
     auto three = makeCpuTrainer(c, 3);
@@ -296,6 +304,42 @@ void TestTrainer::refusesRunsThatDoNotFitInMemory() {
     } catch (const RuntimeError& e) {
         QVERIFY2(QString::fromStdString(e.what()).contains("MiB"), e.what());
     }
+}
+
+void TestTrainer::freedBuffersAreReusedWithoutPageFaults() {
+    // What a grid refresh does at K = 100: allocate, fill and free tens of MB. After
+    // keepFreedMemoryForReuse() the second round reuses the first one's pages instead of
+    // faulting fresh ones in (without it, glibc mmaps such blocks and unmaps them on free).
+#if !defined(__GLIBC__) || defined(__SANITIZE_ADDRESS__)
+    QSKIP("keepFreedMemoryForReuse tunes glibc's allocator only (not a sanitizer's)");
+#else
+    ensemble::keepFreedMemoryForReuse();
+    // Two 16 MiB blocks per round, like the grid's member probabilities and the predictions
+    // they come from. With glibc's adaptive defaults the first round is mmapped, the later ones
+    // come from the heap and are trimmed off it again on free (32 MiB freed at the top reaches
+    // the adapted trim threshold of twice the block size), so every round faults 8192 pages in.
+    constexpr std::size_t kBytes = (std::size_t{16} << 20) + 4096;
+    const auto round = [] {
+        std::unique_ptr<char[]> a(new char[kBytes]);
+        std::unique_ptr<char[]> b(new char[kBytes]);
+        std::memset(a.get(), 1, kBytes);
+        std::memset(b.get(), 2, kBytes);
+        // The blocks escape, so the compiler cannot drop the writes (or the allocations).
+        asm volatile("" : : "r"(a.get()), "r"(b.get()) : "memory");
+    };
+    const auto minorFaults = [] {
+        rusage usage{};
+        getrusage(RUSAGE_SELF, &usage);
+        return usage.ru_minflt;
+    };
+    round();
+    round();
+    const long before = minorFaults();
+    round();
+    const long faults = minorFaults() - before;
+    QVERIFY2(faults < 1000,
+             qPrintable(QStringLiteral("%1 page faults for two reused 16 MiB blocks").arg(faults)));
+#endif
 }
 
 QTEST_APPLESS_MAIN(TestTrainer)

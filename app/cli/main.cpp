@@ -11,6 +11,7 @@
 
 #include "cli/cli_args.h"
 #include "io/errors.h"
+#include "sys/allocator.h"
 
 namespace {
 
@@ -76,6 +77,7 @@ void printUsage(std::FILE* to) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    ensemble::keepFreedMemoryForReuse();
     if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
         std::strcmp(argv[1], "help") == 0) {
         printUsage(argc < 2 ? stderr : stdout);

@@ -19,6 +19,7 @@
 #include "io/errors.h"
 #include "main_window.h"
 #include "panels/experiment_panel.h"
+#include "sys/allocator.h"
 #include "views/boundary_view.h"
 #include "views/images_view.h"
 
@@ -39,6 +40,7 @@ void drawDemoDigit(MainWindow& window) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    ensemble::keepFreedMemoryForReuse();
     QApplication app(argc, argv);
     QApplication::setOrganizationName(QStringLiteral("EnsembleLab"));
     QApplication::setApplicationName(QStringLiteral("EnsembleLab"));

@@ -7,6 +7,7 @@
 
 #include "math/activations.h"
 #include "math/optim_rules.h"
+#include "math/uncertainty.h"
 #include "model/mlp.h"
 #include "sampling/batch_plan.h"
 
@@ -23,6 +24,17 @@ struct TrainingProblem {
     int64_t trainRows = 0;
     BatchPlanParams plan;
     std::vector<OptimizerRule> rules;  // one per member; bias corrections are set per step
+};
+
+// Every member's probabilities and the ensemble's per-point measures (math/uncertainty.h) for
+// a set of points, as a backend computes them where its predictions are.
+struct PointUncertainties {
+    int64_t rows = 0;
+    int classes = 0;
+    int members = 0;                         // K, every member
+    std::vector<float> memberProbabilities;  // every member: [(k*rows + i)*C + c]
+    std::vector<double> probabilities;       // the ensemble of the chosen members: rows x C
+    std::vector<PointUncertainty> points;    // rows
 };
 
 // A backend runs the batched K-member computation. It is coarse-grained on purpose: one call
@@ -57,6 +69,20 @@ class Backend {
 
     // Log-probabilities of every member for `rows` normalised inputs: out[(k*rows + i)*C + c].
     virtual void predictLogProbs(const float* x, int64_t rows, float* out) = 0;
+    // Whether predictUncertainty computes the measures itself (the CUDA backend: only the
+    // results cross the bus) instead of leaving them to the host (metrics/grid.h).
+    virtual bool measuresUncertainty() const { return false; }
+    // predictLogProbs followed by the per-point measures over `members` (ascending member
+    // indices, at least one). Returns false, writing nothing, when the backend leaves that work
+    // to the host, which then does it from predictLogProbs.
+    virtual bool predictUncertainty(const float* x, int64_t rows, const std::vector<int>& members,
+                                    PointUncertainties& out) {
+        (void)x;
+        (void)rows;
+        (void)members;
+        (void)out;
+        return false;
+    }
 };
 
 // A backend chosen by config. `auto` prefers CUDA and falls back to CPU; `notice` then says

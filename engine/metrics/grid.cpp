@@ -5,6 +5,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "metrics/metrics_detail.h"
 
@@ -114,6 +115,31 @@ GridEvaluation evaluateGrid(const MemberPredictor& predict, const GridBounds& bo
 
 GridEvaluation evaluateGrid(Trainer& trainer, int size, double margin) {
     const GridBounds bounds = gridBounds(trainer.data(), margin);
+    std::vector<int> members;
+    const std::vector<uint8_t> include = trainer.included();
+    for (std::size_t k = 0; k < include.size(); ++k) {
+        if (include[k] != 0) {
+            members.push_back(static_cast<int>(k));
+        }
+    }
+    if (!members.empty() && trainer.backend().measuresUncertainty()) {
+        // A backend that computes the measures where its predictions are (CUDA) sends back
+        // only the results.
+        GridEvaluation g;
+        g.points = gridPoints(bounds, size);
+        PointUncertainties u;
+        if (trainer.predictRawUncertainty(g.points.data(), static_cast<int64_t>(size) * size,
+                                          members, u)) {
+            g.size = size;
+            g.bounds = bounds;
+            g.members = u.members;
+            g.classes = u.classes;
+            g.memberProbabilities = std::move(u.memberProbabilities);
+            g.ensemble = pointStatisticsFrom(u.points, std::move(u.probabilities), u.classes,
+                                             static_cast<int>(members.size()));
+            return g;
+        }
+    }
     return evaluateGrid(
         [&trainer](const float* x, int64_t rows) { return trainer.predictRaw(x, rows); }, bounds,
         size, trainer.included());

@@ -5,8 +5,10 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "math/philox.h"
+#include "math/uncertainty.h"
 #include "metrics/metrics_detail.h"
 
 namespace ensemble {
@@ -158,8 +160,7 @@ PointStatistics pointStatisticsInto(const MemberPredictions& p, const std::vecto
     const int64_t n = p.rows;
     const int classes = p.classes;
     const int k = static_cast<int>(members.size());
-    const double kd = static_cast<double>(k);
-    const double logK = std::log(kd);
+    const double logK = std::log(static_cast<double>(k));
 
     PointStatistics s;
     s.rows = n;
@@ -179,59 +180,50 @@ PointStatistics pointStatisticsInto(const MemberPredictions& p, const std::vecto
         s.correct.resize(idx(n));
     }
 
+    // Offsets of the included members' blocks in p.logProbs (and memberProbOut).
+    std::vector<std::size_t> memberBase(static_cast<std::size_t>(k));
+    for (int u = 0; u < k; ++u) {
+        memberBase[static_cast<std::size_t>(u)] =
+            static_cast<std::size_t>(members[static_cast<std::size_t>(u)]) * idx(n) * idx(classes);
+    }
 #pragma omp parallel
     {
         std::vector<double> memberProb(static_cast<std::size_t>(k) * idx(classes));
         std::vector<double> labelLogs(static_cast<std::size_t>(k));
-        std::vector<int> votes(idx(classes));
+        const std::size_t stride = idx(classes);
+        const std::size_t* base = memberBase.data();
+        double* kept = memberProb.data();
 #pragma omp for schedule(static)
         for (int64_t i = 0; i < n; ++i) {
             double* prob = s.probabilities.data() + idx(i) * idx(classes);
-            std::fill(prob, prob + classes, 0.0);
-            std::fill(votes.begin(), votes.end(), 0);
-            double aleatoric = 0.0;
-            for (int u = 0; u < k; ++u) {
-                const float* row = memberRow(p, members[static_cast<std::size_t>(u)], i);
-                double* pk = memberProb.data() + static_cast<std::size_t>(u) * idx(classes);
-                double h = 0.0;
-                for (int c = 0; c < classes; ++c) {
-                    const double lp = row[c];
-                    const double pr = std::exp(lp);
-                    pk[c] = pr;
-                    prob[c] += pr;
-                    if (pr > 0.0) {
-                        h -= pr * lp;
-                    }
-                }
-                if (memberProbOut != nullptr) {
-                    float* out = memberProbOut + (row - p.logProbs.data());
-                    for (int c = 0; c < classes; ++c) {
-                        out[c] = static_cast<float>(pk[c]);
-                    }
-                }
-                ++votes[idx(argmaxFirst(row, classes))];
-                aleatoric += h;
+            const float* rows = p.logProbs.data() + idx(i) * idx(classes);
+            const auto logProb = [&](int u, int c) { return rows[base[u] + idx(c)]; };
+            const auto again = [&](int u, int c) {
+                return kept[static_cast<std::size_t>(u) * stride + idx(c)];
+            };
+            PointUncertainty point;
+            if (memberProbOut == nullptr) {
+                const auto keep = [&](int u, int c, double pr) {
+                    kept[static_cast<std::size_t>(u) * stride + idx(c)] = pr;
+                };
+                point = pointUncertainty(k, classes, logProb, keep, again, prob);
+            } else {
+                // One exp per entry serves the statistics and the grid's member images.
+                float* out = memberProbOut + idx(i) * idx(classes);
+                const auto keep = [&](int u, int c, double pr) {
+                    kept[static_cast<std::size_t>(u) * stride + idx(c)] = pr;
+                    out[base[u] + idx(c)] = static_cast<float>(pr);
+                };
+                point = pointUncertainty(k, classes, logProb, keep, again, prob);
             }
-            for (int c = 0; c < classes; ++c) {
-                prob[c] /= kd;
-            }
-            aleatoric /= kd;
-            const int yhat = argmaxFirst(prob, classes);
-            const double conf = prob[yhat];
-            const double total = entropyOf(prob, classes);
-            double var = 0.0;
-            for (int u = 0; u < k; ++u) {
-                const double d =
-                    memberProb[static_cast<std::size_t>(u) * idx(classes) + idx(yhat)] - conf;
-                var += d * d;
-            }
+            const int yhat = point.predicted;
             s.predicted[idx(i)] = yhat;
-            s.confidence[idx(i)] = conf;
-            s.total[idx(i)] = total;
-            s.aleatoric[idx(i)] = aleatoric;
-            s.epistemic[idx(i)] = std::max(0.0, total - aleatoric);
-            s.disagreement[idx(i)] = 1.0 - static_cast<double>(votes[idx(yhat)]) / kd;
-            s.predictedStd[idx(i)] = std::sqrt(var / kd);
+            s.confidence[idx(i)] = point.confidence;
+            s.total[idx(i)] = point.total;
+            s.aleatoric[idx(i)] = point.aleatoric;
+            s.epistemic[idx(i)] = point.epistemic;
+            s.disagreement[idx(i)] = point.disagreement;
+            s.predictedStd[idx(i)] = point.predictedStd;
             if (labelled) {
                 const int y = labels[idx(i)];
                 for (int u = 0; u < k; ++u) {
@@ -253,6 +245,39 @@ PointStatistics pointStatisticsInto(const MemberPredictions& p, const std::vecto
 }
 
 }  // namespace detail
+
+PointStatistics pointStatisticsFrom(const std::vector<PointUncertainty>& points,
+                                    std::vector<double> probabilities, int classes, int members) {
+    const std::size_t n = points.size();
+    if (classes < 1 || probabilities.size() != n * idx(classes)) {
+        throw std::invalid_argument("pointStatisticsFrom: " + std::to_string(probabilities.size()) +
+                                    " probabilities for " + std::to_string(n) + " points of " +
+                                    std::to_string(classes) + " classes");
+    }
+    PointStatistics s;
+    s.rows = static_cast<int64_t>(n);
+    s.classes = classes;
+    s.members = members;
+    s.probabilities = std::move(probabilities);
+    s.predicted.resize(n);
+    s.confidence.resize(n);
+    s.total.resize(n);
+    s.aleatoric.resize(n);
+    s.epistemic.resize(n);
+    s.disagreement.resize(n);
+    s.predictedStd.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        const PointUncertainty& u = points[i];
+        s.predicted[i] = u.predicted;
+        s.confidence[i] = u.confidence;
+        s.total[i] = u.total;
+        s.aleatoric[i] = u.aleatoric;
+        s.epistemic[i] = u.epistemic;
+        s.disagreement[i] = u.disagreement;
+        s.predictedStd[i] = u.predictedStd;
+    }
+    return s;
+}
 
 UncertaintySummary summarizeUncertainty(const PointStatistics& s) {
     UncertaintySummary u;

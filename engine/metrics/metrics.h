@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "math/uncertainty.h"
 #include "train/trainer.h"
 
 namespace ensemble {
@@ -117,6 +118,11 @@ PointStatistics pointStatistics(const MemberPredictions& p, const std::vector<ui
 // The same for the members in `members` (indices, in summation order).
 PointStatistics pointStatistics(const MemberPredictions& p, const std::vector<int>& members,
                                 const std::vector<int32_t>& labels);
+
+// Unlabelled statistics from per-point measures computed elsewhere (a backend's
+// Backend::predictUncertainty over `members` members): `probabilities` is rows x classes.
+PointStatistics pointStatisticsFrom(const std::vector<PointUncertainty>& points,
+                                    std::vector<double> probabilities, int classes, int members);
 
 UncertaintySummary summarizeUncertainty(const PointStatistics& s);
 

@@ -169,8 +169,8 @@ Trainer::Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backen
     const OptimizerConfig& o = m_config.optimizer;
     for (int m = 0; m < k; ++m) {
         const auto i = static_cast<std::size_t>(m);
-        const OptimizerRule r = makeRule(o.kind, o.lr[i], o.weightDecay[i], o.momentum[i],
-                                         o.beta1, o.beta2, o.eps);
+        const OptimizerRule r =
+            makeRule(o.kind, o.lr[i], o.weightDecay[i], o.momentum[i], o.beta1, o.beta2, o.eps);
         m_rules.push_back(r);
     }
     m_active.assign(static_cast<std::size_t>(k), 1);
@@ -303,6 +303,16 @@ MemberPredictions Trainer::predictRaw(const float* rawX, int64_t rows) {
     std::vector<float> x(rawX, rawX + rows * m_layout.inputs());
     m_data.normalization.applyInPlace(x.data(), rows);
     return predictNormalized(x.data(), rows);
+}
+
+bool Trainer::predictRawUncertainty(const float* rawX, int64_t rows,
+                                    const std::vector<int>& members, PointUncertainties& out) {
+    if (!m_backend->measuresUncertainty()) {
+        return false;
+    }
+    std::vector<float> x(rawX, rawX + rows * m_layout.inputs());
+    m_data.normalization.applyInPlace(x.data(), rows);
+    return m_backend->predictUncertainty(x.data(), rows, members, out);
 }
 
 MemberPredictions Trainer::predictTest() {

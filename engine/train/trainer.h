@@ -97,6 +97,10 @@ class Trainer {
     Evaluation evaluate();
     // Member log-probabilities for raw (dataset-unit) inputs; normalises them first.
     MemberPredictions predictRaw(const float* rawX, int64_t rows);
+    // Every member's probabilities and the per-point measures over `members` for raw inputs,
+    // when the backend computes them itself (Backend::predictUncertainty); false otherwise.
+    bool predictRawUncertainty(const float* rawX, int64_t rows, const std::vector<int>& members,
+                               PointUncertainties& out);
     MemberPredictions predictTest();
     MemberPredictions predictTrain();
 

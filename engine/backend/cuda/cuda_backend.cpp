@@ -22,6 +22,7 @@
 #include "backend/cuda/loss_kernels.cuh"
 #include "backend/cuda/optim_kernels.cuh"
 #include "backend/cuda/step_program.h"
+#include "backend/cuda/uncertainty_kernels.cuh"
 #include "io/errors.h"
 
 namespace ensemble {
@@ -151,6 +152,9 @@ class CudaBackend final : public Backend {
     void parameters(float* out) override;
     void step(uint64_t step, const uint8_t* active, float* losses) override;
     void predictLogProbs(const float* x, int64_t rows, float* out) override;
+    bool measuresUncertainty() const override { return true; }
+    bool predictUncertainty(const float* x, int64_t rows, const std::vector<int>& members,
+                            PointUncertainties& out) override;
 
   private:
     void useDevice() const { ENSEMBLE_CUDA_CHECK(cudaSetDevice(m_device)); }
@@ -195,6 +199,11 @@ class CudaBackend final : public Backend {
     PinnedBuffer<float> m_hostLoss;
     StepBuffers m_buffers;
     PredictArena m_predict;
+    // predictUncertainty's per-chunk outputs, allocated on its first call (the live view's).
+    DeviceBuffer<int32_t> m_uncertaintyMembers;
+    DeviceBuffer<float> m_uncertaintyMemberProbs;
+    DeviceBuffer<double> m_uncertaintyEnsemble;
+    DeviceBuffer<PointUncertainty> m_uncertaintyPoints;
 
     // What the device holds, as far as the host knows: valid only after a step completed.
     bool m_mirrorValid = false;
@@ -252,6 +261,10 @@ void CudaBackend::release() {
     m_loss.reset();
     m_state.reset();
     m_segments.reset();
+    m_uncertaintyMembers.reset();
+    m_uncertaintyMemberProbs.reset();
+    m_uncertaintyEnsemble.reset();
+    m_uncertaintyPoints.reset();
     m_buffers = StepBuffers{};
     if (!m_cublasWorkspace.empty()) {
         // Back to cuBLAS's own pool before our workspace is freed.
@@ -507,6 +520,77 @@ void CudaBackend::predictLogProbs(const float* x, int64_t rows, float* out) {
         }
     }
     sync();
+}
+
+bool CudaBackend::predictUncertainty(const float* x, int64_t rows, const std::vector<int>& members,
+                                     PointUncertainties& out) {
+    requireBound("predictUncertainty");
+    useDevice();
+    const ParamLayout& layout = m_problem.layout;
+    const std::size_t inputs = static_cast<std::size_t>(layout.inputs());
+    const std::size_t classes = static_cast<std::size_t>(layout.classes());
+    const std::size_t memberCount = static_cast<std::size_t>(layout.members());
+    if (members.empty() || members.size() > memberCount) {
+        throw std::invalid_argument(
+            "CudaBackend::predictUncertainty: " + std::to_string(members.size()) +
+            " members chosen of " + std::to_string(memberCount));
+    }
+    const std::size_t chunk = static_cast<std::size_t>(m_predict.chunkRows);
+    if (m_uncertaintyPoints.size() != chunk ||
+        m_uncertaintyMemberProbs.size() != memberCount * chunk * classes) {
+        m_uncertaintyMembers = DeviceBuffer<int32_t>(memberCount);
+        m_uncertaintyMemberProbs = DeviceBuffer<float>(memberCount * chunk * classes);
+        m_uncertaintyEnsemble = DeviceBuffer<double>(chunk * classes);
+        m_uncertaintyPoints = DeviceBuffer<PointUncertainty>(chunk);
+    }
+    out.rows = rows;
+    out.classes = static_cast<int>(classes);
+    out.members = static_cast<int>(memberCount);
+    const std::size_t total = rows > 0 ? static_cast<std::size_t>(rows) : 0;
+    out.memberProbabilities.resize(memberCount * total * classes);
+    out.probabilities.resize(total * classes);
+    out.points.resize(total);
+    if (rows <= 0) {
+        return true;
+    }
+    cudaStream_t stream = m_stream.get();
+    const std::vector<int32_t> chosen(members.begin(), members.end());
+    ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(m_uncertaintyMembers.data(), chosen.data(),
+                                        sizeof(int32_t) * chosen.size(), cudaMemcpyHostToDevice,
+                                        stream));
+    float* arena = m_predictArena.data();
+    DeviceExecutor ex(m_cublas.get(), stream);
+    for (int64_t begin = 0; begin < rows; begin += m_predict.chunkRows) {
+        const int n = static_cast<int>(std::min<int64_t>(m_predict.chunkRows, rows - begin));
+        const std::size_t first = static_cast<std::size_t>(begin);
+        const std::size_t nu = static_cast<std::size_t>(n);
+        ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(arena + m_predict.x, x + first * inputs,
+                                            sizeof(float) * inputs * nu, cudaMemcpyHostToDevice,
+                                            stream));
+        const float* logProbs = enqueuePrediction(ex, layout, m_problem.activation, m_params.data(),
+                                                  arena + m_predict.x, n, arena + m_predict.bufA,
+                                                  arena + m_predict.bufB);
+        const std::size_t block = nu * classes;
+        launchMemberProbabilities(logProbs, static_cast<int64_t>(memberCount * block),
+                                  m_uncertaintyMemberProbs.data(), stream);
+        launchPointUncertainty(logProbs, n, static_cast<int>(classes), m_uncertaintyMembers.data(),
+                               static_cast<int>(chosen.size()), m_uncertaintyEnsemble.data(),
+                               m_uncertaintyPoints.data(), stream);
+        for (std::size_t k = 0; k < memberCount; ++k) {
+            ENSEMBLE_CUDA_CHECK(
+                cudaMemcpyAsync(out.memberProbabilities.data() + (k * total + first) * classes,
+                                m_uncertaintyMemberProbs.data() + k * block, sizeof(float) * block,
+                                cudaMemcpyDeviceToHost, stream));
+        }
+        ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(out.probabilities.data() + first * classes,
+                                            m_uncertaintyEnsemble.data(), sizeof(double) * block,
+                                            cudaMemcpyDeviceToHost, stream));
+        ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(out.points.data() + first, m_uncertaintyPoints.data(),
+                                            sizeof(PointUncertainty) * nu, cudaMemcpyDeviceToHost,
+                                            stream));
+    }
+    sync();
+    return true;
 }
 
 }  // namespace
