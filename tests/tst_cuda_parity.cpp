@@ -16,12 +16,16 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/cuda_backend.h"
+#include "backend_test_problem.h"
 #include "data/dataset.h"
 #include "io/errors.h"
 #include "metrics/metrics.h"
 #include "model/mlp.h"
 
 using namespace ensemble;
+using ensemble::test::gridPoints;
+using ensemble::test::nmse;
+using ensemble::test::Problem;
 
 namespace {
 
@@ -33,56 +37,19 @@ constexpr double kLogProbNmse = 1e-6;
 // Per-member batch loss, relative to max(1, |loss|).
 constexpr double kLossTolerance = 1e-3;
 
-double nmse(const std::vector<float>& reference, const std::vector<float>& other) {
-    double diff = 0.0;
-    double power = 0.0;
-    for (std::size_t i = 0; i < reference.size(); ++i) {
-        const double d = static_cast<double>(reference[i]) - other[i];
-        diff += d * d;
-        power += static_cast<double>(reference[i]) * reference[i];
-    }
-    return power > 0.0 ? diff / power : diff;
-}
-
-struct Problem {
-    Dataset data;
-    TrainingProblem training;
-};
-
 // The spirals MLP of the presets, smaller: 2 -> 32 -> 32 -> 2, K = 8, batch 32 over 500
 // rows, per-member learning rates, momentum and weight decay.
 Problem makeProblem(BootstrapMode mode, OptimizerKind kind, Activation act) {
-    Problem p;
-    p.data = makeSpirals(500, 0.1, 1.5, 3);
-    const int members = 8;
-    p.training.layout = ParamLayout({2, 32, 32, 2}, members);
-    p.training.activation = act;
-    p.training.trainX = p.data.x.data();
-    p.training.trainY = p.data.y.data();
-    p.training.trainRows = p.data.rows;
-    p.training.plan.seed = 99;
-    p.training.plan.rows = static_cast<uint32_t>(p.data.rows);
-    p.training.plan.batch = 32;
-    p.training.plan.mode = mode;
-    for (int k = 0; k < members; ++k) {
-        const double lr = kind == OptimizerKind::Sgd ? 0.05 * (1 + k % 4) : 0.003 * (1 + k % 4);
-        const double momentum = kind == OptimizerKind::Sgd && k % 2 == 0 ? 0.9 : 0.0;
-        const double weightDecay = k % 3 == 2 ? 1e-3 : 0.0;
-        p.training.rules.push_back(makeRule(kind, lr, weightDecay, momentum));
-    }
-    return p;
-}
-
-std::vector<float> gridPoints(int side) {
-    std::vector<float> x;
-    x.reserve(static_cast<std::size_t>(side) * side * 2);
-    for (int i = 0; i < side; ++i) {
-        for (int j = 0; j < side; ++j) {
-            x.push_back(-1.5f + 3.0f * static_cast<float>(j) / static_cast<float>(side - 1));
-            x.push_back(-1.5f + 3.0f * static_cast<float>(i) / static_cast<float>(side - 1));
-        }
-    }
-    return x;
+    test::ProblemShape shape;
+    shape.rows = 500;
+    shape.dataSeed = 3;
+    shape.widths = {2, 32, 32, 2};
+    shape.members = 8;
+    shape.batch = 32;
+    shape.planSeed = 99;
+    shape.adamLr = 0.003;
+    shape.lrCycle = 4;
+    return test::makeProblem(mode, kind, act, shape);
 }
 
 // The step indices used everywhere: 0..24, then a jump to 1000..1024 (the device must pick

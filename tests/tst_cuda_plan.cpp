@@ -22,11 +22,16 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/step_elements.h"
 #include "backend/cuda/step_program.h"
+#include "backend_test_problem.h"
 #include "data/dataset.h"
 #include "math/philox.h"
 #include "model/mlp.h"
 
 using namespace ensemble;
+using ensemble::test::gridPoints;
+using ensemble::test::makeProblem;
+using ensemble::test::nmse;
+using ensemble::test::Problem;
 using namespace ensemble::gpu;
 
 namespace {
@@ -37,17 +42,6 @@ constexpr double kGemmTolerance = 1e-5;      // max |difference| of one small pr
 constexpr double kParamNmseEmulated = 1e-8;  // after 40 steps
 constexpr double kLossTolerance = 1e-4;      // relative, per member and step
 constexpr double kLogProbNmseEmulated = 1e-8;
-
-double nmse(const std::vector<float>& reference, const std::vector<float>& other) {
-    double diff = 0.0;
-    double power = 0.0;
-    for (std::size_t i = 0; i < reference.size(); ++i) {
-        const double d = static_cast<double>(reference[i]) - other[i];
-        diff += d * d;
-        power += static_cast<double>(reference[i]) * reference[i];
-    }
-    return power > 0.0 ? diff / power : diff;
-}
 
 std::vector<float> randomVector(std::size_t n, uint64_t seed) {
     std::vector<float> v(n);
@@ -320,46 +314,6 @@ class EmulatedCudaBackend {
     StepBuffers m_buffers;
     HostExecutor m_ex;
 };
-
-struct Problem {
-    Dataset data;
-    TrainingProblem training;
-};
-
-// A small spirals MLP: 2 -> 16 -> 12 -> 2, K = 6, batch 24 over 250 rows (batches straddle
-// epoch ends), per-member learning rates.
-Problem makeProblem(BootstrapMode mode, OptimizerKind kind, Activation act) {
-    Problem p;
-    p.data = makeSpirals(250, 0.1, 1.5, 7);
-    const int members = 6;
-    p.training.layout = ParamLayout({2, 16, 12, 2}, members);
-    p.training.activation = act;
-    p.training.trainX = p.data.x.data();
-    p.training.trainY = p.data.y.data();
-    p.training.trainRows = p.data.rows;
-    p.training.plan.seed = 1234;
-    p.training.plan.rows = static_cast<uint32_t>(p.data.rows);
-    p.training.plan.batch = 24;
-    p.training.plan.mode = mode;
-    for (int k = 0; k < members; ++k) {
-        const double lr = kind == OptimizerKind::Sgd ? 0.05 * (1 + k % 3) : 0.005 * (1 + k % 3);
-        const double momentum = kind == OptimizerKind::Sgd && k % 2 == 0 ? 0.9 : 0.0;
-        const double weightDecay = k % 3 == 2 ? 1e-3 : 0.0;
-        p.training.rules.push_back(makeRule(kind, lr, weightDecay, momentum));
-    }
-    return p;
-}
-
-std::vector<float> gridPoints(int side) {
-    std::vector<float> x;
-    for (int i = 0; i < side; ++i) {
-        for (int j = 0; j < side; ++j) {
-            x.push_back(-1.5f + 3.0f * static_cast<float>(j) / static_cast<float>(side - 1));
-            x.push_back(-1.5f + 3.0f * static_cast<float>(i) / static_cast<float>(side - 1));
-        }
-    }
-    return x;
-}
 
 const char* modeName(BootstrapMode m) {
     return m == BootstrapMode::None       ? "none"

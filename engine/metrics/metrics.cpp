@@ -15,20 +15,13 @@ namespace ensemble {
 
 using detail::argmaxFirst;
 using detail::entropyOf;
+using detail::idx;
 using detail::kNaN;
 using detail::logAddExp;
 using detail::logSumExpD;
+using detail::memberRow;
 
 namespace {
-
-std::size_t idx(int64_t i) {
-    return static_cast<std::size_t>(i);
-}
-
-const float* memberRow(const MemberPredictions& p, int k, int64_t i) {
-    return p.logProbs.data() +
-           (static_cast<std::size_t>(k) * idx(p.rows) + idx(i)) * idx(p.classes);
-}
 
 void checkLabels(const MemberPredictions& p, const std::vector<int32_t>& labels,
                  const char* where) {

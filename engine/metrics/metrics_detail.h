@@ -14,6 +14,16 @@ namespace ensemble::detail {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
+inline std::size_t idx(int64_t i) {
+    return static_cast<std::size_t>(i);
+}
+
+// Member k's log-probabilities at row i (C of them).
+inline const float* memberRow(const MemberPredictions& p, int k, int64_t i) {
+    return p.logProbs.data() +
+           (static_cast<std::size_t>(k) * idx(p.rows) + idx(i)) * idx(p.classes);
+}
+
 // log sum_i exp(v_i) in double; -inf when every term is -inf (or n == 0).
 inline double logSumExpD(const double* v, int n) {
     double m = -std::numeric_limits<double>::infinity();

@@ -8,14 +8,13 @@
 
 #include "io/atomic_file.h"
 #include "io/errors.h"
+#include "metrics/metrics_detail.h"
 
 namespace ensemble {
 
-namespace {
+using detail::idx;
 
-std::size_t idx(int64_t i) {
-    return static_cast<std::size_t>(i);
-}
+namespace {
 
 // The rows [begin, end) of every member.
 MemberPredictions sliceRows(const MemberPredictions& p, int64_t begin, int64_t end) {

@@ -8,23 +8,16 @@
 
 namespace ensemble {
 
+using detail::idx;
 using detail::kNaN;
 using detail::logSumExpD;
+using detail::memberRow;
 
 const char* toString(TemperatureMode mode) {
     return mode == TemperatureMode::Ensemble ? "pool-then-calibrate" : "calibrate-then-pool";
 }
 
 namespace {
-
-std::size_t idx(int64_t i) {
-    return static_cast<std::size_t>(i);
-}
-
-const float* memberRow(const MemberPredictions& p, int k, int64_t i) {
-    return p.logProbs.data() +
-           (static_cast<std::size_t>(k) * idx(p.rows) + idx(i)) * idx(p.classes);
-}
 
 // The validation NLL as a function of T, with what does not depend on T computed once.
 class NllObjective {
