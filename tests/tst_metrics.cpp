@@ -1035,6 +1035,24 @@ void TestMetrics::gridTakesBackendMeasures() {
     QVERIFY(a.ensemble.predictedStd == b.ensemble.predictedStd);
     QVERIFY(a.memberProbabilities == b.memberProbabilities);
     QVERIFY(summarizeUncertainty(a.ensemble).entropyMean > 0.0);
+
+    // With member 1 switched off (the app's member switches): the ensemble leaves it out on
+    // both paths, and its probabilities are still there for its own image.
+    const std::vector<uint8_t> include = {1, 0, 1, 1, 1};
+    const GridEvaluation c = evaluateGrid(emulated, a.bounds, 24, include);
+    QCOMPARE(calls, 2);
+    const GridEvaluation d = evaluateGrid(host, a.bounds, 24, include);
+    QCOMPARE(c.ensemble.members, 4);
+    QVERIFY(c.ensemble.probabilities == d.ensemble.probabilities);
+    QVERIFY(c.ensemble.epistemic == d.ensemble.epistemic);
+    QVERIFY(c.ensemble.disagreement == d.ensemble.disagreement);
+    QVERIFY(c.ensemble.probabilities != a.ensemble.probabilities);
+    QCOMPARE(c.memberProbabilities.size(), d.memberProbabilities.size());
+    for (std::size_t j = 0; j < c.memberProbabilities.size(); ++j) {
+        COMPARE_NEAR(c.memberProbabilities[j], d.memberProbabilities[j], kFloatInputTol);
+    }
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                             evaluateGrid(host, a.bounds, 24, std::vector<uint8_t>{1, 1}));
 }
 
 void TestMetrics::reportLayout() {

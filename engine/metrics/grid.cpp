@@ -113,18 +113,21 @@ GridEvaluation evaluateGrid(const MemberPredictor& predict, const GridBounds& bo
     return evaluateGrid(predictions, bounds, size, include);
 }
 
-GridEvaluation evaluateGrid(Trainer& trainer, int size, double margin) {
-    const GridBounds bounds = gridBounds(trainer.data(), margin);
+GridEvaluation evaluateGrid(Trainer& trainer, const GridBounds& bounds, int size,
+                            const std::vector<uint8_t>& include) {
+    const std::vector<uint8_t> chosen = include.empty() ? trainer.included() : include;
+    if (chosen.size() != static_cast<std::size_t>(trainer.members())) {
+        throw std::invalid_argument("evaluateGrid: include has " + std::to_string(chosen.size()) +
+                                    " entries for " + std::to_string(trainer.members()) +
+                                    " members");
+    }
     std::vector<int> members;
-    const std::vector<uint8_t> include = trainer.included();
-    for (std::size_t k = 0; k < include.size(); ++k) {
-        if (include[k] != 0) {
+    for (std::size_t k = 0; k < chosen.size(); ++k) {
+        if (chosen[k] != 0) {
             members.push_back(static_cast<int>(k));
         }
     }
     if (!members.empty() && trainer.backend().measuresUncertainty()) {
-        // A backend that computes the measures where its predictions are (CUDA) sends back
-        // only the results.
         GridEvaluation g;
         g.points = gridPoints(bounds, size);
         PointUncertainties u;
@@ -142,7 +145,11 @@ GridEvaluation evaluateGrid(Trainer& trainer, int size, double margin) {
     }
     return evaluateGrid(
         [&trainer](const float* x, int64_t rows) { return trainer.predictRaw(x, rows); }, bounds,
-        size, trainer.included());
+        size, chosen);
+}
+
+GridEvaluation evaluateGrid(Trainer& trainer, int size, double margin) {
+    return evaluateGrid(trainer, gridBounds(trainer.data(), margin), size, {});
 }
 
 }  // namespace ensemble

@@ -70,8 +70,13 @@ GridEvaluation evaluateGrid(const MemberPredictions& predictions, const GridBoun
                             int size, const std::vector<uint8_t>& include);
 GridEvaluation evaluateGrid(const MemberPredictor& predict, const GridBounds& bounds, int size,
                             const std::vector<uint8_t>& include);
-// The trainer's current ensemble on its data's bounding box (plus margin), its included
-// members.
+// The trainer's current ensemble on `bounds`, the members with include[k] != 0 (empty: the
+// trainer's non-diverged ones). Where the backend computes the per-point measures itself
+// (Backend::measuresUncertainty, the CUDA backend) only its results are transferred; else the
+// members' log-probabilities come back and the host computes them.
+GridEvaluation evaluateGrid(Trainer& trainer, const GridBounds& bounds, int size,
+                            const std::vector<uint8_t>& include);
+// The same on its data's bounding box (plus margin), its non-diverged members.
 GridEvaluation evaluateGrid(Trainer& trainer, int size = kDefaultGridSize,
                             double margin = kDefaultGridMargin);
 

@@ -329,7 +329,8 @@ void EngineWorker::refreshPredictions() {
     if (m_cacheValid && m_cacheStep == step) {
         return;
     }
-    if (m_run->hasGrid) {
+    // A backend that computes the grid's measures itself (CUDA) is asked per snapshot instead.
+    if (m_run->hasGrid && !m_trainer->backend().measuresUncertainty()) {
         m_gridPredictions = m_trainer->predictRaw(
             m_gridPoints.data(), static_cast<int64_t>(m_run->gridSize) * m_run->gridSize);
     }
@@ -374,7 +375,10 @@ SnapshotPtr EngineWorker::buildSnapshot() {
     const auto t1 = Clock::now();
     if (m_run->hasGrid) {
         s->hasGrid = true;
-        s->grid = evaluateGrid(m_gridPredictions, m_run->bounds, m_run->gridSize, s->included);
+        s->grid =
+            m_trainer->backend().measuresUncertainty()
+                ? evaluateGrid(*m_trainer, m_run->bounds, m_run->gridSize, s->included)
+                : evaluateGrid(m_gridPredictions, m_run->bounds, m_run->gridSize, s->included);
     }
     const auto t2 = Clock::now();
     if (m_run->hasGrid) {
