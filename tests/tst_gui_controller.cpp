@@ -19,6 +19,9 @@ namespace {
 
 // Longer than any test waits: a run that must still be going when the test looks.
 constexpr int64_t kLongRun = 50'000'000;
+// The first snapshots of a 16-member run take seconds in a Debug + AddressSanitizer build on a
+// busy machine (16 s measured); a generous wait keeps that build's check meaningful.
+constexpr int kSlowBuildWaitMs = 90'000;
 
 // A small, fast run: 2-D spirals, a few members, CPU.
 nlohmann::json smallConfig(int members = 4, int64_t steps = 400, uint64_t seed = 0) {
@@ -234,7 +237,8 @@ void TestGuiController::destroyWhileTraining() {
     auto c = std::make_unique<EngineController>();
     c->configure(smallConfig(16, kLongRun));
     c->start();
-    QVERIFY(waitSnapshot(*c, [](const auto& s) { return s.running && s.step > 50; }));
+    QVERIFY(waitSnapshot(
+        *c, [](const auto& s) { return s.running && s.step > 50; }, kSlowBuildWaitMs));
     QElapsedTimer timer;
     timer.start();
     c.reset();
