@@ -2,6 +2,8 @@
 // 0 ok, 2 usage/config, 3 bad data or weights file, 4 runtime failure).
 #include <QtTest/QtTest>
 
+#include <sys/resource.h>
+
 #include "backend/backend.h"
 #include "io/model_io.h"
 #include "test_support.h"
@@ -42,19 +44,18 @@ void writeText(const QString& path, const QByteArray& text) {
     f.write(text);
 }
 
-const QStringList kSmallSpirals = {
-    QStringLiteral("--config"), QStringLiteral("spirals"),
-    QStringLiteral("--set"),    QStringLiteral("ensemble.members=3"),
-    QStringLiteral("--set"),    QStringLiteral("dataset.n=200"),
-    QStringLiteral("--set"),    QStringLiteral("backend.kind=cpu"),
-    QStringLiteral("--quiet")};
+const QStringList kSmallSpirals = {QStringLiteral("--config"), QStringLiteral("spirals"),
+                                   QStringLiteral("--set"),    QStringLiteral("ensemble.members=3"),
+                                   QStringLiteral("--set"),    QStringLiteral("dataset.n=200"),
+                                   QStringLiteral("--set"),    QStringLiteral("backend.kind=cpu"),
+                                   QStringLiteral("--quiet")};
 
 }  // namespace
 
 class TestCli : public QObject {
     Q_OBJECT
 
-private Q_SLOTS:
+  private Q_SLOTS:
     void initTestCase();
     void usageErrorsExitTwo();
     void configErrorsExitTwoAndNameTheKey();
@@ -65,8 +66,9 @@ private Q_SLOTS:
     void zeroStepsExportsInitialWeights();
     void datasetWritesTheSplit();
     void benchPrintsTheResultLine();
+    void thousandMembersStayUnder100MB();
 
-private:
+  private:
     QTemporaryDir m_dir;
 };
 
@@ -80,10 +82,12 @@ void TestCli::usageErrorsExitTwo() {
     const Run unknown = runCli({QStringLiteral("fly")});
     QCOMPARE(unknown.code, 2);
     QVERIFY(unknown.err.contains(QStringLiteral("unknown command 'fly'")));
-    const Run flag = runCli({QStringLiteral("train"), QStringLiteral("--frobnicate"), QStringLiteral("1")});
+    const Run flag =
+        runCli({QStringLiteral("train"), QStringLiteral("--frobnicate"), QStringLiteral("1")});
     QCOMPARE(flag.code, 2);
     QVERIFY(flag.err.contains(QStringLiteral("--frobnicate")));
-    const Run missing = runCli({QStringLiteral("predict"), QStringLiteral("--input"), QStringLiteral("x.csv")});
+    const Run missing =
+        runCli({QStringLiteral("predict"), QStringLiteral("--input"), QStringLiteral("x.csv")});
     QCOMPARE(missing.code, 2);
     QVERIFY2(missing.err.contains(QStringLiteral("--weights")), qPrintable(describe(missing)));
     QCOMPARE(runCli({QStringLiteral("--help")}).code, 0);
@@ -97,7 +101,8 @@ void TestCli::configErrorsExitTwoAndNameTheKey() {
     r = runCli({QStringLiteral("train"), QStringLiteral("--config"), QStringLiteral("nope")});
     QCOMPARE(r.code, 2);
     QVERIFY(r.err.contains(QStringLiteral("not a preset")));
-    r = runCli({QStringLiteral("train"), QStringLiteral("--set"), QStringLiteral("ensemble.members=-4")});
+    r = runCli(
+        {QStringLiteral("train"), QStringLiteral("--set"), QStringLiteral("ensemble.members=-4")});
     QCOMPARE(r.code, 2);
     QVERIFY(r.err.contains(QStringLiteral("ensemble.members")));
 }
@@ -105,8 +110,9 @@ void TestCli::configErrorsExitTwoAndNameTheKey() {
 void TestCli::badDataExitsThree() {
     const QString csv = m_dir.filePath(QStringLiteral("bad.csv"));
     writeText(csv, "x0,x1,label\n0.5,1.0,0\n0.25,oops,1\n");
-    const Run r = runCli({QStringLiteral("train"), QStringLiteral("--set"), QStringLiteral("dataset.kind=csv"),
-                          QStringLiteral("--set"), QStringLiteral("dataset.path=") + csv});
+    const Run r = runCli({QStringLiteral("train"), QStringLiteral("--set"),
+                          QStringLiteral("dataset.kind=csv"), QStringLiteral("--set"),
+                          QStringLiteral("dataset.path=") + csv});
     QCOMPARE(r.code, 3);
     QVERIFY2(r.err.contains(QStringLiteral("bad.csv:3")), qPrintable(describe(r)));
     const QString json = m_dir.filePath(QStringLiteral("bad.json"));
@@ -138,10 +144,9 @@ void TestCli::cudaWithoutDeviceExitsFour() {
     QCOMPARE(r.code, 4);
     QVERIFY2(r.err.contains(QStringLiteral("CUDA")), qPrintable(describe(r)));
     // auto falls back to the CPU and says so once.
-    args = QStringList{QStringLiteral("train")} << kSmallSpirals << QStringLiteral("--set")
-                                                << QStringLiteral("backend.kind=auto")
-                                                << QStringLiteral("--set")
-                                                << QStringLiteral("training.steps=5");
+    args = QStringList{QStringLiteral("train")}
+           << kSmallSpirals << QStringLiteral("--set") << QStringLiteral("backend.kind=auto")
+           << QStringLiteral("--set") << QStringLiteral("training.steps=5");
     const Run fallback = runCli(args);
     QCOMPARE(fallback.code, 0);
     QCOMPARE(fallback.err.count(QStringLiteral("using the CPU")), 1);
@@ -169,8 +174,9 @@ void TestCli::trainExportPredictRoundTrip() {
     const QString input = m_dir.filePath(QStringLiteral("points.csv"));
     writeText(input, "x0,label,x1\n0.1,1,0.2\n-0.5,0,0.4\n0.9,1,-0.9\n");
     const QString output = m_dir.filePath(QStringLiteral("p.csv"));
-    const Run predict = runCli({QStringLiteral("predict"), QStringLiteral("--weights"), weights,
-                                QStringLiteral("--input"), input, QStringLiteral("--output"), output});
+    const Run predict =
+        runCli({QStringLiteral("predict"), QStringLiteral("--weights"), weights,
+                QStringLiteral("--input"), input, QStringLiteral("--output"), output});
     QVERIFY2(predict.code == 0, qPrintable(describe(predict)));
     QFile pf(output);
     QVERIFY(pf.open(QIODevice::ReadOnly));
@@ -208,17 +214,18 @@ void TestCli::zeroStepsExportsInitialWeights() {
 
 void TestCli::datasetWritesTheSplit() {
     const QString out = m_dir.filePath(QStringLiteral("d.csv"));
-    const Run r = runCli({QStringLiteral("dataset"), QStringLiteral("--config"), QStringLiteral("moons"),
-                          QStringLiteral("--set"), QStringLiteral("dataset.n=100"),
-                          QStringLiteral("--out"), out, QStringLiteral("--split"), QStringLiteral("test")});
+    const Run r =
+        runCli({QStringLiteral("dataset"), QStringLiteral("--config"), QStringLiteral("moons"),
+                QStringLiteral("--set"), QStringLiteral("dataset.n=100"), QStringLiteral("--out"),
+                out, QStringLiteral("--split"), QStringLiteral("test")});
     QVERIFY2(r.code == 0, qPrintable(describe(r)));
     QFile f(out);
     QVERIFY(f.open(QIODevice::ReadOnly));
     const QStringList lines = QString::fromUtf8(f.readAll()).trimmed().split(QLatin1Char('\n'));
     QCOMPARE(lines[0], QStringLiteral("x0,x1,label"));
     QCOMPARE(lines.size(), 1 + 20);  // test_fraction 0.2 of 100
-    QCOMPARE(runCli({QStringLiteral("dataset"), QStringLiteral("--out"), out, QStringLiteral("--split"),
-                     QStringLiteral("validation")})
+    QCOMPARE(runCli({QStringLiteral("dataset"), QStringLiteral("--out"), out,
+                     QStringLiteral("--split"), QStringLiteral("validation")})
                  .code,
              2);
 }
@@ -235,6 +242,25 @@ void TestCli::benchPrintsTheResultLine() {
         QStringLiteral("^RESULT steps_per_sec=[0-9.e+]+ member_steps_per_sec=[0-9.e+]+$"),
         QRegularExpression::MultilineOption);
     QVERIFY2(line.match(r.out).hasMatch(), qPrintable(r.out));
+}
+
+void TestCli::thousandMembersStayUnder100MB() {
+    // Issue 6's memory target, W1 at K = 1000: no per-member dataset copies, no per-step
+    // allocations, and no GPU library paged in for a CPU run (linking cuBLAS alone used to cost
+    // about 200 MB resident at start-up). Peak resident memory of the largest child so far.
+    QStringList args = {QStringLiteral("bench")};
+    args << QStringLiteral("--config") << QStringLiteral("spirals") << QStringLiteral("--set")
+         << QStringLiteral("ensemble.bootstrap=resample") << QStringLiteral("--set")
+         << QStringLiteral("ensemble.members=1000") << QStringLiteral("--steps")
+         << QStringLiteral("30") << QStringLiteral("--warmup") << QStringLiteral("2")
+         << QStringLiteral("--repeat") << QStringLiteral("1");
+    const Run r = runCli(args);
+    QVERIFY2(r.code == 0, qPrintable(describe(r)));
+    rusage usage{};
+    QCOMPARE(getrusage(RUSAGE_CHILDREN, &usage), 0);
+    const double peakMiB = static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB
+    qInfo("peak resident memory of ensemble-cli children: %.1f MiB", peakMiB);
+    QVERIFY2(peakMiB > 1.0 && peakMiB < 100.0, qPrintable(QString::number(peakMiB)));
 }
 
 QTEST_GUILESS_MAIN(TestCli)

@@ -1,6 +1,5 @@
 #include "backend/cuda/cuda_backend.h"
 
-#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -16,6 +15,7 @@
 #include <vector>
 
 #include "backend/cuda/batch_kernels.cuh"
+#include "backend/cuda/cublas_loader.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/layer_kernels.cuh"
@@ -37,7 +37,7 @@ struct StreamDeleter {
 using StreamHandle = std::unique_ptr<std::remove_pointer_t<cudaStream_t>, StreamDeleter>;
 
 struct CublasDeleter {
-    void operator()(cublasHandle_t h) const noexcept { (void)cublasDestroy(h); }
+    void operator()(cublasHandle_t h) const noexcept { (void)cublas().destroy(h); }
 };
 using CublasHandle = std::unique_ptr<std::remove_pointer_t<cublasHandle_t>, CublasDeleter>;
 
@@ -80,7 +80,7 @@ class DeviceExecutor {
     void gemm(const GemmArgs& g, const float* a, const float* b, float* c) {
         const float one = 1.0f;
         const float zero = 0.0f;
-        ENSEMBLE_CUBLAS_CHECK(cublasSgemmStridedBatched(
+        ENSEMBLE_CUBLAS_CHECK(cublas().sgemmStridedBatched(
             m_cublas, g.transA ? CUBLAS_OP_T : CUBLAS_OP_N, g.transB ? CUBLAS_OP_T : CUBLAS_OP_N,
             g.m, g.n, g.k, &one, a, g.lda, static_cast<long long>(g.strideA), b, g.ldb,
             static_cast<long long>(g.strideB), &zero, c, g.ldc, static_cast<long long>(g.strideC),
@@ -225,12 +225,12 @@ CudaBackend::CudaBackend(int device) : m_device(device) {
     ENSEMBLE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     m_stream.reset(stream);
     cublasHandle_t handle = nullptr;
-    ENSEMBLE_CUBLAS_CHECK(cublasCreate(&handle));
+    ENSEMBLE_CUBLAS_CHECK(cublas().create(&handle));
     m_cublas.reset(handle);
     // cublasSetStream resets the workspace to cuBLAS's own pool; ours is set in bind().
-    ENSEMBLE_CUBLAS_CHECK(cublasSetStream(handle, stream));
+    ENSEMBLE_CUBLAS_CHECK(cublas().setStream(handle, stream));
     // Plain FP32 products (no TF32): the CPU oracle computes in FP32.
-    ENSEMBLE_CUBLAS_CHECK(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));
+    ENSEMBLE_CUBLAS_CHECK(cublas().setMathMode(handle, CUBLAS_DEFAULT_MATH));
 }
 
 CudaBackend::~CudaBackend() {
@@ -268,7 +268,7 @@ void CudaBackend::release() {
     m_buffers = StepBuffers{};
     if (!m_cublasWorkspace.empty()) {
         // Back to cuBLAS's own pool before our workspace is freed.
-        ENSEMBLE_CUBLAS_CHECK(cublasSetStream(m_cublas.get(), m_stream.get()));
+        ENSEMBLE_CUBLAS_CHECK(cublas().setStream(m_cublas.get(), m_stream.get()));
         m_cublasWorkspace.reset();
     }
 }
@@ -327,7 +327,7 @@ void CudaBackend::bind(const TrainingProblem& problem) {
     // A fixed workspace: capture never allocates, and results do not depend on which pool
     // cuBLAS would have picked.
     ENSEMBLE_CUBLAS_CHECK(
-        cublasSetWorkspace(m_cublas.get(), m_cublasWorkspace.data(), m_cublasWorkspace.bytes()));
+        cublas().setWorkspace(m_cublas.get(), m_cublasWorkspace.data(), m_cublasWorkspace.bytes()));
 
     const std::size_t size = layout.size();
     m_params = DeviceBuffer<float>(size);

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "backend/cuda/cublas_loader.h"
 #include "io/errors.h"
 
 namespace ensemble::gpu {
@@ -14,7 +15,7 @@ void throwCudaError(cudaError_t error, const char* expr, const char* file, int l
 
 void throwCublasError(cublasStatus_t status, const char* expr, const char* file, int line) {
     throw RuntimeError(std::string(file) + ":" + std::to_string(line) + ": " + expr + " failed: " +
-                       cublasGetStatusName(status) + ": " + cublasGetStatusString(status));
+                       cublas().statusName(status) + ": " + cublas().statusString(status));
 }
 
 }  // namespace ensemble::gpu
