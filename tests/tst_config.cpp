@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "io/config.h"
-#include "io/errors.h"
+#include "core/errors.h"
 #include "test_support.h"
 
 using namespace ensemble;

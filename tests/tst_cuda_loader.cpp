@@ -7,7 +7,7 @@
 #include <string>
 
 #include "backend/cuda/cublas_loader.h"
-#include "io/errors.h"
+#include "core/errors.h"
 
 using namespace ensemble;
 

@@ -18,7 +18,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend_test_problem.h"
 #include "data/dataset.h"
-#include "io/errors.h"
+#include "core/errors.h"
 #include "metrics/metrics.h"
 #include "model/mlp.h"
 

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "data/dataset.h"
-#include "io/errors.h"
+#include "core/errors.h"
 
 using namespace ensemble;
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
-#include "io/errors.h"
+#include "core/errors.h"
 #include "math/philox.h"
 #include "metrics/grid.h"
 #include "metrics/metrics.h"

@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/atomic_file.h"
-#include "io/errors.h"
+#include "core/errors.h"
 #include "io/safetensors.h"
 
 using namespace ensemble;

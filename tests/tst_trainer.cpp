@@ -9,7 +9,7 @@
 #include <sys/resource.h>
 
 #include "backend/cpu/cpu_backend.h"
-#include "io/errors.h"
+#include "core/errors.h"
 #include "io/model_io.h"
 #include "io/safetensors.h"
 #include "sys/allocator.h"

@@ -24,7 +24,7 @@
 
 #include "io/atomic_file.h"
 #include "io/config.h"
-#include "io/errors.h"
+#include "core/errors.h"
 #include "panels/experiment_panel.h"
 #include "render/plot_helpers.h"
 #include "views/boundary_view.h"

@@ -13,7 +13,7 @@
 #include "cli/cli_args.h"
 #include "data/dataset.h"
 #include "io/atomic_file.h"
-#include "io/errors.h"
+#include "core/errors.h"
 #include "io/model_io.h"
 #include "metrics/report.h"
 #include "train/trainer.h"

@@ -11,7 +11,7 @@
 #include "data/dataset.h"
 #include "io/atomic_file.h"
 #include "io/config.h"
-#include "io/errors.h"
+#include "core/errors.h"
 #include "io/model_io.h"
 #include "metrics/report.h"
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "cli/cli_args.h"
-#include "io/errors.h"
+#include "core/errors.h"
 #include "sys/allocator.h"
 
 namespace {

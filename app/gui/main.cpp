@@ -16,7 +16,7 @@
 #include <exception>
 
 #include "io/config.h"
-#include "io/errors.h"
+#include "core/errors.h"
 #include "main_window.h"
 #include "panels/experiment_panel.h"
 #include "sys/allocator.h"

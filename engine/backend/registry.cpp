@@ -3,7 +3,7 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
 #include "io/config.h"
-#include "io/errors.h"
+#include "core/errors.h"
 #include "train/trainer.h"
 
 #if defined(ENSEMBLE_HAVE_CUDA)

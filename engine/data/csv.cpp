@@ -13,7 +13,7 @@
 
 #include "data/dataset.h"
 #include "io/atomic_file.h"
-#include "io/errors.h"
+#include "core/errors.h"
 
 namespace ensemble {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "data/dataset.h"
-#include "io/errors.h"
+#include "core/errors.h"
 #include "math/philox.h"
 
 namespace ensemble {

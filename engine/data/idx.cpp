@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "data/dataset.h"
-#include "io/errors.h"
+#include "core/errors.h"
 
 namespace ensemble {
 namespace {

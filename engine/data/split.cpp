@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "data/dataset.h"
-#include "io/errors.h"
+#include "core/errors.h"
 #include "math/philox.h"
 
 namespace ensemble {

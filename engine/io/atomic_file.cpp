@@ -13,7 +13,7 @@
 #include <system_error>
 #include <vector>
 
-#include "io/errors.h"
+#include "core/errors.h"
 
 namespace ensemble {
 

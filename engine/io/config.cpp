@@ -7,7 +7,7 @@
 #include <set>
 #include <sstream>
 
-#include "io/errors.h"
+#include "core/errors.h"
 #include "io/presets_embedded.h"
 
 namespace ensemble {

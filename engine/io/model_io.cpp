@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "backend/cpu/cpu_backend.h"
-#include "io/errors.h"
+#include "core/errors.h"
 #include "io/safetensors.h"
 #include "train/trainer.h"
 

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/atomic_file.h"
-#include "io/errors.h"
+#include "core/errors.h"
 
 namespace ensemble {
 

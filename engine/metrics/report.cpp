@@ -7,7 +7,7 @@
 #include <system_error>
 
 #include "io/atomic_file.h"
-#include "io/errors.h"
+#include "core/errors.h"
 #include "metrics/metrics_detail.h"
 
 namespace ensemble {

@@ -8,7 +8,7 @@
 #include <sstream>
 #include <string>
 
-#include "io/errors.h"
+#include "core/errors.h"
 #include "math/loss.h"
 
 namespace ensemble {

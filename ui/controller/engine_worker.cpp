@@ -12,7 +12,7 @@
 
 #include "controller/snapshot_builder.h"
 #include "io/atomic_file.h"
-#include "io/errors.h"
+#include "core/errors.h"
 #include "io/model_io.h"
 #include "metrics/report.h"
 

@@ -27,7 +27,7 @@
 
 #include "backend/backend.h"
 #include "io/config.h"
-#include "io/errors.h"
+#include "core/errors.h"
 
 namespace ensemble::ui {
 

@@ -7,7 +7,7 @@
 #include <mutex>
 #include <string>
 
-#include "io/errors.h"
+#include "core/errors.h"
 
 namespace ensemble::gpu {
 

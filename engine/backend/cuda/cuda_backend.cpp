@@ -23,7 +23,7 @@
 #include "backend/cuda/optim_kernels.cuh"
 #include "backend/cuda/step_program.h"
 #include "backend/cuda/uncertainty_kernels.cuh"
-#include "io/errors.h"
+#include "core/errors.h"
 
 namespace ensemble {
 

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "backend/cuda/cublas_loader.h"
-#include "io/errors.h"
+#include "core/errors.h"
 
 namespace ensemble::gpu {
 
