@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 
 #include "backend/backend.h"
+#include "io/config_schema.h"
 #include "io/model_io.h"
 #include "test_support.h"
 
@@ -67,6 +68,8 @@ class TestCli : public QObject {
     void datasetWritesTheSplit();
     void benchPrintsTheResultLine();
     void thousandMembersStayUnder100MB();
+    void configPrintsTheKeysThatApply();
+    void schemaPrintsTheReadmeTable();
 
   private:
     QTemporaryDir m_dir;
@@ -261,6 +264,39 @@ void TestCli::thousandMembersStayUnder100MB() {
     const double peakMiB = static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB
     qInfo("peak resident memory of ensemble-cli children: %.1f MiB", peakMiB);
     QVERIFY2(peakMiB > 1.0 && peakMiB < 100.0, qPrintable(QString::number(peakMiB)));
+}
+
+void TestCli::configPrintsTheKeysThatApply() {
+    const Run ok =
+        runCli({QStringLiteral("config"), QStringLiteral("--config"), QStringLiteral("moons"),
+                QStringLiteral("--set"), QStringLiteral("ensemble.members=5")});
+    QVERIFY2(ok.code == 0, qPrintable(describe(ok)));
+    const nlohmann::json printed = nlohmann::json::parse(ok.out.toStdString());
+    QCOMPARE(printed["ensemble"]["members"].get<int>(), 5);
+    QCOMPARE(printed["training"]["steps"].get<int>(), 1500);  // the preset's
+    QCOMPARE(printed["optimizer"]["eps"], ensemble::keySpec("optimizer.eps").defaultValue);
+    QCOMPARE(printed["model"]["kind"].get<std::string>(), std::string("mlp"));
+    // A key of the file that is wrong: exit 2, the file, line and column, the key.
+    const QString path = m_dir.filePath(QStringLiteral("bad-config.json"));
+    writeText(path, "{\n  \"optimizer\": {\n    \"lr\": -2\n  }\n}\n");
+    const Run bad = runCli({QStringLiteral("config"), QStringLiteral("--config"), path});
+    QCOMPARE(bad.code, 2);
+    QVERIFY2(bad.err.contains(path + QStringLiteral(":3:5: optimizer.lr: expected a number")),
+             qPrintable(describe(bad)));
+}
+
+void TestCli::schemaPrintsTheReadmeTable() {
+    const Run md = runCli({QStringLiteral("schema")});
+    QVERIFY2(md.code == 0, qPrintable(describe(md)));
+    QCOMPARE(md.out.toStdString(), ensemble::configTableMarkdown());
+    const Run json =
+        runCli({QStringLiteral("schema"), QStringLiteral("--format"), QStringLiteral("json")});
+    QVERIFY2(json.code == 0, qPrintable(describe(json)));
+    const nlohmann::json rows = nlohmann::json::parse(json.out.toStdString());
+    QCOMPARE(rows.size(), ensemble::configSchema().size());
+    const Run wrong =
+        runCli({QStringLiteral("schema"), QStringLiteral("--format"), QStringLiteral("yaml")});
+    QCOMPARE(wrong.code, 2);
 }
 
 QTEST_GUILESS_MAIN(TestCli)

@@ -4,8 +4,9 @@
 
 #include <cmath>
 
-#include "io/config.h"
 #include "core/errors.h"
+#include "io/config.h"
+#include "io/config_schema.h"
 #include "test_support.h"
 
 using namespace ensemble;
@@ -14,7 +15,7 @@ using nlohmann::json;
 class TestConfig : public QObject {
     Q_OBJECT
 
-private Q_SLOTS:
+  private Q_SLOTS:
     void emptyConfigTakesDefaults();
     void errorsNameTheKey_data();
     void errorsNameTheKey();
@@ -23,6 +24,15 @@ private Q_SLOTS:
     void everyPresetParses();
     void unknownConfigNamesThePresets();
     void epochsDetermineSteps();
+    void defaultsComeFromTheSchema();
+    void errorsCarryKeyAndReason();
+    void readmeTableMatchesTheSchema();
+    void enumNamesRoundTrip();
+    void conditionalKeysApplyOnlyWhenTheirConditionHolds();
+    void overridesDropBaseKeysTheyRuleOut();
+    void fileErrorsCarryLineAndColumn();
+    void invalidJsonCarriesItsPosition();
+    void locateKeyFindsNestedNames();
 };
 
 void TestConfig::emptyConfigTakesDefaults() {
@@ -39,23 +49,31 @@ void TestConfig::emptyConfigTakesDefaults() {
 void TestConfig::errorsNameTheKey_data() {
     QTest::addColumn<QString>("config");
     QTest::addColumn<QString>("expected");
-    QTest::newRow("unknown section") << R"({"modle": {}})" << "modle: unknown section";
-    QTest::newRow("unknown key") << R"({"model": {"hiden": [3]}})" << "model.hiden: unknown key";
+    QTest::newRow("unknown section") << R"({"modle": {}})"
+                                     << "modle: unknown section";
+    QTest::newRow("unknown key") << R"({"model": {"hiden": [3]}})"
+                                 << "model.hiden: unknown key";
     QTest::newRow("wrong type") << R"({"ensemble": {"members": "ten"}})"
                                 << "ensemble.members: expected an integer";
     QTest::newRow("out of range") << R"({"ensemble": {"members": 0}})"
                                   << "ensemble.members: expected an integer in [1, 100000]";
     QTest::newRow("bad enum") << R"({"ensemble": {"bootstrap": "bagging"}})"
                               << "ensemble.bootstrap: expected one of none | resample | poisson";
-    QTest::newRow("bad width") << R"({"model": {"hidden": [32, 0]}})" << "model.hidden[1]";
-    QTest::newRow("lr list length") << R"({"ensemble": {"members": 3}, "optimizer": {"lr": [0.1, 0.2]}})"
-                                    << "optimizer.lr: a list needs one value per member: expected 3";
-    QTest::newRow("negative lr") << R"({"optimizer": {"lr": -1}})" << "optimizer.lr";
+    QTest::newRow("bad width") << R"({"model": {"hidden": [32, 0]}})"
+                               << "model.hidden[1]";
+    QTest::newRow("lr list length")
+        << R"({"ensemble": {"members": 3}, "optimizer": {"lr": [0.1, 0.2]}})"
+        << "optimizer.lr: a list needs one value per member: expected 3";
+    QTest::newRow("negative lr") << R"({"optimizer": {"lr": -1}})"
+                                 << "optimizer.lr";
     QTest::newRow("bad log range") << R"({"optimizer": {"lr": {"log_uniform": [0, 1]}}})"
                                    << "optimizer.lr.log_uniform[0]";
-    QTest::newRow("csv without path") << R"({"dataset": {"kind": "csv"}})" << "dataset.path";
-    QTest::newRow("betas") << R"({"optimizer": {"betas": [0.9]}})" << "optimizer.betas";
-    QTest::newRow("not an object") << R"([1, 2])" << "config: expected a JSON object";
+    QTest::newRow("csv without path") << R"({"dataset": {"kind": "csv"}})"
+                                      << "dataset.path";
+    QTest::newRow("betas") << R"({"optimizer": {"betas": [0.9]}})"
+                           << "optimizer.betas";
+    QTest::newRow("not an object") << R"([1, 2])"
+                                   << "config: expected a JSON object";
 }
 
 void TestConfig::errorsNameTheKey() {
@@ -131,10 +149,209 @@ void TestConfig::unknownConfigNamesThePresets() {
 }
 
 void TestConfig::epochsDetermineSteps() {
-    ExperimentConfig c = parseConfig(json::parse(R"({"training": {"steps": 7, "batch_size": 32}})"));
+    ExperimentConfig c =
+        parseConfig(json::parse(R"({"training": {"steps": 7, "batch_size": 32}})"));
     QCOMPARE(c.totalSteps(1000), int64_t(7));
     c = parseConfig(json::parse(R"({"training": {"epochs": 1.5, "batch_size": 32}})"));
     QCOMPARE(c.totalSteps(1000), int64_t(47));  // ceil(1500 / 32)
+}
+
+void TestConfig::defaultsComeFromTheSchema() {
+    const ExperimentConfig c = parseConfig(json::object());
+    QCOMPARE(c.training.steps, int64_t(2000));  // config.h once said 1000, config.cpp 2000
+    for (const KeySpec& spec : configSchema()) {
+        if (!keyApplies(spec, c.json)) {
+            QVERIFY2(!c.json[spec.section()].contains(spec.name()), spec.key.c_str());
+            continue;
+        }
+        // Every applicable key is stored, at the schema's default.
+        QVERIFY2(c.json[spec.section()].contains(spec.name()), spec.key.c_str());
+        QCOMPARE(c.json[spec.section()][spec.name()], spec.defaultValue);
+    }
+    QCOMPARE(defaultConfigJson(), c.json);
+}
+
+void TestConfig::errorsCarryKeyAndReason() {
+    try {
+        parseConfig(json::parse(R"({"ensemble": {"members": 0}})"));
+        QFAIL("expected a ConfigError");
+    } catch (const ConfigError& e) {
+        QCOMPARE(e.key(), std::string("ensemble.members"));
+        QCOMPARE(e.reason(), std::string("expected an integer in [1, 100000], got 0"));
+        QCOMPARE(e.kind(), ErrorKind::Config);
+        QCOMPARE(std::string(e.what()), e.key() + ": " + e.reason());
+    }
+    try {
+        parseConfig(json::parse(R"({"model": {"hidden": [8, -1]}})"));
+        QFAIL("expected a ConfigError");
+    } catch (const ConfigError& e) {
+        QCOMPARE(e.key(), std::string("model.hidden[1]"));
+    }
+}
+
+// README.md's configuration table is the schema's, word for word: `ensemble-cli schema` prints
+// it. On a mismatch the expected table is shown, ready to paste.
+void TestConfig::readmeTableMatchesTheSchema() {
+    QFile readme(ensemble::test::sourceDir() + QStringLiteral("/README.md"));
+    QVERIFY2(readme.open(QIODevice::ReadOnly), qPrintable(readme.fileName()));
+    const QString text = QString::fromUtf8(readme.readAll());
+    const QString begin = QStringLiteral("<!-- config-table:begin -->\n");
+    const QString end = QStringLiteral("<!-- config-table:end -->");
+    const qsizetype from = text.indexOf(begin);
+    const qsizetype to = text.indexOf(end);
+    QVERIFY2(from >= 0 && to > from, "README.md has no config-table markers");
+    const QString table = text.mid(from + begin.size(), to - from - begin.size());
+    const QString expected = QString::fromStdString(configTableMarkdown());
+    QVERIFY2(table == expected,
+             qPrintable(QStringLiteral("README.md's table differs from the schema; expected:\n") +
+                        expected));
+    // Every conditional key's row says when it applies, with the word "only".
+    for (const KeySpec& spec : configSchema()) {
+        if (!spec.when.always()) {
+            const QString key = QStringLiteral("| `%1` |").arg(QString::fromStdString(spec.key));
+            const qsizetype row = table.indexOf(key);
+            QVERIFY(row >= 0);
+            QVERIFY(table.mid(row, table.indexOf(QLatin1Char('\n'), row) - row)
+                        .contains(QStringLiteral("only when")));
+        }
+    }
+}
+
+void TestConfig::enumNamesRoundTrip() {
+    for (const auto& entry : EnumNames<BootstrapMode>::table) {
+        BootstrapMode back{};
+        QVERIFY(enumFromName(toString(entry.value), back));
+        QVERIFY(back == entry.value);
+    }
+    OptimizerKind kind{};
+    QVERIFY(!enumFromName("adagrad", kind));
+    QCOMPARE(std::string(toString(Activation::Gelu)), std::string("gelu"));
+    QCOMPARE(std::string(toString(BackendKind::Cuda)), std::string("cuda"));
+    // The schema's choices are the enum's names.
+    const auto& choices = keySpec("optimizer.kind").choices;
+    QCOMPARE(choices.size(), std::size(EnumNames<OptimizerKind>::table));
+}
+
+void TestConfig::conditionalKeysApplyOnlyWhenTheirConditionHolds() {
+    // model.hidden applies only to MLPs: today's files (no model.kind) keep loading.
+    const ExperimentConfig mlp = parseConfig(json::parse(R"({"model": {"hidden": [4]}})"));
+    QCOMPARE(mlp.model.kind, std::string("mlp"));
+    QCOMPARE(mlp.model.hidden, std::vector<int>{4});
+    QVERIFY(keyApplies(keySpec("model.hidden"), mlp.json));
+    // A condition that does not hold: the key is neither filled nor accepted.
+    json other = json::parse(R"({"model": {"kind": "cnn"}})");
+    QVERIFY(!keyApplies(keySpec("model.hidden"), other));
+    QVERIFY(!withDefaults(other)["model"].contains("hidden"));
+    other["model"]["hidden"] = json::array({8});
+    try {
+        checkConfigKeys(other);
+        QFAIL("expected a ConfigError");
+    } catch (const ConfigError& e) {
+        QCOMPARE(e.key(), std::string("model.hidden"));
+        QVERIFY2(std::string(e.what()).find("only when model.kind is mlp") != std::string::npos,
+                 e.what());
+    }
+    QCOMPARE(conditionText(keySpec("model.hidden").when, true),
+             std::string("only when `model.kind` is `mlp`"));
+}
+
+void TestConfig::overridesDropBaseKeysTheyRuleOut() {
+    const json base = json::parse(R"({"model": {"kind": "mlp", "hidden": [64]}})");
+    // A later layer that switches the kind drops the base's hidden, with a notice.
+    std::vector<std::string> notices;
+    const json merged = overlayConfig(base, json::parse(R"({"model": {"kind": "cnn"}})"), &notices);
+    QVERIFY(!merged["model"].contains("hidden"));
+    QCOMPARE(notices.size(), std::size_t(1));
+    QVERIFY2(notices[0].find("model.hidden") == 0, notices[0].c_str());
+    // The same switch with hidden in the same layer is an error naming the key.
+    QVERIFY_THROWS_EXCEPTION(
+        ConfigError,
+        overlayConfig(base, json::parse(R"({"model": {"kind": "cnn", "hidden": [8]}})"), nullptr));
+    // A layer that changes nothing conditional keeps everything; values replace, never merge.
+    notices.clear();
+    const json lr = overlayConfig(
+        json::parse(R"({"optimizer": {"lr": {"log_uniform": [0.001, 0.1]}}})"),
+        json::parse(R"({"optimizer": {"lr": 0.5}, "model": {"hidden": [3]}})"), &notices);
+    QVERIFY(notices.empty());
+    QCOMPARE(lr["optimizer"]["lr"], json(0.5));
+    QCOMPARE(lr["model"]["hidden"], json::parse("[3]"));
+    // --set lists compose the same way.
+    QTemporaryDir dir;
+    const QString path = dir.filePath("base.json");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(R"({"ensemble": {"members": 3}})");
+    f.close();
+    const ComposedConfig composed =
+        composeConfig(path.toStdString(), {"ensemble.members=5", "model.hidden=[2]"});
+    QCOMPARE(composed.json["ensemble"]["members"], json(5));
+    QCOMPARE(parseConfig(composed).model.hidden, std::vector<int>{2});
+}
+
+void TestConfig::fileErrorsCarryLineAndColumn() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("bad-members.json");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(
+        "{\n  \"dataset\": {\"kind\": \"moons\"},\n  \"ensemble\": {\n    \"members\": 0\n  "
+        "}\n}\n");
+    f.close();
+    try {
+        parseConfig(composeConfig(path.toStdString(), {}));
+        QFAIL("expected a ConfigError");
+    } catch (const ConfigError& e) {
+        QCOMPARE(e.key(), std::string("ensemble.members"));
+        QCOMPARE(e.position().file, path.toStdString());
+        QCOMPARE(e.position().line, int64_t(4));
+        QCOMPARE(e.position().column, int64_t(5));
+        QVERIFY2(std::string(e.what()).find(":4:5: ensemble.members: expected an integer") !=
+                     std::string::npos,
+                 e.what());
+    }
+    // The same key fixed by --set: the file's position no longer applies, the error is gone.
+    QCOMPARE(
+        parseConfig(composeConfig(path.toStdString(), {"ensemble.members=2"})).ensemble.members, 2);
+    // A bad --set value names the key without a file position.
+    try {
+        parseConfig(composeConfig(path.toStdString(), {"ensemble.members=-3"}));
+        QFAIL("expected a ConfigError");
+    } catch (const ConfigError& e) {
+        QCOMPARE(e.position().line, int64_t(0));
+    }
+}
+
+void TestConfig::invalidJsonCarriesItsPosition() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("broken.json");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("{\n  \"model\": {\"hidden\": [3,]}\n}\n");
+    f.close();
+    try {
+        loadConfigJson(path.toStdString());
+        QFAIL("expected a DataError");
+    } catch (const DataError& e) {
+        QCOMPARE(e.kind(), ErrorKind::Json);
+        QCOMPARE(e.position().line, int64_t(2));
+        QCOMPARE(e.position().column, int64_t(26));  // the "]" after the trailing comma
+    }
+}
+
+void TestConfig::locateKeyFindsNestedNames() {
+    const std::string text =
+        "{\"model\": {\"hidden\": [1, 2]},\n \"optimizer\": {\"betas\": [0.9, 0.99],\n"
+        "  \"lr\": {\"log_uniform\": [0, 1]}}}";
+    FilePosition p = locateKey(text, "optimizer.lr.log_uniform[0]");
+    QCOMPARE(p.line, int64_t(3));
+    QCOMPARE(p.column, int64_t(10));
+    p = locateKey(text, "model.hidden[1]");
+    QCOMPARE(p.line, int64_t(1));
+    QCOMPARE(p.column, int64_t(12));
+    p = locateKey(text, "optimizer.eps");  // not written: its section's position
+    QCOMPARE(p.line, int64_t(2));
+    QCOMPARE(p.column, int64_t(2));
+    QCOMPARE(locateKey(text, "backend.kind").line, int64_t(0));
 }
 
 QTEST_APPLESS_MAIN(TestConfig)

@@ -23,6 +23,7 @@
 
 #include "backend/backend.h"
 #include "io/config.h"
+#include "io/config_schema.h"
 #include "io/model_io.h"
 #include "main_window.h"
 #include "panels/experiment_panel.h"
@@ -179,25 +180,32 @@ void TestGui::invalidValueDisablesTrain() {
     w->loadExperiment(smallConfig(), QString());
     QVERIFY(waitFresh(*w));
     QVERIFY(w->trainAction()->isEnabled());
+    // The form's ranges and tooltips are the schema's: K cannot go below 1.
     auto* members = qobject_cast<QSpinBox*>(w->panel()->editor(QStringLiteral("ensemble.members")));
     QVERIFY(members != nullptr);
-    members->setValue(0);
+    const ensemble::KeySpec& spec = ensemble::keySpec("ensemble.members");
+    QCOMPARE(members->minimum(), static_cast<int>(spec.min));
+    QCOMPARE(members->maximum(), static_cast<int>(spec.max));
+    QVERIFY(members->toolTip().contains(QString::fromStdString(ensemble::plainHelp(spec))));
+    // A value the engine's parser rejects: its reason, on the field it names.
+    auto* hidden = qobject_cast<QLineEdit*>(w->panel()->editor(QStringLiteral("model.hidden")));
+    QVERIFY(hidden != nullptr);
+    hidden->setText(QStringLiteral("32, 0"));
     QVERIFY(!w->panel()->isValid());
     QVERIFY(!w->trainAction()->isEnabled());
     QVERIFY(!w->stepAction()->isEnabled());
-    QLabel* reason = w->panel()->errorLabel(QStringLiteral("ensemble.members"));
+    QLabel* reason = w->panel()->errorLabel(QStringLiteral("model.hidden"));
     QVERIFY(reason != nullptr);
     QVERIFY(!reason->isHidden());
-    QVERIFY2(reason->text().contains(QStringLiteral("expected an integer in [1,")),
+    QVERIFY2(reason->text().contains(QStringLiteral("model.hidden[1]: expected a width between 1")),
              qPrintable(reason->text()));
-    QVERIFY(members->property("invalid").toBool());
-    members->setValue(3);
+    QVERIFY(hidden->property("invalid").toBool());
+    hidden->setText(QStringLiteral("32, 3"));
     QVERIFY(w->panel()->isValid());
     QVERIFY(reason->isHidden());
-    QVERIFY(!members->property("invalid").toBool());
+    QVERIFY(!hidden->property("invalid").toBool());
 
     // Text that is not a width: the form's own reason, on the field.
-    auto* hidden = qobject_cast<QLineEdit*>(w->panel()->editor(QStringLiteral("model.hidden")));
     QVERIFY(hidden != nullptr);
     hidden->setText(QStringLiteral("32, x"));
     QVERIFY(!w->trainAction()->isEnabled());

@@ -22,9 +22,9 @@
 
 #include <cmath>
 
+#include "core/errors.h"
 #include "io/atomic_file.h"
 #include "io/config.h"
-#include "core/errors.h"
 #include "panels/experiment_panel.h"
 #include "render/plot_helpers.h"
 #include "views/boundary_view.h"
@@ -42,26 +42,24 @@ QString str(const std::string& s) {
     return QString::fromStdString(s);
 }
 
-// What a person can do about a failed run, from the kind of message.
-QString adviceFor(const QString& message) {
-    if (message.contains(QStringLiteral("mnist"), Qt::CaseInsensitive) ||
-        message.contains(QStringLiteral("IDX"), Qt::CaseInsensitive)) {
-        return QObject::tr(
-            "Choose the folder that holds the MNIST IDX files in Dataset > Path, "
-            "or fetch them with scripts/fetch-mnist.sh.");
+// What a person can do about a failed run, from the kind of error.
+QString adviceFor(ErrorKind kind) {
+    switch (kind) {
+        case ErrorKind::ImageData:
+            return QObject::tr(
+                "Choose the folder that holds the MNIST IDX files in Dataset > Path, "
+                "or fetch them with scripts/fetch-mnist.sh.");
+        case ErrorKind::BackendMissing:
+            return QObject::tr("Choose Auto or CPU in Backend > Device.");
+        case ErrorKind::Memory:
+            return QObject::tr("Reduce the ensemble size K, the hidden layers or the dataset.");
+        case ErrorKind::Csv:
+            return QObject::tr(
+                "Check the CSV file: a header row, numeric features and an integer "
+                "'label' column.");
+        default:
+            return QObject::tr("Fix the experiment settings and press Reset.");
     }
-    if (message.contains(QStringLiteral("cuda"), Qt::CaseInsensitive)) {
-        return QObject::tr("Choose Auto or CPU in Backend > Device.");
-    }
-    if (message.contains(QStringLiteral("memory"), Qt::CaseInsensitive)) {
-        return QObject::tr("Reduce the ensemble size K, the hidden layers or the dataset.");
-    }
-    if (message.contains(QStringLiteral("csv"), Qt::CaseInsensitive)) {
-        return QObject::tr(
-            "Check the CSV file: a header row, numeric features and an integer "
-            "'label' column.");
-    }
-    return QObject::tr("Fix the experiment settings and press Reset.");
 }
 
 }  // namespace
@@ -473,12 +471,13 @@ void MainWindow::showError(const QString& title, const QString& message, const Q
     box->open();  // not modal to the event loop: training and tests go on
 }
 
-void MainWindow::onConfigureFailed(quint64 runId, const QString& message) {
+void MainWindow::onConfigureFailed(quint64 runId, const QString& message, int errorKind) {
     if (runId != m_controller->currentRunId()) {
         return;
     }
     m_configuring = false;
-    showError(tr("Could not start the experiment"), message, adviceFor(message));
+    showError(tr("Could not start the experiment"), message,
+              adviceFor(static_cast<ErrorKind>(errorKind)));
     updateActions();
 }
 

@@ -90,7 +90,7 @@ class MainWindow : public QMainWindow {
     void onSnapshot();
     void onPanelEdited();
     void onRunningChanged(bool running);
-    void onConfigureFailed(quint64 runId, const QString& message);
+    void onConfigureFailed(quint64 runId, const QString& message, int errorKind);
     void onExportFinished(bool ok, const QString& message, const QStringList& files);
     void updateActions();
     void updateStatus();

@@ -32,7 +32,8 @@ struct CliArgs {
 CliArgs parseArgs(int argc, char** argv, const std::vector<std::string>& valueFlags,
                   const std::vector<std::string>& switchFlags);
 
-// --config FILE|PRESET (optional: defaults), then every --set in order.
+// --config FILE|PRESET (optional: defaults), then the --set list as one layer over it; notices
+// about keys the layer made inapplicable go to stderr.
 nlohmann::json configJsonFrom(const CliArgs& args);
 ExperimentConfig configFrom(const CliArgs& args);
 
@@ -43,5 +44,10 @@ int commandPredict(const CliArgs& args);
 int commandDataset(const CliArgs& args);
 int commandBench(const CliArgs& args);
 int commandEval(const CliArgs& args);
+// Validates --config and --set and prints the config that results: exactly the keys that apply,
+// defaults filled in (what an export stores).
+int commandConfig(const CliArgs& args);
+// Prints the config schema: the README's Markdown table, or JSON for tools.
+int commandSchema(const CliArgs& args);
 
 }  // namespace ensemble::cli

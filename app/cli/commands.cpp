@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "cli/cli_args.h"
+#include "core/errors.h"
 #include "data/dataset.h"
 #include "io/atomic_file.h"
-#include "core/errors.h"
 #include "io/model_io.h"
 #include "metrics/report.h"
 #include "train/trainer.h"
@@ -182,16 +182,20 @@ CliArgs parseArgs(int argc, char** argv, const std::vector<std::string>& valueFl
     return args;
 }
 
-json configJsonFrom(const CliArgs& args) {
-    json root = args.has("--config") ? loadConfigJson(args.get("--config")) : json::object();
-    for (const std::string& s : args.sets) {
-        applyOverride(root, s);
+ComposedConfig composedFrom(const CliArgs& args) {
+    ComposedConfig composed = composeConfig(args.get("--config"), args.sets);
+    for (const std::string& notice : composed.notices) {
+        std::fprintf(stderr, "note: %s\n", notice.c_str());
     }
-    return root;
+    return composed;
+}
+
+json configJsonFrom(const CliArgs& args) {
+    return composedFrom(args).json;
 }
 
 ExperimentConfig configFrom(const CliArgs& args) {
-    return parseConfig(configJsonFrom(args));
+    return parseConfig(composedFrom(args));
 }
 
 int commandTrain(const CliArgs& args) {
@@ -332,6 +336,24 @@ int commandDataset(const CliArgs& args) {
     std::fprintf(stderr, "wrote %lld %s rows of %s to %s\n",
                  static_cast<long long>(split == "train" ? data.train.rows : data.test.rows),
                  split.c_str(), data.name.c_str(), args.get("--out").c_str());
+    return 0;
+}
+
+int commandConfig(const CliArgs& args) {
+    const ExperimentConfig config = configFrom(args);
+    std::printf("%s\n", config.json.dump(2).c_str());
+    return 0;
+}
+
+int commandSchema(const CliArgs& args) {
+    const std::string format = args.get("--format", "markdown");
+    if (format == "markdown") {
+        std::printf("%s", configTableMarkdown().c_str());
+    } else if (format == "json") {
+        std::printf("%s\n", configSchemaJson().dump(2).c_str());
+    } else {
+        throw ConfigError("--format", "expected markdown or json, got '" + format + "'");
+    }
     return 0;
 }
 

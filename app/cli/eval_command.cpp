@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "cli/cli_args.h"
+#include "core/errors.h"
 #include "data/dataset.h"
 #include "io/atomic_file.h"
 #include "io/config.h"
-#include "core/errors.h"
 #include "io/model_io.h"
 #include "metrics/report.h"
 
@@ -21,19 +21,25 @@ namespace {
 
 using nlohmann::json;
 
-// The config the data is rebuilt from: the one stored in the weights, then --config merged
-// over it (JSON merge patch, so a file may name only the keys it changes), then every --set.
+// The config the data is rebuilt from: the one stored in the weights, then --config
+// over it key by key (a file may name only the keys it changes), then the --set list.
 // Only `dataset` and `backend` are taken from the result: the model, the members and their
 // hyperparameters are what the weights hold.
 ExperimentConfig evalConfig(const LoadedEnsemble& ensemble, const CliArgs& args,
                             bool& datasetChanged) {
     json stored = ensemble.config.json.is_object() ? ensemble.config.json : defaultConfigJson();
+    std::vector<std::string> notices;
     json merged = stored;
     if (args.has("--config")) {
-        merged.merge_patch(loadConfigJson(args.get("--config")));
+        merged = overlayConfig(merged, loadConfigJson(args.get("--config")), &notices);
     }
+    json overrides = json::object();
     for (const std::string& s : args.sets) {
-        applyOverride(merged, s);
+        applyOverride(overrides, s);
+    }
+    merged = overlayConfig(merged, overrides, &notices);
+    for (const std::string& notice : notices) {
+        std::fprintf(stderr, "note: %s\n", notice.c_str());
     }
     datasetChanged = merged.value("dataset", json()) != stored.value("dataset", json());
     for (const char* section : {"dataset", "backend"}) {

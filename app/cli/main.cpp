@@ -55,6 +55,16 @@ const std::vector<Command>& commands() {
          {"--weights", "--config", "--set", "--ood", "--report", "--csv"},
          {},
          ensemble::cli::commandEval},
+        {"config",
+         "config  [--config FILE.json|PRESET] [--set key=value]...   (prints the full config)",
+         {"--config", "--set"},
+         {},
+         ensemble::cli::commandConfig},
+        {"schema",
+         "schema  [--format markdown|json]   (every config key: default, range, meaning)",
+         {"--format"},
+         {},
+         ensemble::cli::commandSchema},
     };
     return table;
 }

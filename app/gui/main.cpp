@@ -15,8 +15,8 @@
 #include <cstdio>
 #include <exception>
 
-#include "io/config.h"
 #include "core/errors.h"
+#include "io/config.h"
 #include "main_window.h"
 #include "panels/experiment_panel.h"
 #include "sys/allocator.h"
@@ -86,13 +86,19 @@ int main(int argc, char** argv) {
     try {
         const QString source =
             parser.isSet(configOption) ? parser.value(configOption) : QStringLiteral("spirals");
-        config = ensemble::loadConfigJson(QFile::encodeName(source).toStdString());
-        if (!ensemble::presetText(source.toStdString()).empty() && !QFile::exists(source)) {
-            preset = source;
-        }
+        std::vector<std::string> assignments;
         for (const QString& assignment : parser.values(setOption)) {
-            ensemble::applyOverride(config, assignment.toStdString());
-            preset.clear();
+            assignments.push_back(assignment.toStdString());
+        }
+        const ensemble::ComposedConfig composed =
+            ensemble::composeConfig(QFile::encodeName(source).toStdString(), assignments);
+        for (const std::string& notice : composed.notices) {
+            std::fprintf(stderr, "ensemble-lab: note: %s\n", notice.c_str());
+        }
+        config = composed.json;
+        if (assignments.empty() && !ensemble::presetText(source.toStdString()).empty() &&
+            !QFile::exists(source)) {
+            preset = source;
         }
     } catch (const std::exception& e) {
         std::fprintf(stderr, "ensemble-lab: %s\n", e.what());

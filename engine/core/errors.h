@@ -91,8 +91,8 @@ class ConfigError : public Error {
 // A data or weights file that cannot be read or is not what it claims to be (exit code 3).
 class DataError : public Error {
   public:
-    explicit DataError(const std::string& message, ErrorKind kind = ErrorKind::General)
-        : Error(kind, message) {}
+    explicit DataError(const std::string& message) : Error(ErrorKind::General, message) {}
+    DataError(ErrorKind kind, const std::string& message) : Error(kind, message) {}
     DataError(ErrorKind kind, FilePosition position, const std::string& message)
         : Error(kind, message) {
         setPosition(std::move(position));
@@ -102,8 +102,8 @@ class DataError : public Error {
 // A failure while running: backend unavailable, out of memory, I/O failure on write (exit 4).
 class RuntimeError : public Error {
   public:
-    explicit RuntimeError(const std::string& message, ErrorKind kind = ErrorKind::General)
-        : Error(kind, message) {}
+    explicit RuntimeError(const std::string& message) : Error(ErrorKind::General, message) {}
+    RuntimeError(ErrorKind kind, const std::string& message) : Error(kind, message) {}
 };
 
 }  // namespace ensemble

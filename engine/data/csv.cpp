@@ -11,9 +11,9 @@
 #include <string_view>
 #include <vector>
 
+#include "core/errors.h"
 #include "data/dataset.h"
 #include "io/atomic_file.h"
-#include "core/errors.h"
 
 namespace ensemble {
 namespace {
@@ -95,15 +95,17 @@ std::vector<std::string> splitFields(std::string_view line, const std::string& p
                 field += line[pos++];
             }
             if (!closed) {
-                throw DataError(where(path, lineNo, fields.size() + 1) +
-                                "expected a closing '\"' before the end of the line");
+                throw DataError(ErrorKind::Csv,
+                                where(path, lineNo, fields.size() + 1) +
+                                    "expected a closing '\"' before the end of the line");
             }
             while (pos < line.size() && isBlank(line[pos])) {
                 ++pos;
             }
             if (pos < line.size() && line[pos] != ',') {
-                throw DataError(where(path, lineNo, fields.size() + 1) +
-                                "expected ',' after the closing '\"', got '" + line[pos] + "'");
+                throw DataError(ErrorKind::Csv, where(path, lineNo, fields.size() + 1) +
+                                                    "expected ',' after the closing '\"', got '" +
+                                                    line[pos] + "'");
             }
         } else {
             std::size_t end = line.find(',', pos);
@@ -219,9 +221,10 @@ Dataset parseCsv(const std::string& path, LabelMode mode, int expectedFeatures, 
                     continue;
                 }
                 if (labelColumn >= 0) {
-                    throw DataError(where(path, lineNo, c + 1, header[c]) +
-                                    "a second label column (the first is column " +
-                                    std::to_string(labelColumn + 1) + ")");
+                    throw DataError(ErrorKind::Csv,
+                                    where(path, lineNo, c + 1, header[c]) +
+                                        "a second label column (the first is column " +
+                                        std::to_string(labelColumn + 1) + ")");
                 }
                 labelColumn = static_cast<std::ptrdiff_t>(c);
             }
@@ -230,10 +233,11 @@ Dataset parseCsv(const std::string& path, LabelMode mode, int expectedFeatures, 
                 for (const auto& h : header) {
                     names += (names.empty() ? "" : ", ") + ("'" + h + "'");
                 }
-                throw DataError(where(path, lineNo) +
-                                "expected a 'label' column (integer classes 0, 1, ...) in the "
-                                "header, found only " +
-                                names);
+                throw DataError(ErrorKind::Csv,
+                                where(path, lineNo) +
+                                    "expected a 'label' column (integer classes 0, 1, ...) in the "
+                                    "header, found only " +
+                                    names);
             }
             for (std::size_t c = 0; c < header.size(); ++c) {
                 if (static_cast<std::ptrdiff_t>(c) == labelColumn) {
@@ -244,29 +248,32 @@ Dataset parseCsv(const std::string& path, LabelMode mode, int expectedFeatures, 
             }
             data.features = static_cast<int>(data.featureNames.size());
             if (data.features == 0) {
-                throw DataError(where(path, lineNo) +
-                                "expected at least one feature column besides 'label'");
+                throw DataError(
+                    ErrorKind::Csv,
+                    where(path, lineNo) + "expected at least one feature column besides 'label'");
             }
             if (expectedFeatures >= 0 && data.features != expectedFeatures) {
-                throw DataError(where(path, lineNo) + "expected " +
-                                std::to_string(expectedFeatures) +
-                                " feature columns (as the model was trained with), got " +
-                                std::to_string(data.features));
+                throw DataError(ErrorKind::Csv,
+                                where(path, lineNo) + "expected " +
+                                    std::to_string(expectedFeatures) +
+                                    " feature columns (as the model was trained with), got " +
+                                    std::to_string(data.features));
             }
             continue;
         }
 
         if (fields.size() < header.size()) {
             const std::size_t c = fields.size();
-            throw DataError(where(path, lineNo, c + 1, header[c]) +
-                            "expected a value, but the row ends after " + std::to_string(c) +
-                            " of the header's " + std::to_string(header.size()) + " columns");
+            throw DataError(ErrorKind::Csv, where(path, lineNo, c + 1, header[c]) +
+                                                "expected a value, but the row ends after " +
+                                                std::to_string(c) + " of the header's " +
+                                                std::to_string(header.size()) + " columns");
         }
         if (fields.size() > header.size()) {
-            throw DataError(where(path, lineNo, header.size() + 1) +
-                            "expected the row to end (the header has " +
-                            std::to_string(header.size()) + " columns), got '" +
-                            fields[header.size()] + "'");
+            throw DataError(ErrorKind::Csv, where(path, lineNo, header.size() + 1) +
+                                                "expected the row to end (the header has " +
+                                                std::to_string(header.size()) + " columns), got '" +
+                                                fields[header.size()] + "'");
         }
         for (std::size_t c = 0; c < fields.size(); ++c) {
             std::string error;
@@ -288,18 +295,19 @@ Dataset parseCsv(const std::string& path, LabelMode mode, int expectedFeatures, 
                 }
             }
             if (!error.empty()) {
-                throw DataError(where(path, lineNo, c + 1, header[c]) + error);
+                throw DataError(ErrorKind::Csv, where(path, lineNo, c + 1, header[c]) + error);
             }
         }
         ++data.rows;
     }
 
     if (header.empty()) {
-        throw DataError(path + ": the file is empty, expected a header row such as 'x0,x1,label'");
+        throw DataError(ErrorKind::Csv,
+                        path + ": the file is empty, expected a header row such as 'x0,x1,label'");
     }
     if (data.rows == 0) {
-        throw DataError(where(path, headerLine) +
-                        "expected data rows after the header, found none");
+        throw DataError(ErrorKind::Csv, where(path, headerLine) +
+                                            "expected data rows after the header, found none");
     }
     if (classes != nullptr) {
         *classes = maxLabel + 1;

@@ -12,8 +12,8 @@
 #include <system_error>
 #include <vector>
 
-#include "data/dataset.h"
 #include "core/errors.h"
+#include "data/dataset.h"
 
 namespace ensemble {
 namespace {
@@ -41,7 +41,8 @@ class GzReader {
     explicit GzReader(const std::string& path) : m_path(path) {
         m_file = gzopen(path.c_str(), "rb");
         if (m_file == nullptr) {
-            throw DataError(path + ": cannot open: " + std::generic_category().message(errno));
+            throw DataError(ErrorKind::ImageData,
+                            path + ": cannot open: " + std::generic_category().message(errno));
         }
         gzbuffer(m_file, 1u << 17);
     }
@@ -59,7 +60,8 @@ class GzReader {
             if (n < 0) {
                 int code = 0;
                 const char* message = gzerror(m_file, &code);
-                throw DataError(m_path + ": corrupt or truncated gzip data (" + message + ")");
+                throw DataError(ErrorKind::ImageData,
+                                m_path + ": corrupt or truncated gzip data (" + message + ")");
             }
             if (n == 0) {
                 // zlib flags a gzip stream cut short as Z_BUF_ERROR ("unexpected end of file").
@@ -69,7 +71,8 @@ class GzReader {
                     break;  // cut short: the caller says what was missing
                 }
                 if (code != Z_OK && code != Z_STREAM_END) {
-                    throw DataError(m_path + ": corrupt or truncated gzip data (" + message + ")");
+                    throw DataError(ErrorKind::ImageData,
+                                    m_path + ": corrupt or truncated gzip data (" + message + ")");
                 }
                 break;
             }
@@ -102,22 +105,23 @@ IdxData readIdx(const std::string& path, uint32_t expectedMagic) {
     const char* kindName = images ? "images" : "labels";
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) {
-        throw DataError(path + ": no such file");
+        throw DataError(ErrorKind::ImageData, path + ": no such file");
     }
     if (!std::filesystem::is_regular_file(path, ec)) {
-        throw DataError(path + ": not a regular file, expected an IDX " + std::string(kindName) +
-                        " file");
+        throw DataError(ErrorKind::ImageData, path + ": not a regular file, expected an IDX " +
+                                                  std::string(kindName) + " file");
     }
     const uint64_t fileSize = std::filesystem::file_size(path, ec);
     if (ec) {
-        throw DataError(path + ": cannot read its size: " + ec.message());
+        throw DataError(ErrorKind::ImageData, path + ": cannot read its size: " + ec.message());
     }
     const bool gz = isGzip(path);
 
     GzReader in(path);
     unsigned char head[4];
     if (in.read(head, 4) < 4) {
-        throw DataError(path + ": truncated: shorter than the 4-byte IDX magic number");
+        throw DataError(ErrorKind::ImageData,
+                        path + ": truncated: shorter than the 4-byte IDX magic number");
     }
     const uint32_t magic = bigEndian(head);
     if (magic != expectedMagic) {
@@ -125,18 +129,19 @@ IdxData readIdx(const std::string& path, uint32_t expectedMagic) {
         if (magic == (images ? kLabelsMagic : kImagesMagic)) {
             hint = images ? " (this is a labels file)" : " (this is an images file)";
         }
-        throw DataError(path + ": bad magic number " + hex(magic) + ", expected " +
-                        hex(expectedMagic) + " (IDX " + kindName + ": unsigned bytes, " +
-                        std::to_string(expectedMagic & 0xff) + " dimension" +
-                        ((expectedMagic & 0xff) > 1 ? "s" : "") + ")" + hint);
+        throw DataError(ErrorKind::ImageData,
+                        path + ": bad magic number " + hex(magic) + ", expected " +
+                            hex(expectedMagic) + " (IDX " + kindName + ": unsigned bytes, " +
+                            std::to_string(expectedMagic & 0xff) + " dimension" +
+                            ((expectedMagic & 0xff) > 1 ? "s" : "") + ")" + hint);
     }
 
     IdxData idx;
     const std::size_t ndims = expectedMagic & 0xff;
     std::vector<unsigned char> dimBytes(4 * ndims);
     if (in.read(dimBytes.data(), dimBytes.size()) < dimBytes.size()) {
-        throw DataError(path + ": truncated: the header ends before its " + std::to_string(ndims) +
-                        " dimension sizes");
+        throw DataError(ErrorKind::ImageData, path + ": truncated: the header ends before its " +
+                                                  std::to_string(ndims) + " dimension sizes");
     }
     for (std::size_t d = 0; d < ndims; ++d) {
         idx.dims.push_back(bigEndian(dimBytes.data() + 4 * d));
@@ -146,9 +151,10 @@ IdxData readIdx(const std::string& path, uint32_t expectedMagic) {
         const uint32_t rows = idx.dims[1];
         const uint32_t cols = idx.dims[2];
         if (rows == 0 || cols == 0 || rows > kMaxImageSide || cols > kMaxImageSide) {
-            throw DataError(path + ": the header gives images of " + std::to_string(rows) + "x" +
-                            std::to_string(cols) + " pixels, expected 1 to " +
-                            std::to_string(kMaxImageSide) + " per side");
+            throw DataError(ErrorKind::ImageData,
+                            path + ": the header gives images of " + std::to_string(rows) + "x" +
+                                std::to_string(cols) + " pixels, expected 1 to " +
+                                std::to_string(kMaxImageSide) + " per side");
         }
         itemSize = uint64_t{rows} * cols;
     }
@@ -161,12 +167,14 @@ IdxData readIdx(const std::string& path, uint32_t expectedMagic) {
                                       : std::string("labels")) +
                               " (" + std::to_string(headerSize + payload) + " bytes)";
     if (!gz && fileSize != headerSize + payload) {
-        throw DataError(path + (fileSize < headerSize + payload ? ": truncated: " : ": ") + claim +
-                        " but the file has " + std::to_string(fileSize) + " bytes");
+        throw DataError(ErrorKind::ImageData,
+                        path + (fileSize < headerSize + payload ? ": truncated: " : ": ") + claim +
+                            " but the file has " + std::to_string(fileSize) + " bytes");
     }
     if (gz && headerSize + payload > fileSize * kMaxDeflateRatio) {
-        throw DataError(path + ": corrupt header: " + claim + ", more than a gzip file of " +
-                        std::to_string(fileSize) + " bytes can hold");
+        throw DataError(ErrorKind::ImageData, path + ": corrupt header: " + claim +
+                                                  ", more than a gzip file of " +
+                                                  std::to_string(fileSize) + " bytes can hold");
     }
 
     // Plain files were checked exactly; gzip data grows chunk by chunk as it really arrives.
@@ -179,14 +187,16 @@ IdxData readIdx(const std::string& path, uint32_t expectedMagic) {
         const std::size_t got = in.read(idx.bytes.data() + old, want);
         idx.bytes.resize(old + got);
         if (got < want) {
-            throw DataError(path + ": truncated: " + claim + " but the data ends after " +
-                            std::to_string(headerSize + idx.bytes.size()) + " bytes" +
-                            (gz ? " (uncompressed)" : ""));
+            throw DataError(ErrorKind::ImageData,
+                            path + ": truncated: " + claim + " but the data ends after " +
+                                std::to_string(headerSize + idx.bytes.size()) + " bytes" +
+                                (gz ? " (uncompressed)" : ""));
         }
     }
     unsigned char extra = 0;
     if (in.read(&extra, 1) != 0) {
-        throw DataError(path + ": " + claim + " but the file holds more data after them");
+        throw DataError(ErrorKind::ImageData,
+                        path + ": " + claim + " but the file holds more data after them");
     }
     return idx;
 }
@@ -198,9 +208,10 @@ Dataset readIdxPair(const std::string& imagesPath, const std::string& labelsPath
     const IdxData images = readIdx(imagesPath, kImagesMagic);
     const IdxData labels = readIdx(labelsPath, kLabelsMagic);
     if (images.dims[0] != labels.dims[0]) {
-        throw DataError(imagesPath + " holds " + std::to_string(images.dims[0]) + " images but " +
-                        labelsPath + " holds " + std::to_string(labels.dims[0]) +
-                        " labels: expected one label per image");
+        throw DataError(ErrorKind::ImageData,
+                        imagesPath + " holds " + std::to_string(images.dims[0]) + " images but " +
+                            labelsPath + " holds " + std::to_string(labels.dims[0]) +
+                            " labels: expected one label per image");
     }
     imageHeight = static_cast<int>(images.dims[1]);
     imageWidth = static_cast<int>(images.dims[2]);

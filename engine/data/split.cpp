@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "data/dataset.h"
 #include "core/errors.h"
+#include "data/dataset.h"
 #include "math/philox.h"
 
 namespace ensemble {
@@ -98,15 +98,17 @@ IdxFiles locateMnist(const std::string& kind, const std::vector<std::string>& fo
             (folders.empty() ? std::string("~/.local/share/ensemblelab/mnist") : folders.front()) +
             "), or set dataset.path to a folder holding " + fileList + ".";
     }
-    throw DataError(kind + ": data not found. Looked in:" + looked + "\n" + how);
+    throw DataError(ErrorKind::ImageData,
+                    kind + ": data not found. Looked in:" + looked + "\n" + how);
 }
 
 void checkLabels(const Dataset& data, int classes, const std::string& what) {
     for (std::size_t i = 0; i < data.y.size(); ++i) {
         if (data.y[i] < 0 || data.y[i] >= classes) {
-            throw DataError(what + ": item " + std::to_string(i) + " has label " +
-                            std::to_string(data.y[i]) + ", expected 0 to " +
-                            std::to_string(classes - 1));
+            throw DataError(ErrorKind::ImageData, what + ": item " + std::to_string(i) +
+                                                      " has label " + std::to_string(data.y[i]) +
+                                                      ", expected 0 to " +
+                                                      std::to_string(classes - 1));
         }
     }
 }
@@ -150,14 +152,16 @@ void loadCsv(const DatasetConfig& c, DataSplit& split) {
                 }
                 return s;
             };
-            throw DataError(c.testPath + ": expected the same feature columns as " + c.path + " (" +
-                            join(all.featureNames) + "), got " + join(split.test.featureNames));
+            throw DataError(ErrorKind::Csv, c.testPath + ": expected the same feature columns as " +
+                                                c.path + " (" + join(all.featureNames) + "), got " +
+                                                join(split.test.featureNames));
         }
         split.classes = std::max(trainClasses, testClasses);
         split.train = std::move(all);
     }
     if (split.classes < 2) {
-        throw DataError(c.path + ": every label is 0, expected at least two classes (0 and 1)");
+        throw DataError(ErrorKind::Csv,
+                        c.path + ": every label is 0, expected at least two classes (0 and 1)");
     }
 }
 
@@ -174,9 +178,11 @@ void loadMnist(const DatasetConfig& c, DataSplit& split) {
     split.test = readIdxPair(files.testImages, files.testLabels, testWidth, testHeight);
     if (testWidth != width || testHeight != height) {
         // rows x columns, as the IDX header orders them
-        throw DataError(files.testImages + ": images of " + std::to_string(testHeight) + "x" +
-                        std::to_string(testWidth) + " pixels, expected " + std::to_string(height) +
-                        "x" + std::to_string(width) + " as in " + files.trainImages);
+        throw DataError(ErrorKind::ImageData,
+                        files.testImages + ": images of " + std::to_string(testHeight) + "x" +
+                            std::to_string(testWidth) + " pixels, expected " +
+                            std::to_string(height) + "x" + std::to_string(width) + " as in " +
+                            files.trainImages);
     }
     split.classes = kMnistClasses;
     checkLabels(split.train, kMnistClasses, files.trainLabels);

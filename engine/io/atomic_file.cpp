@@ -25,7 +25,7 @@ std::string errorText(int err) {
 }
 
 [[noreturn]] void failWrite(const std::string& what, int err) {
-    throw RuntimeError(what + ": " + errorText(err));
+    throw RuntimeError(ErrorKind::Io, what + ": " + errorText(err));
 }
 
 // Writes all of [data, data + size), retrying short writes and EINTR. Returns 0 or an errno.
@@ -152,7 +152,7 @@ void writeFileAtomic(const std::string& path, const std::function<void(std::ostr
     const std::filesystem::path target(path);
     const std::string name = target.filename().string();
     if (name.empty() || name == "." || name == "..") {
-        throw RuntimeError(path + ": cannot write: not a file path");
+        throw RuntimeError(ErrorKind::Io, path + ": cannot write: not a file path");
     }
     // Same directory as the target, so rename() stays within one file system and is atomic.
     const std::filesystem::path dir = target.parent_path();
@@ -194,7 +194,8 @@ void writeFileAtomic(const std::string& path, const std::function<void(std::ostr
             failWrite(path + ": cannot write '" + tmp.path + "'", buffer.error());
         }
         if (!out) {
-            throw RuntimeError(path + ": cannot write: the output stream was left failed");
+            throw RuntimeError(ErrorKind::Io,
+                               path + ": cannot write: the output stream was left failed");
         }
     }
     if (::fsync(tmp.fd) != 0) {

@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
-#include <map>
-#include <set>
 #include <sstream>
+#include <stdexcept>
+#include <tuple>
 
 #include "core/errors.h"
+#include "io/config_schema.h"
 #include "io/presets_embedded.h"
 
 namespace ensemble {
@@ -16,146 +17,222 @@ namespace {
 
 using nlohmann::json;
 
-// The schema: every section and key a config may hold. Anything else is an error.
-const std::map<std::string, std::set<std::string>>& schema() {
-    static const std::map<std::string, std::set<std::string>> keys = {
-        {"dataset",
-         {"kind", "n", "noise", "rotations", "classes", "test_fraction", "seed", "path",
-          "test_path", "limit"}},
-        {"model", {"hidden", "activation"}},
-        {"ensemble", {"members", "bootstrap", "seed"}},
-        {"optimizer", {"kind", "lr", "momentum", "weight_decay", "betas", "eps"}},
-        {"training", {"batch_size", "steps", "epochs", "eval_every"}},
-        {"backend", {"kind", "threads", "device"}},
-    };
-    return keys;
+std::string integerRange(const KeySpec& spec) {
+    return "[" + std::to_string(static_cast<int64_t>(spec.min)) + ", " +
+           std::to_string(static_cast<int64_t>(spec.max)) + "]";
 }
 
-[[noreturn]] void fail(const std::string& key, const std::string& what) {
-    throw ConfigError(key + ": " + what);
-}
-
-const json& at(const json& root, const std::string& section, const std::string& key) {
-    return root.at(section).at(key);
-}
-
-std::string name(const std::string& section, const std::string& key) {
-    return section + "." + key;
-}
-
-int64_t getInt(const json& root, const std::string& section, const std::string& key, int64_t lo,
-               int64_t hi) {
-    const json& v = at(root, section, key);
-    const std::string k = name(section, key);
-    int64_t value = 0;
-    if (v.is_number_integer()) {
-        value = v.get<int64_t>();
-    } else if (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>() &&
-               std::abs(v.get<double>()) < 9e15) {
-        value = static_cast<int64_t>(v.get<double>());
-    } else {
-        fail(k, "expected an integer, got " + v.dump());
-    }
-    if (value < lo || value > hi) {
-        fail(k, "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
-                    "], got " + std::to_string(value));
-    }
-    return value;
-}
-
-double getNumber(const json& v, const std::string& k, double lo, double hi, bool openLo = false) {
+double checkedNumber(const json& v, const std::string& key, double lo, double hi, bool openLo,
+                     bool openHi = false) {
     if (!v.is_number()) {
-        fail(k, "expected a number, got " + v.dump());
+        throw ConfigError(key, "expected a number, got " + v.dump());
     }
     const double value = v.get<double>();
-    if (!std::isfinite(value) || value < lo || value > hi || (openLo && value == lo)) {
+    if (!std::isfinite(value) || value < lo || value > hi || (openLo && value == lo) ||
+        (openHi && value == hi)) {
         std::ostringstream os;
-        os << "expected a number in " << (openLo ? "(" : "[") << lo << ", " << hi << "], got "
-           << value;
-        fail(k, os.str());
+        os << "expected a number in " << (openLo ? "(" : "[") << lo << ", " << hi
+           << (openHi ? ")" : "]") << ", got " << value;
+        throw ConfigError(key, os.str());
     }
     return value;
 }
 
-double getNumber(const json& root, const std::string& section, const std::string& key, double lo,
-                 double hi, bool openLo = false) {
-    return getNumber(at(root, section, key), name(section, key), lo, hi, openLo);
-}
+// Typed, validated reads of a config whose keys were checked and defaults filled. Each read
+// takes its range, choices and messages from the key's schema row.
+class ConfigValues {
+  public:
+    explicit ConfigValues(const json& root) : m_root(root) {}
 
-std::string getString(const json& root, const std::string& section, const std::string& key) {
-    const json& v = at(root, section, key);
-    if (!v.is_string()) {
-        fail(name(section, key), "expected a string, got " + v.dump());
+    const json& raw(const KeySpec& spec) const {
+        const json* v = valueOrDefault(m_root, spec);
+        return *v;
     }
-    return v.get<std::string>();
-}
 
-template <typename E>
-E getEnum(const json& root, const std::string& section, const std::string& key,
-          const std::vector<std::pair<std::string, E>>& choices) {
-    const std::string value = getString(root, section, key);
-    std::string list;
-    for (const auto& [text, e] : choices) {
-        if (text == value) {
-            return e;
+    int64_t integer(std::string_view key) const {
+        const KeySpec& spec = expect(key, KeyType::Integer);
+        const json& v = raw(spec);
+        int64_t value = 0;
+        if (v.is_number_integer()) {
+            value = v.get<int64_t>();
+        } else if (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>() &&
+                   std::abs(v.get<double>()) < 9e15) {
+            value = static_cast<int64_t>(v.get<double>());
+        } else {
+            throw ConfigError(spec.key, "expected an integer, got " + v.dump());
         }
-        list += list.empty() ? "" : " | ";
-        list += text;
-    }
-    fail(name(section, key), "expected one of " + list + ", got \"" + value + "\"");
-}
-
-uint64_t getSeed(const json& root, const std::string& section) {
-    const json& v = at(root, section, "seed");
-    if (v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0)) {
-        return v.get<uint64_t>();
-    }
-    fail(name(section, "seed"), "expected a non-negative integer, got " + v.dump());
-}
-
-// A per-member hyperparameter: a number (all members), a list of K numbers, or
-// {"log_uniform": [lo, hi]}: K log-spaced values lo * (hi/lo)^(k/(K-1)) in member order.
-std::vector<double> perMember(const json& v, const std::string& k, int members, double lo,
-                              double hi) {
-    std::vector<double> out;
-    if (v.is_number()) {
-        out.assign(members, getNumber(v, k, lo, hi));
-    } else if (v.is_array()) {
-        if (static_cast<int>(v.size()) != members) {
-            fail(k, "a list needs one value per member: expected " + std::to_string(members) +
-                        " values, got " + std::to_string(v.size()));
+        if (value < static_cast<int64_t>(spec.min) || value > static_cast<int64_t>(spec.max)) {
+            throw ConfigError(spec.key, "expected an integer in " + integerRange(spec) + ", got " +
+                                            std::to_string(value));
         }
+        return value;
+    }
+
+    double number(std::string_view key) const {
+        const KeySpec& spec = expect(key, KeyType::Number);
+        return checkedNumber(raw(spec), spec.key, spec.min, spec.max, spec.minExclusive);
+    }
+
+    uint64_t seed(std::string_view key) const {
+        const KeySpec& spec = expect(key, KeyType::Seed);
+        const json& v = raw(spec);
+        if (v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0)) {
+            return v.get<uint64_t>();
+        }
+        throw ConfigError(spec.key, "expected a non-negative integer, got " + v.dump());
+    }
+
+    std::string text(std::string_view key) const {
+        const KeySpec& spec = expect(key, KeyType::String);
+        return stringOf(spec);
+    }
+
+    std::string choice(std::string_view key) const {
+        const KeySpec& spec = expect(key, KeyType::Choice);
+        const std::string value = stringOf(spec);
+        std::string list;
+        for (const Choice& c : spec.choices) {
+            if (value == c.name) {
+                return value;
+            }
+            list += (list.empty() ? "" : " | ") + std::string(c.name);
+        }
+        throw ConfigError(spec.key, "expected one of " + list + ", got \"" + value + "\"");
+    }
+
+    template <NamedEnum E>
+    E choice(std::string_view key) const {
+        E out{};
+        enumFromName(choice(key), out);  // the row's choices are choicesOf<E>()
+        return out;
+    }
+
+    std::vector<int> widths(std::string_view key) const {
+        const KeySpec& spec = expect(key, KeyType::Widths);
+        const json& v = raw(spec);
+        if (!v.is_array()) {
+            throw ConfigError(spec.key, "expected a list of layer widths such as " +
+                                            spec.defaultValue.dump() + ", got " + v.dump());
+        }
+        std::vector<int> out;
         for (std::size_t i = 0; i < v.size(); ++i) {
-            out.push_back(getNumber(v[i], k + "[" + std::to_string(i) + "]", lo, hi));
+            if (!v[i].is_number_integer() || v[i].get<int64_t>() < spec.min ||
+                v[i].get<int64_t>() > spec.max) {
+                throw ConfigError(spec.key + "[" + std::to_string(i) + "]",
+                                  "expected a width between " +
+                                      std::to_string(static_cast<int64_t>(spec.min)) + " and " +
+                                      std::to_string(static_cast<int64_t>(spec.max)) + ", got " +
+                                      v[i].dump());
+            }
+            out.push_back(v[i].get<int>());
         }
-    } else if (v.is_object() && v.size() == 1 && v.contains("log_uniform")) {
-        const json& range = v["log_uniform"];
-        if (!range.is_array() || range.size() != 2) {
-            fail(k, "log_uniform expects [lo, hi], got " + range.dump());
-        }
-        const double a = getNumber(range[0], k + ".log_uniform[0]", std::max(lo, 0.0), hi, true);
-        const double b = getNumber(range[1], k + ".log_uniform[1]", std::max(lo, 0.0), hi, true);
-        for (int m = 0; m < members; ++m) {
-            const double t = members > 1 ? static_cast<double>(m) / (members - 1) : 0.0;
-            out.push_back(a * std::pow(b / a, t));
-        }
-    } else {
-        fail(k, "expected a number, a list of " + std::to_string(members) +
-                    " numbers or {\"log_uniform\": [lo, hi]}, got " + v.dump());
+        return out;
     }
-    return out;
-}
 
-// Fills `out` with `defaults` where keys are missing, recursively for objects.
-void mergeDefaults(json& out, const json& defaults) {
-    for (auto it = defaults.begin(); it != defaults.end(); ++it) {
-        if (!out.contains(it.key())) {
-            out[it.key()] = it.value();
-        } else if (it.value().is_object() && out[it.key()].is_object()) {
-            mergeDefaults(out[it.key()], it.value());
+    // A number (all members), a list of K numbers, or {"log_uniform": [lo, hi]}: K log-spaced
+    // values lo * (hi/lo)^(k/(K-1)) in member order.
+    std::vector<double> perMember(std::string_view key) const {
+        const KeySpec& spec = expect(key, KeyType::PerMember);
+        const int members = static_cast<int>(integer("ensemble.members"));
+        const json& v = raw(spec);
+        const std::string& k = spec.key;
+        std::vector<double> out;
+        if (v.is_number()) {
+            out.assign(members, checkedNumber(v, k, spec.min, spec.max, false));
+        } else if (v.is_array()) {
+            if (static_cast<int>(v.size()) != members) {
+                throw ConfigError(k, "a list needs one value per member: expected " +
+                                         std::to_string(members) + " values, got " +
+                                         std::to_string(v.size()));
+            }
+            for (std::size_t i = 0; i < v.size(); ++i) {
+                out.push_back(checkedNumber(v[i], k + "[" + std::to_string(i) + "]", spec.min,
+                                            spec.max, false));
+            }
+        } else if (v.is_object() && v.size() == 1 && v.contains("log_uniform")) {
+            const json& range = v["log_uniform"];
+            if (!range.is_array() || range.size() != 2) {
+                throw ConfigError(k, "log_uniform expects [lo, hi], got " + range.dump());
+            }
+            const double lo = std::max(spec.min, 0.0);
+            const double a = checkedNumber(range[0], k + ".log_uniform[0]", lo, spec.max, true);
+            const double b = checkedNumber(range[1], k + ".log_uniform[1]", lo, spec.max, true);
+            for (int m = 0; m < members; ++m) {
+                const double t = members > 1 ? static_cast<double>(m) / (members - 1) : 0.0;
+                out.push_back(a * std::pow(b / a, t));
+            }
+        } else {
+            throw ConfigError(k, "expected a number, a list of " + std::to_string(members) +
+                                     " numbers or {\"log_uniform\": [lo, hi]}, got " + v.dump());
+        }
+        return out;
+    }
+
+    std::pair<double, double> pair(std::string_view key) const {
+        const KeySpec& spec = expect(key, KeyType::NumberPair);
+        const json& v = raw(spec);
+        if (!v.is_array() || v.size() != 2) {
+            throw ConfigError(spec.key, "expected two numbers such as " + spec.defaultValue.dump() +
+                                            ", got " + v.dump());
+        }
+        return {checkedNumber(v[0], spec.key + "[0]", spec.min, spec.max, false, true),
+                checkedNumber(v[1], spec.key + "[1]", spec.min, spec.max, false, true)};
+    }
+
+    // Reads every key that applies, so a key no field uses yet is still validated.
+    void validateAll() const {
+        for (const KeySpec& spec : configSchema()) {
+            if (!keyApplies(spec, m_root)) {
+                continue;
+            }
+            switch (spec.type) {
+                case KeyType::Integer:
+                    integer(spec.key);
+                    break;
+                case KeyType::Number:
+                    number(spec.key);
+                    break;
+                case KeyType::Seed:
+                    seed(spec.key);
+                    break;
+                case KeyType::String:
+                    text(spec.key);
+                    break;
+                case KeyType::Choice:
+                    choice(spec.key);
+                    break;
+                case KeyType::Widths:
+                    widths(spec.key);
+                    break;
+                case KeyType::PerMember:
+                    perMember(spec.key);
+                    break;
+                case KeyType::NumberPair:
+                    pair(spec.key);
+                    break;
+            }
         }
     }
-}
+
+  private:
+    static const KeySpec& expect(std::string_view key, KeyType type) {
+        const KeySpec& spec = keySpec(key);
+        if (spec.type != type) {
+            throw std::logic_error("config: " + spec.key + " is read as the wrong type");
+        }
+        return spec;
+    }
+
+    std::string stringOf(const KeySpec& spec) const {
+        const json& v = raw(spec);
+        if (!v.is_string()) {
+            throw ConfigError(spec.key, "expected a string, got " + v.dump());
+        }
+        return v.get<std::string>();
+    }
+
+    const json& m_root;
+};
 
 }  // namespace
 
@@ -168,140 +245,56 @@ int64_t ExperimentConfig::totalSteps(int64_t trainRows) const {
 }
 
 json defaultConfigJson() {
-    return json{
-        {"dataset",
-         {{"kind", "spirals"},
-          {"n", 1000},
-          {"noise", 0.05},
-          {"rotations", 1.0},
-          {"classes", 2},
-          {"test_fraction", 0.2},
-          {"seed", 0},
-          {"path", ""},
-          {"test_path", ""},
-          {"limit", 0}}},
-        {"model", {{"hidden", {32, 32}}, {"activation", "relu"}}},
-        {"ensemble", {{"members", 8}, {"bootstrap", "none"}, {"seed", 0}}},
-        {"optimizer",
-         {{"kind", "adam"},
-          {"lr", 0.01},
-          {"momentum", 0.9},
-          {"weight_decay", 0.0},
-          {"betas", {0.9, 0.999}},
-          {"eps", 1e-8}}},
-        {"training", {{"batch_size", 32}, {"steps", 2000}, {"epochs", 0}, {"eval_every", 100}}},
-        {"backend", {{"kind", "auto"}, {"threads", 0}, {"device", 0}}},
-    };
+    return withDefaults(json::object());
 }
 
 ExperimentConfig parseConfig(const json& input) {
-    if (!input.is_object()) {
-        throw ConfigError("config: expected a JSON object, got " + input.dump());
-    }
-    for (auto it = input.begin(); it != input.end(); ++it) {
-        const auto section = schema().find(it.key());
-        if (section == schema().end()) {
-            fail(it.key(),
-                 "unknown section (expected dataset, model, ensemble, optimizer, "
-                 "training or backend)");
-        }
-        if (!it.value().is_object()) {
-            fail(it.key(), "expected an object, got " + it.value().dump());
-        }
-        for (auto kv = it.value().begin(); kv != it.value().end(); ++kv) {
-            if (!section->second.count(kv.key())) {
-                std::string known;
-                for (const auto& k : section->second) {
-                    known += known.empty() ? "" : ", ";
-                    known += k;
-                }
-                fail(name(it.key(), kv.key()), "unknown key (known: " + known + ")");
-            }
-        }
-    }
-    json root = input;
-    mergeDefaults(root, defaultConfigJson());
+    checkConfigKeys(input);
+    json root = withDefaults(input);
+    const ConfigValues v(root);
+    v.validateAll();
 
     ExperimentConfig c;
     DatasetConfig& d = c.dataset;
-    d.kind = getEnum<std::string>(root, "dataset", "kind",
-                                  {{"spirals", "spirals"},
-                                   {"moons", "moons"},
-                                   {"circles", "circles"},
-                                   {"xor", "xor"},
-                                   {"blobs", "blobs"},
-                                   {"csv", "csv"},
-                                   {"mnist", "mnist"},
-                                   {"fashion-mnist", "fashion-mnist"}});
-    d.n = getInt(root, "dataset", "n", 4, 50'000'000);
-    d.noise = getNumber(root, "dataset", "noise", 0.0, 100.0);
-    d.rotations = getNumber(root, "dataset", "rotations", 0.0, 100.0);
-    d.classes = static_cast<int>(getInt(root, "dataset", "classes", 2, 1000));
-    d.testFraction = getNumber(root, "dataset", "test_fraction", 0.0, 0.95);
-    d.seed = getSeed(root, "dataset");
-    d.path = getString(root, "dataset", "path");
-    d.testPath = getString(root, "dataset", "test_path");
-    d.limit = getInt(root, "dataset", "limit", 0, 1'000'000'000);
+    d.kind = v.choice("dataset.kind");
+    d.n = v.integer("dataset.n");
+    d.noise = v.number("dataset.noise");
+    d.rotations = v.number("dataset.rotations");
+    d.classes = static_cast<int>(v.integer("dataset.classes"));
+    d.testFraction = v.number("dataset.test_fraction");
+    d.seed = v.seed("dataset.seed");
+    d.path = v.text("dataset.path");
+    d.testPath = v.text("dataset.test_path");
+    d.limit = v.integer("dataset.limit");
     if (d.kind == "csv" && d.path.empty()) {
-        fail("dataset.path", "the csv dataset needs the path of a CSV file");
+        throw ConfigError("dataset.path", "the csv dataset needs the path of a CSV file");
     }
 
-    const json& hidden = at(root, "model", "hidden");
-    if (!hidden.is_array()) {
-        fail("model.hidden",
-             "expected a list of layer widths such as [32, 32], got " + hidden.dump());
-    }
-    for (std::size_t i = 0; i < hidden.size(); ++i) {
-        if (!hidden[i].is_number_integer() || hidden[i].get<int64_t>() < 1 ||
-            hidden[i].get<int64_t>() > 65536) {
-            fail("model.hidden[" + std::to_string(i) + "]",
-                 "expected a width between 1 and 65536, got " + hidden[i].dump());
-        }
-    }
-    c.model.hidden.clear();
-    for (const auto& w : hidden) {
-        c.model.hidden.push_back(w.get<int>());
-    }
-    c.model.activation = getEnum<Activation>(
-        root, "model", "activation",
-        {{"relu", Activation::Relu}, {"tanh", Activation::Tanh}, {"gelu", Activation::Gelu}});
+    c.model.kind = v.choice("model.kind");
+    c.model.hidden = v.widths("model.hidden");
+    c.model.activation = v.choice<Activation>("model.activation");
 
-    c.ensemble.members = static_cast<int>(getInt(root, "ensemble", "members", 1, 100000));
-    c.ensemble.bootstrap = getEnum<BootstrapMode>(root, "ensemble", "bootstrap",
-                                                  {{"none", BootstrapMode::None},
-                                                   {"resample", BootstrapMode::Resample},
-                                                   {"poisson", BootstrapMode::Poisson}});
-    c.ensemble.seed = getSeed(root, "ensemble");
+    c.ensemble.members = static_cast<int>(v.integer("ensemble.members"));
+    c.ensemble.bootstrap = v.choice<BootstrapMode>("ensemble.bootstrap");
+    c.ensemble.seed = v.seed("ensemble.seed");
 
-    const int k = c.ensemble.members;
     OptimizerConfig& o = c.optimizer;
-    o.kind = getEnum<OptimizerKind>(root, "optimizer", "kind",
-                                    {{"adam", OptimizerKind::Adam},
-                                     {"adamw", OptimizerKind::AdamW},
-                                     {"sgd", OptimizerKind::Sgd}});
-    o.lr = perMember(at(root, "optimizer", "lr"), "optimizer.lr", k, 0.0, 1e4);
-    o.momentum = perMember(at(root, "optimizer", "momentum"), "optimizer.momentum", k, 0.0, 0.9999);
-    o.weightDecay =
-        perMember(at(root, "optimizer", "weight_decay"), "optimizer.weight_decay", k, 0.0, 10.0);
-    const json& betas = at(root, "optimizer", "betas");
-    if (!betas.is_array() || betas.size() != 2) {
-        fail("optimizer.betas", "expected [beta1, beta2], got " + betas.dump());
-    }
-    o.beta1 = getNumber(betas[0], "optimizer.betas[0]", 0.0, 0.999999);
-    o.beta2 = getNumber(betas[1], "optimizer.betas[1]", 0.0, 0.99999999);
-    o.eps = getNumber(root, "optimizer", "eps", 0.0, 1.0, true);
+    o.kind = v.choice<OptimizerKind>("optimizer.kind");
+    o.lr = v.perMember("optimizer.lr");
+    o.momentum = v.perMember("optimizer.momentum");
+    o.weightDecay = v.perMember("optimizer.weight_decay");
+    std::tie(o.beta1, o.beta2) = v.pair("optimizer.betas");
+    o.eps = v.number("optimizer.eps");
 
     TrainingConfig& t = c.training;
-    t.batchSize = static_cast<int>(getInt(root, "training", "batch_size", 1, 1 << 20));
-    t.steps = getInt(root, "training", "steps", 0, int64_t{1} << 40);
-    t.epochs = getNumber(root, "training", "epochs", 0.0, 1e6);
-    t.evalEvery = getInt(root, "training", "eval_every", 0, int64_t{1} << 40);
+    t.batchSize = static_cast<int>(v.integer("training.batch_size"));
+    t.steps = v.integer("training.steps");
+    t.epochs = v.number("training.epochs");
+    t.evalEvery = v.integer("training.eval_every");
 
-    c.backend.kind = getEnum<BackendKind>(
-        root, "backend", "kind",
-        {{"auto", BackendKind::Auto}, {"cpu", BackendKind::Cpu}, {"cuda", BackendKind::Cuda}});
-    c.backend.threads = static_cast<int>(getInt(root, "backend", "threads", 0, 1024));
-    c.backend.device = static_cast<int>(getInt(root, "backend", "device", 0, 64));
+    c.backend.kind = v.choice<BackendKind>("backend.kind");
+    c.backend.threads = static_cast<int>(v.integer("backend.threads"));
+    c.backend.device = static_cast<int>(v.integer("backend.device"));
 
     c.json = std::move(root);
     return c;
@@ -364,79 +357,99 @@ std::string presetText(const std::string& presetName) {
     return {};
 }
 
-json loadConfigJson(const std::string& fileOrPreset) {
-    std::ifstream in(fileOrPreset, std::ios::binary);
+namespace {
+
+struct ConfigText {
     std::string text;
-    std::string origin = fileOrPreset;
+    std::string origin;  // the file, or "preset NAME"
+    bool isFile = false;
+};
+
+ConfigText readConfigText(const std::string& fileOrPreset) {
+    std::ifstream in(fileOrPreset, std::ios::binary);
     if (in) {
         std::ostringstream ss;
         ss << in.rdbuf();
-        text = ss.str();
-    } else {
-        text = presetText(fileOrPreset);
-        origin = "preset " + fileOrPreset;
-        if (text.empty()) {
-            std::string names;
-            for (const auto& n : presetNames()) {
-                names += names.empty() ? "" : ", ";
-                names += n;
+        return {ss.str(), fileOrPreset, true};
+    }
+    std::string text = presetText(fileOrPreset);
+    if (text.empty()) {
+        std::string names;
+        for (const auto& n : presetNames()) {
+            names += names.empty() ? "" : ", ";
+            names += n;
+        }
+        throw ConfigError("--config " + fileOrPreset,
+                          "no such file, and not a preset (presets: " + names + ")");
+    }
+    return {std::move(text), "preset " + fileOrPreset, false};
+}
+
+json parseConfigText(const ConfigText& source) {
+    try {
+        return json::parse(source.text);
+    } catch (const json::parse_error& e) {
+        // The line and column of the byte where parsing stopped.
+        FilePosition where{source.isFile ? source.origin : std::string(), 1, 1};
+        const std::size_t end = std::min<std::size_t>(e.byte, source.text.size());
+        for (std::size_t i = 0; i + 1 < end; ++i) {
+            if (source.text[i] == '\n') {
+                ++where.line;
+                where.column = 1;
+            } else {
+                ++where.column;
             }
-            throw ConfigError("--config " + fileOrPreset +
-                              ": no such file, and not a preset (presets: " + names + ")");
+        }
+        throw DataError(ErrorKind::Json, where, source.origin + ": not valid JSON: " + e.what());
+    }
+}
+
+}  // namespace
+
+json loadConfigJson(const std::string& fileOrPreset) {
+    return parseConfigText(readConfigText(fileOrPreset));
+}
+
+ComposedConfig composeConfig(const std::string& fileOrPreset,
+                             const std::vector<std::string>& assignments) {
+    ComposedConfig out;
+    json base = json::object();
+    if (!fileOrPreset.empty()) {
+        ConfigText source = readConfigText(fileOrPreset);
+        base = parseConfigText(source);
+        if (source.isFile) {
+            out.origin = source.origin;
+            out.text = std::move(source.text);
         }
     }
+    out.overrides = json::object();
+    for (const std::string& a : assignments) {
+        applyOverride(out.overrides, a);
+    }
+    out.json = overlayConfig(base, out.overrides, &out.notices);
+    return out;
+}
+
+ExperimentConfig parseConfig(const ComposedConfig& composed) {
     try {
-        return json::parse(text);
-    } catch (const json::parse_error& e) {
-        throw DataError(origin + ": not valid JSON: " + e.what());
-    }
-}
-
-const char* toString(BootstrapMode mode) {
-    switch (mode) {
-        case BootstrapMode::Resample:
-            return "resample";
-        case BootstrapMode::Poisson:
-            return "poisson";
-        case BootstrapMode::None:
-        default:
-            return "none";
-    }
-}
-
-const char* toString(Activation activation) {
-    switch (activation) {
-        case Activation::Tanh:
-            return "tanh";
-        case Activation::Gelu:
-            return "gelu";
-        case Activation::Relu:
-        default:
-            return "relu";
-    }
-}
-
-const char* toString(OptimizerKind kind) {
-    switch (kind) {
-        case OptimizerKind::AdamW:
-            return "adamw";
-        case OptimizerKind::Sgd:
-            return "sgd";
-        case OptimizerKind::Adam:
-        default:
-            return "adam";
-    }
-}
-
-const char* toString(BackendKind kind) {
-    switch (kind) {
-        case BackendKind::Cpu:
-            return "cpu";
-        case BackendKind::Cuda:
-            return "cuda";
-        case BackendKind::Auto:
-        default:
-            return "auto";
+        return parseConfig(composed.json);
+    } catch (const ConfigError& e) {
+        const std::string& key = e.key();
+        const std::string section = key.substr(0, key.find('.'));
+        const std::string rest = key.substr(std::min(key.size(), section.size() + 1));
+        const std::string name = rest.substr(0, rest.find_first_of(".["));
+        const bool overridden = composed.overrides.contains(section) &&
+                                composed.overrides[section].is_object() &&
+                                composed.overrides[section].contains(name);
+        if (key.empty() || composed.text.empty() || overridden) {
+            throw;
+        }
+        FilePosition where = locateKey(composed.text, key);
+        if (where.line == 0) {
+            throw;
+        }
+        where.file = composed.origin;
+        throw ConfigError(key, e.reason(), where);
     }
 }
 

@@ -6,35 +6,35 @@
 
 #include <nlohmann/json.hpp>
 
-#include "math/activations.h"
-#include "math/optim_rules.h"
-#include "sampling/batch_plan.h"
+#include "io/config_schema.h"
 
 namespace ensemble {
 
-// Every config key, its default and its meaning is documented once, in README.md
-// ("Configuration"). Field names mirror the JSON keys.
+// The fields of a parsed config, named after their JSON keys. Their defaults, ranges and
+// meanings live in one place, the schema (io/config_schema.h); the fields have no initialisers
+// of their own, so a config that did not come from parseConfig() is visibly unset.
 
 struct DatasetConfig {
-    std::string kind = "spirals";  // spirals|moons|circles|xor|blobs|csv|mnist|fashion-mnist
-    int64_t n = 1000;              // generated points (2-D kinds)
-    double noise = 0.05;           // Gaussian noise std (2-D kinds)
-    double rotations = 1.0;        // spirals: turns of each arm
-    int classes = 2;               // blobs: number of classes
-    double testFraction = 0.2;     // held-out fraction when there is no separate test file
-    uint64_t seed = 0;             // data generation and split
-    std::string path;              // csv: the file; mnist/fashion-mnist: the folder
-    std::string testPath;          // csv: optional separate test file
-    int64_t limit = 0;             // use only the first `limit` train rows (0 = all)
+    std::string kind;
+    int64_t n = 0;
+    double noise = 0.0;
+    double rotations = 0.0;
+    int classes = 0;
+    double testFraction = 0.0;
+    uint64_t seed = 0;
+    std::string path;
+    std::string testPath;
+    int64_t limit = 0;
 };
 
 struct ModelConfig {
-    std::vector<int> hidden = {32, 32};
+    std::string kind;
+    std::vector<int> hidden;
     Activation activation = Activation::Relu;
 };
 
 struct EnsembleConfig {
-    int members = 8;
+    int members = 0;
     BootstrapMode bootstrap = BootstrapMode::None;
     uint64_t seed = 0;
 };
@@ -45,19 +45,17 @@ struct OptimizerConfig {
     std::vector<double> lr;           // K values
     std::vector<double> momentum;     // K values
     std::vector<double> weightDecay;  // K values
-    double beta1 = 0.9;
-    double beta2 = 0.999;
-    double eps = 1e-8;
+    double beta1 = 0.0;
+    double beta2 = 0.0;
+    double eps = 0.0;
 };
 
 struct TrainingConfig {
-    int batchSize = 32;
-    int64_t steps = 1000;  // used when epochs == 0
-    double epochs = 0.0;   // > 0: train this many passes over the train split instead
-    int64_t evalEvery = 100;
+    int batchSize = 0;
+    int64_t steps = 0;    // used when epochs == 0
+    double epochs = 0.0;  // > 0: train this many passes over the train split instead
+    int64_t evalEvery = 0;
 };
-
-enum class BackendKind { Auto, Cpu, Cuda };
 
 struct BackendConfig {
     BackendKind kind = BackendKind::Auto;
@@ -72,19 +70,20 @@ struct ExperimentConfig {
     OptimizerConfig optimizer;
     TrainingConfig training;
     BackendConfig backend;
-    // The config as JSON with every default filled in: stored in exported weights and saved
-    // by the GUI, so a run can always be repeated exactly.
+    // The config as JSON: exactly the keys that apply, every default filled in. Stored in
+    // exported weights and saved by the GUI, so a run can always be repeated exactly.
     nlohmann::json json;
 
     // Steps the run takes: `training.steps`, or ceil(epochs * N / B) when epochs are given.
     int64_t totalSteps(int64_t trainRows) const;
 };
 
-// The default configuration (the spirals preset's base).
+// The default configuration: every key that applies, at its default.
 nlohmann::json defaultConfigJson();
 
-// Reads and validates a config. Throws ConfigError naming the key for unknown keys, wrong
-// types and out-of-range values. Missing keys take their defaults.
+// Reads and validates a config. Throws ConfigError naming the key for unknown keys, keys that
+// do not apply (model.hidden with another model.kind), wrong types and out-of-range values.
+// Missing keys that apply take their defaults.
 ExperimentConfig parseConfig(const nlohmann::json& json);
 
 // Applies one `--set key=value` override to `json` in place: `key` is dotted
@@ -92,17 +91,30 @@ ExperimentConfig parseConfig(const nlohmann::json& json);
 void applyOverride(nlohmann::json& json, const std::string& assignment);
 
 // Loads a config from a file path or a built-in preset name (resources/presets/<name>.json).
-// Throws ConfigError when it is neither, DataError when the file is not valid JSON.
+// Throws ConfigError when it is neither, DataError (kind Json, with the position) when the file
+// is not valid JSON.
 nlohmann::json loadConfigJson(const std::string& fileOrPreset);
+
+// A config built the way the CLI and the app build one: a file or preset (the base), then a
+// list of `--set` assignments as one layer over it.
+struct ComposedConfig {
+    nlohmann::json json;               // the merged config (not yet validated)
+    std::vector<std::string> notices;  // base keys the overrides made inapplicable, dropped
+    std::string origin;                // the file (empty for a preset or no --config)
+    std::string text;                  // the file's text, to locate keys in it
+    nlohmann::json overrides;          // the --set layer
+};
+// `fileOrPreset` may be empty (no base). Throws ConfigError for a malformed or inapplicable
+// --set, and what loadConfigJson throws.
+ComposedConfig composeConfig(const std::string& fileOrPreset,
+                             const std::vector<std::string>& assignments);
+// parseConfig of a composed config; a ConfigError about a key written in the file (and not
+// overridden) carries the file's name, line and column.
+ExperimentConfig parseConfig(const ComposedConfig& composed);
 
 // Names of the built-in presets, sorted.
 std::vector<std::string> presetNames();
 // A built-in preset's JSON text, or empty when there is none by that name.
 std::string presetText(const std::string& name);
-
-const char* toString(BootstrapMode mode);
-const char* toString(Activation activation);
-const char* toString(OptimizerKind kind);
-const char* toString(BackendKind kind);
 
 }  // namespace ensemble

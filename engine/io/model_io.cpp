@@ -19,7 +19,7 @@ std::string layerName(int l, const char* what) {
 }
 
 [[noreturn]] void invalid(const std::string& path, const std::string& what) {
-    throw DataError(path + ": " + what);
+    throw DataError(ErrorKind::Weights, path + ": " + what);
 }
 
 const json& metaJson(const json& meta, const std::string& path, const std::string& key) {

@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "io/atomic_file.h"
 #include "core/errors.h"
+#include "io/atomic_file.h"
 
 namespace ensemble {
 
@@ -92,14 +92,15 @@ std::optional<uint64_t> nonNegativeInt(const Json& value) {
 template <typename T>
 std::span<const T> view(const Tensor& t, DType want) {
     if (t.dtype != want) {
-        throw DataError("tensor '" + t.name + "' is " + dtypeName(t.dtype) + ", expected " +
-                        dtypeName(want));
+        throw DataError(ErrorKind::Weights, "tensor '" + t.name + "' is " + dtypeName(t.dtype) +
+                                                ", expected " + dtypeName(want));
     }
     const std::optional<int64_t> bytes = byteSize(t.shape, t.dtype);
     if (!bytes || *bytes != static_cast<int64_t>(t.data.size())) {
-        throw DataError("tensor '" + t.name + "': " + std::to_string(t.data.size()) +
-                        " bytes of data do not match shape " + shapeText(t.shape) + " of " +
-                        dtypeName(t.dtype));
+        throw DataError(ErrorKind::Weights, "tensor '" + t.name +
+                                                "': " + std::to_string(t.data.size()) +
+                                                " bytes of data do not match shape " +
+                                                shapeText(t.shape) + " of " + dtypeName(t.dtype));
     }
     if (t.data.empty()) {
         return {};
@@ -188,8 +189,9 @@ Json parseHeader(std::string_view text, const std::string& origin) {
     // nlohmann's lexer takes a NUL byte for the end of input and would ignore what follows;
     // valid JSON never holds one (control characters in strings must be escaped).
     if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
-        throw DataError(origin + ": header is not valid JSON: NUL byte at offset " +
-                        std::to_string(8 + nul));
+        throw DataError(
+            ErrorKind::Weights,
+            origin + ": header is not valid JSON: NUL byte at offset " + std::to_string(8 + nul));
     }
     std::vector<std::set<std::string>> openObjects;
     const auto rejectDuplicates = [&](int depth, Json::parse_event_t event, Json& parsed) {
@@ -200,8 +202,9 @@ Json parseHeader(std::string_view text, const std::string& origin) {
         } else if (event == Json::parse_event_t::key) {
             const auto& key = parsed.get_ref<const std::string&>();
             if (!openObjects.back().insert(key).second) {
-                throw DataError(origin + ": header: duplicate " +
-                                (depth == 1 ? "tensor name '" : "key '") + key + "'");
+                throw DataError(ErrorKind::Weights, origin + ": header: duplicate " +
+                                                        (depth == 1 ? "tensor name '" : "key '") +
+                                                        key + "'");
             }
         }
         return true;
@@ -209,7 +212,7 @@ Json parseHeader(std::string_view text, const std::string& origin) {
     try {
         return Json::parse(text.data(), text.data() + text.size(), rejectDuplicates);
     } catch (const Json::exception& e) {
-        throw DataError(origin + ": header is not valid JSON: " + e.what());
+        throw DataError(ErrorKind::Weights, origin + ": header is not valid JSON: " + e.what());
     }
 }
 
@@ -303,8 +306,8 @@ const Tensor& SafetensorsFile::get(const std::string& name) const {
     if (const Tensor* t = find(name)) {
         return *t;
     }
-    throw DataError((origin.empty() ? std::string("safetensors") : origin) + ": no tensor named '" +
-                    name + "'");
+    throw DataError(ErrorKind::Weights, (origin.empty() ? std::string("safetensors") : origin) +
+                                            ": no tensor named '" + name + "'");
 }
 
 std::string serializeSafetensors(const SafetensorsFile& file) {
@@ -336,7 +339,9 @@ void writeSafetensors(const std::string& path, const SafetensorsFile& file) {
 
 SafetensorsFile parseSafetensors(std::string_view bytes, const std::string& originForErrors) {
     const std::string& origin = originForErrors;
-    const auto fail = [&](const std::string& what) { return DataError(origin + ": " + what); };
+    const auto fail = [&](const std::string& what) {
+        return DataError(ErrorKind::Weights, origin + ": " + what);
+    };
 
     if (bytes.size() < 8) {
         throw fail("file too short for a safetensors header (" + std::to_string(bytes.size()) +

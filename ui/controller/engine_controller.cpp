@@ -23,13 +23,13 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
             Qt::QueuedConnection);
     connect(
         m_worker, &EngineWorker::configureFailed, this,
-        [this](quint64 runId, const QString& message) {
+        [this](quint64 runId, const QString& message, int errorKind) {
             if (runId == m_runId && m_snapshot) {
                 // The worker dropped the old run: no snapshot stands for it any more.
                 m_snapshot.reset();
                 Q_EMIT snapshotChanged();
             }
-            Q_EMIT configureFailed(runId, message);
+            Q_EMIT configureFailed(runId, message, errorKind);
         },
         Qt::QueuedConnection);
     connect(m_worker, &EngineWorker::predictionReady, this, &EngineController::predictionReady,

@@ -11,8 +11,8 @@
 #include <sstream>
 
 #include "controller/snapshot_builder.h"
-#include "io/atomic_file.h"
 #include "core/errors.h"
+#include "io/atomic_file.h"
 #include "io/model_io.h"
 #include "metrics/report.h"
 
@@ -129,7 +129,9 @@ void EngineWorker::configure(const nlohmann::json& config, std::shared_ptr<const
         m_trainer.reset();
         m_run.reset();
         m_cacheValid = false;
-        Q_EMIT configureFailed(runId, QString::fromStdString(e.what()));
+        const auto* error = dynamic_cast<const Error*>(&e);
+        const ErrorKind kind = error != nullptr ? error->kind() : ErrorKind::General;
+        Q_EMIT configureFailed(runId, QString::fromStdString(e.what()), static_cast<int>(kind));
     }
 }
 

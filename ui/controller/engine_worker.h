@@ -105,7 +105,8 @@ class EngineWorker : public QObject {
   Q_SIGNALS:
     void snapshotReady();
     void configured(quint64 runId, QString notice);
-    void configureFailed(quint64 runId, QString message);
+    // errorKind: an ensemble::ErrorKind, what the person can do about it.
+    void configureFailed(quint64 runId, QString message, int errorKind);
     void runningChanged(bool running);
     void predictionReady(quint64 id, QList<float> logProbs, int members, int classes);
     void exportFinished(bool ok, QString message, QStringList files);

@@ -26,8 +26,8 @@
 #include <limits>
 
 #include "backend/backend.h"
-#include "io/config.h"
 #include "core/errors.h"
+#include "io/config.h"
 
 namespace ensemble::ui {
 
@@ -41,20 +41,6 @@ QString str(const std::string& s) {
 
 QString formatNumber(double v) {
     return QString::number(v, 'g', 6);
-}
-
-// Fills `out` with `defaults` where keys are missing, recursively.
-void mergeDefaults(json& out, const json& defaults) {
-    if (!out.is_object()) {
-        return;
-    }
-    for (auto it = defaults.begin(); it != defaults.end(); ++it) {
-        if (!out.contains(it.key())) {
-            out[it.key()] = it.value();
-        } else if (it.value().is_object()) {
-            mergeDefaults(out[it.key()], it.value());
-        }
-    }
 }
 
 // "0.1" -> 0.1; "0.1, 0.2" -> [0.1, 0.2]. Empty optional and `error` set when not numbers.
@@ -99,41 +85,69 @@ void setCombo(QComboBox* box, const QString& data) {
     }
 }
 
-int toInt(const json& v, int fallback) {
+// A key's value in `c`, or its schema default when absent or of the wrong type (a hand-edited
+// file): the form shows something sensible and the parser names the problem.
+const json& valueOf(const json& c, const char* key) {
+    const KeySpec& spec = keySpec(key);
+    const json& v = *valueOrDefault(c, spec);
+    return v.type() == spec.defaultValue.type() || (v.is_number() && spec.defaultValue.is_number())
+               ? v
+               : spec.defaultValue;
+}
+
+int intOf(const json& c, const char* key) {
+    const json& v = valueOf(c, key);
     if (v.is_number_integer()) {
         const int64_t x = v.get<int64_t>();
         return static_cast<int>(std::clamp<int64_t>(x, std::numeric_limits<int>::min(),
                                                     std::numeric_limits<int>::max()));
     }
-    if (v.is_number()) {
-        return static_cast<int>(v.get<double>());
-    }
-    return fallback;
+    return static_cast<int>(v.get<double>());
 }
 
-double toDouble(const json& v, double fallback) {
-    return v.is_number() ? v.get<double>() : fallback;
+double doubleOf(const json& c, const char* key) {
+    return valueOf(c, key).get<double>();
 }
 
-QString toText(const json& v) {
-    return v.is_string() ? str(v.get<std::string>()) : QString();
+QString textOf(const json& c, const char* key) {
+    return str(valueOf(c, key).get<std::string>());
 }
 
-QSpinBox* spin(int lo, int hi, int step = 1) {
+int clampToInt(double v) {
+    return static_cast<int>(
+        std::clamp<double>(v, std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
+}
+
+// Editors whose ranges come from the key's schema row.
+QSpinBox* spinFor(const char* key, int step = 1) {
+    const KeySpec& spec = keySpec(key);
     auto* s = new QSpinBox;
-    s->setRange(lo, hi);
+    if (spec.type == KeyType::Seed) {
+        s->setRange(0, std::numeric_limits<int>::max());
+    } else {
+        s->setRange(clampToInt(spec.min), clampToInt(spec.max));
+    }
     s->setSingleStep(step);
     s->setGroupSeparatorShown(true);
     s->setKeyboardTracking(true);
     return s;
 }
 
-QDoubleSpinBox* doubleSpin(double lo, double hi, double step, int decimals) {
+QDoubleSpinBox* doubleSpinFor(const char* key, double step, int decimals) {
+    const KeySpec& spec = keySpec(key);
     auto* s = new QDoubleSpinBox;
-    s->setRange(lo, hi);
+    s->setRange(spec.min, spec.max);
     s->setSingleStep(step);
     s->setDecimals(decimals);
     return s;
+}
+
+QComboBox* comboFor(const char* key) {
+    auto* box = new QComboBox;
+    for (const Choice& c : keySpec(key).choices) {
+        box->addItem(QString::fromUtf8(c.label), QString::fromUtf8(c.name));
+    }
+    return box;
 }
 
 QComboBox* combo(const QList<QPair<QString, QString>>& items) {
@@ -158,8 +172,10 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
 }
 
 QLabel* ExperimentPanel::addField(QFormLayout* form, const QString& key, const QString& label,
-                                  QWidget* editor, const QString& tip) {
-    editor->setToolTip(tip);
+                                  QWidget* editor) {
+    // The tooltip is the key's meaning from the schema, the README's words.
+    const KeySpec& spec = keySpec(key.toStdString());
+    editor->setToolTip(QStringLiteral("%1 (%2)").arg(str(plainHelp(spec)), key));
     editor->setObjectName(key);
     form->addRow(label, editor);
     auto* error = new QLabel;
@@ -229,34 +245,20 @@ void ExperimentPanel::build() {
 
     // Dataset.
     QFormLayout* data = section(tr("Dataset"));
-    m_kind = combo({{tr("Two spirals"), QStringLiteral("spirals")},
-                    {tr("Two moons"), QStringLiteral("moons")},
-                    {tr("Circles"), QStringLiteral("circles")},
-                    {tr("XOR"), QStringLiteral("xor")},
-                    {tr("Gaussian blobs"), QStringLiteral("blobs")},
-                    {tr("CSV file"), QStringLiteral("csv")},
-                    {tr("MNIST"), QStringLiteral("mnist")},
-                    {tr("Fashion-MNIST"), QStringLiteral("fashion-mnist")}});
-    addField(data, QStringLiteral("dataset.kind"), tr("Kind"), m_kind,
-             tr("2-D generators draw a boundary; CSV and MNIST train on their features"));
-    m_n = spin(0, 50'000'000, 100);
-    addField(data, QStringLiteral("dataset.n"), tr("Points"), m_n,
-             tr("Generated points (train + test), at least 4"));
-    m_noise = doubleSpin(0.0, 1000.0, 0.01, 3);
-    addField(data, QStringLiteral("dataset.noise"), tr("Noise"), m_noise,
-             tr("Standard deviation of the Gaussian noise added to each point"));
-    m_rotations = doubleSpin(0.0, 1000.0, 0.25, 2);
-    addField(data, QStringLiteral("dataset.rotations"), tr("Rotations"), m_rotations,
-             tr("Spirals: turns of each arm"));
-    m_classes = spin(0, 100000);
-    addField(data, QStringLiteral("dataset.classes"), tr("Classes"), m_classes,
-             tr("Blobs: number of classes (2 or more)"));
-    m_testFraction = doubleSpin(0.0, 1.0, 0.05, 2);
-    addField(data, QStringLiteral("dataset.test_fraction"), tr("Test fraction"), m_testFraction,
-             tr("Held-out share of the rows (below 0.95)"));
-    m_dataSeed = spin(0, std::numeric_limits<int>::max());
-    addField(data, QStringLiteral("dataset.seed"), tr("Data seed"), m_dataSeed,
-             tr("Seed of the generator and of the train/test split"));
+    m_kind = comboFor("dataset.kind");
+    addField(data, QStringLiteral("dataset.kind"), tr("Kind"), m_kind);
+    m_n = spinFor("dataset.n", 100);
+    addField(data, QStringLiteral("dataset.n"), tr("Points"), m_n);
+    m_noise = doubleSpinFor("dataset.noise", 0.01, 3);
+    addField(data, QStringLiteral("dataset.noise"), tr("Noise"), m_noise);
+    m_rotations = doubleSpinFor("dataset.rotations", 0.25, 2);
+    addField(data, QStringLiteral("dataset.rotations"), tr("Rotations"), m_rotations);
+    m_classes = spinFor("dataset.classes");
+    addField(data, QStringLiteral("dataset.classes"), tr("Classes"), m_classes);
+    m_testFraction = doubleSpinFor("dataset.test_fraction", 0.05, 2);
+    addField(data, QStringLiteral("dataset.test_fraction"), tr("Test fraction"), m_testFraction);
+    m_dataSeed = spinFor("dataset.seed");
+    addField(data, QStringLiteral("dataset.seed"), tr("Data seed"), m_dataSeed);
     auto* pathRow = new QWidget;
     auto* pathLayout = new QHBoxLayout(pathRow);
     pathLayout->setContentsMargins(0, 0, 0, 0);
@@ -267,9 +269,7 @@ void ExperimentPanel::build() {
     m_browse->setToolTip(tr("Choose the CSV file or the MNIST folder"));
     pathLayout->addWidget(m_path, 1);
     pathLayout->addWidget(m_browse);
-    addField(data, QStringLiteral("dataset.path"), tr("Path"), pathRow,
-             tr("CSV: the file. MNIST / Fashion-MNIST: the folder with the IDX files (empty: "
-                "the default folders, see scripts/fetch-mnist.sh)"));
+    addField(data, QStringLiteral("dataset.path"), tr("Path"), pathRow);
     m_editors.insert(QStringLiteral("dataset.path"), m_path);
     m_regenerate = new QPushButton(tr("Regenerate"));
     m_regenerate->setToolTip(tr("Draw a new dataset (next data seed) and start over"));
@@ -304,37 +304,27 @@ void ExperimentPanel::build() {
 
     // Model.
     QFormLayout* model = section(tr("Model"));
+    m_modelKind = comboFor("model.kind");
+    addField(model, QStringLiteral("model.kind"), tr("Kind"), m_modelKind);
     m_hidden = new QLineEdit;
     m_hidden->setPlaceholderText(QStringLiteral("32, 32"));
-    addField(model, QStringLiteral("model.hidden"), tr("Hidden layers"), m_hidden,
-             tr("Widths of the hidden layers, e.g. 32, 32 (empty: a linear model)"));
-    m_activation = combo({{QStringLiteral("ReLU"), QStringLiteral("relu")},
-                          {QStringLiteral("tanh"), QStringLiteral("tanh")},
-                          {QStringLiteral("GELU"), QStringLiteral("gelu")}});
-    addField(model, QStringLiteral("model.activation"), tr("Activation"), m_activation,
-             tr("Activation of the hidden layers"));
+    addField(model, QStringLiteral("model.hidden"), tr("Hidden layers"), m_hidden);
+    m_activation = comboFor("model.activation");
+    addField(model, QStringLiteral("model.activation"), tr("Activation"), m_activation);
 
     // Ensemble.
     QFormLayout* ens = section(tr("Ensemble"));
-    m_members = spin(0, 1'000'000);
-    addField(ens, QStringLiteral("ensemble.members"), tr("Members K"), m_members,
-             tr("Networks trained at once, as one batched computation"));
-    m_bootstrap = combo({{tr("Same batches"), QStringLiteral("none")},
-                         {tr("Bootstrap resample"), QStringLiteral("resample")},
-                         {tr("Poisson bootstrap"), QStringLiteral("poisson")}});
-    addField(ens, QStringLiteral("ensemble.bootstrap"), tr("Data per member"), m_bootstrap,
-             tr("none: every member sees the same batches; resample: each member trains on "
-                "its own bootstrap resample; poisson: per-row Poisson(1) weights"));
-    m_ensembleSeed = spin(0, std::numeric_limits<int>::max());
-    addField(ens, QStringLiteral("ensemble.seed"), tr("Seed"), m_ensembleSeed,
-             tr("Initial weights and batch order; Reset keeps the weights unless this changes"));
+    m_members = spinFor("ensemble.members");
+    addField(ens, QStringLiteral("ensemble.members"), tr("Members K"), m_members);
+    m_bootstrap = comboFor("ensemble.bootstrap");
+    addField(ens, QStringLiteral("ensemble.bootstrap"), tr("Data per member"), m_bootstrap);
+    m_ensembleSeed = spinFor("ensemble.seed");
+    addField(ens, QStringLiteral("ensemble.seed"), tr("Seed"), m_ensembleSeed);
 
     // Optimizer.
     QFormLayout* opt = section(tr("Optimizer"));
-    m_optimizer = combo({{QStringLiteral("Adam"), QStringLiteral("adam")},
-                         {QStringLiteral("AdamW"), QStringLiteral("adamw")},
-                         {tr("SGD + momentum"), QStringLiteral("sgd")}});
-    addField(opt, QStringLiteral("optimizer.kind"), tr("Kind"), m_optimizer, tr("Update rule"));
+    m_optimizer = comboFor("optimizer.kind");
+    addField(opt, QStringLiteral("optimizer.kind"), tr("Kind"), m_optimizer);
     auto* lrRow = new QWidget;
     auto* lrLayout = new QHBoxLayout(lrRow);
     lrLayout->setContentsMargins(0, 0, 0, 0);
@@ -358,48 +348,37 @@ void ExperimentPanel::build() {
     m_lrStack->addWidget(m_lrList);
     lrLayout->addWidget(m_lrMode);
     lrLayout->addWidget(m_lrStack, 1);
-    addField(opt, QStringLiteral("optimizer.lr"), tr("Learning rate"), lrRow,
-             tr("One value for all members, a log-spaced range across the members "
-                "(lo·(hi/lo)^(k/(K-1))), or a list of K values"));
+    addField(opt, QStringLiteral("optimizer.lr"), tr("Learning rate"), lrRow);
     m_momentum = new QLineEdit;
-    addField(opt, QStringLiteral("optimizer.momentum"), tr("Momentum"), m_momentum,
-             tr("SGD momentum: a value, or one per member"));
+    addField(opt, QStringLiteral("optimizer.momentum"), tr("Momentum"), m_momentum);
     m_weightDecay = new QLineEdit;
-    addField(opt, QStringLiteral("optimizer.weight_decay"), tr("Weight decay"), m_weightDecay,
-             tr("L2 (Adam, SGD) or decoupled (AdamW) weight decay: a value, or one per member"));
-    m_batch = spin(0, 1 << 20);
-    addField(opt, QStringLiteral("training.batch_size"), tr("Batch size"), m_batch,
-             tr("Rows per step and member"));
+    addField(opt, QStringLiteral("optimizer.weight_decay"), tr("Weight decay"), m_weightDecay);
+    m_batch = spinFor("training.batch_size");
+    addField(opt, QStringLiteral("training.batch_size"), tr("Batch size"), m_batch);
     auto* stopRow = new QWidget;
     auto* stopLayout = new QHBoxLayout(stopRow);
     stopLayout->setContentsMargins(0, 0, 0, 0);
     m_stopMode =
         combo({{tr("steps"), QStringLiteral("steps")}, {tr("epochs"), QStringLiteral("epochs")}});
-    m_steps = spin(0, std::numeric_limits<int>::max(), 100);
-    m_epochs = doubleSpin(0.0, 1e6, 1.0, 2);
+    m_steps = spinFor("training.steps", 100);
+    m_epochs = doubleSpinFor("training.epochs", 1.0, 2);
     stopLayout->addWidget(m_steps, 1);
     stopLayout->addWidget(m_epochs, 1);
     stopLayout->addWidget(m_stopMode);
-    addField(opt, QStringLiteral("training.steps"), tr("Stop after"), stopRow,
-             tr("Train this many steps, or this many passes over the train split"));
+    addField(opt, QStringLiteral("training.steps"), tr("Stop after"), stopRow);
     m_editors.insert(QStringLiteral("training.epochs"), stopRow);
     m_errorLabels.insert(QStringLiteral("training.epochs"),
                          m_errorLabels.value(QStringLiteral("training.steps")));
 
     // Backend.
     QFormLayout* be = section(tr("Backend"));
-    m_backend = combo({{tr("Auto"), QStringLiteral("auto")},
-                       {tr("CPU"), QStringLiteral("cpu")},
-                       {tr("CUDA"), QStringLiteral("cuda")}});
-    addField(be, QStringLiteral("backend.kind"), tr("Device"), m_backend,
-             tr("Auto uses the GPU when there is one, else the CPU"));
-    m_threads = spin(0, 1024);
+    m_backend = comboFor("backend.kind");
+    addField(be, QStringLiteral("backend.kind"), tr("Device"), m_backend);
+    m_threads = spinFor("backend.threads");
     m_threads->setSpecialValueText(tr("all cores"));
-    addField(be, QStringLiteral("backend.threads"), tr("CPU threads"), m_threads,
-             tr("OpenMP threads of the CPU backend"));
-    m_device = spin(0, 64);
-    addField(be, QStringLiteral("backend.device"), tr("CUDA device"), m_device,
-             tr("Ordinal of the GPU"));
+    addField(be, QStringLiteral("backend.threads"), tr("CPU threads"), m_threads);
+    m_device = spinFor("backend.device");
+    addField(be, QStringLiteral("backend.device"), tr("CUDA device"), m_device);
     {
         std::string reason;
         const bool cuda = cudaAvailable(0, reason);
@@ -443,8 +422,8 @@ void ExperimentPanel::build() {
          {m_path, m_hidden, m_lrValue, m_lrLow, m_lrHigh, m_lrList, m_momentum, m_weightDecay}) {
         connect(e, &QLineEdit::textChanged, this, &ExperimentPanel::onEdited);
     }
-    for (QComboBox* c :
-         {m_kind, m_activation, m_bootstrap, m_optimizer, m_lrMode, m_stopMode, m_backend}) {
+    for (QComboBox* c : {m_kind, m_modelKind, m_activation, m_bootstrap, m_optimizer, m_lrMode,
+                         m_stopMode, m_backend}) {
         connect(c, &QComboBox::currentIndexChanged, this, &ExperimentPanel::onEdited);
     }
 }
@@ -452,36 +431,30 @@ void ExperimentPanel::build() {
 void ExperimentPanel::setConfig(const json& input, const QString& preset) {
     m_loading = true;
     m_base = input.is_object() ? input : json::object();
-    json c = m_base;
-    mergeDefaults(c, defaultConfigJson());
-    const json& d = c["dataset"];
-    setCombo(m_kind, toText(d["kind"]));
-    m_n->setValue(toInt(d["n"], 1000));
-    m_noise->setValue(toDouble(d["noise"], 0.05));
-    m_rotations->setValue(toDouble(d["rotations"], 1.0));
-    m_classes->setValue(toInt(d["classes"], 2));
-    m_testFraction->setValue(toDouble(d["test_fraction"], 0.2));
-    m_dataSeed->setValue(toInt(d["seed"], 0));
-    m_path->setText(toText(d["path"]));
+    const json c = withDefaults(m_base);
+    setCombo(m_kind, textOf(c, "dataset.kind"));
+    m_n->setValue(intOf(c, "dataset.n"));
+    m_noise->setValue(doubleOf(c, "dataset.noise"));
+    m_rotations->setValue(doubleOf(c, "dataset.rotations"));
+    m_classes->setValue(intOf(c, "dataset.classes"));
+    m_testFraction->setValue(doubleOf(c, "dataset.test_fraction"));
+    m_dataSeed->setValue(intOf(c, "dataset.seed"));
+    m_path->setText(textOf(c, "dataset.path"));
 
-    const json& m = c["model"];
+    setCombo(m_modelKind, textOf(c, "model.kind"));
     QStringList widths;
-    if (m["hidden"].is_array()) {
-        for (const auto& w : m["hidden"]) {
-            widths << str(w.dump());
-        }
+    for (const auto& w : valueOf(c, "model.hidden")) {
+        widths << str(w.dump());
     }
     m_hidden->setText(widths.join(QStringLiteral(", ")));
-    setCombo(m_activation, toText(m["activation"]));
+    setCombo(m_activation, textOf(c, "model.activation"));
 
-    const json& e = c["ensemble"];
-    m_members->setValue(toInt(e["members"], 8));
-    setCombo(m_bootstrap, toText(e["bootstrap"]));
-    m_ensembleSeed->setValue(toInt(e["seed"], 0));
+    m_members->setValue(intOf(c, "ensemble.members"));
+    setCombo(m_bootstrap, textOf(c, "ensemble.bootstrap"));
+    m_ensembleSeed->setValue(intOf(c, "ensemble.seed"));
 
-    const json& o = c["optimizer"];
-    setCombo(m_optimizer, toText(o["kind"]));
-    const json& lr = o["lr"];
+    setCombo(m_optimizer, textOf(c, "optimizer.kind"));
+    const json& lr = *valueOrDefault(c, keySpec("optimizer.lr"));
     if (lr.is_object() && lr.contains("log_uniform") && lr["log_uniform"].is_array() &&
         lr["log_uniform"].size() == 2) {
         setCombo(m_lrMode, QStringLiteral("log"));
@@ -493,25 +466,23 @@ void ExperimentPanel::setConfig(const json& input, const QString& preset) {
         m_lrList->setText(numbersText(lr));
     } else {
         setCombo(m_lrMode, QStringLiteral("value"));
-        m_lrValue->setText(numbersText(lr));
-        const double v = toDouble(lr, 0.01);
+        const double v = doubleOf(c, "optimizer.lr");
+        m_lrValue->setText(formatNumber(v));
         m_lrLow->setText(formatNumber(v / 3.0));
         m_lrHigh->setText(formatNumber(v * 3.0));
     }
-    m_momentum->setText(numbersText(o["momentum"]));
-    m_weightDecay->setText(numbersText(o["weight_decay"]));
+    m_momentum->setText(numbersText(*valueOrDefault(c, keySpec("optimizer.momentum"))));
+    m_weightDecay->setText(numbersText(*valueOrDefault(c, keySpec("optimizer.weight_decay"))));
 
-    const json& t = c["training"];
-    m_batch->setValue(toInt(t["batch_size"], 32));
-    m_steps->setValue(toInt(t["steps"], 1000));
-    const double epochs = toDouble(t["epochs"], 0.0);
+    m_batch->setValue(intOf(c, "training.batch_size"));
+    m_steps->setValue(intOf(c, "training.steps"));
+    const double epochs = doubleOf(c, "training.epochs");
     m_epochs->setValue(epochs > 0 ? epochs : 1.0);
     setCombo(m_stopMode, epochs > 0 ? QStringLiteral("epochs") : QStringLiteral("steps"));
 
-    const json& b = c["backend"];
-    setCombo(m_backend, toText(b["kind"]));
-    m_threads->setValue(toInt(b["threads"], 0));
-    m_device->setValue(toInt(b["device"], 0));
+    setCombo(m_backend, textOf(c, "backend.kind"));
+    m_threads->setValue(intOf(c, "backend.threads"));
+    m_device->setValue(intOf(c, "backend.device"));
 
     const int presetIndex = m_preset->findData(preset);
     m_preset->setCurrentIndex(presetIndex >= 0 && !preset.isEmpty() ? presetIndex
@@ -566,9 +537,9 @@ json ExperimentPanel::config() const {
     if (!c.is_object()) {
         c = json::object();
     }
-    for (const char* s : {"dataset", "model", "ensemble", "optimizer", "training", "backend"}) {
-        if (!c.contains(s) || !c[s].is_object()) {
-            c[s] = json::object();
+    for (const std::string& section : configSections()) {
+        if (!c.contains(section) || !c[section].is_object()) {
+            c[section] = json::object();
         }
     }
     json& d = c["dataset"];
@@ -588,6 +559,7 @@ json ExperimentPanel::config() const {
         const int w = p.toInt(&ok);
         hidden.push_back(ok ? json(w) : json(p.toStdString()));
     }
+    c["model"]["kind"] = m_modelKind->currentData().toString().toStdString();
     c["model"]["hidden"] = hidden;
     c["model"]["activation"] = m_activation->currentData().toString().toStdString();
 
@@ -630,6 +602,8 @@ json ExperimentPanel::config() const {
     b["kind"] = m_backend->currentData().toString().toStdString();
     b["threads"] = m_threads->value();
     b["device"] = m_device->value();
+    // The form shows every field; keys the other fields made inapplicable are not stored.
+    dropInapplicable(c, nullptr);
     return c;
 }
 
@@ -698,17 +672,14 @@ void ExperimentPanel::validate() {
                               .arg(*hi, 0, 'g', 3));
             }
         } catch (const ConfigError& e) {
-            const QString message = str(e.what());
-            const int colon = message.indexOf(QStringLiteral(": "));
-            const QString key = colon > 0 ? message.left(colon) : QString();
-            const QString reason = colon > 0 ? message.mid(colon + 2) : message;
+            const QString key = str(e.key());
             QString field = fieldFor(key);
             if (field.isEmpty()) {
                 field = QStringLiteral("dataset.kind");
             }
             m_errors.insert(field, key.isEmpty() || key == field
-                                       ? reason
-                                       : QStringLiteral("%1: %2").arg(key, reason));
+                                       ? str(e.reason())
+                                       : QStringLiteral("%1: %2").arg(key, str(e.reason())));
         } catch (const std::exception& e) {
             m_errors.insert(QStringLiteral("dataset.kind"), str(e.what()));
         }

@@ -2,7 +2,7 @@
 
 // The Experiment dock: every config key a person edits, as a form over the config JSON (the
 // same file the CLI reads). Each edit re-validates through the engine's own parser, so the
-// reasons shown are the engine's ("ensemble.members: expected an integer in [1, 100000], got
+// reasons shown are the engine's ("model.hidden[1]: expected a width between 1 and 65536, got
 // 0"); the field the reason names is marked in place and Train stays disabled until it is
 // fixed. Keys the form does not show are kept as loaded.
 
@@ -66,8 +66,7 @@ class ExperimentPanel : public QWidget {
     void validate();
     void markErrors();
     QString fieldFor(const QString& errorKey) const;
-    QLabel* addField(QFormLayout* form, const QString& key, const QString& label, QWidget* editor,
-                     const QString& tip);
+    QLabel* addField(QFormLayout* form, const QString& key, const QString& label, QWidget* editor);
 
     nlohmann::json m_base;
     bool m_loading = false;
@@ -86,6 +85,7 @@ class ExperimentPanel : public QWidget {
     QLineEdit* m_path = nullptr;
     QToolButton* m_browse = nullptr;
     QPushButton* m_regenerate = nullptr;
+    QComboBox* m_modelKind = nullptr;
     QLineEdit* m_hidden = nullptr;
     QComboBox* m_activation = nullptr;
     QSpinBox* m_members = nullptr;

@@ -1,0 +1,548 @@
+#include "io/config_schema.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+
+namespace ensemble {
+
+namespace {
+
+using nlohmann::json;
+
+std::vector<Choice> datasetKinds() {
+    return {{"spirals", "Two spirals"},  {"moons", "Two moons"},
+            {"circles", "Circles"},      {"xor", "XOR"},
+            {"blobs", "Gaussian blobs"}, {"csv", "CSV file"},
+            {"mnist", "MNIST"},          {"fashion-mnist", "Fashion-MNIST"}};
+}
+
+std::vector<Choice> modelKinds() {
+    return {{"mlp", "MLP"}};
+}
+
+// Row builders: one call per key keeps the table readable.
+KeySpec row(const char* key, KeyType type, json defaultValue, const char* help, double min = 0.0,
+            double max = 0.0) {
+    KeySpec k;
+    k.key = key;
+    k.type = type;
+    k.defaultValue = std::move(defaultValue);
+    k.help = help;
+    k.min = min;
+    k.max = max;
+    return k;
+}
+
+KeySpec choice(const char* key, const char* defaultName, std::vector<Choice> choices,
+               const char* help) {
+    KeySpec k = row(key, KeyType::Choice, defaultName, help);
+    k.choices = std::move(choices);
+    return k;
+}
+
+KeySpec onlyWhen(KeySpec k, const char* key, std::vector<std::string> values) {
+    k.when = {key, std::move(values)};
+    return k;
+}
+
+KeySpec exclusiveMin(KeySpec k) {
+    k.minExclusive = true;
+    return k;
+}
+
+std::vector<KeySpec> buildSchema() {
+    using T = KeyType;
+    const double maxSteps = static_cast<double>(int64_t{1} << 40);
+    std::vector<KeySpec> s = {
+        // Dataset.
+        choice("dataset.kind", "spirals", datasetKinds(),
+               "2-D generators, a `csv` file, or the image datasets (see Datasets below)"),
+        row("dataset.n", T::Integer, 1000, "points generated (2-D kinds)", 4, 50'000'000),
+        row("dataset.noise", T::Number, 0.05,
+            "std of the Gaussian noise on both coordinates (2-D kinds; blobs: the std of each "
+            "blob)",
+            0, 100),
+        row("dataset.rotations", T::Number, 1.0, "spirals: turns of each arm", 0, 100),
+        row("dataset.classes", T::Integer, 2, "blobs: number of classes", 2, 1000),
+        row("dataset.test_fraction", T::Number, 0.2,
+            "held-out share when there is no separate test file (seeded shuffle)", 0, 0.95),
+        row("dataset.seed", T::Seed, 0, "generation and split"),
+        row("dataset.path", T::String, "",
+            "csv: the file; mnist / fashion-mnist: the folder (empty: the default folders below)"),
+        row("dataset.test_path", T::String, "",
+            "csv: a separate test file (then `test_fraction` is not used)"),
+        row("dataset.limit", T::Integer, 0, "use only the first `limit` train rows (0: all)", 0,
+            1e9),
+        // Model.
+        choice("model.kind", "mlp", modelKinds(),
+               "the members' architecture: `mlp`, dense layers of widths `model.hidden`"),
+        onlyWhen(row("model.hidden", T::Widths, json::array({32, 32}),
+                     "hidden layer widths (any number of layers; `[]`: a linear model)", 1, 65536),
+                 "model.kind", {"mlp"}),
+        choice("model.activation", "relu", choicesOf<Activation>(),
+               "activation of the hidden layers (`gelu`: the exact erf form)"),
+        // Ensemble.
+        row("ensemble.members", T::Integer, 8, "K, the number of members", 1, 100000),
+        choice("ensemble.bootstrap", "none", choicesOf<BootstrapMode>(),
+               "`none`: all members see the same batches; `resample`: member k trains on its own "
+               "bootstrap resample; `poisson`: same batches, per-member Poisson(1) example "
+               "weights fixed per row"),
+        row("ensemble.seed", T::Seed, 0, "initialisation, batch order, resamples, Poisson weights"),
+        // Optimizer.
+        choice("optimizer.kind", "adam", choicesOf<OptimizerKind>(), "the update rule (PyTorch's)"),
+        row("optimizer.lr", T::PerMember, 0.01,
+            "per member: a number, a list of K numbers, or `{\"log_uniform\": [lo, hi]}` (K "
+            "log-spaced values in member order)",
+            0, 1e4),
+        row("optimizer.momentum", T::PerMember, 0.9, "per member (SGD only)", 0, 0.9999),
+        row("optimizer.weight_decay", T::PerMember, 0.0,
+            "per member; L2 added to the gradient for adam and sgd, decoupled for adamw", 0, 10),
+        row("optimizer.betas", T::NumberPair, json::array({0.9, 0.999}), "Adam's beta1, beta2", 0,
+            1),
+        exclusiveMin(row("optimizer.eps", T::Number, 1e-8, "Adam's epsilon", 0, 1)),
+        // Training.
+        row("training.batch_size", T::Integer, 32, "rows per step per member", 1, 1 << 20),
+        row("training.steps", T::Integer, 2000, "steps to train (used when `epochs` is 0)", 0,
+            maxSteps),
+        row("training.epochs", T::Number, 0,
+            "when > 0: train ceil(epochs * N / batch) steps instead", 0, 1e6),
+        row("training.eval_every", T::Integer, 100,
+            "evaluate (per-member and ensemble loss and accuracy on train and test) every N "
+            "steps; 0: only at the end",
+            0, maxSteps),
+        // Backend.
+        choice("backend.kind", "auto", choicesOf<BackendKind>(),
+               "`auto`: CUDA when usable, else CPU, saying why once"),
+        row("backend.threads", T::Integer, 0, "CPU threads (0: all cores)", 0, 1024),
+        row("backend.device", T::Integer, 0, "CUDA device ordinal", 0, 64),
+    };
+    // A condition reads a key that comes earlier, so one pass in table order decides them all.
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        if (s[i].when.always()) {
+            continue;
+        }
+        const auto earlier = std::find_if(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(i),
+                                          [&](const KeySpec& k) { return k.key == s[i].when.key; });
+        if (earlier == s.begin() + static_cast<std::ptrdiff_t>(i)) {
+            throw std::logic_error("config schema: " + s[i].key + " depends on " + s[i].when.key +
+                                   ", which is not an earlier key");
+        }
+    }
+    return s;
+}
+
+const json* find(const json& config, const std::string& section, const std::string& name) {
+    if (!config.is_object()) {
+        return nullptr;
+    }
+    const auto s = config.find(section);
+    if (s == config.end() || !s->is_object()) {
+        return nullptr;
+    }
+    const auto k = s->find(name);
+    return k == s->end() ? nullptr : &*k;
+}
+
+std::string valueText(const json& v) {
+    return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+// "1e-08" -> "1e-8", [32,32] -> [32, 32]: the README's spelling of a default.
+std::string readableJson(const json& v) {
+    if (v.is_array()) {
+        std::string out = "[";
+        for (std::size_t i = 0; i < v.size(); ++i) {
+            out += (i ? ", " : "") + readableJson(v[i]);
+        }
+        return out + "]";
+    }
+    if (v.is_number_float()) {
+        char buffer[64];
+        const auto r = std::to_chars(buffer, buffer + sizeof buffer, v.get<double>());
+        std::string text(buffer, r.ptr);
+        const auto e = text.find("e-0");
+        if (e != std::string::npos) {
+            text.erase(e + 2, 1);
+        }
+        return text;
+    }
+    return v.dump();
+}
+
+std::string numberText(double v) {
+    if (v == std::floor(v) && std::abs(v) < 1e15) {
+        return std::to_string(static_cast<int64_t>(v));  // 50000000, not 5e+07
+    }
+    char buffer[64];
+    const auto r = std::to_chars(buffer, buffer + sizeof buffer, v);
+    return std::string(buffer, r.ptr);
+}
+
+std::string rangeText(const KeySpec& spec) {
+    switch (spec.type) {
+        case KeyType::Integer:
+        case KeyType::Number:
+        case KeyType::PerMember:
+            return (spec.minExclusive ? "(" : "[") + numberText(spec.min) + ", " +
+                   numberText(spec.max) + "]";
+        case KeyType::Widths:
+            return "each in [" + numberText(spec.min) + ", " + numberText(spec.max) + "]";
+        case KeyType::NumberPair:
+            return "each in [" + numberText(spec.min) + ", " + numberText(spec.max) + ")";
+        case KeyType::Seed:
+            return "≥ 0";
+        case KeyType::Choice: {
+            std::string out;
+            for (const Choice& c : spec.choices) {
+                out += (out.empty() ? "`" : ", `") + std::string(c.name) + "`";
+            }
+            return out;
+        }
+        case KeyType::String:
+            break;
+    }
+    return "";
+}
+
+const char* typeName(KeyType t) {
+    switch (t) {
+        case KeyType::Integer:
+            return "integer";
+        case KeyType::Number:
+            return "number";
+        case KeyType::Seed:
+            return "seed";
+        case KeyType::String:
+            return "string";
+        case KeyType::Choice:
+            return "choice";
+        case KeyType::Widths:
+            return "widths";
+        case KeyType::PerMember:
+            return "per-member";
+        case KeyType::NumberPair:
+            return "pair";
+    }
+    return "?";
+}
+
+}  // namespace
+
+const std::vector<KeySpec>& configSchema() {
+    static const std::vector<KeySpec> schema = buildSchema();
+    return schema;
+}
+
+const std::vector<std::string>& configSections() {
+    static const std::vector<std::string> sections = [] {
+        std::vector<std::string> out;
+        for (const KeySpec& k : configSchema()) {
+            if (std::find(out.begin(), out.end(), k.section()) == out.end()) {
+                out.push_back(k.section());
+            }
+        }
+        return out;
+    }();
+    return sections;
+}
+
+const KeySpec& keySpec(std::string_view key) {
+    for (const KeySpec& k : configSchema()) {
+        if (k.key == key) {
+            return k;
+        }
+    }
+    throw std::logic_error("config schema has no key " + std::string(key));
+}
+
+const json* valueOrDefault(const json& config, const KeySpec& spec) {
+    const json* v = find(config, spec.section(), spec.name());
+    return v != nullptr ? v : &spec.defaultValue;
+}
+
+bool keyApplies(const KeySpec& spec, const json& config) {
+    if (spec.when.always()) {
+        return true;
+    }
+    const KeySpec& decider = keySpec(spec.when.key);
+    if (!keyApplies(decider, config)) {
+        return false;
+    }
+    const json* v = valueOrDefault(config, decider);
+    const std::string text = valueText(*v);
+    return std::find(spec.when.values.begin(), spec.when.values.end(), text) !=
+           spec.when.values.end();
+}
+
+std::string conditionText(const Condition& when, bool markdown) {
+    if (when.always()) {
+        return {};
+    }
+    const std::string q = markdown ? "`" : "";
+    std::string values;
+    for (std::size_t i = 0; i < when.values.size(); ++i) {
+        values +=
+            (i == 0 ? "" : (i + 1 == when.values.size() ? " or " : ", ")) + q + when.values[i] + q;
+    }
+    return "only when " + q + when.key + q + " is " + values;
+}
+
+void checkConfigKeys(const json& config) {
+    if (!config.is_object()) {
+        throw ConfigError("config", "expected a JSON object, got " + config.dump());
+    }
+    const auto& sections = configSections();
+    for (auto it = config.begin(); it != config.end(); ++it) {
+        if (std::find(sections.begin(), sections.end(), it.key()) == sections.end()) {
+            std::string list;
+            for (std::size_t i = 0; i < sections.size(); ++i) {
+                list += (i == 0 ? "" : (i + 1 == sections.size() ? " or " : ", ")) + sections[i];
+            }
+            throw ConfigError(it.key(), "unknown section (expected " + list + ")");
+        }
+        if (!it.value().is_object()) {
+            throw ConfigError(it.key(), "expected an object, got " + it.value().dump());
+        }
+        for (auto kv = it.value().begin(); kv != it.value().end(); ++kv) {
+            const std::string key = it.key() + "." + kv.key();
+            const auto spec = std::find_if(configSchema().begin(), configSchema().end(),
+                                           [&](const KeySpec& k) { return k.key == key; });
+            if (spec == configSchema().end()) {
+                std::vector<std::string> known;
+                for (const KeySpec& k : configSchema()) {
+                    if (k.section() == it.key()) {
+                        known.push_back(k.name());
+                    }
+                }
+                std::sort(known.begin(), known.end());
+                std::string list;
+                for (const std::string& k : known) {
+                    list += (list.empty() ? "" : ", ") + k;
+                }
+                throw ConfigError(key, "unknown key (known: " + list + ")");
+            }
+            if (!keyApplies(*spec, config)) {
+                const KeySpec& decider = keySpec(spec->when.key);
+                throw ConfigError(key, "applies " + conditionText(spec->when, false) + ", and " +
+                                           decider.key + " is " +
+                                           valueText(*valueOrDefault(config, decider)));
+            }
+        }
+    }
+}
+
+json withDefaults(const json& config) {
+    json out = config.is_object() ? config : json::object();
+    for (const KeySpec& k : configSchema()) {
+        if (!out.contains(k.section())) {
+            out[k.section()] = json::object();
+        }
+        json& section = out[k.section()];
+        if (!section.is_object()) {
+            continue;  // checkConfigKeys reports it
+        }
+        if (!section.contains(k.name()) && keyApplies(k, out)) {
+            section[k.name()] = k.defaultValue;
+        }
+    }
+    return out;
+}
+
+void dropInapplicable(json& config, std::vector<std::string>* notices) {
+    if (!config.is_object()) {
+        return;
+    }
+    // Table order: a key dropped here cannot revive one that comes later.
+    for (const KeySpec& k : configSchema()) {
+        if (find(config, k.section(), k.name()) != nullptr && !keyApplies(k, config)) {
+            config[k.section()].erase(k.name());
+            if (notices != nullptr) {
+                const KeySpec& decider = keySpec(k.when.key);
+                notices->push_back(k.key + " dropped: it applies " + conditionText(k.when, false) +
+                                   ", and " + decider.key + " is now " +
+                                   valueText(*valueOrDefault(config, decider)));
+            }
+        }
+    }
+}
+
+json overlayConfig(const json& base, const json& layer, std::vector<std::string>* notices) {
+    json merged = base.is_object() ? base : json::object();
+    if (!layer.is_object()) {
+        checkConfigKeys(layer);  // throws: not an object
+    }
+    for (auto s = layer.begin(); s != layer.end(); ++s) {
+        if (!s.value().is_object() || !merged[s.key()].is_object()) {
+            merged[s.key()] = s.value();
+            continue;
+        }
+        for (auto kv = s.value().begin(); kv != s.value().end(); ++kv) {
+            merged[s.key()][kv.key()] = kv.value();  // a value replaces, never merges
+        }
+    }
+    // The layer's own keys must apply; the base's are dropped when the layer ruled them out.
+    for (const KeySpec& k : configSchema()) {
+        if (find(layer, k.section(), k.name()) != nullptr &&
+            find(merged, k.section(), k.name()) != nullptr && !keyApplies(k, merged)) {
+            const KeySpec& decider = keySpec(k.when.key);
+            throw ConfigError(k.key, "applies " + conditionText(k.when, false) + ", and " +
+                                         decider.key + " is " +
+                                         valueText(*valueOrDefault(merged, decider)));
+        }
+    }
+    dropInapplicable(merged, notices);
+    return merged;
+}
+
+std::string plainHelp(const KeySpec& spec) {
+    std::string out;
+    for (char c : spec.help) {
+        if (c != '`') {
+            out += c;
+        }
+    }
+    const std::string when = conditionText(spec.when, false);
+    if (!when.empty()) {
+        out += " (" + when + ")";
+    }
+    return out;
+}
+
+std::string configTableMarkdown() {
+    std::string out = "| key | default | range | meaning |\n|---|---|---|---|\n";
+    for (const KeySpec& k : configSchema()) {
+        std::string meaning = k.help;
+        const std::string when = conditionText(k.when, true);
+        if (!when.empty()) {
+            meaning += "; " + when;
+        }
+        const std::string range = rangeText(k);
+        out += "| `" + k.key + "` | `" + readableJson(k.defaultValue) + "` | " + range + " | " +
+               meaning + " |\n";
+    }
+    return out;
+}
+
+json configSchemaJson() {
+    json out = json::array();
+    for (const KeySpec& k : configSchema()) {
+        json row = {{"key", k.key},
+                    {"type", typeName(k.type)},
+                    {"default", k.defaultValue},
+                    {"help", k.help}};
+        if (k.min != 0.0 || k.max != 0.0) {
+            row["min"] = k.min;
+            row["max"] = k.max;
+            if (k.minExclusive) {
+                row["min_exclusive"] = true;
+            }
+        }
+        if (!k.choices.empty()) {
+            row["choices"] = json::array();
+            for (const Choice& c : k.choices) {
+                row["choices"].push_back(c.name);
+            }
+        }
+        if (!k.when.always()) {
+            row["only_when"] = {{"key", k.when.key}, {"values", k.when.values}};
+        }
+        out.push_back(row);
+    }
+    return out;
+}
+
+FilePosition locateKey(std::string_view text, std::string_view dottedKey) {
+    // The key's path: "optimizer.lr.log_uniform[0]" -> optimizer, lr, log_uniform (indices are
+    // inside a value; the position of the name that holds them is close enough).
+    std::vector<std::string> target;
+    std::string part;
+    bool inIndex = false;
+    for (char c : dottedKey) {
+        if (c == '[') {
+            inIndex = true;
+        } else if (c == ']') {
+            inIndex = false;
+        } else if (c == '.' && !inIndex) {
+            target.push_back(part);
+            part.clear();
+        } else if (!inIndex) {
+            part += c;
+        }
+    }
+    if (!part.empty()) {
+        target.push_back(part);
+    }
+    // A small scanner over the JSON text: a stack of the object keys we are inside, and for
+    // each string that is followed by ':' the path it names.
+    FilePosition best;
+    std::size_t bestDepth = 0;
+    std::vector<std::string> path;  // names of the enclosing members; "" for arrays
+    std::vector<char> open;         // '{' or '['
+    int64_t line = 1;
+    int64_t column = 1;
+    std::string lastString;
+    int64_t lastLine = 0;
+    int64_t lastColumn = 0;
+    bool haveString = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (c == '"') {
+            const int64_t startLine = line;
+            const int64_t startColumn = column;
+            std::string s;
+            ++i;
+            ++column;
+            while (i < text.size() && text[i] != '"') {
+                if (text[i] == '\\' && i + 1 < text.size()) {
+                    ++i;
+                    ++column;
+                }
+                s += text[i];
+                ++i;
+                ++column;
+            }
+            ++column;
+            lastString = std::move(s);
+            lastLine = startLine;
+            lastColumn = startColumn;
+            haveString = true;
+            continue;
+        }
+        if (c == '\n') {
+            ++line;
+            column = 1;
+            continue;
+        }
+        ++column;
+        if (c == ':' && haveString && !open.empty() && open.back() == '{') {
+            // lastString is a member name at depth open.size().
+            const std::size_t depth = open.size();
+            path.resize(depth);
+            path[depth - 1] = lastString;
+            std::size_t match = 0;
+            while (match < depth && match < target.size() && path[match] == target[match]) {
+                ++match;
+            }
+            if (match == depth && depth > bestDepth) {
+                best = {"", lastLine, lastColumn};
+                bestDepth = depth;
+            }
+        } else if (c == '{' || c == '[') {
+            open.push_back(c);
+        } else if (c == '}' || c == ']') {
+            if (!open.empty()) {
+                open.pop_back();
+            }
+            path.resize(std::min(path.size(), open.size()));
+        }
+        if (c != ' ' && c != '\t' && c != '\r') {
+            haveString = false;
+        }
+    }
+    return best;
+}
+
+}  // namespace ensemble

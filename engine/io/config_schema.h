@@ -1,0 +1,188 @@
+#pragma once
+
+// The config schema: every key a config may hold, written once. Parsing, defaults, the
+// "unknown key" error, keys that apply only under a condition, the README's configuration
+// table (checked by tst_config) and the app's form (ranges, tooltips, choices) all read this
+// table. Adding a key is one row here plus its use in parseConfig.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/errors.h"
+#include "math/activations.h"
+#include "math/optim_rules.h"
+#include "sampling/batch_plan.h"
+
+namespace ensemble {
+
+enum class BackendKind { Auto, Cpu, Cuda };
+
+// One accepted value of a choice key: its name in JSON and a label for people (the app).
+struct Choice {
+    const char* name;
+    const char* label;
+};
+
+// One name table per enum: EnumNames<E>::table lists {value, name, label}. toString and
+// enumFromName derive from it, so a name is spelled once.
+template <typename E>
+struct EnumName {
+    E value;
+    const char* name;
+    const char* label;
+};
+
+template <typename E>
+struct EnumNames;
+
+template <>
+struct EnumNames<BootstrapMode> {
+    static constexpr EnumName<BootstrapMode> table[] = {
+        {BootstrapMode::None, "none", "Same batches"},
+        {BootstrapMode::Resample, "resample", "Bootstrap resample"},
+        {BootstrapMode::Poisson, "poisson", "Poisson bootstrap"},
+    };
+};
+
+template <>
+struct EnumNames<Activation> {
+    static constexpr EnumName<Activation> table[] = {
+        {Activation::Relu, "relu", "ReLU"},
+        {Activation::Tanh, "tanh", "tanh"},
+        {Activation::Gelu, "gelu", "GELU"},
+    };
+};
+
+template <>
+struct EnumNames<OptimizerKind> {
+    static constexpr EnumName<OptimizerKind> table[] = {
+        {OptimizerKind::Adam, "adam", "Adam"},
+        {OptimizerKind::AdamW, "adamw", "AdamW"},
+        {OptimizerKind::Sgd, "sgd", "SGD + momentum"},
+    };
+};
+
+template <>
+struct EnumNames<BackendKind> {
+    static constexpr EnumName<BackendKind> table[] = {
+        {BackendKind::Auto, "auto", "Auto"},
+        {BackendKind::Cpu, "cpu", "CPU"},
+        {BackendKind::Cuda, "cuda", "CUDA"},
+    };
+};
+
+template <typename E>
+concept NamedEnum = requires {
+    EnumNames<E>::table[0].name;
+};
+
+template <NamedEnum E>
+const char* toString(E value) {
+    for (const auto& entry : EnumNames<E>::table) {
+        if (entry.value == value) {
+            return entry.name;
+        }
+    }
+    return "?";
+}
+
+// The value named `name`; false when no entry has that name.
+template <NamedEnum E>
+bool enumFromName(std::string_view name, E& out) {
+    for (const auto& entry : EnumNames<E>::table) {
+        if (name == entry.name) {
+            out = entry.value;
+            return true;
+        }
+    }
+    return false;
+}
+
+template <NamedEnum E>
+std::vector<Choice> choicesOf() {
+    std::vector<Choice> out;
+    for (const auto& entry : EnumNames<E>::table) {
+        out.push_back({entry.name, entry.label});
+    }
+    return out;
+}
+
+enum class KeyType {
+    Integer,    // a whole number in [min, max]
+    Number,     // a finite number in [min, max] (min excluded when minExclusive)
+    Seed,       // a non-negative integer (64 bits)
+    String,     // any string
+    Choice,     // one of `choices`
+    Widths,     // a list of integers, each in [min, max]
+    PerMember,  // per member: a number, a list of K numbers, or {"log_uniform": [lo, hi]}
+    NumberPair  // [a, b], each in [min, max) (max excluded)
+};
+
+// A key applies only when another key (earlier in the table) has one of `values`.
+struct Condition {
+    std::string key;
+    std::vector<std::string> values;
+    bool always() const { return key.empty(); }
+};
+
+struct KeySpec {
+    std::string key;  // dotted: "dataset.n"
+    KeyType type;
+    nlohmann::json defaultValue;
+    std::string help;  // what it means, Markdown (the README's table and the app's tooltips)
+    double min = 0.0;
+    double max = 0.0;
+    bool minExclusive = false;
+    std::vector<Choice> choices;  // Choice keys
+    Condition when;               // empty: always applies
+
+    std::string section() const { return key.substr(0, key.find('.')); }
+    std::string name() const { return key.substr(key.find('.') + 1); }
+};
+
+// Every key, section by section (dataset, model, ensemble, optimizer, training, backend).
+const std::vector<KeySpec>& configSchema();
+const std::vector<std::string>& configSections();
+// The row of a dotted key. Throws std::logic_error for a key that is not in the table (a
+// programming error, not a user's).
+const KeySpec& keySpec(std::string_view key);
+
+// The value of a key in `config`, or its default when absent (nullptr when neither).
+const nlohmann::json* valueOrDefault(const nlohmann::json& config, const KeySpec& spec);
+// Whether `spec` applies to `config` (its condition's key read with its default).
+bool keyApplies(const KeySpec& spec, const nlohmann::json& config);
+// "only when `model.kind` is `mlp`" (Markdown) for a conditional key; empty otherwise.
+std::string conditionText(const Condition& when, bool markdown);
+
+// The structure check: an object of known sections holding known keys, each applying.
+// Throws ConfigError naming the key: unknown section, unknown key (listing the known ones), or
+// a key whose condition does not hold ("applies only when model.kind is mlp; it is cnn").
+void checkConfigKeys(const nlohmann::json& config);
+// `config` with the default of every applicable key that is missing.
+nlohmann::json withDefaults(const nlohmann::json& config);
+// Removes the keys that do not apply, with a one-line notice each (notices may be null).
+void dropInapplicable(nlohmann::json& config, std::vector<std::string>* notices);
+
+// `layer` (a --set list, a --config file over a stored config, a panel edit) over `base`, key
+// by key. A key of the base that the layer made inapplicable is dropped with a notice; a key of
+// the layer that does not apply is a ConfigError naming the key and the condition.
+nlohmann::json overlayConfig(const nlohmann::json& base, const nlohmann::json& layer,
+                             std::vector<std::string>* notices);
+
+// The README's configuration table (Markdown), generated from the schema.
+std::string configTableMarkdown();
+// The schema as JSON, for tools: [{"key", "type", "default", "min", "max", "choices", "help",
+// "only_when"}].
+nlohmann::json configSchemaJson();
+// Help text without Markdown (for tooltips).
+std::string plainHelp(const KeySpec& spec);
+
+// Where a dotted key ("optimizer.lr", "model.hidden[1]") is written in a JSON text: the line and
+// column (1-based) of its name, or of its closest written parent; zeros when not found.
+FilePosition locateKey(std::string_view jsonText, std::string_view dottedKey);
+
+}  // namespace ensemble
