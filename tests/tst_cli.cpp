@@ -4,7 +4,7 @@
 
 #include <sys/resource.h>
 
-#include "backend/backend.h"
+#include "backend/registry.h"
 #include "io/model_io.h"
 #include "test_support.h"
 

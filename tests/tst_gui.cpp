@@ -21,7 +21,7 @@
 #include <cmath>
 #include <memory>
 
-#include "backend/backend.h"
+#include "backend/registry.h"
 #include "io/config.h"
 #include "io/model_io.h"
 #include "main_window.h"

@@ -1,9 +1,10 @@
+#include "backend/registry.h"
+
 #include <string>
 
-#include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
-#include "io/config.h"
 #include "core/errors.h"
+#include "io/config.h"
 #include "train/trainer.h"
 
 #if defined(ENSEMBLE_HAVE_CUDA)

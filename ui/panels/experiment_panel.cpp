@@ -25,9 +25,9 @@
 #include <cmath>
 #include <limits>
 
-#include "backend/backend.h"
-#include "io/config.h"
+#include "backend/registry.h"
 #include "core/errors.h"
+#include "io/config.h"
 
 namespace ensemble::ui {
 
