@@ -16,8 +16,9 @@ namespace ensemble::test {
 // Double arithmetic: closed forms evaluated in double, or one quantity computed twice in double
 // with a different summation order.
 constexpr double kExactDouble = 1e-12;
-// Hand-computed values against inputs stored as float (float relative error ~6e-8), e.g.
-// probabilities kept as float log-probabilities.
+// Values stored as float (relative error ~6e-8) against the same in double, on values of
+// order 1: hand-computed results from float log-probabilities, generated float coordinates,
+// one float update step.
 constexpr double kFloatInput = 1e-6;
 constexpr double kFloatRounding = 1e-5;     // float arithmetic vs the same in double
 constexpr double kFiniteDifference = 1e-6;  // relative error of central differences in double
@@ -100,6 +101,15 @@ inline double relativeDifference(const std::vector<double>& g, const std::vector
         sum += (g[i] + h[i]) * (g[i] + h[i]);
     }
     return sum == 0.0 ? std::sqrt(diff) : std::sqrt(diff / sum);
+}
+
+// Keys every member of a run's report carries (metrics/report.h, reportJson with RunFacts),
+// whether `ensemble-cli train --metrics` or the app's export wrote it.
+inline const std::vector<std::string>& runReportMemberKeys() {
+    static const std::vector<std::string> keys = {
+        "index", "member",   "included",     "accuracy", "nll",         "brier", "ece", "mce",
+        "lr",    "momentum", "weight_decay", "diverged", "switched_on", "train", "test"};
+    return keys;
 }
 
 // The ensemble-cli binary under test (set by CTest), for the CLI suites.
