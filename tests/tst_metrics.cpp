@@ -346,6 +346,14 @@ void TestMetrics::lossAndAccuracyHandCase() {
     // Leaving member 1 out gives member 0's numbers.
     const SplitMetrics only0 = ensembleMetrics(p, labels, {1, 0});
     ENSEMBLE_COMPARE_NEAR_SCALED(only0.loss, m0.loss, 1e-6);
+    // Both at once; member 1 alone: NLL = -(ln 0.5 + ln 0.8)/2, rows 0 and 1 both correct
+    // (0.5/0.5 is a tie, which goes to class 0).
+    const SplitEvaluation split = evaluateSplit(p, labels, {1, 1});
+    QCOMPARE(split.members.size(), std::size_t{2});
+    ENSEMBLE_COMPARE_NEAR_SCALED(split.ensemble.loss, -std::log(0.7), 1e-6);
+    ENSEMBLE_COMPARE_NEAR_SCALED(split.members[0].loss, m0.loss, 0.0);
+    ENSEMBLE_COMPARE_NEAR_SCALED(split.members[1].loss, -(std::log(0.5) + std::log(0.8)) / 2, 1e-6);
+    ENSEMBLE_COMPARE_NEAR_SCALED(split.members[1].accuracy, 1.0, 0.0);
 }
 
 void TestMetrics::uncertaintyHandCase() {

@@ -409,6 +409,17 @@ SplitMetrics memberMetrics(const MemberPredictions& p, const std::vector<int32_t
     return m;
 }
 
+SplitEvaluation evaluateSplit(const MemberPredictions& p, const std::vector<int32_t>& labels,
+                              const std::vector<uint8_t>& include) {
+    SplitEvaluation e;
+    e.ensemble = ensembleMetrics(p, labels, include);
+    e.members.reserve(static_cast<std::size_t>(p.members));
+    for (int k = 0; k < p.members; ++k) {
+        e.members.push_back(memberMetrics(p, labels, k));
+    }
+    return e;
+}
+
 double gibbsNll(const MemberPredictions& p, const std::vector<int32_t>& labels,
                 const std::vector<uint8_t>& include) {
     checkPredictions(p, "gibbsNll");

@@ -158,6 +158,9 @@ SplitMetrics ensembleMetrics(const MemberPredictions& p, const std::vector<int32
                              const std::vector<uint8_t>& include);
 // Member k alone: mean of -log P_k(y_i|x_i), class = first argmax of log P_k; 0 for no rows.
 SplitMetrics memberMetrics(const MemberPredictions& p, const std::vector<int32_t>& labels, int k);
+// Both for one split: the ensemble of `include` and every member (diverged ones too).
+SplitEvaluation evaluateSplit(const MemberPredictions& p, const std::vector<int32_t>& labels,
+                              const std::vector<uint8_t>& include);
 
 // Gibbs cross-entropy: the mean over the included members of each member's NLL,
 // 1/K' sum_k mean_i -log P_k(y_i|x_i). By Jensen it is >= the ensemble NLL; the gap is what

@@ -18,10 +18,17 @@ struct MemberPredictions {
 };
 
 // Loss and accuracy of one split: what the trainer tracks while training (metrics.h,
-// ensembleMetrics and memberMetrics).
+// ensembleMetrics, memberMetrics and evaluateSplit).
 struct SplitMetrics {
     double loss = 0.0;  // mean NLL (natural log)
     double accuracy = 0.0;
+};
+
+// Loss and accuracy on one split of the ensemble and of every member (metrics.h,
+// evaluateSplit).
+struct SplitEvaluation {
+    SplitMetrics ensemble;
+    std::vector<SplitMetrics> members;
 };
 
 struct MemberEvaluation {

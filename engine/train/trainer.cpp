@@ -272,29 +272,43 @@ std::vector<uint8_t> Trainer::included() const {
 }
 
 Evaluation Trainer::evaluate() {
-    const MemberPredictions train = predictTrain();
-    const MemberPredictions test = m_data.test.rows > 0 ? predictTest() : MemberPredictions{};
-    return evaluate(train, test, included());
+    const std::vector<uint8_t> include = included();
+    Evaluation e = evaluationFrame();
+    // One split's predictions at a time: the train split's are gone before the test split's
+    // are made.
+    setSplit(e, evaluateSplit(predictTrain(), m_data.train.y, include), true);
+    if (m_data.test.rows > 0) {
+        setSplit(e, evaluateSplit(predictTest(), m_data.test.y, include), false);
+    }
+    return e;
 }
 
 Evaluation Trainer::evaluate(const MemberPredictions& train, const MemberPredictions& test,
                              const std::vector<uint8_t>& include) const {
+    Evaluation e = evaluationFrame();
+    setSplit(e, evaluateSplit(train, m_data.train.y, include), true);
+    if (m_data.test.rows > 0) {
+        setSplit(e, evaluateSplit(test, m_data.test.y, include), false);
+    }
+    return e;
+}
+
+Evaluation Trainer::evaluationFrame() const {
     Evaluation e;
     e.step = m_step;
     e.epoch = epoch();
-    e.ensembleTrain = ensembleMetrics(train, m_data.train.y, include);
     e.members.resize(static_cast<std::size_t>(members()));
-    for (int k = 0; k < members(); ++k) {
-        e.members[static_cast<std::size_t>(k)].train = memberMetrics(train, m_data.train.y, k);
-        e.members[static_cast<std::size_t>(k)].diverged = m_diverged[static_cast<std::size_t>(k)];
-    }
-    if (m_data.test.rows > 0) {
-        e.ensembleTest = ensembleMetrics(test, m_data.test.y, include);
-        for (int k = 0; k < members(); ++k) {
-            e.members[static_cast<std::size_t>(k)].test = memberMetrics(test, m_data.test.y, k);
-        }
+    for (std::size_t k = 0; k < e.members.size(); ++k) {
+        e.members[k].diverged = m_diverged[k] != 0;
     }
     return e;
+}
+
+void Trainer::setSplit(Evaluation& e, const SplitEvaluation& split, bool train) {
+    (train ? e.ensembleTrain : e.ensembleTest) = split.ensemble;
+    for (std::size_t k = 0; k < e.members.size(); ++k) {
+        (train ? e.members[k].train : e.members[k].test) = split.members[k];
+    }
 }
 
 std::vector<float> Trainer::parameters() const {

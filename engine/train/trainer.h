@@ -91,6 +91,9 @@ class Trainer {
 
   private:
     MemberPredictions predictNormalized(const float* x, int64_t rows);
+    // An Evaluation with step, epoch and the diverged flags set, the metrics still empty.
+    Evaluation evaluationFrame() const;
+    static void setSplit(Evaluation& e, const SplitEvaluation& split, bool train);
 
     ExperimentConfig m_config;
     DataSplit m_data;

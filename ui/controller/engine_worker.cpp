@@ -304,10 +304,9 @@ void EngineWorker::recordHistory() {
         }
         const MemberPredictions p = m_trainer->predictRaw(data.x.data(), rows);
         std::vector<int32_t> labels(data.y.begin(), data.y.begin() + rows);
-        ensembleOut = ensembleMetrics(p, labels, include);
-        for (int m = 0; m < k; ++m) {
-            membersOut[static_cast<std::size_t>(m)] = memberMetrics(p, labels, m);
-        }
+        SplitEvaluation split = evaluateSplit(p, labels, include);
+        ensembleOut = split.ensemble;
+        membersOut = std::move(split.members);
     };
     evaluate(d.train, std::min(d.train.rows, m_tuning.maxTrainEvalRows), point->ensembleTrain,
              point->memberTrain);
