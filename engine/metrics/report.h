@@ -1,7 +1,9 @@
 #pragma once
 
 // The evaluation report of an ensemble: every measurement of metrics/ on one split, as a
-// value, as JSON (the layout is documented in README.md, "Evaluation report") and as CSV.
+// value, as JSON (the layout is documented in README.md, "Metrics") and as CSV. The one JSON
+// builder: `ensemble-cli train --metrics`, `eval --report` and the app's export all go through
+// reportJson (a live trainer's through trainerReport, train/trainer_report.h).
 
 #include <cstdint>
 #include <optional>
