@@ -1,8 +1,9 @@
 #pragma once
 
-// A small two-spirals training problem and the comparisons the backend tests share: the CUDA
-// step program emulated on the CPU (tst_cuda_plan) and the real CUDA backend (tst_cuda_parity)
-// are both checked against CpuBackend on problems made here.
+// A small two-spirals training problem the backend tests share: the CUDA step program
+// emulated on the CPU (tst_cuda_plan) and the real CUDA backend (tst_cuda_parity) are both
+// checked against CpuBackend on problems made here (with nmse and the tolerances of
+// test_support.h).
 
 #include <cstdint>
 #include <vector>
@@ -11,21 +12,9 @@
 #include "data/dataset.h"
 #include "math/optim_rules.h"
 #include "model/mlp.h"
+#include "test_support.h"
 
 namespace ensemble::test {
-
-// mse(reference - other) / mse(reference): scale-free closeness of two parameter or
-// prediction vectors (plain mse when the reference is all zeros).
-inline double nmse(const std::vector<float>& reference, const std::vector<float>& other) {
-    double diff = 0.0;
-    double power = 0.0;
-    for (std::size_t i = 0; i < reference.size(); ++i) {
-        const double d = static_cast<double>(reference[i]) - other[i];
-        diff += d * d;
-        power += static_cast<double>(reference[i]) * reference[i];
-    }
-    return power > 0.0 ? diff / power : diff;
-}
 
 struct ProblemShape {
     int64_t rows = 250;

@@ -4,7 +4,7 @@
 
 #include <sys/resource.h>
 
-#include "backend/backend.h"
+#include "backend/registry.h"
 #include "io/config_schema.h"
 #include "io/model_io.h"
 #include "test_support.h"
@@ -171,8 +171,13 @@ void TestCli::trainExportPredictRoundTrip() {
     QVERIFY(report["ensemble"]["test"].contains("accuracy"));
     QVERIFY(report["ensemble"]["train"].contains("loss"));
     QCOMPARE(report["members"].size(), std::size_t(3));
-    QVERIFY(report["members"][0].contains("diverged"));
-    QVERIFY(report["members"][0].contains("lr"));
+    for (const nlohmann::json& member : report["members"]) {
+        for (const std::string& key : ensemble::test::runReportMemberKeys()) {
+            QVERIFY2(member.contains(key), key.c_str());
+        }
+        QVERIFY(member["switched_on"].get<bool>());
+    }
+    QVERIFY(report.contains("epoch") && report.contains("dataset"));
 
     const QString input = m_dir.filePath(QStringLiteral("points.csv"));
     writeText(input, "x0,label,x1\n0.1,1,0.2\n-0.5,0,0.4\n0.9,1,-0.9\n");

@@ -179,9 +179,10 @@ void TestCpuKernels::fastGradientMatchesReference() {
     std::vector<float> grad(c.layout.perMember());
     const float fastLoss = fastMemberGradient(c.layout, c.member, act, c.params.data(), in,
                                               c.labels.data(), c.weights.data(), ws, grad.data());
-    ENSEMBLE_COMPARE_NEAR(fastLoss, loss, 1e-5 * std::abs(loss));
+    ENSEMBLE_COMPARE_NEAR(fastLoss, loss, test::kFloatRounding * std::abs(loss));
     const double error = test::relativeDifference(c.toDouble(grad), expected);
-    QVERIFY2(error < 1e-5, qPrintable(QStringLiteral("relative gradient error %1").arg(error)));
+    QVERIFY2(error < test::kFloatRounding,
+             qPrintable(QStringLiteral("relative gradient error %1").arg(error)));
 }
 
 void TestCpuKernels::fastUpdateMatchesApplyUpdate_data() {
@@ -220,9 +221,9 @@ void TestCpuKernels::fastUpdateMatchesApplyUpdate() {
     }
     for (std::size_t i = 0; i < n; ++i) {
         // The same operations; only where the compiler fuses a multiply-add may differ.
-        ENSEMBLE_COMPARE_NEAR(p[i], p2[i], 1e-6 * (std::abs(p2[i]) + 1e-3));
-        ENSEMBLE_COMPARE_NEAR(m[i], m2[i], 1e-6 * (std::abs(m2[i]) + 1e-6));
-        ENSEMBLE_COMPARE_NEAR(v[i], v2[i], 1e-6 * (std::abs(v2[i]) + 1e-9));
+        ENSEMBLE_COMPARE_NEAR(p[i], p2[i], test::kFloatInput * (std::abs(p2[i]) + 1e-3));
+        ENSEMBLE_COMPARE_NEAR(m[i], m2[i], test::kFloatInput * (std::abs(m2[i]) + 1e-6));
+        ENSEMBLE_COMPARE_NEAR(v[i], v2[i], test::kFloatInput * (std::abs(v2[i]) + 1e-9));
     }
 }
 
@@ -264,7 +265,8 @@ void TestCpuKernels::fastTrainMemberIsGradientThenUpdate() {
     for (std::size_t i = 0; i < params.size(); ++i) {
         worst = std::max(worst, std::abs(static_cast<double>(params[i]) - expected[i]));
     }
-    QVERIFY2(worst < 1e-6, qPrintable(QStringLiteral("largest difference %1").arg(worst)));
+    QVERIFY2(worst < test::kFloatInput,
+             qPrintable(QStringLiteral("largest difference %1").arg(worst)));
     // Other members are untouched.
     const std::size_t w0 = c.layout.weightOffset(0, 0);
     QCOMPARE(params[w0], c.params[w0]);
@@ -288,7 +290,7 @@ void TestCpuKernels::fastPredictionMatchesReference() {
         const double lse = logSumExp(logits + 3 * i, 3);
         for (int k = 0; k < 3; ++k) {
             ENSEMBLE_COMPARE_NEAR(out[static_cast<std::size_t>(3 * i + k)], logits[3 * i + k] - lse,
-                                  1e-5 * (1.0 + std::abs(logits[3 * i + k] - lse)));
+                                  test::kFloatRounding * (1.0 + std::abs(logits[3 * i + k] - lse)));
         }
     }
 }

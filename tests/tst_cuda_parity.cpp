@@ -17,8 +17,8 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend_test_problem.h"
-#include "data/dataset.h"
 #include "core/errors.h"
+#include "data/dataset.h"
 #include "metrics/metrics.h"
 #include "model/mlp.h"
 
@@ -31,11 +31,6 @@ namespace {
 
 constexpr int kDevice = 0;
 constexpr int kSteps = 50;
-// Parameters after kSteps, and log-probabilities on the grid: mse(a - b) / mse(a).
-constexpr double kParamNmse = 1e-6;
-constexpr double kLogProbNmse = 1e-6;
-// Per-member batch loss, relative to max(1, |loss|).
-constexpr double kLossTolerance = 1e-3;
 
 // The spirals MLP of the presets, smaller: 2 -> 32 -> 32 -> 2, K = 8, batch 32 over 500
 // rows, per-member learning rates, momentum and weight decay.
@@ -166,7 +161,7 @@ void TestCudaParity::parityWithCpu() {
         for (std::size_t k = 0; k < cpu.losses[0].size(); ++k) {
             const float c = cpu.losses[static_cast<std::size_t>(i)][k];
             const float g = gpu.losses[static_cast<std::size_t>(i)][k];
-            QVERIFY2(std::abs(c - g) <= kLossTolerance * std::max(1.0f, std::abs(c)),
+            QVERIFY2(std::abs(c - g) <= test::kDeviceLoss * std::max(1.0f, std::abs(c)),
                      qPrintable(QStringLiteral("step %1 member %2: cpu %3, cuda %4")
                                     .arg(i)
                                     .arg(k)
@@ -176,7 +171,7 @@ void TestCudaParity::parityWithCpu() {
     }
     const double paramError = nmse(cpu.params, gpu.params);
     qInfo("parameter nMSE after %d steps: %.3g", kSteps, paramError);
-    QVERIFY2(paramError < kParamNmse, qPrintable(QString::number(paramError)));
+    QVERIFY2(paramError < test::kDeviceParamNmse, qPrintable(QString::number(paramError)));
     QVERIFY(nmse(init, gpu.params) > 1e-4);  // it did train
 
     // 200 x 200 = 40000 rows: more than one prediction chunk (at most 16384 rows).
@@ -192,7 +187,7 @@ void TestCudaParity::parityWithCpu() {
     cudaBackend->predictLogProbs(grid.data(), rows, gpuOut.data());
     const double predictError = nmse(cpuOut, gpuOut);
     qInfo("log-probability nMSE on the grid: %.3g", predictError);
-    QVERIFY2(predictError < kLogProbNmse, qPrintable(QString::number(predictError)));
+    QVERIFY2(predictError < test::kDeviceLogProbNmse, qPrintable(QString::number(predictError)));
 }
 
 void TestCudaParity::graphReplayEqualsEagerSteps() {
@@ -265,7 +260,7 @@ void TestCudaParity::predictOnlyBinding() {
     std::vector<float> gpuOut(cpuOut.size());
     cpuBackend.predictLogProbs(grid.data(), rows, cpuOut.data());
     b->predictLogProbs(grid.data(), rows, gpuOut.data());
-    QVERIFY(nmse(cpuOut, gpuOut) < kLogProbNmse);
+    QVERIFY(nmse(cpuOut, gpuOut) < test::kDeviceLogProbNmse);
     std::vector<uint8_t> active(static_cast<std::size_t>(layout.members()), 1);
     std::vector<float> loss(active.size());
     QVERIFY_THROWS_EXCEPTION(RuntimeError, b->step(0, active.data(), loss.data()));
@@ -309,13 +304,13 @@ void TestCudaParity::gridUncertaintyMatchesCpu() {
     for (std::size_t j = 0; j < hostProbs.size(); ++j) {
         hostProbs[j] = std::exp(host.logProbs[j]);
     }
-    QVERIFY2(nmse(hostProbs, device.memberProbabilities) < kLogProbNmse,
+    QVERIFY2(nmse(hostProbs, device.memberProbabilities) < test::kDeviceLogProbNmse,
              qPrintable(QString::number(nmse(hostProbs, device.memberProbabilities))));
     const std::vector<float> ensembleHost(expected.probabilities.begin(),
                                           expected.probabilities.end());
     const std::vector<float> ensembleDevice(device.probabilities.begin(),
                                             device.probabilities.end());
-    QVERIFY(nmse(ensembleHost, ensembleDevice) < kLogProbNmse);
+    QVERIFY(nmse(ensembleHost, ensembleDevice) < test::kDeviceLogProbNmse);
     // The measures: within float-input rounding; the class may differ only where the
     // ensemble is at a tie (|p0 - p1| tiny).
     double worst = 0.0;
@@ -328,12 +323,13 @@ void TestCudaParity::gridUncertaintyMatchesCpu() {
                           std::abs(d.predictedStd - expected.predictedStd[iu])});
         if (d.predicted != expected.predicted[iu]) {
             QVERIFY(std::abs(expected.probabilities[iu * 2] - expected.probabilities[iu * 2 + 1]) <
-                    1e-4);
+                    test::kDeviceMeasure);
         } else {
-            QVERIFY(std::abs(d.disagreement - expected.disagreement[iu]) <= 1.0 / 7 + 1e-12);
+            QVERIFY(std::abs(d.disagreement - expected.disagreement[iu]) <=
+                    1.0 / 7 + test::kExactDouble);
         }
     }
-    QVERIFY2(worst < 1e-4, qPrintable(QString::number(worst)));
+    QVERIFY2(worst < test::kDeviceMeasure, qPrintable(QString::number(worst)));
     QVERIFY(summarizeUncertainty(expected).epistemicMean > 0.0);
 }
 

@@ -36,13 +36,6 @@ using namespace ensemble::gpu;
 
 namespace {
 
-// Tolerances. The emulation differs from CpuBackend only in the summation order of the
-// matrix products (a plain k-loop here, Eigen's blocked kernels there).
-constexpr double kGemmTolerance = 1e-5;      // max |difference| of one small product
-constexpr double kParamNmseEmulated = 1e-8;  // after 40 steps
-constexpr double kLossTolerance = 1e-4;      // relative, per member and step
-constexpr double kLogProbNmseEmulated = 1e-8;
-
 std::vector<float> randomVector(std::size_t n, uint64_t seed) {
     std::vector<float> v(n);
     for (std::size_t i = 0; i < n; ++i) {
@@ -399,9 +392,9 @@ void TestCudaPlan::gemmArgumentsGiveTheRowMajorProducts() {
         const RowMatrix zGot = ConstMap(z.data() + m * rows * out, rows, out);
         const RowMatrix dwGot = ConstMap(dw.data() + m * out * in, out, in);
         const RowMatrix dxGot = ConstMap(dx.data() + m * rows * in, rows, in);
-        QVERIFY2((zRef - zGot).cwiseAbs().maxCoeff() < kGemmTolerance, "forward");
-        QVERIFY2((dwRef - dwGot).cwiseAbs().maxCoeff() < kGemmTolerance, "weight gradient");
-        QVERIFY2((dxRef - dxGot).cwiseAbs().maxCoeff() < kGemmTolerance, "input gradient");
+        QVERIFY2((zRef - zGot).cwiseAbs().maxCoeff() < test::kEmulatedGemm, "forward");
+        QVERIFY2((dwRef - dwGot).cwiseAbs().maxCoeff() < test::kEmulatedGemm, "weight gradient");
+        QVERIFY2((dxRef - dxGot).cwiseAbs().maxCoeff() < test::kEmulatedGemm, "input gradient");
     }
 }
 
@@ -657,7 +650,7 @@ void TestCudaPlan::emulatedStepMatchesCpuBackend() {
             const float c = cpuLoss[static_cast<std::size_t>(k)];
             const float e = emuLoss[static_cast<std::size_t>(k)];
             QVERIFY(std::isfinite(e));
-            QVERIFY2(std::abs(c - e) <= kLossTolerance * std::max(1.0f, std::abs(c)),
+            QVERIFY2(std::abs(c - e) <= test::kEmulatedLoss * std::max(1.0f, std::abs(c)),
                      qPrintable(QStringLiteral("step %1 member %2: cpu %3, emulated %4")
                                     .arg(steps[i])
                                     .arg(k)
@@ -672,7 +665,7 @@ void TestCudaPlan::emulatedStepMatchesCpuBackend() {
     cpu.parameters(cpuParams.data());
     const double paramError = nmse(cpuParams, emu.params());
     qInfo("parameter nMSE %.3g", paramError);
-    QVERIFY2(paramError < kParamNmseEmulated, qPrintable(QString::number(paramError)));
+    QVERIFY2(paramError < test::kEmulatedParamNmse, qPrintable(QString::number(paramError)));
     QVERIFY(nmse(init, emu.params()) > 1e-4);  // it did train
 
     const int side = 23;  // 529 rows: chunks of 256, 256, 17
@@ -687,7 +680,7 @@ void TestCudaPlan::emulatedStepMatchesCpuBackend() {
     }
     const double predictError = nmse(cpuOut, emuOut);
     qInfo("log-probability nMSE %.3g", predictError);
-    QVERIFY2(predictError < kLogProbNmseEmulated, qPrintable(QString::number(predictError)));
+    QVERIFY2(predictError < test::kEmulatedLogProbNmse, qPrintable(QString::number(predictError)));
 }
 
 QTEST_APPLESS_MAIN(TestCudaPlan)

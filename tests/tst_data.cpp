@@ -22,8 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "data/dataset.h"
 #include "core/errors.h"
+#include "data/dataset.h"
+#include "test_support.h"
 
 using namespace ensemble;
 
@@ -266,14 +267,16 @@ class TestData : public QObject {
             const double s = d.y[i] == 1 ? 1.0 : -1.0;
             const double x = d.x[2 * i];
             const double y = d.x[2 * i + 1];
-            QVERIFY2(std::fabs(x - r * s * std::cos(theta)) < 1e-6, qPrintable(QString::number(i)));
-            QVERIFY2(std::fabs(y - r * s * std::sin(theta)) < 1e-6, qPrintable(QString::number(i)));
-            QVERIFY(std::fabs(std::hypot(x, y) - r) < 1e-6);
+            QVERIFY2(std::fabs(x - r * s * std::cos(theta)) < test::kFloatInput,
+                     qPrintable(QString::number(i)));
+            QVERIFY2(std::fabs(y - r * s * std::sin(theta)) < test::kFloatInput,
+                     qPrintable(QString::number(i)));
+            QVERIFY(std::fabs(std::hypot(x, y) - r) < test::kFloatInput);
             if (r > 0.1) {
                 // The angle of s * (x, y) is theta, modulo a full turn.
                 const double angle = std::atan2(s * y, s * x);
                 const double turns = (angle - theta) / (2.0 * kPi);
-                QVERIFY2(std::fabs(turns - std::round(turns)) < 1e-5,
+                QVERIFY2(std::fabs(turns - std::round(turns)) < test::kFloatRounding,
                          qPrintable(QString::number(i)));
             }
             if (i > 0 && d.y[i] == d.y[i - 1]) {
@@ -343,16 +346,16 @@ class TestData : public QObject {
             const double x = d.x[2 * i];
             const double y = d.x[2 * i + 1];
             if (d.y[i] == 0) {  // upper half of the unit circle around (0, 0)
-                QVERIFY(std::fabs(std::hypot(x, y) - 1.0) < 1e-6);
-                QVERIFY(y > -1e-6);
+                QVERIFY(std::fabs(std::hypot(x, y) - 1.0) < test::kFloatInput);
+                QVERIFY(y > -test::kFloatInput);
             } else {  // lower half of the unit circle around (1, 0.5)
-                QVERIFY(std::fabs(std::hypot(x - 1.0, y - 0.5) - 1.0) < 1e-6);
-                QVERIFY(y < 0.5 + 1e-6);
+                QVERIFY(std::fabs(std::hypot(x - 1.0, y - 0.5) - 1.0) < test::kFloatInput);
+                QVERIFY(y < 0.5 + test::kFloatInput);
             }
         }
         // Both ends of each moon are reached (linspace includes the end points).
-        QVERIFY(std::fabs(d.x[0] - 1.0f) < 1e-6f);
-        QVERIFY(std::fabs(d.x[2 * 49] + 1.0f) < 1e-6f);
+        QVERIFY(std::fabs(d.x[0] - 1.0f) < static_cast<float>(test::kFloatInput));
+        QVERIFY(std::fabs(d.x[2 * 49] + 1.0f) < static_cast<float>(test::kFloatInput));
     }
 
     void circlesShape() {
@@ -363,7 +366,7 @@ class TestData : public QObject {
         std::set<long> angles;
         for (int64_t i = 0; i < d.rows; ++i) {
             const double r = std::hypot(d.x[2 * i], d.x[2 * i + 1]);
-            QVERIFY(std::fabs(r - (d.y[i] == 0 ? 1.0 : 0.5)) < 1e-6);
+            QVERIFY(std::fabs(r - (d.y[i] == 0 ? 1.0 : 0.5)) < test::kFloatInput);
             if (d.y[i] == 0) {
                 angles.insert(std::lround(std::atan2(d.x[2 * i + 1], d.x[2 * i]) * 1000));
             }
@@ -501,8 +504,8 @@ class TestData : public QObject {
         QCOMPARE(n.std[2], 1.0f);                                 // constant column
         const std::vector<float> z = n.apply(d);
         for (int f = 0; f < 2; ++f) {
-            QVERIFY(std::fabs(columnMean(z, 3, f)) < 1e-6);
-            QVERIFY(std::fabs(columnStd(z, 3, f) - 1.0) < 1e-6);
+            QVERIFY(std::fabs(columnMean(z, 3, f)) < test::kFloatInput);
+            QVERIFY(std::fabs(columnStd(z, 3, f) - 1.0) < test::kFloatInput);
         }
         QCOMPARE(z[2], 0.0f);
         std::vector<float> inPlace = d.x;
@@ -533,8 +536,8 @@ class TestData : public QObject {
         QCOMPARE(s.test.rows, int64_t(100));
         const std::vector<float> z = s.normalization.apply(s.train);
         for (int f = 0; f < 2; ++f) {
-            QVERIFY(std::fabs(columnMean(z, 2, f)) < 1e-5);
-            QVERIFY(std::fabs(columnStd(z, 2, f) - 1.0) < 1e-5);
+            QVERIFY(std::fabs(columnMean(z, 2, f)) < test::kFloatRounding);
+            QVERIFY(std::fabs(columnStd(z, 2, f) - 1.0) < test::kFloatRounding);
         }
         const DataSplit again = loadDataSplit(c);
         QCOMPARE(again.train.x, s.train.x);

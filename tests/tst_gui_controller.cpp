@@ -10,6 +10,7 @@
 #include "controller/engine_controller.h"
 #include "io/config.h"
 #include "io/model_io.h"
+#include "test_support.h"
 
 using ensemble::ui::EngineController;
 using ensemble::ui::HeatQuantity;
@@ -208,8 +209,21 @@ void TestGuiController::exportRoundTrip() {
         worst = std::max(worst, std::abs(std::exp(static_cast<double>(lp[i])) -
                                          static_cast<double>(g.memberProbabilities[i])));
     }
-    QVERIFY2(worst < 1e-5, qPrintable(QString::number(worst)));
+    QVERIFY2(worst < ensemble::test::kFloatRounding, qPrintable(QString::number(worst)));
     QVERIFY(QFile::exists(base + QStringLiteral(".metrics.json")));
+    // The same report as `ensemble-cli train --metrics`: the same keys for every member.
+    QFile mf(base + QStringLiteral(".metrics.json"));
+    QVERIFY(mf.open(QIODevice::ReadOnly));
+    const auto report = nlohmann::json::parse(mf.readAll().toStdString());
+    QCOMPARE(report["step"].get<int>(), 50);
+    QVERIFY(report.contains("epoch") && report.contains("dataset"));
+    QVERIFY(report["ensemble"]["train"].contains("loss"));
+    QVERIFY(report["ensemble"]["test"].contains("accuracy"));
+    for (const nlohmann::json& member : report["members"]) {
+        for (const std::string& key : ensemble::test::runReportMemberKeys()) {
+            QVERIFY2(member.contains(key), key.c_str());
+        }
+    }
     QVERIFY(QFile::exists(base + QStringLiteral(".metrics.csv")));
 
     // A failed export (a directory that does not exist) leaves nothing behind.

@@ -1,15 +1,13 @@
 // Tests of engine/metrics against hand-computed small cases. Every expected number is worked out
 // in a comment next to the check; inputs are probabilities stored as float log-probabilities,
-// so hand values are compared with kFloatInputTol.
+// so hand values are compared with kFloatInput.
 
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include <omp.h>
 
-#include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -17,6 +15,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/registry.h"
 #include "core/errors.h"
 #include "math/philox.h"
 #include "metrics/grid.h"
@@ -24,46 +23,24 @@
 #include "metrics/ood.h"
 #include "metrics/report.h"
 #include "metrics/temperature.h"
+#include "test_support.h"
+#include "train/trainer_report.h"
 
 using namespace ensemble;
 
 namespace {
 
-// Named tolerances.
-// Hand-computed values against float-stored log-probabilities (float relative error ~6e-8).
-constexpr double kFloatInputTol = 1e-6;
-// The same quantity computed twice in double with a different summation order.
-constexpr double kRoundingTol = 1e-12;
-// Fitted parameters (golden-section search stops at 1e-6 in log T).
-constexpr double kFitTol = 1e-4;
-
-bool near(double actual, double expected, double tol) {
-    if (std::isnan(expected)) {
-        return std::isnan(actual);
-    }
-    return std::abs(actual - expected) <= tol * std::max(1.0, std::abs(expected));
-}
-
-#define COMPARE_NEAR(actual, expected, tol)                                        \
-    do {                                                                           \
-        const double a_ = (actual);                                                \
-        const double e_ = (expected);                                              \
-        if (!near(a_, e_, (tol))) {                                                \
-            QFAIL(qPrintable(QStringLiteral("%1 = %2, expected %3 (tolerance %4)") \
-                                 .arg(QString::fromLatin1(#actual))                \
-                                 .arg(a_, 0, 'g', 17)                              \
-                                 .arg(e_, 0, 'g', 17)                              \
-                                 .arg((tol))));                                    \
-        }                                                                          \
-    } while (false)
+using test::kExactDouble;
+using test::kFittedParameter;
+using test::kFloatInput;
 
 void compareMetrics(const ClassificationMetrics& a, const ClassificationMetrics& b, double tol) {
     QCOMPARE(a.rows, b.rows);
-    COMPARE_NEAR(a.accuracy, b.accuracy, tol);
-    COMPARE_NEAR(a.nll, b.nll, tol);
-    COMPARE_NEAR(a.brier, b.brier, tol);
-    COMPARE_NEAR(a.ece, b.ece, tol);
-    COMPARE_NEAR(a.mce, b.mce, tol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(a.accuracy, b.accuracy, tol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(a.nll, b.nll, tol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(a.brier, b.brier, tol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(a.ece, b.ece, tol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(a.mce, b.mce, tol);
 }
 
 // Predictions from probabilities given member by member, row by row: probs[(k*N + i)*C + c].
@@ -212,6 +189,7 @@ class TestMetrics : public QObject {
     void calibrationHandCase();
     void ensembleScoresHandCase();
     void memberScoresHandCase();
+    void lossAndAccuracyHandCase();
     void uncertaintyHandCase();
     void positiveClassReliability();
     void gibbsAndDiversity();
@@ -228,7 +206,6 @@ class TestMetrics : public QObject {
     void temperatureHandCase();
     void temperatureKeepsAccuracyAndNll();
     void gridShapeAndBounds();
-    void gridBenchmark();
     void sameResultsForAnyThreadCount();
     void trainerReportAndGrid();
     void deviceStyleMeasuresEqualHostOnes();
@@ -267,8 +244,8 @@ void TestMetrics::perfectlyCalibratedBinsGiveZeroEce() {
         ok.push_back(i < 2);
     }
     const Calibration c = calibrationFrom(conf, ok, 15);
-    COMPARE_NEAR(c.ece, 0.0, kRoundingTol);
-    COMPARE_NEAR(c.mce, 0.0, kRoundingTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(c.ece, 0.0, kExactDouble);
+    ENSEMBLE_COMPARE_NEAR_SCALED(c.mce, 0.0, kExactDouble);
     QCOMPARE(c.rows, int64_t{24});
     QCOMPARE(c.bins.size(), std::size_t{15});
     QCOMPARE(c.bins[10].count, int64_t{10});    // 0.7 in (10/15, 11/15]
@@ -285,13 +262,13 @@ void TestMetrics::calibrationHandCase() {
     // bin 3 (0.2, 0.2667]: n 1, conf 0.25, acc 0, gap 0.25
     // ECE = 2/4*0.45 + 1/4*0.45 + 1/4*0.25 = 0.225 + 0.1125 + 0.0625 = 0.4; MCE = 0.45
     const Calibration c = calibrationFrom({0.95, 0.95, 0.55, 0.25}, {1, 0, 1, 0}, 15);
-    COMPARE_NEAR(c.ece, 0.4, kRoundingTol);
-    COMPARE_NEAR(c.mce, 0.45, kRoundingTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(c.ece, 0.4, kExactDouble);
+    ENSEMBLE_COMPARE_NEAR_SCALED(c.mce, 0.45, kExactDouble);
     QCOMPARE(c.bins[14].count, int64_t{2});
-    COMPARE_NEAR(c.bins[14].accuracy, 0.5, kRoundingTol);
-    COMPARE_NEAR(c.bins[14].confidence, 0.95, kRoundingTol);
-    COMPARE_NEAR(c.bins[8].lower, 8.0 / 15.0, kRoundingTol);
-    COMPARE_NEAR(c.bins[8].upper, 9.0 / 15.0, kRoundingTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(c.bins[14].accuracy, 0.5, kExactDouble);
+    ENSEMBLE_COMPARE_NEAR_SCALED(c.bins[14].confidence, 0.95, kExactDouble);
+    ENSEMBLE_COMPARE_NEAR_SCALED(c.bins[8].lower, 8.0 / 15.0, kExactDouble);
+    ENSEMBLE_COMPARE_NEAR_SCALED(c.bins[8].upper, 9.0 / 15.0, kExactDouble);
     QCOMPARE(c.bins[3].count, int64_t{1});
 }
 
@@ -299,48 +276,84 @@ void TestMetrics::ensembleScoresHandCase() {
     const MemberPredictions p = caseA();
     const ClassificationMetrics m = ensembleClassificationMetrics(p, kLabelsA, {});
     // accuracy: 3 of 4 correct.
-    COMPARE_NEAR(m.accuracy, 0.75, kRoundingTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(m.accuracy, 0.75, kExactDouble);
     // NLL = -(ln .71 + ln .63 + ln .83 + ln .37)/4
     //     = (0.342490 + 0.462035 + 0.186330 + 0.994252)/4 = 0.496277
-    COMPARE_NEAR(m.nll, -(std::log(0.71) + std::log(0.63) + std::log(0.83) + std::log(0.37)) / 4,
-                 kFloatInputTol);
-    COMPARE_NEAR(m.nll, 0.496277, 1e-6);
+    ENSEMBLE_COMPARE_NEAR_SCALED(
+        m.nll, -(std::log(0.71) + std::log(0.63) + std::log(0.83) + std::log(0.37)) / 4,
+        kFloatInput);
+    ENSEMBLE_COMPARE_NEAR_SCALED(m.nll, 0.496277, 1e-6);
     // Brier (sum over classes): 2*.29^2 + 2*.37^2 + 2*.17^2 + (.37-1)^2+.63^2
     //     = 0.1682 + 0.2738 + 0.0578 + 0.7938 = 1.2936; mean 0.3234
-    COMPARE_NEAR(m.brier, 0.3234, kFloatInputTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(m.brier, 0.3234, kFloatInput);
     // ECE: bin 9 holds 0.63 (correct) and 0.63 (wrong): gap |0.5 - 0.63| = 0.13, weight 1/2;
     // bin 10 holds 0.71 correct: gap 0.29, weight 1/4; bin 12 holds 0.83 correct: gap 0.17.
     // ECE = 0.065 + 0.0725 + 0.0425 = 0.18; MCE = 0.29.
-    COMPARE_NEAR(m.ece, 0.18, kFloatInputTol);
-    COMPARE_NEAR(m.mce, 0.29, kFloatInputTol);
-    // The trainer's ensemble NLL/accuracy agree (same definition, float log-probs).
+    ENSEMBLE_COMPARE_NEAR_SCALED(m.ece, 0.18, kFloatInput);
+    ENSEMBLE_COMPARE_NEAR_SCALED(m.mce, 0.29, kFloatInput);
+    // The loss and accuracy alone (what the trainer tracks): the same hand values.
     const SplitMetrics t = ensembleMetrics(p, kLabelsA, {1, 1});
-    COMPARE_NEAR(t.loss, m.nll, kRoundingTol);
-    COMPARE_NEAR(t.accuracy, m.accuracy, kRoundingTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(t.loss, 0.496277, 1e-6);
+    ENSEMBLE_COMPARE_NEAR_SCALED(t.accuracy, 0.75, kExactDouble);
 }
 
 void TestMetrics::memberScoresHandCase() {
     const MemberPredictions p = caseA();
     const ClassificationMetrics m0 = memberClassificationMetrics(p, kLabelsA, 0);
     // member 0 predicts 0 0 1 1: correct 1 0 1 0.
-    COMPARE_NEAR(m0.accuracy, 0.5, kRoundingTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(m0.accuracy, 0.5, kExactDouble);
     // NLL = -(ln .9 + ln .46 + ln .76 + ln .3)/4 = (0.105361+0.776529+0.274437+1.203973)/4
     //     = 0.590075
-    COMPARE_NEAR(m0.nll, -(std::log(0.9) + std::log(0.46) + std::log(0.76) + std::log(0.3)) / 4,
-                 kFloatInputTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(
+        m0.nll, -(std::log(0.9) + std::log(0.46) + std::log(0.76) + std::log(0.3)) / 4,
+        kFloatInput);
     // Brier: 2*.1^2 + 2*.54^2 + 2*.24^2 + 2*.7^2 = 0.02 + 0.5832 + 0.1152 + 0.98 = 1.6984
     // -> 0.4246 (a wrong point's error is its full probability mass off the label).
-    COMPARE_NEAR(m0.brier, 0.4246, kFloatInputTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(m0.brier, 0.4246, kFloatInput);
     // ECE: conf 0.9 ok (bin 13, gap 0.1), 0.54 wrong (bin 8, gap 0.54), 0.76 ok (bin 11, gap
     // 0.24), 0.7 wrong (bin 10, gap 0.7): (0.1 + 0.54 + 0.24 + 0.7)/4 = 0.395; MCE 0.7.
-    COMPARE_NEAR(m0.ece, 0.395, kFloatInputTol);
-    COMPARE_NEAR(m0.mce, 0.7, kFloatInputTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(m0.ece, 0.395, kFloatInput);
+    ENSEMBLE_COMPARE_NEAR_SCALED(m0.mce, 0.7, kFloatInput);
     const ClassificationMetrics m1 = memberClassificationMetrics(p, kLabelsA, 1);
     // member 1 predicts 0 1 1 1: correct 1 1 1 0; NLL = (0.653926+0.223144+0.105361+0.820981)/4
-    COMPARE_NEAR(m1.accuracy, 0.75, kRoundingTol);
-    COMPARE_NEAR(m1.nll, 0.450853, 1e-6);
-    // Agrees with the trainer's member metrics.
-    COMPARE_NEAR(memberMetrics(p, kLabelsA, 1).loss, m1.nll, kRoundingTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(m1.accuracy, 0.75, kExactDouble);
+    ENSEMBLE_COMPARE_NEAR_SCALED(m1.nll, 0.450853, 1e-6);
+    // The loss and accuracy alone (what the trainer tracks): the same hand values.
+    ENSEMBLE_COMPARE_NEAR_SCALED(memberMetrics(p, kLabelsA, 1).loss, 0.450853, 1e-6);
+    ENSEMBLE_COMPARE_NEAR_SCALED(memberMetrics(p, kLabelsA, 1).accuracy, 0.75, kExactDouble);
+    ENSEMBLE_COMPARE_NEAR_SCALED(memberMetrics(p, kLabelsA, 0).accuracy, 0.5, kExactDouble);
+}
+
+void TestMetrics::lossAndAccuracyHandCase() {
+    // ensembleMetrics and memberMetrics (the trainer's loss and accuracy), hand-computed: two
+    // members, two rows, two classes.
+    MemberPredictions p;
+    p.members = 2;
+    p.rows = 2;
+    p.classes = 2;
+    // member 0: row 0 (0.9, 0.1), row 1 (0.4, 0.6); member 1: row 0 (0.5, 0.5), row 1 (0.2, 0.8)
+    for (double v : {0.9, 0.1, 0.4, 0.6, 0.5, 0.5, 0.2, 0.8}) {
+        p.logProbs.push_back(static_cast<float>(std::log(v)));
+    }
+    const std::vector<int32_t> labels{0, 1};
+    // ensemble row 0: (0.7, 0.3) label 0; row 1: (0.3, 0.7) label 1. NLL = -ln 0.7, acc = 1.
+    const SplitMetrics e = ensembleMetrics(p, labels, {1, 1});
+    ENSEMBLE_COMPARE_NEAR_SCALED(e.loss, -std::log(0.7), 1e-6);
+    ENSEMBLE_COMPARE_NEAR_SCALED(e.accuracy, 1.0, 0.0);
+    // member 0 alone: NLL = -(ln 0.9 + ln 0.6)/2.
+    const SplitMetrics m0 = memberMetrics(p, labels, 0);
+    ENSEMBLE_COMPARE_NEAR_SCALED(m0.loss, -(std::log(0.9) + std::log(0.6)) / 2, 1e-6);
+    // Leaving member 1 out gives member 0's numbers.
+    const SplitMetrics only0 = ensembleMetrics(p, labels, {1, 0});
+    ENSEMBLE_COMPARE_NEAR_SCALED(only0.loss, m0.loss, 1e-6);
+    // Both at once; member 1 alone: NLL = -(ln 0.5 + ln 0.8)/2, rows 0 and 1 both correct
+    // (0.5/0.5 is a tie, which goes to class 0).
+    const SplitEvaluation split = evaluateSplit(p, labels, {1, 1});
+    QCOMPARE(split.members.size(), std::size_t{2});
+    ENSEMBLE_COMPARE_NEAR_SCALED(split.ensemble.loss, -std::log(0.7), 1e-6);
+    ENSEMBLE_COMPARE_NEAR_SCALED(split.members[0].loss, m0.loss, 0.0);
+    ENSEMBLE_COMPARE_NEAR_SCALED(split.members[1].loss, -(std::log(0.5) + std::log(0.8)) / 2, 1e-6);
+    ENSEMBLE_COMPARE_NEAR_SCALED(split.members[1].accuracy, 1.0, 0.0);
 }
 
 void TestMetrics::uncertaintyHandCase() {
@@ -351,35 +364,36 @@ void TestMetrics::uncertaintyHandCase() {
     QCOMPARE(s.predicted, (std::vector<int32_t>{0, 1, 1, 1}));
     // Point 0: H[p] = h2(0.71) = 0.602152; aleatoric = (h2(.9) + h2(.52))/2
     // = (0.325083 + 0.692347)/2 = 0.508715; epistemic = 0.093437.
-    COMPARE_NEAR(s.total[0], h2(0.71), kFloatInputTol);
-    COMPARE_NEAR(s.aleatoric[0], (h2(0.9) + h2(0.52)) / 2, kFloatInputTol);
-    COMPARE_NEAR(s.epistemic[0], h2(0.71) - (h2(0.9) + h2(0.52)) / 2, kFloatInputTol);
-    COMPARE_NEAR(s.epistemic[0], 0.093437, 1e-6);
+    ENSEMBLE_COMPARE_NEAR_SCALED(s.total[0], h2(0.71), kFloatInput);
+    ENSEMBLE_COMPARE_NEAR_SCALED(s.aleatoric[0], (h2(0.9) + h2(0.52)) / 2, kFloatInput);
+    ENSEMBLE_COMPARE_NEAR_SCALED(s.epistemic[0], h2(0.71) - (h2(0.9) + h2(0.52)) / 2, kFloatInput);
+    ENSEMBLE_COMPARE_NEAR_SCALED(s.epistemic[0], 0.093437, 1e-6);
     // Point 1: ensemble class 1; member 0 votes 0, member 1 votes 1: disagreement 0.5.
-    COMPARE_NEAR(s.disagreement[0], 0.0, kRoundingTol);
-    COMPARE_NEAR(s.disagreement[1], 0.5, kRoundingTol);
-    COMPARE_NEAR(s.disagreement[2], 0.0, kRoundingTol);
-    COMPARE_NEAR(s.disagreement[3], 0.0, kRoundingTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(s.disagreement[0], 0.0, kExactDouble);
+    ENSEMBLE_COMPARE_NEAR_SCALED(s.disagreement[1], 0.5, kExactDouble);
+    ENSEMBLE_COMPARE_NEAR_SCALED(s.disagreement[2], 0.0, kExactDouble);
+    ENSEMBLE_COMPARE_NEAR_SCALED(s.disagreement[3], 0.0, kExactDouble);
     // Std over members of P_k(ensemble class): |a - b|/2: 0.19, 0.17, 0.07, 0.07.
-    COMPARE_NEAR(s.predictedStd[0], 0.19, kFloatInputTol);
-    COMPARE_NEAR(s.predictedStd[1], 0.17, kFloatInputTol);
-    COMPARE_NEAR(s.predictedStd[2], 0.07, kFloatInputTol);
-    COMPARE_NEAR(s.predictedStd[3], 0.07, kFloatInputTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(s.predictedStd[0], 0.19, kFloatInput);
+    ENSEMBLE_COMPARE_NEAR_SCALED(s.predictedStd[1], 0.17, kFloatInput);
+    ENSEMBLE_COMPARE_NEAR_SCALED(s.predictedStd[2], 0.07, kFloatInput);
+    ENSEMBLE_COMPARE_NEAR_SCALED(s.predictedStd[3], 0.07, kFloatInput);
     // Point 3: H[p] = h2(.37); aleatoric (h2(.3) + h2(.44))/2.
-    COMPARE_NEAR(s.total[3], h2(0.37), kFloatInputTol);
-    COMPARE_NEAR(s.aleatoric[3], (h2(0.3) + h2(0.44)) / 2, kFloatInputTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(s.total[3], h2(0.37), kFloatInput);
+    ENSEMBLE_COMPARE_NEAR_SCALED(s.aleatoric[3], (h2(0.3) + h2(0.44)) / 2, kFloatInput);
     // Summaries are plain means.
     const UncertaintySummary u = summarizeUncertainty(s);
-    COMPARE_NEAR(u.disagreementMean, 0.125, kRoundingTol);
-    COMPARE_NEAR(u.entropyMean, (h2(0.71) + h2(0.63) + h2(0.83) + h2(0.37)) / 4, kFloatInputTol);
-    COMPARE_NEAR(u.predictedStdMean, (0.19 + 0.17 + 0.07 + 0.07) / 4, kFloatInputTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(u.disagreementMean, 0.125, kExactDouble);
+    ENSEMBLE_COMPARE_NEAR_SCALED(u.entropyMean, (h2(0.71) + h2(0.63) + h2(0.83) + h2(0.37)) / 4,
+                                 kFloatInput);
+    ENSEMBLE_COMPARE_NEAR_SCALED(u.predictedStdMean, (0.19 + 0.17 + 0.07 + 0.07) / 4, kFloatInput);
     // Mutual information is never negative and total = aleatoric + epistemic.
     for (int i = 0; i < 4; ++i) {
         QVERIFY(s.epistemic[static_cast<std::size_t>(i)] >= 0.0);
-        COMPARE_NEAR(
+        ENSEMBLE_COMPARE_NEAR_SCALED(
             s.total[static_cast<std::size_t>(i)],
             s.aleatoric[static_cast<std::size_t>(i)] + s.epistemic[static_cast<std::size_t>(i)],
-            kRoundingTol);
+            kExactDouble);
     }
 }
 
@@ -395,20 +409,20 @@ void TestMetrics::positiveClassReliability() {
     QCOMPARE(c.bins[4].count, int64_t{1});
     QCOMPARE(c.bins[9].count, int64_t{2});
     QCOMPARE(c.bins[12].count, int64_t{1});
-    COMPARE_NEAR(c.bins[9].accuracy, 0.5, kRoundingTol);
-    COMPARE_NEAR(c.ece, 0.18, kFloatInputTol);
-    COMPARE_NEAR(c.mce, 0.29, kFloatInputTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(c.bins[9].accuracy, 0.5, kExactDouble);
+    ENSEMBLE_COMPARE_NEAR_SCALED(c.ece, 0.18, kFloatInput);
+    ENSEMBLE_COMPARE_NEAR_SCALED(c.mce, 0.29, kFloatInput);
 }
 
 void TestMetrics::gibbsAndDiversity() {
     const MemberPredictions p = caseA();
     // Gibbs = (0.590075 + 0.450853)/2 = 0.520464 >= ensemble NLL 0.496277.
     const double g = gibbsNll(p, kLabelsA, {});
-    COMPARE_NEAR(g, (0.590075 + 0.450853) / 2, 1e-6);
+    ENSEMBLE_COMPARE_NEAR_SCALED(g, (0.590075 + 0.450853) / 2, 1e-6);
     QVERIFY(g >= ensembleClassificationMetrics(p, kLabelsA, {}).nll);
     // The two members' predictions (0 0 1 1 vs 0 1 1 1) differ on one point in four.
-    COMPARE_NEAR(diversity(p, {}), 0.25, kRoundingTol);
-    COMPARE_NEAR(diversity(p, {1, 0}), 0.0, kRoundingTol);  // one member: no pairs
+    ENSEMBLE_COMPARE_NEAR_SCALED(diversity(p, {}), 0.25, kExactDouble);
+    ENSEMBLE_COMPARE_NEAR_SCALED(diversity(p, {1, 0}), 0.0, kExactDouble);  // one member: no pairs
 }
 
 void TestMetrics::diversityThreeMembers() {
@@ -431,14 +445,14 @@ void TestMetrics::diversityThreeMembers() {
         }
     }
     const MemberPredictions p = fromProbabilities(3, 3, 3, probs);
-    COMPARE_NEAR(diversity(p, {}), 5.0 / 9.0, kRoundingTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(diversity(p, {}), 5.0 / 9.0, kExactDouble);
     const PointStatistics s = pointStatistics(p, std::vector<uint8_t>{});
     // Point 0: ensemble p = (0.8+0.8+0.1, 0.1+0.1+0.1, 0.1+0.1+0.8)/3 -> class 0; 2 of 3 vote it.
     QCOMPARE(s.predicted[0], 0);
-    COMPARE_NEAR(s.disagreement[0], 1.0 / 3.0, kRoundingTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(s.disagreement[0], 1.0 / 3.0, kExactDouble);
     // Point 1: p = (0.8+0.1+0.1)/3 = 1/3 each class: the first class wins the tie by
     // convention (floating sums may break it; either way one member votes it).
-    COMPARE_NEAR(s.disagreement[1], 2.0 / 3.0, kRoundingTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(s.disagreement[1], 2.0 / 3.0, kExactDouble);
 }
 
 void TestMetrics::certainAndWrongMember() {
@@ -452,14 +466,15 @@ void TestMetrics::certainAndWrongMember() {
     p.logProbs = {-100.0f, static_cast<float>(-std::exp(-100.0)), static_cast<float>(std::log(0.8)),
                   static_cast<float>(std::log(0.2))};
     const std::vector<int32_t> y = {0};
-    COMPARE_NEAR(memberClassificationMetrics(p, y, 0).nll, 100.0, kFloatInputTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(memberClassificationMetrics(p, y, 0).nll, 100.0, kFloatInput);
     QCOMPARE(memberClassificationMetrics(p, y, 0).accuracy, 0.0);
     const ClassificationMetrics e = ensembleClassificationMetrics(p, y, {});
-    COMPARE_NEAR(e.nll, -std::log(0.4), kFloatInputTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(e.nll, -std::log(0.4), kFloatInput);
     QCOMPARE(e.accuracy, 0.0);  // p = [0.4, 0.6]
-    COMPARE_NEAR(gibbsNll(p, y, {}), (100.0 - std::log(0.8)) / 2, kFloatInputTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(gibbsNll(p, y, {}), (100.0 - std::log(0.8)) / 2, kFloatInput);
     // Excluding the certain member leaves member 1 alone: NLL -ln 0.8 = 0.223144.
-    COMPARE_NEAR(ensembleClassificationMetrics(p, y, {0, 1}).nll, -std::log(0.8), kFloatInputTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(ensembleClassificationMetrics(p, y, {0, 1}).nll, -std::log(0.8),
+                                 kFloatInput);
 }
 
 void TestMetrics::stableEnsembleNll() {
@@ -473,10 +488,11 @@ void TestMetrics::stableEnsembleNll() {
     p.logProbs = {-1000.0f, 0.0f, -1010.0f, 0.0f};
     const std::vector<int32_t> y = {0};
     const ClassificationMetrics e = ensembleClassificationMetrics(p, y, {});
-    COMPARE_NEAR(e.nll, 1000.0 - std::log1p(std::exp(-10.0)) + std::log(2.0), kRoundingTol);
-    COMPARE_NEAR(e.brier, 2.0, kRoundingTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(e.nll, 1000.0 - std::log1p(std::exp(-10.0)) + std::log(2.0),
+                                 kExactDouble);
+    ENSEMBLE_COMPARE_NEAR_SCALED(e.brier, 2.0, kExactDouble);
     const std::vector<SizeCurvePoint> curve = ensembleSizeCurve(p, y, {}, 3, 1);
-    COMPARE_NEAR(curve[1].first.nll, e.nll, kRoundingTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(curve[1].first.nll, e.nll, kExactDouble);
 }
 
 void TestMetrics::identicalMembersEqualAnyMember() {
@@ -490,20 +506,20 @@ void TestMetrics::identicalMembersEqualAnyMember() {
     const std::vector<int32_t> y = randomLabels(60, 3, 5);
     const ClassificationMetrics member = memberClassificationMetrics(p, y, 2);
     const ClassificationMetrics ens = ensembleClassificationMetrics(p, y, {});
-    compareMetrics(ens, member, kRoundingTol);
+    compareMetrics(ens, member, kExactDouble);
     const PointStatistics s = pointStatistics(p, std::vector<uint8_t>{}, y);
     const PointStatistics m = pointStatistics(one, std::vector<uint8_t>{}, y);
     for (int64_t i = 0; i < 60; ++i) {
         const std::size_t u = static_cast<std::size_t>(i);
-        COMPARE_NEAR(s.epistemic[u], 0.0, kRoundingTol);  // mutual information 0
+        ENSEMBLE_COMPARE_NEAR_SCALED(s.epistemic[u], 0.0, kExactDouble);  // mutual information 0
         QCOMPARE(s.disagreement[u], 0.0);
-        COMPARE_NEAR(s.predictedStd[u], 0.0, kRoundingTol);
-        COMPARE_NEAR(s.total[u], m.total[u], kRoundingTol);
-        COMPARE_NEAR(s.aleatoric[u], m.total[u], kRoundingTol);
+        ENSEMBLE_COMPARE_NEAR_SCALED(s.predictedStd[u], 0.0, kExactDouble);
+        ENSEMBLE_COMPARE_NEAR_SCALED(s.total[u], m.total[u], kExactDouble);
+        ENSEMBLE_COMPARE_NEAR_SCALED(s.aleatoric[u], m.total[u], kExactDouble);
         QCOMPARE(s.predicted[u], m.predicted[u]);
     }
     QCOMPARE(diversity(p, {}), 0.0);
-    COMPARE_NEAR(gibbsNll(p, y, {}), member.nll, kRoundingTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(gibbsNll(p, y, {}), member.nll, kExactDouble);
     const Calibration a = topLabelCalibration(s);
     const Calibration b = topLabelCalibration(m);
     for (std::size_t j = 0; j < a.bins.size(); ++j) {
@@ -530,16 +546,16 @@ void TestMetrics::aurocAndFpr() {
     QCOMPARE(auroc({0.5, 0.5, 0.5}, {0.5, 0.5}), 0.5);
     QCOMPARE(auroc({0.1}, {0.9, 0.8}), 0.0);
     // pos {0.9, 0.4}, neg {0.5, 0.1}: pairs 0.9>0.5, 0.9>0.1, 0.4<0.5, 0.4>0.1 -> 3/4.
-    COMPARE_NEAR(auroc({0.9, 0.4}, {0.5, 0.1}), 0.75, kRoundingTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(auroc({0.9, 0.4}, {0.5, 0.1}), 0.75, kExactDouble);
     // A tie counts 1/2: pos {0.5}, neg {0.5, 0.2} -> (0.5 + 1)/2 = 0.75.
-    COMPARE_NEAR(auroc({0.5}, {0.5, 0.2}), 0.75, kRoundingTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(auroc({0.5}, {0.5, 0.2}), 0.75, kExactDouble);
     // FPR at 95% TPR. Positives 1..20: 19 of 20 needed, threshold = 19th largest = 2.
     // Negatives {1.5, 2, 3, 0}: two are >= 2 -> 0.5.
     std::vector<double> pos;
     for (int i = 1; i <= 20; ++i) {
         pos.push_back(i);
     }
-    COMPARE_NEAR(fprAtTpr(pos, {1.5, 2.0, 3.0, 0.0}), 0.5, kRoundingTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(fprAtTpr(pos, {1.5, 2.0, 3.0, 0.0}), 0.5, kExactDouble);
     QCOMPARE(fprAtTpr({0.9, 0.8, 0.7}, {0.1, 0.2}), 0.0);
     QCOMPARE(fprAtTpr({0.5, 0.5}, {0.5, 0.5, 0.5}), 1.0);
     QVERIFY(std::isnan(auroc({}, {0.1})));
@@ -564,7 +580,7 @@ void TestMetrics::oodMetricsSeparated() {
     QCOMPARE(m.outRows, int64_t{2});
     // Histogram over [0, ln 2]: out points have H = ln 2 (last bin).
     QCOMPARE(m.entropyHistogram.edges.size(), std::size_t{11});
-    COMPARE_NEAR(m.entropyHistogram.edges.back(), std::log(2.0), kRoundingTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(m.entropyHistogram.edges.back(), std::log(2.0), kExactDouble);
     QCOMPARE(m.entropyHistogram.out[9], int64_t{2});
     int64_t inTotal = 0;
     for (int64_t c : m.entropyHistogram.in) {
@@ -583,19 +599,21 @@ void TestMetrics::oobHandCase() {
     // Member 0 on rows 1, 3: predicts 0 (y 1) and 1 (y 0): accuracy 0;
     // NLL = -(ln .46 + ln .3)/2 = (0.776529 + 1.203973)/2 = 0.990251.
     QCOMPARE(o.members[0].rows, int64_t{2});
-    COMPARE_NEAR(o.members[0].accuracy, 0.0, kRoundingTol);
-    COMPARE_NEAR(o.members[0].nll, -(std::log(0.46) + std::log(0.3)) / 2, kFloatInputTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(o.members[0].accuracy, 0.0, kExactDouble);
+    ENSEMBLE_COMPARE_NEAR_SCALED(o.members[0].nll, -(std::log(0.46) + std::log(0.3)) / 2,
+                                 kFloatInput);
     // Member 1 on rows 0, 1: both correct; NLL = -(ln .52 + ln .8)/2 = 0.438535.
     QCOMPARE(o.members[1].rows, int64_t{2});
-    COMPARE_NEAR(o.members[1].accuracy, 1.0, kRoundingTol);
-    COMPARE_NEAR(o.members[1].nll, -(std::log(0.52) + std::log(0.8)) / 2, kFloatInputTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(o.members[1].accuracy, 1.0, kExactDouble);
+    ENSEMBLE_COMPARE_NEAR_SCALED(o.members[1].nll, -(std::log(0.52) + std::log(0.8)) / 2,
+                                 kFloatInput);
     // Ensemble: row 0 member 1 alone [.52 .48] -> 0 correct; row 1 both [.37 .63] -> 1
     // correct; row 3 member 0 alone [.3 .7] -> 1 wrong. 2/3; NLL = -(ln .52 + ln .63 + ln .3)/3.
     QCOMPARE(o.ensembleRows, int64_t{3});
     QCOMPARE(o.skippedRows, int64_t{1});
-    COMPARE_NEAR(o.ensembleAccuracy, 2.0 / 3.0, kRoundingTol);
-    COMPARE_NEAR(o.ensembleNll, -(std::log(0.52) + std::log(0.63) + std::log(0.3)) / 3,
-                 kFloatInputTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(o.ensembleAccuracy, 2.0 / 3.0, kExactDouble);
+    ENSEMBLE_COMPARE_NEAR_SCALED(
+        o.ensembleNll, -(std::log(0.52) + std::log(0.63) + std::log(0.3)) / 3, kFloatInput);
     // No bootstrap: nothing is out of bag.
     const OobMetrics none = outOfBagMetrics(p, kLabelsA, {}, {});
     QVERIFY(!none.available);
@@ -643,7 +661,8 @@ void TestMetrics::oobRowsAreExactlyMultiplicityZero() {
             nll -= clean.logProbs[(static_cast<std::size_t>(m) * n + i) * c +
                                   static_cast<std::size_t>(y[static_cast<std::size_t>(i)])];
         }
-        COMPARE_NEAR(o.members[static_cast<std::size_t>(m)].nll, nll / rows.size(), kRoundingTol);
+        ENSEMBLE_COMPARE_NEAR_SCALED(o.members[static_cast<std::size_t>(m)].nll, nll / rows.size(),
+                                     kExactDouble);
         QVERIFY(std::isfinite(o.members[static_cast<std::size_t>(m)].accuracy));
     }
     QVERIFY(std::isfinite(o.ensembleNll));
@@ -668,13 +687,13 @@ void TestMetrics::sizeCurve() {
     QCOMPARE(curve.size(), std::size_t{5});
     // m = K: the first K members and every random K-subset are the whole ensemble.
     const ClassificationMetrics full = ensembleClassificationMetrics(p, y, {});
-    compareMetrics(curve.back().first, full, kRoundingTol);
-    compareMetrics(curve.back().randomMean, full, kRoundingTol);
-    COMPARE_NEAR(curve.back().randomStd.nll, 0.0, kRoundingTol);
+    compareMetrics(curve.back().first, full, kExactDouble);
+    compareMetrics(curve.back().randomMean, full, kExactDouble);
+    ENSEMBLE_COMPARE_NEAR_SCALED(curve.back().randomStd.nll, 0.0, kExactDouble);
     // m = 1 "first" is member 0; m = 2 "first" is the ensemble of members 0 and 1.
-    compareMetrics(curve[0].first, memberClassificationMetrics(p, y, 0), kRoundingTol);
+    compareMetrics(curve[0].first, memberClassificationMetrics(p, y, 0), kExactDouble);
     compareMetrics(curve[1].first, ensembleClassificationMetrics(p, y, {1, 1, 0, 0, 0}),
-                   kRoundingTol);
+                   kExactDouble);
     // The random mean at m = 2 is the mean over the 20 seeded subsets, recomputed directly.
     double meanNll = 0.0;
     double meanEce = 0.0;
@@ -687,8 +706,8 @@ void TestMetrics::sizeCurve() {
         meanNll += m.nll / 20;
         meanEce += m.ece / 20;
     }
-    COMPARE_NEAR(curve[1].randomMean.nll, meanNll, kRoundingTol);
-    COMPARE_NEAR(curve[1].randomMean.ece, meanEce, kRoundingTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(curve[1].randomMean.nll, meanNll, kExactDouble);
+    ENSEMBLE_COMPARE_NEAR_SCALED(curve[1].randomMean.ece, meanEce, kExactDouble);
     // A permutation of the members, reproducible from the seed, different across indices.
     std::vector<int> perm = randomMemberPermutation({0, 1, 2, 3, 4}, 7, 3);
     QCOMPARE(perm, randomMemberPermutation({0, 1, 2, 3, 4}, 7, 3));
@@ -699,7 +718,7 @@ void TestMetrics::sizeCurve() {
     const std::vector<SizeCurvePoint> part = ensembleSizeCurve(p, y, {1, 0, 1, 0, 1}, 4, 7);
     QCOMPARE(part.size(), std::size_t{3});
     compareMetrics(part.back().first, ensembleClassificationMetrics(p, y, {1, 0, 1, 0, 1}),
-                   kRoundingTol);
+                   kExactDouble);
 }
 
 void TestMetrics::temperatureHandCase() {
@@ -716,9 +735,11 @@ void TestMetrics::temperatureHandCase() {
     const std::vector<int32_t> y = {0, 0, 0, 0, 0, 0, 0, 1, 1, 1};
     for (TemperatureMode mode : {TemperatureMode::Ensemble, TemperatureMode::Members}) {
         const TemperatureFit f = fitTemperature(p, y, {}, mode);
-        COMPARE_NEAR(f.temperature, std::log(9.0) / std::log(7.0 / 3.0), kFitTol);
-        COMPARE_NEAR(f.nllBefore, -(7 * std::log(0.9) + 3 * std::log(0.1)) / 10, kFloatInputTol);
-        COMPARE_NEAR(f.nllAfter, h2(0.7), kFloatInputTol);
+        ENSEMBLE_COMPARE_NEAR_SCALED(f.temperature, std::log(9.0) / std::log(7.0 / 3.0),
+                                     kFittedParameter);
+        ENSEMBLE_COMPARE_NEAR_SCALED(f.nllBefore, -(7 * std::log(0.9) + 3 * std::log(0.1)) / 10,
+                                     kFloatInput);
+        ENSEMBLE_COMPARE_NEAR_SCALED(f.nllAfter, h2(0.7), kFloatInput);
         QVERIFY(f.evaluations < 100);
     }
     // Already calibrated ([0.7, 0.3] with seven of ten class 0): T stays 1.
@@ -728,11 +749,11 @@ void TestMetrics::temperatureHandCase() {
         calibrated.push_back(0.3);
     }
     const TemperatureFit f1 = fitTemperature(fromProbabilities(1, 10, 2, calibrated), y, {});
-    COMPARE_NEAR(f1.temperature, 1.0, kFitTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(f1.temperature, 1.0, kFittedParameter);
     QVERIFY(f1.nllAfter <= f1.nllBefore);
     // temperatureNll at T=1 is the ensemble NLL (up to renormalising the float inputs).
-    COMPARE_NEAR(temperatureNll(p, y, {}, 1.0), ensembleClassificationMetrics(p, y, {}).nll,
-                 kFloatInputTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(temperatureNll(p, y, {}, 1.0),
+                                 ensembleClassificationMetrics(p, y, {}).nll, kFloatInput);
 }
 
 void TestMetrics::temperatureKeepsAccuracyAndNll() {
@@ -744,10 +765,11 @@ void TestMetrics::temperatureKeepsAccuracyAndNll() {
         QVERIFY(f.temperature > 1.0);
         QVERIFY(f.temperature >= kMinTemperature && f.temperature <= kMaxTemperature);
         QVERIFY(f.nllAfter <= f.nllBefore);
-        COMPARE_NEAR(temperatureNll(p, y, {}, f.temperature, mode), f.nllAfter, kRoundingTol);
+        ENSEMBLE_COMPARE_NEAR_SCALED(temperatureNll(p, y, {}, f.temperature, mode), f.nllAfter,
+                                     kExactDouble);
         const MemberPredictions scaled = temperatureScaled(p, {}, f.temperature, mode);
         const ClassificationMetrics after = ensembleClassificationMetrics(scaled, y, {});
-        COMPARE_NEAR(after.nll, f.nllAfter, kFloatInputTol);
+        ENSEMBLE_COMPARE_NEAR_SCALED(after.nll, f.nllAfter, kFloatInput);
         if (mode == TemperatureMode::Ensemble) {
             // A monotone map of each row: the same predicted class everywhere.
             const PointStatistics a = pointStatistics(p, std::vector<uint8_t>{}, y);
@@ -785,19 +807,19 @@ void TestMetrics::gridShapeAndBounds() {
     data.test.features = 2;
     // Box [0,1] x [0,2], margin 10% of each extent: x in [-0.1, 1.1], y in [-0.2, 2.2].
     const GridBounds b = gridBounds(data, 0.1);
-    COMPARE_NEAR(b.xMin, -0.1, kRoundingTol);
-    COMPARE_NEAR(b.xMax, 1.1, kRoundingTol);
-    COMPARE_NEAR(b.yMin, -0.2, kRoundingTol);
-    COMPARE_NEAR(b.yMax, 2.2, kRoundingTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(b.xMin, -0.1, kExactDouble);
+    ENSEMBLE_COMPARE_NEAR_SCALED(b.xMax, 1.1, kExactDouble);
+    ENSEMBLE_COMPARE_NEAR_SCALED(b.yMin, -0.2, kExactDouble);
+    ENSEMBLE_COMPARE_NEAR_SCALED(b.yMax, 2.2, kExactDouble);
     // G = 4: cell width 0.3 in x, 0.6 in y. Point 0 is the top-left cell centre
     // (-0.1 + 0.15, 2.2 - 0.3) = (0.05, 1.9); point 7 = row 1, col 3: (0.95, 1.3).
     const int g = 4;
     const std::vector<float> pts = gridPoints(b, g);
     QCOMPARE(pts.size(), std::size_t{32});
-    COMPARE_NEAR(pts[0], 0.05, kFloatInputTol);
-    COMPARE_NEAR(pts[1], 1.9, kFloatInputTol);
-    COMPARE_NEAR(pts[14], 0.95, kFloatInputTol);
-    COMPARE_NEAR(pts[15], 1.3, kFloatInputTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(pts[0], 0.05, kFloatInput);
+    ENSEMBLE_COMPARE_NEAR_SCALED(pts[1], 1.9, kFloatInput);
+    ENSEMBLE_COMPARE_NEAR_SCALED(pts[14], 0.95, kFloatInput);
+    ENSEMBLE_COMPARE_NEAR_SCALED(pts[15], 1.3, kFloatInput);
     // A fake two-member predictor: member 0 says class 1 where x > 0.5, member 1 where y > 1.
     MemberPredictor predict = [](const float* x, int64_t rows) {
         MemberPredictions p;
@@ -824,65 +846,22 @@ void TestMetrics::gridShapeAndBounds() {
     QCOMPARE(e.ensemble.rows, int64_t{16});
     QCOMPARE(e.ensemble.probabilities.size(), std::size_t{32});
     // Top-right cell (row 0, col 3): both members say class 1 with 0.9: no disagreement.
-    COMPARE_NEAR(e.memberProbabilities[2 * 3 + 1], 0.9, kFloatInputTol);
-    COMPARE_NEAR(e.ensemble.probabilities[2 * 3 + 1], 0.9, kFloatInputTol);
-    COMPARE_NEAR(e.ensemble.epistemic[3], 0.0, kFloatInputTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(e.memberProbabilities[2 * 3 + 1], 0.9, kFloatInput);
+    ENSEMBLE_COMPARE_NEAR_SCALED(e.ensemble.probabilities[2 * 3 + 1], 0.9, kFloatInput);
+    ENSEMBLE_COMPARE_NEAR_SCALED(e.ensemble.epistemic[3], 0.0, kFloatInput);
     // Top-left cell (row 0, col 0): member 0 says 0.2, member 1 says 0.9 -> p1 = 0.55, the
     // members disagree, mutual information h2(.55) - (h2(.2) + h2(.9))/2 > 0.
-    COMPARE_NEAR(e.ensemble.probabilities[1], 0.55, kFloatInputTol);
-    COMPARE_NEAR(e.ensemble.disagreement[0], 0.5, kRoundingTol);
-    COMPARE_NEAR(e.ensemble.epistemic[0], h2(0.55) - (h2(0.2) + h2(0.9)) / 2, kFloatInputTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(e.ensemble.probabilities[1], 0.55, kFloatInput);
+    ENSEMBLE_COMPARE_NEAR_SCALED(e.ensemble.disagreement[0], 0.5, kExactDouble);
+    ENSEMBLE_COMPARE_NEAR_SCALED(e.ensemble.epistemic[0], h2(0.55) - (h2(0.2) + h2(0.9)) / 2,
+                                 kFloatInput);
     // Excluding member 1 leaves member 0 alone.
     const GridEvaluation e0 = evaluateGrid(predict, b, g, {1, 0});
-    COMPARE_NEAR(e0.ensemble.probabilities[1], 0.2, kFloatInputTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(e0.ensemble.probabilities[1], 0.2, kFloatInput);
     // Not 2-D: refused.
     DataSplit three = data;
     three.train.features = 3;
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, gridBounds(three, 0.1));
-}
-
-void TestMetrics::gridBenchmark() {
-    // G = 128, K = 100, two classes: the per-point work after the members' forward pass, and
-    // (when a CPU trainer can be built) the whole grid including the forward pass. A printed
-    // figure, not a timed assertion.
-    const int g = 128;
-    const int k = 100;
-    const MemberPredictions p = randomPredictions(k, static_cast<int64_t>(g) * g, 2, 51);
-    const GridBounds b{-1.0, 1.0, -1.0, 1.0};
-    const std::vector<uint8_t> include(static_cast<std::size_t>(k), 1);
-    GridEvaluation e = evaluateGrid(p, b, g, include);  // warm-up
-    const int reps = 10;
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int r = 0; r < reps; ++r) {
-        e = evaluateGrid(p, b, g, include);
-    }
-    const double perCall =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
-    std::printf("BENCH grid G=%d K=%d C=2 per-point work: %.2f ms per grid (%.1f grids/s)\n", g, k,
-                perCall * 1e3, 1.0 / perCall);
-    QCOMPARE(e.ensemble.rows, int64_t{g} * g);
-
-    try {
-        nlohmann::json cfg = defaultConfigJson();
-        cfg["ensemble"]["members"] = k;
-        cfg["backend"]["kind"] = "cpu";
-        const ExperimentConfig config = parseConfig(cfg);
-        std::unique_ptr<Trainer> trainer = makeTrainer(config, nullptr);
-        GridEvaluation full = evaluateGrid(*trainer, g);
-        const auto t1 = std::chrono::steady_clock::now();
-        for (int r = 0; r < reps; ++r) {
-            full = evaluateGrid(*trainer, g);
-        }
-        const double fullCall =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count() / reps;
-        std::printf(
-            "BENCH grid G=%d K=%d hidden=[32,32] with CPU forward pass: %.2f ms per grid "
-            "(%.1f grids/s)\n",
-            g, k, fullCall * 1e3, 1.0 / fullCall);
-        QCOMPARE(full.members, k);
-    } catch (const std::exception& ex) {
-        std::printf("BENCH grid with trainer not run: %s\n", ex.what());
-    }
 }
 
 void TestMetrics::sameResultsForAnyThreadCount() {
@@ -916,7 +895,7 @@ void TestMetrics::trainerReportAndGrid() {
     cfg["backend"]["kind"] = "cpu";
     std::unique_ptr<Trainer> trainer = makeTrainer(parseConfig(cfg), nullptr);
     trainer->runSteps(40);
-    const nlohmann::json r = evaluationReport(*trainer);
+    const nlohmann::json r = trainerReport(*trainer).json;
     const std::vector<int32_t> counts = trainer->bootstrapCounts();
     const int64_t n = trainer->data().train.rows;
     QVERIFY(r["oob"]["available"].get<bool>());
@@ -935,14 +914,47 @@ void TestMetrics::trainerReportAndGrid() {
     }
     QCOMPARE(r["oob"]["ensemble"]["skipped_rows"].get<int64_t>(), skipped);
     QCOMPARE(r["size_curve"].size(), std::size_t{4});
-    COMPARE_NEAR(r["size_curve"][3]["first"]["nll"].get<double>(),
-                 r["ensemble"]["nll"].get<double>(), kRoundingTol);
-    COMPARE_NEAR(r["size_curve"][3]["first"]["accuracy"].get<double>(),
-                 r["ensemble"]["accuracy"].get<double>(), kRoundingTol);
-    // The engine's ensemble NLL and the trainer's agree.
+    ENSEMBLE_COMPARE_NEAR_SCALED(r["size_curve"][3]["first"]["nll"].get<double>(),
+                                 r["ensemble"]["nll"].get<double>(), kExactDouble);
+    ENSEMBLE_COMPARE_NEAR_SCALED(r["size_curve"][3]["first"]["accuracy"].get<double>(),
+                                 r["ensemble"]["accuracy"].get<double>(), kExactDouble);
+    // The run's facts: the trainer's loss and accuracy (the same as the report's own ensemble
+    // numbers on the test split), its step and every member's settings.
     const Evaluation e = trainer->evaluate();
-    COMPARE_NEAR(r["ensemble"]["nll"].get<double>(), e.ensembleTest.loss, kRoundingTol);
-    COMPARE_NEAR(r["ensemble"]["accuracy"].get<double>(), e.ensembleTest.accuracy, kRoundingTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(r["ensemble"]["test"]["loss"].get<double>(), e.ensembleTest.loss,
+                                 kExactDouble);
+    ENSEMBLE_COMPARE_NEAR_SCALED(r["ensemble"]["test"]["loss"].get<double>(),
+                                 r["ensemble"]["nll"].get<double>(), kExactDouble);
+    ENSEMBLE_COMPARE_NEAR_SCALED(r["ensemble"]["test"]["accuracy"].get<double>(),
+                                 r["ensemble"]["accuracy"].get<double>(), kExactDouble);
+    ENSEMBLE_COMPARE_NEAR_SCALED(r["ensemble"]["train"]["loss"].get<double>(), e.ensembleTrain.loss,
+                                 kExactDouble);
+    QCOMPARE(r["step"].get<int64_t>(), int64_t{40});
+    QCOMPARE(r["dataset"].get<std::string>(), trainer->data().name);
+    ENSEMBLE_COMPARE_NEAR_SCALED(r["epoch"].get<double>(), trainer->epoch(), kExactDouble);
+    for (int k = 0; k < 4; ++k) {
+        const nlohmann::json& m = r["members"][static_cast<std::size_t>(k)];
+        QCOMPARE(m["member"].get<int>(), k);
+        QCOMPARE(m["index"].get<int>(), k);
+        QVERIFY(m["switched_on"].get<bool>());
+        QVERIFY(!m["diverged"].get<bool>());
+        ENSEMBLE_COMPARE_NEAR_SCALED(m["lr"].get<double>(),
+                                     trainer->config().optimizer.lr[static_cast<std::size_t>(k)],
+                                     kExactDouble);
+        QVERIFY(m.contains("momentum") && m.contains("weight_decay"));
+        ENSEMBLE_COMPARE_NEAR_SCALED(m["test"]["loss"].get<double>(), m["nll"].get<double>(),
+                                     kExactDouble);
+        ENSEMBLE_COMPARE_NEAR_SCALED(m["train"]["accuracy"].get<double>(),
+                                     e.members[static_cast<std::size_t>(k)].train.accuracy,
+                                     kExactDouble);
+    }
+    // A member switched off (the app's switches) leaves the ensemble, not the report.
+    const TrainerReport off = trainerReport(*trainer, {1, 0, 1, 1});
+    QCOMPARE(off.json["members_included"].get<int>(), 3);
+    QVERIFY(!off.json["members"][1]["switched_on"].get<bool>());
+    QVERIFY(!off.json["members"][1]["included"].get<bool>());
+    ENSEMBLE_COMPARE_NEAR_SCALED(off.json["ensemble"]["test"]["loss"].get<double>(),
+                                 off.json["ensemble"]["nll"].get<double>(), kExactDouble);
 
     const GridEvaluation g = evaluateGrid(*trainer, 16);
     QCOMPARE(g.size, 16);
@@ -958,7 +970,8 @@ void TestMetrics::trainerReportAndGrid() {
     }
     // Each member's probabilities sum to 1 at every grid point.
     for (std::size_t j = 0; j < g.memberProbabilities.size(); j += 2) {
-        COMPARE_NEAR(g.memberProbabilities[j] + g.memberProbabilities[j + 1], 1.0, kFloatInputTol);
+        ENSEMBLE_COMPARE_NEAR_SCALED(g.memberProbabilities[j] + g.memberProbabilities[j + 1], 1.0,
+                                     kFloatInput);
     }
 }
 
@@ -1049,7 +1062,8 @@ void TestMetrics::gridTakesBackendMeasures() {
     QVERIFY(c.ensemble.probabilities != a.ensemble.probabilities);
     QCOMPARE(c.memberProbabilities.size(), d.memberProbabilities.size());
     for (std::size_t j = 0; j < c.memberProbabilities.size(); ++j) {
-        COMPARE_NEAR(c.memberProbabilities[j], d.memberProbabilities[j], kFloatInputTol);
+        ENSEMBLE_COMPARE_NEAR_SCALED(c.memberProbabilities[j], d.memberProbabilities[j],
+                                     kFloatInput);
     }
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
                              evaluateGrid(host, a.bounds, 24, std::vector<uint8_t>{1, 1}));
@@ -1077,7 +1091,7 @@ void TestMetrics::reportLayout() {
                             "aleatoric_mean", "epistemic_mean", "disagreement_mean"}) {
         QVERIFY2(j["ensemble"].contains(key), key);
     }
-    COMPARE_NEAR(j["ensemble"]["accuracy"].get<double>(), 0.75, kRoundingTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(j["ensemble"]["accuracy"].get<double>(), 0.75, kExactDouble);
     QCOMPARE(j["members"].size(), std::size_t{2});
     for (const char* key : {"accuracy", "nll", "brier", "ece"}) {
         QVERIFY2(j["members"][0].contains(key), key);
@@ -1093,7 +1107,8 @@ void TestMetrics::reportLayout() {
     QVERIFY(j["reliability"][0]["confidence"].is_null());  // empty bin
     QCOMPARE(j["size_curve"].size(), std::size_t{2});
     QVERIFY(j["oob"]["available"].get<bool>());
-    COMPARE_NEAR(j["oob"]["ensemble"]["accuracy"].get<double>(), 2.0 / 3.0, kRoundingTol);
+    ENSEMBLE_COMPARE_NEAR_SCALED(j["oob"]["ensemble"]["accuracy"].get<double>(), 2.0 / 3.0,
+                                 kExactDouble);
     QCOMPARE(j["ood"]["positive"].get<std::string>(), std::string("in-distribution"));
     QVERIFY(j["ood"]["max_prob"].contains("auroc"));
     QVERIFY(j["ood"]["max_prob"].contains("fpr_at_95_tpr"));

@@ -5,10 +5,11 @@
 
 #include <cstdio>
 
+#include "backend/registry.h"
 #include "io/config.h"
 #include "io/model_io.h"
-#include "train/trainer.h"
 #include "test_support.h"
+#include "train/trainer.h"
 
 using namespace ensemble;
 
@@ -36,11 +37,11 @@ QString fetchMnist(const QString& folder) {
 class TestMnist : public QObject {
     Q_OBJECT
 
-private Q_SLOTS:
+  private Q_SLOTS:
     void presetReaches97PercentInOneEpoch();
     void evalFlagsFashionMnistAsOutOfDistribution();
 
-private:
+  private:
     QTemporaryDir m_dir;
     QString m_weights;
 };

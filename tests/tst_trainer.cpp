@@ -51,7 +51,6 @@ class TestTrainer : public QObject {
     void memberTrajectoryDoesNotDependOnK();
     void perMemberLearningRatesReallyDiffer();
     void divergedMemberIsFrozenAndLeftOut();
-    void ensembleNllIsTheMeanProbabilityNll();
     void exportImportRoundTrip();
     void zeroStepsExportsTheInitialWeights();
     void cancelStopsTheRun();
@@ -198,29 +197,6 @@ void TestTrainer::divergedMemberIsFrozenAndLeftOut() {
     QVERIFY(std::isfinite(e.ensembleTest.loss));
     QVERIFY(e.ensembleTest.accuracy > 0.6);
     QCOMPARE(t->included(), (std::vector<uint8_t>{1, 1, 0}));
-}
-
-void TestTrainer::ensembleNllIsTheMeanProbabilityNll() {
-    // Hand-computed: two members, two rows, two classes.
-    MemberPredictions p;
-    p.members = 2;
-    p.rows = 2;
-    p.classes = 2;
-    // member 0: row 0 (0.9, 0.1), row 1 (0.4, 0.6); member 1: row 0 (0.5, 0.5), row 1 (0.2, 0.8)
-    for (double v : {0.9, 0.1, 0.4, 0.6, 0.5, 0.5, 0.2, 0.8}) {
-        p.logProbs.push_back(static_cast<float>(std::log(v)));
-    }
-    const std::vector<int32_t> labels{0, 1};
-    // ensemble row 0: (0.7, 0.3) label 0; row 1: (0.3, 0.7) label 1. NLL = -ln 0.7, acc = 1.
-    const SplitMetrics e = ensembleMetrics(p, labels, {1, 1});
-    ENSEMBLE_COMPARE_NEAR(e.loss, -std::log(0.7), 1e-6);
-    ENSEMBLE_COMPARE_NEAR(e.accuracy, 1.0, 0.0);
-    // member 0 alone: NLL = -(ln 0.9 + ln 0.6)/2.
-    const SplitMetrics m0 = memberMetrics(p, labels, 0);
-    ENSEMBLE_COMPARE_NEAR(m0.loss, -(std::log(0.9) + std::log(0.6)) / 2, 1e-6);
-    // Leaving member 1 out gives member 0's numbers.
-    const SplitMetrics only0 = ensembleMetrics(p, labels, {1, 0});
-    ENSEMBLE_COMPARE_NEAR(only0.loss, m0.loss, 1e-6);
 }
 
 void TestTrainer::exportImportRoundTrip() {

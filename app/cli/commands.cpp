@@ -10,13 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "backend/registry.h"
 #include "cli/cli_args.h"
 #include "core/errors.h"
 #include "data/dataset.h"
 #include "io/atomic_file.h"
 #include "io/model_io.h"
-#include "metrics/report.h"
 #include "train/trainer.h"
+#include "train/trainer_report.h"
 
 namespace ensemble::cli {
 
@@ -37,33 +38,6 @@ int64_t parseCount(const CliArgs& args, const std::string& flag, int64_t fallbac
                           text + "'");
     }
     return value;
-}
-
-json splitJson(const SplitMetrics& m) {
-    return json{{"loss", m.loss}, {"accuracy", m.accuracy}};
-}
-
-// The `train --metrics` report: the full evaluation report of the final ensemble (metrics/
-// report.h: calibration, uncertainty, size curve, OOB, temperature) with, per member and for
-// the ensemble, the last evaluation's train and test loss and accuracy.
-json metricsReport(Trainer& trainer, const Evaluation& e) {
-    json report = evaluationReport(trainer);
-    report["step"] = e.step;
-    report["epoch"] = e.epoch;
-    report["ensemble"]["train"] = splitJson(e.ensembleTrain);
-    report["ensemble"]["test"] = splitJson(e.ensembleTest);
-    const auto& cfg = trainer.config();
-    for (std::size_t k = 0; k < e.members.size(); ++k) {
-        json& m = report["members"][k];
-        m["member"] = k;
-        m["train"] = splitJson(e.members[k].train);
-        m["test"] = splitJson(e.members[k].test);
-        m["diverged"] = e.members[k].diverged;
-        m["lr"] = cfg.optimizer.lr[k];
-        m["momentum"] = cfg.optimizer.momentum[k];
-        m["weight_decay"] = cfg.optimizer.weightDecay[k];
-    }
-    return report;
 }
 
 std::string formatRate(double perSecond) {
@@ -254,7 +228,8 @@ int commandTrain(const CliArgs& args) {
             elapsed,
             formatRate(elapsed > 0 ? trainer->step() * trainer->members() / elapsed : 0).c_str());
     }
-    const json metrics = metricsReport(*trainer, last);
+    // The report of the final ensemble (train/trainer_report.h), the one the app exports too.
+    const json metrics = trainerReport(*trainer).json;
     if (args.has("--metrics")) {
         writeFileAtomic(args.get("--metrics"), metrics.dump(2) + "\n");
     }

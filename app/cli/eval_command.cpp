@@ -246,10 +246,17 @@ int commandEval(const CliArgs& args) {
     options.positiveClassReliability = classes == 2;
     const EnsembleReport report = evaluateEnsemble(input, options);
 
-    json j = reportJson(report);
+    // The same builder as `train --metrics` and the app's export (metrics/report.h); a loaded
+    // ensemble has no epoch and no training-time loss, and every member is switched on.
+    RunFacts run;
+    run.dataset = data.name;
+    run.step = ensemble.step;
+    run.lr = ensemble.config.optimizer.lr;
+    run.momentum = ensemble.config.optimizer.momentum;
+    run.weightDecay = ensemble.config.optimizer.weightDecay;
+    run.diverged = ensemble.diverged;
+    json j = reportJson(report, run);
     j["weights"] = weights;
-    j["dataset"] = data.name;
-    j["step"] = ensemble.step;
     if (!oobNote.empty()) {
         j["oob"]["reason"] = oobNote;
     }

@@ -85,19 +85,4 @@ class Backend {
     }
 };
 
-// A backend chosen by config. `auto` prefers CUDA and falls back to CPU; `notice` then says
-// why (printed once by the caller). `cuda` without a usable device throws RuntimeError with
-// the CUDA error string.
-struct BackendChoice {
-    std::unique_ptr<Backend> backend;
-    std::string notice;
-};
-
-struct BackendConfig;
-BackendChoice makeBackend(const BackendConfig& config);
-
-// Whether the CUDA backend was compiled in, and if so whether a device is usable; `reason`
-// says why not (for the GUI's disabled choice and for error messages).
-bool cudaAvailable(int device, std::string& reason);
-
 }  // namespace ensemble

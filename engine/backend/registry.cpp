@@ -1,9 +1,10 @@
+#include "backend/registry.h"
+
 #include <string>
 
-#include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
-#include "io/config.h"
 #include "core/errors.h"
+#include "io/config.h"
 #include "train/trainer.h"
 
 #if defined(ENSEMBLE_HAVE_CUDA)
@@ -32,8 +33,9 @@ BackendChoice makeBackend(const BackendConfig& config) {
     const bool usable = cudaAvailable(config.device, reason);
     if (config.kind == BackendKind::Cuda) {
         if (!usable) {
-            throw RuntimeError("backend.kind=cuda: CUDA device " + std::to_string(config.device) +
-                               " is not usable: " + reason);
+            throw RuntimeError(ErrorKind::BackendMissing, "backend.kind=cuda: CUDA device " +
+                                                              std::to_string(config.device) +
+                                                              " is not usable: " + reason);
         }
 #if defined(ENSEMBLE_HAVE_CUDA)
         choice.backend = makeCudaBackend(config.device);

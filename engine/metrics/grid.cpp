@@ -113,43 +113,4 @@ GridEvaluation evaluateGrid(const MemberPredictor& predict, const GridBounds& bo
     return evaluateGrid(predictions, bounds, size, include);
 }
 
-GridEvaluation evaluateGrid(Trainer& trainer, const GridBounds& bounds, int size,
-                            const std::vector<uint8_t>& include) {
-    const std::vector<uint8_t> chosen = include.empty() ? trainer.included() : include;
-    if (chosen.size() != static_cast<std::size_t>(trainer.members())) {
-        throw std::invalid_argument("evaluateGrid: include has " + std::to_string(chosen.size()) +
-                                    " entries for " + std::to_string(trainer.members()) +
-                                    " members");
-    }
-    std::vector<int> members;
-    for (std::size_t k = 0; k < chosen.size(); ++k) {
-        if (chosen[k] != 0) {
-            members.push_back(static_cast<int>(k));
-        }
-    }
-    if (!members.empty() && trainer.backend().measuresUncertainty()) {
-        GridEvaluation g;
-        g.points = gridPoints(bounds, size);
-        PointUncertainties u;
-        if (trainer.predictRawUncertainty(g.points.data(), static_cast<int64_t>(size) * size,
-                                          members, u)) {
-            g.size = size;
-            g.bounds = bounds;
-            g.members = u.members;
-            g.classes = u.classes;
-            g.memberProbabilities = std::move(u.memberProbabilities);
-            g.ensemble = pointStatisticsFrom(u.points, std::move(u.probabilities), u.classes,
-                                             static_cast<int>(members.size()));
-            return g;
-        }
-    }
-    return evaluateGrid(
-        [&trainer](const float* x, int64_t rows) { return trainer.predictRaw(x, rows); }, bounds,
-        size, chosen);
-}
-
-GridEvaluation evaluateGrid(Trainer& trainer, int size, double margin) {
-    return evaluateGrid(trainer, gridBounds(trainer.data(), margin), size, {});
-}
-
 }  // namespace ensemble

@@ -21,7 +21,6 @@
 
 #include "data/dataset.h"
 #include "metrics/metrics.h"
-#include "train/trainer.h"
 
 namespace ensemble {
 
@@ -46,7 +45,7 @@ GridBounds gridBounds(const DataSplit& data, double margin = kDefaultGridMargin)
 std::vector<float> gridPoints(const GridBounds& bounds, int size);
 
 // Member log-probabilities for `rows` raw points (rows x 2): Trainer::predictRaw, or
-// predictLogProbs of a loaded ensemble.
+// predictLogProbs of a loaded ensemble. (A live trainer's grid: train/trainer_report.h.)
 using MemberPredictor = std::function<MemberPredictions(const float* rawX, int64_t rows)>;
 
 struct GridEvaluation {
@@ -70,14 +69,5 @@ GridEvaluation evaluateGrid(const MemberPredictions& predictions, const GridBoun
                             int size, const std::vector<uint8_t>& include);
 GridEvaluation evaluateGrid(const MemberPredictor& predict, const GridBounds& bounds, int size,
                             const std::vector<uint8_t>& include);
-// The trainer's current ensemble on `bounds`, the members with include[k] != 0 (empty: the
-// trainer's non-diverged ones). Where the backend computes the per-point measures itself
-// (Backend::measuresUncertainty, the CUDA backend) only its results are transferred; else the
-// members' log-probabilities come back and the host computes them.
-GridEvaluation evaluateGrid(Trainer& trainer, const GridBounds& bounds, int size,
-                            const std::vector<uint8_t>& include);
-// The same on its data's bounding box (plus margin), its non-diverged members.
-GridEvaluation evaluateGrid(Trainer& trainer, int size = kDefaultGridSize,
-                            double margin = kDefaultGridMargin);
 
 }  // namespace ensemble

@@ -223,7 +223,7 @@ PointStatistics pointStatisticsInto(const MemberPredictions& p, const std::vecto
                     labelLogs[static_cast<std::size_t>(u)] =
                         memberRow(p, members[static_cast<std::size_t>(u)], i)[y];
                 }
-                s.nll[idx(i)] = -(logSumExpD(labelLogs.data(), k) - logK);
+                s.nll[idx(i)] = detail::ensembleLabelNll(labelLogs.data(), k, logK);
                 double brier = 0.0;
                 for (int c = 0; c < classes; ++c) {
                     const double d = prob[c] - (c == y ? 1.0 : 0.0);
@@ -343,6 +343,81 @@ ClassificationMetrics ensembleClassificationMetrics(const MemberPredictions& p,
         return m;
     }
     return classificationMetrics(pointStatistics(p, members, labels), bins);
+}
+
+SplitMetrics ensembleMetrics(const MemberPredictions& p, const std::vector<int32_t>& labels,
+                             const std::vector<uint8_t>& include) {
+    checkPredictions(p, "ensembleMetrics");
+    checkLabels(p, labels, "ensembleMetrics");
+    const std::vector<int> members = includedMembers(p, include);
+    SplitMetrics m;
+    if (p.rows == 0 || members.empty()) {
+        m.loss = m.accuracy = kNaN;
+        return m;
+    }
+    // The nll and correct of pointStatistics, without its other per-point measures: the sums
+    // run in point order as orderedMean's do, so loss and accuracy are classificationMetrics'
+    // to the bit.
+    const int k = static_cast<int>(members.size());
+    const double kD = static_cast<double>(k);
+    const double logK = std::log(kD);
+    std::vector<double> prob(idx(p.classes));
+    std::vector<double> labelLogs(static_cast<std::size_t>(k));
+    double nll = 0.0;
+    double correct = 0.0;
+    for (int64_t i = 0; i < p.rows; ++i) {
+        const int y = labels[idx(i)];
+        std::fill(prob.begin(), prob.end(), 0.0);
+        for (int u = 0; u < k; ++u) {
+            const float* row = memberRow(p, members[static_cast<std::size_t>(u)], i);
+            for (int c = 0; c < p.classes; ++c) {
+                prob[idx(c)] += std::exp(static_cast<double>(row[c]));
+            }
+            labelLogs[static_cast<std::size_t>(u)] = row[y];
+        }
+        for (double& v : prob) {
+            v /= kD;
+        }
+        nll += detail::ensembleLabelNll(labelLogs.data(), k, logK);
+        correct += argmaxFirst(prob.data(), p.classes) == y ? 1.0 : 0.0;
+    }
+    m.loss = nll / static_cast<double>(p.rows);
+    m.accuracy = correct / static_cast<double>(p.rows);
+    return m;
+}
+
+SplitMetrics memberMetrics(const MemberPredictions& p, const std::vector<int32_t>& labels, int k) {
+    checkPredictions(p, "memberMetrics");
+    checkLabels(p, labels, "memberMetrics");
+    if (k < 0 || k >= p.members) {
+        throw std::invalid_argument("memberMetrics: no member " + std::to_string(k));
+    }
+    SplitMetrics m;
+    if (p.rows == 0) {
+        return m;
+    }
+    double nll = 0.0;
+    int64_t correct = 0;
+    for (int64_t i = 0; i < p.rows; ++i) {
+        const float* row = memberRow(p, k, i);
+        const int y = labels[idx(i)];
+        nll -= row[y];
+        correct += argmaxFirst(row, p.classes) == y ? 1 : 0;
+    }
+    m.loss = nll / static_cast<double>(p.rows);
+    m.accuracy = static_cast<double>(correct) / static_cast<double>(p.rows);
+    return m;
+}
+
+SplitEvaluation evaluateSplit(const MemberPredictions& p, const std::vector<int32_t>& labels,
+                              const std::vector<uint8_t>& include) {
+    SplitEvaluation e;
+    e.ensemble = ensembleMetrics(p, labels, include);
+    e.members.reserve(static_cast<std::size_t>(p.members));
+    for (int k = 0; k < p.members; ++k) {
+        e.members.push_back(memberMetrics(p, labels, k));
+    }
+    return e;
 }
 
 double gibbsNll(const MemberPredictions& p, const std::vector<int32_t>& labels,

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "math/uncertainty.h"
-#include "train/trainer.h"
+#include "metrics/types.h"
 
 namespace ensemble {
 
@@ -145,6 +145,22 @@ ClassificationMetrics ensembleClassificationMetrics(const MemberPredictions& p,
                                                     const std::vector<int32_t>& labels,
                                                     const std::vector<uint8_t>& include,
                                                     int bins = kCalibrationBins);
+
+// Loss and accuracy alone, in one pass over the rows and without the per-point vectors: what
+// the trainer tracks at every evaluation. The same definitions and summation order as the
+// nll and accuracy of ensembleClassificationMetrics and memberClassificationMetrics, so the
+// numbers agree with the report's to the last bit. Ensemble: NLL_i = -(logsumexp_k
+// log P_k(y_i|x_i) - log K') over the members with include[k] != 0, class = first argmax of
+// the mean probabilities; NaN for both when no member is included or there are no rows.
+// `include` empty means every member. Precondition: include empty or p.members long, labels
+// p.rows long (std::invalid_argument else).
+SplitMetrics ensembleMetrics(const MemberPredictions& p, const std::vector<int32_t>& labels,
+                             const std::vector<uint8_t>& include);
+// Member k alone: mean of -log P_k(y_i|x_i), class = first argmax of log P_k; 0 for no rows.
+SplitMetrics memberMetrics(const MemberPredictions& p, const std::vector<int32_t>& labels, int k);
+// Both for one split: the ensemble of `include` and every member (diverged ones too).
+SplitEvaluation evaluateSplit(const MemberPredictions& p, const std::vector<int32_t>& labels,
+                              const std::vector<uint8_t>& include);
 
 // Gibbs cross-entropy: the mean over the included members of each member's NLL,
 // 1/K' sum_k mean_i -log P_k(y_i|x_i). By Jensen it is >= the ensemble NLL; the gap is what

@@ -43,6 +43,13 @@ inline double logSumExpD(const double* v, int n) {
     return m + std::log(s);
 }
 
+// The ensemble's NLL of one point from the K' included members' log-probabilities of its
+// label: -log mean_k P_k(y|x) = -(logsumexp_k log P_k(y|x) - log K'). Written once for the
+// per-point statistics and the trainer's loss (ensembleMetrics).
+inline double ensembleLabelNll(const double* labelLogs, int members, double logMembers) {
+    return -(logSumExpD(labelLogs, members) - logMembers);
+}
+
 // log(exp(a) + exp(b)), stable; handles -inf.
 inline double logAddExp(double a, double b) {
     if (a < b) {

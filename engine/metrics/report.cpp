@@ -6,8 +6,8 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "io/atomic_file.h"
 #include "core/errors.h"
+#include "io/atomic_file.h"
 #include "metrics/metrics_detail.h"
 
 namespace ensemble {
@@ -84,6 +84,11 @@ nlohmann::json metricsJson(const ClassificationMetrics& m) {
             {"brier", num(m.brier)},
             {"ece", num(m.ece)},
             {"mce", num(m.mce)}};
+}
+
+// A split's loss and accuracy as the trainer tracks them (Evaluation).
+nlohmann::json splitJson(const SplitMetrics& m) {
+    return {{"loss", num(m.loss)}, {"accuracy", num(m.accuracy)}};
 }
 
 nlohmann::json binsJson(const Calibration& c) {
@@ -277,29 +282,62 @@ nlohmann::json reportJson(const EnsembleReport& r) {
     return j;
 }
 
-nlohmann::json evaluationReport(const EvaluationInput& input, const EvaluationOptions& options) {
-    return reportJson(evaluateEnsemble(input, options));
+nlohmann::json reportJson(const EnsembleReport& r, const RunFacts& run) {
+    const std::size_t members = r.members.size();
+    const auto check = [members](std::size_t size, const char* what) {
+        if (size != 0 && size != members) {
+            throw std::invalid_argument(std::string("reportJson: ") + what + " has " +
+                                        std::to_string(size) + " entries for " +
+                                        std::to_string(members) + " members");
+        }
+    };
+    check(run.lr.size(), "lr");
+    check(run.momentum.size(), "momentum");
+    check(run.weightDecay.size(), "weight_decay");
+    check(run.diverged.size(), "diverged");
+    check(run.switchedOn.size(), "switched_on");
+    if (run.evaluation) {
+        check(run.evaluation->members.size(), "the evaluation");
+    }
+
+    nlohmann::json j = reportJson(r);
+    j["step"] = run.step;
+    if (run.epoch) {
+        j["epoch"] = *run.epoch;
+    }
+    if (!run.dataset.empty()) {
+        j["dataset"] = run.dataset;
+    }
+    if (run.evaluation) {
+        j["ensemble"]["train"] = splitJson(run.evaluation->ensembleTrain);
+        j["ensemble"]["test"] = splitJson(run.evaluation->ensembleTest);
+    }
+    for (std::size_t k = 0; k < members; ++k) {
+        nlohmann::json& m = j["members"][k];
+        m["member"] = k;
+        if (!run.lr.empty()) {
+            m["lr"] = run.lr[k];
+        }
+        if (!run.momentum.empty()) {
+            m["momentum"] = run.momentum[k];
+        }
+        if (!run.weightDecay.empty()) {
+            m["weight_decay"] = run.weightDecay[k];
+        }
+        if (!run.diverged.empty()) {
+            m["diverged"] = run.diverged[k] != 0;
+        }
+        m["switched_on"] = run.switchedOn.empty() || run.switchedOn[k] != 0;
+        if (run.evaluation) {
+            m["train"] = splitJson(run.evaluation->members[k].train);
+            m["test"] = splitJson(run.evaluation->members[k].test);
+        }
+    }
+    return j;
 }
 
-nlohmann::json evaluationReport(Trainer& trainer, EvaluationOptions options) {
-    options.seed = trainer.config().ensemble.seed;
-    const DataSplit& data = trainer.data();
-    const bool useTest = data.test.rows > 0;
-    options.split = useTest ? "test" : "train";
-    const MemberPredictions train = trainer.predictTrain();
-    const MemberPredictions evaluated = useTest ? trainer.predictTest() : MemberPredictions{};
-    std::vector<int32_t> counts;
-    if (trainer.config().ensemble.bootstrap != BootstrapMode::None) {
-        counts = trainer.bootstrapCounts();
-    }
-    EvaluationInput input;
-    input.predictions = useTest ? &evaluated : &train;
-    input.labels = useTest ? &data.test.y : &data.train.y;
-    input.include = trainer.included();
-    input.train = &train;
-    input.trainLabels = &data.train.y;
-    input.counts = &counts;
-    return evaluationReport(input, options);
+nlohmann::json evaluationReport(const EvaluationInput& input, const EvaluationOptions& options) {
+    return reportJson(evaluateEnsemble(input, options));
 }
 
 std::string reliabilityCsv(const Calibration& calibration) {

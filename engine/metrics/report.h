@@ -1,7 +1,9 @@
 #pragma once
 
 // The evaluation report of an ensemble: every measurement of metrics/ on one split, as a
-// value, as JSON (the layout is documented in README.md, "Evaluation report") and as CSV.
+// value, as JSON (the layout is documented in README.md, "Metrics") and as CSV. The one JSON
+// builder: `ensemble-cli train --metrics`, `eval --report` and the app's export all go through
+// reportJson (a live trainer's through trainerReport, train/trainer_report.h).
 
 #include <cstdint>
 #include <optional>
@@ -13,7 +15,7 @@
 #include "metrics/metrics.h"
 #include "metrics/ood.h"
 #include "metrics/temperature.h"
-#include "train/trainer.h"
+#include "metrics/types.h"
 
 namespace ensemble {
 
@@ -82,15 +84,33 @@ struct EnsembleReport {
 EnsembleReport evaluateEnsemble(const EvaluationInput& input,
                                 const EvaluationOptions& options = {});
 
+// What a run adds to its report beside the measurements: where it stands and each member's
+// hyperparameters and state. Per-member vectors are empty or one entry per member.
+struct RunFacts {
+    std::string dataset;          // "dataset"; left out when empty
+    int64_t step = 0;             // "step"
+    std::optional<double> epoch;  // "epoch"; a loaded ensemble has none
+    std::vector<double> lr;       // per member "lr", "momentum", "weight_decay"
+    std::vector<double> momentum;
+    std::vector<double> weightDecay;
+    std::vector<uint8_t> diverged;    // per member "diverged"
+    std::vector<uint8_t> switchedOn;  // per member "switched_on"; empty: every member is on
+    // Loss and accuracy on both splits: "ensemble": {"train", "test"} and per member.
+    std::optional<Evaluation> evaluation;
+};
+
 // {"split", "classes", "brier_definition", "ensemble": {...}, "members": [...], "gibbs_nll",
 //  "diversity", "reliability": [...], "size_curve": [...], "oob": {...}, "ood": {...},
-//  "temperature": {...}}; NaN numbers become null. See README.md for every key.
+//  "temperature": {...}}; NaN numbers become null. See README.md ("Metrics") for every key.
 nlohmann::json reportJson(const EnsembleReport& report);
+// The report of a run: reportJson plus `run`'s keys ("step", "epoch", "dataset"; per member
+// "member", "lr", "momentum", "weight_decay", "diverged", "switched_on", "train", "test").
+// The one builder behind `ensemble-cli train --metrics`, `eval --report` and the app's export,
+// so they write the same keys. Precondition: run's per-member vectors empty or
+// report.members.size() long (std::invalid_argument else).
+nlohmann::json reportJson(const EnsembleReport& report, const RunFacts& run);
 nlohmann::json evaluationReport(const EvaluationInput& input,
                                 const EvaluationOptions& options = {});
-// The trainer's ensemble on its test split, with out-of-bag estimates from its train split
-// (what `train --metrics` writes). Options' seed is replaced by ensemble.seed.
-nlohmann::json evaluationReport(Trainer& trainer, EvaluationOptions options = {});
 
 // CSV texts (header row, then one row per bin / size / point / member). NaN is written empty.
 std::string reliabilityCsv(const Calibration& calibration);

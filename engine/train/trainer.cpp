@@ -9,7 +9,7 @@
 #include <string>
 
 #include "core/errors.h"
-#include "math/loss.h"
+#include "metrics/metrics.h"
 
 namespace ensemble {
 
@@ -48,66 +48,6 @@ std::size_t availableMemoryBytes() {
 
 }  // namespace
 
-SplitMetrics memberMetrics(const MemberPredictions& p, const std::vector<int32_t>& labels, int k) {
-    SplitMetrics m;
-    if (p.rows == 0) {
-        return m;
-    }
-    double nll = 0.0;
-    int64_t correct = 0;
-    const float* base = p.logProbs.data() + static_cast<std::size_t>(k) * p.rows * p.classes;
-    for (int64_t i = 0; i < p.rows; ++i) {
-        const float* row = base + i * p.classes;
-        nll -= row[labels[static_cast<std::size_t>(i)]];
-        const int argmax = static_cast<int>(std::max_element(row, row + p.classes) - row);
-        correct += argmax == labels[static_cast<std::size_t>(i)];
-    }
-    m.loss = nll / static_cast<double>(p.rows);
-    m.accuracy = static_cast<double>(correct) / static_cast<double>(p.rows);
-    return m;
-}
-
-SplitMetrics ensembleMetrics(const MemberPredictions& p, const std::vector<int32_t>& labels,
-                             const std::vector<uint8_t>& include) {
-    SplitMetrics m;
-    int used = 0;
-    for (int k = 0; k < p.members; ++k) {
-        used += include[static_cast<std::size_t>(k)] != 0;
-    }
-    if (p.rows == 0 || used == 0) {
-        m.loss = std::numeric_limits<double>::quiet_NaN();
-        m.accuracy = std::numeric_limits<double>::quiet_NaN();
-        return m;
-    }
-    const double logUsed = std::log(static_cast<double>(used));
-    std::vector<double> meanProb(static_cast<std::size_t>(p.classes));
-    std::vector<double> labelLogs(static_cast<std::size_t>(used));
-    double nll = 0.0;
-    int64_t correct = 0;
-    for (int64_t i = 0; i < p.rows; ++i) {
-        std::fill(meanProb.begin(), meanProb.end(), 0.0);
-        const int label = labels[static_cast<std::size_t>(i)];
-        int u = 0;
-        for (int k = 0; k < p.members; ++k) {
-            if (!include[static_cast<std::size_t>(k)]) {
-                continue;
-            }
-            const float* row =
-                p.logProbs.data() + (static_cast<std::size_t>(k) * p.rows + i) * p.classes;
-            for (int c = 0; c < p.classes; ++c) {
-                meanProb[static_cast<std::size_t>(c)] += std::exp(static_cast<double>(row[c]));
-            }
-            labelLogs[static_cast<std::size_t>(u++)] = row[label];
-        }
-        nll -= logSumExp(labelLogs.data(), used) - logUsed;
-        const auto best = std::max_element(meanProb.begin(), meanProb.end()) - meanProb.begin();
-        correct += best == label;
-    }
-    m.loss = nll / static_cast<double>(p.rows);
-    m.accuracy = static_cast<double>(correct) / static_cast<double>(p.rows);
-    return m;
-}
-
 std::size_t estimateRunBytes(const ExperimentConfig& config, int64_t trainRows, int64_t testRows,
                              int features, int classes) {
     const ParamLayout layout(modelWidths(config, features, classes), config.ensemble.members);
@@ -144,7 +84,7 @@ void checkRunFitsInMemory(const ExperimentConfig& config, int64_t trainRows, int
            << " MiB of memory is available (K = " << config.ensemble.members
            << ", model.hidden, training.batch_size and the dataset size set the need); "
               "reduce ensemble.members or the model";
-        throw RuntimeError(os.str());
+        throw RuntimeError(ErrorKind::Memory, os.str());
     }
 }
 
@@ -332,25 +272,43 @@ std::vector<uint8_t> Trainer::included() const {
 }
 
 Evaluation Trainer::evaluate() {
+    const std::vector<uint8_t> include = included();
+    Evaluation e = evaluationFrame();
+    // One split's predictions at a time: the train split's are gone before the test split's
+    // are made.
+    setSplit(e, evaluateSplit(predictTrain(), m_data.train.y, include), true);
+    if (m_data.test.rows > 0) {
+        setSplit(e, evaluateSplit(predictTest(), m_data.test.y, include), false);
+    }
+    return e;
+}
+
+Evaluation Trainer::evaluate(const MemberPredictions& train, const MemberPredictions& test,
+                             const std::vector<uint8_t>& include) const {
+    Evaluation e = evaluationFrame();
+    setSplit(e, evaluateSplit(train, m_data.train.y, include), true);
+    if (m_data.test.rows > 0) {
+        setSplit(e, evaluateSplit(test, m_data.test.y, include), false);
+    }
+    return e;
+}
+
+Evaluation Trainer::evaluationFrame() const {
     Evaluation e;
     e.step = m_step;
     e.epoch = epoch();
-    const std::vector<uint8_t> include = included();
-    const MemberPredictions train = predictTrain();
-    e.ensembleTrain = ensembleMetrics(train, m_data.train.y, include);
     e.members.resize(static_cast<std::size_t>(members()));
-    for (int k = 0; k < members(); ++k) {
-        e.members[static_cast<std::size_t>(k)].train = memberMetrics(train, m_data.train.y, k);
-        e.members[static_cast<std::size_t>(k)].diverged = m_diverged[static_cast<std::size_t>(k)];
-    }
-    if (m_data.test.rows > 0) {
-        const MemberPredictions test = predictTest();
-        e.ensembleTest = ensembleMetrics(test, m_data.test.y, include);
-        for (int k = 0; k < members(); ++k) {
-            e.members[static_cast<std::size_t>(k)].test = memberMetrics(test, m_data.test.y, k);
-        }
+    for (std::size_t k = 0; k < e.members.size(); ++k) {
+        e.members[k].diverged = m_diverged[k] != 0;
     }
     return e;
+}
+
+void Trainer::setSplit(Evaluation& e, const SplitEvaluation& split, bool train) {
+    (train ? e.ensembleTrain : e.ensembleTest) = split.ensemble;
+    for (std::size_t k = 0; k < e.members.size(); ++k) {
+        (train ? e.members[k].train : e.members[k].test) = split.members[k];
+    }
 }
 
 std::vector<float> Trainer::parameters() const {

@@ -9,30 +9,10 @@
 #include "backend/backend.h"
 #include "data/dataset.h"
 #include "io/config.h"
+#include "metrics/types.h"
 #include "model/mlp.h"
 
 namespace ensemble {
-
-struct SplitMetrics {
-    double loss = 0.0;  // mean NLL (natural log)
-    double accuracy = 0.0;
-};
-
-struct MemberEvaluation {
-    SplitMetrics train;
-    SplitMetrics test;
-    bool diverged = false;
-};
-
-// One evaluation of every member and of the ensemble (mean of the non-diverged members'
-// probabilities: average probabilities, never logits).
-struct Evaluation {
-    int64_t step = 0;
-    double epoch = 0.0;
-    SplitMetrics ensembleTrain;
-    SplitMetrics ensembleTest;
-    std::vector<MemberEvaluation> members;
-};
 
 struct TrainingProgress {
     int64_t step = 0;
@@ -43,20 +23,6 @@ struct TrainingProgress {
     double memberStepsPerSecond = 0.0;
     int divergedMembers = 0;
 };
-
-// Per-member log-probabilities of a dataset: logProbs[(k*rows + i)*C + c].
-struct MemberPredictions {
-    int members = 0;
-    int64_t rows = 0;
-    int classes = 0;
-    std::vector<float> logProbs;
-};
-
-// Ensemble NLL and accuracy from member log-probabilities, over the members with
-// include[k] != 0: NLL_i = -(logsumexp_k log P_k(y_i|x_i) - log K').
-SplitMetrics ensembleMetrics(const MemberPredictions& p, const std::vector<int32_t>& labels,
-                             const std::vector<uint8_t>& include);
-SplitMetrics memberMetrics(const MemberPredictions& p, const std::vector<int32_t>& labels, int k);
 
 // Bytes a run needs (data, parameters, optimizer state, workspaces, evaluation buffers).
 std::size_t estimateRunBytes(const ExperimentConfig& config, int64_t trainRows, int64_t testRows,
@@ -94,7 +60,14 @@ class Trainer {
              const std::function<void(const Evaluation&)>& onEvaluation,
              const std::atomic<bool>* cancel = nullptr, double progressSeconds = 0.25);
 
+    // Loss and accuracy of every member and of the ensemble of included() on both splits
+    // (metrics/: ensembleMetrics, memberMetrics).
     Evaluation evaluate();
+    // The same from predictions already made (predictTrain(), predictTest(); `test` unused
+    // when the test split is empty), the ensemble being the members with include[k] != 0
+    // (empty: every member).
+    Evaluation evaluate(const MemberPredictions& train, const MemberPredictions& test,
+                        const std::vector<uint8_t>& include) const;
     // Member log-probabilities for raw (dataset-unit) inputs; normalises them first.
     MemberPredictions predictRaw(const float* rawX, int64_t rows);
     // Every member's probabilities and the per-point measures over `members` for raw inputs,
@@ -118,6 +91,9 @@ class Trainer {
 
   private:
     MemberPredictions predictNormalized(const float* x, int64_t rows);
+    // An Evaluation with step, epoch and the diverged flags set, the metrics still empty.
+    Evaluation evaluationFrame() const;
+    static void setSplit(Evaluation& e, const SplitEvaluation& split, bool train);
 
     ExperimentConfig m_config;
     DataSplit m_data;
@@ -133,10 +109,5 @@ class Trainer {
     int64_t m_totalSteps = 0;
     double m_lastStepSeconds = 0.0;
 };
-
-// Loads the data and makes the backend the config asks for; `notice` gets the backend's
-// fallback message, if any (print it once). Defined with the backend registry
-// (library engine_backends).
-std::unique_ptr<Trainer> makeTrainer(const ExperimentConfig& config, std::string* notice);
 
 }  // namespace ensemble

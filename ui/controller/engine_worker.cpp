@@ -10,11 +10,13 @@
 #include <exception>
 #include <sstream>
 
+#include "backend/registry.h"
 #include "controller/snapshot_builder.h"
 #include "core/errors.h"
 #include "io/atomic_file.h"
 #include "io/model_io.h"
 #include "metrics/report.h"
+#include "train/trainer_report.h"
 
 namespace ensemble::ui {
 
@@ -304,10 +306,9 @@ void EngineWorker::recordHistory() {
         }
         const MemberPredictions p = m_trainer->predictRaw(data.x.data(), rows);
         std::vector<int32_t> labels(data.y.begin(), data.y.begin() + rows);
-        ensembleOut = ensembleMetrics(p, labels, include);
-        for (int m = 0; m < k; ++m) {
-            membersOut[static_cast<std::size_t>(m)] = memberMetrics(p, labels, m);
-        }
+        SplitEvaluation split = evaluateSplit(p, labels, include);
+        ensembleOut = split.ensemble;
+        membersOut = std::move(split.members);
     };
     evaluate(d.train, std::min(d.train.rows, m_tuning.maxTrainEvalRows), point->ensembleTrain,
              point->memberTrain);
@@ -471,47 +472,6 @@ void EngineWorker::predictPending() {
     Q_EMIT predictionReady(request->first, out, p.members, p.classes);
 }
 
-nlohmann::json EngineWorker::metricsJson(EnsembleReport& report) {
-    // The engine's evaluation report (metrics/report.h, the same as `ensemble-cli train
-    // --metrics`) of the ensemble as the GUI shows it: the switched-on members only.
-    const DataSplit& data = m_trainer->data();
-    const bool useTest = data.test.rows > 0;
-    const MemberPredictions evaluated = useTest ? m_trainer->predictTest() : MemberPredictions{};
-    const bool bootstrap = m_trainer->config().ensemble.bootstrap != BootstrapMode::None;
-    const MemberPredictions train =
-        bootstrap || !useTest ? m_trainer->predictTrain() : MemberPredictions{};
-    const std::vector<int32_t> counts =
-        bootstrap ? m_trainer->bootstrapCounts() : std::vector<int32_t>{};
-    EvaluationInput input;
-    input.predictions = useTest ? &evaluated : &train;
-    input.labels = useTest ? &data.test.y : &data.train.y;
-    input.include = included();
-    if (bootstrap) {
-        input.train = &train;
-        input.trainLabels = &data.train.y;
-        input.counts = &counts;
-    }
-    EvaluationOptions options;
-    options.split = useTest ? "test" : "train";
-    options.seed = m_trainer->config().ensemble.seed;
-    report = evaluateEnsemble(input, options);
-    nlohmann::json json = reportJson(report);
-    json["step"] = m_trainer->step();
-    json["epoch"] = m_trainer->epoch();
-    json["dataset"] = data.name;
-    for (int k = 0; k < m_trainer->members(); ++k) {
-        const std::size_t ku = static_cast<std::size_t>(k);
-        nlohmann::json& m = json["members"][ku];
-        m["member"] = k;
-        m["lr"] = m_run->lr[ku];
-        m["momentum"] = m_run->momentum[ku];
-        m["weight_decay"] = m_run->weightDecay[ku];
-        m["diverged"] = m_trainer->diverged()[ku] != 0;
-        m["switched_on"] = m_enabled[ku] != 0;
-    }
-    return json;
-}
-
 void EngineWorker::exportTo(const QString& basePath) {
     if (!m_trainer) {
         Q_EMIT exportFinished(false, QStringLiteral("There is no trained ensemble to export yet."),
@@ -524,13 +484,14 @@ void EngineWorker::exportTo(const QString& basePath) {
     const std::string csv = base + ".metrics.csv";
     QStringList written;
     try {
-        EnsembleReport report;
-        const nlohmann::json metrics = metricsJson(report);
-        exportEnsemble(weights, *m_trainer, metrics);
+        // The engine's report (the same as `ensemble-cli train --metrics`) of the ensemble as
+        // the app shows it: the switched-on members only.
+        const TrainerReport metrics = trainerReport(*m_trainer, m_enabled);
+        exportEnsemble(weights, *m_trainer, metrics.json);
         written << QString::fromStdString(weights);
-        writeFileAtomic(json, metrics.dump(2) + "\n");
+        writeFileAtomic(json, metrics.json.dump(2) + "\n");
         written << QString::fromStdString(json);
-        writeFileAtomic(csv, membersCsv(report));
+        writeFileAtomic(csv, membersCsv(metrics.report));
         written << QString::fromStdString(csv);
     } catch (const std::exception& e) {
         // Each file is written atomically; remove the complete ones of this export too, so a

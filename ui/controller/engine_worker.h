@@ -28,10 +28,6 @@
 #include "data/dataset.h"
 #include "train/trainer.h"
 
-namespace ensemble {
-struct EnsembleReport;
-}  // namespace ensemble
-
 namespace ensemble::ui {
 
 // One slot holding the latest published snapshot. The worker builds a new snapshot only when
@@ -122,8 +118,6 @@ class EngineWorker : public QObject {
     SnapshotPtr buildSnapshot();
     void refreshPredictions();
     std::vector<uint8_t> included() const;
-    // Fills `report` and returns its JSON with the run's step and per-member settings.
-    nlohmann::json metricsJson(EnsembleReport& report);
 
     SnapshotMailbox* m_mailbox;
     WorkerTuning m_tuning;

@@ -25,7 +25,7 @@
 #include <cmath>
 #include <limits>
 
-#include "backend/backend.h"
+#include "backend/registry.h"
 #include "core/errors.h"
 #include "io/config.h"
 

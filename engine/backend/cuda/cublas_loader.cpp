@@ -45,8 +45,10 @@ void* openCublas() {
         }
         reason = dlerror();
     }
-    throw RuntimeError("cannot load cuBLAS (tried " + tried + "): " + reason +
-                       ". Install the CUDA toolkit's cuBLAS or put its folder on LD_LIBRARY_PATH.");
+    throw RuntimeError(
+        ErrorKind::BackendMissing,
+        "cannot load cuBLAS (tried " + tried + "): " + reason +
+            ". Install the CUDA toolkit's cuBLAS or put its folder on LD_LIBRARY_PATH.");
 }
 
 template <typename Fn>

@@ -280,14 +280,15 @@ void CudaBackend::checkMemory(const MemoryEstimate& e) const {
     const std::size_t needed = e.total() + kDeviceReserveBytes;
     if (needed > freeBytes) {
         throw RuntimeError(
+            ErrorKind::Memory,
             "CUDA backend: this run needs about " + mib(needed) + " of device memory on " + m_name +
-            " but cudaMemGetInfo reports " + mib(freeBytes) + " free of " + mib(totalBytes) +
-            " (parameters, gradient and optimizer state " + mib(e.parameters) + ", train set " +
-            mib(e.trainSet) + ", batch workspace " + mib(e.stepWorkspace) +
-            ", prediction workspace " + mib(e.predictWorkspace) + ", cuBLAS workspace " +
-            mib(e.cublasWorkspace) + ", reserve " + mib(kDeviceReserveBytes) +
-            "); reduce ensemble.members, model.hidden or training.batch_size, or use the CPU "
-            "backend");
+                " but cudaMemGetInfo reports " + mib(freeBytes) + " free of " + mib(totalBytes) +
+                " (parameters, gradient and optimizer state " + mib(e.parameters) + ", train set " +
+                mib(e.trainSet) + ", batch workspace " + mib(e.stepWorkspace) +
+                ", prediction workspace " + mib(e.predictWorkspace) + ", cuBLAS workspace " +
+                mib(e.cublasWorkspace) + ", reserve " + mib(kDeviceReserveBytes) +
+                "); reduce ensemble.members, model.hidden or training.batch_size, or use the CPU "
+                "backend");
     }
 }
 
@@ -629,7 +630,8 @@ bool cudaDeviceUsable(int device, std::string& reason) {
 std::unique_ptr<Backend> makeCudaBackend(int device) {
     std::string reason;
     if (!cudaDeviceUsable(device, reason)) {
-        throw RuntimeError("CUDA device " + std::to_string(device) + " is not usable: " + reason);
+        throw RuntimeError(ErrorKind::BackendMissing,
+                           "CUDA device " + std::to_string(device) + " is not usable: " + reason);
     }
     return std::make_unique<gpu::CudaBackend>(device);
 }

@@ -1,0 +1,42 @@
+#pragma once
+
+// What metrics/ measures of a live Trainer: its evaluation report and its grid. This is the
+// glue between the two folders, kept in train/ so that metrics/ never includes the trainer.
+
+#include <cstdint>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "metrics/grid.h"
+#include "metrics/report.h"
+#include "train/trainer.h"
+
+namespace ensemble {
+
+struct TrainerReport {
+    EnsembleReport report;  // the measurements (for the CSVs)
+    nlohmann::json json;    // reportJson(report, the run's facts): what the files hold
+};
+
+// The evaluation report of the trainer's ensemble, the one that `ensemble-cli train --metrics`
+// and the app's export both write: the test split (the train split when there is no test
+// split), out-of-bag estimates from the train split, and the run's facts (RunFacts: step,
+// epoch, dataset, per-member hyperparameters, diverged, switched_on, and train/test loss and
+// accuracy of every member and of the ensemble). The ensemble is the members that are switched
+// on and have not diverged; `switchedOn` empty means every member is on. Every member is
+// predicted once per split. Throws RuntimeError when no member is left in the ensemble.
+TrainerReport trainerReport(Trainer& trainer, const std::vector<uint8_t>& switchedOn = {},
+                            EvaluationOptions options = {});
+
+// The trainer's current ensemble on `bounds`, the members with include[k] != 0 (empty: the
+// trainer's non-diverged ones). Where the backend computes the per-point measures itself
+// (Backend::measuresUncertainty, the CUDA backend) only its results are transferred; else the
+// members' log-probabilities come back and the host computes them.
+GridEvaluation evaluateGrid(Trainer& trainer, const GridBounds& bounds, int size,
+                            const std::vector<uint8_t>& include);
+// The same on its data's bounding box (plus margin), its non-diverged members.
+GridEvaluation evaluateGrid(Trainer& trainer, int size = kDefaultGridSize,
+                            double margin = kDefaultGridMargin);
+
+}  // namespace ensemble
