@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "controller/engine_controller.h"
+#include "core/errors.h"
 #include "io/config.h"
 #include "io/model_io.h"
 #include "test_support.h"
@@ -244,7 +245,15 @@ void TestGuiController::invalidConfigReportsKey() {
     c.configure(bad);
     QVERIFY(failed.wait(10000));
     QVERIFY(failed.at(0).at(1).toString().startsWith(QStringLiteral("ensemble.members:")));
+    QCOMPARE(failed.at(0).at(2).toInt(), static_cast<int>(ensemble::ErrorKind::Config));
     QVERIFY(!c.isConfigured());
+    // A CSV that does not exist: the kind says what to fix (the app's advice comes from it).
+    nlohmann::json csv = smallConfig();
+    csv["dataset"] = {{"kind", "csv"}, {"path", "/nonexistent/ensemblelab/data.csv"}};
+    c.configure(csv);
+    QVERIFY(failed.wait(10000));
+    QCOMPARE(failed.size(), 2);
+    QCOMPARE(failed.at(1).at(2).toInt(), static_cast<int>(ensemble::ErrorKind::Csv));
 }
 
 void TestGuiController::destroyWhileTraining() {

@@ -185,7 +185,7 @@ enum class LabelMode { Required, Skip };
 
 // The shared reader behind readCsv and readCsvFeatures.
 Dataset parseCsv(const std::string& path, LabelMode mode, int expectedFeatures, int* classes) {
-    std::string text = readFile(path);
+    std::string text = readFile(path, ErrorKind::Csv);
     if (text.size() >= 3 && text.compare(0, 3, "\xEF\xBB\xBF") == 0) {
         text.erase(0, 3);  // UTF-8 byte order mark, as spreadsheets write it
     }

@@ -214,10 +214,10 @@ void writeFileAtomic(const std::string& path, const std::function<void(std::ostr
     syncDirectory(dirText);
 }
 
-std::string readFile(const std::string& path) {
+std::string readFile(const std::string& path, ErrorKind kind) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        throw DataError(path + ": cannot open: " + errorText(errno));
+        throw DataError(kind, path + ": cannot open: " + errorText(errno));
     }
     struct Closer {
         int fd;
@@ -226,10 +226,10 @@ std::string readFile(const std::string& path) {
 
     struct stat st {};
     if (::fstat(fd, &st) != 0) {
-        throw DataError(path + ": cannot read: " + errorText(errno));
+        throw DataError(kind, path + ": cannot read: " + errorText(errno));
     }
     if (S_ISDIR(st.st_mode)) {
-        throw DataError(path + ": cannot read: it is a directory");
+        throw DataError(kind, path + ": cannot read: it is a directory");
     }
     // The size is only a hint (pipes and /proc files report 0): read until end of file. One
     // byte more than the size lets a regular file finish in a single read.
@@ -246,7 +246,7 @@ std::string readFile(const std::string& path) {
             if (errno == EINTR) {
                 continue;
             }
-            throw DataError(path + ": cannot read: " + errorText(errno));
+            throw DataError(kind, path + ": cannot read: " + errorText(errno));
         }
         if (n == 0) {
             break;

@@ -3,7 +3,9 @@
 #include <functional>
 #include <iosfwd>
 #include <string>
+
 #include <string_view>
+#include "core/errors.h"
 
 namespace ensemble {
 
@@ -21,7 +23,8 @@ void writeFileAtomic(const std::string& path, std::string_view bytes);
 // if it leaves the stream failed (failbit/badbit), that is a RuntimeError.
 void writeFileAtomic(const std::string& path, const std::function<void(std::ostream&)>& write);
 
-// The whole file as bytes. DataError naming `path` if it is missing, a directory or unreadable.
-std::string readFile(const std::string& path);
+// The whole file as bytes. DataError naming `path` if it is missing, a directory or unreadable,
+// of `kind` (what the file is for: a CSV dataset, weights), so callers can advise.
+std::string readFile(const std::string& path, ErrorKind kind = ErrorKind::General);
 
 }  // namespace ensemble

@@ -503,7 +503,7 @@ SafetensorsFile parseSafetensors(std::string_view bytes, const std::string& orig
 }
 
 SafetensorsFile readSafetensors(const std::string& path) {
-    return parseSafetensors(readFile(path), path);
+    return parseSafetensors(readFile(path, ErrorKind::Weights), path);
 }
 
 }  // namespace ensemble
