@@ -56,6 +56,8 @@ class TestTrainer : public QObject {
     void cancelStopsTheRun();
     void refusesRunsThatDoNotFitInMemory();
     void freedBuffersAreReusedWithoutPageFaults();
+    void continuingAfterTheEndEqualsOneLongerRun_data();
+    void continuingAfterTheEndEqualsOneLongerRun();
 };
 
 void TestTrainer::learnsTwoSpirals() {
@@ -316,6 +318,45 @@ void TestTrainer::freedBuffersAreReusedWithoutPageFaults() {
     QVERIFY2(faults < 1000,
              qPrintable(QStringLiteral("%1 page faults for two reused 16 MiB blocks").arg(faults)));
 #endif
+}
+
+void TestTrainer::continuingAfterTheEndEqualsOneLongerRun_data() {
+    QTest::addColumn<QString>("extra");
+    QTest::newRow("none, adam") << R"({})";
+    QTest::newRow("resample, sgd")
+        << R"({"ensemble": {"bootstrap": "resample"}, "optimizer": {"kind": "sgd", "lr": 0.05}})";
+    QTest::newRow("poisson, adamw")
+        << R"({"ensemble": {"bootstrap": "poisson"}, "optimizer": {"kind": "adamw"}})";
+}
+
+// The app's Continue: a run that stopped at its limit and is extended goes on bit for bit as
+// one longer run, whatever the bootstrap mode and optimizer.
+void TestTrainer::continuingAfterTheEndEqualsOneLongerRun() {
+    QFETCH(QString, extra);
+    const ExperimentConfig c = smallConfig(extra.toStdString());
+    auto straight = makeCpuTrainer(c, 2);
+    straight->setTotalSteps(100);
+    straight->runSteps(100);
+    auto stopped = makeCpuTrainer(c, 2);
+    stopped->runSteps(1000);  // stops at the configured 60
+    QCOMPARE(stopped->step(), int64_t(60));
+    QVERIFY(stopped->finished());
+    stopped->setTotalSteps(75);
+    QVERIFY(!stopped->finished());
+    stopped->runSteps(1000);
+    QCOMPARE(stopped->step(), int64_t(75));
+    stopped->setTotalSteps(100);
+    stopped->runSteps(25);
+    QCOMPARE(stopped->step(), straight->step());
+    const std::vector<float> a = straight->parameters();
+    const std::vector<float> b = stopped->parameters();
+    QCOMPARE(a.size(), b.size());
+    QVERIFY(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+    // A limit below the current step ends the run where it is.
+    stopped->setTotalSteps(10);
+    QVERIFY(stopped->finished());
+    stopped->runSteps(5);
+    QCOMPARE(stopped->step(), int64_t(100));
 }
 
 QTEST_APPLESS_MAIN(TestTrainer)

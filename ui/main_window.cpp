@@ -62,6 +62,17 @@ QString adviceFor(ErrorKind kind) {
     }
 }
 
+// The 2-D generators draw a boundary; they play until paused when loaded as a preset.
+bool isTwoDimensional(const nlohmann::json& config) {
+    const nlohmann::json& kind = config["dataset"]["kind"];
+    for (const char* k : {"spirals", "moons", "circles", "xor", "blobs"}) {
+        if (kind == k) {
+            return true;
+        }
+    }
+    return false;
+}
+
 }  // namespace
 
 MainWindow::MainWindow(Options options, QWidget* parent)
@@ -205,9 +216,13 @@ void MainWindow::buildActions() {
             return;
         }
         const SnapshotPtr s = m_controller->snapshot();
-        if (!s || (s->step == 0 && m_panel->config() != m_activeConfig)) {
+        if (!s || (s->step == 0 && restartPending())) {
             m_applyTimer.stop();
             startRun();  // queued before start(), so it trains the edited experiment
+        } else if (s->finished && !restartPending()) {
+            // Continue: another block of the same length, from where the run stopped.
+            m_panel->extendStopAfter(s->step, s->epoch);
+            applyLiveEdits();
         }
         m_controller->start();
     });
@@ -315,6 +330,9 @@ QWidget* MainWindow::currentView() const {
 void MainWindow::loadExperiment(const nlohmann::json& config, const QString& preset) {
     m_applyTimer.stop();
     m_panel->setConfig(config, preset);
+    // A 2-D preset loaded unchanged plays until paused, as TensorFlow Playground does; an
+    // experiment file (or an edited preset) keeps its explicit step count.
+    m_panel->setUntilPaused(!preset.isEmpty() && isTwoDimensional(m_panel->config()));
     if (m_panel->isValid()) {
         startRun();
     } else {
@@ -328,6 +346,7 @@ void MainWindow::startRun() {
     m_applyTimer.stop();
     m_activeConfig = m_panel->config();
     m_configuring = true;
+    m_controller->setUntilPaused(m_panel->untilPaused());
     m_controller->configure(m_activeConfig);
     m_panel->setPendingNotice(false);
     updateActions();
@@ -347,9 +366,20 @@ bool MainWindow::openExperiment(const QString& path, QString* error) {
     }
 }
 
+nlohmann::json MainWindow::experimentToSave() const {
+    nlohmann::json config = m_panel->config();
+    const SnapshotPtr s = m_controller->snapshot();
+    if (m_panel->untilPaused() && s && s->step > 0 && !restartPending()) {
+        // Until paused has no length of its own: the file carries the steps actually trained.
+        config["training"]["steps"] = s->step;
+        config["training"]["epochs"] = 0;
+    }
+    return config;
+}
+
 bool MainWindow::saveExperiment(const QString& path, QString* error) {
     try {
-        writeFileAtomic(QFile::encodeName(path).toStdString(), m_panel->config().dump(2) + "\n");
+        writeFileAtomic(QFile::encodeName(path).toStdString(), experimentToSave().dump(2) + "\n");
         setWindowFilePath(path);
         return true;
     } catch (const std::exception& e) {
@@ -481,22 +511,45 @@ void MainWindow::onConfigureFailed(quint64 runId, const QString& message, int er
     updateActions();
 }
 
+bool MainWindow::restartPending() const {
+    for (const std::string& key : changedKeys(m_activeConfig, m_panel->config())) {
+        if (!keySpec(key).live) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void MainWindow::applyLiveEdits() {
+    const SnapshotPtr s = m_controller->snapshot();
+    if (!s || !m_panel->isValid() || restartPending()) {
+        return;
+    }
+    m_activeConfig = m_panel->config();
+    if (m_panel->untilPaused()) {
+        m_controller->setUntilPaused(true);
+        return;
+    }
+    m_controller->setUntilPaused(false);
+    m_controller->setStopAfter(parseConfig(m_activeConfig).totalSteps(s->run->trainRows));
+}
+
 void MainWindow::onPanelEdited() {
     const SnapshotPtr s = m_controller->snapshot();
     const bool untouched = !s || (s->step == 0 && !m_controller->isRunning());
-    const bool changed = m_panel->config() != m_activeConfig;
-    if (m_panel->isValid() && changed && untouched) {
+    const bool restart = restartPending();
+    if (m_panel->isValid() && restart && untouched) {
         m_applyTimer.start();  // nothing trained yet: show the edited experiment right away
         m_panel->setPendingNotice(false);
     } else {
-        m_panel->setPendingNotice(changed && !untouched);
+        // Keys the schema marks live (Stop after) apply to the run as it is.
+        applyLiveEdits();
+        m_panel->setPendingNotice(restart && !untouched);
     }
     updateActions();
 }
 
-void MainWindow::onRunningChanged(bool running) {
-    m_train->setText(running ? tr("Pause") : tr("Train"));
-    m_train->setIcon(style()->standardIcon(running ? QStyle::SP_MediaPause : QStyle::SP_MediaPlay));
+void MainWindow::onRunningChanged(bool /*running*/) {
     updateActions();
 }
 
@@ -547,7 +600,13 @@ void MainWindow::updateActions() {
     const bool running = m_controller->isRunning();
     const bool valid = m_panel->isValid();
     const bool finished = s && s->finished;
-    m_train->setEnabled(running || (valid && !finished && (s || !m_configuring)));
+    // A run that reached its limit continues (same shortcut) with another block of its length.
+    const bool continues = !running && finished && !restartPending();
+    m_train->setText(running ? tr("Pause") : (continues ? tr("Continue") : tr("Train")));
+    m_train->setIcon(style()->standardIcon(running ? QStyle::SP_MediaPause : QStyle::SP_MediaPlay));
+    m_train->setToolTip(continues ? tr("Train another block of the same length (Space)")
+                                  : tr("Train / Pause (Space)"));
+    m_train->setEnabled(running || (valid && (!finished || continues) && (s || !m_configuring)));
     m_step->setEnabled(!running && valid && s && !finished);
     m_reset->setEnabled(valid);
     m_export->setEnabled(s != nullptr);
@@ -565,8 +624,8 @@ void MainWindow::updateStatus() {
         return;
     }
     const RunInfo& run = *s->run;
-    m_stepLabel->setText(
-        tr("step %1 / %2").arg(formatCount(s->step)).arg(formatCount(run.totalSteps)));
+    const QString limit = s->untilPaused ? tr("until paused") : formatCount(s->totalSteps);
+    m_stepLabel->setText(tr("step %1 / %2").arg(formatCount(s->step), limit));
     m_epochLabel->setText(tr("epoch %1").arg(s->epoch, 0, 'f', 2));
     // The last measured rate stays shown while paused (greyed).
     m_rateLabel->setText(tr("%1 steps/s").arg(formatRate(s->stepsPerSecond)));
@@ -577,9 +636,11 @@ void MainWindow::updateStatus() {
     m_backendLabel->setText(str(run.backendName));
     m_backendLabel->setToolTip(str(run.notice));
     m_progress->setMaximum(1000);
-    m_progress->setValue(run.totalSteps > 0 ? static_cast<int>(1000 * s->step / run.totalSteps)
-                                            : 0);
-    m_progress->setFormat(tr("%1 / %2").arg(formatCount(s->step)).arg(formatCount(run.totalSteps)));
+    m_progress->setValue(
+        s->untilPaused || s->totalSteps <= 0
+            ? 0
+            : static_cast<int>(1000 * std::min(s->step, s->totalSteps) / s->totalSteps));
+    m_progress->setFormat(tr("%1 / %2").arg(formatCount(s->step), limit));
 }
 
 void MainWindow::restoreLastExperiment() {

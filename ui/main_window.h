@@ -89,6 +89,13 @@ class MainWindow : public QMainWindow {
     void startRun();
     void onSnapshot();
     void onPanelEdited();
+    // Whether the panel differs from the running experiment in a key that needs a new run
+    // (the schema's non-live keys).
+    bool restartPending() const;
+    // Applies the panel's live keys (Stop after, until paused) to the running experiment.
+    void applyLiveEdits();
+    // The panel's config as Save writes it: until paused, with the steps actually trained.
+    nlohmann::json experimentToSave() const;
     void onRunningChanged(bool running);
     void onConfigureFailed(quint64 runId, const QString& message, int errorKind);
     void onExportFinished(bool ok, const QString& message, const QStringList& files);

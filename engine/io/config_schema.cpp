@@ -48,6 +48,11 @@ KeySpec onlyWhen(KeySpec k, const char* key, std::vector<std::string> values) {
     return k;
 }
 
+KeySpec live(KeySpec k) {
+    k.live = true;
+    return k;
+}
+
 KeySpec exclusiveMin(KeySpec k) {
     k.minExclusive = true;
     return k;
@@ -105,10 +110,10 @@ std::vector<KeySpec> buildSchema() {
         exclusiveMin(row("optimizer.eps", T::Number, 1e-8, "Adam's epsilon", 0, 1)),
         // Training.
         row("training.batch_size", T::Integer, 32, "rows per step per member", 1, 1 << 20),
-        row("training.steps", T::Integer, 2000, "steps to train (used when `epochs` is 0)", 0,
-            maxSteps),
-        row("training.epochs", T::Number, 0,
-            "when > 0: train ceil(epochs * N / batch) steps instead", 0, 1e6),
+        live(row("training.steps", T::Integer, 2000, "steps to train (used when `epochs` is 0)", 0,
+                 maxSteps)),
+        live(row("training.epochs", T::Number, 0,
+                 "when > 0: train ceil(epochs * N / batch) steps instead", 0, 1e6)),
         row("training.eval_every", T::Integer, 100,
             "evaluate (per-member and ensemble loss and accuracy on train and test) every N "
             "steps; 0: only at the end",
@@ -397,6 +402,20 @@ json overlayConfig(const json& base, const json& layer, std::vector<std::string>
     return merged;
 }
 
+std::vector<std::string> changedKeys(const json& a, const json& b) {
+    const json fullA = withDefaults(a);
+    const json fullB = withDefaults(b);
+    std::vector<std::string> out;
+    for (const KeySpec& k : configSchema()) {
+        const json* x = find(fullA, k.section(), k.name());
+        const json* y = find(fullB, k.section(), k.name());
+        if ((x == nullptr) != (y == nullptr) || (x != nullptr && *x != *y)) {
+            out.push_back(k.key);
+        }
+    }
+    return out;
+}
+
 std::string plainHelp(const KeySpec& spec) {
     std::string out;
     for (char c : spec.help) {
@@ -418,6 +437,9 @@ std::string configTableMarkdown() {
         const std::string when = conditionText(k.when, true);
         if (!when.empty()) {
             meaning += "; " + when;
+        }
+        if (k.live) {
+            meaning += " (the app applies an edit live)";
         }
         const std::string range = rangeText(k);
         out += "| `" + k.key + "` | `" + readableJson(k.defaultValue) + "` | " + range + " | " +
@@ -445,6 +467,9 @@ json configSchemaJson() {
             for (const Choice& c : k.choices) {
                 row["choices"].push_back(c.name);
             }
+        }
+        if (k.live) {
+            row["live"] = true;
         }
         if (!k.when.always()) {
             row["only_when"] = {{"key", k.when.key}, {"values", k.when.values}};

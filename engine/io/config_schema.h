@@ -139,6 +139,9 @@ struct KeySpec {
     bool minExclusive = false;
     std::vector<Choice> choices;  // Choice keys
     Condition when;               // empty: always applies
+    // The app applies an edit of this key to the running experiment (at the next step);
+    // any other key's edit needs a new run (Reset).
+    bool live = false;
 
     std::string section() const { return key.substr(0, key.find('.')); }
     std::string name() const { return key.substr(key.find('.') + 1); }
@@ -172,6 +175,9 @@ void dropInapplicable(nlohmann::json& config, std::vector<std::string>* notices)
 // the layer that does not apply is a ConfigError naming the key and the condition.
 nlohmann::json overlayConfig(const nlohmann::json& base, const nlohmann::json& layer,
                              std::vector<std::string>* notices);
+
+// The keys whose values differ between two configs (defaults filled in), in table order.
+std::vector<std::string> changedKeys(const nlohmann::json& a, const nlohmann::json& b);
 
 // The README's configuration table (Markdown), generated from the schema.
 std::string configTableMarkdown();

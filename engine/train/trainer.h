@@ -49,6 +49,11 @@ class Trainer {
     int64_t totalSteps() const { return m_totalSteps; }
     double epoch() const;
     bool finished() const { return m_step >= m_totalSteps; }
+    // Moves the end of the run (the app's "Stop after", Continue). Training goes on from the
+    // current step, so N steps, then the limit raised and M more, equal N + M steps straight,
+    // bit for bit: every batch is a function of the step. A limit below the current step ends
+    // the run where it is. Precondition: steps >= 0.
+    void setTotalSteps(int64_t steps) { m_totalSteps = steps; }
 
     // Trains `n` steps (fewer when the run ends). Members whose loss turns non-finite are
     // frozen and flagged; the run goes on.

@@ -92,6 +92,16 @@ void EngineController::step() {
     post([w] { w->stepOnce(); });
 }
 
+void EngineController::setStopAfter(int64_t steps) {
+    EngineWorker* w = m_worker;
+    post([w, steps] { w->setStopAfter(steps); });
+}
+
+void EngineController::setUntilPaused(bool untilPaused) {
+    EngineWorker* w = m_worker;
+    post([w, untilPaused] { w->setUntilPaused(untilPaused); });
+}
+
 void EngineController::setMemberEnabled(int member, bool enabled) {
     if (member < 0 || member >= static_cast<int>(m_enabled.size())) {
         return;

@@ -42,6 +42,10 @@ class EngineController : public QObject {
     void pause();
     void toggleRunning();
     void step();  // exactly one step (when paused)
+    // Moves the end of the run (training goes on from where it is; see EngineWorker).
+    void setStopAfter(int64_t steps);
+    // Until paused: this run and the next ones have no end until this is switched off.
+    void setUntilPaused(bool untilPaused);
     void setMemberEnabled(int member, bool enabled);
     void setEnabledMembers(const std::vector<uint8_t>& enabled);
     // Member predictions of raw rows (features each); only the newest unserved request is

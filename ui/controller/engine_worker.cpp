@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <limits>
 #include <sstream>
 
 #include "backend/registry.h"
@@ -21,6 +22,9 @@
 namespace ensemble::ui {
 
 namespace {
+
+// The limit of a run that goes on until paused: far beyond any run a person waits for.
+constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max() / 4;
 
 double seconds(std::chrono::steady_clock::duration d) {
     return std::chrono::duration<double>(d).count();
@@ -115,11 +119,14 @@ void EngineWorker::configure(const nlohmann::json& config, std::shared_ptr<const
         } else {
             m_gridPoints.clear();
         }
+        if (m_untilPaused) {
+            trainer->setTotalSteps(kUnbounded);
+        }
         m_trainer = std::move(trainer);
         m_run = std::move(run);
         m_enabled.assign(static_cast<std::size_t>(m_run->members), 1);
         m_history.clear();
-        m_historyEvery = std::max<int64_t>(1, m_run->totalSteps / m_tuning.historyPoints);
+        m_historyEvery = std::max<int64_t>(1, historyHorizon() / m_tuning.historyPoints);
         m_nextHistory = 0;
         m_stepsPerSecond = 0.0;
         m_buildSeconds = 0.0;
@@ -195,6 +202,40 @@ void EngineWorker::stepOnce() {
     recordHistory();
     m_dirty = true;
     publish();
+}
+
+void EngineWorker::setStopAfter(int64_t steps) {
+    if (!m_trainer) {
+        return;
+    }
+    m_untilPaused = false;
+    m_trainer->setTotalSteps(std::max<int64_t>(0, steps));
+    m_dirty = true;
+    if (!m_running) {
+        publish();  // the limit shows, and Train/Continue follow it
+    }
+}
+
+void EngineWorker::setUntilPaused(bool untilPaused) {
+    if (untilPaused == m_untilPaused) {
+        return;
+    }
+    m_untilPaused = untilPaused;
+    if (!m_trainer) {
+        return;
+    }
+    m_trainer->setTotalSteps(untilPaused ? kUnbounded : m_run->totalSteps);
+    m_dirty = true;
+    if (!m_running) {
+        publish();
+    }
+}
+
+int64_t EngineWorker::historyHorizon() const {
+    // Until paused there is no end: space the points for a run twice as long as the one so far
+    // (at least the configured length), so the curves keep their density as the run grows.
+    return m_untilPaused ? std::max(m_run->totalSteps, 2 * m_trainer->step())
+                         : std::max(m_trainer->totalSteps(), m_trainer->step());
 }
 
 void EngineWorker::setEnabled(std::vector<uint8_t> enabled) {
@@ -317,10 +358,10 @@ void EngineWorker::recordHistory() {
     // Keep the curves' cost within budget: space the points by what one costs.
     const double cost = seconds(Clock::now() - start);
     const double perStep = std::max(m_trainer->lastStepSeconds(), 1e-7);
-    const int64_t minEvery = std::max<int64_t>(1, m_run->totalSteps / m_tuning.historyPoints);
+    const int64_t minEvery = std::max<int64_t>(1, historyHorizon() / m_tuning.historyPoints);
     const auto byBudget =
         static_cast<int64_t>(std::ceil(cost / (m_tuning.historyBudget * perStep)));
-    const int64_t maxEvery = std::max<int64_t>(1, m_run->totalSteps / m_tuning.minHistoryPoints);
+    const int64_t maxEvery = std::max<int64_t>(1, historyHorizon() / m_tuning.minHistoryPoints);
     m_historyEvery = m_trainer->step() == 0
                          ? minEvery
                          : std::clamp(byBudget, minEvery, std::max(minEvery, maxEvery));
@@ -354,6 +395,8 @@ SnapshotPtr EngineWorker::buildSnapshot() {
     s->epoch = m_trainer->epoch();
     s->running = m_running;
     s->finished = m_trainer->finished();
+    s->totalSteps = m_trainer->totalSteps();
+    s->untilPaused = m_untilPaused;
     s->stepsPerSecond = m_stepsPerSecond;
     s->memberStepsPerSecond = m_stepsPerSecond * m_trainer->members();
     s->lastLosses = m_trainer->lastLosses();

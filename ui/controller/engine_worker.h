@@ -87,6 +87,11 @@ class EngineWorker : public QObject {
     void pause();
     // Trains exactly one step (when not running and not finished).
     void stepOnce();
+    // Moves the end of the current run to `steps` (the app's Stop after, Continue); training
+    // goes on from where it is, bit for bit as one longer run.
+    void setStopAfter(int64_t steps);
+    // Until paused: the run (this one and the next ones configured) has no end.
+    void setUntilPaused(bool untilPaused);
     void setEnabled(std::vector<uint8_t> enabled);
     // Coalesced: only the newest request is predicted (see EngineController::predict).
     void predictPending();
@@ -113,6 +118,8 @@ class EngineWorker : public QObject {
     void trainChunk();
     void queueChunk();
     void setRunning(bool running);
+    // The run length the learning curves' points are spaced for.
+    int64_t historyHorizon() const;
     void recordHistory();
     void publish();
     SnapshotPtr buildSnapshot();
@@ -131,6 +138,7 @@ class EngineWorker : public QObject {
     bool m_running = false;
     bool m_chunkQueued = false;
     int64_t m_target = -1;
+    bool m_untilPaused = false;
     bool m_dirty = false;
     uint64_t m_serial = 0;
 

@@ -44,7 +44,7 @@ struct RunInfo {
     bool isImage = false;
     int imageWidth = 0;
     int imageHeight = 0;
-    int64_t totalSteps = 0;
+    int64_t totalSteps = 0;  // the configured length (training.steps or epochs)
     int64_t trainRows = 0;
     int64_t testRows = 0;
     // 2-D data: every train and test row (raw units) for the scatter. Image data: only the
@@ -91,6 +91,8 @@ struct Snapshot {
     double epoch = 0.0;
     bool running = false;
     bool finished = false;
+    int64_t totalSteps = 0;    // where the run stops now (Stop after, raised by Continue)
+    bool untilPaused = false;  // no end: trains until paused
     double stepsPerSecond = 0.0;
     double memberStepsPerSecond = 0.0;
     double meanLoss = 0.0;          // mean last batch loss of the active members

@@ -358,9 +358,13 @@ void ExperimentPanel::build() {
     auto* stopRow = new QWidget;
     auto* stopLayout = new QHBoxLayout(stopRow);
     stopLayout->setContentsMargins(0, 0, 0, 0);
-    m_stopMode =
-        combo({{tr("steps"), QStringLiteral("steps")}, {tr("epochs"), QStringLiteral("epochs")}});
+    // "until paused" is the app's run control, not a config value: the config keeps the
+    // steps or epochs last chosen, and a saved experiment the steps actually trained.
+    m_stopMode = combo({{tr("steps"), QStringLiteral("steps")},
+                        {tr("epochs"), QStringLiteral("epochs")},
+                        {tr("until paused"), QStringLiteral("paused")}});
     m_steps = spinFor("training.steps", 100);
+    m_steps->setObjectName(QStringLiteral("stopAfterSteps"));
     m_epochs = doubleSpinFor("training.epochs", 1.0, 2);
     stopLayout->addWidget(m_steps, 1);
     stopLayout->addWidget(m_epochs, 1);
@@ -476,7 +480,9 @@ void ExperimentPanel::setConfig(const json& input, const QString& preset) {
 
     m_batch->setValue(intOf(c, "training.batch_size"));
     m_steps->setValue(intOf(c, "training.steps"));
+    m_blockSteps = std::max(1, m_steps->value());
     const double epochs = doubleOf(c, "training.epochs");
+    m_blockEpochs = epochs > 0 ? epochs : 1.0;
     m_epochs->setValue(epochs > 0 ? epochs : 1.0);
     setCombo(m_stopMode, epochs > 0 ? QStringLiteral("epochs") : QStringLiteral("steps"));
 
@@ -490,6 +496,34 @@ void ExperimentPanel::setConfig(const json& input, const QString& preset) {
     m_loading = false;
     updateEnabled();
     validate();
+}
+
+void ExperimentPanel::extendStopAfter(int64_t step, double epoch) {
+    const bool loading = m_loading;
+    m_loading = true;  // not a person's edit
+    if (m_finiteStopMode == QStringLiteral("epochs")) {
+        m_epochs->setValue(std::max(m_epochs->value(), epoch) + m_blockEpochs);
+    } else {
+        const int64_t next = std::max<int64_t>(m_steps->value(), step) + m_blockSteps;
+        m_steps->setValue(static_cast<int>(std::min<int64_t>(next, m_steps->maximum())));
+    }
+    m_loading = loading;
+    validate();
+}
+
+bool ExperimentPanel::untilPaused() const {
+    return m_stopMode->currentData().toString() == QStringLiteral("paused");
+}
+
+void ExperimentPanel::setUntilPaused(bool untilPaused) {
+    if (untilPaused == this->untilPaused()) {
+        return;
+    }
+    const bool loading = m_loading;
+    m_loading = true;  // not a person's edit: no edited() signal
+    setCombo(m_stopMode, untilPaused ? QStringLiteral("paused") : m_finiteStopMode);
+    m_loading = loading;
+    updateEnabled();
 }
 
 QString ExperimentPanel::presetName() const {
@@ -512,9 +546,12 @@ void ExperimentPanel::updateEnabled() {
     const int lrMode = m_lrMode->currentIndex();
     m_lrStack->setCurrentIndex(lrMode);
     m_momentum->setEnabled(m_optimizer->currentData().toString() == QStringLiteral("sgd"));
-    const bool epochs = m_stopMode->currentData().toString() == QStringLiteral("epochs");
-    m_steps->setVisible(!epochs);
-    m_epochs->setVisible(epochs);
+    const QString stop = m_stopMode->currentData().toString();
+    if (stop != QStringLiteral("paused")) {
+        m_finiteStopMode = stop;
+    }
+    m_steps->setVisible(stop == QStringLiteral("steps"));
+    m_epochs->setVisible(stop == QStringLiteral("epochs"));
     const QString backend = m_backend->currentData().toString();
     m_threads->setEnabled(backend != QStringLiteral("cuda"));
     m_device->setEnabled(backend != QStringLiteral("cpu"));
@@ -592,7 +629,7 @@ json ExperimentPanel::config() const {
 
     json& t = c["training"];
     t["batch_size"] = m_batch->value();
-    if (m_stopMode->currentData().toString() == QStringLiteral("epochs")) {
+    if (m_finiteStopMode == QStringLiteral("epochs")) {
         t["epochs"] = m_epochs->value();
     } else {
         t["steps"] = m_steps->value();

@@ -41,6 +41,13 @@ class ExperimentPanel : public QWidget {
     // Reasons by config key ("optimizer.lr" -> "expected a number ..."), empty when valid.
     QMap<QString, QString> errors() const { return m_errors; }
     QString presetName() const;
+    // Stop after "until paused": the run has no end (the app's run control; config() keeps the
+    // last steps or epochs). setUntilPaused does not count as an edit.
+    bool untilPaused() const;
+    void setUntilPaused(bool untilPaused);
+    // Continue: Stop after grows by the length it had when the experiment was loaded, counted
+    // from where the run is (`step`, `epoch`). Not an edit.
+    void extendStopAfter(int64_t step, double epoch);
 
     // Banner under the form: edits wait for Reset because the run has started.
     void setPendingNotice(bool pending);
@@ -102,6 +109,9 @@ class ExperimentPanel : public QWidget {
     QLineEdit* m_weightDecay = nullptr;
     QSpinBox* m_batch = nullptr;
     QComboBox* m_stopMode = nullptr;
+    QString m_finiteStopMode = QStringLiteral("steps");  // the mode before "until paused"
+    int m_blockSteps = 1;  // Stop after as loaded: the length Continue adds
+    double m_blockEpochs = 1.0;
     QSpinBox* m_steps = nullptr;
     QDoubleSpinBox* m_epochs = nullptr;
     QComboBox* m_backend = nullptr;

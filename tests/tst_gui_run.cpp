@@ -1,0 +1,176 @@
+// The app's run control as a person uses it: Continue after a run stops at its limit (bit for
+// bit one longer run), Stop after raised without Reset, "until paused" for 2-D presets, and the
+// steps actually trained in a saved experiment.
+#include <QAction>
+#include <QApplication>
+#include <QComboBox>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cstring>
+#include <memory>
+
+#include "backend/cpu/cpu_backend.h"
+#include "io/config.h"
+#include "io/model_io.h"
+#include "main_window.h"
+#include "panels/experiment_panel.h"
+#include "train/trainer.h"
+
+using ensemble::ui::MainWindow;
+using ensemble::ui::SnapshotPtr;
+
+namespace {
+
+nlohmann::json smallConfig(int64_t steps) {
+    nlohmann::json c = ensemble::loadConfigJson("spirals");
+    c["dataset"]["n"] = 300;
+    c["ensemble"]["members"] = 3;
+    c["ensemble"]["bootstrap"] = "resample";
+    c["training"]["steps"] = steps;
+    c["backend"]["kind"] = "cpu";
+    c["backend"]["threads"] = 1;
+    return c;
+}
+
+std::unique_ptr<MainWindow> makeWindow() {
+    MainWindow::Options options;
+    options.useSettings = false;
+    auto w = std::make_unique<MainWindow>(options);
+    w->resize(1200, 800);
+    w->show();
+    return w;
+}
+
+template <typename Pred>
+bool waitSnapshot(MainWindow& w, Pred pred, int timeoutMs = 20000) {
+    return QTest::qWaitFor(
+        [&] {
+            SnapshotPtr s = w.controller()->snapshot();
+            return s && pred(*s);
+        },
+        timeoutMs);
+}
+
+bool waitFresh(MainWindow& w) {
+    const uint64_t id = w.controller()->currentRunId();
+    return waitSnapshot(w, [id](const auto& s) { return s.run->runId == id && s.step == 0; });
+}
+
+// The weights the app holds, through its export.
+std::vector<float> exportedParameters(MainWindow& w, const QTemporaryDir& dir, const char* name) {
+    QSignalSpy done(&w, &MainWindow::exportFinished);
+    const QString base = dir.filePath(QString::fromLatin1(name));
+    w.exportTo(base);
+    if (!done.wait(20000) || !done.at(0).at(0).toBool()) {
+        return {};
+    }
+    return ensemble::importEnsemble((base + QStringLiteral(".safetensors")).toStdString()).params;
+}
+
+std::vector<float> engineParameters(const nlohmann::json& config, int64_t steps) {
+    const ensemble::ExperimentConfig c = ensemble::parseConfig(config);
+    ensemble::Trainer t(c, ensemble::loadDataSplit(c.dataset),
+                        std::make_unique<ensemble::CpuBackend>(1));
+    t.setTotalSteps(steps);
+    t.runSteps(steps);
+    return t.parameters();
+}
+
+bool sameBits(const std::vector<float>& a, const std::vector<float>& b) {
+    return !a.empty() && a.size() == b.size() &&
+           std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+}  // namespace
+
+class TestGuiRun : public QObject {
+    Q_OBJECT
+
+  private Q_SLOTS:
+    void initTestCase();
+    void continueAfterStopEqualsOneLongerRun();
+    void raisingTheLimitReenablesTrainWithoutReset();
+    void twoDimensionalPresetPlaysUntilPaused();
+};
+
+void TestGuiRun::initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+    QApplication::setOrganizationName(QStringLiteral("EnsembleLabTest"));
+}
+
+void TestGuiRun::continueAfterStopEqualsOneLongerRun() {
+    QTemporaryDir dir;
+    const nlohmann::json config = smallConfig(40);
+    auto w = makeWindow();
+    w->loadExperiment(config, QString());  // an explicit file: steps, not until paused
+    QVERIFY(!w->panel()->untilPaused());
+    QVERIFY(waitFresh(*w));
+    w->trainAction()->trigger();
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 40 && !s.running; }));
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.finished; }));
+    QCoreApplication::processEvents();
+    // Stopped at its limit: Train became Continue, enabled, same shortcut.
+    QCOMPARE(w->trainAction()->text(), QStringLiteral("Continue"));
+    QVERIFY(w->trainAction()->isEnabled());
+    QCOMPARE(w->trainAction()->shortcut(), QKeySequence(Qt::Key_Space));
+    w->trainAction()->trigger();
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 80 && !s.running; }));
+    QCOMPARE(w->controller()->snapshot()->totalSteps, int64_t{80});
+    // Another block of the same length, from where it was: one 80-step run, bit for bit.
+    QVERIFY(sameBits(exportedParameters(*w, dir, "continued"), engineParameters(config, 80)));
+}
+
+void TestGuiRun::raisingTheLimitReenablesTrainWithoutReset() {
+    auto w = makeWindow();
+    w->loadExperiment(smallConfig(30), QString());
+    QVERIFY(waitFresh(*w));
+    const uint64_t run = w->controller()->currentRunId();
+    w->trainAction()->trigger();
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 30 && s.finished; }));
+    // Raise Stop after in the panel, as a person types it: the run goes on, no Reset.
+    auto* steps = w->panel()->findChild<QSpinBox*>(QStringLiteral("stopAfterSteps"));
+    QVERIFY(steps != nullptr);
+    QCOMPARE(steps->value(), 30);
+    steps->setValue(55);
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.totalSteps == 55 && !s.finished; }));
+    QCoreApplication::processEvents();
+    QCOMPARE(w->trainAction()->text(), QStringLiteral("Train"));
+    QVERIFY(w->trainAction()->isEnabled());
+    w->trainAction()->trigger();
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 55 && !s.running; }));
+    QCOMPARE(w->controller()->currentRunId(), run);  // the same run, continued
+}
+
+void TestGuiRun::twoDimensionalPresetPlaysUntilPaused() {
+    QTemporaryDir dir;
+    auto w = makeWindow();
+    nlohmann::json preset = nlohmann::json::parse(ensemble::presetText("spirals"));
+    preset["backend"]["kind"] = "cpu";
+    preset["ensemble"]["members"] = 2;  // small and short: still loaded as the preset
+    preset["training"]["steps"] = 50;
+    w->loadExperiment(preset, QStringLiteral("spirals"));
+    QVERIFY(w->panel()->untilPaused());
+    QVERIFY(waitFresh(*w));
+    const int64_t presetSteps = preset["training"]["steps"].get<int64_t>();
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.untilPaused; }));
+    w->controller()->trainTo(presetSteps + 10);  // past the preset's own length
+    QVERIFY(waitSnapshot(
+        *w, [&](const auto& s) { return s.step == presetSteps + 10 && !s.running; }, 60000));
+    QVERIFY(!w->controller()->snapshot()->finished);
+    // Saved, the experiment carries the steps actually trained.
+    const QString path = dir.filePath(QStringLiteral("played.json"));
+    QString error;
+    QVERIFY2(w->saveExperiment(path, &error), qPrintable(error));
+    const nlohmann::json saved = ensemble::loadConfigJson(path.toStdString());
+    QCOMPARE(saved["training"]["steps"].get<int64_t>(), presetSteps + 10);
+    // Opening that file is explicit: it stops after its steps.
+    w->loadExperiment(saved, QString());
+    QVERIFY(!w->panel()->untilPaused());
+}
+
+QTEST_MAIN(TestGuiRun)
+#include "tst_gui_run.moc"
