@@ -4,6 +4,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QComboBox>
+#include <QLineEdit>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QStandardPaths>
@@ -95,6 +96,7 @@ class TestGuiRun : public QObject {
     void continueAfterStopEqualsOneLongerRun();
     void raisingTheLimitReenablesTrainWithoutReset();
     void twoDimensionalPresetPlaysUntilPaused();
+    void liveLearningRateEditEqualsItsReplay();
 };
 
 void TestGuiRun::initTestCase() {
@@ -170,6 +172,36 @@ void TestGuiRun::twoDimensionalPresetPlaysUntilPaused() {
     // Opening that file is explicit: it stops after its steps.
     w->loadExperiment(saved, QString());
     QVERIFY(!w->panel()->untilPaused());
+}
+
+// The learning rate changed mid-run in the panel applies without Reset, is recorded in the
+// run's schedule, and the saved experiment replays to the same weights, bit for bit.
+void TestGuiRun::liveLearningRateEditEqualsItsReplay() {
+    QTemporaryDir dir;
+    auto w = makeWindow();
+    w->loadExperiment(smallConfig(60), QString());
+    QVERIFY(waitFresh(*w));
+    const uint64_t run = w->controller()->currentRunId();
+    w->controller()->trainTo(20);
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 20 && !s.running; }));
+    auto* lr = w->panel()->findChild<QLineEdit*>(QStringLiteral("learningRateValue"));
+    QVERIFY(lr != nullptr);
+    lr->setText(QStringLiteral("0.05"));
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.schedule.size() == 1; }));
+    QCOMPARE(w->controller()->snapshot()->schedule[0]["step"].get<int64_t>(), int64_t{20});
+    w->trainAction()->trigger();
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 60 && !s.running; }));
+    QCOMPARE(w->controller()->currentRunId(), run);  // no Reset happened
+    const std::vector<float> app = exportedParameters(*w, dir, "live");
+
+    const QString path = dir.filePath(QStringLiteral("live.json"));
+    QString error;
+    QVERIFY2(w->saveExperiment(path, &error), qPrintable(error));
+    const nlohmann::json saved = ensemble::loadConfigJson(path.toStdString());
+    QCOMPARE(saved["optimizer"]["lr"].get<double>(), 0.01);  // the run's starting value
+    QCOMPARE(saved["training"]["schedule"].size(), std::size_t{1});
+    QVERIFY(sameBits(app, engineParameters(saved, 60)));
+    QVERIFY(!sameBits(app, engineParameters(smallConfig(60), 60)));
 }
 
 QTEST_MAIN(TestGuiRun)

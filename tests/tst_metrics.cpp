@@ -130,6 +130,7 @@ class EmulatedDeviceMeasures final : public Backend {
         m_members = problem.layout.members();
         m_cpu.bind(problem);
     }
+    void setRules(const std::vector<OptimizerRule>& rules) override { m_cpu.setRules(rules); }
     void setParameters(const float* params) override { m_cpu.setParameters(params); }
     void parameters(float* out) override { m_cpu.parameters(out); }
     void step(uint64_t step, const uint8_t* active, float* losses) override {

@@ -58,6 +58,7 @@ class TestTrainer : public QObject {
     void freedBuffersAreReusedWithoutPageFaults();
     void continuingAfterTheEndEqualsOneLongerRun_data();
     void continuingAfterTheEndEqualsOneLongerRun();
+    void liveChangeEqualsItsScheduledReplay();
 };
 
 void TestTrainer::learnsTwoSpirals() {
@@ -357,6 +358,48 @@ void TestTrainer::continuingAfterTheEndEqualsOneLongerRun() {
     QVERIFY(stopped->finished());
     stopped->runSteps(5);
     QCOMPARE(stopped->step(), int64_t(100));
+}
+
+// A learning-rate change made during a run (the app's live edit) is recorded in
+// training.schedule; replaying that config gives the same weights, bit for bit. A change does
+// something: without it the weights differ.
+void TestTrainer::liveChangeEqualsItsScheduledReplay() {
+    const ExperimentConfig c = smallConfig(
+        R"({"ensemble": {"bootstrap": "poisson"}, "optimizer": {"kind": "sgd", "lr": 0.05}})");
+    auto live = makeCpuTrainer(c, 2);
+    live->runSteps(20);
+    live->changeHyperparameters(
+        json{{"optimizer.lr", {{"log_uniform", {0.01, 0.2}}}}, {"optimizer.momentum", 0.5}});
+    live->runSteps(15);
+    live->changeHyperparameters(json{{"optimizer.weight_decay", 0.01}});
+    live->runSteps(100);
+    const json stored = live->config().json["training"]["schedule"];
+    QCOMPARE(stored.size(), std::size_t(2));
+    QCOMPARE(stored[0]["step"].get<int64_t>(), int64_t(20));
+    QCOMPARE(stored[1]["step"].get<int64_t>(), int64_t(35));
+
+    const ExperimentConfig replayed = parseConfig(live->config().json);
+    QCOMPARE(replayed.training.schedule.size(), std::size_t(2));
+    auto replay = makeCpuTrainer(replayed, 1);
+    replay->runSteps(100);
+    const std::vector<float> a = live->parameters();
+    const std::vector<float> b = replay->parameters();
+    QVERIFY(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+
+    auto unchanged = makeCpuTrainer(c, 1);
+    unchanged->runSteps(100);
+    const std::vector<float> u = unchanged->parameters();
+    QVERIFY(std::memcmp(a.data(), u.data(), a.size() * sizeof(float)) != 0);
+
+    // Keys that need a new run cannot change.
+    try {
+        live->changeHyperparameters(json{{"ensemble.members", 3}});
+        QFAIL("expected a ConfigError");
+    } catch (const ConfigError& e) {
+        QVERIFY2(e.key().find("ensemble.members") != std::string::npos, e.what());
+    }
+    QVERIFY_THROWS_EXCEPTION(ConfigError,
+                             live->changeHyperparameters(json{{"optimizer.lr", -1.0}}));
 }
 
 QTEST_APPLESS_MAIN(TestTrainer)

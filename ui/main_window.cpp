@@ -89,6 +89,11 @@ MainWindow::MainWindow(Options options, QWidget* parent)
             &MainWindow::onRunningChanged);
     connect(m_controller.get(), &EngineController::configureFailed, this,
             &MainWindow::onConfigureFailed);
+    connect(m_controller.get(), &EngineController::liveEditFailed, this,
+            [this](const QString& message) {
+                showError(tr("Could not apply the edit"), message,
+                          tr("Fix the value; the run goes on with the previous one."));
+            });
     connect(m_controller.get(), &EngineController::configured, this,
             [this](quint64 runId, const QString& notice) {
                 if (runId == m_controller->currentRunId()) {
@@ -369,6 +374,17 @@ bool MainWindow::openExperiment(const QString& path, QString* error) {
 nlohmann::json MainWindow::experimentToSave() const {
     nlohmann::json config = m_panel->config();
     const SnapshotPtr s = m_controller->snapshot();
+    if (s && !restartPending() && !s->schedule.empty()) {
+        // Live edits: the run's starting values and the schedule of changes, so the file
+        // replays the run (the panel shows the values as they are now).
+        const nlohmann::json& initial = s->run->config.json;
+        for (const KeySpec& spec : configSchema()) {
+            if (spec.type == KeyType::PerMember && initial[spec.section()].contains(spec.name())) {
+                config[spec.section()][spec.name()] = initial[spec.section()][spec.name()];
+            }
+        }
+        config["training"]["schedule"] = s->schedule;
+    }
     if (m_panel->untilPaused() && s && s->step > 0 && !restartPending()) {
         // Until paused has no length of its own: the file carries the steps actually trained.
         config["training"]["steps"] = s->step;
@@ -525,7 +541,20 @@ void MainWindow::applyLiveEdits() {
     if (!s || !m_panel->isValid() || restartPending()) {
         return;
     }
-    m_activeConfig = m_panel->config();
+    const nlohmann::json edited = m_panel->config();
+    // Live optimizer keys change the run at the next step; the run records them in its
+    // training.schedule, so Save, the export and the CLI replay carry them.
+    nlohmann::json set = nlohmann::json::object();
+    for (const std::string& key : changedKeys(m_activeConfig, edited)) {
+        if (keySpec(key).type == KeyType::PerMember) {
+            const KeySpec& spec = keySpec(key);
+            set[key] = edited[spec.section()][spec.name()];
+        }
+    }
+    if (!set.empty()) {
+        m_controller->changeHyperparameters(set);
+    }
+    m_activeConfig = edited;
     if (m_panel->untilPaused()) {
         m_controller->setUntilPaused(true);
         return;

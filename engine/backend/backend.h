@@ -55,6 +55,11 @@ class Backend {
     // step(). Optimizer state starts at zero.
     virtual void bind(const TrainingProblem& problem) = 0;
 
+    // Replaces every member's optimizer hyperparameters (a live edit in the app, an entry of
+    // training.schedule); the parameters, the optimizer state and the update count stay.
+    // Takes effect at the next step. Precondition: one rule per member.
+    virtual void setRules(const std::vector<OptimizerRule>& rules) = 0;
+
     // Replaces all members' parameters (layout order) and resets the optimizer state.
     virtual void setParameters(const float* params) = 0;
     // Copies all members' parameters out (layout order).

@@ -179,6 +179,35 @@ class ConfigValues {
                 checkedNumber(v[1], spec.key + "[1]", spec.min, spec.max, false, true)};
     }
 
+    std::vector<ScheduledChange> schedule(std::string_view key) const {
+        const KeySpec& spec = expect(key, KeyType::Schedule);
+        const json& v = raw(spec);
+        if (!v.is_array()) {
+            throw ConfigError(spec.key,
+                              "expected a list of {\"step\": N, \"set\": {...}}, got " + v.dump());
+        }
+        std::vector<ScheduledChange> out;
+        for (std::size_t i = 0; i < v.size(); ++i) {
+            const std::string where = spec.key + "[" + std::to_string(i) + "]";
+            const json& entry = v[i];
+            if (!entry.is_object() || !entry.contains("step") || !entry.contains("set") ||
+                entry.size() != 2) {
+                throw ConfigError(where,
+                                  "expected {\"step\": N, \"set\": {...}}, got " + entry.dump());
+            }
+            const json& step = entry["step"];
+            if (!step.is_number_integer() || step.get<int64_t>() < 0) {
+                throw ConfigError(where + ".step",
+                                  "expected a non-negative integer, got " + step.dump());
+            }
+            out.push_back(parseScheduledChange(m_root, step.get<int64_t>(), entry["set"], where));
+        }
+        std::stable_sort(
+            out.begin(), out.end(),
+            [](const ScheduledChange& a, const ScheduledChange& b) { return a.step < b.step; });
+        return out;
+    }
+
     // Reads every key that applies, so a key no field uses yet is still validated.
     void validateAll() const {
         for (const KeySpec& spec : configSchema()) {
@@ -210,6 +239,9 @@ class ConfigValues {
                 case KeyType::NumberPair:
                     pair(spec.key);
                     break;
+                case KeyType::Schedule:
+                    schedule(spec.key);
+                    break;
             }
         }
     }
@@ -235,6 +267,45 @@ class ConfigValues {
 };
 
 }  // namespace
+
+ScheduledChange parseScheduledChange(const json& configJson, int64_t step, const json& set,
+                                     const std::string& where) {
+    if (!set.is_object() || set.empty()) {
+        throw ConfigError(where + ".set",
+                          "expected an object of keys to change, such as "
+                          "{\"optimizer.lr\": 0.001}, got " +
+                              set.dump());
+    }
+    json root = withDefaults(configJson);
+    ScheduledChange change;
+    change.step = step;
+    for (auto it = set.begin(); it != set.end(); ++it) {
+        const auto spec = std::find_if(configSchema().begin(), configSchema().end(),
+                                       [&](const KeySpec& k) { return k.key == it.key(); });
+        if (spec == configSchema().end() || !spec->live || spec->type != KeyType::PerMember) {
+            throw ConfigError(where + ".set." + it.key(),
+                              "cannot change during a run (these can: optimizer.lr, "
+                              "optimizer.momentum, optimizer.weight_decay)");
+        }
+        root[spec->section()][spec->name()] = it.value();
+    }
+    const ConfigValues values(root);
+    try {
+        for (auto it = set.begin(); it != set.end(); ++it) {
+            std::vector<double> resolved = values.perMember(it.key());
+            if (it.key() == "optimizer.lr") {
+                change.lr = std::move(resolved);
+            } else if (it.key() == "optimizer.momentum") {
+                change.momentum = std::move(resolved);
+            } else {
+                change.weightDecay = std::move(resolved);
+            }
+        }
+    } catch (const ConfigError& e) {
+        throw ConfigError(where + ".set." + e.key(), e.reason());
+    }
+    return change;
+}
 
 int64_t ExperimentConfig::totalSteps(int64_t trainRows) const {
     if (training.epochs > 0.0) {
@@ -291,6 +362,7 @@ ExperimentConfig parseConfig(const json& input) {
     t.steps = v.integer("training.steps");
     t.epochs = v.number("training.epochs");
     t.evalEvery = v.integer("training.eval_every");
+    t.schedule = v.schedule("training.schedule");
 
     c.backend.kind = v.choice<BackendKind>("backend.kind");
     c.backend.threads = static_cast<int>(v.integer("backend.threads"));

@@ -50,11 +50,21 @@ struct OptimizerConfig {
     double eps = 0.0;
 };
 
+// One entry of training.schedule: before step `step`, the members' hyperparameters become these
+// (K values each; empty: unchanged).
+struct ScheduledChange {
+    int64_t step = 0;
+    std::vector<double> lr;
+    std::vector<double> momentum;
+    std::vector<double> weightDecay;
+};
+
 struct TrainingConfig {
     int batchSize = 0;
     int64_t steps = 0;    // used when epochs == 0
     double epochs = 0.0;  // > 0: train this many passes over the train split instead
     int64_t evalEvery = 0;
+    std::vector<ScheduledChange> schedule;  // by step (stable for equal steps)
 };
 
 struct BackendConfig {
@@ -85,6 +95,12 @@ nlohmann::json defaultConfigJson();
 // do not apply (model.hidden with another model.kind), wrong types and out-of-range values.
 // Missing keys that apply take their defaults.
 ExperimentConfig parseConfig(const nlohmann::json& json);
+
+// Resolves a change of live keys (`set`: {"optimizer.lr": 0.05, ...}) against a parsed config's
+// JSON (its members, its other values), as an entry of training.schedule at `step`. Throws
+// ConfigError naming `where` ("training.schedule[2]") and the key.
+ScheduledChange parseScheduledChange(const nlohmann::json& configJson, int64_t step,
+                                     const nlohmann::json& set, const std::string& where);
 
 // Applies one `--set key=value` override to `json` in place: `key` is dotted
 // (`ensemble.members`); the value is read as JSON when it parses, else as a string.

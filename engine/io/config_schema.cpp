@@ -98,13 +98,14 @@ std::vector<KeySpec> buildSchema() {
         row("ensemble.seed", T::Seed, 0, "initialisation, batch order, resamples, Poisson weights"),
         // Optimizer.
         choice("optimizer.kind", "adam", choicesOf<OptimizerKind>(), "the update rule (PyTorch's)"),
-        row("optimizer.lr", T::PerMember, 0.01,
-            "per member: a number, a list of K numbers, or `{\"log_uniform\": [lo, hi]}` (K "
-            "log-spaced values in member order)",
-            0, 1e4),
-        row("optimizer.momentum", T::PerMember, 0.9, "per member (SGD only)", 0, 0.9999),
-        row("optimizer.weight_decay", T::PerMember, 0.0,
-            "per member; L2 added to the gradient for adam and sgd, decoupled for adamw", 0, 10),
+        live(row("optimizer.lr", T::PerMember, 0.01,
+                 "per member: a number, a list of K numbers, or `{\"log_uniform\": [lo, hi]}` (K "
+                 "log-spaced values in member order)",
+                 0, 1e4)),
+        live(row("optimizer.momentum", T::PerMember, 0.9, "per member (SGD only)", 0, 0.9999)),
+        live(row("optimizer.weight_decay", T::PerMember, 0.0,
+                 "per member; L2 added to the gradient for adam and sgd, decoupled for adamw", 0,
+                 10)),
         row("optimizer.betas", T::NumberPair, json::array({0.9, 0.999}), "Adam's beta1, beta2", 0,
             1),
         exclusiveMin(row("optimizer.eps", T::Number, 1e-8, "Adam's epsilon", 0, 1)),
@@ -114,6 +115,11 @@ std::vector<KeySpec> buildSchema() {
                  maxSteps)),
         live(row("training.epochs", T::Number, 0,
                  "when > 0: train ceil(epochs * N / batch) steps instead", 0, 1e6)),
+        row("training.schedule", T::Schedule, json::array(),
+            "changes during the run: `[{\"step\": 500, \"set\": {\"optimizer.lr\": 0.001}}]` "
+            "sets the learning rate (per member, in any form `optimizer.lr` takes) before step "
+            "500; `optimizer.lr`, `optimizer.momentum` and `optimizer.weight_decay` can change. "
+            "The app records its live edits here, so the CLI replays them"),
         row("training.eval_every", T::Integer, 100,
             "evaluate (per-member and ensemble loss and accuracy on train and test) every N "
             "steps; 0: only at the end",
@@ -207,6 +213,7 @@ std::string rangeText(const KeySpec& spec) {
             return out;
         }
         case KeyType::String:
+        case KeyType::Schedule:
             break;
     }
     return "";
@@ -230,6 +237,8 @@ const char* typeName(KeyType t) {
             return "per-member";
         case KeyType::NumberPair:
             return "pair";
+        case KeyType::Schedule:
+            return "schedule";
     }
     return "?";
 }

@@ -112,14 +112,15 @@ std::vector<Choice> choicesOf() {
 }
 
 enum class KeyType {
-    Integer,    // a whole number in [min, max]
-    Number,     // a finite number in [min, max] (min excluded when minExclusive)
-    Seed,       // a non-negative integer (64 bits)
-    String,     // any string
-    Choice,     // one of `choices`
-    Widths,     // a list of integers, each in [min, max]
-    PerMember,  // per member: a number, a list of K numbers, or {"log_uniform": [lo, hi]}
-    NumberPair  // [a, b], each in [min, max) (max excluded)
+    Integer,     // a whole number in [min, max]
+    Number,      // a finite number in [min, max] (min excluded when minExclusive)
+    Seed,        // a non-negative integer (64 bits)
+    String,      // any string
+    Choice,      // one of `choices`
+    Widths,      // a list of integers, each in [min, max]
+    PerMember,   // per member: a number, a list of K numbers, or {"log_uniform": [lo, hi]}
+    NumberPair,  // [a, b], each in [min, max) (max excluded)
+    Schedule     // [{"step": t, "set": {"<live per-member key>": value, ...}}, ...]
 };
 
 // A key applies only when another key (earlier in the table) has one of `values`.

@@ -99,6 +99,15 @@ Trainer::Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backen
         throw ConfigError("dataset: at most 2^32 - 1 train rows are supported");
     }
     checkRunFitsInMemory(m_config, m_data.train.rows, m_data.test.rows, features, classes);
+    // The stored schedule in the parsed order (by step, stable), so live edits insert at the
+    // same index in both.
+    if (m_config.json.contains("training") && m_config.json["training"].contains("schedule")) {
+        nlohmann::json& stored = m_config.json["training"]["schedule"];
+        std::stable_sort(stored.begin(), stored.end(),
+                         [](const nlohmann::json& a, const nlohmann::json& b) {
+                             return a["step"].get<int64_t>() < b["step"].get<int64_t>();
+                         });
+    }
 
     const int k = m_config.ensemble.members;
     m_layout = ParamLayout(modelWidths(m_config, features, classes), k);
@@ -140,10 +149,52 @@ double Trainer::epoch() const {
            static_cast<double>(m_data.train.rows);
 }
 
+void Trainer::applyChange(const ScheduledChange& change) {
+    OptimizerConfig& o = m_config.optimizer;
+    if (!change.lr.empty()) {
+        o.lr = change.lr;
+    }
+    if (!change.momentum.empty()) {
+        o.momentum = change.momentum;
+    }
+    if (!change.weightDecay.empty()) {
+        o.weightDecay = change.weightDecay;
+    }
+    for (std::size_t k = 0; k < m_rules.size(); ++k) {
+        m_rules[k] =
+            makeRule(o.kind, o.lr[k], o.weightDecay[k], o.momentum[k], o.beta1, o.beta2, o.eps);
+    }
+    m_backend->setRules(m_rules);
+}
+
+void Trainer::applySchedule() {
+    const auto& schedule = m_config.training.schedule;
+    while (m_nextChange < schedule.size() && schedule[m_nextChange].step <= m_step) {
+        applyChange(schedule[m_nextChange]);
+        ++m_nextChange;
+    }
+}
+
+void Trainer::changeHyperparameters(const nlohmann::json& set) {
+    const std::string where =
+        "training.schedule[" + std::to_string(m_config.training.schedule.size()) + "]";
+    const ScheduledChange change = parseScheduledChange(m_config.json, m_step, set, where);
+    applySchedule();  // entries due now come first, as a replay would apply them
+    // Inserted after every entry at or before this step: a replay applies them in this order.
+    auto& schedule = m_config.training.schedule;
+    schedule.insert(schedule.begin() + static_cast<std::ptrdiff_t>(m_nextChange), change);
+    nlohmann::json& stored = m_config.json["training"]["schedule"];
+    stored.insert(stored.begin() + static_cast<std::ptrdiff_t>(m_nextChange),
+                  nlohmann::json{{"step", m_step}, {"set", set}});
+    applyChange(change);
+    ++m_nextChange;
+}
+
 void Trainer::runSteps(int64_t n) {
     const auto start = Clock::now();
     int64_t done = 0;
     for (; done < n && !finished(); ++done) {
+        applySchedule();
         m_backend->step(static_cast<uint64_t>(m_step), m_active.data(), m_lastLosses.data());
         for (std::size_t k = 0; k < m_active.size(); ++k) {
             if (m_active[k] && !std::isfinite(m_lastLosses[k])) {

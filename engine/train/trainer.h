@@ -55,6 +55,12 @@ class Trainer {
     // the run where it is. Precondition: steps >= 0.
     void setTotalSteps(int64_t steps) { m_totalSteps = steps; }
 
+    // Changes live keys now, before the next step (the app's live edit): `set` is
+    // {"optimizer.lr": value, ...} in any form the key takes. The change is appended to
+    // training.schedule of config() (JSON and parsed), so an export, a saved experiment and a
+    // CLI replay of it give the same weights. Throws ConfigError naming the key.
+    void changeHyperparameters(const nlohmann::json& set);
+
     // Trains `n` steps (fewer when the run ends). Members whose loss turns non-finite are
     // frozen and flagged; the run goes on.
     void runSteps(int64_t n);
@@ -96,6 +102,9 @@ class Trainer {
 
   private:
     MemberPredictions predictNormalized(const float* x, int64_t rows);
+    // Applies the schedule's entries for the current step (and any it skipped past).
+    void applySchedule();
+    void applyChange(const ScheduledChange& change);
     // An Evaluation with step, epoch and the diverged flags set, the metrics still empty.
     Evaluation evaluationFrame() const;
     static void setSplit(Evaluation& e, const SplitEvaluation& split, bool train);
@@ -111,6 +120,7 @@ class Trainer {
     std::vector<uint8_t> m_diverged;
     std::vector<float> m_lastLosses;
     int64_t m_step = 0;
+    std::size_t m_nextChange = 0;  // the first entry of training.schedule not yet applied
     int64_t m_totalSteps = 0;
     double m_lastStepSeconds = 0.0;
 };

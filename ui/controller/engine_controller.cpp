@@ -32,6 +32,8 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
             Q_EMIT configureFailed(runId, message, errorKind);
         },
         Qt::QueuedConnection);
+    connect(m_worker, &EngineWorker::liveEditFailed, this, &EngineController::liveEditFailed,
+            Qt::QueuedConnection);
     connect(m_worker, &EngineWorker::predictionReady, this, &EngineController::predictionReady,
             Qt::QueuedConnection);
     connect(m_worker, &EngineWorker::exportFinished, this, &EngineController::exportFinished,
@@ -100,6 +102,11 @@ void EngineController::setStopAfter(int64_t steps) {
 void EngineController::setUntilPaused(bool untilPaused) {
     EngineWorker* w = m_worker;
     post([w, untilPaused] { w->setUntilPaused(untilPaused); });
+}
+
+void EngineController::changeHyperparameters(const nlohmann::json& set) {
+    EngineWorker* w = m_worker;
+    post([w, set] { w->changeHyperparameters(set); });
 }
 
 void EngineController::setMemberEnabled(int member, bool enabled) {

@@ -46,6 +46,9 @@ class EngineController : public QObject {
     void setStopAfter(int64_t steps);
     // Until paused: this run and the next ones have no end until this is switched off.
     void setUntilPaused(bool untilPaused);
+    // A live edit of the running experiment ({"optimizer.lr": 0.05}), applied before the next
+    // step and recorded in its training.schedule.
+    void changeHyperparameters(const nlohmann::json& set);
     void setMemberEnabled(int member, bool enabled);
     void setEnabledMembers(const std::vector<uint8_t>& enabled);
     // Member predictions of raw rows (features each); only the newest unserved request is
@@ -67,6 +70,7 @@ class EngineController : public QObject {
     void configured(quint64 runId, QString notice);
     // errorKind: an ensemble::ErrorKind, what the person can do about it.
     void configureFailed(quint64 runId, QString message, int errorKind);
+    void liveEditFailed(QString message);
     void predictionReady(quint64 id, QList<float> logProbs, int members, int classes);
     void exportFinished(bool ok, QString message, QStringList files);
 

@@ -231,6 +231,22 @@ void EngineWorker::setUntilPaused(bool untilPaused) {
     }
 }
 
+void EngineWorker::changeHyperparameters(const nlohmann::json& set) {
+    if (!m_trainer) {
+        return;
+    }
+    try {
+        m_trainer->changeHyperparameters(set);
+    } catch (const std::exception& e) {
+        Q_EMIT liveEditFailed(QString::fromStdString(e.what()));
+        return;
+    }
+    m_dirty = true;
+    if (!m_running) {
+        publish();
+    }
+}
+
 int64_t EngineWorker::historyHorizon() const {
     // Until paused there is no end: space the points for a run twice as long as the one so far
     // (at least the configured length), so the curves keep their density as the run grows.
@@ -396,6 +412,7 @@ SnapshotPtr EngineWorker::buildSnapshot() {
     s->running = m_running;
     s->finished = m_trainer->finished();
     s->totalSteps = m_trainer->totalSteps();
+    s->schedule = m_trainer->config().json["training"]["schedule"];
     s->untilPaused = m_untilPaused;
     s->stepsPerSecond = m_stepsPerSecond;
     s->memberStepsPerSecond = m_stepsPerSecond * m_trainer->members();

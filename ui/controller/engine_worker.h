@@ -92,6 +92,10 @@ class EngineWorker : public QObject {
     void setStopAfter(int64_t steps);
     // Until paused: the run (this one and the next ones configured) has no end.
     void setUntilPaused(bool untilPaused);
+    // A live edit ({"optimizer.lr": value, ...}) at the current step, recorded in the run's
+    // training.schedule (Trainer::changeHyperparameters). A rejected value is reported with
+    // liveEditFailed().
+    void changeHyperparameters(const nlohmann::json& set);
     void setEnabled(std::vector<uint8_t> enabled);
     // Coalesced: only the newest request is predicted (see EngineController::predict).
     void predictPending();
@@ -108,6 +112,7 @@ class EngineWorker : public QObject {
     void configured(quint64 runId, QString notice);
     // errorKind: an ensemble::ErrorKind, what the person can do about it.
     void configureFailed(quint64 runId, QString message, int errorKind);
+    void liveEditFailed(QString message);
     void runningChanged(bool running);
     void predictionReady(quint64 id, QList<float> logProbs, int members, int classes);
     void exportFinished(bool ok, QString message, QStringList files);

@@ -93,6 +93,7 @@ struct Snapshot {
     bool finished = false;
     int64_t totalSteps = 0;    // where the run stops now (Stop after, raised by Continue)
     bool untilPaused = false;  // no end: trains until paused
+    nlohmann::json schedule;   // training.schedule so far: the run's live edits, by step
     double stepsPerSecond = 0.0;
     double memberStepsPerSecond = 0.0;
     double meanLoss = 0.0;          // mean last batch loss of the active members

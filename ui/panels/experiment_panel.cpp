@@ -333,6 +333,7 @@ void ExperimentPanel::build() {
                       {tr("list"), QStringLiteral("list")}});
     m_lrStack = new QStackedWidget;
     m_lrValue = new QLineEdit;
+    m_lrValue->setObjectName(QStringLiteral("learningRateValue"));
     auto* range = new QWidget;
     auto* rangeLayout = new QHBoxLayout(range);
     rangeLayout->setContentsMargins(0, 0, 0, 0);

@@ -90,6 +90,15 @@ void CpuBackend::bind(const TrainingProblem& problem) {
     m_predictWorkspaces.clear();
 }
 
+void CpuBackend::setRules(const std::vector<OptimizerRule>& rules) {
+    if (rules.size() != m_problem.rules.size()) {
+        throw std::invalid_argument("CpuBackend::setRules: " + std::to_string(rules.size()) +
+                                    " rules for " + std::to_string(m_problem.rules.size()) +
+                                    " members");
+    }
+    m_problem.rules = rules;
+}
+
 void CpuBackend::setParameters(const float* params) {
     std::copy(params, params + m_params.size(), m_params.data());
     m_moment1.assign(m_moment1.size(), 0.0f);

@@ -21,6 +21,7 @@ class CpuBackend final : public Backend {
 
     std::string name() const override;
     void bind(const TrainingProblem& problem) override;
+    void setRules(const std::vector<OptimizerRule>& rules) override;
     void setParameters(const float* params) override;
     void parameters(float* out) override;
     void step(uint64_t step, const uint8_t* active, float* losses) override;

@@ -148,6 +148,7 @@ class CudaBackend final : public Backend {
 
     std::string name() const override { return m_name; }
     void bind(const TrainingProblem& problem) override;
+    void setRules(const std::vector<OptimizerRule>& rules) override;
     void setParameters(const float* params) override;
     void parameters(float* out) override;
     void step(uint64_t step, const uint8_t* active, float* losses) override;
@@ -390,6 +391,21 @@ void CudaBackend::bind(const TrainingProblem& problem) {
     m_deviceActive.assign(static_cast<std::size_t>(members), 1);
     m_training = training;
     m_bound = true;
+}
+
+void CudaBackend::setRules(const std::vector<OptimizerRule>& rules) {
+    requireBound("setRules");
+    if (rules.size() != m_baseRules.size()) {
+        throw std::invalid_argument("CudaBackend::setRules: " + std::to_string(rules.size()) +
+                                    " rules for " + std::to_string(m_baseRules.size()) +
+                                    " members");
+    }
+    useDevice();
+    // The captured step reads the base rules through the same pointer: new contents, same graph.
+    // Ordered on the step's stream, so the next step sees them.
+    ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(m_baseRules.data(), rules.data(), m_baseRules.bytes(),
+                                        cudaMemcpyHostToDevice, m_stream.get()));
+    ENSEMBLE_CUDA_CHECK(cudaStreamSynchronize(m_stream.get()));  // `rules` may go away
 }
 
 void CudaBackend::setParameters(const float* params) {
