@@ -12,8 +12,10 @@
 #include <QStyleFactory>
 #include <QTimer>
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <vector>
 
 #include "core/errors.h"
 #include "io/config.h"
@@ -143,6 +145,18 @@ int main(int argc, char** argv) {
     window.show();
 
     QElapsedTimer trainClock;
+    // How late a 10 ms timer on the GUI thread fires while the engine trains: the GUI's
+    // responsiveness, reported with the throughput (bench/gui_throughput.py reads both).
+    QTimer lateness;
+    lateness.setTimerType(Qt::PreciseTimer);
+    lateness.setInterval(10);
+    std::vector<qint64> delays;
+    qint64 lastTick = 0;
+    QObject::connect(&lateness, &QTimer::timeout, [&] {
+        const qint64 now = trainClock.elapsed();
+        delays.push_back(std::max<qint64>(0, now - lastTick - 10));
+        lastTick = now;
+    });
     bool started = false;
     bool shotScheduled = false;
     int exitCode = 0;
@@ -187,6 +201,8 @@ int main(int argc, char** argv) {
             }
             if (trainSteps > 0) {
                 trainClock.start();
+                lastTick = 0;
+                lateness.start();
                 window.controller()->trainTo(trainSteps);
                 return;
             }
@@ -203,6 +219,15 @@ int main(int argc, char** argv) {
                     "member-steps/s (%s)\n",
                     static_cast<long long>(s->step), seconds, s->step / seconds,
                     s->step * s->run->members / seconds, s->run->backendName.c_str());
+            }
+            lateness.stop();
+            if (!delays.empty()) {
+                std::sort(delays.begin(), delays.end());
+                std::printf(
+                    "ensemble-lab: GUI timer lateness: worst %lld ms, median %lld ms over "
+                    "%zu ticks\n",
+                    static_cast<long long>(delays.back()),
+                    static_cast<long long>(delays[delays.size() / 2]), delays.size());
             }
             takeShot();
         }

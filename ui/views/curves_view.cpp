@@ -17,6 +17,7 @@
 #include <cmath>
 #include <limits>
 
+#include "render/chart_axes.h"
 #include "render/colormap.h"
 #include "render/plot_helpers.h"
 
@@ -292,21 +293,22 @@ void CurvesView::refresh() {
 
     const double xMax = std::max<double>(1.0, static_cast<double>(history.back()->step));
     for (Chart* c : {&m_loss, &m_accuracy}) {
-        c->x->setRange(0.0, xMax);
+        setNiceRange(static_cast<QValueAxis*>(c->x), 0.0, xMax, 6, true, 0.0);
     }
     if (lossLo <= lossHi) {
         if (log) {
             m_loss.y->setRange(lossLo * 0.8, lossHi * 1.25);
         } else {
             const double pad = 0.05 * std::max(lossHi - lossLo, 1e-3);
-            m_loss.y->setRange(std::max(0.0, lossLo - pad), lossHi + pad);
-            static_cast<QValueAxis*>(m_loss.y)->applyNiceNumbers();
+            setNiceRange(static_cast<QValueAxis*>(m_loss.y), lossLo - pad, lossHi + pad, 5, false,
+                         0.0);
         }
     }
     if (accLo <= accHi) {
-        const double pad = 0.03 * std::max(accHi - accLo, 0.05);
-        m_accuracy.y->setRange(std::max(0.0, accLo - pad), std::min(1.0, accHi + pad));
-        static_cast<QValueAxis*>(m_accuracy.y)->applyNiceNumbers();
+        // The axis fits the data (0.93 … 0.99 is not drawn on 0 … 1), on nice ticks.
+        const double pad = 0.03 * std::max(accHi - accLo, 0.01);
+        setNiceRange(static_cast<QValueAxis*>(m_accuracy.y), accLo - pad, accHi + pad, 5, false,
+                     0.0, 1.0);
     }
 }
 
