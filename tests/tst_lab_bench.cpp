@@ -31,6 +31,7 @@
 #include "panels/experiment_panel.h"
 #include "render/plot_helpers.h"
 #include "views/boundary_view.h"
+#include "views/curves_view.h"
 #include "views/images_view.h"
 #include "widgets/elided_label.h"
 
@@ -135,6 +136,7 @@ class TestLabBench : public QObject {
     void boundaryReadoutZoomAndPan();
     void everyViewUsableAt900x600();
     void statusMessagesElideAndHelpListsShortcuts();
+    void logAxesPrintNothing();
 };
 
 void TestLabBench::initTestCase() {
@@ -473,6 +475,54 @@ void TestLabBench::statusMessagesElideAndHelpListsShortcuts() {
     QVERIFY(box->text().contains(QStringLiteral("CPU threads")));
     QVERIFY(box->text().contains(QStringLiteral("Qt ")));
     box->close();
+}
+
+namespace {
+QStringList g_messages;
+void collect(QtMsgType, const QMessageLogContext&, const QString& message) {
+    g_messages << message;
+}
+}  // namespace
+
+void TestLabBench::logAxesPrintNothing() {
+    // Qt Charts' log axes print "Logarithms of zero and negative values are undefined." for a
+    // range or point at or below zero; the views must never give them one.
+    auto w = makeWindow();
+    QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+    nlohmann::json c = ensemble::loadConfigJson("spirals");
+    c["backend"]["kind"] = "cpu";
+    c["training"]["steps"] = kLongRun;
+    c["optimizer"]["lr"] = {{"log_uniform", {1e-4, 3.0}}};  // log axes in Sweep, some diverge
+    g_messages.clear();
+    const QtMessageHandler previous = qInstallMessageHandler(collect);
+    w->loadExperiment(c, QString());
+    QVERIFY(waitStep(*w, 0));
+    for (const QString& view : {QStringLiteral("sweep"), QStringLiteral("curves")}) {
+        QVERIFY(w->setView(view));
+        QTest::qWait(100);
+    }
+    // Member lines coloured by learning rate get a colour key with its range.
+    auto* key = w->curvesView()->findChild<ensemble::ui::ColorKey*>();
+    QVERIFY(key != nullptr);
+    QVERIFY(key->isVisible());
+    QVERIFY2(key->text().startsWith(QStringLiteral("lr ")), qPrintable(key->text()));
+    w->curvesView()->setLogScale(true);
+    QTest::qWait(50);
+    w->controller()->trainTo(200);
+    QVERIFY(waitStep(*w, 200));
+    for (const QString& view : {QStringLiteral("sweep"), QStringLiteral("curves")}) {
+        QVERIFY(w->setView(view));
+        QTest::qWait(100);
+    }
+    w->resetAction()->trigger();  // a new run: empty series on the log axes
+    QVERIFY(waitStep(*w, 0));
+    QTest::qWait(100);
+    QVERIFY(w->setView(QStringLiteral("sweep")));
+    QTest::qWait(100);
+    w->curvesView()->setLogScale(false);
+    qInstallMessageHandler(previous);
+    const QStringList logs = g_messages.filter(QStringLiteral("Logarithm"));
+    QVERIFY2(logs.isEmpty(), qPrintable(logs.join(QLatin1Char('\n'))));
 }
 
 QTEST_MAIN(TestLabBench)

@@ -9,6 +9,7 @@
 #include <QLegendMarker>
 #include <QLineSeries>
 #include <QLogValueAxis>
+#include <QPainter>
 #include <QToolTip>
 #include <QVBoxLayout>
 #include <QValueAxis>
@@ -45,6 +46,52 @@ QColor memberColor(const RunInfo& run, int k) {
 
 }  // namespace
 
+ColorKey::ColorKey(QWidget* parent) : QWidget(parent) {}
+
+void ColorKey::setRange(const QString& name, double lo, double hi) {
+    m_name = name;
+    m_lo = lo;
+    m_hi = hi;
+    setToolTip(tr("Member lines coloured by %1 (log scale): %2").arg(name, text()));
+    updateGeometry();
+    update();
+}
+
+QString ColorKey::text() const {
+    return QStringLiteral("%1 %2 … %3").arg(m_name, formatValue(m_lo), formatValue(m_hi));
+}
+
+QSize ColorKey::sizeHint() const {
+    const QFontMetrics fm(font());
+    return {fm.horizontalAdvance(m_name + formatValue(m_lo) + formatValue(m_hi)) + 110,
+            fm.height() + 4};
+}
+
+void ColorKey::paintEvent(QPaintEvent* /*event*/) {
+    QPainter p(this);
+    const QFontMetrics fm(font());
+    const QString lo = formatValue(m_lo);
+    const QString hi = formatValue(m_hi);
+    int x = 0;
+    const int baseline = (height() + fm.ascent() - fm.descent()) / 2;
+    p.setPen(plot::kText);
+    p.drawText(x, baseline, m_name);
+    x += fm.horizontalAdvance(m_name) + 6;
+    p.drawText(x, baseline, lo);
+    x += fm.horizontalAdvance(lo) + 4;
+    const int stripWidth = std::max(20, width() - x - fm.horizontalAdvance(hi) - 4);
+    const QRect strip(x, (height() - 10) / 2, stripWidth, 10);
+    // The same 0.1 … 0.9 stretch of the map that memberColor() uses.
+    for (int i = 0; i < stripWidth; ++i) {
+        p.setPen(QColor::fromRgb(sequentialColor(0.1 + 0.8 * i / std::max(1, stripWidth - 1))));
+        p.drawLine(strip.left() + i, strip.top(), strip.left() + i, strip.bottom());
+    }
+    p.setPen(plot::kAxis);
+    p.drawRect(strip.adjusted(0, 0, -1, -1));
+    p.setPen(plot::kText);
+    p.drawText(strip.right() + 4, baseline, hi);
+}
+
 CurvesView::CurvesView(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(6, 6, 6, 6);
@@ -61,7 +108,11 @@ CurvesView::CurvesView(QWidget* parent) : QWidget(parent) {
     bar->addWidget(m_split);
     bar->addWidget(m_logBox);
     bar->addSpacing(12);
+    legend->setWordWrap(true);
     bar->addWidget(legend, 1);
+    m_key = new ColorKey;
+    m_key->setVisible(false);
+    bar->addWidget(m_key);
     layout->addLayout(bar);
     auto* charts = new QHBoxLayout;
     layout->addLayout(charts, 1);
@@ -156,6 +207,14 @@ void CurvesView::rebuild() {
         m_shownMembers.push_back(
             lines > 1 ? static_cast<int>(std::lround(i * (run.members - 1) / double(lines - 1)))
                       : 0);
+    }
+    {
+        const auto [lo, hi] = std::minmax_element(run.lr.begin(), run.lr.end());
+        const bool coloured = m_memberSplit != 0 && !run.lr.empty() && *hi > *lo;
+        if (coloured) {
+            m_key->setRange(tr("lr"), *lo, *hi);
+        }
+        m_key->setVisible(coloured);
     }
     m_legend->setText(
         tr("<b>bold</b>: ensemble (solid test, dashed train) · thin: %1, coloured by lr")
