@@ -109,6 +109,11 @@ MainWindow::MainWindow(Options options, QWidget* parent)
     });
 
     resize(1280, 820);
+    // The panel starts at the width its labels and editors need, the rest goes to the views;
+    // a saved layout (the person's own width) wins.
+    if (auto* dock = findChild<QDockWidget*>(QStringLiteral("ExperimentDock"))) {
+        resizeDocks({dock}, {m_panel->minimumSizeHint().width()}, Qt::Horizontal);
+    }
     if (m_options.useSettings) {
         QSettings settings;
         restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());

@@ -79,8 +79,12 @@ int main(int argc, char** argv) {
         QStringLiteral("Boundary heatmap: probability, total, aleatoric, epistemic, std, "
                        "disagreement."),
         QStringLiteral("NAME"));
+    const QCommandLineOption sizeOption(
+        QStringLiteral("window-size"),
+        QStringLiteral("Window size for --screenshot (default 1440x900), e.g. 900x600."),
+        QStringLiteral("WxH"));
     parser.addOptions({configOption, setOption, stepsOption, viewOption, shotOption, digitOption,
-                       memberOption, quantityOption});
+                       memberOption, quantityOption, sizeOption});
     parser.process(app);
 
     nlohmann::json config;
@@ -140,7 +144,14 @@ int main(int argc, char** argv) {
     options.useSettings = screenshot.isEmpty();
     MainWindow window(options);
     if (!screenshot.isEmpty()) {
-        window.resize(1440, 900);
+        QSize size(1440, 900);
+        if (parser.isSet(sizeOption)) {
+            const QStringList wh = parser.value(sizeOption).split(QLatin1Char('x'));
+            if (wh.size() == 2 && wh[0].toInt() > 0 && wh[1].toInt() > 0) {
+                size = QSize(wh[0].toInt(), wh[1].toInt());
+            }
+        }
+        window.resize(size);
     }
     window.show();
 

@@ -168,7 +168,7 @@ CalibrationView::CalibrationView(QWidget* parent) : QWidget(parent) {
     m_sizeChart->legend()->setAlignment(Qt::AlignBottom);
     m_sizeView = new QChartView(m_sizeChart);
     m_sizeView->setRenderHint(QPainter::Antialiasing);
-    m_sizeView->setMinimumWidth(320);
+    m_sizeView->setMinimumSize(320, 220);  // a chart's own hint lets it shrink to nothing
     horizontal->addWidget(m_plot);
     horizontal->addWidget(m_sizeView);
     horizontal->setStretchFactor(0, 3);

@@ -108,12 +108,14 @@ CurvesView::CurvesView(QWidget* parent) : QWidget(parent) {
     bar->addWidget(m_split);
     bar->addWidget(m_logBox);
     bar->addSpacing(12);
-    legend->setWordWrap(true);
-    bar->addWidget(legend, 1);
     m_key = new ColorKey;
     m_key->setVisible(false);
     bar->addWidget(m_key);
+    bar->addStretch(1);
     layout->addLayout(bar);
+    // The legend on its own line: it wraps in a narrow window without squeezing the controls.
+    legend->setWordWrap(true);
+    layout->addWidget(legend);
     auto* charts = new QHBoxLayout;
     layout->addLayout(charts, 1);
     setupChart(m_loss, true);
