@@ -127,6 +127,7 @@ void BoundaryCanvas::setView(GridBounds v) {
     m_view = {cx - w / 2, cx + w / 2, cy - h / 2, cy + h / 2};
     m_zoomed = scale < 1.0 - 1e-9;
     update();
+    Q_EMIT viewChanged();
 }
 
 void BoundaryCanvas::zoomAt(const QPointF& pos, double factor) {
@@ -158,6 +159,7 @@ void BoundaryCanvas::panBy(const QPointF& delta) {
 void BoundaryCanvas::resetView() {
     m_zoomed = false;
     update();
+    Q_EMIT viewChanged();
 }
 
 void BoundaryCanvas::paintEvent(QPaintEvent* /*event*/) {
@@ -645,6 +647,7 @@ BoundaryView::BoundaryView(QWidget* parent) : QWidget(parent) {
     layout->addWidget(m_canvas, 1);
     connect(m_quantityBox, &QComboBox::currentIndexChanged, this,
             [this](int index) { m_canvas->setQuantity(static_cast<HeatQuantity>(index)); });
+    connect(m_canvas, &BoundaryCanvas::viewChanged, this, &BoundaryView::updateCaption);
     connect(m_train, &QCheckBox::toggled, m_canvas, &BoundaryCanvas::setShowTrain);
     connect(m_test, &QCheckBox::toggled, m_canvas, &BoundaryCanvas::setShowTest);
 }
@@ -682,6 +685,12 @@ void BoundaryView::updateCaption() {
         if (s.run->config.ensemble.bootstrap != BootstrapMode::None) {
             text += tr(" · size = multiplicity, hollow = out of bag");
         }
+    }
+    if (m_canvas->isZoomed() && s.run->hasGrid) {
+        const GridBounds v = m_canvas->viewBounds();
+        const GridBounds& b = s.run->bounds;
+        text += tr(" · zoom ×%1, double-click: all")
+                    .arg((b.xMax - b.xMin) / (v.xMax - v.xMin), 0, 'f', 1);
     }
     m_caption->setText(text);
 }

@@ -75,6 +75,9 @@ class BoundaryCanvas : public QWidget {
     QSize sizeHint() const override { return {640, 560}; }
     QSize minimumSizeHint() const override { return {320, 280}; }
 
+  Q_SIGNALS:
+    void viewChanged();  // zoomed, panned or reset
+
   protected:
     void paintEvent(QPaintEvent* event) override;
     void mouseMoveEvent(QMouseEvent* event) override;
