@@ -94,15 +94,36 @@ class Runner:
         for path in (self.cli, self.bench):
             if not os.path.exists(path):
                 sys.exit(f"run_bench: {path} not found; build first (cmake --build {args.build_dir})")
-        self.torch = subprocess.Popen(
-            [args.python, os.path.join(HERE, "torch_bench.py"), "--serve"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
-        info = subprocess.run([args.python, os.path.join(HERE, "torch_bench.py"), "--info"],
-                              capture_output=True, text=True, check=True)
-        self.torch_info = json.loads(info.stdout)
+        # What is missing is skipped with a one-line notice, not a traceback: PyTorch (the
+        # comparators) and the MNIST files (W2, ours and theirs).
+        self.torch = None
+        self.torch_info = {"torch": "not installed", "mnist": False}
+        probe = subprocess.run([args.python, "-c", "import torch"], capture_output=True, text=True)
+        if probe.returncode != 0:
+            print(f"run_bench: PyTorch is not importable by {args.python}: skipping the PyTorch "
+                  "comparators", flush=True)
+        else:
+            self.torch = subprocess.Popen(
+                [args.python, os.path.join(HERE, "torch_bench.py"), "--serve"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+            info = subprocess.run([args.python, os.path.join(HERE, "torch_bench.py"), "--info"],
+                                  capture_output=True, text=True, check=True)
+            self.torch_info = json.loads(info.stdout)
+        self.mnist = self.have_mnist()
+        if not self.mnist:
+            print("run_bench: MNIST is not installed: skipping W2 (scripts/fetch-mnist.sh "
+                  "fetches it)", flush=True)
         self.samples = []
         usage = resource.getrusage(resource.RUSAGE_CHILDREN)
         self._children_cpu = usage.ru_utime + usage.ru_stime
+
+    def have_mnist(self):
+        """Whether our CLI finds the MNIST files (one step of the W2 config)."""
+        probe = subprocess.run(
+            [self.cli, "bench", "--config", "mnist-mlp", "--set", "ensemble.members=1",
+             "--steps", "1", "--warmup", "1", "--repeat", "1"],
+            capture_output=True, text=True)
+        return probe.returncode == 0
 
     # -- one measurement each ------------------------------------------------------------------
 
@@ -231,23 +252,24 @@ class Runner:
         a = self.args
         print(f"round {r + 1}/{a.rounds}", flush=True)
         s1, s2 = (0.4, 1.0) if a.quick else (0.8, 2.0)
+        torch_threads = a.torch_threads if self.torch else []
         for k in a.w1_members:
             for t in a.our_threads:
                 self.retry(lambda: self.ours_train("w1", k, t, s1))
             for impl in ("loop", "bmm", "vmap"):
-                for t in a.torch_threads:
+                for t in torch_threads:
                     self.retry(lambda: self.torch_train("w1", impl, k, t, s1))
-        for k in a.w2_members:
+        for k in a.w2_members if self.mnist else []:
             for t in a.our_threads:
                 self.retry(lambda: self.ours_train("w2", k, t, s2))
             for impl in ("loop", "bmm", "vmap"):
-                for t in a.torch_threads:
+                for t in torch_threads if self.torch_info.get("mnist") else []:
                     self.retry(lambda: self.torch_train("w2", impl, k, t, s2))
         self.retry(lambda: self.ours_grid(s2))
-        for t in a.torch_threads:
+        for t in torch_threads:
             self.retry(lambda: self.torch_grid(t, s1))
         self.retry(lambda: self.ours_gemm(s1))
-        for t in a.torch_threads:
+        for t in torch_threads:
             self.retry(lambda: self.torch_gemm(t, s1))
 
     def retry(self, measure):
@@ -261,8 +283,9 @@ class Runner:
             measure()
 
     def close(self):
-        self.torch.stdin.close()
-        self.torch.wait()
+        if self.torch:
+            self.torch.stdin.close()
+            self.torch.wait()
 
 
 def machine():

@@ -14,6 +14,7 @@
 #include <QMessageBox>
 #include <QProgressBar>
 #include <QSaveFile>
+#include <QScrollArea>
 #include <QSettings>
 #include <QStatusBar>
 #include <QStyle>
@@ -22,7 +23,9 @@
 
 #include <cmath>
 
+#include "action_reason.h"
 #include "core/errors.h"
+#include "help_text.h"
 #include "io/atomic_file.h"
 #include "io/config.h"
 #include "panels/experiment_panel.h"
@@ -33,6 +36,7 @@
 #include "views/images_view.h"
 #include "views/members_view.h"
 #include "views/sweep_view.h"
+#include "widgets/elided_label.h"
 
 namespace ensemble::ui {
 
@@ -98,8 +102,11 @@ MainWindow::MainWindow(Options options, QWidget* parent)
             [this](quint64 runId, const QString& notice) {
                 if (runId == m_controller->currentRunId()) {
                     m_configuring = false;
-                    if (!notice.isEmpty()) {
-                        statusBar()->showMessage(notice, 8000);
+                    // The backend's fallback notice (CUDA driver too old …) once per
+                    // session, not on every Reset; About and the backend label keep it.
+                    if (!notice.isEmpty() && !m_noticesShown.contains(notice)) {
+                        m_noticesShown.insert(notice);
+                        showStatus(notice, 15000);
                     }
                     updateActions();
                 }
@@ -118,6 +125,11 @@ MainWindow::MainWindow(Options options, QWidget* parent)
     });
 
     resize(1280, 820);
+    // The panel starts at the width its labels and editors need, the rest goes to the views;
+    // a saved layout (the person's own width) wins.
+    if (auto* dock = findChild<QDockWidget*>(QStringLiteral("ExperimentDock"))) {
+        resizeDocks({dock}, {m_panel->minimumSizeHint().width()}, Qt::Horizontal);
+    }
     if (m_options.useSettings) {
         QSettings settings;
         restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
@@ -140,7 +152,8 @@ void MainWindow::buildViews() {
     dock->setObjectName(QStringLiteral("ExperimentDock"));
     dock->setWidget(m_panel);
     dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
-    dock->setMinimumWidth(300);
+    // No fixed width: the panel's own minimum (its widest label and editor in the current
+    // font) bounds it, and the separator widens it.
     addDockWidget(Qt::LeftDockWidgetArea, dock);
 
     m_tabs = new QTabWidget;
@@ -151,12 +164,21 @@ void MainWindow::buildViews() {
     m_calibration = new CalibrationView;
     m_sweep = new SweepView;
     m_images = new ImagesView;
-    m_tabs->addTab(m_boundary, tr("Boundary"));
-    m_tabs->addTab(m_members, tr("Members"));
-    m_tabs->addTab(m_curves, tr("Curves"));
-    m_tabs->addTab(m_calibration, tr("Calibration"));
-    m_tabs->addTab(m_sweep, tr("Sweep"));
-    m_tabs->addTab(m_images, tr("Images"));
+    // Each view in a frameless scroll area: a window smaller than a view's minimum (900 x 600
+    // with the panel open) scrolls the view instead of clipping it or growing the window.
+    auto scrollable = [](QWidget* view) {
+        auto* area = new QScrollArea;
+        area->setWidgetResizable(true);
+        area->setFrameShape(QFrame::NoFrame);
+        area->setWidget(view);
+        return area;
+    };
+    m_tabs->addTab(scrollable(m_boundary), tr("Boundary"));
+    m_tabs->addTab(scrollable(m_members), tr("Members"));
+    m_tabs->addTab(scrollable(m_curves), tr("Curves"));
+    m_tabs->addTab(scrollable(m_calibration), tr("Calibration"));
+    m_tabs->addTab(scrollable(m_sweep), tr("Sweep"));
+    m_tabs->addTab(scrollable(m_images), tr("Images"));
     m_tabs->setTabVisible(5, false);
     setCentralWidget(m_tabs);
 
@@ -291,14 +313,25 @@ void MainWindow::buildActions() {
     view->addSeparator();
     view->addAction(findChild<QDockWidget*>(QStringLiteral("ExperimentDock"))->toggleViewAction());
     QMenu* help = menuBar()->addMenu(tr("&Help"));
+    QAction* keys = help->addAction(tr("Keyboard and mouse"));
+    keys->setShortcut(QKeySequence::HelpContents);
+    keys->setToolTip(tr("List the keyboard shortcuts and mouse gestures (F1)"));
+    connect(keys, &QAction::triggered, this, [this] {
+        showHelpBox(QStringLiteral("ShortcutsBox"), tr("Keyboard and mouse"), shortcutsHtml(this));
+    });
     QAction* about = help->addAction(tr("About EnsembleLab"));
     connect(about, &QAction::triggered, this, [this] {
-        QMessageBox::about(this, tr("About EnsembleLab"),
-                           tr("<b>EnsembleLab</b><br>Train K small networks at once as one batched "
-                              "computation, and watch each member, the ensemble and its "
-                              "uncertainty live."));
+        showHelpBox(QStringLiteral("AboutBox"), tr("About EnsembleLab"),
+                    aboutHtml(m_controller->snapshot()));
     });
 
+    // Messages on the left, elided with the full text in the tooltip; counters on the right.
+    m_message = new ElidedLabel;
+    m_message->setObjectName(QStringLiteral("StatusMessage"));
+    m_message->setContentsMargins(4, 0, 4, 0);
+    statusBar()->addWidget(m_message, 1);
+    m_messageTimer.setSingleShot(true);
+    connect(&m_messageTimer, &QTimer::timeout, this, [this] { m_message->setFullText({}); });
     m_stepLabel = new QLabel;
     m_epochLabel = new QLabel;
     m_rateLabel = new QLabel;
@@ -329,7 +362,8 @@ QString MainWindow::currentViewName() const {
 }
 
 QWidget* MainWindow::currentView() const {
-    return m_tabs->currentWidget();
+    auto* area = qobject_cast<QScrollArea*>(m_tabs->currentWidget());
+    return area != nullptr ? area->widget() : m_tabs->currentWidget();
 }
 
 void MainWindow::loadExperiment(const nlohmann::json& config, const QString& preset) {
@@ -341,8 +375,7 @@ void MainWindow::loadExperiment(const nlohmann::json& config, const QString& pre
     if (m_panel->isValid()) {
         startRun();
     } else {
-        statusBar()->showMessage(tr("The experiment has invalid values: fix the marked fields."),
-                                 8000);
+        showStatus(tr("The experiment has invalid values: fix the marked fields."), 8000);
     }
     updateActions();
 }
@@ -472,7 +505,7 @@ void MainWindow::chooseExport() {
 
 void MainWindow::exportTo(const QString& basePath) {
     m_exportBase = basePath;
-    statusBar()->showMessage(tr("Exporting…"));
+    showStatus(tr("Exporting…"));
     m_controller->exportTo(basePath);
 }
 
@@ -496,11 +529,11 @@ void MainWindow::onExportFinished(bool ok, const QString& message, const QString
         }
     }
     if (ok) {
-        statusBar()->showMessage(
+        showStatus(
             tr("Exported %1 files to %2").arg(written.size()).arg(QFileInfo(m_exportBase).path()),
             8000);
     } else {
-        statusBar()->clearMessage();
+        showStatus(QString());
         showError(tr("Export failed"), error,
                   tr("Nothing was written. Choose a folder that exists and that you can write "
                      "to, with free space, and export again."));
@@ -629,16 +662,25 @@ void MainWindow::updateActions() {
     const bool running = m_controller->isRunning();
     const bool valid = m_panel->isValid();
     const bool finished = s && s->finished;
+    // The first reason that applies is the one shown.
+    const QString fixFields = tr("fix the marked fields in the Experiment panel");
+    const QString settingUp = tr("the experiment is still being set up");
+    const QString noRun = m_configuring ? settingUp : tr("no run: fix the experiment and Reset");
+    const QString atLimit = tr("the run reached Stop after: Continue (Space) or raise it");
     // A run that reached its limit continues (same shortcut) with another block of its length.
     const bool continues = !running && finished && !restartPending();
     m_train->setText(running ? tr("Pause") : (continues ? tr("Continue") : tr("Train")));
     m_train->setIcon(style()->standardIcon(running ? QStyle::SP_MediaPause : QStyle::SP_MediaPlay));
-    m_train->setToolTip(continues ? tr("Train another block of the same length (Space)")
-                                  : tr("Train / Pause (Space)"));
-    m_train->setEnabled(running || (valid && (!finished || continues) && (s || !m_configuring)));
-    m_step->setEnabled(!running && valid && s && !finished);
-    m_reset->setEnabled(valid);
-    m_export->setEnabled(s != nullptr);
+    setActionToolTip(m_train, continues ? tr("Train another block of the same length (Space)")
+                                        : tr("Train / Pause (Space)"));
+    setActionEnabled(m_train,
+                     running || (valid && (!finished || continues) && (s || !m_configuring)),
+                     !valid ? fixFields : (finished ? tr("Reset to apply the edits") : settingUp));
+    setActionEnabled(
+        m_step, !running && valid && s && !finished,
+        running ? tr("pause first (Space)") : (!valid ? fixFields : (!s ? noRun : atLimit)));
+    setActionEnabled(m_reset, valid, fixFields);
+    setActionEnabled(m_export, s != nullptr, noRun);
 }
 
 void MainWindow::updateStatus() {
@@ -672,11 +714,33 @@ void MainWindow::updateStatus() {
     m_progress->setFormat(tr("%1 / %2").arg(formatCount(s->step), limit));
 }
 
+void MainWindow::showStatus(const QString& text, int timeoutMs) {
+    m_message->setFullText(text);
+    if (timeoutMs > 0 && !text.isEmpty()) {
+        m_messageTimer.start(timeoutMs);
+    } else {
+        m_messageTimer.stop();
+    }
+}
+
+QString MainWindow::statusMessage() const {
+    return m_message->fullText();
+}
+
+void MainWindow::showHelpBox(const QString& name, const QString& title, const QString& html) {
+    auto* box = new QMessageBox(QMessageBox::NoIcon, title, html, QMessageBox::Close, this);
+    box->setTextFormat(Qt::RichText);
+    box->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->setObjectName(name);
+    box->open();
+}
+
 void MainWindow::restoreLastExperiment() {
     QSettings settings;
     const QByteArray text = settings.value(QStringLiteral("experiment/last")).toByteArray();
     if (text.isEmpty()) {
-        statusBar()->showMessage(tr("No experiment was saved yet."), 5000);
+        showStatus(tr("No experiment was saved yet."), 5000);
         return;
     }
     const nlohmann::json config = nlohmann::json::parse(text.toStdString(), nullptr, false);

@@ -5,6 +5,7 @@
 // snapshot to the views; views that are not visible only keep it and draw when shown.
 
 #include <QMainWindow>
+#include <QSet>
 #include <QStringList>
 #include <QTimer>
 
@@ -22,6 +23,7 @@ class QTabWidget;
 namespace ensemble::ui {
 
 class BoundaryView;
+class ElidedLabel;
 class CalibrationView;
 class CurvesView;
 class ExperimentPanel;
@@ -75,6 +77,10 @@ class MainWindow : public QMainWindow {
     void selectMember(int member);
     // The last error message box's text (tests), empty when none was shown.
     QString lastError() const { return m_lastError; }
+    // Shows `text` in the status bar (elided to fit, the full text in its tooltip) for
+    // `timeoutMs` (0: until replaced). Empty clears it.
+    void showStatus(const QString& text, int timeoutMs = 0);
+    QString statusMessage() const;
 
   Q_SIGNALS:
     void exportFinished(bool ok, const QString& message, const QStringList& files);
@@ -107,6 +113,7 @@ class MainWindow : public QMainWindow {
     void chooseSave();
     void chooseExport();
     void restoreLastExperiment();
+    void showHelpBox(const QString& name, const QString& title, const QString& html);
 
     Options m_options;
     std::unique_ptr<EngineController> m_controller;
@@ -133,6 +140,9 @@ class MainWindow : public QMainWindow {
     QAction* m_export = nullptr;
     QAction* m_open = nullptr;
     QAction* m_save = nullptr;
+    ElidedLabel* m_message = nullptr;
+    QTimer m_messageTimer;
+    QSet<QString> m_noticesShown;  // backend notices already shown this session
     QLabel* m_stepLabel = nullptr;
     QLabel* m_epochLabel = nullptr;
     QLabel* m_rateLabel = nullptr;

@@ -12,8 +12,10 @@
 #include <QStyleFactory>
 #include <QTimer>
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <vector>
 
 #include "core/errors.h"
 #include "io/config.h"
@@ -77,8 +79,12 @@ int main(int argc, char** argv) {
         QStringLiteral("Boundary heatmap: probability, total, aleatoric, epistemic, std, "
                        "disagreement."),
         QStringLiteral("NAME"));
+    const QCommandLineOption sizeOption(
+        QStringLiteral("window-size"),
+        QStringLiteral("Window size for --screenshot (default 1440x900), e.g. 900x600."),
+        QStringLiteral("WxH"));
     parser.addOptions({configOption, setOption, stepsOption, viewOption, shotOption, digitOption,
-                       memberOption, quantityOption});
+                       memberOption, quantityOption, sizeOption});
     parser.process(app);
 
     nlohmann::json config;
@@ -138,11 +144,30 @@ int main(int argc, char** argv) {
     options.useSettings = screenshot.isEmpty();
     MainWindow window(options);
     if (!screenshot.isEmpty()) {
-        window.resize(1440, 900);
+        QSize size(1440, 900);
+        if (parser.isSet(sizeOption)) {
+            const QStringList wh = parser.value(sizeOption).split(QLatin1Char('x'));
+            if (wh.size() == 2 && wh[0].toInt() > 0 && wh[1].toInt() > 0) {
+                size = QSize(wh[0].toInt(), wh[1].toInt());
+            }
+        }
+        window.resize(size);
     }
     window.show();
 
     QElapsedTimer trainClock;
+    // How late a 10 ms timer on the GUI thread fires while the engine trains: the GUI's
+    // responsiveness, reported with the throughput (bench/gui_throughput.py reads both).
+    QTimer lateness;
+    lateness.setTimerType(Qt::PreciseTimer);
+    lateness.setInterval(10);
+    std::vector<qint64> delays;
+    qint64 lastTick = 0;
+    QObject::connect(&lateness, &QTimer::timeout, [&] {
+        const qint64 now = trainClock.elapsed();
+        delays.push_back(std::max<qint64>(0, now - lastTick - 10));
+        lastTick = now;
+    });
     bool started = false;
     bool shotScheduled = false;
     int exitCode = 0;
@@ -187,6 +212,8 @@ int main(int argc, char** argv) {
             }
             if (trainSteps > 0) {
                 trainClock.start();
+                lastTick = 0;
+                lateness.start();
                 window.controller()->trainTo(trainSteps);
                 return;
             }
@@ -203,6 +230,15 @@ int main(int argc, char** argv) {
                     "member-steps/s (%s)\n",
                     static_cast<long long>(s->step), seconds, s->step / seconds,
                     s->step * s->run->members / seconds, s->run->backendName.c_str());
+            }
+            lateness.stop();
+            if (!delays.empty()) {
+                std::sort(delays.begin(), delays.end());
+                std::printf(
+                    "ensemble-lab: GUI timer lateness: worst %lld ms, median %lld ms over "
+                    "%zu ticks\n",
+                    static_cast<long long>(delays.back()),
+                    static_cast<long long>(delays[delays.size() / 2]), delays.size());
             }
             takeShot();
         }

@@ -3,6 +3,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QEvent>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
@@ -13,6 +14,7 @@
 #include <QPushButton>
 #include <QRegularExpression>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStackedWidget>
@@ -28,6 +30,7 @@
 #include "backend/registry.h"
 #include "core/errors.h"
 #include "io/config.h"
+#include "panels/field_input.h"
 
 namespace ensemble::ui {
 
@@ -177,13 +180,28 @@ QLabel* ExperimentPanel::addField(QFormLayout* form, const QString& key, const Q
     const KeySpec& spec = keySpec(key.toStdString());
     editor->setToolTip(QStringLiteral("%1 (%2)").arg(str(plainHelp(spec)), key));
     editor->setObjectName(key);
-    form->addRow(label, editor);
+    // The editor and its error share one field cell: the error wraps under the editor at the
+    // cell's width and its row grows with it. (A spanning QFormLayout row of its own got a
+    // height for the wrong width and was drawn over the next row.)
+    auto* cell = new QWidget;
+    auto* column = new QVBoxLayout(cell);
+    column->setContentsMargins(0, 0, 0, 0);
+    column->setSpacing(2);
+    column->addWidget(editor);
     auto* error = new QLabel;
     error->setObjectName(key + QStringLiteral(".error"));
     error->setWordWrap(true);
+    error->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    error->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Minimum);
     error->setStyleSheet(QStringLiteral("color: #b03a2e; font-size: 11px;"));
     error->setVisible(false);
-    form->addRow(error);
+    column->addWidget(error);
+    // The label lines up with the editor, not with the middle of editor and error.
+    auto* name = new QLabel(label);
+    name->setObjectName(key + QStringLiteral(".label"));
+    name->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    name->setMinimumHeight(editor->sizeHint().height());
+    form->addRow(name, cell);
     m_editors.insert(key, editor);
     m_errorLabels.insert(key, error);
     return error;
@@ -223,10 +241,12 @@ void ExperimentPanel::build() {
     });
 
     auto* scroll = new QScrollArea;
+    m_scroll = scroll;
     scroll->setWidgetResizable(true);
     scroll->setFrameShape(QFrame::NoFrame);
     scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     auto* content = new QWidget;
+    m_content = content;
     auto* column = new QVBoxLayout(content);
     column->setContentsMargins(8, 4, 8, 8);
     column->setSpacing(8);
@@ -237,7 +257,7 @@ void ExperimentPanel::build() {
         auto* box = new QGroupBox(title);
         auto* form = new QFormLayout(box);
         form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
-        form->setLabelAlignment(Qt::AlignRight | Qt::AlignVCenter);
+        form->setLabelAlignment(Qt::AlignRight | Qt::AlignTop);
         form->setVerticalSpacing(4);
         column->addWidget(box);
         return form;
@@ -415,6 +435,10 @@ void ExperimentPanel::build() {
         "QDoubleSpinBox[invalid=\"true\"], QComboBox[invalid=\"true\"] "
         "{ border: 1px solid #c0392b; background: #fdf0ee; border-radius: 2px; padding: 1px; }"));
 
+    // The wheel scrolls the form unless a field has focus; Enter/Escape leave the field.
+    (new FieldInputFilter(this))->install(this);
+    updateMinimumWidth();
+
     // Every editor reports edits.
     for (QSpinBox* s : {m_n, m_classes, m_dataSeed, m_members, m_ensembleSeed, m_batch, m_steps,
                         m_threads, m_device}) {
@@ -430,6 +454,21 @@ void ExperimentPanel::build() {
     for (QComboBox* c : {m_kind, m_modelKind, m_activation, m_bootstrap, m_optimizer, m_lrMode,
                          m_stopMode, m_backend}) {
         connect(c, &QComboBox::currentIndexChanged, this, &ExperimentPanel::onEdited);
+    }
+}
+
+void ExperimentPanel::updateMinimumWidth() {
+    m_content->ensurePolished();
+    const int bar = m_scroll->verticalScrollBar()->sizeHint().width();
+    m_scroll->setMinimumWidth(m_content->minimumSizeHint().width() + bar);
+}
+
+void ExperimentPanel::changeEvent(QEvent* event) {
+    QWidget::changeEvent(event);
+    if (event->type() == QEvent::FontChange || event->type() == QEvent::StyleChange) {
+        if (m_scroll != nullptr) {
+            updateMinimumWidth();
+        }
     }
 }
 

@@ -19,6 +19,7 @@ class QFormLayout;
 class QLabel;
 class QLineEdit;
 class QPushButton;
+class QScrollArea;
 class QSpinBox;
 class QStackedWidget;
 class QToolButton;
@@ -66,8 +67,14 @@ class ExperimentPanel : public QWidget {
     void openRequested();
     void saveRequested();
 
+  protected:
+    void changeEvent(QEvent* event) override;
+
   private:
     void build();
+    // The scroll area never scrolls sideways, so it must be as wide as the widest label and
+    // editor need in the current font; recomputed when the font changes.
+    void updateMinimumWidth();
     void updateEnabled();
     void onEdited();
     void validate();
@@ -117,6 +124,8 @@ class ExperimentPanel : public QWidget {
     QComboBox* m_backend = nullptr;
     QSpinBox* m_threads = nullptr;
     QSpinBox* m_device = nullptr;
+    QScrollArea* m_scroll = nullptr;
+    QWidget* m_content = nullptr;
     QLabel* m_summary = nullptr;
     QLabel* m_pending = nullptr;
 };

@@ -45,6 +45,7 @@ BoundaryCanvas::BoundaryCanvas(QWidget* parent) : QWidget(parent) {
 void BoundaryCanvas::setSnapshot(SnapshotPtr snapshot) {
     if (!snapshot || !m_snapshot || snapshot->run != m_snapshot->run) {
         m_markers.clear();  // class colours may differ
+        m_zoomed = false;   // another run: another box
     }
     m_snapshot = std::move(snapshot);
     m_pixmap = QPixmap();
@@ -98,9 +99,67 @@ QRectF BoundaryCanvas::plotRect() const {
 }
 
 QPointF BoundaryCanvas::toWidget(double x, double y, const QRectF& plot) const {
-    const GridBounds& b = m_snapshot->run->bounds;
+    const GridBounds b = viewBounds();
     return {plot.left() + (x - b.xMin) / (b.xMax - b.xMin) * plot.width(),
             plot.top() + (b.yMax - y) / (b.yMax - b.yMin) * plot.height()};
+}
+
+GridBounds BoundaryCanvas::viewBounds() const {
+    if (!m_snapshot) {
+        return {};
+    }
+    return m_zoomed ? m_view : m_snapshot->run->bounds;
+}
+
+void BoundaryCanvas::setView(GridBounds v) {
+    if (!m_snapshot || !m_snapshot->run->hasGrid) {
+        return;
+    }
+    const GridBounds& b = m_snapshot->run->bounds;
+    const double fullW = b.xMax - b.xMin;
+    const double fullH = b.yMax - b.yMin;
+    // At most 64x: the grid's cells (G of them across) are already large by then.
+    const double scale = std::clamp((v.xMax - v.xMin) / fullW, 1.0 / 64.0, 1.0);
+    const double w = fullW * scale;
+    const double h = fullH * scale;
+    const double cx = std::clamp((v.xMin + v.xMax) / 2, b.xMin + w / 2, b.xMax - w / 2);
+    const double cy = std::clamp((v.yMin + v.yMax) / 2, b.yMin + h / 2, b.yMax - h / 2);
+    m_view = {cx - w / 2, cx + w / 2, cy - h / 2, cy + h / 2};
+    m_zoomed = scale < 1.0 - 1e-9;
+    update();
+    Q_EMIT viewChanged();
+}
+
+void BoundaryCanvas::zoomAt(const QPointF& pos, double factor) {
+    if (!m_snapshot || !m_snapshot->run->hasGrid || !(factor > 0)) {
+        return;
+    }
+    const QRectF plot = plotRect();
+    const GridBounds v = viewBounds();
+    const double fx = std::clamp((pos.x() - plot.left()) / plot.width(), 0.0, 1.0);
+    const double fy = std::clamp((pos.y() - plot.top()) / plot.height(), 0.0, 1.0);
+    const double x = v.xMin + fx * (v.xMax - v.xMin);
+    const double y = v.yMax - fy * (v.yMax - v.yMin);
+    const double w = (v.xMax - v.xMin) / factor;
+    const double h = (v.yMax - v.yMin) / factor;
+    setView({x - fx * w, x + (1 - fx) * w, y - (1 - fy) * h, y + fy * h});
+}
+
+void BoundaryCanvas::panBy(const QPointF& delta) {
+    if (!m_zoomed) {
+        return;
+    }
+    const QRectF plot = plotRect();
+    const GridBounds v = viewBounds();
+    const double dx = -delta.x() / plot.width() * (v.xMax - v.xMin);
+    const double dy = delta.y() / plot.height() * (v.yMax - v.yMin);
+    setView({v.xMin + dx, v.xMax + dx, v.yMin + dy, v.yMax + dy});
+}
+
+void BoundaryCanvas::resetView() {
+    m_zoomed = false;
+    update();
+    Q_EMIT viewChanged();
 }
 
 void BoundaryCanvas::paintEvent(QPaintEvent* /*event*/) {
@@ -133,7 +192,15 @@ void BoundaryCanvas::paintEvent(QPaintEvent* /*event*/) {
             m_pixmapFor = q;
         }
         p.setRenderHint(QPainter::SmoothPixmapTransform);
-        p.drawPixmap(plot, m_pixmap, QRectF(m_pixmap.rect()));
+        // The part of the grid image the (zoomed) view covers.
+        const GridBounds& b = s.run->bounds;
+        const GridBounds v = viewBounds();
+        const double pw = m_pixmap.width();
+        const double ph = m_pixmap.height();
+        const QRectF source(
+            (v.xMin - b.xMin) / (b.xMax - b.xMin) * pw, (b.yMax - v.yMax) / (b.yMax - b.yMin) * ph,
+            (v.xMax - v.xMin) / (b.xMax - b.xMin) * pw, (v.yMax - v.yMin) / (b.yMax - b.yMin) * ph);
+        p.drawPixmap(plot, m_pixmap, source);
     } else {
         p.fillRect(plot, QColor(236, 236, 236));
         p.setPen(plot::kMuted);
@@ -168,9 +235,17 @@ void BoundaryCanvas::paintEvent(QPaintEvent* /*event*/) {
 
 void BoundaryCanvas::drawContour(QPainter& p, const QRectF& plot,
                                  const std::vector<QPolygonF>& lines, const QPen& pen) const {
+    // Grid units (0..G, row 0 at the top of the whole box) to widget pixels of the view.
     const double g = m_snapshot->run->gridSize;
-    const QTransform toPlot = QTransform::fromTranslate(plot.left(), plot.top())
-                                  .scale(plot.width() / g, plot.height() / g);
+    const GridBounds& b = m_snapshot->run->bounds;
+    const GridBounds v = viewBounds();
+    const double sx = (b.xMax - b.xMin) / (v.xMax - v.xMin) * plot.width() / g;
+    const double sy = (b.yMax - b.yMin) / (v.yMax - v.yMin) * plot.height() / g;
+    const QTransform toPlot =
+        QTransform::fromTranslate(
+            plot.left() + (b.xMin - v.xMin) / (v.xMax - v.xMin) * plot.width(),
+            plot.top() + (v.yMax - b.yMax) / (v.yMax - v.yMin) * plot.height())
+            .scale(sx, sy);
     p.setPen(pen);
     p.setBrush(Qt::NoBrush);
     for (const QPolygonF& line : lines) {
@@ -180,23 +255,27 @@ void BoundaryCanvas::drawContour(QPainter& p, const QRectF& plot,
 
 void BoundaryCanvas::drawAxes(QPainter& p, const QRectF& plot) const {
     const RunInfo& run = *m_snapshot->run;
-    const GridBounds& b = run.bounds;
+    const GridBounds b = viewBounds();
     QFont font = p.font();
     font.setPointSizeF(8.5);
     p.setFont(font);
     const QFontMetricsF fm(font);
     p.setPen(QPen(plot::kAxis, 1.0));
-    for (double t : niceTicks(b.xMin, b.xMax, 6)) {
-        const double x = toWidget(t, b.yMin, plot).x();
+    const std::vector<double> xTicks = niceTicks(b.xMin, b.xMax, 6);
+    const QStringList xLabels = tickLabels(xTicks);
+    for (std::size_t i = 0; i < xTicks.size(); ++i) {
+        const double x = toWidget(xTicks[i], b.yMin, plot).x();
         p.drawLine(QPointF(x, plot.bottom()), QPointF(x, plot.bottom() + 4));
-        const QString text = formatValue(t);
+        const QString& text = xLabels[static_cast<qsizetype>(i)];
         p.drawText(QPointF(x - fm.horizontalAdvance(text) / 2, plot.bottom() + 6 + fm.ascent()),
                    text);
     }
-    for (double t : niceTicks(b.yMin, b.yMax, 6)) {
-        const double y = toWidget(b.xMin, t, plot).y();
+    const std::vector<double> yTicks = niceTicks(b.yMin, b.yMax, 6);
+    const QStringList yLabels = tickLabels(yTicks);
+    for (std::size_t i = 0; i < yTicks.size(); ++i) {
+        const double y = toWidget(b.xMin, yTicks[i], plot).y();
         p.drawLine(QPointF(plot.left() - 4, y), QPointF(plot.left(), y));
-        const QString text = formatValue(t);
+        const QString& text = yLabels[static_cast<qsizetype>(i)];
         p.drawText(QPointF(plot.left() - 7 - fm.horizontalAdvance(text), y + fm.ascent() / 2 - 1),
                    text);
     }
@@ -339,8 +418,10 @@ void BoundaryCanvas::drawColorBar(QPainter& p, const QRectF& bar) const {
         label(0.5, QStringLiteral("0.5"));
         label(1.0, QStringLiteral("1"));
     } else {
-        for (double t : niceTicks(h.low, h.high, 4)) {
-            label((t - h.low) / (h.high - h.low), formatValue(t));
+        const std::vector<double> ticks = niceTicks(h.low, h.high, 4);
+        const QStringList labels = tickLabels(ticks);
+        for (std::size_t i = 0; i < ticks.size(); ++i) {
+            label((ticks[i] - h.low) / (h.high - h.low), labels[static_cast<qsizetype>(i)]);
         }
     }
     p.setPen(plot::kText);
@@ -363,85 +444,174 @@ void BoundaryCanvas::drawColorBar(QPainter& p, const QRectF& bar) const {
     p.drawText(QRectF(bar.left() - 14, bar.bottom() + 8, 96, 34), Qt::TextWordWrap, range);
 }
 
-QString BoundaryCanvas::readout(const QPointF& pos) const {
+BoundaryReadout BoundaryCanvas::readoutAt(const QPointF& pos) const {
+    BoundaryReadout r;
     if (!m_snapshot || !m_snapshot->hasGrid) {
-        return {};
+        return r;
     }
     const Snapshot& s = *m_snapshot;
     const QRectF plot = plotRect();
     if (!plot.contains(pos)) {
+        return r;
+    }
+    const GridBounds& b = s.run->bounds;
+    const GridBounds v = viewBounds();
+    r.x = v.xMin + (pos.x() - plot.left()) / plot.width() * (v.xMax - v.xMin);
+    r.y = v.yMax - (pos.y() - plot.top()) / plot.height() * (v.yMax - v.yMin);
+    const int g = s.run->gridSize;
+    r.column = std::clamp(static_cast<int>((r.x - b.xMin) / (b.xMax - b.xMin) * g), 0, g - 1);
+    r.row = std::clamp(static_cast<int>((b.yMax - r.y) / (b.yMax - b.yMin) * g), 0, g - 1);
+    r.point = static_cast<std::size_t>(r.row) * static_cast<std::size_t>(g) +
+              static_cast<std::size_t>(r.column);
+    r.valid = true;
+    r.hasEnsemble = s.hasEnsemble;
+    if (!s.hasEnsemble) {
+        return r;
+    }
+    const int classes = s.run->classes;
+    const std::size_t cu = static_cast<std::size_t>(classes);
+    const PointStatistics& e = s.grid.ensemble;
+    for (int c = 0; c < classes; ++c) {
+        r.probabilities.push_back(e.probabilities[r.point * cu + static_cast<std::size_t>(c)]);
+    }
+    r.predicted = e.predicted[r.point];
+    r.entropy = e.total[r.point];
+    r.aleatoric = e.aleatoric[r.point];
+    r.mutualInformation = e.epistemic[r.point];
+    r.disagreement = e.disagreement[r.point];
+    // Each included member's vote: the argmax of its own probabilities at the cell.
+    r.votes.assign(cu, 0);
+    const std::size_t cells = static_cast<std::size_t>(g) * static_cast<std::size_t>(g);
+    for (int k = 0; k < s.grid.members; ++k) {
+        const std::size_t ku = static_cast<std::size_t>(k);
+        const float* pk = s.grid.memberProbabilities.data() + (ku * cells + r.point) * cu;
+        if (k == m_selected) {
+            r.selectedMember = k;
+            r.selectedProbabilities.assign(pk, pk + cu);
+        }
+        if (ku < s.included.size() && s.included[ku]) {
+            ++r.votes[static_cast<std::size_t>(std::max_element(pk, pk + cu) - pk)];
+        }
+    }
+    return r;
+}
+
+QString BoundaryCanvas::readout(const QPointF& pos) const {
+    const BoundaryReadout r = readoutAt(pos);
+    if (!r.valid) {
         return {};
     }
-    const int g = s.run->gridSize;
-    const int col =
-        std::clamp(static_cast<int>((pos.x() - plot.left()) / plot.width() * g), 0, g - 1);
-    const int row =
-        std::clamp(static_cast<int>((pos.y() - plot.top()) / plot.height() * g), 0, g - 1);
-    const GridBounds& b = s.run->bounds;
-    const double x = b.xMin + (pos.x() - plot.left()) / plot.width() * (b.xMax - b.xMin);
-    const double y = b.yMax - (pos.y() - plot.top()) / plot.height() * (b.yMax - b.yMin);
-    const std::size_t point = static_cast<std::size_t>(row) * g + col;
-    const int classes = s.run->classes;
     QStringList lines;
-    lines << tr("x = %1, y = %2").arg(x, 0, 'f', 3).arg(y, 0, 'f', 3);
-    if (!s.hasEnsemble) {
+    lines << tr("x = %1, y = %2").arg(r.x, 0, 'f', 3).arg(r.y, 0, 'f', 3);
+    if (!r.hasEnsemble) {
         lines << tr("no member switched on");
         return lines.join(QLatin1Char('\n'));
     }
-    const PointStatistics& e = s.grid.ensemble;
     QStringList probs;
-    for (int c = 0; c < classes; ++c) {
-        probs << QString::number(e.probabilities[point * classes + c], 'f', 3);
+    QStringList votes;
+    for (std::size_t c = 0; c < r.probabilities.size(); ++c) {
+        probs << QString::number(r.probabilities[c], 'f', 3);
+        votes << QStringLiteral("%1: %2").arg(c).arg(r.votes[c]);
     }
-    const int best = e.predicted[point];
-    lines << tr("ensemble p = (%1)  → class %2").arg(probs.join(QStringLiteral(", "))).arg(best);
-    double lo = 1.0;
-    double hi = 0.0;
-    const std::size_t cells = static_cast<std::size_t>(g) * g;
-    for (int k = 0; k < s.grid.members; ++k) {
-        if (!s.included[static_cast<std::size_t>(k)]) {
-            continue;
+    lines << tr("ensemble p(class) = (%1) → class %2")
+                 .arg(probs.join(QStringLiteral(", ")))
+                 .arg(r.predicted);
+    // The members' spread of the predicted class's probability.
+    if (const SnapshotPtr& snap = m_snapshot; snap) {
+        const std::size_t cu = r.probabilities.size();
+        const int g = snap->run->gridSize;
+        const std::size_t cells = static_cast<std::size_t>(g) * static_cast<std::size_t>(g);
+        double lo = 1.0;
+        double hi = 0.0;
+        for (int k = 0; k < snap->grid.members; ++k) {
+            const std::size_t ku = static_cast<std::size_t>(k);
+            if (ku < snap->included.size() && snap->included[ku]) {
+                const double v =
+                    snap->grid.memberProbabilities[(ku * cells + r.point) * cu +
+                                                   static_cast<std::size_t>(r.predicted)];
+                lo = std::min(lo, v);
+                hi = std::max(hi, v);
+            }
         }
-        const double v =
-            s.grid.memberProbabilities[(static_cast<std::size_t>(k) * cells + point) * classes +
-                                       best];
-        lo = std::min(lo, v);
-        hi = std::max(hi, v);
+        lines << tr("members p(class %1): %2 … %3, std %4")
+                     .arg(r.predicted)
+                     .arg(lo, 0, 'f', 3)
+                     .arg(hi, 0, 'f', 3)
+                     .arg(snap->grid.ensemble.predictedStd[r.point], 0, 'f', 3);
     }
-    lines << tr("members p(class %1): %2 … %3, std %4")
-                 .arg(best)
-                 .arg(lo, 0, 'f', 3)
-                 .arg(hi, 0, 'f', 3)
-                 .arg(e.predictedStd[point], 0, 'f', 3);
-    lines << tr("H = %1, aleatoric %2, epistemic %3 nats")
-                 .arg(e.total[point], 0, 'f', 3)
-                 .arg(e.aleatoric[point], 0, 'f', 3)
-                 .arg(e.epistemic[point], 0, 'f', 3);
-    lines << tr("vote disagreement %1").arg(e.disagreement[point], 0, 'f', 3);
-    if (m_selected >= 0 && m_selected < s.grid.members) {
+    lines << tr("entropy H[p] = %1 nats (aleatoric %2)")
+                 .arg(r.entropy, 0, 'f', 3)
+                 .arg(r.aleatoric, 0, 'f', 3);
+    lines << tr("mutual information = %1 nats").arg(r.mutualInformation, 0, 'f', 3);
+    lines << tr("member votes: %1 (disagreement %2)")
+                 .arg(votes.join(QStringLiteral(", ")))
+                 .arg(r.disagreement, 0, 'f', 3);
+    if (r.selectedMember >= 0) {
         QStringList mp;
-        for (int c = 0; c < classes; ++c) {
-            mp << QString::number(
-                s.grid.memberProbabilities[(static_cast<std::size_t>(m_selected) * cells + point) *
-                                               classes +
-                                           c],
-                'f', 3);
+        for (double v : r.selectedProbabilities) {
+            mp << QString::number(v, 'f', 3);
         }
-        lines << tr("member #%1 p = (%2)").arg(m_selected).arg(mp.join(QStringLiteral(", ")));
+        lines << tr("member #%1 p = (%2)").arg(r.selectedMember).arg(mp.join(QStringLiteral(", ")));
     }
     return lines.join(QLatin1Char('\n'));
 }
 
-void BoundaryCanvas::mouseMoveEvent(QMouseEvent* event) {
-    const QString text = readout(event->position());
-    if (text.isEmpty()) {
+void BoundaryCanvas::showReadout(const QPointF& pos, const QPoint& globalPos) {
+    m_hoverText = readout(pos);
+    if (m_hoverText.isEmpty()) {
         QToolTip::hideText();
     } else {
-        QToolTip::showText(event->globalPosition().toPoint(), text, this);
+        QToolTip::showText(globalPos, m_hoverText, this);
     }
 }
 
+void BoundaryCanvas::mouseMoveEvent(QMouseEvent* event) {
+    if (m_dragging) {
+        panBy(event->position() - m_dragFrom);
+        m_dragFrom = event->position();
+    }
+    showReadout(event->position(), event->globalPosition().toPoint());
+}
+
+void BoundaryCanvas::mousePressEvent(QMouseEvent* event) {
+    if (event->button() == Qt::LeftButton && m_zoomed) {
+        m_dragging = true;
+        m_dragFrom = event->position();
+        setCursor(Qt::ClosedHandCursor);
+    }
+    QWidget::mousePressEvent(event);
+}
+
+void BoundaryCanvas::mouseReleaseEvent(QMouseEvent* event) {
+    if (event->button() == Qt::LeftButton && m_dragging) {
+        m_dragging = false;
+        setCursor(m_zoomed ? Qt::OpenHandCursor : Qt::ArrowCursor);
+    }
+    QWidget::mouseReleaseEvent(event);
+}
+
+void BoundaryCanvas::mouseDoubleClickEvent(QMouseEvent* event) {
+    if (event->button() == Qt::LeftButton) {
+        resetView();
+        setCursor(Qt::ArrowCursor);
+    }
+}
+
+void BoundaryCanvas::wheelEvent(QWheelEvent* event) {
+    if (!m_snapshot || !m_snapshot->hasGrid || !plotRect().contains(event->position())) {
+        event->ignore();
+        return;
+    }
+    // 1.25x per wheel notch (120 units); touchpads send smaller steps.
+    const double notches = event->angleDelta().y() / 120.0;
+    zoomAt(event->position(), std::pow(1.25, notches));
+    setCursor(m_zoomed ? Qt::OpenHandCursor : Qt::ArrowCursor);
+    showReadout(event->position(), event->globalPosition().toPoint());
+    event->accept();
+}
+
 void BoundaryCanvas::leaveEvent(QEvent* /*event*/) {
+    m_hoverText.clear();
     QToolTip::hideText();
 }
 
@@ -477,6 +647,7 @@ BoundaryView::BoundaryView(QWidget* parent) : QWidget(parent) {
     layout->addWidget(m_canvas, 1);
     connect(m_quantityBox, &QComboBox::currentIndexChanged, this,
             [this](int index) { m_canvas->setQuantity(static_cast<HeatQuantity>(index)); });
+    connect(m_canvas, &BoundaryCanvas::viewChanged, this, &BoundaryView::updateCaption);
     connect(m_train, &QCheckBox::toggled, m_canvas, &BoundaryCanvas::setShowTrain);
     connect(m_test, &QCheckBox::toggled, m_canvas, &BoundaryCanvas::setShowTest);
 }
@@ -514,6 +685,12 @@ void BoundaryView::updateCaption() {
         if (s.run->config.ensemble.bootstrap != BootstrapMode::None) {
             text += tr(" · size = multiplicity, hollow = out of bag");
         }
+    }
+    if (m_canvas->isZoomed() && s.run->hasGrid) {
+        const GridBounds v = m_canvas->viewBounds();
+        const GridBounds& b = s.run->bounds;
+        text += tr(" · zoom ×%1, double-click: all")
+                    .arg((b.xMax - b.xMin) / (v.xMax - v.xMin), 0, 'f', 1);
     }
     m_caption->setText(text);
 }

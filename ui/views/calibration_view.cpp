@@ -158,6 +158,9 @@ CalibrationView::CalibrationView(QWidget* parent) : QWidget(parent) {
     layout->setContentsMargins(6, 6, 6, 6);
     auto* vertical = new QSplitter(Qt::Vertical);
     auto* horizontal = new QSplitter(Qt::Horizontal);
+    m_split = horizontal;
+    horizontal->setChildrenCollapsible(false);
+    vertical->setChildrenCollapsible(false);
     m_plot = new ReliabilityPlot;
     m_sizeChart = new QChart;
     m_sizeChart->setTitle(tr("Ensemble size (test NLL)"));
@@ -165,7 +168,7 @@ CalibrationView::CalibrationView(QWidget* parent) : QWidget(parent) {
     m_sizeChart->legend()->setAlignment(Qt::AlignBottom);
     m_sizeView = new QChartView(m_sizeChart);
     m_sizeView->setRenderHint(QPainter::Antialiasing);
-    m_sizeView->setMinimumWidth(320);
+    m_sizeView->setMinimumSize(320, 220);  // a chart's own hint lets it shrink to nothing
     horizontal->addWidget(m_plot);
     horizontal->addWidget(m_sizeView);
     horizontal->setStretchFactor(0, 3);
@@ -192,6 +195,16 @@ void CalibrationView::setSnapshot(SnapshotPtr snapshot) {
         refresh();
     } else {
         m_stale = true;
+    }
+}
+
+void CalibrationView::resizeEvent(QResizeEvent* event) {
+    QWidget::resizeEvent(event);
+    // The reliability plot and the size curve side by side need about 700 px; below that
+    // they stack.
+    const Qt::Orientation o = width() < 700 ? Qt::Vertical : Qt::Horizontal;
+    if (m_split->orientation() != o) {
+        m_split->setOrientation(o);
     }
 }
 

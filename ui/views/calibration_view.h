@@ -14,6 +14,8 @@ class QChart;
 class QChartView;
 class QTableWidget;
 
+class QSplitter;
+
 namespace ensemble::ui {
 
 class ReliabilityPlot : public QWidget {
@@ -41,8 +43,11 @@ class CalibrationView : public QWidget {
 
   protected:
     void showEvent(QShowEvent* event) override;
+    // Narrow (a small window): the two panes stack instead of standing side by side.
+    void resizeEvent(QResizeEvent* event) override;
 
   private:
+    QSplitter* m_split = nullptr;
     void refresh();
     void refreshSizeCurve();
 

@@ -9,6 +9,7 @@
 #include <QLegendMarker>
 #include <QLineSeries>
 #include <QLogValueAxis>
+#include <QPainter>
 #include <QToolTip>
 #include <QVBoxLayout>
 #include <QValueAxis>
@@ -17,6 +18,7 @@
 #include <cmath>
 #include <limits>
 
+#include "render/chart_axes.h"
 #include "render/colormap.h"
 #include "render/plot_helpers.h"
 
@@ -44,6 +46,52 @@ QColor memberColor(const RunInfo& run, int k) {
 
 }  // namespace
 
+ColorKey::ColorKey(QWidget* parent) : QWidget(parent) {}
+
+void ColorKey::setRange(const QString& name, double lo, double hi) {
+    m_name = name;
+    m_lo = lo;
+    m_hi = hi;
+    setToolTip(tr("Member lines coloured by %1 (log scale): %2").arg(name, text()));
+    updateGeometry();
+    update();
+}
+
+QString ColorKey::text() const {
+    return QStringLiteral("%1 %2 … %3").arg(m_name, formatValue(m_lo), formatValue(m_hi));
+}
+
+QSize ColorKey::sizeHint() const {
+    const QFontMetrics fm(font());
+    return {fm.horizontalAdvance(m_name + formatValue(m_lo) + formatValue(m_hi)) + 110,
+            fm.height() + 4};
+}
+
+void ColorKey::paintEvent(QPaintEvent* /*event*/) {
+    QPainter p(this);
+    const QFontMetrics fm(font());
+    const QString lo = formatValue(m_lo);
+    const QString hi = formatValue(m_hi);
+    int x = 0;
+    const int baseline = (height() + fm.ascent() - fm.descent()) / 2;
+    p.setPen(plot::kText);
+    p.drawText(x, baseline, m_name);
+    x += fm.horizontalAdvance(m_name) + 6;
+    p.drawText(x, baseline, lo);
+    x += fm.horizontalAdvance(lo) + 4;
+    const int stripWidth = std::max(20, width() - x - fm.horizontalAdvance(hi) - 4);
+    const QRect strip(x, (height() - 10) / 2, stripWidth, 10);
+    // The same 0.1 … 0.9 stretch of the map that memberColor() uses.
+    for (int i = 0; i < stripWidth; ++i) {
+        p.setPen(QColor::fromRgb(sequentialColor(0.1 + 0.8 * i / std::max(1, stripWidth - 1))));
+        p.drawLine(strip.left() + i, strip.top(), strip.left() + i, strip.bottom());
+    }
+    p.setPen(plot::kAxis);
+    p.drawRect(strip.adjusted(0, 0, -1, -1));
+    p.setPen(plot::kText);
+    p.drawText(strip.right() + 4, baseline, hi);
+}
+
 CurvesView::CurvesView(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(6, 6, 6, 6);
@@ -60,8 +108,14 @@ CurvesView::CurvesView(QWidget* parent) : QWidget(parent) {
     bar->addWidget(m_split);
     bar->addWidget(m_logBox);
     bar->addSpacing(12);
-    bar->addWidget(legend, 1);
+    m_key = new ColorKey;
+    m_key->setVisible(false);
+    bar->addWidget(m_key);
+    bar->addStretch(1);
     layout->addLayout(bar);
+    // The legend on its own line: it wraps in a narrow window without squeezing the controls.
+    legend->setWordWrap(true);
+    layout->addWidget(legend);
     auto* charts = new QHBoxLayout;
     layout->addLayout(charts, 1);
     setupChart(m_loss, true);
@@ -155,6 +209,14 @@ void CurvesView::rebuild() {
         m_shownMembers.push_back(
             lines > 1 ? static_cast<int>(std::lround(i * (run.members - 1) / double(lines - 1)))
                       : 0);
+    }
+    {
+        const auto [lo, hi] = std::minmax_element(run.lr.begin(), run.lr.end());
+        const bool coloured = m_memberSplit != 0 && !run.lr.empty() && *hi > *lo;
+        if (coloured) {
+            m_key->setRange(tr("lr"), *lo, *hi);
+        }
+        m_key->setVisible(coloured);
     }
     m_legend->setText(
         tr("<b>bold</b>: ensemble (solid test, dashed train) · thin: %1, coloured by lr")
@@ -292,21 +354,22 @@ void CurvesView::refresh() {
 
     const double xMax = std::max<double>(1.0, static_cast<double>(history.back()->step));
     for (Chart* c : {&m_loss, &m_accuracy}) {
-        c->x->setRange(0.0, xMax);
+        setNiceRange(static_cast<QValueAxis*>(c->x), 0.0, xMax, 6, true, 0.0);
     }
     if (lossLo <= lossHi) {
         if (log) {
             m_loss.y->setRange(lossLo * 0.8, lossHi * 1.25);
         } else {
             const double pad = 0.05 * std::max(lossHi - lossLo, 1e-3);
-            m_loss.y->setRange(std::max(0.0, lossLo - pad), lossHi + pad);
-            static_cast<QValueAxis*>(m_loss.y)->applyNiceNumbers();
+            setNiceRange(static_cast<QValueAxis*>(m_loss.y), lossLo - pad, lossHi + pad, 5, false,
+                         0.0);
         }
     }
     if (accLo <= accHi) {
-        const double pad = 0.03 * std::max(accHi - accLo, 0.05);
-        m_accuracy.y->setRange(std::max(0.0, accLo - pad), std::min(1.0, accHi + pad));
-        static_cast<QValueAxis*>(m_accuracy.y)->applyNiceNumbers();
+        // The axis fits the data (0.93 … 0.99 is not drawn on 0 … 1), on nice ticks.
+        const double pad = 0.03 * std::max(accHi - accLo, 0.01);
+        setNiceRange(static_cast<QValueAxis*>(m_accuracy.y), accLo - pad, accHi + pad, 5, false,
+                     0.0, 1.0);
     }
 }
 

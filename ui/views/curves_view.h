@@ -20,6 +20,27 @@ class QAbstractAxis;
 
 namespace ensemble::ui {
 
+// A horizontal colour key: the member lines' colours (viridis over log lr) from the lowest to
+// the highest learning rate, with both ends labelled.
+class ColorKey : public QWidget {
+    Q_OBJECT
+
+  public:
+    explicit ColorKey(QWidget* parent = nullptr);
+    void setRange(const QString& name, double lo, double hi);
+    QString text() const;  // "lr 0.001 … 0.1" (tests, tooltip)
+    QSize sizeHint() const override;
+    QSize minimumSizeHint() const override { return sizeHint(); }
+
+  protected:
+    void paintEvent(QPaintEvent* event) override;
+
+  private:
+    QString m_name;
+    double m_lo = 0.0;
+    double m_hi = 1.0;
+};
+
 class CurvesView : public QWidget {
     Q_OBJECT
 
@@ -62,6 +83,7 @@ class CurvesView : public QWidget {
     QComboBox* m_split = nullptr;
     QCheckBox* m_logBox = nullptr;
     QLabel* m_legend = nullptr;
+    ColorKey* m_key = nullptr;  // lr -> colour of the member lines, shown when lr varies
 };
 
 }  // namespace ensemble::ui

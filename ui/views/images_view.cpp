@@ -524,11 +524,14 @@ ImagesView::ImagesView(QWidget* parent) : QWidget(parent) {
     auto* layout = new QHBoxLayout(this);
     layout->setContentsMargins(6, 6, 6, 6);
     auto* split = new QSplitter(Qt::Horizontal);
+    m_split = split;
+    split->setChildrenCollapsible(false);  // a pane never shrinks below what it can show
     auto* left = new QWidget;
     auto* leftLayout = new QVBoxLayout(left);
     leftLayout->setContentsMargins(0, 0, 0, 0);
     m_title = new QLabel(tr("Test images the members disagree on most (epistemic uncertainty)"));
     m_title->setStyleSheet(QStringLiteral("font-weight: bold;"));
+    m_title->setWordWrap(true);
     leftLayout->addWidget(m_title);
     auto* scroll = new QScrollArea;
     scroll->setWidgetResizable(true);
@@ -543,6 +546,9 @@ ImagesView::ImagesView(QWidget* parent) : QWidget(parent) {
     legend->setStyleSheet(QStringLiteral("color: #666;"));
     leftLayout->addWidget(legend);
     split->addWidget(left);
+    // QSplitter ignores height-for-width: room for the title and the legend wrapping to one
+    // more line each in a narrow window, so the image list keeps its minimum height.
+    left->setMinimumHeight(left->minimumSizeHint().height() + 2 * fontMetrics().lineSpacing());
 
     auto* right = new QWidget;
     auto* rightLayout = new QVBoxLayout(right);
@@ -584,6 +590,16 @@ void ImagesView::setSnapshot(SnapshotPtr snapshot) {
         refresh();
     } else {
         m_stale = true;
+    }
+}
+
+void ImagesView::resizeEvent(QResizeEvent* event) {
+    QWidget::resizeEvent(event);
+    // Side by side the panes need about 960 px; below that they stack (and the window's tab
+    // scrolls if even that does not fit).
+    const Qt::Orientation o = width() < 960 ? Qt::Vertical : Qt::Horizontal;
+    if (m_split->orientation() != o) {
+        m_split->setOrientation(o);
     }
 }
 

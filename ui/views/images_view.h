@@ -17,6 +17,8 @@
 
 class QLabel;
 
+class QSplitter;
+
 namespace ensemble::ui {
 
 // Class names of a run: digits, or Fashion-MNIST's garments.
@@ -140,8 +142,11 @@ class ImagesView : public QWidget {
 
   protected:
     void showEvent(QShowEvent* event) override;
+    // Narrow (a small window): the two panes stack instead of standing side by side.
+    void resizeEvent(QResizeEvent* event) override;
 
   private:
+    QSplitter* m_split = nullptr;
     void requestPrediction();
     void refresh();
 

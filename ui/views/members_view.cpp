@@ -318,6 +318,7 @@ MembersView::MembersView(QWidget* parent) : QWidget(parent) {
         new QLabel(tr("Click a member to draw it in Boundary; its box switches it in or out "
                       "of the ensemble."));
     m_info->setStyleSheet(QStringLiteral("color: #666;"));
+    m_info->setWordWrap(true);  // a narrow window wraps it instead of widening the view
     bar->addWidget(allOn);
     bar->addWidget(allOff);
     bar->addSpacing(10);

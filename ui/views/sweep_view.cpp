@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "render/chart_axes.h"
 #include "render/plot_helpers.h"
 
 namespace ensemble::ui {
@@ -59,6 +60,7 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
         new QLabel(tr("each point: one member's test metrics now · lines: the ensemble "
                       "and the mean member · red ×: diverged"));
     note->setStyleSheet(QStringLiteral("color: #555;"));
+    note->setWordWrap(true);  // a narrow window wraps the note instead of widening the view
     bar->addWidget(new QLabel(tr("against")));
     bar->addWidget(m_parameter);
     bar->addSpacing(12);
@@ -230,9 +232,16 @@ void SweepView::fill(QChart* chart, bool loss) {
         xAxis = a;
     } else {
         auto* a = new QValueAxis;
-        a->setRange(xLo, xHi);
-        a->setLabelFormat(key == QStringLiteral("member") ? QStringLiteral("%d")
-                                                          : QStringLiteral("%.3g"));
+        if (key == QStringLiteral("member")) {
+            // Member indices: whole numbers only, on a 1-2-5 step anchored at member 0.
+            a->setRange(xLo, xHi);
+            a->setTickType(QValueAxis::TicksDynamic);
+            a->setTickAnchor(0.0);
+            a->setTickInterval(niceStep(0.0, std::max(1.0, xHi), 6, true));
+            a->setLabelFormat(QStringLiteral("%.0f"));
+        } else {
+            setNiceRange(a, xLo, xHi, 5);
+        }
         a->setTitleText(title);
         xAxis = a;
     }
@@ -250,17 +259,11 @@ void SweepView::fill(QChart* chart, bool loss) {
     } else {
         auto* a = new QValueAxis;
         if (loss) {
-            a->setRange(std::max(0.0, lo - pad), yTop);
-            a->applyNiceNumbers();
+            setNiceRange(a, lo - pad, yTop, 5, false, 0.0);
         } else {
-            // Ticks on multiples of 0.1 (or 0.2), a little headroom above 1 for the markers.
-            const double bottom = std::max(0.0, std::floor((lo - pad) * 10.0) / 10.0);
-            a->setRange(bottom, 1.02);
-            a->setTickType(QValueAxis::TicksDynamic);
-            a->setTickAnchor(0.0);
-            a->setTickInterval(1.0 - bottom > 0.5 ? 0.2 : (1.0 - bottom > 0.2 ? 0.1 : 0.05));
+            // The accuracy axis fits the members' accuracies (not 0 … 1), on nice ticks.
+            setNiceRange(a, lo - pad, hi + pad, 5, false, 0.0, 1.0);
         }
-        a->setLabelFormat(loss ? QStringLiteral("%.3g") : QStringLiteral("%.2f"));
         a->setTitleText(loss ? tr("test NLL") : tr("test accuracy"));
         yAxis = a;
     }

@@ -1,0 +1,101 @@
+#include "help_text.h"
+
+#include <QAction>
+#include <QCoreApplication>
+#include <QKeySequence>
+#include <QMap>
+#include <QThread>
+#include <QWidget>
+
+#ifndef ENSEMBLE_VERSION
+#define ENSEMBLE_VERSION "unknown"
+#endif
+#ifndef ENSEMBLE_BUILD_OPTIONS
+#define ENSEMBLE_BUILD_OPTIONS ""
+#endif
+
+namespace ensemble::ui {
+
+namespace {
+
+QString tr(const char* text) {
+    return QCoreApplication::translate("ensemble::ui::HelpText", text);
+}
+
+QString row(const QString& keys, const QString& what) {
+    return QStringLiteral("<tr><td style='padding-right:16px'><b>%1</b></td><td>%2</td></tr>")
+        .arg(keys.toHtmlEscaped(), what.toHtmlEscaped());
+}
+
+}  // namespace
+
+QString shortcutsHtml(const QWidget* window) {
+    // By shortcut text, so an action placed in a menu and a toolbar is listed once.
+    QMap<QString, QString> byKey;
+    QStringList order;
+    for (const QAction* a : window->findChildren<QAction*>()) {
+        if (a->shortcut().isEmpty()) {
+            continue;
+        }
+        const QString keys = a->shortcut().toString(QKeySequence::NativeText);
+        QString what = a->toolTip().section(QLatin1Char('\n'), 0, 0);
+        if (what.isEmpty() || what == a->text()) {
+            what = a->text();
+        }
+        what.remove(QLatin1Char('&'));
+        if (!byKey.contains(keys)) {
+            order << keys;
+        }
+        byKey.insert(keys, what);
+    }
+    QString html = QStringLiteral("<h3>%1</h3><table>").arg(tr("Keyboard"));
+    for (const QString& keys : order) {
+        html += row(keys, byKey.value(keys));
+    }
+    html += row(tr("Enter / Esc"),
+                tr("in an Experiment field: leave it, so the one-key shortcuts work again"));
+    html += QStringLiteral("</table><h3>%1</h3><table>").arg(tr("Mouse"));
+    html += row(tr("Wheel over the panel"),
+                tr("scrolls; a field changes with the wheel only once it has focus (click it)"));
+    html += row(tr("Boundary: wheel"), tr("zoom in or out at the pointer"));
+    html += row(tr("Boundary: drag"), tr("pan"));
+    html += row(tr("Boundary: double-click"), tr("back to the whole data"));
+    html += row(tr("Boundary: hover"),
+                tr("ensemble p(class), entropy, mutual information and member votes at the "
+                   "pointer"));
+    html += QStringLiteral("</table>");
+    return html;
+}
+
+QString buildOptions() {
+    QString options = QString::fromUtf8(ENSEMBLE_BUILD_OPTIONS);
+    options += (options.isEmpty() ? QString() : QStringLiteral(", ")) +
+               QStringLiteral("Qt %1 (built with %2)")
+                   .arg(QString::fromLatin1(qVersion()), QStringLiteral(QT_VERSION_STR));
+    return options;
+}
+
+QString aboutHtml(const SnapshotPtr& snapshot) {
+    QString backend = tr("no run yet");
+    QString threads = QString::number(QThread::idealThreadCount());
+    if (snapshot) {
+        const RunInfo& run = *snapshot->run;
+        backend = QString::fromStdString(run.backendName);
+        const int configured = run.config.backend.threads;
+        threads = configured > 0 ? QString::number(configured)
+                                 : tr("%1 (all cores)").arg(QThread::idealThreadCount());
+        if (!run.notice.empty()) {
+            backend += QStringLiteral("<br><small>%1</small>")
+                           .arg(QString::fromStdString(run.notice).toHtmlEscaped());
+        }
+    }
+    return tr("<b>EnsembleLab %1</b><br>Train K small networks at once as one batched "
+              "computation, and watch each member, the ensemble and its uncertainty live."
+              "<table style='margin-top:8px'>"
+              "<tr><td style='padding-right:12px'>Backend and device</td><td>%2</td></tr>"
+              "<tr><td style='padding-right:12px'>CPU threads</td><td>%3</td></tr>"
+              "<tr><td style='padding-right:12px'>Build</td><td>%4</td></tr></table>")
+        .arg(QStringLiteral(ENSEMBLE_VERSION), backend, threads, buildOptions().toHtmlEscaped());
+}
+
+}  // namespace ensemble::ui
