@@ -9,8 +9,8 @@
 
 #include "backend/backend.h"
 #include "data/dataset.h"
-#include "math/optim_rules.h"
 #include "model/mlp.h"
+#include "optim/update_rules.h"
 
 namespace ensemble::test {
 

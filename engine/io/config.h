@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "math/activations.h"
-#include "math/optim_rules.h"
+#include "optim/update_rules.h"
 #include "sampling/batch_plan.h"
 
 namespace ensemble {
