@@ -17,7 +17,7 @@
 //
 // Float lanes:  broadcast, add, sub, mul, div, dot2 (a*x + b*y), sqrt, exp, log, max, equal,
 //               selectOrZero (mask ? a : 0); a mask is Lane<L>::Mask (bool for scalars).
-// Word lanes:   broadcast, mulHiLo (32 x 32 -> 64 bits), carry, greaterEqual, select, any; the
+// Word lanes:   broadcast, mulHiLo (32 x 32 -> 64 bits), mulAddHi, greaterEqual, select, any; the
 //               integer operators (+ ^ & | << >> *) are the language's own, by a scalar too.
 
 #include <cstdint>
@@ -64,8 +64,10 @@ struct Lane<uint32_t> {
         hi = static_cast<uint32_t>(p >> 32);
         lo = static_cast<uint32_t>(p);
     }
-    // 1 where sum = a + b wrapped around (given sum and a), else 0.
-    static ENSEMBLE_HD uint32_t carry(uint32_t sum, uint32_t a) { return sum < a ? 1u : 0u; }
+    // The high word of a * x + c (which never overflows 64 bits).
+    static ENSEMBLE_HD uint32_t mulAddHi(uint32_t a, uint32_t x, uint32_t c) {
+        return static_cast<uint32_t>((static_cast<uint64_t>(x) * a + c) >> 32);
+    }
     static ENSEMBLE_HD bool greaterEqual(uint32_t a, uint32_t b) { return a >= b; }
     static ENSEMBLE_HD uint32_t select(bool m, uint32_t a, uint32_t b) { return m ? a : b; }
     static ENSEMBLE_HD bool any(bool m) { return m; }

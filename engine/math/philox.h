@@ -79,15 +79,11 @@ ENSEMBLE_HD inline double uniformOpenDouble(uint32_t hi, uint32_t lo) {
 
 // Uniform integer in [0, n) from 64 random bits by multiply-shift (Lemire 2019). The bias is
 // at most n / 2^64, far below anything measurable for n < 2^32.
-// floor(r * n / 2^64) for r = hi:lo from two 32x32->64 products (no 128-bit type needed):
-// the high word of hi * n + high(lo * n), whose low-word addition may carry.
+// floor(r * n / 2^64) for r = hi:lo, from two 32x32->64 products (no 128-bit type needed):
+// the high word of hi * n + high(lo * n).
 template <typename U>
 ENSEMBLE_HD inline U uniformIndexLanes(U hi, U lo, uint32_t n) {
-    U lowHi, lowLo, highHi, highLo;
-    Lane<U>::mulHiLo(n, lo, lowHi, lowLo);
-    Lane<U>::mulHiLo(n, hi, highHi, highLo);
-    const U sum = highLo + lowHi;
-    return highHi + Lane<U>::carry(sum, highLo);
+    return Lane<U>::mulAddHi(n, hi, Lane<U>::mulAddHi(n, lo, Lane<U>::broadcast(0)));
 }
 
 ENSEMBLE_HD inline uint32_t uniformIndex(uint32_t hi, uint32_t lo, uint32_t n) {

@@ -126,15 +126,14 @@ ENSEMBLE_HD inline void adamLanes(const RuleLanes<L>& c, bool decoupled, L& para
 template <typename T>
 ENSEMBLE_HD inline void applyUpdate(const OptimizerRule& r, bool firstStep, T& param, T grad,
                                     T& slot1, T& slot2) {
-    const RuleLanes<T> c(r);
     switch (r.kind) {
         case OptimizerKind::Sgd:
-            sgdLanes(c, r.momentum != 0.0f, firstStep, param, grad, slot1);
+            sgdLanes(RuleLanes<T>(r), r.momentum != 0.0f, firstStep, param, grad, slot1);
             return;
         case OptimizerKind::AdamW:
         case OptimizerKind::Adam:
         default:
-            adamLanes(c, r.kind == OptimizerKind::AdamW, param, grad, slot1, slot2);
+            adamLanes(RuleLanes<T>(r), r.kind == OptimizerKind::AdamW, param, grad, slot1, slot2);
             return;
     }
 }

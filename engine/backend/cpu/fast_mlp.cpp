@@ -661,27 +661,34 @@ void FastWorkspace::resize(const ParamLayout& layout, int rows) {
 void fastApplyUpdate(const OptimizerRule& r, bool firstUpdate, float* p, const float* g, float* m,
                      float* v, std::size_t n) {
     // sgdLanes / adamLanes (optim/update_rules.h) on packets, then applyUpdate on the tail. The
-    // coefficients are a local copy: stores through p, m and v cannot alias them, so they stay
-    // in registers.
-    const RuleLanes<Packet> c(r);
+    // coefficients are a local copy (made per kind: only the ones it uses are loaded): stores
+    // through p, m and v cannot alias them, so they stay in registers.
     std::size_t i = 0;
     switch (r.kind) {
         case OptimizerKind::Sgd: {
-            const bool useMomentum = r.momentum != 0.0f;
-            for (; i + kLanes <= n; i += kLanes) {
-                Packet pp = ploadu<Packet>(p + i);
-                Packet buf = useMomentum && !firstUpdate ? ploadu<Packet>(m + i) : pset1<Packet>(0);
-                sgdLanes(c, useMomentum, firstUpdate, pp, ploadu<Packet>(g + i), buf);
-                if (useMomentum) {
+            const RuleLanes<Packet> c(r);
+            if (r.momentum != 0.0f) {
+                for (; i + kLanes <= n; i += kLanes) {
+                    Packet pp = ploadu<Packet>(p + i);
+                    Packet buf = ploadu<Packet>(m + i);
+                    sgdLanes(c, true, firstUpdate, pp, ploadu<Packet>(g + i), buf);
                     pstoreu(m + i, buf);
+                    pstoreu(p + i, pp);
                 }
-                pstoreu(p + i, pp);
+            } else {
+                for (; i + kLanes <= n; i += kLanes) {
+                    Packet pp = ploadu<Packet>(p + i);
+                    Packet unused;
+                    sgdLanes(c, false, firstUpdate, pp, ploadu<Packet>(g + i), unused);
+                    pstoreu(p + i, pp);
+                }
             }
             break;
         }
         case OptimizerKind::AdamW:
         case OptimizerKind::Adam:
         default: {
+            const RuleLanes<Packet> c(r);
             const bool decoupled = r.kind == OptimizerKind::AdamW;
             for (; i + kLanes <= n; i += kLanes) {
                 Packet pp = ploadu<Packet>(p + i);

@@ -83,8 +83,15 @@ struct Lane<simd::Words> {
         lo = reinterpret_cast<W>((even & low32) | (odd << 32));
         hi = reinterpret_cast<W>((even >> 32) | (odd & ~low32));
     }
-    // 1 where sum = a + b wrapped around (given sum and a), else 0.
-    static W carry(W sum, W a) { return reinterpret_cast<W>(sum < a) & 1u; }
+    // The high word of a * x + c in every lane (which never overflows 64 bits).
+    static W mulAddHi(uint32_t a, W x, W c) {
+        const W64 low32 = W64{} + 0xFFFFFFFFull;
+        const W64 m = W64{} + a;
+        const W64 even =
+            (reinterpret_cast<W64>(x) & low32) * m + (reinterpret_cast<W64>(c) & low32);
+        const W64 odd = (reinterpret_cast<W64>(x) >> 32) * m + (reinterpret_cast<W64>(c) >> 32);
+        return reinterpret_cast<W>((even >> 32) | (odd & ~low32));
+    }
     static Mask greaterEqual(W a, W b) { return reinterpret_cast<W>(a >= b); }
     static W select(Mask m, W a, W b) { return (a & m) | (b & ~m); }
     static bool any(Mask m) {
