@@ -42,7 +42,7 @@ struct ScalarFloatLane {
     static ENSEMBLE_HD T sqrt(T a) { return hd::sqrt(a); }
     static ENSEMBLE_HD T exp(T a) { return hd::exp(a); }
     static ENSEMBLE_HD T log(T a) { return hd::log(a); }
-    // std::max(a, b)'s rule: a unless b is larger (a NaN b is ignored).
+    // std::max(a, b)'s rule: a unless b is larger (a NaN in b is dropped).
     static ENSEMBLE_HD T max(T a, T b) { return b > a ? b : a; }
     static ENSEMBLE_HD bool equal(T a, T b) { return a == b; }
     static ENSEMBLE_HD T selectOrZero(bool m, T a) { return m ? a : T(0); }
