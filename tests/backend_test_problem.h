@@ -10,8 +10,8 @@
 
 #include "backend/backend.h"
 #include "data/dataset.h"
-#include "math/optim_rules.h"
 #include "model/mlp.h"
+#include "optim/update_rules.h"
 #include "test_support.h"
 
 namespace ensemble::test {

@@ -8,9 +8,9 @@
 #include "backend/cpu/mlp_kernels.h"
 #include "math/activations.h"
 #include "math/loss.h"
-#include "math/optim_rules.h"
 #include "math/philox.h"
 #include "model/mlp.h"
+#include "optim/update_rules.h"
 #include "test_support.h"
 
 using namespace ensemble;
@@ -18,7 +18,7 @@ using namespace ensemble;
 class TestMath : public QObject {
     Q_OBJECT
 
-private Q_SLOTS:
+  private Q_SLOTS:
     void activationGradientsMatchFiniteDifferences_data();
     void activationGradientsMatchFiniteDifferences();
     void activationValues();
@@ -184,9 +184,9 @@ void TestMath::floatKernelAgreesWithDouble() {
     wsf.resize(c.layout, c.batch);
     std::vector<double> gd(c.layout.perMember());
     std::vector<float> gf(c.layout.perMember());
-    const double ld = memberForwardBackward(c.layout, 2, Activation::Tanh, c.params.data(),
-                                            c.x.data(), c.labels.data(), c.weights.data(), c.batch,
-                                            wsd, gd.data());
+    const double ld =
+        memberForwardBackward(c.layout, 2, Activation::Tanh, c.params.data(), c.x.data(),
+                              c.labels.data(), c.weights.data(), c.batch, wsd, gd.data());
     const float lf = memberForwardBackward(c.layout, 2, Activation::Tanh, pf.data(), xf.data(),
                                            c.labels.data(), wf.data(), c.batch, wsf, gf.data());
     ENSEMBLE_COMPARE_NEAR(lf, ld, test::kFloatRounding * std::abs(ld));

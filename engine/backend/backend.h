@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "math/activations.h"
-#include "math/optim_rules.h"
 #include "math/uncertainty.h"
 #include "model/mlp.h"
+#include "optim/update_rules.h"
 #include "sampling/batch_plan.h"
 
 namespace ensemble {

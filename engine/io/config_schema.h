@@ -14,7 +14,7 @@
 
 #include "core/errors.h"
 #include "math/activations.h"
-#include "math/optim_rules.h"
+#include "optim/update_rules.h"
 #include "sampling/batch_plan.h"
 
 namespace ensemble {

@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "math/hd.h"
+#include "math/lane.h"
 #include "math/philox.h"
 
 namespace ensemble {
@@ -17,8 +18,13 @@ enum class BootstrapMode : uint32_t {
 // Member index used for streams shared by all members (the common batch order).
 constexpr uint32_t kSharedStream = 0xFFFFFFFFu;
 
+// The permutation's pieces are written once over a word lane type (math/lane.h): uint32_t for
+// one position (planMember, the CUDA kernels), a SIMD vector of positions on the CPU
+// (backend/cpu/batch_plan_simd.cpp).
+
 // murmur3's 32-bit finaliser: a cheap, well-mixing round function for the Feistel network.
-ENSEMBLE_HD inline uint32_t mix32(uint32_t h) {
+template <typename U>
+ENSEMBLE_HD inline U mix32(U h) {
     h ^= h >> 16;
     h *= 0x85EBCA6Bu;
     h ^= h >> 13;
@@ -35,29 +41,38 @@ struct Permutation {
     uint32_t halfBits = 0;
     uint32_t keys[4] = {0, 0, 0, 0};
 
-    ENSEMBLE_HD uint32_t feistel(uint32_t x) const {
+    // The Feistel network on [0, 4^halfBits), in every lane.
+    template <typename U>
+    ENSEMBLE_HD U feistel(U x) const {
         const uint32_t mask = (1u << halfBits) - 1u;
-        uint32_t left = x >> halfBits;
-        uint32_t right = x & mask;
+        U left = x >> halfBits;
+        U right = x & mask;
         for (int round = 0; round < 4; ++round) {
-            const uint32_t next = left ^ (mix32(right * 0x9E3779B1u ^ keys[round]) & mask);
+            const U next = left ^ (mix32<U>(right * 0x9E3779B1u ^ keys[round]) & mask);
             left = right;
             right = next;
         }
         return (left << halfBits) | right;
     }
 
-    // Precondition: i < n.
-    ENSEMBLE_HD uint32_t operator()(uint32_t i) const {
+    // p(i) in every lane; lanes walk their cycles until all are inside [0, n).
+    // Precondition: every lane of i is < n.
+    template <typename U>
+    ENSEMBLE_HD U permute(U i) const {
         if (n <= 1) {
-            return 0;
+            return Lane<U>::broadcast(0);
         }
-        uint32_t y = feistel(i);
-        while (y >= n) {
-            y = feistel(y);
+        U y = feistel(i);
+        typename Lane<U>::Mask outside = Lane<U>::greaterEqual(y, Lane<U>::broadcast(n));
+        while (Lane<U>::any(outside)) {
+            y = Lane<U>::select(outside, feistel(y), y);
+            outside = Lane<U>::greaterEqual(y, Lane<U>::broadcast(n));
         }
         return y;
     }
+
+    // Precondition: i < n.
+    ENSEMBLE_HD uint32_t operator()(uint32_t i) const { return permute(i); }
 };
 
 ENSEMBLE_HD inline Permutation makePermutation(uint64_t seed, uint32_t member, uint64_t epoch,
@@ -78,9 +93,15 @@ ENSEMBLE_HD inline Permutation makePermutation(uint64_t seed, uint32_t member, u
 }
 
 // Row j of member k's bootstrap resample D_k: uniform over [0, n), drawn from (seed, k, j).
+template <typename U>
+ENSEMBLE_HD inline U resampleRowLanes(uint64_t seed, uint32_t member, U j, uint32_t n) {
+    const Philox4x32Lanes<U> r =
+        philoxDrawLanes(seed, RngPurpose::Resample, member, j, Lane<U>::broadcast(0));
+    return uniformIndexLanes(r.v[0], r.v[1], n);
+}
+
 ENSEMBLE_HD inline uint32_t resampleRow(uint64_t seed, uint32_t member, uint32_t j, uint32_t n) {
-    const Philox4x32 r = philoxDraw(seed, RngPurpose::Resample, member, j);
-    return uniformIndex(r.v[0], r.v[1], n);
+    return resampleRowLanes(seed, member, j, n);
 }
 
 // Poisson(1) draw by inverse CDF from one uniform; capped at 64 (P(X > 64) < 1e-89).

@@ -10,13 +10,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "backend/cpu/simd_lanes.h"
 #include "math/loss.h"
-
-// Eigen's packet types are vector types with alignment attributes, which GCC drops (and warns
-// about) when they are template arguments; Eigen silences the same warning internally.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wignored-attributes"
-#endif
 
 namespace ensemble {
 
@@ -27,23 +22,18 @@ using Eigen::internal::pand;
 using Eigen::internal::pcmp_eq;
 using Eigen::internal::pcmp_le;
 using Eigen::internal::pcmp_lt;
-using Eigen::internal::pdiv;
-using Eigen::internal::pexp;
 using Eigen::internal::pload;
 using Eigen::internal::ploadu;
-using Eigen::internal::plog;
 using Eigen::internal::pmadd;
-using Eigen::internal::pmax;
 using Eigen::internal::pmul;
 using Eigen::internal::predux;
 using Eigen::internal::pset1;
-using Eigen::internal::psqrt;
 using Eigen::internal::pstore;
 using Eigen::internal::pstoreu;
 using Eigen::internal::psub;
 
-using Packet = Eigen::internal::packet_traits<float>::type;
-constexpr int kLanes = Eigen::internal::unpacket_traits<Packet>::size;
+using simd::kLanes;
+using simd::Packet;
 // AVX-512 has 32 vector registers, AVX and SSE 16: the register blocking follows.
 constexpr bool kManyRegisters = kLanes >= 16;
 
@@ -379,7 +369,8 @@ const float* forward(const ParamLayout& layout, int k, Activation act, const flo
 }
 
 // Mean over the batch of weight_b * CE_b for logits (classes x bp, feature-major), and dLogits
-// into delta (classes x bp, zero in the padding): softmaxCrossEntropy of math/loss.h, lane-wise.
+// into delta (classes x bp, zero in the padding): softmaxCrossEntropyLanes of math/loss.h with
+// one example per lane.
 float crossEntropy(const float* logits, int classes, const int32_t* labels, const float* weights,
                    int batch, int bp, FastWorkspace& ws, float* delta) {
     float* ew = ws.exampleWeights.data();
@@ -389,33 +380,23 @@ float crossEntropy(const float* logits, int classes, const int32_t* labels, cons
         ew[b] = weights[b] * scale;
         el[b] = static_cast<float>(labels[b]);
     }
-    const Packet one = pset1<Packet>(1.0f);
     Packet lossAcc = pset1<Packet>(0.0f);
     for (int v = 0; v < bp; v += kLanes) {
-        Packet mx = pload<Packet>(logits + v);
-        for (int c = 1; c < classes; ++c) {
-            mx = pmax(mx, pload<Packet>(logits + static_cast<std::ptrdiff_t>(c) * bp + v));
-        }
-        Packet sum = pset1<Packet>(0.0f);
-        for (int c = 0; c < classes; ++c) {
-            const Packet z = pload<Packet>(logits + static_cast<std::ptrdiff_t>(c) * bp + v);
-            sum = padd(sum, pexp(psub(z, mx)));
-        }
-        const Packet lse = padd(mx, plog(sum));
-        const Packet w = pload<Packet>(ew + v);
         const Packet label = pload<Packet>(el + v);
         // Padding lanes (label -1) contribute exactly 0, whatever their logits.
         const Packet real = pcmp_le(pset1<Packet>(0.0f), label);
-        Packet zLabel = pset1<Packet>(0.0f);
-        for (int c = 0; c < classes; ++c) {
-            const std::ptrdiff_t o = static_cast<std::ptrdiff_t>(c) * bp + v;
-            const Packet z = pload<Packet>(logits + o);
-            const Packet isLabel = pcmp_eq(label, pset1<Packet>(static_cast<float>(c)));
-            zLabel = padd(zLabel, pand(isLabel, z));
-            const Packet p = pexp(psub(z, lse));
-            pstore(delta + o, pand(real, pmul(w, psub(p, pand(isLabel, one)))));
-        }
-        lossAcc = padd(lossAcc, pand(real, pmul(w, psub(lse, zLabel))));
+        const auto logit = [&](int c) {
+            return pload<Packet>(logits + static_cast<std::ptrdiff_t>(c) * bp + v);
+        };
+        const auto isLabel = [&](int c) {
+            return pcmp_eq(label, pset1<Packet>(static_cast<float>(c)));
+        };
+        const auto grad = [&](int c, Packet g) {
+            pstore(delta + static_cast<std::ptrdiff_t>(c) * bp + v, pand(real, g));
+        };
+        const Packet loss =
+            softmaxCrossEntropyLanes(classes, logit, isLabel, pload<Packet>(ew + v), grad);
+        lossAcc = padd(lossAcc, pand(real, loss));
     }
     return predux(lossAcc);
 }
@@ -433,8 +414,8 @@ float forwardBackward(const ParamLayout& layout, int k, Activation act, const fl
     const int classes = layout.classes();
     const float* logits = forward(layout, k, act, params, in, batch, bp, ws);
 
-    // Loss and dLogits: softmaxCrossEntropy (math/loss.h), the same formula vectorised across
-    // the examples of the batch (Eigen's pexp/plog instead of expf/logf).
+    // Loss and dLogits: softmaxCrossEntropyLanes (math/loss.h) across the examples of the batch
+    // (Eigen's pexp/plog instead of expf/logf).
     float* delta = ws.delta.data();
     float* deltaPrev = ws.deltaPrev.data();
     const float loss = crossEntropy(logits, classes, labels, weights, batch, bp, ws, delta);
@@ -679,53 +660,41 @@ void FastWorkspace::resize(const ParamLayout& layout, int rows) {
 
 void fastApplyUpdate(const OptimizerRule& r, bool firstUpdate, float* p, const float* g, float* m,
                      float* v, std::size_t n) {
+    // sgdLanes / adamLanes (optim/update_rules.h) on packets, then applyUpdate on the tail. The
+    // coefficients are a local copy (made per kind: only the ones it uses are loaded): stores
+    // through p, m and v cannot alias them, so they stay in registers.
     std::size_t i = 0;
     switch (r.kind) {
         case OptimizerKind::Sgd: {
-            const Packet wd = pset1<Packet>(r.weightDecay);
-            const Packet lr = pset1<Packet>(r.lr);
-            const Packet mom = pset1<Packet>(r.momentum);
-            const bool useMomentum = r.momentum != 0.0f;
-            for (; i + kLanes <= n; i += kLanes) {
-                Packet pp = ploadu<Packet>(p + i);
-                const Packet gg = padd(ploadu<Packet>(g + i), pmul(wd, pp));
-                if (useMomentum) {
-                    const Packet buf =
-                        firstUpdate ? gg : padd(pmul(mom, ploadu<Packet>(m + i)), gg);
+            const RuleLanes<Packet> c(r);
+            if (r.momentum != 0.0f) {
+                for (; i + kLanes <= n; i += kLanes) {
+                    Packet pp = ploadu<Packet>(p + i);
+                    Packet buf = ploadu<Packet>(m + i);
+                    sgdLanes(c, true, firstUpdate, pp, ploadu<Packet>(g + i), buf);
                     pstoreu(m + i, buf);
-                    pp = psub(pp, pmul(lr, buf));
-                } else {
-                    pp = psub(pp, pmul(lr, gg));
+                    pstoreu(p + i, pp);
                 }
-                pstoreu(p + i, pp);
+            } else {
+                for (; i + kLanes <= n; i += kLanes) {
+                    Packet pp = ploadu<Packet>(p + i);
+                    Packet unused;
+                    sgdLanes(c, false, firstUpdate, pp, ploadu<Packet>(g + i), unused);
+                    pstoreu(p + i, pp);
+                }
             }
             break;
         }
         case OptimizerKind::AdamW:
         case OptimizerKind::Adam:
         default: {
+            const RuleLanes<Packet> c(r);
             const bool decoupled = r.kind == OptimizerKind::AdamW;
-            const Packet wd = pset1<Packet>(r.weightDecay);
-            const Packet decay = pset1<Packet>(r.decayFactor);
-            const Packet b1 = pset1<Packet>(r.beta1);
-            const Packet b2 = pset1<Packet>(r.beta2);
-            const Packet omb1 = pset1<Packet>(r.oneMinusBeta1);
-            const Packet omb2 = pset1<Packet>(r.oneMinusBeta2);
-            const Packet bc2 = pset1<Packet>(r.biasCorrection2Sqrt);
-            const Packet eps = pset1<Packet>(r.eps);
-            const Packet step = pset1<Packet>(r.stepSize);
             for (; i + kLanes <= n; i += kLanes) {
                 Packet pp = ploadu<Packet>(p + i);
-                Packet gg = ploadu<Packet>(g + i);
-                if (decoupled) {
-                    pp = pmul(pp, decay);
-                } else {
-                    gg = padd(gg, pmul(wd, pp));
-                }
-                const Packet mm = padd(pmul(b1, ploadu<Packet>(m + i)), pmul(omb1, gg));
-                const Packet vv = padd(pmul(b2, ploadu<Packet>(v + i)), pmul(pmul(omb2, gg), gg));
-                const Packet denom = padd(pdiv(psqrt(vv), bc2), eps);
-                pp = psub(pp, pdiv(pmul(step, mm), denom));
+                Packet mm = ploadu<Packet>(m + i);
+                Packet vv = ploadu<Packet>(v + i);
+                adamLanes(c, decoupled, pp, ploadu<Packet>(g + i), mm, vv);
                 pstoreu(m + i, mm);
                 pstoreu(v + i, vv);
                 pstoreu(p + i, pp);
@@ -810,20 +779,13 @@ void fastPredictLogProbs(const ParamLayout& layout, int k, Activation act, const
         }
     }
     const float* z = forward(layout, k, act, params, in, ws.batch, bp, ws);
-    // log softmax down each column, vectorised across the rows.
+    // log softmax down each column, one row per lane (logSumExpLanes, math/loss.h).
     const int used = padded(rows);
     float* lp = ws.deltaPrev.data();  // classes x bp scratch
     for (int v = 0; v < used; v += kLanes) {
-        Packet mx = pload<Packet>(z + v);
-        for (int c = 1; c < classes; ++c) {
-            mx = pmax(mx, pload<Packet>(z + static_cast<std::ptrdiff_t>(c) * bp + v));
-        }
-        Packet sum = pset1<Packet>(0.0f);
-        for (int c = 0; c < classes; ++c) {
-            sum = padd(sum,
-                       pexp(psub(pload<Packet>(z + static_cast<std::ptrdiff_t>(c) * bp + v), mx)));
-        }
-        const Packet lse = padd(mx, plog(sum));
+        const Packet lse = logSumExpLanes<Packet>(classes, [&](int c) {
+            return pload<Packet>(z + static_cast<std::ptrdiff_t>(c) * bp + v);
+        });
         for (int c = 0; c < classes; ++c) {
             const std::ptrdiff_t o = static_cast<std::ptrdiff_t>(c) * bp + v;
             pstore(lp + o, psub(pload<Packet>(z + o), lse));

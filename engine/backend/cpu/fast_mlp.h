@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "math/activations.h"
-#include "math/optim_rules.h"
 #include "model/mlp.h"
+#include "optim/update_rules.h"
 
 namespace ensemble {
 
@@ -91,7 +91,7 @@ struct FastWorkspace {
     void resize(const ParamLayout& layout, int batch);
 };
 
-// One optimizer update of n contiguous parameters: applyUpdate (math/optim_rules.h) on each,
+// One optimizer update of n contiguous parameters: applyUpdate (optim/update_rules.h) on each,
 // vectorised. Precondition for Adam(W): prepareStep() has been applied to `rule`.
 void fastApplyUpdate(const OptimizerRule& rule, bool firstUpdate, float* params, const float* grad,
                      float* moment1, float* moment2, std::size_t n);

@@ -20,7 +20,7 @@
 #include "math/activations.h"
 #include "math/hd.h"
 #include "math/loss.h"
-#include "math/optim_rules.h"
+#include "optim/update_rules.h"
 #include "sampling/batch_plan.h"
 
 #if !defined(__CUDA_ARCH__)
@@ -63,8 +63,8 @@ ENSEMBLE_HD inline int memberOfParam(uint64_t i, const ParamSegment* segments, i
 
 // --- optimizer ---------------------------------------------------------------------------
 
-// Member k's rule for this step: prepareStep (optim_rules.h) sets the bias-corrected step size
-// for update number t = updates + 1, in double, exactly as CpuBackend::step does.
+// Member k's rule for this step: prepareStep (optim/update_rules.h) sets the bias-corrected step
+// size for update number t = updates + 1, in double, exactly as CpuBackend::step does.
 ENSEMBLE_HD inline void prepareRuleElement(int64_t k, const OptimizerRule* base,
                                            OptimizerRule* rules, const DeviceStepState& state) {
     OptimizerRule r = base[k];

@@ -15,8 +15,8 @@
 
 #include "backend/cuda/step_elements.h"
 #include "math/activations.h"
-#include "math/optim_rules.h"
 #include "model/mlp.h"
+#include "optim/update_rules.h"
 #include "sampling/batch_plan.h"
 
 namespace ensemble::gpu {
