@@ -22,6 +22,7 @@
 #include <memory>
 
 #include "backend/registry.h"
+#include "gui_test_support.h"
 #include "io/config.h"
 #include "io/config_schema.h"
 #include "io/model_io.h"
@@ -32,6 +33,9 @@
 #include "views/curves_view.h"
 #include "views/members_view.h"
 
+using ensemble::test::makeWindow;
+using ensemble::test::waitFresh;
+using ensemble::test::waitSnapshot;
 using ensemble::ui::MainWindow;
 using ensemble::ui::SnapshotPtr;
 
@@ -49,31 +53,6 @@ nlohmann::json smallConfig(int members = 4, int64_t steps = kLongRun,
     c["training"]["steps"] = steps;
     c["backend"]["kind"] = "cpu";
     return c;
-}
-
-std::unique_ptr<MainWindow> makeWindow() {
-    MainWindow::Options options;
-    options.useSettings = false;
-    auto w = std::make_unique<MainWindow>(options);
-    w->resize(1200, 800);
-    w->show();
-    return w;
-}
-
-template <typename Pred>
-bool waitSnapshot(MainWindow& w, Pred pred, int timeoutMs = 20000) {
-    return QTest::qWaitFor(
-        [&] {
-            SnapshotPtr s = w.controller()->snapshot();
-            return s && pred(*s);
-        },
-        timeoutMs);
-}
-
-// Waits until the window's run is `config` at step 0.
-bool waitFresh(MainWindow& w) {
-    const uint64_t id = w.controller()->currentRunId();
-    return waitSnapshot(w, [id](const auto& s) { return s.run->runId == id && s.step == 0; });
 }
 
 QImage boundaryImage(MainWindow& w) {

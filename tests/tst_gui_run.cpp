@@ -15,12 +15,16 @@
 #include <memory>
 
 #include "backend/cpu/cpu_backend.h"
+#include "gui_test_support.h"
 #include "io/config.h"
 #include "io/model_io.h"
 #include "main_window.h"
 #include "panels/experiment_panel.h"
 #include "train/trainer.h"
 
+using ensemble::test::makeWindow;
+using ensemble::test::waitFresh;
+using ensemble::test::waitSnapshot;
 using ensemble::ui::MainWindow;
 using ensemble::ui::SnapshotPtr;
 
@@ -35,30 +39,6 @@ nlohmann::json smallConfig(int64_t steps) {
     c["backend"]["kind"] = "cpu";
     c["backend"]["threads"] = 1;
     return c;
-}
-
-std::unique_ptr<MainWindow> makeWindow() {
-    MainWindow::Options options;
-    options.useSettings = false;
-    auto w = std::make_unique<MainWindow>(options);
-    w->resize(1200, 800);
-    w->show();
-    return w;
-}
-
-template <typename Pred>
-bool waitSnapshot(MainWindow& w, Pred pred, int timeoutMs = 20000) {
-    return QTest::qWaitFor(
-        [&] {
-            SnapshotPtr s = w.controller()->snapshot();
-            return s && pred(*s);
-        },
-        timeoutMs);
-}
-
-bool waitFresh(MainWindow& w) {
-    const uint64_t id = w.controller()->currentRunId();
-    return waitSnapshot(w, [id](const auto& s) { return s.run->runId == id && s.step == 0; });
 }
 
 // The weights the app holds, through its export.

@@ -26,6 +26,7 @@
 #include <set>
 
 #include "action_reason.h"
+#include "gui_test_support.h"
 #include "io/config.h"
 #include "main_window.h"
 #include "panels/experiment_panel.h"
@@ -35,6 +36,9 @@
 #include "views/images_view.h"
 #include "widgets/elided_label.h"
 
+using ensemble::test::makeWindow;
+using ensemble::test::waitFresh;
+using ensemble::test::waitSnapshot;
 using ensemble::ui::MainWindow;
 using ensemble::ui::SnapshotPtr;
 
@@ -49,15 +53,6 @@ nlohmann::json smallConfig(int members = 4) {
     c["training"]["steps"] = kLongRun;
     c["backend"]["kind"] = "cpu";
     return c;
-}
-
-std::unique_ptr<MainWindow> makeWindow(QSize size = {1200, 800}) {
-    MainWindow::Options options;
-    options.useSettings = false;
-    auto w = std::make_unique<MainWindow>(options);
-    w->resize(size);
-    w->show();
-    return w;
 }
 
 bool waitStep(MainWindow& w, int64_t step) {
