@@ -90,7 +90,11 @@ void exportEnsemble(const std::string& path, const Trainer& trainer, const json&
 }
 
 LoadedEnsemble importEnsemble(const std::string& path) {
-    const SafetensorsFile file = readSafetensors(path);
+    return importEnsemble(readSafetensors(path));
+}
+
+LoadedEnsemble importEnsemble(const SafetensorsFile& file) {
+    const std::string& path = file.origin;
     LoadedEnsemble e;
     json& meta = e.metadata;
     meta = json::object();
