@@ -359,9 +359,9 @@ void TestConfig::locateKeyFindsNestedNames() {
 // an error message json's dump() threw its type_error 316 ("invalid UTF-8 byte") instead of
 // the ConfigError naming the key.
 void TestConfig::invalidUtf8InSetIsAConfigError() {
-    for (const char* assignment : {"model.hidden=\x97\x83", "ensemble.members=a\xff",
-                                   "optimizer.lr=\xc3", "optimizer.betas=\x80",
-                                   "dataset.kind=\xfe"}) {
+    for (const char* assignment :
+         {"model.hidden=\x97\x83", "ensemble.members=a\xff", "optimizer.lr=\xc3",
+          "optimizer.betas=\x80", "dataset.kind=\xfe"}) {
         json root = json::object();
         applyOverride(root, assignment);
         try {
