@@ -849,7 +849,7 @@ void TestSafetensors::weightsWhoseMetadataDisagreesFailCleanly() {
     QFETCH(QString, value);
     QFETCH(QString, expected);
     const std::string seed =
-        sourceDir().toStdString() + "/fuzz/corpus/model_io/spirals_k2.safetensors";
+        test::sourceDir().toStdString() + "/fuzz/corpus/model_io/spirals_k2.safetensors";
     SafetensorsFile file = readSafetensors(seed);
     QVERIFY(importEnsemble(file).params.size() == 2 * (3 * 2 + 3 + 2 * 3 + 2));
     file.metadata[key.toStdString()] = value.toStdString();
