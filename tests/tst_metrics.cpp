@@ -845,6 +845,11 @@ void TestMetrics::gridBenchmark() {
     // G = 128, K = 100, two classes: the per-point work after the members' forward pass, and
     // (when a CPU trainer can be built) the whole grid including the forward pass. A printed
     // figure, not a timed assertion.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    // Sanitized Debug code runs this for longer than Qt Test's 300 s watchdog, and the figure
+    // would time the sanitizer.
+    QSKIP("a benchmark: not run under ASan/TSan (presets asan, tsan)");
+#endif
     const int g = 128;
     const int k = 100;
     const MemberPredictions p = randomPredictions(k, static_cast<int64_t>(g) * g, 2, 51);
