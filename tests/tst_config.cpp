@@ -33,6 +33,7 @@ class TestConfig : public QObject {
     void fileErrorsCarryLineAndColumn();
     void invalidJsonCarriesItsPosition();
     void locateKeyFindsNestedNames();
+    void invalidUtf8InSetIsAConfigError();
 };
 
 void TestConfig::emptyConfigTakesDefaults() {
@@ -352,6 +353,24 @@ void TestConfig::locateKeyFindsNestedNames() {
     QCOMPARE(p.line, int64_t(2));
     QCOMPARE(p.column, int64_t(2));
     QCOMPARE(locateKey(text, "backend.kind").line, int64_t(0));
+}
+
+// Found by fuzz_config: a --set value that is not JSON is kept as a string, bytes as given; in
+// an error message json's dump() threw its type_error 316 ("invalid UTF-8 byte") instead of
+// the ConfigError naming the key.
+void TestConfig::invalidUtf8InSetIsAConfigError() {
+    for (const char* assignment :
+         {"model.hidden=\x97\x83", "ensemble.members=a\xff", "optimizer.lr=\xc3",
+          "optimizer.betas=\x80", "dataset.kind=\xfe"}) {
+        json root = json::object();
+        applyOverride(root, assignment);
+        try {
+            parseConfig(root);
+            QFAIL(assignment);
+        } catch (const ConfigError& e) {
+            QVERIFY2(!e.key().empty(), e.what());
+        }
+    }
 }
 
 QTEST_APPLESS_MAIN(TestConfig)

@@ -14,9 +14,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "io/atomic_file.h"
 #include "core/errors.h"
+#include "io/atomic_file.h"
+#include "io/model_io.h"
 #include "io/safetensors.h"
+#include "test_support.h"
 
 using namespace ensemble;
 
@@ -155,6 +157,8 @@ class TestSafetensors : public QObject {
     void truncatedAndCorruptedFilesFailCleanly();
     void readMissingFile();
     void readDirectory();
+    void weightsWhoseMetadataDisagreesFailCleanly_data();
+    void weightsWhoseMetadataDisagreesFailCleanly();
 
     void atomicWriteCreatesFile();
     void atomicWriteReplacesExistingFile();
@@ -815,6 +819,47 @@ void TestSafetensors::writeSafetensorsInvalidLeavesOldFile() {
     const std::string noDir =
         thrownMessage<RuntimeError>([&] { writeSafetensors(missing, sampleFile()); });
     QVERIFY2(contains(noDir, "No such file or directory"), noDir.c_str());
+}
+
+// The weights loader over a real export (the fuzz seed fuzz/corpus/model_io/spirals_k2.safetensors:
+// K = 2, widths [2, 3, 2]) whose metadata was edited to disagree with its tensors. Each row was a
+// fuzz_model_io finding: before, the parameters were allocated from the metadata's widths before
+// any tensor was checked (a 7 KB file asked for ~64 GiB: bad_alloc, not a DataError), and
+// json's own type_error escaped for a 'members' entry that is not an object.
+void TestSafetensors::weightsWhoseMetadataDisagreesFailCleanly_data() {
+    QTest::addColumn<QString>("key");
+    QTest::addColumn<QString>("value");
+    QTest::addColumn<QString>("expected");
+    QTest::newRow("huge widths") << "widths"
+                                 << "[65536, 65536, 65536]"
+                                 << "tensor 'layers.0.weight' should be F32 [2,65536,65536]";
+    QTest::newRow("member not an object") << "members"
+                                          << "[1, 2]"
+                                          << "'members' entry 0 is not an object";
+    QTest::newRow("diverged not a boolean") << "members"
+                                            << R"([{"diverged": "yes"}, {}])"
+                                            << "'members' entry 0";
+    QTest::newRow("wrapping version") << "format_version"
+                                      << "4294967297"
+                                      << "format_version 4294967297 is not supported";
+}
+
+void TestSafetensors::weightsWhoseMetadataDisagreesFailCleanly() {
+    QFETCH(QString, key);
+    QFETCH(QString, value);
+    QFETCH(QString, expected);
+    const std::string seed =
+        test::sourceDir().toStdString() + "/fuzz/corpus/model_io/spirals_k2.safetensors";
+    SafetensorsFile file = readSafetensors(seed);
+    QVERIFY(importEnsemble(file).params.size() == 2 * (3 * 2 + 3 + 2 * 3 + 2));
+    file.metadata[key.toStdString()] = value.toStdString();
+    try {
+        importEnsemble(parseSafetensors(serializeSafetensors(file), "edited.safetensors"));
+        QFAIL("expected a DataError");
+    } catch (const DataError& e) {
+        QVERIFY2(QString::fromStdString(e.what()).contains(expected), e.what());
+        QVERIFY2(QString::fromStdString(e.what()).startsWith("edited.safetensors: "), e.what());
+    }
 }
 
 QTEST_APPLESS_MAIN(TestSafetensors)

@@ -183,9 +183,9 @@ std::string parseLabel(std::string_view text, int32_t& label) {
 
 enum class LabelMode { Required, Skip };
 
-// The shared reader behind readCsv and readCsvFeatures.
-Dataset parseCsv(const std::string& path, LabelMode mode, int expectedFeatures, int* classes) {
-    std::string text = readFile(path, ErrorKind::Csv);
+// The shared reader behind readCsv and readCsvFeatures; `path` only names the text in errors.
+Dataset parseCsvText(std::string text, const std::string& path, LabelMode mode,
+                     int expectedFeatures, int* classes) {
     if (text.size() >= 3 && text.compare(0, 3, "\xEF\xBB\xBF") == 0) {
         text.erase(0, 3);  // UTF-8 byte order mark, as spreadsheets write it
     }
@@ -341,11 +341,20 @@ std::string csvField(const std::string& name) {
 }  // namespace
 
 Dataset readCsv(const std::string& path, int& classes) {
-    return parseCsv(path, LabelMode::Required, -1, &classes);
+    return parseCsvText(readFile(path, ErrorKind::Csv), path, LabelMode::Required, -1, &classes);
 }
 
 Dataset readCsvFeatures(const std::string& path, int expectedFeatures) {
-    return parseCsv(path, LabelMode::Skip, expectedFeatures, nullptr);
+    return parseCsvText(readFile(path, ErrorKind::Csv), path, LabelMode::Skip, expectedFeatures,
+                        nullptr);
+}
+
+Dataset parseCsv(std::string text, const std::string& origin, int& classes) {
+    return parseCsvText(std::move(text), origin, LabelMode::Required, -1, &classes);
+}
+
+Dataset parseCsvFeatures(std::string text, const std::string& origin, int expectedFeatures) {
+    return parseCsvText(std::move(text), origin, LabelMode::Skip, expectedFeatures, nullptr);
 }
 
 void writeCsv(const std::string& path, const Dataset& data) {

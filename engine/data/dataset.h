@@ -69,6 +69,10 @@ Dataset readCsv(const std::string& path, int& classes);
 // Reads raw features only; a `label` column, if present, is skipped (for predict).
 // `expectedFeatures` < 0 accepts any count. The result's `y` is empty.
 Dataset readCsvFeatures(const std::string& path, int expectedFeatures);
+// readCsv / readCsvFeatures of text already in memory (the fuzz targets, no file needed);
+// `origin` stands for the file name in error messages.
+Dataset parseCsv(std::string text, const std::string& origin, int& classes);
+Dataset parseCsvFeatures(std::string text, const std::string& origin, int expectedFeatures);
 // Writes features (raw units) and a `label` column; atomic (temp + rename).
 // The label column is last and left out when `data.y` is empty. Throws RuntimeError when the
 // file cannot be written (the temporary is removed), std::invalid_argument for inconsistent

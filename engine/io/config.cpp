@@ -25,7 +25,7 @@ std::string integerRange(const KeySpec& spec) {
 double checkedNumber(const json& v, const std::string& key, double lo, double hi, bool openLo,
                      bool openHi = false) {
     if (!v.is_number()) {
-        throw ConfigError(key, "expected a number, got " + v.dump());
+        throw ConfigError(key, "expected a number, got " + jsonForMessage(v));
     }
     const double value = v.get<double>();
     if (!std::isfinite(value) || value < lo || value > hi || (openLo && value == lo) ||
@@ -59,7 +59,7 @@ class ConfigValues {
                    std::abs(v.get<double>()) < 9e15) {
             value = static_cast<int64_t>(v.get<double>());
         } else {
-            throw ConfigError(spec.key, "expected an integer, got " + v.dump());
+            throw ConfigError(spec.key, "expected an integer, got " + jsonForMessage(v));
         }
         if (value < static_cast<int64_t>(spec.min) || value > static_cast<int64_t>(spec.max)) {
             throw ConfigError(spec.key, "expected an integer in " + integerRange(spec) + ", got " +
@@ -79,7 +79,7 @@ class ConfigValues {
         if (v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0)) {
             return v.get<uint64_t>();
         }
-        throw ConfigError(spec.key, "expected a non-negative integer, got " + v.dump());
+        throw ConfigError(spec.key, "expected a non-negative integer, got " + jsonForMessage(v));
     }
 
     std::string text(std::string_view key) const {
@@ -112,7 +112,8 @@ class ConfigValues {
         const json& v = raw(spec);
         if (!v.is_array()) {
             throw ConfigError(spec.key, "expected a list of layer widths such as " +
-                                            spec.defaultValue.dump() + ", got " + v.dump());
+                                            jsonForMessage(spec.defaultValue) + ", got " +
+                                            jsonForMessage(v));
         }
         std::vector<int> out;
         for (std::size_t i = 0; i < v.size(); ++i) {
@@ -122,7 +123,7 @@ class ConfigValues {
                                   "expected a width between " +
                                       std::to_string(static_cast<int64_t>(spec.min)) + " and " +
                                       std::to_string(static_cast<int64_t>(spec.max)) + ", got " +
-                                      v[i].dump());
+                                      jsonForMessage(v[i]));
             }
             out.push_back(v[i].get<int>());
         }
@@ -152,7 +153,7 @@ class ConfigValues {
         } else if (v.is_object() && v.size() == 1 && v.contains("log_uniform")) {
             const json& range = v["log_uniform"];
             if (!range.is_array() || range.size() != 2) {
-                throw ConfigError(k, "log_uniform expects [lo, hi], got " + range.dump());
+                throw ConfigError(k, "log_uniform expects [lo, hi], got " + jsonForMessage(range));
             }
             const double lo = std::max(spec.min, 0.0);
             const double a = checkedNumber(range[0], k + ".log_uniform[0]", lo, spec.max, true);
@@ -163,7 +164,8 @@ class ConfigValues {
             }
         } else {
             throw ConfigError(k, "expected a number, a list of " + std::to_string(members) +
-                                     " numbers or {\"log_uniform\": [lo, hi]}, got " + v.dump());
+                                     " numbers or {\"log_uniform\": [lo, hi]}, got " +
+                                     jsonForMessage(v));
         }
         return out;
     }
@@ -172,8 +174,9 @@ class ConfigValues {
         const KeySpec& spec = expect(key, KeyType::NumberPair);
         const json& v = raw(spec);
         if (!v.is_array() || v.size() != 2) {
-            throw ConfigError(spec.key, "expected two numbers such as " + spec.defaultValue.dump() +
-                                            ", got " + v.dump());
+            throw ConfigError(spec.key, "expected two numbers such as " +
+                                            jsonForMessage(spec.defaultValue) + ", got " +
+                                            jsonForMessage(v));
         }
         return {checkedNumber(v[0], spec.key + "[0]", spec.min, spec.max, false, true),
                 checkedNumber(v[1], spec.key + "[1]", spec.min, spec.max, false, true)};
@@ -258,7 +261,7 @@ class ConfigValues {
     std::string stringOf(const KeySpec& spec) const {
         const json& v = raw(spec);
         if (!v.is_string()) {
-            throw ConfigError(spec.key, "expected a string, got " + v.dump());
+            throw ConfigError(spec.key, "expected a string, got " + jsonForMessage(v));
         }
         return v.get<std::string>();
     }

@@ -158,7 +158,7 @@ const json* find(const json& config, const std::string& section, const std::stri
 }
 
 std::string valueText(const json& v) {
-    return v.is_string() ? v.get<std::string>() : v.dump();
+    return v.is_string() ? v.get<std::string>() : jsonForMessage(v);
 }
 
 // "1e-08" -> "1e-8", [32,32] -> [32, 32]: the README's spelling of a default.
@@ -180,7 +180,7 @@ std::string readableJson(const json& v) {
         }
         return text;
     }
-    return v.dump();
+    return jsonForMessage(v);
 }
 
 std::string numberText(double v) {
@@ -245,6 +245,10 @@ const char* typeName(KeyType t) {
 
 }  // namespace
 
+std::string jsonForMessage(const json& value) {
+    return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 const std::vector<KeySpec>& configSchema() {
     static const std::vector<KeySpec> schema = buildSchema();
     return schema;
@@ -306,7 +310,7 @@ std::string conditionText(const Condition& when, bool markdown) {
 
 void checkConfigKeys(const json& config) {
     if (!config.is_object()) {
-        throw ConfigError("config", "expected a JSON object, got " + config.dump());
+        throw ConfigError("config", "expected a JSON object, got " + jsonForMessage(config));
     }
     const auto& sections = configSections();
     for (auto it = config.begin(); it != config.end(); ++it) {
@@ -318,7 +322,7 @@ void checkConfigKeys(const json& config) {
             throw ConfigError(it.key(), "unknown section (expected " + list + ")");
         }
         if (!it.value().is_object()) {
-            throw ConfigError(it.key(), "expected an object, got " + it.value().dump());
+            throw ConfigError(it.key(), "expected an object, got " + jsonForMessage(it.value()));
         }
         for (auto kv = it.value().begin(); kv != it.value().end(); ++kv) {
             const std::string key = it.key() + "." + kv.key();

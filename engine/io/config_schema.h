@@ -151,6 +151,11 @@ struct KeySpec {
 // Every key, section by section (dataset, model, ensemble, optimizer, training, backend).
 const std::vector<KeySpec>& configSchema();
 const std::vector<std::string>& configSections();
+// A JSON value as text for a message. A string from `--set` is taken as given, so it may be
+// invalid UTF-8, where dump() would throw json's type_error instead of our ConfigError: such
+// bytes are shown as U+FFFD.
+std::string jsonForMessage(const nlohmann::json& value);
+
 // The row of a dotted key. Throws std::logic_error for a key that is not in the table (a
 // programming error, not a user's).
 const KeySpec& keySpec(std::string_view key);

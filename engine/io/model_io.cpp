@@ -90,7 +90,11 @@ void exportEnsemble(const std::string& path, const Trainer& trainer, const json&
 }
 
 LoadedEnsemble importEnsemble(const std::string& path) {
-    const SafetensorsFile file = readSafetensors(path);
+    return importEnsemble(readSafetensors(path));
+}
+
+LoadedEnsemble importEnsemble(const SafetensorsFile& file) {
+    const std::string& path = file.origin;
     LoadedEnsemble e;
     json& meta = e.metadata;
     meta = json::object();
@@ -99,8 +103,9 @@ LoadedEnsemble importEnsemble(const std::string& path) {
         meta[key] = parsed.is_discarded() ? json(value) : parsed;
     }
     const json& version = metaJson(meta, path, "format_version");
-    if (!version.is_number_integer() || version.get<int>() < 1 ||
-        version.get<int>() > kWeightsFormatVersion) {
+    // Read as int64: get<int>() would wrap a large number into the supported range.
+    if (!version.is_number_integer() || version.get<int64_t>() < 1 ||
+        version.get<int64_t>() > kWeightsFormatVersion) {
         invalid(path, "format_version " + version.dump() +
                           " is not supported (this build reads 1.." +
                           std::to_string(kWeightsFormatVersion) + ")");
@@ -123,19 +128,32 @@ LoadedEnsemble importEnsemble(const std::string& path) {
     }
     const int k = e.config.ensemble.members;
     e.layout = ParamLayout(w, k);
+    // Every layer's tensors are checked against the layout before the parameters are allocated:
+    // the metadata alone (widths, members) can ask for terabytes, while tensors that match it
+    // exist in the file, so their sizes bound the allocation by the file's size.
+    const auto layerTensor = [&](const std::string& name,
+                                 const std::vector<int64_t>& shape) -> const Tensor& {
+        const Tensor& t = file.get(name);
+        if (t.dtype != DType::F32 || t.shape != shape) {
+            std::string expected;
+            for (int64_t x : shape) {
+                expected += (expected.empty() ? "" : ",") + std::to_string(x);
+            }
+            invalid(path, "tensor '" + name + "' should be F32 [" + expected + "]");
+        }
+        return t;
+    };
+    for (int l = 0; l < e.layout.layerCount(); ++l) {
+        const LayerSlot& s = e.layout.layer(l);
+        layerTensor(layerName(l, "weight"), {k, s.out, s.in});
+        layerTensor(layerName(l, "bias"), {k, s.out});
+    }
     e.params.resize(e.layout.size());
     for (int l = 0; l < e.layout.layerCount(); ++l) {
         const LayerSlot& s = e.layout.layer(l);
-        auto load = [&](const std::string& name, std::vector<int64_t> shape, std::size_t offset) {
-            const Tensor& t = file.get(name);
-            if (t.dtype != DType::F32 || t.shape != shape) {
-                std::string expected;
-                for (int64_t x : shape) {
-                    expected += (expected.empty() ? "" : ",") + std::to_string(x);
-                }
-                invalid(path, "tensor '" + name + "' should be F32 [" + expected + "]");
-            }
-            const auto values = t.f32();
+        const auto load = [&](const std::string& name, std::vector<int64_t> shape,
+                              std::size_t offset) {
+            const auto values = layerTensor(name, shape).f32();
             std::copy(values.begin(), values.end(), e.params.begin() + static_cast<long>(offset));
         };
         load(layerName(l, "weight"), {k, s.out, s.in}, s.weightOffset);
@@ -174,7 +192,15 @@ LoadedEnsemble importEnsemble(const std::string& path) {
                               " members but the tensors hold " + std::to_string(k));
         }
         for (std::size_t m = 0; m < members.size(); ++m) {
-            e.diverged[m] = members[m].value("diverged", false) ? 1 : 0;
+            // Checked here: json's value() would throw its own type_error for a member that is
+            // not an object or a flag that is not a boolean, not our DataError.
+            const json& member = members[m];
+            if (!member.is_object() ||
+                (member.contains("diverged") && !member["diverged"].is_boolean())) {
+                invalid(path, "metadata 'members' entry " + std::to_string(m) +
+                                  " is not an object with a true/false 'diverged'");
+            }
+            e.diverged[m] = member.value("diverged", false) ? 1 : 0;
         }
     }
     if (meta.contains("step") && meta["step"].is_number_integer()) {

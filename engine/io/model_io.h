@@ -8,6 +8,7 @@
 
 #include "data/dataset.h"
 #include "io/config.h"
+#include "io/safetensors.h"
 #include "model/mlp.h"
 
 namespace ensemble {
@@ -43,6 +44,8 @@ void exportEnsemble(const std::string& path, const Trainer& trainer,
 // Reads and validates a weights file (shapes against the config's architecture, dtypes,
 // metadata). Throws DataError naming the file and the problem.
 LoadedEnsemble importEnsemble(const std::string& path);
+// The same for a file already parsed (parseSafetensors); errors name `file.origin`.
+LoadedEnsemble importEnsemble(const SafetensorsFile& file);
 
 // Log-probabilities of every member for raw (dataset-unit) inputs, on the CPU:
 // out[(k*rows + i)*C + c]. Normalises with the stored normalisation first.

@@ -169,7 +169,7 @@ inline void kernelRows(int rows, int count, const float* alpha, std::ptrdiff_t a
                            bias != nullptr ? bias + r : nullptr, c + r * cs, cs);
         r += n;
     };
-    for (; r + RO <= rows;) {
+    while (r + RO <= rows) {  // block() advances r
         block(std::integral_constant<int, RO>{});
     }
     if constexpr (RO > 8) {

@@ -1,0 +1,61 @@
+// Fuzzes the config reader the way the CLI and the app use it: a config file (its text up to
+// the first NUL byte) and `--set key=value` assignments (the NUL-separated pieces after it),
+// through composeConfig (file parsing, applyOverride, overlayConfig) and parseConfig with
+// locateKey's positions; also each assignment alone over the defaults, and locateKey of its
+// key in the file's text. A config that parses must parse again from its own JSON, unchanged.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fuzz_support.h"
+#include "io/config.h"
+
+using namespace ensemble;
+
+namespace {
+
+void checkFixedPoint(const ExperimentConfig& config) {
+    const ExperimentConfig again = parseConfig(config.json);
+    fuzz::check(again.json == config.json, "a parsed config parses to itself");
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
+    static const fuzz::TempDir dir;
+    const std::string_view input(reinterpret_cast<const char*>(data), size);
+    const std::size_t nul = input.find('\0');
+    const std::string_view text = input.substr(0, nul);
+    std::vector<std::string> assignments;
+    if (nul != std::string_view::npos) {
+        std::string_view rest = input.substr(nul + 1);
+        while (true) {
+            const std::size_t next = rest.find('\0');
+            assignments.emplace_back(rest.substr(0, next));
+            if (next == std::string_view::npos) {
+                break;
+            }
+            rest.remove_prefix(next + 1);
+        }
+    }
+
+    const std::string path = dir.write("config.json", text);
+    try {
+        const ComposedConfig composed = composeConfig(path, assignments);
+        checkFixedPoint(parseConfig(composed));
+    } catch (const Error&) {
+    }
+    for (const std::string& a : assignments) {
+        try {
+            nlohmann::json json = defaultConfigJson();
+            applyOverride(json, a);
+            checkFixedPoint(parseConfig(json));
+        } catch (const Error&) {
+        }
+        const FilePosition where = locateKey(text, a.substr(0, a.find('=')));
+        fuzz::check(where.line >= 0 && where.column >= 0, "positions are not negative");
+    }
+    return 0;
+}
