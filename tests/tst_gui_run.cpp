@@ -5,6 +5,7 @@
 #include <QApplication>
 #include <QComboBox>
 #include <QLineEdit>
+#include <QProcess>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QStandardPaths>
@@ -20,6 +21,7 @@
 #include "io/model_io.h"
 #include "main_window.h"
 #include "panels/experiment_panel.h"
+#include "test_support.h"
 #include "train/trainer.h"
 
 using ensemble::test::makeWindow;
@@ -59,6 +61,40 @@ std::vector<float> engineParameters(const nlohmann::json& config, int64_t steps)
     t.setTotalSteps(steps);
     t.runSteps(steps);
     return t.parameters();
+}
+
+// A POSIX shell's word splitting of what Copy as Command writes: spaces separate words, single
+// quotes keep everything up to the next single quote.
+QStringList shellWords(const QString& line) {
+    QStringList words;
+    QString word;
+    bool inWord = false;
+    bool quoted = false;
+    for (const QChar c : line) {
+        if (quoted) {
+            if (c == QLatin1Char('\'')) {
+                quoted = false;
+            } else {
+                word += c;
+            }
+        } else if (c == QLatin1Char('\'')) {
+            quoted = true;
+            inWord = true;
+        } else if (c == QLatin1Char(' ')) {
+            if (inWord) {
+                words << word;
+                word.clear();
+                inWord = false;
+            }
+        } else {
+            word += c;
+            inWord = true;
+        }
+    }
+    if (inWord) {
+        words << word;
+    }
+    return words;
 }
 
 bool sameBits(const std::vector<float>& a, const std::vector<float>& b) {
@@ -182,6 +218,20 @@ void TestGuiRun::liveLearningRateEditEqualsItsReplay() {
     QCOMPARE(saved["training"]["schedule"].size(), std::size_t{1});
     QVERIFY(sameBits(app, engineParameters(saved, 60)));
     QVERIFY(!sameBits(app, engineParameters(smallConfig(60), 60)));
+
+    // Run > Copy as Command: the CLI run of it gives the app's weights.
+    const QString command = w->commandLine();
+    QVERIFY2(command.contains(QStringLiteral("training.schedule=")), qPrintable(command));
+    QStringList args = shellWords(command);
+    QCOMPARE(args.value(0), QStringLiteral("ensemble-cli"));
+    args.removeFirst();
+    const QString exported = dir.filePath(QStringLiteral("cli.safetensors"));
+    args << QStringLiteral("--export") << exported << QStringLiteral("--quiet");
+    QProcess cli;
+    cli.start(ensemble::test::cliPath(), args);
+    QVERIFY(cli.waitForFinished(60000));
+    QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
+    QVERIFY(sameBits(app, ensemble::importEnsemble(exported.toStdString()).params));
 }
 
 QTEST_MAIN(TestGuiRun)

@@ -2,6 +2,7 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QClipboard>
 #include <QCloseEvent>
 #include <QDir>
 #include <QDockWidget>
@@ -303,6 +304,15 @@ void MainWindow::buildActions() {
     run->addAction(m_train);
     run->addAction(m_step);
     run->addAction(m_reset);
+    run->addSeparator();
+    QAction* copyCommand = run->addAction(tr("Copy as Command"));
+    copyCommand->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C));
+    copyCommand->setToolTip(
+        tr("Copy the ensemble-cli command that trains this experiment, live edits included"));
+    connect(copyCommand, &QAction::triggered, this, [this] {
+        QGuiApplication::clipboard()->setText(commandLine());
+        statusBar()->showMessage(tr("Copied: %1").arg(commandLine()), 8000);
+    });
     QMenu* view = menuBar()->addMenu(tr("&View"));
     for (int i = 0; i < viewNames().size(); ++i) {
         const QString name = viewNames().at(i);
@@ -424,6 +434,37 @@ nlohmann::json MainWindow::experimentToSave() const {
         config["training"]["epochs"] = 0;
     }
     return config;
+}
+
+QString MainWindow::commandLine() const {
+    // The preset the experiment started from (else the defaults), then one --set per key that
+    // differs from it: the schedule of live edits and the steps trained included.
+    const QString preset = m_panel->presetName();
+    const nlohmann::json base = preset.isEmpty()
+                                    ? nlohmann::json::object()
+                                    : nlohmann::json::parse(presetText(preset.toStdString()));
+    const nlohmann::json config = experimentToSave();
+    // Single quotes keep JSON as it is; a single quote inside becomes '\''.
+    auto quoted = [](const std::string& text) {
+        std::string out = "'";
+        for (char c : text) {
+            out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+        }
+        return QString::fromStdString(out + "'");
+    };
+    QStringList parts{QStringLiteral("ensemble-cli train")};
+    if (!preset.isEmpty()) {
+        parts << QStringLiteral("--config %1").arg(preset);
+    }
+    for (const std::string& key : changedKeys(base, config)) {
+        const KeySpec& spec = keySpec(key);
+        if (!config[spec.section()].contains(spec.name())) {
+            continue;  // a key that does not apply here: nothing to set
+        }
+        parts << QStringLiteral("--set %1")
+                     .arg(quoted(key + "=" + config[spec.section()][spec.name()].dump()));
+    }
+    return parts.join(QLatin1Char(' '));
 }
 
 bool MainWindow::saveExperiment(const QString& path, QString* error) {

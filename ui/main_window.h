@@ -49,6 +49,9 @@ class MainWindow : public QMainWindow {
     // Open / Save an experiment file (the CLI's JSON). False with `error` set on failure.
     bool openExperiment(const QString& path, QString* error = nullptr);
     bool saveExperiment(const QString& path, QString* error = nullptr);
+    // The `ensemble-cli train` command that trains this experiment as the app did: its preset
+    // (if it started from one) and a --set for every key that differs, live edits included.
+    QString commandLine() const;
     // Writes <base>.safetensors, <base>.metrics.json, <base>.metrics.csv and <base>.png (the
     // current view); exportFinished() reports. Nothing is left behind on failure.
     void exportTo(const QString& basePath);
