@@ -4,8 +4,12 @@
 #include <QAction>
 #include <QApplication>
 #include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFrame>
+#include <QLabel>
 #include <QLineEdit>
 #include <QProcess>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QStandardPaths>
@@ -113,6 +117,7 @@ class TestGuiRun : public QObject {
     void raisingTheLimitReenablesTrainWithoutReset();
     void twoDimensionalPresetPlaysUntilPaused();
     void liveLearningRateEditEqualsItsReplay();
+    void restartKeyRaisesTheBanner();
 };
 
 void TestGuiRun::initTestCase() {
@@ -232,6 +237,39 @@ void TestGuiRun::liveLearningRateEditEqualsItsReplay() {
     QVERIFY(cli.waitForFinished(60000));
     QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
     QVERIFY(sameBits(app, ensemble::importEnsemble(exported.toStdString()).params));
+}
+
+// An edit that needs a new run (the dataset's noise) leaves the run as it is, raises one banner
+// above the views naming what changed, and marks the row; Reset applies it and clears both.
+void TestGuiRun::restartKeyRaisesTheBanner() {
+    auto w = makeWindow();
+    w->loadExperiment(smallConfig(1000), QString());
+    QVERIFY(waitFresh(*w));
+    const uint64_t run = w->controller()->currentRunId();
+    w->controller()->trainTo(10);
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 10 && !s.running; }));
+    auto* banner = w->findChild<QFrame*>(QStringLiteral("RestartBanner"));
+    QVERIFY(banner != nullptr);
+    QVERIFY(banner->isHidden());
+    auto* noise = w->panel()->findChild<QDoubleSpinBox*>(QStringLiteral("dataset.noise"));
+    QVERIFY(noise != nullptr);
+    noise->setValue(noise->value() + 0.05);
+    QVERIFY(!banner->isHidden());
+    const auto labels = banner->findChildren<QLabel*>();
+    QVERIFY(!labels.isEmpty());
+    QVERIFY2(labels.first()->text().startsWith(QStringLiteral("Dataset changed")),
+             qPrintable(labels.first()->text()));
+    QCOMPARE(w->panel()->pendingKeys(), QStringList{QStringLiteral("dataset.noise")});
+    QTest::qWait(100);
+    QCOMPARE(w->controller()->currentRunId(), run);  // nothing restarted on its own
+    QCOMPARE(w->controller()->snapshot()->step, int64_t{10});
+    auto* reset = banner->findChild<QPushButton*>();
+    QVERIFY(reset != nullptr);
+    reset->click();
+    QVERIFY(waitFresh(*w));
+    QVERIFY(w->controller()->currentRunId() != run);
+    QVERIFY(banner->isHidden());
+    QVERIFY(w->panel()->pendingKeys().isEmpty());
 }
 
 QTEST_MAIN(TestGuiRun)

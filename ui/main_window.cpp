@@ -9,11 +9,14 @@
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QFrame>
+#include <QHBoxLayout>
 #include <QKeySequence>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QProgressBar>
+#include <QPushButton>
 #include <QSaveFile>
 #include <QScrollArea>
 #include <QSettings>
@@ -21,6 +24,7 @@
 #include <QStyle>
 #include <QTabWidget>
 #include <QToolBar>
+#include <QVBoxLayout>
 
 #include <cmath>
 
@@ -181,7 +185,27 @@ void MainWindow::buildViews() {
     m_tabs->addTab(scrollable(m_sweep), tr("Sweep"));
     m_tabs->addTab(scrollable(m_images), tr("Images"));
     m_tabs->setTabVisible(5, false);
-    setCentralWidget(m_tabs);
+    // Above the views: the one place that says an edit waits for Reset.
+    m_banner = new QFrame;
+    m_banner->setObjectName(QStringLiteral("RestartBanner"));
+    m_banner->setStyleSheet(
+        QStringLiteral("#RestartBanner { background: #fff4d6; border-bottom: 1px solid #f0d68a; }"
+                       "#RestartBanner QLabel { color: #7a5a00; }"));
+    auto* bannerRow = new QHBoxLayout(m_banner);
+    bannerRow->setContentsMargins(10, 4, 10, 4);
+    m_bannerText = new QLabel;
+    auto* bannerReset = new QPushButton(tr("Reset (R)"));
+    connect(bannerReset, &QPushButton::clicked, this, [this] { m_reset->trigger(); });
+    bannerRow->addWidget(m_bannerText, 1);
+    bannerRow->addWidget(bannerReset);
+    m_banner->setVisible(false);
+    auto* central = new QWidget;
+    auto* centralColumn = new QVBoxLayout(central);
+    centralColumn->setContentsMargins(0, 0, 0, 0);
+    centralColumn->setSpacing(0);
+    centralColumn->addWidget(m_banner);
+    centralColumn->addWidget(m_tabs, 1);
+    setCentralWidget(central);
 
     connect(m_panel, &ExperimentPanel::edited, this, &MainWindow::onPanelEdited);
     connect(m_panel, &ExperimentPanel::validityChanged, this, [this] { updateActions(); });
@@ -396,7 +420,7 @@ void MainWindow::startRun() {
     m_configuring = true;
     m_controller->setUntilPaused(m_panel->untilPaused());
     m_controller->configure(m_activeConfig);
-    m_panel->setPendingNotice(false);
+    showPendingRestart(false);
     updateActions();
 }
 
@@ -637,17 +661,48 @@ void MainWindow::applyLiveEdits() {
     m_controller->setStopAfter(parseConfig(m_activeConfig).totalSteps(s->run->trainRows));
 }
 
+void MainWindow::showPendingRestart(bool show) {
+    QStringList keys;
+    QStringList sections;
+    if (show) {
+        for (const std::string& key : changedKeys(m_activeConfig, m_panel->config())) {
+            const KeySpec& spec = keySpec(key);
+            if (spec.live) {
+                continue;
+            }
+            keys << str(key);
+            const QString section = str(spec.section());
+            if (!sections.contains(section)) {
+                sections << section;
+            }
+        }
+    }
+    m_panel->setPendingKeys(keys);
+    m_banner->setVisible(!keys.isEmpty());
+    if (sections.isEmpty()) {
+        return;
+    }
+    // "Dataset changed", "Dataset and model changed", "Dataset, model and backend changed".
+    QString what = sections.first();
+    what[0] = what[0].toUpper();
+    for (int i = 1; i < sections.size(); ++i) {
+        what += (i + 1 == sections.size() ? tr(" and ") : QStringLiteral(", ")) + sections[i];
+    }
+    m_bannerText->setText(
+        tr("%1 changed — Reset (R) to apply; the run goes on as it was").arg(what));
+}
+
 void MainWindow::onPanelEdited() {
     const SnapshotPtr s = m_controller->snapshot();
     const bool untouched = !s || (s->step == 0 && !m_controller->isRunning());
     const bool restart = restartPending();
     if (m_panel->isValid() && restart && untouched) {
         m_applyTimer.start();  // nothing trained yet: show the edited experiment right away
-        m_panel->setPendingNotice(false);
+        showPendingRestart(false);
     } else {
         // Keys the schema marks live (Stop after) apply to the run as it is.
         applyLiveEdits();
-        m_panel->setPendingNotice(restart && !untouched);
+        showPendingRestart(restart && !untouched);
     }
     updateActions();
 }

@@ -16,6 +16,7 @@
 #include "controller/engine_controller.h"
 
 class QAction;
+class QFrame;
 class QLabel;
 class QProgressBar;
 class QTabWidget;
@@ -103,6 +104,8 @@ class MainWindow : public QMainWindow {
     bool restartPending() const;
     // Applies the panel's live keys (Stop after, until paused) to the running experiment.
     void applyLiveEdits();
+    // The banner above the views and the panel's marks for edits that wait for Reset.
+    void showPendingRestart(bool show);
     // The panel's config as Save writes it: until paused, with the steps actually trained.
     nlohmann::json experimentToSave() const;
     void onRunningChanged(bool running);
@@ -140,6 +143,8 @@ class MainWindow : public QMainWindow {
     QAction* m_train = nullptr;
     QAction* m_step = nullptr;
     QAction* m_reset = nullptr;
+    QFrame* m_banner = nullptr;
+    QLabel* m_bannerText = nullptr;
     QAction* m_export = nullptr;
     QAction* m_open = nullptr;
     QAction* m_save = nullptr;

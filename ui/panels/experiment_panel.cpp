@@ -421,19 +421,14 @@ void ExperimentPanel::build() {
     m_summary->setWordWrap(true);
     m_summary->setStyleSheet(QStringLiteral("color: palette(mid); font-size: 11px;"));
     column->addWidget(m_summary);
-    m_pending = new QLabel(tr("The run has started: edits apply on Reset (R)."));
-    m_pending->setWordWrap(true);
-    m_pending->setStyleSheet(QStringLiteral(
-        "background: #fff4d6; color: #7a5a00; border: 1px solid #f0d68a; border-radius: 3px; "
-        "padding: 4px;"));
-    m_pending->setVisible(false);
-    column->addWidget(m_pending);
     column->addStretch(1);
 
     setStyleSheet(QStringLiteral(
         "QLineEdit[invalid=\"true\"], QSpinBox[invalid=\"true\"], "
         "QDoubleSpinBox[invalid=\"true\"], QComboBox[invalid=\"true\"] "
-        "{ border: 1px solid #c0392b; background: #fdf0ee; border-radius: 2px; padding: 1px; }"));
+        "{ border: 1px solid #c0392b; background: #fdf0ee; border-radius: 2px; padding: 1px; }"
+        // A changed row that waits for Reset (the window's banner says so).
+        "QLabel[pending=\"true\"] { color: #8a5a00; font-weight: bold; }"));
 
     // The wheel scrolls the form unless a field has focus; Enter/Escape leave the field.
     (new FieldInputFilter(this))->install(this);
@@ -811,8 +806,32 @@ void ExperimentPanel::markErrors() {
     }
 }
 
-void ExperimentPanel::setPendingNotice(bool pending) {
-    m_pending->setVisible(pending);
+void ExperimentPanel::setPendingKeys(const QStringList& keys) {
+    for (QLabel* label : findChildren<QLabel*>()) {
+        if (!label->objectName().endsWith(QStringLiteral(".label"))) {
+            continue;
+        }
+        const QString key = label->objectName().chopped(6);
+        const bool pending =
+            keys.contains(key) || (key == QStringLiteral("training.steps") &&
+                                   keys.contains(QStringLiteral("training.epochs")));
+        if (label->property("pending").toBool() != pending) {
+            label->setProperty("pending", pending);
+            label->setToolTip(pending ? tr("Changed: applies on Reset (R)") : QString());
+            label->style()->unpolish(label);
+            label->style()->polish(label);
+        }
+    }
+}
+
+QStringList ExperimentPanel::pendingKeys() const {
+    QStringList keys;
+    for (const QLabel* label : findChildren<QLabel*>()) {
+        if (label->property("pending").toBool()) {
+            keys << label->objectName().chopped(6);
+        }
+    }
+    return keys;
 }
 
 QWidget* ExperimentPanel::editor(const QString& key) const {

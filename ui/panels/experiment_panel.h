@@ -50,8 +50,9 @@ class ExperimentPanel : public QWidget {
     // from where the run is (`step`, `epoch`). Not an edit.
     void extendStopAfter(int64_t step, double epoch);
 
-    // Banner under the form: edits wait for Reset because the run has started.
-    void setPendingNotice(bool pending);
+    // Marks the rows of `keys` (edits that wait for Reset: the run has started); empty clears.
+    void setPendingKeys(const QStringList& keys);
+    QStringList pendingKeys() const;
 
     // For tests and the window: the editor of a key ("ensemble.members") and its error label.
     QWidget* editor(const QString& key) const;
@@ -127,7 +128,6 @@ class ExperimentPanel : public QWidget {
     QScrollArea* m_scroll = nullptr;
     QWidget* m_content = nullptr;
     QLabel* m_summary = nullptr;
-    QLabel* m_pending = nullptr;
 };
 
 }  // namespace ensemble::ui
