@@ -673,10 +673,20 @@ void BoundaryView::updateCaption() {
         return;
     }
     const Snapshot& s = *m_snapshot;
-    QString text = tr("ensemble of %1 / %2 members · step %3")
+    QString text = tr("ensemble of %1 / %2 members · step %3 · epoch %4")
                        .arg(s.includedCount)
                        .arg(s.run->members)
-                       .arg(formatCount(s.step));
+                       .arg(formatCount(s.step))
+                       .arg(s.epoch, 0, 'f', 2);
+    // The ensemble's latest train and test figures, above the picture as Playground has them.
+    if (!s.history.empty()) {
+        const HistoryPoint& h = *s.history.back();
+        text += tr("<br>train loss %1, acc %2% · test loss %3, acc %4%")
+                    .arg(h.ensembleTrain.loss, 0, 'f', 3)
+                    .arg(100.0 * h.ensembleTrain.accuracy, 0, 'f', 1)
+                    .arg(h.ensembleTest.loss, 0, 'f', 3)
+                    .arg(100.0 * h.ensembleTest.accuracy, 0, 'f', 1);
+    }
     const int k = m_canvas->selectedMember();
     if (k >= 0 && k < s.run->members) {
         text += tr("  ·  <span style='color:#e67e22'>- - member #%1</span> (lr %2)")
