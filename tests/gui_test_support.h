@@ -3,7 +3,9 @@
 // Helpers shared by the suites that drive the main window (tst_gui, tst_gui_run,
 // tst_lab_bench): a window without QSettings, and waits on its snapshots.
 
+#include <QApplication>
 #include <QSize>
+#include <QStandardPaths>
 #include <QtTest>
 
 #include <cstdint>
@@ -12,6 +14,13 @@
 #include "main_window.h"
 
 namespace ensemble::test {
+
+// QStandardPaths and QSettings in test mode, under a test organisation: a suite never touches
+// the person's settings or folders. Call from initTestCase().
+inline void isolateSettings() {
+    QStandardPaths::setTestModeEnabled(true);
+    QApplication::setOrganizationName(QStringLiteral("EnsembleLabTest"));
+}
 
 // A shown window that neither reads nor writes the person's QSettings.
 inline std::unique_ptr<ui::MainWindow> makeWindow(QSize size = {1200, 800}) {

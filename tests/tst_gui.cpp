@@ -95,8 +95,7 @@ class TestGui : public QObject {
 };
 
 void TestGui::initTestCase() {
-    QStandardPaths::setTestModeEnabled(true);
-    QApplication::setOrganizationName(QStringLiteral("EnsembleLabTest"));
+    ensemble::test::isolateSettings();
 }
 
 void TestGui::trainPauseStepReset() {

@@ -121,8 +121,7 @@ class TestGuiRun : public QObject {
 };
 
 void TestGuiRun::initTestCase() {
-    QStandardPaths::setTestModeEnabled(true);
-    QApplication::setOrganizationName(QStringLiteral("EnsembleLabTest"));
+    ensemble::test::isolateSettings();
 }
 
 void TestGuiRun::continueAfterStopEqualsOneLongerRun() {

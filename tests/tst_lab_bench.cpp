@@ -135,8 +135,7 @@ class TestLabBench : public QObject {
 };
 
 void TestLabBench::initTestCase() {
-    QStandardPaths::setTestModeEnabled(true);
-    QApplication::setOrganizationName(QStringLiteral("EnsembleLabTest"));
+    ensemble::test::isolateSettings();
 }
 
 void TestLabBench::niceTicksAreOneTwoFiveWithDistinctLabels() {

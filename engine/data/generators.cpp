@@ -4,8 +4,8 @@
 #include <numbers>
 #include <string>
 
-#include "data/dataset.h"
 #include "core/errors.h"
+#include "data/dataset.h"
 #include "math/philox.h"
 
 namespace ensemble {
