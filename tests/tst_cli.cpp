@@ -119,8 +119,17 @@ void TestCli::badDataExitsThree() {
     QCOMPARE(r.code, 3);
     QVERIFY2(r.err.contains(QStringLiteral("bad.csv:3")), qPrintable(describe(r)));
     const QString json = m_dir.filePath(QStringLiteral("bad.json"));
+    // A config file is not data: not valid JSON, or a number beyond range, is a config error.
     writeText(json, "{\"model\": [");
-    QCOMPARE(runCli({QStringLiteral("train"), QStringLiteral("--config"), json}).code, 3);
+    const Run notJson = runCli({QStringLiteral("train"), QStringLiteral("--config"), json});
+    QCOMPARE(notJson.code, 2);
+    QVERIFY2(notJson.err.contains(QStringLiteral("not valid JSON")), qPrintable(describe(notJson)));
+    writeText(json, "{\"ensemble\": {\"members\": 31e3092}}");
+    QCOMPARE(runCli({QStringLiteral("train"), QStringLiteral("--config"), json}).code, 2);
+    QCOMPARE(runCli({QStringLiteral("train"), QStringLiteral("--set"),
+                     QStringLiteral("ensemble.members=31e3092")})
+                 .code,
+             2);
 }
 
 void TestCli::badWeightsExitThree() {

@@ -146,7 +146,7 @@ void TestConfig::unknownConfigNamesThePresets() {
     QVERIFY(f.open(QIODevice::WriteOnly));
     f.write("{\"model\": ");
     f.close();
-    QVERIFY_THROWS_EXCEPTION(DataError, loadConfigJson(path.toStdString()));
+    QVERIFY_THROWS_EXCEPTION(ConfigError, loadConfigJson(path.toStdString()));
 }
 
 void TestConfig::epochsDetermineSteps() {
@@ -331,8 +331,8 @@ void TestConfig::invalidJsonCarriesItsPosition() {
     f.close();
     try {
         loadConfigJson(path.toStdString());
-        QFAIL("expected a DataError");
-    } catch (const DataError& e) {
+        QFAIL("expected a ConfigError");
+    } catch (const ConfigError& e) {
         QCOMPARE(e.kind(), ErrorKind::Json);
         QCOMPARE(e.position().line, int64_t(2));
         QCOMPARE(e.position().column, int64_t(26));  // the "]" after the trailing comma

@@ -68,6 +68,11 @@ class ConfigError : public Error {
         : Error(ErrorKind::Config, key + ": " + reason) {
         setKey(key, reason);
     }
+    // A config document that is not what it must be (not JSON): `kind` says which problem.
+    ConfigError(ErrorKind kind, FilePosition position, const std::string& message)
+        : Error(kind, message) {
+        setPosition(std::move(position));
+    }
     // A key in a file: "file:line:column: key: reason".
     ConfigError(const std::string& key, const std::string& reason, FilePosition position)
         : Error(ErrorKind::Config, prefix(position) + key + ": " + reason) {

@@ -460,9 +460,14 @@ ConfigText readConfigText(const std::string& fileOrPreset) {
     return {std::move(text), "preset " + fileOrPreset, false};
 }
 
+// A config file that is not valid JSON is a config error (exit 2), like a bad key in it.
 json parseConfigText(const ConfigText& source) {
     try {
         return json::parse(source.text);
+    } catch (const json::out_of_range& e) {
+        // A number beyond double's range ("31e3092"): the library knows no position for it.
+        throw ConfigError(ErrorKind::Json, {source.isFile ? source.origin : std::string()},
+                          source.origin + ": not valid JSON: " + e.what());
     } catch (const json::parse_error& e) {
         // The line and column of the byte where parsing stopped.
         FilePosition where{source.isFile ? source.origin : std::string(), 1, 1};
@@ -475,7 +480,7 @@ json parseConfigText(const ConfigText& source) {
                 ++where.column;
             }
         }
-        throw DataError(ErrorKind::Json, where, source.origin + ": not valid JSON: " + e.what());
+        throw ConfigError(ErrorKind::Json, where, source.origin + ": not valid JSON: " + e.what());
     }
 }
 

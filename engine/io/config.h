@@ -107,8 +107,8 @@ ScheduledChange parseScheduledChange(const nlohmann::json& configJson, int64_t s
 void applyOverride(nlohmann::json& json, const std::string& assignment);
 
 // Loads a config from a file path or a built-in preset name (resources/presets/<name>.json).
-// Throws ConfigError when it is neither, DataError (kind Json, with the position) when the file
-// is not valid JSON.
+// Throws ConfigError when it is neither, and when the file is not valid JSON (kind Json, with the
+// file, line and column where parsing stopped).
 nlohmann::json loadConfigJson(const std::string& fileOrPreset);
 
 // A config built the way the CLI and the app build one: a file or preset (the base), then a
