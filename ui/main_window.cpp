@@ -30,6 +30,7 @@
 
 #include "action_reason.h"
 #include "core/errors.h"
+#include "data/dataset.h"
 #include "help_text.h"
 #include "io/atomic_file.h"
 #include "io/config.h"
@@ -69,17 +70,6 @@ QString adviceFor(ErrorKind kind) {
         default:
             return QObject::tr("Fix the experiment settings and press Reset.");
     }
-}
-
-// The 2-D generators draw a boundary; they play until paused when loaded as a preset.
-bool isTwoDimensional(const nlohmann::json& config) {
-    const nlohmann::json& kind = config["dataset"]["kind"];
-    for (const char* k : {"spirals", "moons", "circles", "xor", "blobs"}) {
-        if (kind == k) {
-            return true;
-        }
-    }
-    return false;
 }
 
 }  // namespace
@@ -405,7 +395,10 @@ void MainWindow::loadExperiment(const nlohmann::json& config, const QString& pre
     m_panel->setConfig(config, preset);
     // A 2-D preset loaded unchanged plays until paused, as TensorFlow Playground does; an
     // experiment file (or an edited preset) keeps its explicit step count.
-    m_panel->setUntilPaused(!preset.isEmpty() && isTwoDimensional(m_panel->config()));
+    const nlohmann::json loaded = m_panel->config();
+    const nlohmann::json& kind = loaded["dataset"]["kind"];
+    m_panel->setUntilPaused(!preset.isEmpty() && kind.is_string() &&
+                            isGenerated(kind.get<std::string>()));
     if (m_panel->isValid()) {
         startRun();
     } else {
@@ -446,7 +439,7 @@ nlohmann::json MainWindow::experimentToSave() const {
         // replays the run (the panel shows the values as they are now).
         const nlohmann::json& initial = s->run->config.json;
         for (const KeySpec& spec : configSchema()) {
-            if (spec.type == KeyType::PerMember && initial[spec.section()].contains(spec.name())) {
+            if (schedulable(spec) && initial[spec.section()].contains(spec.name())) {
                 config[spec.section()][spec.name()] = initial[spec.section()][spec.name()];
             }
         }
@@ -644,7 +637,7 @@ void MainWindow::applyLiveEdits() {
     // training.schedule, so Save, the export and the CLI replay carry them.
     nlohmann::json set = nlohmann::json::object();
     for (const std::string& key : changedKeys(m_activeConfig, edited)) {
-        if (keySpec(key).type == KeyType::PerMember) {
+        if (schedulable(keySpec(key))) {
             const KeySpec& spec = keySpec(key);
             set[key] = edited[spec.section()][spec.name()];
         }

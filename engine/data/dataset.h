@@ -53,6 +53,10 @@ struct DataSplit {
 // saying where it looked and how to get it.
 DataSplit loadDataSplit(const DatasetConfig& config);
 
+// Whether `kind` (dataset.kind) is one of the 2-D generators (spirals, moons, circles, xor,
+// blobs), as opposed to a file (csv) or an image dataset.
+bool isGenerated(const std::string& kind);
+
 // The 2-D generators. Labels in [0, classes). Deterministic in `seed`.
 // Two spirals exactly as Whitney (2021): t = linspace(0,1,n); r = sqrt(t);
 // theta = r * rotations * 2 pi; random sign s in {-1,+1}; label = s > 0;

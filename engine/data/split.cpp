@@ -29,10 +29,14 @@ constexpr int kMnistClasses = 10;
 // Constant columns (population std below this) are only centred, not scaled.
 constexpr double kMinStd = 1e-6;
 
+}  // namespace
+
 bool isGenerated(const std::string& kind) {
     return kind == "spirals" || kind == "moons" || kind == "circles" || kind == "xor" ||
            kind == "blobs";
 }
+
+namespace {
 
 // The file `base` in `folder` in any accepted spelling, or empty.
 std::string findIdxFile(const fs::path& folder, const std::string& base) {

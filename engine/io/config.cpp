@@ -283,9 +283,8 @@ ScheduledChange parseScheduledChange(const json& configJson, int64_t step, const
     ScheduledChange change;
     change.step = step;
     for (auto it = set.begin(); it != set.end(); ++it) {
-        const auto spec = std::find_if(configSchema().begin(), configSchema().end(),
-                                       [&](const KeySpec& k) { return k.key == it.key(); });
-        if (spec == configSchema().end() || !spec->live || spec->type != KeyType::PerMember) {
+        const KeySpec* spec = findKeySpec(it.key());
+        if (spec == nullptr || !schedulable(*spec)) {
             throw ConfigError(where + ".set." + it.key(),
                               "cannot change during a run (these can: optimizer.lr, "
                               "optimizer.momentum, optimizer.weight_decay)");

@@ -267,13 +267,21 @@ const std::vector<std::string>& configSections() {
     return sections;
 }
 
-const KeySpec& keySpec(std::string_view key) {
+const KeySpec* findKeySpec(std::string_view key) {
     for (const KeySpec& k : configSchema()) {
         if (k.key == key) {
-            return k;
+            return &k;
         }
     }
-    throw std::logic_error("config schema has no key " + std::string(key));
+    return nullptr;
+}
+
+const KeySpec& keySpec(std::string_view key) {
+    const KeySpec* spec = findKeySpec(key);
+    if (spec == nullptr) {
+        throw std::logic_error("config schema has no key " + std::string(key));
+    }
+    return *spec;
 }
 
 const json* valueOrDefault(const json& config, const KeySpec& spec) {
@@ -326,9 +334,8 @@ void checkConfigKeys(const json& config) {
         }
         for (auto kv = it.value().begin(); kv != it.value().end(); ++kv) {
             const std::string key = it.key() + "." + kv.key();
-            const auto spec = std::find_if(configSchema().begin(), configSchema().end(),
-                                           [&](const KeySpec& k) { return k.key == key; });
-            if (spec == configSchema().end()) {
+            const KeySpec* spec = findKeySpec(key);
+            if (spec == nullptr) {
                 std::vector<std::string> known;
                 for (const KeySpec& k : configSchema()) {
                     if (k.section() == it.key()) {

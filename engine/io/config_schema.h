@@ -156,6 +156,13 @@ const std::vector<std::string>& configSections();
 // bytes are shown as U+FFFD.
 std::string jsonForMessage(const nlohmann::json& value);
 
+// The row of a dotted key, or null when the schema has none (a person's typo).
+const KeySpec* findKeySpec(std::string_view key);
+// Whether a key may change during a run through training.schedule (the live per-member
+// hyperparameters: optimizer.lr, optimizer.momentum, optimizer.weight_decay).
+inline bool schedulable(const KeySpec& spec) {
+    return spec.live && spec.type == KeyType::PerMember;
+}
 // The row of a dotted key. Throws std::logic_error for a key that is not in the table (a
 // programming error, not a user's).
 const KeySpec& keySpec(std::string_view key);

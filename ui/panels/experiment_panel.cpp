@@ -29,6 +29,7 @@
 
 #include "backend/registry.h"
 #include "core/errors.h"
+#include "data/dataset.h"
 #include "io/config.h"
 #include "panels/field_input.h"
 
@@ -567,8 +568,7 @@ QString ExperimentPanel::presetName() const {
 
 void ExperimentPanel::updateEnabled() {
     const QString kind = m_kind->currentData().toString();
-    const bool generated = kind != QStringLiteral("csv") && kind != QStringLiteral("mnist") &&
-                           kind != QStringLiteral("fashion-mnist");
+    const bool generated = isGenerated(kind.toStdString());
     m_n->setEnabled(generated);
     m_noise->setEnabled(generated);
     m_rotations->setEnabled(kind == QStringLiteral("spirals"));
