@@ -278,7 +278,7 @@ void TestTrainer::refusesRunsThatDoNotFitInMemory() {
     const ExperimentConfig c =
         smallConfig(R"({"ensemble": {"members": 100000}, "model": {"hidden": [4096, 4096]}})");
     try {
-        checkRunFitsInMemory(c, 1000, 100, 2, 2);
+        checkRunFitsInMemory(c, 1000, 100, Shape{2, 1, 1}, 2);
         QFAIL("expected a RuntimeError");
     } catch (const RuntimeError& e) {
         QVERIFY2(QString::fromStdString(e.what()).contains("MiB"), e.what());

@@ -45,6 +45,11 @@ struct DataSplit {
     Dataset train;
     Dataset test;
     Normalization normalization;
+
+    // The shape of one input: [1, height, width] for images, [features, 1, 1] otherwise.
+    Shape inputShape() const {
+        return isImage ? Shape{1, imageHeight, imageWidth} : Shape{train.features, 1, 1};
+    }
 };
 
 // Builds or loads the dataset the config names, splits it and fits the normalisation.

@@ -10,6 +10,7 @@
 #include "core/errors.h"
 #include "io/config_schema.h"
 #include "io/presets_embedded.h"
+#include "model/architecture.h"
 
 namespace ensemble {
 
@@ -170,6 +171,11 @@ class ConfigValues {
         return out;
     }
 
+    std::vector<LayerSpec> layers(std::string_view key) const {
+        const KeySpec& spec = expect(key, KeyType::Layers);
+        return parseLayers(raw(spec), spec.key);
+    }
+
     std::pair<double, double> pair(std::string_view key) const {
         const KeySpec& spec = expect(key, KeyType::NumberPair);
         const json& v = raw(spec);
@@ -241,6 +247,9 @@ class ConfigValues {
                     break;
                 case KeyType::NumberPair:
                     pair(spec.key);
+                    break;
+                case KeyType::Layers:
+                    layers(spec.key);
                     break;
                 case KeyType::Schedule:
                     schedule(spec.key);
@@ -317,6 +326,16 @@ int64_t ExperimentConfig::totalSteps(int64_t trainRows) const {
     return training.steps;
 }
 
+Architecture modelArchitecture(const ModelConfig& model, Shape input, int outputs) {
+    if (model.kind == "cnn") {
+        return Architecture::stack(input, model.layers, outputs);
+    }
+    std::vector<int> widths{static_cast<int>(input.size())};
+    widths.insert(widths.end(), model.hidden.begin(), model.hidden.end());
+    widths.push_back(outputs);
+    return Architecture::mlp(widths);
+}
+
 json defaultConfigJson() {
     return withDefaults(json::object());
 }
@@ -344,8 +363,21 @@ ExperimentConfig parseConfig(const json& input) {
     }
 
     c.model.kind = v.choice("model.kind");
-    c.model.hidden = v.widths("model.hidden");
     c.model.activation = v.choice<Activation>("model.activation");
+    if (c.model.kind == "cnn") {
+        if (d.kind != "mnist" && d.kind != "fashion-mnist") {
+            throw ConfigError("model.kind",
+                              "cnn members need an image dataset (dataset.kind "
+                              "mnist or fashion-mnist); dataset.kind is " +
+                                  d.kind);
+        }
+        c.model.layers = v.layers("model.layers");
+        // Shapes checked now, before any data is read: both image datasets hold [1, 28, 28]
+        // images of 10 classes (the trainer checks again against the data it loads).
+        Architecture::stack(kImageInput, c.model.layers, 10);
+    } else {
+        c.model.hidden = v.widths("model.hidden");
+    }
 
     c.ensemble.members = static_cast<int>(v.integer("ensemble.members"));
     c.ensemble.bootstrap = v.choice<BootstrapMode>("ensemble.bootstrap");

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/config_schema.h"
+#include "model/architecture.h"
 
 namespace ensemble {
 
@@ -27,9 +28,13 @@ struct DatasetConfig {
     int64_t limit = 0;
 };
 
+// The shape the image datasets (mnist, fashion-mnist) give a cnn: [1, 28, 28].
+inline constexpr Shape kImageInput{1, 28, 28};
+
 struct ModelConfig {
-    std::string kind;
-    std::vector<int> hidden;
+    std::string kind;               // "mlp" or "cnn"
+    std::vector<int> hidden;        // mlp
+    std::vector<LayerSpec> layers;  // cnn
     Activation activation = Activation::Relu;
 };
 
@@ -87,6 +92,11 @@ struct ExperimentConfig {
     // Steps the run takes: `training.steps`, or ceil(epochs * N / B) when epochs are given.
     int64_t totalSteps(int64_t trainRows) const;
 };
+
+// The members' architecture for inputs of shape `input` and `outputs` outputs: model.hidden's
+// dense layers (mlp) or model.layers (cnn). Throws ConfigError naming the layer and field when
+// the layers do not fit the input.
+Architecture modelArchitecture(const ModelConfig& model, Shape input, int outputs);
 
 // The default configuration: every key that applies, at its default.
 nlohmann::json defaultConfigJson();

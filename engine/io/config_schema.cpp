@@ -6,6 +6,8 @@
 #include <map>
 #include <stdexcept>
 
+#include "model/architecture.h"
+
 namespace ensemble {
 
 namespace {
@@ -20,7 +22,7 @@ std::vector<Choice> datasetKinds() {
 }
 
 std::vector<Choice> modelKinds() {
-    return {{"mlp", "MLP"}};
+    return {{"mlp", "MLP"}, {"cnn", "CNN"}};
 }
 
 // Row builders: one call per key keeps the table readable.
@@ -83,10 +85,20 @@ std::vector<KeySpec> buildSchema() {
             1e9),
         // Model.
         choice("model.kind", "mlp", modelKinds(),
-               "the members' architecture: `mlp`, dense layers of widths `model.hidden`"),
+               "the members' architecture: `mlp`, dense layers of widths `model.hidden`; `cnn`, "
+               "the layer stack `model.layers` on [1, 28, 28] images (mnist, fashion-mnist)"),
         onlyWhen(row("model.hidden", T::Widths, json::array({32, 32}),
                      "hidden layer widths (any number of layers; `[]`: a linear model)", 1, 65536),
                  "model.kind", {"mlp"}),
+        onlyWhen(row("model.layers", T::Layers, layersToJson(recipeLayers()),
+                     "the layers in order: `{\"type\": \"conv\", \"filters\": F, \"kernel\": k, "
+                     "\"stride\": 1, \"padding\": \"same\"}` (padding `same` or `valid`), "
+                     "`{\"type\": \"pool\", \"kind\": \"avg\", \"size\": s}` (kind `avg` or "
+                     "`max`, stride s) or `{\"type\": \"dense\", \"units\": U}`. "
+                     "`model.activation` follows every conv and hidden dense, the input is "
+                     "flattened (channel, row, column) before the first dense, and the output "
+                     "layer is implicit. Default: Flax's MNIST CNN"),
+                 "model.kind", {"cnn"}),
         choice("model.activation", "relu", choicesOf<Activation>(),
                "activation of the hidden layers (`gelu`: the exact erf form)"),
         // Ensemble.
@@ -214,6 +226,7 @@ std::string rangeText(const KeySpec& spec) {
         }
         case KeyType::String:
         case KeyType::Schedule:
+        case KeyType::Layers:
             break;
     }
     return "";
@@ -239,6 +252,8 @@ const char* typeName(KeyType t) {
             return "pair";
         case KeyType::Schedule:
             return "schedule";
+        case KeyType::Layers:
+            return "layers";
     }
     return "?";
 }

@@ -120,7 +120,8 @@ enum class KeyType {
     Widths,      // a list of integers, each in [min, max]
     PerMember,   // per member: a number, a list of K numbers, or {"log_uniform": [lo, hi]}
     NumberPair,  // [a, b], each in [min, max) (max excluded)
-    Schedule     // [{"step": t, "set": {"<live per-member key>": value, ...}}, ...]
+    Schedule,    // [{"step": t, "set": {"<live per-member key>": value, ...}}, ...]
+    Layers       // [{"type": "conv" | "pool" | "dense", ...}, ...] (model/architecture.h)
 };
 
 // A key applies only when another key (earlier in the table) has one of `values`.

@@ -18,6 +18,15 @@ std::string layerName(int l, const char* what) {
     return "layers." + std::to_string(l) + "." + what;
 }
 
+// [K, out, in] for a dense layer, [K, F, C, k, k] for a conv (PyTorch's layouts).
+std::vector<int64_t> weightShape(const ParamLayout& layout, int l) {
+    std::vector<int64_t> shape{layout.members()};
+    for (int64_t d : layout.architecture().weightShape(l)) {
+        shape.push_back(d);
+    }
+    return shape;
+}
+
 [[noreturn]] void invalid(const std::string& path, const std::string& what) {
     throw DataError(ErrorKind::Weights, path + ": " + what);
 }
@@ -40,7 +49,7 @@ void exportEnsemble(const std::string& path, const Trainer& trainer, const json&
         const LayerSlot& s = layout.layer(l);
         const std::size_t wCount = static_cast<std::size_t>(k) * s.out * s.in;
         const std::size_t bCount = static_cast<std::size_t>(k) * s.out;
-        file.tensors.push_back(Tensor::fromF32(layerName(l, "weight"), {k, s.out, s.in},
+        file.tensors.push_back(Tensor::fromF32(layerName(l, "weight"), weightShape(layout, l),
                                                {params.data() + s.weightOffset, wCount}));
         file.tensors.push_back(Tensor::fromF32(layerName(l, "bias"), {k, s.out},
                                                {params.data() + s.biasOffset, bCount}));
@@ -76,7 +85,10 @@ void exportEnsemble(const std::string& path, const Trainer& trainer, const json&
     file.metadata["dataset"] = data.name;
     file.metadata["classes"] = std::to_string(data.classes);
     file.metadata["activation"] = toString(config.model.activation);
-    file.metadata["widths"] = json(layout.widths()).dump();
+    if (layout.isMlp()) {
+        file.metadata["widths"] = json(layout.widths()).dump();
+    }
+    file.metadata["model"] = config.json.value("model", json::object()).dump();
     file.metadata["feature_names"] = json(data.train.featureNames).dump();
     file.metadata["train_rows"] = std::to_string(data.train.rows);
     file.metadata["is_image"] = data.isImage ? "true" : "false";
@@ -116,18 +128,43 @@ LoadedEnsemble importEnsemble(const SafetensorsFile& file) {
     } catch (const ConfigError& err) {
         invalid(path, std::string("the stored config is invalid: ") + err.what());
     }
-    const json& widths = metaJson(meta, path, "widths");
-    std::vector<int> w;
-    try {
-        w = widths.get<std::vector<int>>();
-    } catch (const json::exception&) {
-        invalid(path, "metadata 'widths' is not a list of integers");
-    }
-    if (w.size() < 2 || std::any_of(w.begin(), w.end(), [](int x) { return x < 1; })) {
-        invalid(path, "metadata 'widths' " + widths.dump() + " is not a valid architecture");
-    }
     const int k = e.config.ensemble.members;
-    e.layout = ParamLayout(w, k);
+    if (e.config.model.kind == "cnn") {
+        // The architecture follows from the stored model section, the image shape and the
+        // number of classes.
+        const json& shape = metaJson(meta, path, "image_shape");
+        const json& classes = metaJson(meta, path, "classes");
+        std::vector<int> hw;
+        try {
+            hw = shape.get<std::vector<int>>();
+        } catch (const json::exception&) {
+        }
+        if (hw.size() != 2 || hw[0] < 1 || hw[1] < 1 || hw[0] > 65536 || hw[1] > 65536) {
+            invalid(path, "metadata 'image_shape' " + shape.dump() + " is not [height, width]");
+        }
+        if (!classes.is_number_integer() || classes.get<int64_t>() < 1 ||
+            classes.get<int64_t>() > 65536) {
+            invalid(path, "metadata 'classes' " + classes.dump() + " is not a class count");
+        }
+        try {
+            e.layout = ParamLayout(
+                modelArchitecture(e.config.model, Shape{1, hw[0], hw[1]}, classes.get<int>()), k);
+        } catch (const ConfigError& err) {
+            invalid(path, std::string("the stored model does not fit its images: ") + err.what());
+        }
+    } else {
+        const json& widths = metaJson(meta, path, "widths");
+        std::vector<int> w;
+        try {
+            w = widths.get<std::vector<int>>();
+        } catch (const json::exception&) {
+            invalid(path, "metadata 'widths' is not a list of integers");
+        }
+        if (w.size() < 2 || std::any_of(w.begin(), w.end(), [](int x) { return x < 1; })) {
+            invalid(path, "metadata 'widths' " + widths.dump() + " is not a valid architecture");
+        }
+        e.layout = ParamLayout(w, k);
+    }
     // Every layer's tensors are checked against the layout before the parameters are allocated:
     // the metadata alone (widths, members) can ask for terabytes, while tensors that match it
     // exist in the file, so their sizes bound the allocation by the file's size.
@@ -145,7 +182,7 @@ LoadedEnsemble importEnsemble(const SafetensorsFile& file) {
     };
     for (int l = 0; l < e.layout.layerCount(); ++l) {
         const LayerSlot& s = e.layout.layer(l);
-        layerTensor(layerName(l, "weight"), {k, s.out, s.in});
+        layerTensor(layerName(l, "weight"), weightShape(e.layout, l));
         layerTensor(layerName(l, "bias"), {k, s.out});
     }
     e.params.resize(e.layout.size());
@@ -156,7 +193,7 @@ LoadedEnsemble importEnsemble(const SafetensorsFile& file) {
             const auto values = layerTensor(name, shape).f32();
             std::copy(values.begin(), values.end(), e.params.begin() + static_cast<long>(offset));
         };
-        load(layerName(l, "weight"), {k, s.out, s.in}, s.weightOffset);
+        load(layerName(l, "weight"), weightShape(e.layout, l), s.weightOffset);
         load(layerName(l, "bias"), {k, s.out}, s.biasOffset);
     }
     const int64_t d = e.layout.inputs();

@@ -13,22 +13,43 @@ ParamLayout::ParamLayout(std::vector<int> widths, int members)
     if (m_widths.size() < 2 || members < 1) {
         throw std::invalid_argument("ParamLayout needs at least [inputs, classes] and K >= 1");
     }
+    m_architecture = Architecture::mlp(m_widths);
+    addSlots();
+}
+
+ParamLayout::ParamLayout(Architecture architecture, int members)
+    : m_architecture(std::move(architecture)), m_members(members) {
+    if (m_architecture.paramLayers() < 1 || members < 1) {
+        throw std::invalid_argument("ParamLayout needs a parameterised layer and K >= 1");
+    }
+    m_mlp = m_architecture.denseOnly();
+    if (m_mlp) {
+        m_widths.push_back(m_architecture.inputs());
+        for (const StackLayer& s : m_architecture.layers()) {
+            m_widths.push_back(s.out.channels);
+        }
+    }
+    addSlots();
+}
+
+void ParamLayout::addSlots() {
     std::size_t offset = 0;
-    for (std::size_t l = 0; l + 1 < m_widths.size(); ++l) {
+    for (int l = 0; l < m_architecture.paramLayers(); ++l) {
+        const StackLayer& layer = m_architecture.paramLayer(l);
         LayerSlot s;
-        s.in = m_widths[l];
-        s.out = m_widths[l + 1];
+        s.in = layer.fanIn();
+        s.out = layer.out.channels;
         s.weightOffset = offset;
-        offset += static_cast<std::size_t>(members) * s.out * s.in;
+        offset += static_cast<std::size_t>(m_members) * s.out * s.in;
         s.biasOffset = offset;
-        offset += static_cast<std::size_t>(members) * s.out;
+        offset += static_cast<std::size_t>(m_members) * s.out;
         m_layers.push_back(s);
     }
     m_size = offset;
 }
 
 int ParamLayout::maxWidth() const {
-    return *std::max_element(m_widths.begin(), m_widths.end());
+    return m_widths.empty() ? 0 : *std::max_element(m_widths.begin(), m_widths.end());
 }
 
 void initParameters(const ParamLayout& layout, uint64_t seed, float* params) {
@@ -52,11 +73,7 @@ void initParameters(const ParamLayout& layout, uint64_t seed, float* params) {
 }
 
 double forwardMacsPerExample(const ParamLayout& layout) {
-    double macs = 0.0;
-    for (int l = 0; l < layout.layerCount(); ++l) {
-        macs += static_cast<double>(layout.layer(l).in) * layout.layer(l).out;
-    }
-    return macs;
+    return layout.architecture().forwardMacsPerExample();
 }
 
 }  // namespace ensemble

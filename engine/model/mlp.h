@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "math/activations.h"
+#include "model/architecture.h"
 
 namespace ensemble {
 
@@ -19,18 +20,28 @@ struct LayerSlot {
     std::size_t biasOffset = 0;    // of member 0; member k adds k * out
 };
 
-// The stacked parameter layout of K identical MLPs with widths [D, h_1, ..., h_L, C].
+// The stacked parameter layout of K identical members. Layer l is the l-th parameterised layer
+// of the architecture: a dense layer's `in` is its input width, a conv's is C * k * k, so a
+// conv's [K, F, C, k, k] weights are the same contiguous [K, out, in] block.
 class ParamLayout {
   public:
     ParamLayout() = default;
+    // K MLPs with widths [D, h_1, ..., h_L, C].
     ParamLayout(std::vector<int> widths, int members);
+    // K members of any architecture (conv, pool and dense layers).
+    ParamLayout(Architecture architecture, int members);
 
     int members() const { return m_members; }
     int layerCount() const { return static_cast<int>(m_layers.size()); }
     const LayerSlot& layer(int l) const { return m_layers[static_cast<std::size_t>(l)]; }
+    const Architecture& architecture() const { return m_architecture; }
+    // Whether every layer is dense: the MLP paths (fast_mlp.h, the CUDA step program) apply.
+    bool isMlp() const { return m_mlp; }
+    // MLPs only: [D, h_1, ..., h_L, C].
     const std::vector<int>& widths() const { return m_widths; }
-    int inputs() const { return m_widths.front(); }
-    int classes() const { return m_widths.back(); }
+    int inputs() const { return m_architecture.inputs(); }
+    int classes() const { return m_architecture.outputs(); }
+    // MLPs only: the widest layer.
     int maxWidth() const;
     // Parameters of all members together, and of one member.
     std::size_t size() const { return m_size; }
@@ -46,14 +57,19 @@ class ParamLayout {
     }
 
   private:
+    void addSlots();
+
+    Architecture m_architecture;
+    bool m_mlp = true;
     std::vector<int> m_widths;
     int m_members = 0;
     std::vector<LayerSlot> m_layers;
     std::size_t m_size = 0;
 };
 
-// PyTorch's nn.Linear default initialisation: W and b ~ U(-1/sqrt(in), 1/sqrt(in)) (kaiming
-// uniform with a = sqrt(5) reduces to this bound). Member k draws from its own Philox stream
+// PyTorch's nn.Linear and nn.Conv2d default initialisation: W and b ~ U(-1/sqrt(fan_in),
+// 1/sqrt(fan_in)) with fan_in = in (C * k * k for a conv): kaiming uniform with a = sqrt(5)
+// reduces to this bound. Member k draws from its own Philox stream
 // (seed, Init, k), so a member's weights do not depend on K or on any other member.
 void initParameters(const ParamLayout& layout, uint64_t seed, float* params);
 

@@ -8,6 +8,9 @@
 #include <sstream>
 #include <string>
 
+#include <omp.h>
+
+#include "backend/cpu/conv_net.h"
 #include "core/errors.h"
 #include "metrics/metrics.h"
 
@@ -22,13 +25,6 @@ constexpr int64_t kEvalChunkRows = 4096;
 
 double seconds(Clock::duration d) {
     return std::chrono::duration<double>(d).count();
-}
-
-std::vector<int> modelWidths(const ExperimentConfig& config, int features, int classes) {
-    std::vector<int> widths{features};
-    widths.insert(widths.end(), config.model.hidden.begin(), config.model.hidden.end());
-    widths.push_back(classes);
-    return widths;
 }
 
 // MemAvailable from /proc/meminfo in bytes; 0 when unknown.
@@ -49,21 +45,31 @@ std::size_t availableMemoryBytes() {
 }  // namespace
 
 std::size_t estimateRunBytes(const ExperimentConfig& config, int64_t trainRows, int64_t testRows,
-                             int features, int classes) {
-    const ParamLayout layout(modelWidths(config, features, classes), config.ensemble.members);
+                             Shape input, int classes) {
+    const ParamLayout layout(modelArchitecture(config.model, input, classes),
+                             config.ensemble.members);
+    const std::size_t features = static_cast<std::size_t>(input.size());
     const std::size_t f = sizeof(float);
     const std::size_t k = static_cast<std::size_t>(config.ensemble.members);
     const std::size_t rows = static_cast<std::size_t>(trainRows + testRows);
     std::size_t bytes = 0;
-    bytes += 3 * rows * static_cast<std::size_t>(features) * f;  // raw + normalised + backend copy
+    bytes += 3 * rows * features * f;  // raw + normalised + backend copy
     bytes += 2 * rows * sizeof(int32_t);
     bytes += 5 * layout.size() * f;  // params, m, v, export copy, gradient slack
-    std::size_t widthSum = 0;
-    for (int w : layout.widths()) {
-        widthSum += static_cast<std::size_t>(w);
-    }
     const std::size_t threads = 64;  // generous upper bound on per-thread workspaces
-    bytes += threads * static_cast<std::size_t>(config.training.batchSize) * (2 * widthSum) * f;
+    if (layout.isMlp()) {
+        std::size_t widthSum = 0;
+        for (int w : layout.widths()) {
+            widthSum += static_cast<std::size_t>(w);
+        }
+        bytes += threads * static_cast<std::size_t>(config.training.batchSize) * (2 * widthSum) * f;
+    } else {
+        // Conv workspaces are a few MB per thread: count the threads this machine has.
+        const int cores = std::max(
+            1, config.backend.threads > 0 ? config.backend.threads : omp_get_max_threads());
+        bytes += ConvNetCpu::workspaceBytes(layout, config.training.batchSize, cores);
+        bytes += k * static_cast<std::size_t>(config.training.batchSize) * features * f;
+    }
     bytes += k *
              static_cast<std::size_t>(
                  std::min<int64_t>(kEvalChunkRows, std::max<int64_t>(trainRows, 1))) *
@@ -75,8 +81,8 @@ std::size_t estimateRunBytes(const ExperimentConfig& config, int64_t trainRows, 
 }
 
 void checkRunFitsInMemory(const ExperimentConfig& config, int64_t trainRows, int64_t testRows,
-                          int features, int classes) {
-    const std::size_t need = estimateRunBytes(config, trainRows, testRows, features, classes);
+                          Shape input, int classes) {
+    const std::size_t need = estimateRunBytes(config, trainRows, testRows, input, classes);
     const std::size_t have = availableMemoryBytes();
     if (have > 0 && need > have) {
         std::ostringstream os;
@@ -90,7 +96,6 @@ void checkRunFitsInMemory(const ExperimentConfig& config, int64_t trainRows, int
 
 Trainer::Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backend> backend)
     : m_config(std::move(config)), m_data(std::move(data)), m_backend(std::move(backend)) {
-    const int features = m_data.train.features;
     const int classes = m_data.classes;
     if (m_data.train.rows < 1) {
         throw DataError("the train split of " + m_data.name + " is empty");
@@ -98,7 +103,8 @@ Trainer::Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backen
     if (m_data.train.rows > std::numeric_limits<uint32_t>::max()) {
         throw ConfigError("dataset: at most 2^32 - 1 train rows are supported");
     }
-    checkRunFitsInMemory(m_config, m_data.train.rows, m_data.test.rows, features, classes);
+    checkRunFitsInMemory(m_config, m_data.train.rows, m_data.test.rows, m_data.inputShape(),
+                         classes);
     // The stored schedule in the parsed order (by step, stable), so live edits insert at the
     // same index in both.
     if (m_config.json.contains("training") && m_config.json["training"].contains("schedule")) {
@@ -110,7 +116,7 @@ Trainer::Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backen
     }
 
     const int k = m_config.ensemble.members;
-    m_layout = ParamLayout(modelWidths(m_config, features, classes), k);
+    m_layout = ParamLayout(modelArchitecture(m_config.model, m_data.inputShape(), classes), k);
     m_trainX = m_data.normalization.apply(m_data.train);
     m_testX = m_data.normalization.apply(m_data.test);
     m_totalSteps = m_config.totalSteps(m_data.train.rows);

@@ -24,12 +24,13 @@ struct TrainingProgress {
     int divergedMembers = 0;
 };
 
-// Bytes a run needs (data, parameters, optimizer state, workspaces, evaluation buffers).
+// Bytes a run needs (data, parameters, optimizer state, workspaces, evaluation buffers) for
+// inputs of shape `input`.
 std::size_t estimateRunBytes(const ExperimentConfig& config, int64_t trainRows, int64_t testRows,
-                             int features, int classes);
+                             Shape input, int classes);
 // Throws RuntimeError with the estimate when it exceeds the memory the machine has available.
 void checkRunFitsInMemory(const ExperimentConfig& config, int64_t trainRows, int64_t testRows,
-                          int features, int classes);
+                          Shape input, int classes);
 
 // Drives a Backend through a run: steps, evaluation, divergence, progress, cancel. It starts
 // no threads and emits nothing on its own: callers step it synchronously (the GUI from its

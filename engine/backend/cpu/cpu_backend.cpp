@@ -76,6 +76,21 @@ void CpuBackend::bind(const TrainingProblem& problem) {
     m_updates = 0;
 
     const int batch = static_cast<int>(problem.plan.batch);
+    m_predictWorkspaces.clear();
+    if (!layout.isMlp()) {
+        m_conv = std::make_unique<ConvNetCpu>();
+        m_conv->bind(layout, problem.activation, batch, m_threads);
+        m_workspaces.clear();
+        const std::size_t k = static_cast<std::size_t>(layout.members());
+        const std::size_t b = static_cast<std::size_t>(batch);
+        const bool own = problem.plan.mode == BootstrapMode::Resample;
+        m_convX.assign((own ? k : 1) * b * static_cast<std::size_t>(inputs), 0.0f);
+        m_convLabels.assign((own ? k : 1) * b, 0);
+        m_convRows.assign((own ? k : 1) * b, 0);
+        m_convWeights.assign(k * b, 1.0f);
+        return;
+    }
+    m_conv.reset();
     m_workspaces.assign(static_cast<std::size_t>(m_threads), Workspace{});
     for (Workspace& ws : m_workspaces) {
         ws.rows.resize(static_cast<std::size_t>(batch));
@@ -87,7 +102,6 @@ void CpuBackend::bind(const TrainingProblem& problem) {
     m_sharedWeights.resize(static_cast<std::size_t>(batch));
     m_sharedLabels.resize(static_cast<std::size_t>(batch));
     m_sharedBatch.resize(layout, batch);
-    m_predictWorkspaces.clear();
 }
 
 void CpuBackend::setRules(const std::vector<OptimizerRule>& rules) {
@@ -111,6 +125,10 @@ void CpuBackend::parameters(float* out) {
 }
 
 void CpuBackend::step(uint64_t step, const uint8_t* active, float* losses) {
+    if (m_conv) {
+        stepConv(step, active, losses);
+        return;
+    }
     const ParamLayout& layout = m_problem.layout;
     const BatchPlanParams& plan = m_problem.plan;
     const int members = layout.members();
@@ -152,6 +170,61 @@ void CpuBackend::step(uint64_t step, const uint8_t* active, float* losses) {
     ++m_updates;
 }
 
+void CpuBackend::stepConv(uint64_t step, const uint8_t* active, float* losses) {
+    const ParamLayout& layout = m_problem.layout;
+    const BatchPlanParams& plan = m_problem.plan;
+    const int members = layout.members();
+    const std::size_t batch = plan.batch;
+    const std::size_t inputs = static_cast<std::size_t>(layout.inputs());
+    const bool own = plan.mode == BootstrapMode::Resample;
+    std::vector<ConvMemberBatch> batches(static_cast<std::size_t>(members));
+    std::vector<OptimizerRule> rules(m_problem.rules);
+    const uint64_t updateNumber = m_updates + 1;
+    // Gathers the rows of `rows` into x and their labels.
+    const auto gather = [&](const int32_t* rows, float* x, int32_t* labels) {
+        for (std::size_t b = 0; b < batch; ++b) {
+            const auto row = static_cast<std::size_t>(rows[b]);
+            std::copy_n(m_trainX.data() + row * inputs, inputs, x + b * inputs);
+            labels[b] = m_trainY[row];
+        }
+    };
+    if (!own) {
+        planMemberSimd(plan, 0, step, reinterpret_cast<uint32_t*>(m_convRows.data()),
+                       m_convWeights.data());
+        gather(m_convRows.data(), m_convX.data(), m_convLabels.data());
+    }
+#pragma omp parallel for num_threads(m_threads) schedule(static)
+    for (int k = 0; k < members; ++k) {
+        const std::size_t m = static_cast<std::size_t>(k);
+        float* weights = m_convWeights.data() + m * batch;
+        ConvMemberBatch& b = batches[m];
+        b.weights = weights;
+        rules[m] = m_problem.rules[m];
+        prepareStep(rules[m], updateNumber);
+        if (own) {
+            int32_t* rows = m_convRows.data() + m * batch;
+            planMemberSimd(plan, static_cast<uint32_t>(k), step, reinterpret_cast<uint32_t*>(rows),
+                           weights);
+            gather(rows, m_convX.data() + m * batch * inputs, m_convLabels.data() + m * batch);
+            b.x = m_convX.data() + m * batch * inputs;
+            b.labels = m_convLabels.data() + m * batch;
+            continue;
+        }
+        b.x = m_convX.data();
+        b.labels = m_convLabels.data();
+        if (plan.mode == BootstrapMode::Poisson) {
+            poissonWeightsSimd(plan.seed, static_cast<uint32_t>(k),
+                               reinterpret_cast<const uint32_t*>(m_convRows.data()),
+                               static_cast<int>(batch), weights);
+        } else if (k > 0) {
+            std::copy_n(m_convWeights.data(), batch, weights);  // the shared plan's (all 1)
+        }
+    }
+    m_conv->train(batches.data(), !own, active, rules.data(), m_updates == 0, m_params.data(),
+                  m_moment1.data(), m_moment2.data(), losses);
+    ++m_updates;
+}
+
 float CpuBackend::trainMember(int k, uint64_t step, Workspace& ws, const OptimizerRule& rule,
                               bool firstUpdate) {
     const ParamLayout& layout = m_problem.layout;
@@ -187,6 +260,10 @@ float CpuBackend::trainMember(int k, uint64_t step, Workspace& ws, const Optimiz
 }
 
 void CpuBackend::predictLogProbs(const float* x, int64_t rows, float* out) {
+    if (m_conv) {
+        m_conv->predictLogProbs(m_params.data(), x, rows, out);
+        return;
+    }
     const ParamLayout& layout = m_problem.layout;
     const int members = layout.members();
     const int classes = layout.classes();

@@ -1,8 +1,10 @@
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/conv_net.h"
 #include "backend/cpu/fast_mlp.h"
 #include "backend/cpu/mlp_kernels.h"
 
@@ -12,7 +14,7 @@ namespace ensemble {
 // whole step runs on one thread, so results are bit-identical for any thread count), the fast
 // float kernels of fast_mlp.h (register-blocked SIMD for small layers, Eigen's GEMM for large
 // ones, the optimizer update fused into the backward pass), and the shared per-element math
-// of engine/math.
+// of engine/math. Members with conv or pool layers take the im2col path of conv_net.h.
 class CpuBackend final : public Backend {
   public:
     // threads = 0: all the cores OpenMP reports.
@@ -34,6 +36,8 @@ class CpuBackend final : public Backend {
     // Trains member k for one step on one thread; returns its batch loss.
     float trainMember(int k, uint64_t step, Workspace& ws, const OptimizerRule& rule,
                       bool firstUpdate);
+    // step() for conv members: plans and gathers every member's batch, then ConvNetCpu::train.
+    void stepConv(uint64_t step, const uint8_t* active, float* losses);
 
     int m_threads = 1;
     TrainingProblem m_problem;
@@ -51,6 +55,13 @@ class CpuBackend final : public Backend {
     FastBatch m_sharedBatch;
     // Prediction scratch, one per thread (allocated on first use).
     std::vector<FastWorkspace> m_predictWorkspaces;
+    // Conv members (null for MLPs): the engine and each member's gathered batch (resample:
+    // K x B rows; shared modes use m_convX for all).
+    std::unique_ptr<ConvNetCpu> m_conv;
+    std::vector<float> m_convX;
+    std::vector<int32_t> m_convLabels;  // K x B (resample) or B
+    std::vector<float> m_convWeights;   // K x B
+    std::vector<int32_t> m_convRows;    // K x B
 };
 
 }  // namespace ensemble

@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "backend/cpu/gemm.h"
 #include "backend/cpu/simd_lanes.h"
 #include "math/loss.h"
 
@@ -60,46 +61,14 @@ inline bool useEigen(int in, int out, int batch) {
            kEigenMacs;
 }
 
-// Eigen's GEMM for the large layers, without its per-call allocation: a product expression
-// sizes its packing buffers per call and, above EIGEN_STACK_ALLOCATION_LIMIT (128 KB: every
-// MNIST-size product), mallocs and frees them every time. This is the same blocking the
-// expression would choose (gemm_blocking_space for a row-major destination, one thread), so
-// the results are the same bits, with the buffers owned by the workspace.
-class FixedBlocking : public Eigen::internal::level3_blocking<float, float> {
-  public:
-    // A row-major rows x cols destination, depth terms: Eigen blocks the transposed problem.
-    FixedBlocking(Eigen::Index rows, Eigen::Index cols, Eigen::Index depth) {
-        m_mc = cols;
-        m_nc = rows;
-        m_kc = depth;
-        Eigen::internal::computeProductBlockingSizes<float, float, 1>(m_kc, m_mc, m_nc,
-                                                                      Eigen::Index{1});
-    }
-    std::size_t sizeA() const { return static_cast<std::size_t>(m_mc * m_kc); }
-    std::size_t sizeB() const { return static_cast<std::size_t>(m_kc * m_nc); }
-    void use(float* a, float* b) {
-        m_blockA = a;
-        m_blockB = b;
-    }
-};
-
-// res (rows x cols, row-major, stride resStride) = lhs * rhs; LhsOrder / RhsOrder say how the
-// operands are stored (Eigen::RowMajor or Eigen::ColMajor) with their outer strides.
+// Eigen's GEMM for the large layers with the workspace's packing buffers (backend/cpu/gemm.h).
 // Precondition: ws.gemmA / ws.gemmB hold FixedBlocking(rows, cols, depth)'s sizes.
 template <int LhsOrder, int RhsOrder>
 void gemm(Eigen::Index rows, Eigen::Index cols, Eigen::Index depth, const float* lhs,
           Eigen::Index lhsStride, const float* rhs, Eigen::Index rhsStride, float* res,
           Eigen::Index resStride, FastWorkspace& ws) {
-    FixedBlocking blocking(rows, cols, depth);
-    blocking.use(ws.gemmA.data(), ws.gemmB.data());
-    for (Eigen::Index r = 0; r < rows; ++r) {
-        std::fill(res + r * resStride, res + r * resStride + cols, 0.0f);
-    }
-    Eigen::internal::general_matrix_matrix_product<Eigen::Index, float, LhsOrder, false, float,
-                                                   RhsOrder, false, Eigen::RowMajor,
-                                                   1>::run(rows, cols, depth, lhs, lhsStride, rhs,
-                                                           rhsStride, res, 1, resStride, 1.0f,
-                                                           blocking, nullptr);
+    cpu::gemm<LhsOrder, RhsOrder>(rows, cols, depth, lhs, lhsStride, rhs, rhsStride, res, resStride,
+                                  ws.gemmA.data(), ws.gemmB.data());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -630,25 +599,19 @@ void FastWorkspace::resize(const ParamLayout& layout, int rows) {
     }
     gradWT.assign(transposedSize, 0.0f);
     // Packing buffers for the layers on Eigen's GEMM: the largest of their products.
-    std::size_t sizeA = 0;
-    std::size_t sizeB = 0;
-    const auto need = [&](Eigen::Index r, Eigen::Index c, Eigen::Index d) {
-        const FixedBlocking b(r, c, d);
-        sizeA = std::max(sizeA, b.sizeA());
-        sizeB = std::max(sizeB, b.sizeB());
-    };
+    cpu::GemmBuffers buffers;
     for (int l = 0; l < layers; ++l) {
         const LayerSlot& s = layout.layer(l);
         if (useEigen(s.in, s.out, rows)) {
-            need(s.out, paddedBatch, s.in);  // forward
-            need(s.out, s.in, rows);         // dW
+            buffers.need(s.out, paddedBatch, s.in);  // forward
+            buffers.need(s.out, s.in, rows);         // dW
             if (l > 0) {
-                need(s.in, paddedBatch, s.out);  // dA
+                buffers.need(s.in, paddedBatch, s.out);  // dA
             }
         }
     }
-    gemmA.assign(sizeA, 0.0f);
-    gemmB.assign(sizeB, 0.0f);
+    gemmA.assign(buffers.sizeA, 0.0f);
+    gemmB.assign(buffers.sizeB, 0.0f);
     delta.assign(static_cast<std::size_t>(maxWidth) * paddedBatch, 0.0f);
     deltaPrev.assign(delta.size(), 0.0f);
     gradW.assign(static_cast<std::size_t>(maxOut) * maxIn, 0.0f);

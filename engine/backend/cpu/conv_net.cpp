@@ -1,0 +1,781 @@
+#include "backend/cpu/conv_net.h"
+
+#include <omp.h>
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "backend/cpu/gemm.h"
+#include "math/loss.h"
+
+namespace ensemble {
+
+namespace {
+
+using Eigen::ColMajor;
+using Eigen::RowMajor;
+
+// Floats of a parameter update handed to one thread: a multiple of every SIMD width, so the
+// split does not change which elements fastApplyUpdate treats as its scalar tail.
+constexpr std::size_t kUpdateChunk = 1 << 14;
+
+// im2col of one conv layer for `n` examples of `in` ([C][n][H][W]): cols[(c k + ky) k + kx]
+// [(b Ho + oy) Wo + ox] = in[c][b][oy s + ky - padTop][ox s + kx - padLeft], zero outside.
+// `stride` is the row stride of cols (>= n Ho Wo).
+void im2col(const StackLayer& s, const float* in, int n, float* cols, std::size_t stride) {
+    const int C = s.in.channels;
+    const int H = s.in.height;
+    const int W = s.in.width;
+    const int Ho = s.out.height;
+    const int Wo = s.out.width;
+    const int k = s.kernel;
+    const int st = s.stride;
+    for (int c = 0; c < C; ++c) {
+        for (int ky = 0; ky < k; ++ky) {
+            for (int kx = 0; kx < k; ++kx) {
+                float* dst = cols + static_cast<std::size_t>((c * k + ky) * k + kx) * stride;
+                // Output columns whose input column is inside the image.
+                const int dx = kx - s.padLeft;
+                int oxBegin = 0;
+                while (oxBegin < Wo && oxBegin * st + dx < 0) {
+                    ++oxBegin;
+                }
+                int oxEnd = Wo;
+                while (oxEnd > oxBegin && (oxEnd - 1) * st + dx >= W) {
+                    --oxEnd;
+                }
+                for (int b = 0; b < n; ++b) {
+                    const float* plane = in + (static_cast<std::size_t>(c) * n + b) * H * W;
+                    for (int oy = 0; oy < Ho; ++oy) {
+                        float* out = dst + (static_cast<std::size_t>(b) * Ho + oy) * Wo;
+                        const int iy = oy * st + ky - s.padTop;
+                        if (iy < 0 || iy >= H) {
+                            std::fill(out, out + Wo, 0.0f);
+                            continue;
+                        }
+                        const float* row = plane + static_cast<std::size_t>(iy) * W;
+                        std::fill(out, out + oxBegin, 0.0f);
+                        if (st == 1) {
+                            // Rows are short (14 floats in the recipe): a loop, not memcpy.
+                            for (int ox = oxBegin; ox < oxEnd; ++ox) {
+                                out[ox] = row[ox + dx];
+                            }
+                        } else {
+                            for (int ox = oxBegin; ox < oxEnd; ++ox) {
+                                out[ox] = row[ox * st + dx];
+                            }
+                        }
+                        std::fill(out + oxEnd, out + Wo, 0.0f);
+                    }
+                }
+            }
+        }
+    }
+}
+
+// The adjoint of im2col: dIn ([C][n][H][W], zeroed here) += the columns' gradients, in a fixed
+// order (c, ky, kx, b, oy, ox).
+void col2im(const StackLayer& s, const float* cols, int n, float* dIn) {
+    const int C = s.in.channels;
+    const int H = s.in.height;
+    const int W = s.in.width;
+    const int Ho = s.out.height;
+    const int Wo = s.out.width;
+    const int k = s.kernel;
+    const int st = s.stride;
+    const std::size_t stride = static_cast<std::size_t>(n) * Ho * Wo;
+    std::fill(dIn, dIn + static_cast<std::size_t>(C) * n * H * W, 0.0f);
+    for (int c = 0; c < C; ++c) {
+        for (int ky = 0; ky < k; ++ky) {
+            for (int kx = 0; kx < k; ++kx) {
+                const float* src = cols + static_cast<std::size_t>((c * k + ky) * k + kx) * stride;
+                const int dx = kx - s.padLeft;
+                int oxBegin = 0;
+                while (oxBegin < Wo && oxBegin * st + dx < 0) {
+                    ++oxBegin;
+                }
+                int oxEnd = Wo;
+                while (oxEnd > oxBegin && (oxEnd - 1) * st + dx >= W) {
+                    --oxEnd;
+                }
+                for (int b = 0; b < n; ++b) {
+                    float* plane = dIn + (static_cast<std::size_t>(c) * n + b) * H * W;
+                    for (int oy = 0; oy < Ho; ++oy) {
+                        const int iy = oy * st + ky - s.padTop;
+                        if (iy < 0 || iy >= H) {
+                            continue;
+                        }
+                        const float* g = src + (static_cast<std::size_t>(b) * Ho + oy) * Wo;
+                        float* row = plane + static_cast<std::size_t>(iy) * W;
+                        if (st == 1) {
+                            float* shifted = row + dx;  // a contiguous, vectorisable run
+                            for (int ox = oxBegin; ox < oxEnd; ++ox) {
+                                shifted[ox] += g[ox];
+                            }
+                        } else {
+                            for (int ox = oxBegin; ox < oxEnd; ++ox) {
+                                row[ox * st + dx] += g[ox];
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+// Pooling of `planes` planes of H x W into Ho x Wo (window and stride `size`); for max, the
+// index in its plane of each output's first maximum.
+void poolForward(const StackLayer& s, const float* in, int planes, float* out, int32_t* argmax) {
+    const int H = s.in.height;
+    const int W = s.in.width;
+    const int Ho = s.out.height;
+    const int Wo = s.out.width;
+    const int size = s.kernel;
+    const float inv = 1.0f / static_cast<float>(size * size);
+    for (int p = 0; p < planes; ++p) {
+        const float* src = in + static_cast<std::size_t>(p) * H * W;
+        float* dst = out + static_cast<std::size_t>(p) * Ho * Wo;
+        int32_t* arg = argmax != nullptr ? argmax + static_cast<std::size_t>(p) * Ho * Wo : nullptr;
+        for (int oy = 0; oy < Ho; ++oy) {
+            for (int ox = 0; ox < Wo; ++ox) {
+                if (s.pool == PoolKind::Avg) {
+                    float sum = 0.0f;
+                    for (int dy = 0; dy < size; ++dy) {
+                        const float* row = src + static_cast<std::size_t>(oy * size + dy) * W;
+                        for (int dx = 0; dx < size; ++dx) {
+                            sum += row[ox * size + dx];
+                        }
+                    }
+                    dst[oy * Wo + ox] = sum * inv;
+                } else {
+                    int best = (oy * size) * W + ox * size;
+                    float bestValue = src[best];
+                    for (int dy = 0; dy < size; ++dy) {
+                        for (int dx = 0; dx < size; ++dx) {
+                            const int i = (oy * size + dy) * W + ox * size + dx;
+                            // Strictly greater: the first maximum wins; a NaN never does.
+                            if (src[i] > bestValue) {
+                                best = i;
+                                bestValue = src[i];
+                            }
+                        }
+                    }
+                    dst[oy * Wo + ox] = bestValue;
+                    arg[oy * Wo + ox] = best;
+                }
+            }
+        }
+    }
+}
+
+void poolBackward(const StackLayer& s, const float* dOut, const int32_t* argmax, int planes,
+                  float* dIn) {
+    const int H = s.in.height;
+    const int W = s.in.width;
+    const int Ho = s.out.height;
+    const int Wo = s.out.width;
+    const int size = s.kernel;
+    const float inv = 1.0f / static_cast<float>(size * size);
+    std::fill(dIn, dIn + static_cast<std::size_t>(planes) * H * W, 0.0f);
+    for (int p = 0; p < planes; ++p) {
+        const float* g = dOut + static_cast<std::size_t>(p) * Ho * Wo;
+        float* dst = dIn + static_cast<std::size_t>(p) * H * W;
+        if (s.pool == PoolKind::Avg) {
+            for (int oy = 0; oy < Ho; ++oy) {
+                for (int ox = 0; ox < Wo; ++ox) {
+                    const float v = g[oy * Wo + ox] * inv;
+                    for (int dy = 0; dy < size; ++dy) {
+                        float* row = dst + static_cast<std::size_t>(oy * size + dy) * W;
+                        for (int dx = 0; dx < size; ++dx) {
+                            row[ox * size + dx] = v;
+                        }
+                    }
+                }
+            }
+        } else {
+            const int32_t* arg = argmax + static_cast<std::size_t>(p) * Ho * Wo;
+            for (int i = 0; i < Ho * Wo; ++i) {
+                dst[arg[i]] += g[i];
+            }
+        }
+    }
+}
+
+void activate(Activation act, const float* pre, float* post, std::size_t n) {
+    if (act == Activation::Relu) {
+        for (std::size_t i = 0; i < n; ++i) {
+            post[i] = pre[i] > 0.0f ? pre[i] : 0.0f;
+        }
+        return;
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+        post[i] = ensemble::activate(act, pre[i]);
+    }
+}
+
+void activateGrad(Activation act, const float* pre, const float* post, float* delta,
+                  std::size_t n) {
+    if (act == Activation::Relu) {
+        for (std::size_t i = 0; i < n; ++i) {
+            delta[i] = pre[i] > 0.0f ? delta[i] : 0.0f;
+        }
+        return;
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+        delta[i] *= ensemble::activateGrad(act, pre[i], post[i]);
+    }
+}
+
+// The sum of n floats in a fixed order: 16 running sums (one AVX-512 register, two AVX ones),
+// then those in order. Vectorises where a single running sum cannot.
+float rowSum(const float* x, std::size_t n) {
+    float acc[16] = {};
+    std::size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        for (int l = 0; l < 16; ++l) {
+            acc[l] += x[i + static_cast<std::size_t>(l)];
+        }
+    }
+    for (int l = 0; i < n; ++i, ++l) {
+        acc[l] += x[i];
+    }
+    float sum = 0.0f;
+    for (float a : acc) {
+        sum += a;
+    }
+    return sum;
+}
+
+// Offsets of each layer's [W, b] in a packed member gradient.
+std::vector<std::size_t> packedOffsets(const ParamLayout& layout) {
+    std::vector<std::size_t> offsets;
+    std::size_t offset = 0;
+    for (int l = 0; l < layout.layerCount(); ++l) {
+        offsets.push_back(offset);
+        offset += static_cast<std::size_t>(layout.layer(l).out) * (layout.layer(l).in + 1);
+    }
+    return offsets;
+}
+
+}  // namespace
+
+// One thread's scratch for a task of up to kConvGroup examples.
+struct ConvNetCpu::Workspace {
+    std::vector<FloatBuffer> pre;   // per stack layer with parameters: its pre-activations
+    std::vector<FloatBuffer> post;  // per stack layer: its output
+    std::vector<std::vector<int32_t>> argmax;  // per max-pool layer
+    std::vector<FloatBuffer> cols;             // per conv layer: C k k x n Ho Wo
+    FloatBuffer input;                         // the task's images as [C][n][H][W]
+    FloatBuffer flat;                          // n x features: the first dense layer's input
+    FloatBuffer delta;                         // the gradient of the current layer's output
+    FloatBuffer deltaPrev;
+    FloatBuffer dLogits;
+    FloatBuffer gemmA;  // packing buffers of every product (backend/cpu/gemm.h)
+    FloatBuffer gemmB;
+
+    void resize(const Architecture& a, int n) {
+        const auto& layers = a.layers();
+        pre.assign(layers.size(), FloatBuffer{});
+        post.assign(layers.size(), FloatBuffer{});
+        argmax.assign(layers.size(), {});
+        cols.assign(layers.size(), FloatBuffer{});
+        std::size_t widest = static_cast<std::size_t>(a.input().size());
+        std::size_t flatSize = 0;
+        for (std::size_t i = 0; i < layers.size(); ++i) {
+            const StackLayer& s = layers[i];
+            const std::size_t outSize = static_cast<std::size_t>(s.out.size()) * n;
+            widest = std::max(widest, outSize / n);
+            post[i].assign(outSize, 0.0f);
+            if (s.param >= 0) {
+                pre[i].assign(outSize, 0.0f);
+            }
+            if (s.kind == LayerKind::Conv) {
+                cols[i].assign(static_cast<std::size_t>(s.fanIn()) * s.out.plane() * n, 0.0f);
+            }
+            if (s.kind == LayerKind::Pool && s.pool == PoolKind::Max) {
+                argmax[i].assign(outSize, 0);
+            }
+            if (s.kind == LayerKind::Dense && flatSize == 0 && i > 0 &&
+                layers[i - 1].kind != LayerKind::Dense) {
+                flatSize = static_cast<std::size_t>(s.in.size()) * n;
+            }
+        }
+        input.assign(static_cast<std::size_t>(a.input().size()) * n, 0.0f);
+        flat.assign(std::max<std::size_t>(flatSize, 1), 0.0f);
+        delta.assign(widest * n, 0.0f);
+        deltaPrev.assign(widest * n, 0.0f);
+        dLogits.assign(static_cast<std::size_t>(a.outputs()) * n, 0.0f);
+        // Every product of a task of 1..n examples (the last group of a batch is smaller).
+        cpu::GemmBuffers buffers;
+        for (int m = 1; m <= n; ++m) {
+            for (const StackLayer& s : layers) {
+                const Eigen::Index fan = s.fanIn();
+                const Eigen::Index out = s.out.channels;
+                if (s.kind == LayerKind::Conv) {
+                    const Eigen::Index cols = static_cast<Eigen::Index>(s.out.plane()) * m;
+                    buffers.need(out, cols, fan);  // forward
+                    buffers.need(out, fan, cols);  // dW
+                    buffers.need(fan, cols, out);  // dCols
+                } else if (s.kind == LayerKind::Dense) {
+                    buffers.need(m, out, fan);  // forward
+                    buffers.need(out, fan, m);  // dW
+                    buffers.need(m, fan, out);  // dA
+                }
+            }
+        }
+        gemmA.assign(buffers.sizeA, 0.0f);
+        gemmB.assign(buffers.sizeB, 0.0f);
+    }
+
+    std::size_t bytes() const {
+        std::size_t total = input.size() + flat.size() + delta.size() + deltaPrev.size() +
+                            dLogits.size() + gemmA.size() + gemmB.size();
+        for (std::size_t i = 0; i < post.size(); ++i) {
+            total += pre[i].size() + post[i].size() + cols[i].size() + argmax[i].size();
+        }
+        return total * sizeof(float);
+    }
+};
+
+namespace {
+
+// The task's images as [C][n][H][W] (rows of x are [C][H][W]): x itself when C = 1.
+const float* channelMajor(const Architecture& a, const float* x, int n, FloatBuffer& buffer) {
+    const Shape in = a.input();
+    if (in.channels == 1) {
+        return x;
+    }
+    const std::size_t plane = static_cast<std::size_t>(in.plane());
+    for (int b = 0; b < n; ++b) {
+        for (int c = 0; c < in.channels; ++c) {
+            std::copy_n(x + (static_cast<std::size_t>(b) * in.channels + c) * plane, plane,
+                        buffer.data() + (static_cast<std::size_t>(c) * n + b) * plane);
+        }
+    }
+    return buffer.data();
+}
+
+// Forward pass of member k over n examples; returns the logits (n x outputs). sharedCols, when
+// not null, holds the first conv's columns for these examples with row stride colsStride.
+const float* forward(const ParamLayout& layout, int k, Activation act, const float* params,
+                     const float* x, int n, const float* sharedCols, std::size_t colsStride,
+                     ConvNetCpu::Workspace& ws) {
+    const Architecture& a = layout.architecture();
+    const auto& layers = a.layers();
+    // A first dense layer reads the rows as they are: (channel, row, column) is the flatten order.
+    const float* in = layers.front().kind == LayerKind::Dense ? x : channelMajor(a, x, n, ws.input);
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+        const StackLayer& s = layers[i];
+        float* out = ws.post[i].data();
+        switch (s.kind) {
+            case LayerKind::Conv: {
+                const int l = s.param;
+                const Eigen::Index fan = s.fanIn();
+                const Eigen::Index cols = static_cast<Eigen::Index>(s.out.plane()) * n;
+                const float* colData = ws.cols[i].data();
+                Eigen::Index stride = cols;
+                if (i == 0 && sharedCols != nullptr) {
+                    colData = sharedCols;
+                    stride = static_cast<Eigen::Index>(colsStride);
+                } else {
+                    im2col(s, in, n, ws.cols[i].data(), static_cast<std::size_t>(cols));
+                }
+                // pre = b, then += W cols.
+                float* pre = ws.pre[i].data();
+                const float* bias = params + layout.biasOffset(l, k);
+                for (int f = 0; f < s.out.channels; ++f) {
+                    std::fill(pre + f * cols, pre + (f + 1) * cols, bias[f]);
+                }
+                cpu::gemmAccumulate<RowMajor, RowMajor>(
+                    s.out.channels, cols, fan, params + layout.weightOffset(l, k), fan, colData,
+                    stride, pre, cols, ws.gemmA.data(), ws.gemmB.data());
+                activate(act, pre, out, static_cast<std::size_t>(s.out.channels) * cols);
+                break;
+            }
+            case LayerKind::Pool:
+                poolForward(s, in, s.in.channels * n, out,
+                            s.pool == PoolKind::Max ? ws.argmax[i].data() : nullptr);
+                break;
+            case LayerKind::Dense: {
+                const int l = s.param;
+                const Eigen::Index features = s.in.channels;
+                const float* aIn = in;
+                if (i > 0 && layers[i - 1].kind != LayerKind::Dense) {
+                    // Flatten [C][n][H W] into n x (C H W), PyTorch's (channel, row, column).
+                    const Shape sp = layers[i - 1].out;
+                    const std::size_t plane = static_cast<std::size_t>(sp.plane());
+                    for (int b = 0; b < n; ++b) {
+                        for (int c = 0; c < sp.channels; ++c) {
+                            std::copy_n(in + (static_cast<std::size_t>(c) * n + b) * plane, plane,
+                                        ws.flat.data() + static_cast<std::size_t>(b) * features +
+                                            c * plane);
+                        }
+                    }
+                    aIn = ws.flat.data();
+                }
+                const Eigen::Index units = s.out.channels;
+                // pre = b, then += A W^T.
+                float* pre = ws.pre[i].data();
+                const float* bias = params + layout.biasOffset(l, k);
+                for (int b = 0; b < n; ++b) {
+                    std::copy_n(bias, units, pre + b * units);
+                }
+                cpu::gemmAccumulate<RowMajor, ColMajor>(
+                    n, units, features, aIn, features, params + layout.weightOffset(l, k), features,
+                    pre, units, ws.gemmA.data(), ws.gemmB.data());
+                if (s.activated) {
+                    activate(act, pre, out, static_cast<std::size_t>(n) * units);
+                } else {
+                    std::copy_n(pre, static_cast<std::size_t>(n) * units, out);
+                }
+                break;
+            }
+        }
+        in = out;
+    }
+    return ws.post.back().data();
+}
+
+// Forward and backward of member k over n examples (the group of a batch of batchSize): adds
+// nothing, writes the group's gradient (packed) to grad and returns the group's part of the
+// loss, sum_b weight_b CE_b / batchSize. Not finite: the gradient is not computed.
+float groupGradient(const ParamLayout& layout, int k, Activation act, const float* params,
+                    const float* x, const int32_t* labels, const float* weights, int n,
+                    int batchSize, const float* sharedCols, std::size_t colsStride,
+                    const std::vector<std::size_t>& offsets, ConvNetCpu::Workspace& ws,
+                    float* grad) {
+    const Architecture& a = layout.architecture();
+    const auto& layers = a.layers();
+    const int classes = a.outputs();
+    const float* logits = forward(layout, k, act, params, x, n, sharedCols, colsStride, ws);
+
+    const float scale = 1.0f / static_cast<float>(batchSize);
+    float loss = 0.0f;
+    float* dLogits = ws.dLogits.data();
+    for (int b = 0; b < n; ++b) {
+        loss += softmaxCrossEntropy(logits + static_cast<std::size_t>(b) * classes, classes,
+                                    static_cast<int>(labels[b]), weights[b], scale,
+                                    dLogits + static_cast<std::size_t>(b) * classes);
+    }
+    if (!std::isfinite(loss)) {
+        return loss;
+    }
+
+    // delta: the gradient of layer i's output; it becomes that of layer i - 1's output.
+    float* delta = ws.delta.data();
+    float* deltaPrev = ws.deltaPrev.data();
+    std::copy_n(dLogits, static_cast<std::size_t>(n) * classes, delta);
+    const float* input = layers.front().kind == LayerKind::Dense ? x : ws.input.data();
+    if (a.input().channels == 1) {
+        input = x;  // forward() read x in place
+    }
+    for (std::size_t ii = layers.size(); ii-- > 0;) {
+        const StackLayer& s = layers[ii];
+        const float* in = ii > 0 ? ws.post[ii - 1].data() : input;
+        const std::size_t outSize = static_cast<std::size_t>(s.out.size()) * n;
+        if (s.activated) {
+            activateGrad(act, ws.pre[ii].data(), ws.post[ii].data(), delta, outSize);
+        }
+        switch (s.kind) {
+            case LayerKind::Dense: {
+                const int l = s.param;
+                const Eigen::Index features = s.in.channels;
+                const Eigen::Index units = s.out.channels;
+                const bool flattened = ii > 0 && layers[ii - 1].kind != LayerKind::Dense;
+                const float* aIn = flattened ? ws.flat.data() : in;
+                float* gw = grad + offsets[static_cast<std::size_t>(l)];
+                float* gb = gw + units * features;
+                // dW = dZ^T A, db = sum over the examples of dZ.
+                cpu::gemm<ColMajor, RowMajor>(units, features, n, delta, units, aIn, features, gw,
+                                              features, ws.gemmA.data(), ws.gemmB.data());
+                for (Eigen::Index u = 0; u < units; ++u) {
+                    gb[u] = 0.0f;
+                }
+                for (int b = 0; b < n; ++b) {
+                    for (Eigen::Index u = 0; u < units; ++u) {
+                        gb[u] += delta[b * units + u];
+                    }
+                }
+                if (ii == 0) {
+                    break;
+                }
+                // dA = dZ W, then unflattened to [C][n][H W] below a spatial layer.
+                float* dA = flattened ? ws.flat.data() : deltaPrev;
+                cpu::gemm<RowMajor, RowMajor>(n, features, units, delta, units,
+                                              params + layout.weightOffset(l, k), features, dA,
+                                              features, ws.gemmA.data(), ws.gemmB.data());
+                if (flattened) {
+                    const Shape sp = layers[ii - 1].out;
+                    const std::size_t plane = static_cast<std::size_t>(sp.plane());
+                    for (int b = 0; b < n; ++b) {
+                        for (int c = 0; c < sp.channels; ++c) {
+                            std::copy_n(
+                                ws.flat.data() + static_cast<std::size_t>(b) * features + c * plane,
+                                plane, deltaPrev + (static_cast<std::size_t>(c) * n + b) * plane);
+                        }
+                    }
+                }
+                break;
+            }
+            case LayerKind::Pool:
+                poolBackward(s, delta, s.pool == PoolKind::Max ? ws.argmax[ii].data() : nullptr,
+                             s.in.channels * n, deltaPrev);
+                break;
+            case LayerKind::Conv: {
+                const int l = s.param;
+                const Eigen::Index fan = s.fanIn();
+                const Eigen::Index filters = s.out.channels;
+                const Eigen::Index cols = static_cast<Eigen::Index>(s.out.plane()) * n;
+                const bool shared = ii == 0 && sharedCols != nullptr;
+                const float* colData = shared ? sharedCols : ws.cols[ii].data();
+                const Eigen::Index stride = shared ? static_cast<Eigen::Index>(colsStride) : cols;
+                float* gw = grad + offsets[static_cast<std::size_t>(l)];
+                float* gb = gw + filters * fan;
+                // dW = dY cols^T, db = the sum of each filter's row of dY.
+                cpu::gemm<RowMajor, ColMajor>(filters, fan, cols, delta, cols, colData, stride, gw,
+                                              fan, ws.gemmA.data(), ws.gemmB.data());
+                for (Eigen::Index f = 0; f < filters; ++f) {
+                    gb[f] = rowSum(delta + f * cols, static_cast<std::size_t>(cols));
+                }
+                if (ii == 0) {
+                    break;
+                }
+                // dCols = W^T dY (into the columns, no longer needed), then col2im.
+                float* dCols = ws.cols[ii].data();
+                cpu::gemm<ColMajor, RowMajor>(fan, cols, filters,
+                                              params + layout.weightOffset(l, k), fan, delta, cols,
+                                              dCols, cols, ws.gemmA.data(), ws.gemmB.data());
+                col2im(s, dCols, n, deltaPrev);
+                break;
+            }
+        }
+        std::swap(delta, deltaPrev);
+    }
+    return loss;
+}
+
+}  // namespace
+
+ConvNetCpu::ConvNetCpu() = default;
+ConvNetCpu::~ConvNetCpu() = default;
+
+void ConvNetCpu::bind(const ParamLayout& layout, Activation activation, int batch, int threads) {
+    m_layout = layout;
+    m_activation = activation;
+    m_batch = std::max(batch, 1);
+    m_threads = std::max(threads, 1);
+    m_groups = (m_batch + kConvGroup - 1) / kConvGroup;
+    m_workspaces.assign(static_cast<std::size_t>(m_threads), Workspace{});
+    for (Workspace& ws : m_workspaces) {
+        ws.resize(layout.architecture(), kConvGroup);
+    }
+    m_partials.assign(static_cast<std::size_t>(layout.members()) * m_groups * layout.perMember(),
+                      0.0f);
+    m_partialLoss.assign(static_cast<std::size_t>(layout.members()) * m_groups, 0.0f);
+    const StackLayer& first = layout.architecture().layers().front();
+    if (first.kind == LayerKind::Conv) {
+        m_sharedCols.assign(static_cast<std::size_t>(first.fanIn()) * first.out.plane() * m_batch,
+                            0.0f);
+    } else {
+        m_sharedCols.assign(0, 0.0f);
+    }
+}
+
+std::size_t ConvNetCpu::workspaceBytes(const ParamLayout& layout, int batch, int threads) {
+    Workspace ws;
+    ws.resize(layout.architecture(), kConvGroup);
+    const std::size_t groups = static_cast<std::size_t>((batch + kConvGroup - 1) / kConvGroup);
+    const StackLayer& first = layout.architecture().layers().front();
+    std::size_t shared = 0;
+    if (first.kind == LayerKind::Conv) {
+        shared = static_cast<std::size_t>(first.fanIn()) * first.out.plane() * batch;
+    }
+    return ws.bytes() * static_cast<std::size_t>(std::max(threads, 1)) +
+           sizeof(float) *
+               (static_cast<std::size_t>(layout.members()) * groups * layout.perMember() + shared);
+}
+
+void ConvNetCpu::train(const ConvMemberBatch* batches, bool sharedInput, const uint8_t* active,
+                       const OptimizerRule* rules, bool firstUpdate, float* params, float* moment1,
+                       float* moment2, float* losses) {
+    const ParamLayout& layout = m_layout;
+    const Architecture& a = layout.architecture();
+    const int members = layout.members();
+    const int groups = m_groups;
+    const std::size_t perMember = layout.perMember();
+    const std::vector<std::size_t> offsets = packedOffsets(layout);
+    const StackLayer& first = a.layers().front();
+
+    // A shared batch's first-layer columns, once for every member (parallel over groups: each
+    // group's columns are a separate block of every row).
+    const bool sharedCols = sharedInput && first.kind == LayerKind::Conv;
+    const std::size_t colsStride =
+        sharedCols ? static_cast<std::size_t>(first.out.plane()) * m_batch : 0;
+    int firstActive = 0;
+    while (firstActive < members && !active[firstActive]) {
+        ++firstActive;
+    }
+    if (firstActive == members) {
+        std::fill(losses, losses + members, 0.0f);
+        return;
+    }
+    if (sharedCols) {
+        const float* x = batches[firstActive].x;
+#pragma omp parallel for num_threads(std::min(m_threads, groups)) schedule(static, 1)
+        for (int g = 0; g < groups; ++g) {
+            Workspace& ws = m_workspaces[static_cast<std::size_t>(omp_get_thread_num())];
+            const int begin = g * kConvGroup;
+            const int n = std::min(kConvGroup, m_batch - begin);
+            const float* in =
+                channelMajor(a, x + static_cast<std::size_t>(begin) * a.inputs(), n, ws.input);
+            im2col(first, in, n,
+                   m_sharedCols.data() + static_cast<std::size_t>(begin) * first.out.plane(),
+                   colsStride);
+        }
+    }
+
+    // Tasks: (member, group). Each writes only its own partial gradient and loss.
+    std::vector<int> tasks;
+    tasks.reserve(static_cast<std::size_t>(members) * groups);
+    for (int k = 0; k < members; ++k) {
+        if (active[k]) {
+            for (int g = 0; g < groups; ++g) {
+                tasks.push_back(k * groups + g);
+            }
+        }
+    }
+    const int taskCount = static_cast<int>(tasks.size());
+#pragma omp parallel for num_threads(std::min(m_threads, taskCount)) schedule(dynamic, 1)
+    for (int t = 0; t < taskCount; ++t) {
+        Workspace& ws = m_workspaces[static_cast<std::size_t>(omp_get_thread_num())];
+        const int k = tasks[static_cast<std::size_t>(t)] / groups;
+        const int g = tasks[static_cast<std::size_t>(t)] % groups;
+        const int begin = g * kConvGroup;
+        const int n = std::min(kConvGroup, m_batch - begin);
+        const ConvMemberBatch& batch = batches[k];
+        const std::size_t slot = static_cast<std::size_t>(k) * groups + g;
+        m_partialLoss[slot] = groupGradient(
+            layout, k, m_activation, params, batch.x + static_cast<std::size_t>(begin) * a.inputs(),
+            batch.labels + begin, batch.weights + begin, n, m_batch,
+            sharedCols ? m_sharedCols.data() + static_cast<std::size_t>(begin) * first.out.plane()
+                       : nullptr,
+            colsStride, offsets, ws, m_partials.data() + slot * perMember);
+    }
+
+    // Each member's loss and gradient: its groups summed in order.
+    std::vector<uint8_t> update(static_cast<std::size_t>(members), 0);
+    for (int k = 0; k < members; ++k) {
+        if (!active[k]) {
+            losses[k] = 0.0f;
+            continue;
+        }
+        float loss = 0.0f;
+        for (int g = 0; g < groups; ++g) {
+            loss += m_partialLoss[static_cast<std::size_t>(k) * groups + g];
+        }
+        losses[k] = loss;
+        update[static_cast<std::size_t>(k)] = std::isfinite(loss) ? 1 : 0;
+    }
+
+    // Sum the groups and update, in chunks of whole tensors' pieces: (member, layer, W or b,
+    // chunk). Each element's sum runs over the groups in order whoever computes it.
+    struct Piece {
+        int k;
+        std::size_t packed;  // offset in the packed gradient
+        std::size_t param;   // offset in params / moments
+        std::size_t count;
+    };
+    std::vector<Piece> pieces;
+    for (int k = 0; k < members; ++k) {
+        if (!update[static_cast<std::size_t>(k)]) {
+            continue;
+        }
+        for (int l = 0; l < layout.layerCount(); ++l) {
+            const LayerSlot& s = layout.layer(l);
+            const std::size_t w = static_cast<std::size_t>(s.out) * s.in;
+            const std::size_t tensors[2][3] = {
+                {offsets[static_cast<std::size_t>(l)], layout.weightOffset(l, k), w},
+                {offsets[static_cast<std::size_t>(l)] + w, layout.biasOffset(l, k),
+                 static_cast<std::size_t>(s.out)}};
+            for (const auto& t : tensors) {
+                for (std::size_t begin = 0; begin < t[2]; begin += kUpdateChunk) {
+                    pieces.push_back(
+                        {k, t[0] + begin, t[1] + begin, std::min(kUpdateChunk, t[2] - begin)});
+                }
+            }
+        }
+    }
+    const int pieceCount = static_cast<int>(pieces.size());
+#pragma omp parallel for num_threads(std::max(1, std::min(m_threads, pieceCount))) \
+    schedule(dynamic, 1)
+    for (int p = 0; p < pieceCount; ++p) {
+        const Piece& piece = pieces[static_cast<std::size_t>(p)];
+        float* sum = m_partials.data() + static_cast<std::size_t>(piece.k) * groups * perMember +
+                     piece.packed;
+        for (int g = 1; g < groups; ++g) {
+            const float* part = sum + static_cast<std::size_t>(g) * perMember;
+            for (std::size_t i = 0; i < piece.count; ++i) {
+                sum[i] += part[i];
+            }
+        }
+        fastApplyUpdate(rules[piece.k], firstUpdate, params + piece.param, sum,
+                        moment1 + piece.param, moment2 + piece.param, piece.count);
+    }
+}
+
+float ConvNetCpu::gradient(int k, const float* params, const ConvMemberBatch& batch, int batchSize,
+                           float* grad) {
+    const ParamLayout& layout = m_layout;
+    const std::vector<std::size_t> offsets = packedOffsets(layout);
+    const std::size_t perMember = layout.perMember();
+    const int inputs = layout.inputs();
+    std::vector<float> part(perMember);
+    std::fill(grad, grad + perMember, 0.0f);
+    float loss = 0.0f;
+    for (int begin = 0; begin < batchSize; begin += kConvGroup) {
+        const int n = std::min(kConvGroup, batchSize - begin);
+        loss += groupGradient(layout, k, m_activation, params,
+                              batch.x + static_cast<std::size_t>(begin) * inputs,
+                              batch.labels + begin, batch.weights + begin, n, batchSize, nullptr, 0,
+                              offsets, m_workspaces.front(), begin == 0 ? grad : part.data());
+        if (begin > 0) {
+            for (std::size_t i = 0; i < perMember; ++i) {
+                grad[i] += part[i];
+            }
+        }
+    }
+    return loss;
+}
+
+void ConvNetCpu::predictLogProbs(const float* params, const float* x, int64_t rows, float* out) {
+    const ParamLayout& layout = m_layout;
+    const int members = layout.members();
+    const int classes = layout.classes();
+    const int inputs = layout.inputs();
+    const int chunk = kConvGroup;
+    const int64_t chunks = (rows + chunk - 1) / chunk;
+    const int64_t tasks = chunks * members;
+#pragma omp parallel for num_threads(m_threads) schedule(dynamic, 1)
+    for (int64_t task = 0; task < tasks; ++task) {
+        Workspace& ws = m_workspaces[static_cast<std::size_t>(omp_get_thread_num())];
+        const int k = static_cast<int>(task / chunks);
+        const int64_t begin = (task % chunks) * chunk;
+        const int n = static_cast<int>(std::min<int64_t>(chunk, rows - begin));
+        const float* logits =
+            forward(layout, k, m_activation, params, x + begin * inputs, n, nullptr, 0, ws);
+        for (int b = 0; b < n; ++b) {
+            const float* z = logits + static_cast<std::size_t>(b) * classes;
+            const float lse = logSumExp(z, classes);
+            float* dst = out + (static_cast<std::size_t>(k) * rows + begin + b) * classes;
+            for (int c = 0; c < classes; ++c) {
+                dst[c] = z[c] - lse;
+            }
+        }
+    }
+}
+
+}  // namespace ensemble

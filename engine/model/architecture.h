@@ -1,0 +1,101 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ensemble {
+
+// A member's architecture as a stack of layers over an input of shape [channels, height,
+// width] (a table row is [features, 1, 1]). Parameterised layers (conv, dense) are numbered in
+// stack order: that number is the `l` of `layers.{l}.weight` in an export and of LayerSlot in
+// ParamLayout. The output dense layer (one unit per output) is implicit, as for the MLP.
+
+enum class LayerKind : uint8_t { Conv, Pool, Dense };
+enum class PoolKind : uint8_t { Avg, Max };
+enum class Padding : uint8_t { Same, Valid };
+
+// One entry of `model.layers`, as written.
+struct LayerSpec {
+    LayerKind kind = LayerKind::Dense;
+    int filters = 0;  // conv
+    int kernel = 0;   // conv
+    int stride = 1;   // conv
+    Padding padding = Padding::Same;
+    PoolKind pool = PoolKind::Avg;  // pool
+    int size = 0;                   // pool: window and stride
+    int units = 0;                  // dense
+
+    bool operator==(const LayerSpec&) const = default;
+};
+
+// Flax's MNIST CNN (seed 000): conv 32 3x3 same, avg-pool 2, conv 64 3x3 same, avg-pool 2,
+// dense 256 (the output dense layer is implicit). The default of `model.layers`.
+std::vector<LayerSpec> recipeLayers();
+// Reads `model.layers` (`key` names it in errors). Throws ConfigError naming the layer's index
+// and field ("model.layers[2].kernel") for an unknown type, a missing or non-integer field, a
+// value out of range or an unknown field.
+std::vector<LayerSpec> parseLayers(const nlohmann::json& value, const std::string& key);
+nlohmann::json layersToJson(const std::vector<LayerSpec>& layers);
+
+struct Shape {
+    int channels = 0;
+    int height = 0;
+    int width = 0;
+    int64_t size() const { return int64_t{channels} * height * width; }
+    int64_t plane() const { return int64_t{height} * width; }
+    bool operator==(const Shape&) const = default;
+};
+
+// A layer with its shapes resolved.
+struct StackLayer {
+    LayerKind kind = LayerKind::Dense;
+    Shape in;
+    Shape out;
+    int kernel = 0;  // conv: k; pool: the window (= stride)
+    int stride = 1;  // conv
+    int padTop = 0;  // conv: rows of zeros above the input ("same": half the total, rounded down)
+    int padLeft = 0;
+    PoolKind pool = PoolKind::Avg;
+    int param = -1;          // conv and dense: the index of its parameters
+    bool activated = false;  // model.activation follows it (every conv and hidden dense)
+
+    // Per member: conv [F, C, k, k] (PyTorch's layout), dense [out, in].
+    int fanIn() const;
+    int units() const { return static_cast<int>(out.channels); }
+};
+
+class Architecture {
+  public:
+    Architecture() = default;
+    // Dense layers of widths [D, h_1, ..., h_L, C] on [D, 1, 1] inputs.
+    static Architecture mlp(const std::vector<int>& widths);
+    // The stack `layers` on `input`, then the output dense layer of `outputs` units. Throws
+    // ConfigError naming `key`[i] and the field when a layer does not fit its input (the image
+    // shrinks to nothing, a valid conv larger than its input, a conv or pool after a dense).
+    static Architecture stack(Shape input, const std::vector<LayerSpec>& layers, int outputs,
+                              const std::string& key = "model.layers");
+
+    const std::vector<StackLayer>& layers() const { return m_layers; }
+    Shape input() const { return m_input; }
+    int inputs() const { return static_cast<int>(m_input.size()); }
+    int outputs() const { return m_layers.empty() ? 0 : m_layers.back().out.channels; }
+    // Whether every layer is dense (the MLP fast path applies).
+    bool denseOnly() const;
+    int paramLayers() const { return m_paramLayers; }
+    // The parameterised layer `param` (its index in stack order among conv and dense).
+    const StackLayer& paramLayer(int param) const;
+    // Member-level weight shape of parameterised layer `param`: [F, C, k, k] or [out, in].
+    std::vector<int64_t> weightShape(int param) const;
+    // Multiply-adds of one forward pass of one member for one example.
+    double forwardMacsPerExample() const;
+
+  private:
+    Shape m_input;
+    std::vector<StackLayer> m_layers;
+    int m_paramLayers = 0;
+};
+
+}  // namespace ensemble
