@@ -54,9 +54,25 @@ BackendChoice makeBackend(const BackendConfig& config) {
     return choice;
 }
 
+BackendChoice makeBackend(const ExperimentConfig& config) {
+    if (config.model.kind == "cnn" && config.backend.kind != BackendKind::Cpu) {
+        const char* why = "the CUDA backend runs MLP members; CNN members train on the CPU";
+        if (config.backend.kind == BackendKind::Cuda) {
+            throw RuntimeError(ErrorKind::BackendMissing,
+                               std::string("backend.kind=cuda with model.kind=cnn: ") + why +
+                                   " (set backend.kind to cpu or auto)");
+        }
+        BackendChoice choice;
+        choice.backend = std::make_unique<CpuBackend>(config.backend.threads);
+        choice.notice = std::string("backend auto: using the CPU (") + why + ")";
+        return choice;
+    }
+    return makeBackend(config.backend);
+}
+
 std::unique_ptr<Trainer> makeTrainer(const ExperimentConfig& config, std::string* notice) {
     DataSplit data = loadDataSplit(config.dataset);
-    BackendChoice choice = makeBackend(config.backend);
+    BackendChoice choice = makeBackend(config);
     if (notice != nullptr) {
         *notice = choice.notice;
     }

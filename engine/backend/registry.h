@@ -24,6 +24,9 @@ struct BackendChoice {
 };
 
 BackendChoice makeBackend(const BackendConfig& config);
+// The same for a whole experiment: CNN members train on the CPU (the CUDA backend runs MLP
+// members), so `auto` picks the CPU for them, saying why, and `cuda` is a BackendMissing error.
+BackendChoice makeBackend(const ExperimentConfig& config);
 
 // Whether the CUDA backend was compiled in, and if so whether a device is usable; `reason`
 // says why not (for the GUI's disabled choice and for error messages).

@@ -71,7 +71,7 @@ void EngineWorker::configure(const nlohmann::json& config, std::shared_ptr<const
         m_trainer.reset();
         m_cacheValid = false;
         if (data) {
-            BackendChoice choice = makeBackend(parsed.backend);
+            BackendChoice choice = makeBackend(parsed);
             notice = choice.notice;
             trainer = std::make_unique<Trainer>(parsed, *data, std::move(choice.backend));
         } else {
