@@ -19,8 +19,34 @@ using nlohmann::json;
     throw DataError(ErrorKind::Weights, origin + ": " + what);
 }
 
-std::string momentName(int l, const char* what, const std::string& moment) {
-    return "optimizer." + std::to_string(l) + "." + what + "." + moment;
+// One parameter tensor of the layout: "{l}.weight" or "{l}.bias", its stacked shape and where
+// it starts in the flat buffer. The moments are stored exactly like the parameters (the export's
+// layers.{l}.* tensors), so a new kind of layer changes this one list.
+struct ParamTensor {
+    std::string name;
+    std::vector<int64_t> shape;
+    std::size_t offset = 0;
+    std::size_t count = 0;
+};
+
+std::vector<ParamTensor> paramTensors(const ParamLayout& layout) {
+    const int64_t k = layout.members();
+    std::vector<ParamTensor> out;
+    for (int l = 0; l < layout.layerCount(); ++l) {
+        const LayerSlot& s = layout.layer(l);
+        const std::string prefix = std::to_string(l);
+        out.push_back({prefix + ".weight",
+                       {k, s.out, s.in},
+                       s.weightOffset,
+                       static_cast<std::size_t>(k) * s.out * s.in});
+        out.push_back(
+            {prefix + ".bias", {k, s.out}, s.biasOffset, static_cast<std::size_t>(k) * s.out});
+    }
+    return out;
+}
+
+std::string momentName(const ParamTensor& t, const std::string& moment) {
+    return "optimizer." + t.name + "." + moment;
 }
 
 std::string shapeText(const std::vector<int64_t>& shape) {
@@ -229,15 +255,9 @@ void writeCheckpoint(const std::string& path, const Trainer& trainer,
         // SGD's buffer and Adam's m share a slot (Backend::OptimizerState).
         const std::vector<float>& buffer =
             i == 0 ? state.optimizer.moment1 : state.optimizer.moment2;
-        for (int l = 0; l < layout.layerCount(); ++l) {
-            const LayerSlot& s = layout.layer(l);
-            const std::size_t wCount = static_cast<std::size_t>(k) * s.out * s.in;
-            const std::size_t bCount = static_cast<std::size_t>(k) * s.out;
-            file.tensors.push_back(Tensor::fromF32(momentName(l, "weight", moments[i]),
-                                                   {k, s.out, s.in},
-                                                   {buffer.data() + s.weightOffset, wCount}));
-            file.tensors.push_back(Tensor::fromF32(momentName(l, "bias", moments[i]), {k, s.out},
-                                                   {buffer.data() + s.biasOffset, bCount}));
+        for (const ParamTensor& t : paramTensors(layout)) {
+            file.tensors.push_back(Tensor::fromF32(momentName(t, moments[i]), t.shape,
+                                                   {buffer.data() + t.offset, t.count}));
         }
     }
     const std::vector<int64_t> updates(static_cast<std::size_t>(k),
@@ -294,21 +314,16 @@ Checkpoint readCheckpoint(const SafetensorsFile& file) {
     const std::vector<std::string> moments = checkpointMoments(c.ensemble.config.optimizer.kind);
     for (std::size_t i = 0; i < moments.size(); ++i) {
         std::vector<float>& buffer = i == 0 ? state.optimizer.moment1 : state.optimizer.moment2;
-        for (int l = 0; l < layout.layerCount(); ++l) {
-            const LayerSlot& s = layout.layer(l);
-            const auto load = [&](const std::string& name, const std::vector<int64_t>& shape,
-                                  std::size_t offset) {
-                const Tensor* t = file.find(name);
-                if (t == nullptr || t->dtype != DType::F32 || t->shape != shape) {
-                    invalid(origin, "tensor '" + name + "' should be F32 " + shapeText(shape) +
-                                        (t == nullptr ? " and is missing" : ""));
-                }
-                const auto values = t->f32();
-                std::copy(values.begin(), values.end(),
-                          buffer.begin() + static_cast<std::ptrdiff_t>(offset));
-            };
-            load(momentName(l, "weight", moments[i]), {k, s.out, s.in}, s.weightOffset);
-            load(momentName(l, "bias", moments[i]), {k, s.out}, s.biasOffset);
+        for (const ParamTensor& p : paramTensors(layout)) {
+            const std::string name = momentName(p, moments[i]);
+            const Tensor* t = file.find(name);
+            if (t == nullptr || t->dtype != DType::F32 || t->shape != p.shape) {
+                invalid(origin, "tensor '" + name + "' should be F32 " + shapeText(p.shape) +
+                                    (t == nullptr ? " and is missing" : ""));
+            }
+            const auto values = t->f32();
+            std::copy(values.begin(), values.end(),
+                      buffer.begin() + static_cast<std::ptrdiff_t>(p.offset));
         }
     }
     const Tensor* updates = file.find("optimizer.step");
