@@ -219,6 +219,13 @@ int commandTrain(const CliArgs& args) {
         resumeTrainer(*trainer, *resumed);
         curves = resumed->curves;
         resumed.reset();
+        if (trainer->finished()) {
+            std::fprintf(stderr,
+                         "note: the run ends at step %lld and the checkpoint is at step %lld: "
+                         "nothing to train (train longer with --set training.steps=N)\n",
+                         static_cast<long long>(trainer->totalSteps()),
+                         static_cast<long long>(trainer->step()));
+        }
     }
     const bool tty = isatty(fileno(stderr)) != 0;
     const DataSplit& data = trainer->data();
@@ -230,7 +237,7 @@ int commandTrain(const CliArgs& args) {
                      static_cast<long long>(data.test.rows), data.classes,
                      static_cast<long long>(trainer->totalSteps()),
                      trainer->backend().name().c_str());
-        if (trainer->step() > 0) {
+        if (args.has("--resume")) {
             std::fprintf(stderr, "resuming %s at step %lld\n", args.get("--resume").c_str(),
                          static_cast<long long>(trainer->step()));
         }
