@@ -31,7 +31,7 @@ const std::vector<Command>& commands() {
          "train   --config FILE.json|PRESET [--set key=value]... [--export W.safetensors]\n"
          "        [--metrics M.json] [--checkpoint C.safetensors [--checkpoint-every N]] "
          "[--quiet]\n"
-         "train   --resume C.safetensors [--set key=value]... (the same outputs)",
+         "  train   --resume C.safetensors [--set key=value]... (the same outputs)",
          {"--config", "--set", "--export", "--metrics", "--checkpoint", "--checkpoint-every",
           "--resume"},
          {"--quiet"},
