@@ -1,6 +1,8 @@
 // Fuzzes importEnsemble: a safetensors file whose header parses but whose tensors may disagree
 // with its metadata (config, widths, members, format_version). An ensemble that loads must
-// also predict: its layout, parameters and normalisation agree with each other.
+// also predict: its layout, parameters and normalisation agree with each other. A file that
+// says it is a checkpoint also goes through readCheckpoint (optimizer tensors, update counts,
+// curves), whose state must fit its layout.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -8,6 +10,7 @@
 #include <vector>
 
 #include "fuzz_support.h"
+#include "io/checkpoint.h"
 #include "io/model_io.h"
 
 using namespace ensemble;
@@ -16,7 +19,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     const std::string_view bytes(reinterpret_cast<const char*>(data), size);
     LoadedEnsemble e;
     try {
-        e = importEnsemble(parseSafetensors(bytes, "fuzz.safetensors"));
+        const SafetensorsFile file = parseSafetensors(bytes, "fuzz.safetensors");
+        if (isCheckpoint(file)) {
+            try {
+                const Checkpoint c = readCheckpoint(file);
+                const std::size_t k = static_cast<std::size_t>(c.ensemble.layout.members());
+                fuzz::check(c.state.params.size() == c.ensemble.layout.size() &&
+                                c.state.optimizer.moment1.size() == c.state.params.size() &&
+                                c.state.optimizer.moment2.size() == c.state.params.size(),
+                            "the checkpoint's state fits its layout");
+                fuzz::check(c.state.diverged.size() == k, "one diverged flag per member");
+                for (const Evaluation& ev : c.curves) {
+                    fuzz::check(ev.members.size() == k, "curves hold every member");
+                }
+            } catch (const Error&) {
+            }
+        }
+        e = importEnsemble(file);
     } catch (const Error&) {
         return 0;
     }

@@ -102,6 +102,8 @@ class TestCudaParity : public QObject {
     void graphReplayEqualsEagerSteps();
     void runsAreBitReproducible();
     void setParametersRestartsTheOptimizer();
+    void optimizerStateResumesBitExact_data();
+    void optimizerStateResumesBitExact();
     void predictOnlyBinding();
     void gridUncertaintyMatchesCpu();
     void oversizedRunIsRefusedWithNumbers();
@@ -238,6 +240,55 @@ void TestCudaParity::setParametersRestartsTheOptimizer() {
     std::vector<float> again(layout.size());
     b->parameters(again.data());
     QVERIFY(again == first.params);
+}
+
+void TestCudaParity::optimizerStateResumesBitExact_data() {
+    QTest::addColumn<int>("kind");
+    QTest::newRow("adam") << static_cast<int>(OptimizerKind::Adam);
+    QTest::newRow("sgd") << static_cast<int>(OptimizerKind::Sgd);
+}
+
+// A checkpoint's path on the device: the state copied out after 20 steps and put into a fresh
+// backend continues as the original does, bit for bit; the state itself is the CPU's within
+// the parity bound, with the same update count.
+void TestCudaParity::optimizerStateResumesBitExact() {
+    QFETCH(int, kind);
+    const Problem p =
+        makeProblem(BootstrapMode::Poisson, static_cast<OptimizerKind>(kind), Activation::Tanh);
+    const ParamLayout& layout = p.training.layout;
+    std::vector<float> init(layout.size());
+    initParameters(layout, 10, init.data());
+    const std::unique_ptr<Backend> straight = makeCudaBackend(kDevice);
+    train(*straight, p, init, 20);
+    const OptimizerState state = straight->optimizerState();
+    QCOMPARE(state.updates, uint64_t(20));
+    std::vector<float> params(layout.size());
+    straight->parameters(params.data());
+
+    CpuBackend cpuBackend;
+    train(cpuBackend, p, init, 20);
+    const OptimizerState cpuState = cpuBackend.optimizerState();
+    QCOMPARE(cpuState.updates, state.updates);
+    QVERIFY(nmse(cpuState.moment1, state.moment1) < test::kDeviceParamNmse);
+
+    const std::unique_ptr<Backend> resumed = makeCudaBackend(kDevice);
+    resumed->bind(p.training);
+    resumed->setParameters(params.data());
+    resumed->setOptimizerState(state);
+    std::vector<uint8_t> active(static_cast<std::size_t>(layout.members()), 1);
+    std::vector<float> lossA(active.size());
+    std::vector<float> lossB(active.size());
+    for (int i = 20; i < kSteps; ++i) {
+        setActive(i, active);
+        straight->step(stepIndex(i), active.data(), lossA.data());
+        resumed->step(stepIndex(i), active.data(), lossB.data());
+        QVERIFY(lossA == lossB);
+    }
+    std::vector<float> a(layout.size());
+    std::vector<float> b(layout.size());
+    straight->parameters(a.data());
+    resumed->parameters(b.data());
+    QVERIFY(a == b);
 }
 
 void TestCudaParity::predictOnlyBinding() {

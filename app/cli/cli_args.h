@@ -13,22 +13,31 @@ namespace ensemble::cli {
 // Parsed command line: `ensemble-cli <command> [--flag value]... [--set key=value]...`.
 struct CliArgs {
     std::string command;
-    std::map<std::string, std::string> options;  // --flag value (last wins)
-    std::vector<std::string> sets;               // every --set, in order
-    std::vector<std::string> switches;           // flags without a value (e.g. --quiet)
+    std::map<std::string, std::string> options;  // --flag value
+    // Every value of a repeatable flag, in order (a flag listed as "--weights..." in the
+    // command's table; any other flag given twice is a usage error).
+    std::map<std::string, std::vector<std::string>> repeated;
+    std::vector<std::string> sets;      // every --set, in order
+    std::vector<std::string> switches;  // flags without a value (e.g. --quiet)
 
     bool has(const std::string& flag) const { return options.count(flag) > 0; }
     std::string get(const std::string& flag, const std::string& fallback = {}) const {
         const auto it = options.find(flag);
         return it == options.end() ? fallback : it->second;
     }
+    // The values of a repeatable flag (empty when it was not given).
+    std::vector<std::string> all(const std::string& flag) const {
+        const auto it = repeated.find(flag);
+        return it == repeated.end() ? std::vector<std::string>{} : it->second;
+    }
     bool flag(const std::string& name) const;
     // Throws ConfigError naming the flag when it is missing.
     std::string require(const std::string& flag) const;
 };
 
-// Throws ConfigError for a flag the command does not know or a flag missing its value.
-// `valueFlags` take a value; `switchFlags` do not.
+// Throws ConfigError for a flag the command does not know, a flag missing its value, or a flag
+// given twice that is not repeatable. `valueFlags` take a value ("--weights..." marks one that
+// may be repeated: args.all() has every value, args.get() the first); `switchFlags` do not.
 CliArgs parseArgs(int argc, char** argv, const std::vector<std::string>& valueFlags,
                   const std::vector<std::string>& switchFlags);
 

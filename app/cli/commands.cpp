@@ -15,6 +15,7 @@
 #include "core/errors.h"
 #include "data/dataset.h"
 #include "io/atomic_file.h"
+#include "io/checkpoint.h"
 #include "io/model_io.h"
 #include "train/trainer.h"
 #include "train/trainer_report.h"
@@ -137,7 +138,10 @@ CliArgs parseArgs(int argc, char** argv, const std::vector<std::string>& valueFl
             args.switches.push_back(arg);
             continue;
         }
-        if (std::find(valueFlags.begin(), valueFlags.end(), arg) == valueFlags.end()) {
+        const bool repeatable =
+            std::find(valueFlags.begin(), valueFlags.end(), arg + "...") != valueFlags.end();
+        if (!repeatable &&
+            std::find(valueFlags.begin(), valueFlags.end(), arg) == valueFlags.end()) {
             throw ConfigError("unknown option '" + arg + "' for " + args.command +
                               " (see ensemble-cli " + args.command + " --help)");
         }
@@ -149,6 +153,13 @@ CliArgs parseArgs(int argc, char** argv, const std::vector<std::string>& valueFl
         }
         if (arg == "--set") {
             args.sets.push_back(value);
+        } else if (repeatable) {
+            args.repeated[arg].push_back(value);
+            args.options.emplace(arg, value);  // the first
+        } else if (args.has(arg)) {
+            // Keeping only the last would silently ignore the others.
+            throw ConfigError(arg + " given twice ('" + args.get(arg) + "' and '" + value +
+                              "'): give it once");
         } else {
             args.options[arg] = value;
         }
@@ -173,13 +184,49 @@ ExperimentConfig configFrom(const CliArgs& args) {
 }
 
 int commandTrain(const CliArgs& args) {
-    const ExperimentConfig config = configFrom(args);
+    const bool quiet = args.flag("--quiet");
+    const int64_t checkpointEvery = parseCount(args, "--checkpoint-every", 0, 1);
+    if (args.has("--checkpoint-every") && !args.has("--checkpoint")) {
+        throw ConfigError("--checkpoint-every needs --checkpoint FILE (where to write them)");
+    }
+    // A resumed run trains with the checkpoint's config; --set may change its length, the
+    // backend and the live hyperparameters (io/checkpoint.h, resumeConfig).
+    std::unique_ptr<Checkpoint> resumed;
+    ExperimentConfig config;
+    if (args.has("--resume")) {
+        if (args.has("--config")) {
+            throw ConfigError(
+                "--config cannot be combined with --resume: a resumed run continues with the "
+                "checkpoint's config (change keys with --set)");
+        }
+        resumed = std::make_unique<Checkpoint>(readCheckpoint(args.get("--resume")));
+        std::vector<std::string> notices;
+        config = resumeConfig(*resumed, args.sets, &notices);
+        for (const std::string& notice : notices) {
+            std::fprintf(stderr, "note: %s\n", notice.c_str());
+        }
+    } else {
+        config = configFrom(args);
+    }
     std::string notice;
     std::unique_ptr<Trainer> trainer = makeTrainer(config, &notice);
     if (!notice.empty()) {
         std::fprintf(stderr, "%s\n", notice.c_str());
     }
-    const bool quiet = args.flag("--quiet");
+    // The evaluations of the run so far: a checkpoint's curves.
+    std::vector<Evaluation> curves;
+    if (resumed) {
+        resumeTrainer(*trainer, *resumed);
+        curves = resumed->curves;
+        resumed.reset();
+        if (trainer->finished()) {
+            std::fprintf(stderr,
+                         "note: the run ends at step %lld and the checkpoint is at step %lld: "
+                         "nothing to train (train longer with --set training.steps=N)\n",
+                         static_cast<long long>(trainer->totalSteps()),
+                         static_cast<long long>(trainer->step()));
+        }
+    }
     const bool tty = isatty(fileno(stderr)) != 0;
     const DataSplit& data = trainer->data();
     if (!quiet) {
@@ -190,6 +237,26 @@ int commandTrain(const CliArgs& args) {
                      static_cast<long long>(data.test.rows), data.classes,
                      static_cast<long long>(trainer->totalSteps()),
                      trainer->backend().name().c_str());
+        if (args.has("--resume")) {
+            std::fprintf(stderr, "resuming %s at step %lld\n", args.get("--resume").c_str(),
+                         static_cast<long long>(trainer->step()));
+        }
+    }
+    // Writes the checkpoint of the last finished step; the periodic hook, the end of the run
+    // and an interrupted run (Trainer::run returned false) call it.
+    const auto saveCheckpoint = [&](const json& metrics) {
+        if (!args.has("--checkpoint")) {
+            return;
+        }
+        writeCheckpoint(args.get("--checkpoint"), *trainer, curves, metrics);
+        if (!quiet) {
+            std::fprintf(stderr, "%swrote checkpoint %s at step %lld%s", tty ? "\r" : "",
+                         args.get("--checkpoint").c_str(), static_cast<long long>(trainer->step()),
+                         tty ? "   \n" : "\n");
+        }
+    };
+    if (checkpointEvery > 0) {
+        trainer->setPeriodicHook(checkpointEvery, [&] { saveCheckpoint(nullptr); });
     }
     auto lastLine = Clock::now();
     auto onProgress = [&](const TrainingProgress& p) {
@@ -212,8 +279,19 @@ int commandTrain(const CliArgs& args) {
             tty ? "   " : "\n");
     };
     Evaluation last;
+    const auto onEvaluation = [&](const Evaluation& e) {
+        last = e;
+        // A run resumed at its end evaluates the checkpoint's last step again: one point.
+        if (!curves.empty() && curves.back().step == e.step) {
+            curves.back() = e;
+        } else {
+            curves.push_back(e);
+        }
+    };
     const auto start = Clock::now();
-    trainer->run(onProgress, [&](const Evaluation& e) { last = e; });
+    // The interrupt (Ctrl-C) connects here: pass its flag as run()'s `cancel`; when run()
+    // returns false, saveCheckpoint(nullptr) keeps the last finished step, then exit 130.
+    trainer->run(onProgress, onEvaluation);
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
     if (!quiet && tty) {
         std::fprintf(stderr, "\n");
@@ -233,6 +311,7 @@ int commandTrain(const CliArgs& args) {
     if (args.has("--metrics")) {
         writeFileAtomic(args.get("--metrics"), metrics.dump(2) + "\n");
     }
+    saveCheckpoint(metrics);
     if (args.has("--export")) {
         exportEnsemble(args.get("--export"), *trainer, metrics);
         if (!quiet) {

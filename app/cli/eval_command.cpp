@@ -12,7 +12,10 @@
 #include "data/dataset.h"
 #include "io/atomic_file.h"
 #include "io/config.h"
+#include "io/config_schema.h"
 #include "io/model_io.h"
+#include "metrics/metrics.h"
+#include "metrics/ood.h"
 #include "metrics/report.h"
 
 namespace ensemble::cli {
@@ -173,14 +176,17 @@ void printSummary(const EnsembleReport& r, const std::string& dataset) {
     }
 }
 
-}  // namespace
+// Every member's include flag: those that did not diverge.
+std::vector<uint8_t> includedOf(const LoadedEnsemble& ensemble) {
+    std::vector<uint8_t> include(ensemble.diverged.size());
+    for (std::size_t k = 0; k < include.size(); ++k) {
+        include[k] = ensemble.diverged[k] ? 0 : 1;
+    }
+    return include;
+}
 
-int commandEval(const CliArgs& args) {
-    const std::string weights = args.require("--weights");
-    const LoadedEnsemble ensemble = importEnsemble(weights);
-    bool datasetChanged = false;
-    const ExperimentConfig config = evalConfig(ensemble, args, datasetChanged);
-    const DataSplit data = loadDataSplit(config.dataset);
+// DataError unless `data` is something the ensemble in `weights` can be evaluated on.
+void checkFits(const LoadedEnsemble& ensemble, const DataSplit& data, const std::string& weights) {
     const int features = ensemble.layout.inputs();
     const int classes = ensemble.layout.classes();
     if (data.train.features != features) {
@@ -193,6 +199,141 @@ int commandEval(const CliArgs& args) {
                         " classes, but the ensemble in " + weights + " predicts " +
                         std::to_string(classes));
     }
+}
+
+std::string signedText(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%+.4f", v);
+    return buf;
+}
+
+// eval with several --weights: one table, a row per file with the ensemble's headline metrics
+// and their difference to the first file's, all on the test split of their shared dataset.
+int compareEnsembles(const CliArgs& args, const std::vector<std::string>& files) {
+    if (args.has("--report") || args.has("--csv")) {
+        throw ConfigError(std::string(args.has("--report") ? "--report" : "--csv") +
+                          " writes the report of one ensemble, and " +
+                          std::to_string(files.size()) +
+                          " --weights were given: run eval once per file for its report");
+    }
+    std::vector<LoadedEnsemble> ensembles;
+    std::vector<ExperimentConfig> configs;
+    for (const std::string& file : files) {
+        ensembles.push_back(importEnsemble(file));
+        bool datasetChanged = false;
+        configs.push_back(evalConfig(ensembles.back(), args, datasetChanged));
+    }
+    for (std::size_t i = 1; i < files.size(); ++i) {
+        const std::vector<std::string> differ =
+            changedKeys(json{{"dataset", configs[0].json["dataset"]}},
+                        json{{"dataset", configs[i].json["dataset"]}});
+        if (!differ.empty()) {
+            const KeySpec& spec = keySpec(differ.front());
+            const auto value = [&](const ExperimentConfig& c) {
+                return jsonForMessage(*valueOrDefault(c.json, spec));
+            };
+            throw ConfigError("--weights: " + files[0] + " and " + files[i] +
+                              " were trained on different datasets (" + spec.key + " " +
+                              value(configs[0]) + " vs " + value(configs[i]) +
+                              "); eval compares ensembles of one dataset");
+        }
+    }
+    const DataSplit data = loadDataSplit(configs[0].dataset);
+    for (std::size_t i = 0; i < files.size(); ++i) {
+        checkFits(ensembles[i], data, files[i]);
+    }
+    const bool useTest = data.test.rows > 0;
+    const Dataset& evaluated = useTest ? data.test : data.train;
+    if (!useTest) {
+        std::fprintf(stderr, "the test split is empty: evaluating the train split\n");
+    }
+    Dataset oodData;
+    std::string oodName;
+    if (args.has("--ood")) {
+        oodData =
+            loadOod(args.get("--ood"), configs[0].dataset, ensembles[0].layout.inputs(), oodName);
+    }
+
+    struct Row {
+        int used = 0;
+        ClassificationMetrics metrics;
+        double oodAuroc = 0.0;
+    };
+    std::vector<Row> rows;
+    for (std::size_t i = 0; i < files.size(); ++i) {
+        const LoadedEnsemble& e = ensembles[i];
+        const std::vector<uint8_t> include = includedOf(e);
+        Row row;
+        row.used = static_cast<int>(std::count(include.begin(), include.end(), uint8_t{1}));
+        if (row.used == 0) {
+            throw RuntimeError(files[i] +
+                               ": every member diverged, so there is no ensemble to "
+                               "evaluate");
+        }
+        const MemberPredictions p = predict(e, evaluated, configs[i].backend.threads);
+        const PointStatistics stats = pointStatistics(p, include, evaluated.y);
+        row.metrics = classificationMetrics(stats);
+        if (args.has("--ood")) {
+            const MemberPredictions q = predict(e, oodData, configs[i].backend.threads);
+            row.oodAuroc = oodMetrics(stats, pointStatistics(q, include)).mutualInformation.auroc;
+        }
+        rows.push_back(row);
+    }
+
+    std::size_t width = 4;
+    for (const std::string& f : files) {
+        width = std::max(width, f.size());
+    }
+    const bool ood = args.has("--ood");
+    std::printf("%s split of %s: %lld rows, %d classes; differences to %s\n\n",
+                useTest ? "test" : "train", data.name.c_str(),
+                static_cast<long long>(evaluated.rows), data.classes, files[0].c_str());
+    std::printf("%-*s %9s %9s %9s %9s %9s %9s%s %10s %10s %10s %10s%s\n", static_cast<int>(width),
+                "file", "members", "step", "accuracy", "nll", "ece", "brier",
+                ood ? "  ood auroc" : "", "d accuracy", "d nll", "d ece", "d brier",
+                ood ? "  d ood auroc" : "");
+    for (std::size_t i = 0; i < files.size(); ++i) {
+        const Row& r = rows[i];
+        const ClassificationMetrics& m = r.metrics;
+        const ClassificationMetrics& f = rows[0].metrics;
+        char members[32];
+        std::snprintf(members, sizeof members, "%d/%d", r.used, ensembles[i].layout.members());
+        std::printf("%-*s %9s %9lld %9.4f %9.4f %9.4f %9.4f", static_cast<int>(width),
+                    files[i].c_str(), members, static_cast<long long>(ensembles[i].step),
+                    m.accuracy, m.nll, m.ece, m.brier);
+        if (ood) {
+            std::printf(" %10.4f", r.oodAuroc);
+        }
+        if (i == 0) {
+            std::printf(" %10s %10s %10s %10s%s\n", "-", "-", "-", "-", ood ? "            -" : "");
+            continue;
+        }
+        std::printf(" %10s %10s %10s %10s", signedText(m.accuracy - f.accuracy).c_str(),
+                    signedText(m.nll - f.nll).c_str(), signedText(m.ece - f.ece).c_str(),
+                    signedText(m.brier - f.brier).c_str());
+        if (ood) {
+            std::printf(" %12s", signedText(r.oodAuroc - rows[0].oodAuroc).c_str());
+        }
+        std::printf("\n");
+    }
+    return 0;
+}
+
+}  // namespace
+
+int commandEval(const CliArgs& args) {
+    const std::vector<std::string> files = args.all("--weights");
+    if (files.size() > 1) {
+        return compareEnsembles(args, files);
+    }
+    const std::string weights = args.require("--weights");
+    const LoadedEnsemble ensemble = importEnsemble(weights);
+    bool datasetChanged = false;
+    const ExperimentConfig config = evalConfig(ensemble, args, datasetChanged);
+    const DataSplit data = loadDataSplit(config.dataset);
+    const int features = ensemble.layout.inputs();
+    const int classes = ensemble.layout.classes();
+    checkFits(ensemble, data, weights);
     const int threads = config.backend.threads;
     const bool useTest = data.test.rows > 0;
     const Dataset& evaluated = useTest ? data.test : data.train;
@@ -204,10 +345,7 @@ int commandEval(const CliArgs& args) {
     EvaluationInput input;
     input.predictions = &predictions;
     input.labels = &evaluated.y;
-    input.include.resize(ensemble.diverged.size());
-    for (std::size_t k = 0; k < ensemble.diverged.size(); ++k) {
-        input.include[k] = ensemble.diverged[k] ? 0 : 1;
-    }
+    input.include = includedOf(ensemble);
 
     // Out-of-bag needs the train rows the counts were drawn for.
     MemberPredictions train;

@@ -29,8 +29,11 @@ const std::vector<Command>& commands() {
     static const std::vector<Command> table = {
         {"train",
          "train   --config FILE.json|PRESET [--set key=value]... [--export W.safetensors]\n"
-         "        [--metrics M.json] [--quiet]",
-         {"--config", "--set", "--export", "--metrics"},
+         "        [--metrics M.json] [--checkpoint C.safetensors [--checkpoint-every N]] "
+         "[--quiet]\n"
+         "  train   --resume C.safetensors [--set key=value]... (the same outputs)",
+         {"--config", "--set", "--export", "--metrics", "--checkpoint", "--checkpoint-every",
+          "--resume"},
          {"--quiet"},
          ensemble::cli::commandTrain},
         {"predict",
@@ -50,9 +53,11 @@ const std::vector<Command>& commands() {
          {},
          ensemble::cli::commandBench},
         {"eval",
-         "eval    --weights W.safetensors [--config FILE.json|PRESET] [--set key=value]...\n"
-         "        [--ood fashion-mnist|mnist|FILE.csv] [--report R.json] [--csv DIR]",
-         {"--weights", "--config", "--set", "--ood", "--report", "--csv"},
+         "eval    --weights W.safetensors [--weights W2.safetensors]... [--config "
+         "FILE.json|PRESET]\n"
+         "        [--set key=value]... [--ood fashion-mnist|mnist|FILE.csv] [--report R.json]\n"
+         "        [--csv DIR]   (--report and --csv: one --weights)",
+         {"--weights...", "--config", "--set", "--ood", "--report", "--csv"},
          {},
          ensemble::cli::commandEval},
         {"config",

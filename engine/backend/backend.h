@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,16 @@ struct PointUncertainties {
     std::vector<PointUncertainty> points;    // rows
 };
 
+// The optimizer state of every member, what a checkpoint holds besides the parameters: both
+// moment buffers in the parameters' layout order and size, and the update count that drives
+// Adam's bias correction and SGD's first-step momentum. `moment1` is Adam(W)'s m or SGD's
+// momentum buffer; `moment2` is Adam(W)'s v (SGD leaves it at zero).
+struct OptimizerState {
+    std::vector<float> moment1;
+    std::vector<float> moment2;
+    uint64_t updates = 0;  // updates since bind() or setParameters(), the same for every member
+};
+
 // A backend runs the batched K-member computation. It is coarse-grained on purpose: one call
 // is a whole training step for all members (sample, forward, loss, backward, update), so a
 // backend can keep a member's activations in cache (CPU) or capture the step as one graph
@@ -64,6 +75,18 @@ class Backend {
     virtual void setParameters(const float* params) = 0;
     // Copies all members' parameters out (layout order).
     virtual void parameters(float* out) = 0;
+
+    // Copies the optimizer state out, and puts a copied-out state back (after setParameters(),
+    // which resets it): a run resumed this way goes on bit for bit. Backends that cannot train
+    // throw std::logic_error. setOptimizerState throws std::invalid_argument when a moment
+    // buffer's size is not the layout's.
+    virtual OptimizerState optimizerState() {
+        throw std::logic_error(name() + ": this backend has no optimizer state to save");
+    }
+    virtual void setOptimizerState(const OptimizerState& state) {
+        (void)state;
+        throw std::logic_error(name() + ": this backend cannot restore an optimizer state");
+    }
 
     // One optimisation step of every member whose `active[k]` is non-zero, at global step
     // index `step` (0-based; it selects the batch). Bias correction counts the updates since

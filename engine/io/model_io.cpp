@@ -41,6 +41,10 @@ const json& metaJson(const json& meta, const std::string& path, const std::strin
 }  // namespace
 
 void exportEnsemble(const std::string& path, const Trainer& trainer, const json& metrics) {
+    writeSafetensors(path, exportFile(trainer, metrics));
+}
+
+SafetensorsFile exportFile(const Trainer& trainer, const json& metrics) {
     const ParamLayout& layout = trainer.layout();
     const int k = layout.members();
     const std::vector<float> params = trainer.parameters();
@@ -98,7 +102,7 @@ void exportEnsemble(const std::string& path, const Trainer& trainer, const json&
     if (!metrics.is_null()) {
         file.metadata["metrics"] = metrics.dump();
     }
-    writeSafetensors(path, file);
+    return file;
 }
 
 LoadedEnsemble importEnsemble(const std::string& path) {

@@ -41,6 +41,9 @@ struct LoadedEnsemble {
 void exportEnsemble(const std::string& path, const Trainer& trainer,
                     const nlohmann::json& metrics = nullptr);
 
+// The file exportEnsemble writes, in memory (a checkpoint adds its tensors and metadata to it).
+SafetensorsFile exportFile(const Trainer& trainer, const nlohmann::json& metrics = nullptr);
+
 // Reads and validates a weights file (shapes against the config's architecture, dtypes,
 // metadata). Throws DataError naming the file and the problem.
 LoadedEnsemble importEnsemble(const std::string& path);

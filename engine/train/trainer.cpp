@@ -6,6 +6,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
 #include <omp.h>
@@ -196,6 +197,47 @@ void Trainer::changeHyperparameters(const nlohmann::json& set) {
     ++m_nextChange;
 }
 
+TrainingState Trainer::trainingState() const {
+    TrainingState state;
+    state.step = m_step;
+    state.params = parameters();
+    state.optimizer = m_backend->optimizerState();
+    state.diverged = m_diverged;
+    return state;
+}
+
+void Trainer::restoreTrainingState(const TrainingState& state) {
+    if (m_step != 0 || m_nextChange != 0) {
+        throw std::logic_error("Trainer::restoreTrainingState: the trainer has already run");
+    }
+    const std::size_t k = static_cast<std::size_t>(members());
+    if (state.step < 0 || state.params.size() != m_layout.size() || state.diverged.size() != k) {
+        throw std::invalid_argument("Trainer::restoreTrainingState: a state of " +
+                                    std::to_string(state.params.size()) + " parameters and " +
+                                    std::to_string(state.diverged.size()) + " members for " +
+                                    std::to_string(m_layout.size()) + " and " + std::to_string(k));
+    }
+    m_backend->setParameters(state.params.data());
+    m_backend->setOptimizerState(state.optimizer);
+    m_step = state.step;
+    for (std::size_t i = 0; i < k; ++i) {
+        m_diverged[i] = state.diverged[i] != 0 ? 1 : 0;
+        m_active[i] = m_diverged[i] ? 0 : 1;
+    }
+    // The schedule's entries for steps that ran, in order, as the straight run applied them;
+    // those at state.step itself apply before the next step, as they would have.
+    const auto& schedule = m_config.training.schedule;
+    while (m_nextChange < schedule.size() && schedule[m_nextChange].step < m_step) {
+        applyChange(schedule[m_nextChange]);
+        ++m_nextChange;
+    }
+}
+
+void Trainer::setPeriodicHook(int64_t every, std::function<void()> hook) {
+    m_hookEvery = hook ? std::max<int64_t>(0, every) : 0;
+    m_hook = std::move(hook);
+}
+
 void Trainer::runSteps(int64_t n) {
     const auto start = Clock::now();
     int64_t done = 0;
@@ -232,6 +274,9 @@ bool Trainer::run(const std::function<void(const TrainingProgress&)>& onProgress
         if (evalEvery > 0) {
             chunk = std::min(chunk, evalEvery - m_step % evalEvery);
         }
+        if (m_hookEvery > 0) {
+            chunk = std::min(chunk, m_hookEvery - m_step % m_hookEvery);
+        }
         runSteps(chunk);
         windowSteps += chunk;
 
@@ -248,6 +293,9 @@ bool Trainer::run(const std::function<void(const TrainingProgress&)>& onProgress
 
         if (evalEvery > 0 && m_step % evalEvery == 0 && onEvaluation && !finished()) {
             onEvaluation(evaluate());
+        }
+        if (m_hookEvery > 0 && m_step % m_hookEvery == 0 && !finished()) {
+            m_hook();
         }
         const auto now = Clock::now();
         if (onProgress && (seconds(now - lastReport) >= progressSeconds || finished())) {

@@ -32,6 +32,15 @@ std::size_t estimateRunBytes(const ExperimentConfig& config, int64_t trainRows, 
 void checkRunFitsInMemory(const ExperimentConfig& config, int64_t trainRows, int64_t testRows,
                           Shape input, int classes);
 
+// Everything a run's continuation needs besides its config (io/checkpoint.h stores it): the
+// step, every member's parameters and optimizer state, and which members diverged.
+struct TrainingState {
+    int64_t step = 0;
+    std::vector<float> params;  // layout order
+    OptimizerState optimizer;
+    std::vector<uint8_t> diverged;  // per member; a diverged member stays frozen
+};
+
 // Drives a Backend through a run: steps, evaluation, divergence, progress, cancel. It starts
 // no threads and emits nothing on its own: callers step it synchronously (the GUI from its
 // engine thread, the CLI from main).
@@ -55,6 +64,20 @@ class Trainer {
     // bit for bit: every batch is a function of the step. A limit below the current step ends
     // the run where it is. Precondition: steps >= 0.
     void setTotalSteps(int64_t steps) { m_totalSteps = steps; }
+
+    // The state after the last finished step (what a checkpoint holds).
+    TrainingState trainingState() const;
+    // Continues from a saved state as if this trainer had trained to state.step itself: the
+    // parameters, the optimizer state (moments and update count), the diverged flags and the
+    // schedule's position (its entries before that step applied). With the config the state was
+    // saved under (the training length may differ), the run then goes on bit for bit. Throws
+    // std::invalid_argument for a state of another shape and std::logic_error when this
+    // trainer has already stepped or changed hyperparameters.
+    void restoreTrainingState(const TrainingState& state);
+
+    // Calls `hook` in run() after every `every` steps (after that step's evaluation, before the
+    // next step) while the run has steps left: the CLI's periodic checkpoint. 0: never.
+    void setPeriodicHook(int64_t every, std::function<void()> hook);
 
     // Changes live keys now, before the next step (the app's live edit): `set` is
     // {"optimizer.lr": value, ...} in any form the key takes. The change is appended to
@@ -124,6 +147,8 @@ class Trainer {
     std::size_t m_nextChange = 0;  // the first entry of training.schedule not yet applied
     int64_t m_totalSteps = 0;
     double m_lastStepSeconds = 0.0;
+    int64_t m_hookEvery = 0;
+    std::function<void()> m_hook;
 };
 
 }  // namespace ensemble

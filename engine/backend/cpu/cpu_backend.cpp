@@ -124,6 +124,26 @@ void CpuBackend::parameters(float* out) {
     std::copy(m_params.data(), m_params.data() + m_params.size(), out);
 }
 
+OptimizerState CpuBackend::optimizerState() {
+    OptimizerState state;
+    state.moment1.assign(m_moment1.data(), m_moment1.data() + m_moment1.size());
+    state.moment2.assign(m_moment2.data(), m_moment2.data() + m_moment2.size());
+    state.updates = m_updates;
+    return state;
+}
+
+void CpuBackend::setOptimizerState(const OptimizerState& state) {
+    if (state.moment1.size() != m_moment1.size() || state.moment2.size() != m_moment2.size()) {
+        throw std::invalid_argument("CpuBackend::setOptimizerState: moments of " +
+                                    std::to_string(state.moment1.size()) + " and " +
+                                    std::to_string(state.moment2.size()) + " values for " +
+                                    std::to_string(m_moment1.size()) + " parameters");
+    }
+    std::copy(state.moment1.begin(), state.moment1.end(), m_moment1.data());
+    std::copy(state.moment2.begin(), state.moment2.end(), m_moment2.data());
+    m_updates = state.updates;
+}
+
 void CpuBackend::step(uint64_t step, const uint8_t* active, float* losses) {
     if (m_conv) {
         stepConv(step, active, losses);

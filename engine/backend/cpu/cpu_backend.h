@@ -26,6 +26,8 @@ class CpuBackend final : public Backend {
     void setRules(const std::vector<OptimizerRule>& rules) override;
     void setParameters(const float* params) override;
     void parameters(float* out) override;
+    OptimizerState optimizerState() override;
+    void setOptimizerState(const OptimizerState& state) override;
     void step(uint64_t step, const uint8_t* active, float* losses) override;
     void predictLogProbs(const float* x, int64_t rows, float* out) override;
 

@@ -151,6 +151,8 @@ class CudaBackend final : public Backend {
     void setRules(const std::vector<OptimizerRule>& rules) override;
     void setParameters(const float* params) override;
     void parameters(float* out) override;
+    OptimizerState optimizerState() override;
+    void setOptimizerState(const OptimizerState& state) override;
     void step(uint64_t step, const uint8_t* active, float* losses) override;
     void predictLogProbs(const float* x, int64_t rows, float* out) override;
     bool measuresUncertainty() const override { return true; }
@@ -427,6 +429,43 @@ void CudaBackend::parameters(float* out) {
     ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(out, m_params.data(), m_params.bytes(),
                                         cudaMemcpyDeviceToHost, m_stream.get()));
     sync();
+}
+
+OptimizerState CudaBackend::optimizerState() {
+    requireBound("optimizerState");
+    useDevice();
+    cudaStream_t stream = m_stream.get();
+    OptimizerState state;
+    state.moment1.resize(m_moment1.size());
+    state.moment2.resize(m_moment2.size());
+    ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(state.moment1.data(), m_moment1.data(), m_moment1.bytes(),
+                                        cudaMemcpyDeviceToHost, stream));
+    ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(state.moment2.data(), m_moment2.data(), m_moment2.bytes(),
+                                        cudaMemcpyDeviceToHost, stream));
+    ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(&state.updates, &m_state.data()->updates, sizeof(uint64_t),
+                                        cudaMemcpyDeviceToHost, stream));
+    sync();
+    return state;
+}
+
+void CudaBackend::setOptimizerState(const OptimizerState& state) {
+    requireBound("setOptimizerState");
+    if (state.moment1.size() != m_moment1.size() || state.moment2.size() != m_moment2.size()) {
+        throw std::invalid_argument("CudaBackend::setOptimizerState: moments of " +
+                                    std::to_string(state.moment1.size()) + " and " +
+                                    std::to_string(state.moment2.size()) + " values for " +
+                                    std::to_string(m_moment1.size()) + " parameters");
+    }
+    useDevice();
+    cudaStream_t stream = m_stream.get();
+    // The captured step reads the moments and the update count from these same addresses.
+    ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(m_moment1.data(), state.moment1.data(), m_moment1.bytes(),
+                                        cudaMemcpyHostToDevice, stream));
+    ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(m_moment2.data(), state.moment2.data(), m_moment2.bytes(),
+                                        cudaMemcpyHostToDevice, stream));
+    ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(&m_state.data()->updates, &state.updates, sizeof(uint64_t),
+                                        cudaMemcpyHostToDevice, stream));
+    sync();  // `state` may go away
 }
 
 void CudaBackend::captureStep() {
