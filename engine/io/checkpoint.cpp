@@ -36,7 +36,7 @@ std::vector<ParamTensor> paramTensors(const ParamLayout& layout) {
         const LayerSlot& s = layout.layer(l);
         const std::string prefix = std::to_string(l);
         out.push_back({prefix + ".weight",
-                       {k, s.out, s.in},
+                       layout.weightShape(l),
                        s.weightOffset,
                        static_cast<std::size_t>(k) * s.out * s.in});
         out.push_back(

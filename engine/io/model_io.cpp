@@ -18,15 +18,6 @@ std::string layerName(int l, const char* what) {
     return "layers." + std::to_string(l) + "." + what;
 }
 
-// [K, out, in] for a dense layer, [K, F, C, k, k] for a conv (PyTorch's layouts).
-std::vector<int64_t> weightShape(const ParamLayout& layout, int l) {
-    std::vector<int64_t> shape{layout.members()};
-    for (int64_t d : layout.architecture().weightShape(l)) {
-        shape.push_back(d);
-    }
-    return shape;
-}
-
 [[noreturn]] void invalid(const std::string& path, const std::string& what) {
     throw DataError(ErrorKind::Weights, path + ": " + what);
 }
@@ -53,7 +44,7 @@ SafetensorsFile exportFile(const Trainer& trainer, const json& metrics) {
         const LayerSlot& s = layout.layer(l);
         const std::size_t wCount = static_cast<std::size_t>(k) * s.out * s.in;
         const std::size_t bCount = static_cast<std::size_t>(k) * s.out;
-        file.tensors.push_back(Tensor::fromF32(layerName(l, "weight"), weightShape(layout, l),
+        file.tensors.push_back(Tensor::fromF32(layerName(l, "weight"), layout.weightShape(l),
                                                {params.data() + s.weightOffset, wCount}));
         file.tensors.push_back(Tensor::fromF32(layerName(l, "bias"), {k, s.out},
                                                {params.data() + s.biasOffset, bCount}));
@@ -186,7 +177,7 @@ LoadedEnsemble importEnsemble(const SafetensorsFile& file) {
     };
     for (int l = 0; l < e.layout.layerCount(); ++l) {
         const LayerSlot& s = e.layout.layer(l);
-        layerTensor(layerName(l, "weight"), weightShape(e.layout, l));
+        layerTensor(layerName(l, "weight"), e.layout.weightShape(l));
         layerTensor(layerName(l, "bias"), {k, s.out});
     }
     e.params.resize(e.layout.size());
@@ -197,7 +188,7 @@ LoadedEnsemble importEnsemble(const SafetensorsFile& file) {
             const auto values = layerTensor(name, shape).f32();
             std::copy(values.begin(), values.end(), e.params.begin() + static_cast<long>(offset));
         };
-        load(layerName(l, "weight"), weightShape(e.layout, l), s.weightOffset);
+        load(layerName(l, "weight"), e.layout.weightShape(l), s.weightOffset);
         load(layerName(l, "bias"), {k, s.out}, s.biasOffset);
     }
     const int64_t d = e.layout.inputs();

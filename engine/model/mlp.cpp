@@ -48,6 +48,14 @@ void ParamLayout::addSlots() {
     m_size = offset;
 }
 
+std::vector<int64_t> ParamLayout::weightShape(int l) const {
+    std::vector<int64_t> shape{m_members};
+    for (int64_t d : m_architecture.weightShape(l)) {
+        shape.push_back(d);
+    }
+    return shape;
+}
+
 int ParamLayout::maxWidth() const {
     return m_widths.empty() ? 0 : *std::max_element(m_widths.begin(), m_widths.end());
 }

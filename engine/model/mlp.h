@@ -47,6 +47,10 @@ class ParamLayout {
     std::size_t size() const { return m_size; }
     std::size_t perMember() const { return m_size / static_cast<std::size_t>(m_members); }
 
+    // Layer l's weight tensor over the members: [K, out, in] for a dense layer, [K, F, C, k, k]
+    // for a conv (PyTorch's layouts; the same floats as the [K, out, in] block).
+    std::vector<int64_t> weightShape(int l) const;
+
     std::size_t weightOffset(int l, int k) const {
         const LayerSlot& s = layer(l);
         return s.weightOffset + static_cast<std::size_t>(k) * s.out * s.in;
