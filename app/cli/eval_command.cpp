@@ -173,6 +173,90 @@ void printSummary(const EnsembleReport& r, const std::string& dataset) {
     }
 }
 
+void printRegressionSummary(const RegressionReport& r, const std::string& dataset) {
+    const std::size_t k = r.members.size();
+    std::printf("%s split of %s: %lld rows, %s likelihood, %d of %zu members in the ensemble\n\n",
+                r.split.c_str(), dataset.c_str(), static_cast<long long>(r.points.rows),
+                r.likelihood == Likelihood::Gaussian ? "gaussian" : "mse", r.points.members, k);
+    std::printf("%-12s %9s %9s %9s %9s %9s %9s\n", "", "rmse", "mae", "nll", "cover90", "cal gap",
+                "sharpness");
+    const auto cell = [](double v) {
+        char buf[32];
+        if (std::isfinite(v)) {
+            std::snprintf(buf, sizeof buf, " %9.4f", v);
+        } else {
+            std::snprintf(buf, sizeof buf, " %9s", "-");
+        }
+        return std::string(buf);
+    };
+    const auto row = [&](const std::string& label, const RegressionMetrics& m, const char* note) {
+        std::printf("%-12s%s%s%s%s%s%s%s\n", label.c_str(), cell(m.rmse).c_str(),
+                    cell(m.mae).c_str(), cell(m.nll).c_str(), cell(m.coverage[1]).c_str(),
+                    cell(m.calibrationGap).c_str(), cell(m.sharpness).c_str(), note);
+    };
+    for (std::size_t i = 0; i < k; ++i) {
+        if (i >= 8 && i + 3 < k) {
+            if (i == 8) {
+                std::printf("%-12s (%zu more members)\n", "...", k - 11);
+            }
+            continue;
+        }
+        row("member " + std::to_string(i), r.members[i],
+            r.included[i] ? "" : "  (diverged: left out)");
+    }
+    row("ensemble", r.ensemble, "");
+    std::printf("\nmean std: aleatoric %.4f, epistemic %.4f (raw target units)\n",
+                r.aleatoricStdMean, r.epistemicStdMean);
+}
+
+int evalRegression(const LoadedEnsemble& ensemble, const ExperimentConfig& config,
+                   const DataSplit& data, const CliArgs& args, const std::string& weights) {
+    if (!data.regression) {
+        throw DataError("dataset " + data.name +
+                        " is a classification dataset, but the ensemble in " + weights +
+                        " is a regression model");
+    }
+    const bool useTest = data.test.rows > 0;
+    const Dataset& evaluated = useTest ? data.test : data.train;
+    if (!useTest) {
+        std::fprintf(stderr, "the test split is empty: evaluating the train split\n");
+    }
+    const MemberPredictions predictions = predict(ensemble, evaluated, config.backend.threads);
+    std::vector<uint8_t> include(ensemble.diverged.size());
+    for (std::size_t k = 0; k < include.size(); ++k) {
+        include[k] = ensemble.diverged[k] ? 0 : 1;
+    }
+    // The model's own target units, as stored with the weights.
+    const RegressionReport report = evaluateRegression(
+        predictions, evaluated.target, include, ensemble.normalization.targetMean,
+        ensemble.normalization.targetStd, useTest ? "test" : "train");
+    RunFacts run;
+    run.dataset = data.name;
+    run.step = ensemble.step;
+    run.lr = ensemble.config.optimizer.lr;
+    run.momentum = ensemble.config.optimizer.momentum;
+    run.weightDecay = ensemble.config.optimizer.weightDecay;
+    run.diverged = ensemble.diverged;
+    json j = reportJson(report, run);
+    j["weights"] = weights;
+    printRegressionSummary(report, data.name);
+    if (args.has("--ood")) {
+        std::fprintf(stderr, "--ood: out-of-distribution scores are for classification; skipped\n");
+    }
+    if (args.has("--report")) {
+        writeFileAtomic(args.get("--report"), j.dump(2) + "\n");
+        std::fprintf(stderr, "wrote the report to %s\n", args.get("--report").c_str());
+    }
+    if (args.has("--csv")) {
+        writeRegressionCsvs(args.get("--csv"), report, evaluated.target);
+        std::fprintf(stderr,
+                     "wrote uncertainty.csv, members.csv, calibration.csv and size_curve.csv to "
+                     "%s\n",
+                     args.get("--csv").c_str());
+    }
+    return 0;
+}
+
 }  // namespace
 
 int commandEval(const CliArgs& args) {
@@ -187,6 +271,13 @@ int commandEval(const CliArgs& args) {
         throw DataError("dataset " + data.name + " has " + std::to_string(data.train.features) +
                         " features, but the ensemble in " + weights + " takes " +
                         std::to_string(features));
+    }
+    if (isRegression(ensemble.config.model.likelihood)) {
+        return evalRegression(ensemble, config, data, args, weights);
+    }
+    if (data.regression) {
+        throw DataError("dataset " + data.name + " is a regression dataset, but the ensemble in " +
+                        weights + " classifies");
     }
     if (data.classes > classes) {
         throw DataError("dataset " + data.name + " has " + std::to_string(data.classes) +

@@ -25,12 +25,18 @@ struct DatasetConfig {
     std::string path;
     std::string testPath;
     int64_t limit = 0;
+    int features = 0;    // linear: d
+    std::string task;    // csv: "classification" or "regression"; else the kind's own task
+    std::string target;  // regression csv: the target column
+    // Whether the dataset is a regression one (cubic, sine, linear, csv with task regression).
+    bool regression() const;
 };
 
 struct ModelConfig {
     std::string kind;
     std::vector<int> hidden;
     Activation activation = Activation::Relu;
+    Likelihood likelihood = Likelihood::Categorical;
 };
 
 struct EnsembleConfig {

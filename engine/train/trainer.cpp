@@ -10,6 +10,7 @@
 
 #include "core/errors.h"
 #include "metrics/metrics.h"
+#include "metrics/regression.h"
 
 namespace ensemble {
 
@@ -27,7 +28,7 @@ double seconds(Clock::duration d) {
 std::vector<int> modelWidths(const ExperimentConfig& config, int features, int classes) {
     std::vector<int> widths{features};
     widths.insert(widths.end(), config.model.hidden.begin(), config.model.hidden.end());
-    widths.push_back(classes);
+    widths.push_back(headOutputs(config.model.likelihood, classes));
     return widths;
 }
 
@@ -98,6 +99,12 @@ Trainer::Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backen
     if (m_data.train.rows > std::numeric_limits<uint32_t>::max()) {
         throw ConfigError("dataset: at most 2^32 - 1 train rows are supported");
     }
+    if (isRegression(m_config.model.likelihood) != m_data.regression) {
+        throw ConfigError("model.likelihood",
+                          std::string(toString(m_config.model.likelihood)) +
+                              " does not fit the dataset " + m_data.name +
+                              (m_data.regression ? " (regression)" : " (classification)"));
+    }
     checkRunFitsInMemory(m_config, m_data.train.rows, m_data.test.rows, features, classes);
     // The stored schedule in the parsed order (by step, stable), so live edits insert at the
     // same index in both.
@@ -113,6 +120,9 @@ Trainer::Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backen
     m_layout = ParamLayout(modelWidths(m_config, features, classes), k);
     m_trainX = m_data.normalization.apply(m_data.train);
     m_testX = m_data.normalization.apply(m_data.test);
+    if (m_data.regression) {
+        m_trainTargets = standardizedTargets(m_data.train, m_data.normalization);
+    }
     m_totalSteps = m_config.totalSteps(m_data.train.rows);
 
     const OptimizerConfig& o = m_config.optimizer;
@@ -132,6 +142,8 @@ Trainer::Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backen
     problem.trainX = m_trainX.data();
     problem.trainY = m_data.train.y.data();
     problem.trainRows = m_data.train.rows;
+    problem.likelihood = m_config.model.likelihood;
+    problem.trainTargets = m_trainTargets.data();
     problem.plan.seed = m_config.ensemble.seed;
     problem.plan.rows = static_cast<uint32_t>(m_data.train.rows);
     problem.plan.batch = static_cast<uint32_t>(m_config.training.batchSize);
@@ -327,9 +339,9 @@ Evaluation Trainer::evaluate() {
     Evaluation e = evaluationFrame();
     // One split's predictions at a time: the train split's are gone before the test split's
     // are made.
-    setSplit(e, evaluateSplit(predictTrain(), m_data.train.y, include), true);
+    setSplit(e, evaluatePredictions(predictTrain(), m_data.train, include), true);
     if (m_data.test.rows > 0) {
-        setSplit(e, evaluateSplit(predictTest(), m_data.test.y, include), false);
+        setSplit(e, evaluatePredictions(predictTest(), m_data.test, include), false);
     }
     return e;
 }
@@ -337,11 +349,21 @@ Evaluation Trainer::evaluate() {
 Evaluation Trainer::evaluate(const MemberPredictions& train, const MemberPredictions& test,
                              const std::vector<uint8_t>& include) const {
     Evaluation e = evaluationFrame();
-    setSplit(e, evaluateSplit(train, m_data.train.y, include), true);
+    setSplit(e, evaluatePredictions(train, m_data.train, include), true);
     if (m_data.test.rows > 0) {
-        setSplit(e, evaluateSplit(test, m_data.test.y, include), false);
+        setSplit(e, evaluatePredictions(test, m_data.test, include), false);
     }
     return e;
+}
+
+SplitEvaluation Trainer::evaluatePredictions(const MemberPredictions& p, const Dataset& split,
+                                             const std::vector<uint8_t>& include) const {
+    if (m_data.regression) {
+        return evaluateRegressionSplit(p, split.target, include, m_config.model.likelihood,
+                                       m_data.normalization.targetMean,
+                                       m_data.normalization.targetStd);
+    }
+    return evaluateSplit(p, split.y, include);
 }
 
 Evaluation Trainer::evaluationFrame() const {

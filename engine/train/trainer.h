@@ -102,6 +102,9 @@ class Trainer {
 
   private:
     MemberPredictions predictNormalized(const float* x, int64_t rows);
+    // Loss and accuracy (classification) or loss and RMSE (regression) of one split.
+    SplitEvaluation evaluatePredictions(const MemberPredictions& p, const Dataset& split,
+                                        const std::vector<uint8_t>& include) const;
     // Applies the schedule's entries for the current step (and any it skipped past).
     void applySchedule();
     void applyChange(const ScheduledChange& change);
@@ -113,8 +116,9 @@ class Trainer {
     DataSplit m_data;
     std::unique_ptr<Backend> m_backend;
     ParamLayout m_layout;
-    std::vector<float> m_trainX;  // normalised
-    std::vector<float> m_testX;   // normalised
+    std::vector<float> m_trainX;        // normalised
+    std::vector<float> m_testX;         // normalised
+    std::vector<float> m_trainTargets;  // regression: standardised train targets
     std::vector<OptimizerRule> m_rules;
     std::vector<uint8_t> m_active;
     std::vector<uint8_t> m_diverged;
