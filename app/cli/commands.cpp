@@ -228,11 +228,13 @@ int commandTrain(const CliArgs& args) {
     const bool tty = isatty(fileno(stderr)) != 0;
     const DataSplit& data = trainer->data();
     if (!quiet) {
+        const std::string task =
+            data.regression ? std::string("regression") : std::to_string(data.classes) + " classes";
         std::fprintf(stderr,
-                     "training %d members on %s (%lld train / %lld test rows, %d classes) for "
+                     "training %d members on %s (%lld train / %lld test rows, %s) for "
                      "%lld steps on %s\n",
                      trainer->members(), data.name.c_str(), static_cast<long long>(data.train.rows),
-                     static_cast<long long>(data.test.rows), data.classes,
+                     static_cast<long long>(data.test.rows), task.c_str(),
                      static_cast<long long>(trainer->totalSteps()),
                      trainer->backend().name().c_str());
     }
