@@ -358,10 +358,21 @@ Evaluation Trainer::evaluate(const MemberPredictions& train, const MemberPredict
 
 SplitEvaluation Trainer::evaluatePredictions(const MemberPredictions& p, const Dataset& split,
                                              const std::vector<uint8_t>& include) const {
+    const auto rows = static_cast<std::size_t>(p.rows);
     if (m_data.regression) {
-        return evaluateRegressionSplit(p, split.target, include, m_config.model.likelihood,
+        const std::vector<float> targets =
+            rows == split.target.size()
+                ? split.target
+                : std::vector<float>(split.target.begin(),
+                                     split.target.begin() + static_cast<std::ptrdiff_t>(rows));
+        return evaluateRegressionSplit(p, targets, include, m_config.model.likelihood,
                                        m_data.normalization.targetMean,
                                        m_data.normalization.targetStd);
+    }
+    if (rows != split.y.size()) {
+        const std::vector<int32_t> labels(split.y.begin(),
+                                          split.y.begin() + static_cast<std::ptrdiff_t>(rows));
+        return evaluateSplit(p, labels, include);
     }
     return evaluateSplit(p, split.y, include);
 }

@@ -87,6 +87,12 @@ class Trainer {
                                PointUncertainties& out);
     MemberPredictions predictTest();
     MemberPredictions predictTrain();
+    // Loss and accuracy (classification: evaluateSplit) or loss and RMSE (regression:
+    // evaluateRegressionSplit, raw target units) of predictions of the first p.rows rows of
+    // `split` (this trainer's train or test split, or rows from the same dataset), the ensemble
+    // being the members with include[k] != 0. Precondition: p.rows <= split.rows.
+    SplitEvaluation evaluatePredictions(const MemberPredictions& p, const Dataset& split,
+                                        const std::vector<uint8_t>& include) const;
 
     const std::vector<float>& lastLosses() const { return m_lastLosses; }
     const std::vector<uint8_t>& diverged() const { return m_diverged; }
@@ -102,9 +108,6 @@ class Trainer {
 
   private:
     MemberPredictions predictNormalized(const float* x, int64_t rows);
-    // Loss and accuracy (classification) or loss and RMSE (regression) of one split.
-    SplitEvaluation evaluatePredictions(const MemberPredictions& p, const Dataset& split,
-                                        const std::vector<uint8_t>& include) const;
     // Applies the schedule's entries for the current step (and any it skipped past).
     void applySchedule();
     void applyChange(const ScheduledChange& change);
