@@ -70,6 +70,8 @@ class TestCli : public QObject {
     void thousandMembersStayUnder100MB();
     void configPrintsTheKeysThatApply();
     void schemaPrintsTheReadmeTable();
+    void regressionTrainPredictEval();
+    void regressionBadInput();
 
   private:
     QTemporaryDir m_dir;
@@ -316,6 +318,120 @@ void TestCli::schemaPrintsTheReadmeTable() {
     const Run wrong =
         runCli({QStringLiteral("schema"), QStringLiteral("--format"), QStringLiteral("yaml")});
     QCOMPARE(wrong.code, 2);
+}
+
+void TestCli::regressionTrainPredictEval() {
+    const QString weights = m_dir.filePath(QStringLiteral("cubic.safetensors"));
+    const QString metrics = m_dir.filePath(QStringLiteral("cubic.json"));
+    const Run train =
+        runCli({QStringLiteral("train"), QStringLiteral("--config"), QStringLiteral("cubic"),
+                QStringLiteral("--set"), QStringLiteral("backend.kind=cpu"),
+                QStringLiteral("--export"), weights, QStringLiteral("--metrics"), metrics});
+    QVERIFY2(train.code == 0, qPrintable(describe(train)));
+    // The summary shows NLL and RMSE.
+    QVERIFY2(train.out.contains(QStringLiteral("test nll")) &&
+                 train.out.contains(QStringLiteral("test rmse")),
+             qPrintable(describe(train)));
+    QFile mf(metrics);
+    QVERIFY(mf.open(QIODevice::ReadOnly));
+    const nlohmann::json m = nlohmann::json::parse(mf.readAll().toStdString());
+    QCOMPARE(m["task"].get<std::string>(), std::string("regression"));
+    QCOMPARE(m["members"].size(), std::size_t{5});
+    QVERIFY(m["ensemble"]["nll"].is_number());
+    QVERIFY(m["ensemble"]["coverage"]["90"].is_number());
+    QVERIFY(m["ensemble"]["calibration"]["mean_abs_gap"].is_number());
+
+    // The export's metadata and target normalisation.
+    const ensemble::LoadedEnsemble e = ensemble::importEnsemble(weights.toStdString());
+    QCOMPARE(e.target, std::string("y"));
+    QVERIFY(e.normalization.targetStd > 1.0);  // y = x^3 on [-4, 4]: a std of tens
+
+    // predict on a file written by `dataset` (x0 and the target y): y is skipped.
+    const QString data = m_dir.filePath(QStringLiteral("cubic.csv"));
+    QCOMPARE(
+        runCli({QStringLiteral("dataset"), QStringLiteral("--config"), QStringLiteral("cubic"),
+                QStringLiteral("--split"), QStringLiteral("test"), QStringLiteral("--out"), data})
+            .code,
+        0);
+    const QString out = m_dir.filePath(QStringLiteral("cubic-pred.csv"));
+    const Run predict = runCli({QStringLiteral("predict"), QStringLiteral("--weights"), weights,
+                                QStringLiteral("--input"), data, QStringLiteral("--output"), out});
+    QVERIFY2(predict.code == 0, qPrintable(describe(predict)));
+    QFile pf(out);
+    QVERIFY(pf.open(QIODevice::ReadOnly));
+    const QStringList lines = QString::fromUtf8(pf.readAll()).trimmed().split(QLatin1Char('\n'));
+    QCOMPARE(lines.size(), 201);
+    QVERIFY2(lines[0].startsWith(QStringLiteral(
+                 "ens_mean,ens_std,ens_aleatoric_std,ens_epistemic_std,m0_mean,m0_std,m1_mean")),
+             qPrintable(lines[0]));
+    // std^2 = aleatoric^2 + epistemic^2 in every row.
+    for (int i = 1; i < lines.size(); ++i) {
+        const QStringList v = lines[i].split(QLatin1Char(','));
+        QCOMPARE(v.size(), 4 + 2 * 5);
+        const double total = v[1].toDouble();
+        const double a = v[2].toDouble();
+        const double b = v[3].toDouble();
+        QVERIFY(std::abs(total * total - a * a - b * b) <= 1e-5 * (1 + total * total));
+    }
+
+    // eval writes the same report layout.
+    const QString report = m_dir.filePath(QStringLiteral("cubic-eval.json"));
+    const Run eval = runCli({QStringLiteral("eval"), QStringLiteral("--weights"), weights,
+                             QStringLiteral("--report"), report, QStringLiteral("--csv"),
+                             m_dir.filePath(QStringLiteral("cubic-csv"))});
+    QVERIFY2(eval.code == 0, qPrintable(describe(eval)));
+    QFile rf(report);
+    QVERIFY(rf.open(QIODevice::ReadOnly));
+    const nlohmann::json r = nlohmann::json::parse(rf.readAll().toStdString());
+    QCOMPARE(r["size_curve"].size(), std::size_t{5});
+    // The same weights and test split: the same ensemble NLL as train --metrics.
+    QVERIFY(std::abs(r["ensemble"]["nll"].get<double>() - m["ensemble"]["nll"].get<double>()) <
+            1e-6);
+    QVERIFY(QFileInfo::exists(m_dir.filePath(QStringLiteral("cubic-csv/calibration.csv"))));
+}
+
+void TestCli::regressionBadInput() {
+    const auto trainCsv = [&](const char* name, const QByteArray& text) {
+        const QString csv = m_dir.filePath(QString::fromLatin1(name));
+        writeText(csv, text);
+        return runCli({QStringLiteral("train"), QStringLiteral("--set"),
+                       QStringLiteral("dataset.kind=csv"), QStringLiteral("--set"),
+                       QStringLiteral("dataset.path=") + csv, QStringLiteral("--set"),
+                       QStringLiteral("dataset.task=regression"), QStringLiteral("--set"),
+                       QStringLiteral("model.likelihood=gaussian"), QStringLiteral("--quiet")});
+    };
+    Run r = trainCsv("no-target.csv", "x0,z\n1,2\n2,3\n");
+    QCOMPARE(r.code, 3);
+    QVERIFY2(
+        r.err.contains(QStringLiteral("no-target.csv:1:")) && r.err.contains(QStringLiteral("'y'")),
+        qPrintable(describe(r)));
+    r = trainCsv("text-target.csv", "x0,y\n1,2\n2,high\n");
+    QCOMPARE(r.code, 3);
+    QVERIFY2(r.err.contains(QStringLiteral("text-target.csv:3: column 2 ('y')")),
+             qPrintable(describe(r)));
+    r = trainCsv("nan-target.csv", "x0,y\n1,NaN\n2,3\n");
+    QCOMPARE(r.code, 3);
+    QVERIFY2(r.err.contains(QStringLiteral("nan-target.csv:2: column 2 ('y')")),
+             qPrintable(describe(r)));
+    r = trainCsv("inf-target.csv", "x0,y\n1,1\n2,inf\n");
+    QCOMPARE(r.code, 3);
+    r = trainCsv("flat-target.csv", "x0,y\n1,4\n2,4\n");
+    QCOMPARE(r.code, 3);
+    QVERIFY2(r.err.contains(QStringLiteral("constant")), qPrintable(describe(r)));
+    // A likelihood that does not fit the task is a config error naming the key.
+    r = runCli({QStringLiteral("train"), QStringLiteral("--config"), QStringLiteral("cubic"),
+                QStringLiteral("--set"), QStringLiteral("model.likelihood=categorical")});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("model.likelihood")), qPrintable(describe(r)));
+    r = runCli({QStringLiteral("train"), QStringLiteral("--config"), QStringLiteral("spirals"),
+                QStringLiteral("--set"), QStringLiteral("model.likelihood=mse")});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("model.likelihood")), qPrintable(describe(r)));
+    // dataset.target applies only to a regression csv.
+    r = runCli({QStringLiteral("config"), QStringLiteral("--set"),
+                QStringLiteral("dataset.target=price")});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("dataset.target")), qPrintable(describe(r)));
 }
 
 QTEST_GUILESS_MAIN(TestCli)

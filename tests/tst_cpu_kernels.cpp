@@ -31,6 +31,9 @@ class TestCpuKernels : public QObject {
     void fastUpdateMatchesApplyUpdate();
     void fastTrainMemberIsGradientThenUpdate();
     void fastPredictionMatchesReference();
+    void fastRegressionGradientMatchesReference_data();
+    void fastRegressionGradientMatchesReference();
+    void fastRegressionPredictionMatchesReference();
 };
 
 namespace {
@@ -291,6 +294,87 @@ void TestCpuKernels::fastPredictionMatchesReference() {
         for (int k = 0; k < 3; ++k) {
             ENSEMBLE_COMPARE_NEAR(out[static_cast<std::size_t>(3 * i + k)], logits[3 * i + k] - lse,
                                   test::kFloatRounding * (1.0 + std::abs(logits[3 * i + k] - lse)));
+        }
+    }
+}
+
+void TestCpuKernels::fastRegressionGradientMatchesReference_data() {
+    QTest::addColumn<QVector<int>>("hidden");
+    QTest::addColumn<int>("batch");
+    QTest::addColumn<int>("likelihood");
+    const int gaussian = static_cast<int>(Likelihood::Gaussian);
+    const int mse = static_cast<int>(Likelihood::Mse);
+    QTest::newRow("1-100-2 gaussian (cubic)") << QVector<int>{1, 100} << 20 << gaussian;
+    QTest::newRow("3-5-4-2 gaussian") << QVector<int>{3, 5, 4} << 6 << gaussian;
+    QTest::newRow("2-32-32-1 mse") << QVector<int>{2, 32, 32} << 37 << mse;
+    QTest::newRow("5-1 mse (linear model)") << QVector<int>{5} << 19 << mse;
+    QTest::newRow("300-64-2 gaussian (GEMM path)") << QVector<int>{300, 64} << 64 << gaussian;
+}
+
+void TestCpuKernels::fastRegressionGradientMatchesReference() {
+    QFETCH(QVector<int>, hidden);
+    QFETCH(int, batch);
+    QFETCH(int, likelihood);
+    const auto head = static_cast<Likelihood>(likelihood);
+    std::vector<int> widths(hidden.begin(), hidden.end());
+    widths.push_back(headOutputs(head, 0));
+    const KernelCase c(widths, 3, batch, 1);
+    std::vector<float> targets;
+    for (int b = 0; b < batch; ++b) {
+        targets.push_back(static_cast<float>(3.0 * uniformAt(17, static_cast<uint64_t>(b)) - 1.5));
+    }
+    const std::vector<double> pd = c.toDouble(c.params);
+    const std::vector<double> xd = c.toDouble(c.x);
+    const std::vector<double> wd = c.toDouble(c.weights);
+    const std::vector<double> td = c.toDouble(targets);
+    MemberWorkspace<double> ref;
+    ref.resize(c.layout, batch);
+    std::vector<double> expected(c.layout.perMember());
+    const double loss = memberForwardBackward(c.layout, c.member, Activation::Tanh, head, pd.data(),
+                                              xd.data(), static_cast<const int32_t*>(nullptr),
+                                              td.data(), wd.data(), batch, ref, expected.data());
+
+    FastBatch in;
+    in.resize(c.layout, batch);
+    const std::vector<int32_t> rows = c.identityRows();
+    fastGather(c.layout, c.x.data(), rows.data(), batch, in);
+    FastWorkspace ws;
+    ws.resize(c.layout, batch);
+    std::vector<float> grad(c.layout.perMember());
+    const float fastLoss =
+        fastMemberGradient(c.layout, c.member, Activation::Tanh, c.params.data(), in, nullptr,
+                           c.weights.data(), ws, grad.data(), head, targets.data());
+    ENSEMBLE_COMPARE_NEAR(fastLoss, loss, test::kFloatRounding * (1.0 + std::abs(loss)));
+    const double error = test::relativeDifference(c.toDouble(grad), expected);
+    QVERIFY2(error < test::kFloatRounding,
+             qPrintable(QStringLiteral("relative gradient error %1").arg(error)));
+}
+
+void TestCpuKernels::fastRegressionPredictionMatchesReference() {
+    for (Likelihood head : {Likelihood::Gaussian, Likelihood::Mse}) {
+        const int outputs = headOutputs(head, 0);
+        const KernelCase c({2, 32, 32, outputs}, 3, 37, 2);
+        FastWorkspace ws;
+        ws.resize(c.layout, 64);
+        std::vector<float> out(static_cast<std::size_t>(c.batch * outputs));
+        fastPredictLogProbs(c.layout, c.member, Activation::Tanh, c.params.data(), c.x.data(),
+                            c.batch, ws, out.data(), head);
+        const std::vector<double> pd = c.toDouble(c.params);
+        const std::vector<double> xd = c.toDouble(c.x);
+        MemberWorkspace<double> ref;
+        ref.resize(c.layout, c.batch);
+        const double* z =
+            memberForward(c.layout, c.member, Activation::Tanh, pd.data(), xd.data(), c.batch, ref);
+        for (int i = 0; i < c.batch; ++i) {
+            // mu, then sigma^2 = log(1 + e^raw) + 1e-6 (an independent spelling of softplus).
+            const double mu = z[outputs * i];
+            ENSEMBLE_COMPARE_NEAR(out[static_cast<std::size_t>(outputs * i)], mu,
+                                  test::kFloatRounding * (1.0 + std::abs(mu)));
+            if (head == Likelihood::Gaussian) {
+                const double var = std::log1p(std::exp(z[outputs * i + 1])) + 1e-6;
+                ENSEMBLE_COMPARE_NEAR(out[static_cast<std::size_t>(outputs * i + 1)], var,
+                                      test::kFloatRounding * (1.0 + var));
+            }
         }
     }
 }

@@ -154,6 +154,19 @@ class HostExecutor {
                                        rowLoss);
         }
     }
+    void regressionLoss(const float* outputs, const float* trainTargets, const int32_t* rows,
+                        const float* weights, int members, int batch, int outputCount,
+                        Likelihood likelihood, float* dOutputs, float* rowLoss) {
+        for (int64_t r = 0; r < static_cast<int64_t>(members) * batch; ++r) {
+            regressionLossElement(r, outputs, trainTargets, rows, weights, batch, outputCount,
+                                  likelihood, dOutputs, rowLoss);
+        }
+    }
+    void headPredictive(float* z, int64_t rows, int outputCount, Likelihood likelihood) {
+        for (int64_t r = 0; r < rows; ++r) {
+            headPredictiveElement(r, z, outputCount, likelihood);
+        }
+    }
     void memberLoss(const float* rowLoss, const uint8_t* active, int members, int batch,
                     float* loss) {
         for (int64_t k = 0; k < members; ++k) {
@@ -211,7 +224,11 @@ class EmulatedCudaBackend {
         m_moment1.assign(size, 0.0f);
         m_moment2.assign(size, 0.0f);
         m_trainX.assign(problem.trainX, problem.trainX + problem.trainRows * layout.inputs());
-        m_trainY.assign(problem.trainY, problem.trainY + problem.trainRows);
+        if (isRegression(problem.likelihood)) {
+            m_trainTargets.assign(problem.trainTargets, problem.trainTargets + problem.trainRows);
+        } else {
+            m_trainY.assign(problem.trainY, problem.trainY + problem.trainRows);
+        }
         m_rules.resize(problem.rules.size());
         m_active.assign(problem.rules.size(), 1);
         m_loss.assign(problem.rules.size(), 0.0f);
@@ -230,6 +247,7 @@ class EmulatedCudaBackend {
         m_buffers.moment2 = m_moment2.data();
         m_buffers.trainX = m_trainX.data();
         m_buffers.trainY = m_trainY.data();
+        m_buffers.trainTargets = m_trainTargets.data();
         m_buffers.loss = m_loss.data();
         m_buffers.active = m_active.data();
         m_buffers.baseRules = m_problem.rules.data();
@@ -256,8 +274,8 @@ class EmulatedCudaBackend {
         for (std::size_t k = 0; k < m_active.size(); ++k) {
             m_active[k] = active[k] != 0 ? 1 : 0;
         }
-        enqueueTrainingStep(m_ex, m_problem.layout, m_problem.plan, m_problem.activation,
-                            m_buffers);
+        enqueueTrainingStep(m_ex, m_problem.layout, m_problem.plan, m_problem.activation, m_buffers,
+                            m_problem.likelihood);
         std::copy(m_loss.begin(), m_loss.end(), losses);
     }
 
@@ -277,7 +295,7 @@ class EmulatedCudaBackend {
                       x + (begin + n) * static_cast<int64_t>(d), arena + m_predict.x);
             const float* logProbs = enqueuePrediction(
                 m_ex, layout, m_problem.activation, m_params.data(), arena + m_predict.x, n,
-                arena + m_predict.bufA, arena + m_predict.bufB);
+                arena + m_predict.bufA, arena + m_predict.bufB, m_problem.likelihood);
             const std::size_t block = static_cast<std::size_t>(n) * c;
             for (std::size_t k = 0; k < static_cast<std::size_t>(layout.members()); ++k) {
                 std::copy(
@@ -298,6 +316,7 @@ class EmulatedCudaBackend {
     TrainingProblem m_problem;
     std::vector<float> m_params, m_grad, m_moment1, m_moment2, m_trainX, m_arena, m_predictArena;
     std::vector<int32_t> m_trainY, m_rows;
+    std::vector<float> m_trainTargets;
     std::vector<OptimizerRule> m_rules;
     std::vector<uint8_t> m_active;
     std::vector<float> m_loss;
@@ -339,6 +358,9 @@ class TestCudaPlan : public QObject {
     // The full program, emulated, against CpuBackend.
     void emulatedStepMatchesCpuBackend_data();
     void emulatedStepMatchesCpuBackend();
+    // The same for the regression heads (gaussian NLL, squared error) and their predictive.
+    void emulatedRegressionStepMatchesCpuBackend_data();
+    void emulatedRegressionStepMatchesCpuBackend();
 };
 
 void TestCudaPlan::gemmArgumentsGiveTheRowMajorProducts_data() {
@@ -680,6 +702,96 @@ void TestCudaPlan::emulatedStepMatchesCpuBackend() {
     }
     const double predictError = nmse(cpuOut, emuOut);
     qInfo("log-probability nMSE %.3g", predictError);
+    QVERIFY2(predictError < test::kEmulatedLogProbNmse, qPrintable(QString::number(predictError)));
+}
+
+void TestCudaPlan::emulatedRegressionStepMatchesCpuBackend_data() {
+    QTest::addColumn<int>("mode");
+    QTest::addColumn<int>("likelihood");
+    QTest::addColumn<int>("activation");
+    for (BootstrapMode mode :
+         {BootstrapMode::None, BootstrapMode::Resample, BootstrapMode::Poisson}) {
+        for (Likelihood l : {Likelihood::Gaussian, Likelihood::Mse}) {
+            const Activation act = l == Likelihood::Gaussian ? Activation::Relu : Activation::Tanh;
+            QTest::addRow("%s %s", modeName(mode), l == Likelihood::Gaussian ? "gaussian" : "mse")
+                << static_cast<int>(mode) << static_cast<int>(l) << static_cast<int>(act);
+        }
+    }
+}
+
+void TestCudaPlan::emulatedRegressionStepMatchesCpuBackend() {
+    QFETCH(int, mode);
+    QFETCH(int, likelihood);
+    QFETCH(int, activation);
+    const auto head = static_cast<Likelihood>(likelihood);
+    // A 2-D linear regression problem (targets roughly standard already), Adam.
+    const Dataset data = makeLinear(250, 2, 0.3, 7);
+    TrainingProblem problem;
+    const int members = 5;
+    problem.layout = ParamLayout({2, 16, 12, headOutputs(head, 0)}, members);
+    problem.activation = static_cast<Activation>(activation);
+    problem.likelihood = head;
+    problem.trainX = data.x.data();
+    problem.trainTargets = data.target.data();
+    problem.trainRows = data.rows;
+    problem.plan.seed = 99;
+    problem.plan.rows = static_cast<uint32_t>(data.rows);
+    problem.plan.batch = 24;
+    problem.plan.mode = static_cast<BootstrapMode>(mode);
+    for (int k = 0; k < members; ++k) {
+        problem.rules.push_back(makeRule(OptimizerKind::Adam, 0.004 * (1 + k % 3), 0.0, 0.0));
+    }
+    const ParamLayout& layout = problem.layout;
+    std::vector<float> init(layout.size());
+    initParameters(layout, 42, init.data());
+
+    CpuBackend cpu(1);
+    cpu.bind(problem);
+    cpu.setParameters(init.data());
+    EmulatedCudaBackend emu(problem, 1);
+    emu.setParameters(init);
+
+    std::vector<uint8_t> active(static_cast<std::size_t>(members), 1);
+    std::vector<float> cpuLoss(static_cast<std::size_t>(members));
+    std::vector<float> emuLoss(cpuLoss.size());
+    for (uint64_t step = 0; step < 30; ++step) {
+        active[2] = (step >= 5 && step < 9) ? 0 : 1;
+        cpu.step(step, active.data(), cpuLoss.data());
+        emu.step(step, active.data(), emuLoss.data());
+        QVERIFY2(emu.error().empty(), emu.error().c_str());
+        for (int k = 0; k < members; ++k) {
+            const float c = cpuLoss[static_cast<std::size_t>(k)];
+            const float e = emuLoss[static_cast<std::size_t>(k)];
+            QVERIFY(std::isfinite(e));
+            QVERIFY2(std::abs(c - e) <= test::kEmulatedLoss * std::max(1.0f, std::abs(c)),
+                     qPrintable(QStringLiteral("step %1 member %2: cpu %3, emulated %4")
+                                    .arg(step)
+                                    .arg(k)
+                                    .arg(double(c))
+                                    .arg(double(e))));
+        }
+    }
+    std::vector<float> cpuParams(layout.size());
+    cpu.parameters(cpuParams.data());
+    const double paramError = nmse(cpuParams, emu.params());
+    qInfo("parameter nMSE %.3g", paramError);
+    QVERIFY2(paramError < test::kEmulatedParamNmse, qPrintable(QString::number(paramError)));
+    QVERIFY(nmse(init, emu.params()) > 1e-4);  // it did train
+
+    const std::vector<float> grid = gridPoints(23);
+    const int64_t rows = 23 * 23;
+    std::vector<float> cpuOut(static_cast<std::size_t>(members * rows * layout.classes()));
+    cpu.predictLogProbs(grid.data(), rows, cpuOut.data());
+    const std::vector<float> emuOut = emu.predict(grid.data(), rows);
+    QVERIFY2(emu.error().empty(), emu.error().c_str());
+    for (std::size_t i = 0; i < emuOut.size(); ++i) {
+        QVERIFY(std::isfinite(emuOut[i]));
+        if (head == Likelihood::Gaussian && i % 2 == 1) {
+            QVERIFY(emuOut[i] >= 1e-6f);  // a variance
+        }
+    }
+    const double predictError = nmse(cpuOut, emuOut);
+    qInfo("predictive nMSE %.3g", predictError);
     QVERIFY2(predictError < test::kEmulatedLogProbNmse, qPrintable(QString::number(predictError)));
 }
 

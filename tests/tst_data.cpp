@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include <Eigen/Dense>
+
 #include "core/errors.h"
 #include "data/dataset.h"
 #include "test_support.h"
@@ -1001,6 +1003,150 @@ class TestData : public QObject {
         if (!any) {
             QSKIP("no MNIST / Fashion-MNIST files in the default folders");
         }
+    }
+
+    // --- regression ---------------------------------------------------------------------
+
+    void regressionGenerators() {
+        const Dataset c = makeCubic(2000, 3.0, 5);
+        QCOMPARE(c.features, 1);
+        QVERIFY(c.y.empty());
+        QCOMPARE(c.target.size(), std::size_t{2000});
+        QCOMPARE(c.featureNames, std::vector<std::string>{"x0"});
+        QCOMPARE(c.targetName, std::string("y"));
+        QCOMPARE(makeCubic(2000, 3.0, 5).target, c.target);  // a function of the seed
+        // x in [-4, 4), y - x^3 ~ N(0, 3^2).
+        double sum = 0.0;
+        double squares = 0.0;
+        for (int64_t i = 0; i < c.rows; ++i) {
+            const double x = c.x[static_cast<std::size_t>(i)];
+            QVERIFY(x >= -4.0 && x < 4.0);
+            const double r = c.target[static_cast<std::size_t>(i)] - x * x * x;
+            sum += r;
+            squares += r * r;
+        }
+        QVERIFY(std::abs(sum / 2000) < 0.3);
+        QVERIFY(std::abs(std::sqrt(squares / 2000) - 3.0) < 0.2);
+
+        // sine: (y - sin 2x) / (0.05 + 0.15 |x|) ~ N(0, 1), x in [-3, 3).
+        const Dataset s = makeSine(2000, 8);
+        squares = 0.0;
+        for (int64_t i = 0; i < s.rows; ++i) {
+            const double x = s.x[static_cast<std::size_t>(i)];
+            QVERIFY(x >= -3.0 && x < 3.0);
+            const double z = (s.target[static_cast<std::size_t>(i)] - std::sin(2 * x)) /
+                             (0.05 + 0.15 * std::abs(x));
+            squares += z * z;
+        }
+        QVERIFY(std::abs(std::sqrt(squares / 2000) - 1.0) < 0.06);
+
+        // linear without noise: y is exactly x . w + b, and w, b do not depend on n.
+        const Dataset a = makeLinear(40, 3, 0.0, 9);
+        const Dataset b = makeLinear(80, 3, 0.0, 9);
+        QCOMPARE(a.featureNames, (std::vector<std::string>{"x0", "x1", "x2"}));
+        // Solve for w, b from the first four rows, then check every row of both tables.
+        Eigen::Matrix4d m;
+        Eigen::Vector4d t;
+        for (int i = 0; i < 4; ++i) {
+            for (int j = 0; j < 3; ++j) {
+                m(i, j) = a.x[static_cast<std::size_t>(3 * i + j)];
+            }
+            m(i, 3) = 1.0;
+            t(i) = a.target[static_cast<std::size_t>(i)];
+        }
+        const Eigen::Vector4d w = m.fullPivLu().solve(t);
+        for (const Dataset* d : {&a, &b}) {
+            for (int64_t i = 0; i < d->rows; ++i) {
+                double y = w(3);
+                for (int j = 0; j < 3; ++j) {
+                    y += w(j) * d->x[static_cast<std::size_t>(3 * i + j)];
+                }
+                QVERIFY(std::abs(y - d->target[static_cast<std::size_t>(i)]) <
+                        1e-5 * (1.0 + std::abs(y)));
+            }
+        }
+        // A regression split: targets follow their rows; the target normalisation is the
+        // train split's mean and population std.
+        DatasetConfig cfg;
+        cfg.kind = "cubic";
+        cfg.n = 220;
+        cfg.noise = 3.0;
+        cfg.testFraction = 0.9090909;
+        cfg.task = "regression";
+        const DataSplit split = loadDataSplit(cfg);
+        QVERIFY(split.regression);
+        QCOMPARE(split.classes, 0);
+        QCOMPARE(split.train.rows, int64_t{20});
+        QCOMPARE(split.test.rows, int64_t{200});
+        double mean = 0.0;
+        for (float v : split.train.target) {
+            mean += v / 20.0;
+        }
+        double var = 0.0;
+        for (float v : split.train.target) {
+            var += (v - mean) * (v - mean) / 20.0;
+        }
+        ENSEMBLE_COMPARE_NEAR(split.normalization.targetMean, mean, 1e-9);
+        ENSEMBLE_COMPARE_NEAR(split.normalization.targetStd, std::sqrt(var), 1e-9);
+        const std::vector<float> z = standardizedTargets(split.train, split.normalization);
+        ENSEMBLE_COMPARE_NEAR(z[3], (split.train.target[3] - mean) / std::sqrt(var), 1e-5);
+    }
+
+    void regressionCsv() {
+        const std::string ok = writeCsvText("reg.csv", "x0,y,label\n1,2.5,0\n2,3.5,1\n3,-1,0\n");
+        const Dataset d = readCsvRegression(ok, "y");
+        QCOMPARE(d.featureNames, std::vector<std::string>{"x0"});  // label skipped
+        QCOMPARE(d.target, (std::vector<float>{2.5f, 3.5f, -1.0f}));
+        QCOMPARE(d.targetName, std::string("y"));
+        QVERIFY(d.y.empty());
+        // predict's reading: the target and label columns skipped.
+        QCOMPARE(readCsvFeatures(ok, 1, "y").x, (std::vector<float>{1, 2, 3}));
+        // The target named by dataset.target, anywhere.
+        const std::string other = writeCsvText("reg2.csv", "price,a,b\n1,2,3\n4,5,6\n");
+        const Dataset p = readCsvRegression(other, "price");
+        QCOMPARE(p.featureNames, (std::vector<std::string>{"a", "b"}));
+        QCOMPARE(p.target, (std::vector<float>{1, 4}));
+
+        const std::string missing = writeCsvText("missing.csv", "x0,z\n1,2\n");
+        EXPECT_PARTS(errorOf<DataError>([&] { readCsvRegression(missing, "y"); }),
+                     missing + ":1: ", "target column 'y'", "'x0', 'z'");
+        const std::string text = writeCsvText("text.csv", "x0,y\n1,2\n2,abc\n");
+        EXPECT_PARTS(errorOf<DataError>([&] { readCsvRegression(text, "y"); }),
+                     text + ":3: ", "column 2 ('y')", "expected a number, got 'abc'");
+        const std::string nan = writeCsvText("nan.csv", "x0,y\n1,2\n2,nan\n");
+        EXPECT_PARTS(errorOf<DataError>([&] { readCsvRegression(nan, "y"); }),
+                     nan + ":3: ", "column 2 ('y')", "finite");
+        const std::string inf = writeCsvText("inf.csv", "y,x0\n-inf,2\n1,2\n");
+        EXPECT_PARTS(errorOf<DataError>([&] { readCsvRegression(inf, "y"); }),
+                     inf + ":2: ", "column 1 ('y')", "finite");
+        const std::string flat = writeCsvText("flat.csv", "x0,y\n1,2\n2,2\n3,2\n");
+        EXPECT_PARTS(errorOf<DataError>([&] { readCsvRegression(flat, "y"); }),
+                     flat + ":1: ", "column 2 ('y')", "constant");
+
+        // Through loadDataSplit, and a train split whose target is constant.
+        DatasetConfig c;
+        c.kind = "csv";
+        c.task = "regression";
+        c.target = "y";
+        c.path = ok;
+        c.testFraction = 0.0;
+        const DataSplit s = loadDataSplit(c);
+        QVERIFY(s.regression);
+        ENSEMBLE_COMPARE_NEAR(s.normalization.targetMean, 5.0 / 3, 1e-9);
+        const std::string halfFlat = writeCsvText("half.csv", "x0,y\n1,2\n2,2\n3,2\n4,7\n");
+        c.path = halfFlat;
+        c.limit = 1;  // one train row: its std is 0
+        EXPECT_PARTS(errorOf<DataError>([&] { loadDataSplit(c); }), halfFlat, "'y'", "constant");
+
+        // writeCsv writes the target column last, under its name; it reads back.
+        QTemporaryDir dir;
+        const std::string out = dir.filePath(QStringLiteral("cubic.csv")).toStdString();
+        const Dataset cubic = makeCubic(5, 3.0, 1);
+        writeCsv(out, cubic);
+        QVERIFY(readBytes(out).rfind("x0,y\n", 0) == 0);
+        const Dataset back = readCsvRegression(out, "y");
+        QCOMPARE(back.target, cubic.target);
+        QCOMPARE(back.x, cubic.x);
     }
 };
 

@@ -26,6 +26,11 @@ class TestMath : public QObject {
     void crossEntropyGradientMatchesFiniteDifferences();
     void layerGradientsMatchFiniteDifferences_data();
     void layerGradientsMatchFiniteDifferences();
+    void regressionLossesHandComputed();
+    void regressionLossGradientsMatchFiniteDifferences_data();
+    void regressionLossGradientsMatchFiniteDifferences();
+    void regressionLayerGradientsMatchFiniteDifferences_data();
+    void regressionLayerGradientsMatchFiniteDifferences();
     void floatKernelAgreesWithDouble();
     void adamMatchesHandComputedSteps();
     void adamwDecouplesWeightDecay();
@@ -170,6 +175,157 @@ void TestMath::layerGradientsMatchFiniteDifferences() {
     QCOMPARE(numeric.size(), grad.size());
     const double error = test::relativeDifference(grad, numeric);
     QVERIFY2(error < (act == Activation::Relu ? 1e-5 : test::kFiniteDifference),
+             qPrintable(QStringLiteral("relative gradient error %1").arg(error)));
+}
+
+void TestMath::regressionLossesHandComputed() {
+    // Gaussian: raw = ln(e - 1) gives softplus = 1, so sigma^2 = 1 + 1e-6; mu 0.5, y 2.5,
+    // weight 2, scale 1/4: loss = 1/2 (1/2 ln s + 4 / (2 s)).
+    const double s = 1.0 + 1e-6;
+    const double out[2] = {0.5, std::log(std::exp(1.0) - 1.0)};
+    double grad[2];
+    const double loss = regressionLoss(Likelihood::Gaussian, out, 2.5, 2.0, 0.25, grad);
+    ENSEMBLE_COMPARE_NEAR(loss, 0.5 * (0.5 * std::log(s) + 4.0 / (2.0 * s)), test::kExactDouble);
+    // dmu = 1/2 (mu - y) / s; draw = 1/2 (1 - 4/s) / (2 s) sigmoid(raw), sigmoid = 1 - 1/e.
+    ENSEMBLE_COMPARE_NEAR(grad[0], 0.5 * -2.0 / s, test::kExactDouble);
+    ENSEMBLE_COMPARE_NEAR(grad[1], 0.5 * (1.0 - 4.0 / s) / (2.0 * s) * (1.0 - std::exp(-1.0)),
+                          test::kExactDouble);
+    ENSEMBLE_COMPARE_NEAR(gaussianVariance(out[1]), s, test::kExactDouble);
+    // The variance floor: a very negative raw output gives 1e-6, not 0.
+    ENSEMBLE_COMPARE_NEAR(gaussianVariance(-80.0), 1e-6, 1e-15);
+    // A huge raw output stays finite: softplus(x) = x for large x.
+    ENSEMBLE_COMPARE_NEAR(gaussianVariance(500.0), 500.0 + 1e-6, 1e-9);
+    // MSE: weight 3, scale 1/3, mu 1, y -1: loss 4, dmu = 2 (mu - y) = 4.
+    double g = 0.0;
+    const double mu = 1.0;
+    ENSEMBLE_COMPARE_NEAR(regressionLoss(Likelihood::Mse, &mu, -1.0, 3.0, 1.0 / 3.0, &g), 4.0,
+                          test::kExactDouble);
+    ENSEMBLE_COMPARE_NEAR(g, 4.0, test::kExactDouble);
+    // Weight 0 contributes nothing.
+    ENSEMBLE_COMPARE_NEAR(regressionLoss(Likelihood::Gaussian, out, 2.5, 0.0, 1.0, grad), 0.0, 0.0);
+    ENSEMBLE_COMPARE_NEAR(grad[0], 0.0, 0.0);
+    // The predictive: [mu, softplus(raw) + 1e-6]; mse leaves [mu] as it is.
+    double pred[2] = {0.5, out[1]};
+    headPredictiveInPlace(Likelihood::Gaussian, pred, 2);
+    ENSEMBLE_COMPARE_NEAR(pred[0], 0.5, 0.0);
+    ENSEMBLE_COMPARE_NEAR(pred[1], s, test::kExactDouble);
+}
+
+void TestMath::regressionLossGradientsMatchFiniteDifferences_data() {
+    QTest::addColumn<int>("likelihood");
+    QTest::addColumn<double>("mean");
+    QTest::addColumn<double>("raw");
+    QTest::addColumn<double>("target");
+    const int gaussian = static_cast<int>(Likelihood::Gaussian);
+    QTest::newRow("gaussian near") << gaussian << 0.3 << 0.2 << 0.1;
+    QTest::newRow("gaussian far, small variance") << gaussian << -1.0 << -3.0 << 2.0;
+    QTest::newRow("gaussian large variance") << gaussian << 2.0 << 4.0 << -1.5;
+    QTest::newRow("mse") << static_cast<int>(Likelihood::Mse) << 0.7 << 0.0 << -0.4;
+}
+
+void TestMath::regressionLossGradientsMatchFiniteDifferences() {
+    QFETCH(int, likelihood);
+    QFETCH(double, mean);
+    QFETCH(double, raw);
+    QFETCH(double, target);
+    const auto head = static_cast<Likelihood>(likelihood);
+    const int outputs = headOutputs(head, 0);
+    std::vector<double> out = {mean, raw};
+    std::vector<double> grad(2, 0.0);
+    std::vector<double> scratch(2);
+    regressionLoss(head, out.data(), target, 1.5, 0.25, grad.data());
+    grad.resize(static_cast<std::size_t>(outputs));
+    std::vector<double> numeric;
+    const double h = 1e-6;
+    for (int o = 0; o < outputs; ++o) {
+        std::vector<double> up = out;
+        std::vector<double> down = out;
+        up[static_cast<std::size_t>(o)] += h;
+        down[static_cast<std::size_t>(o)] -= h;
+        numeric.push_back((regressionLoss(head, up.data(), target, 1.5, 0.25, scratch.data()) -
+                           regressionLoss(head, down.data(), target, 1.5, 0.25, scratch.data())) /
+                          (2 * h));
+    }
+    // An independent form of the loss: w s (1/2 log v + (y - mu)^2 / (2 v)), v = log(1 + e^r)
+    // + 1e-6, or w s (mu - y)^2.
+    const double v = std::log1p(std::exp(raw)) + 1e-6;
+    const double expected =
+        head == Likelihood::Gaussian
+            ? 0.375 * (0.5 * std::log(v) + (target - mean) * (target - mean) / (2 * v))
+            : 0.375 * (mean - target) * (mean - target);
+    ENSEMBLE_COMPARE_NEAR(regressionLoss(head, out.data(), target, 1.5, 0.25, scratch.data()),
+                          expected, 1e-12);
+    const double error = test::relativeDifference(grad, numeric);
+    QVERIFY2(error < test::kFiniteDifference,
+             qPrintable(QStringLiteral("relative gradient error %1").arg(error)));
+}
+
+void TestMath::regressionLayerGradientsMatchFiniteDifferences_data() {
+    QTest::addColumn<int>("likelihood");
+    QTest::addColumn<int>("activation");
+    QTest::newRow("gaussian tanh")
+        << static_cast<int>(Likelihood::Gaussian) << static_cast<int>(Activation::Tanh);
+    QTest::newRow("gaussian gelu")
+        << static_cast<int>(Likelihood::Gaussian) << static_cast<int>(Activation::Gelu);
+    QTest::newRow("mse tanh") << static_cast<int>(Likelihood::Mse)
+                              << static_cast<int>(Activation::Tanh);
+}
+
+void TestMath::regressionLayerGradientsMatchFiniteDifferences() {
+    QFETCH(int, likelihood);
+    QFETCH(int, activation);
+    const auto head = static_cast<Likelihood>(likelihood);
+    const auto act = static_cast<Activation>(activation);
+    // A 3-member 3-5-4-O network, as GradientCase but with a regression head.
+    const ParamLayout layout({3, 5, 4, headOutputs(head, 0)}, 3);
+    const int batch = 6;
+    std::vector<float> pf(layout.size());
+    initParameters(layout, 42, pf.data());
+    std::vector<double> params(pf.begin(), pf.end());
+    for (double& p : params) {
+        p *= 3.0;
+    }
+    std::vector<double> x;
+    for (int i = 0; i < batch * 3; ++i) {
+        const Philox4x32 r = philoxDraw(7, RngPurpose::DataGen, 0, static_cast<uint64_t>(i));
+        x.push_back(4.0 * uniformFloat(r.v[0]) - 2.0);
+    }
+    const std::vector<double> targets = {0.5, -1.0, 2.0, 0.0, -0.3, 1.2};
+    const std::vector<double> weights = {1.0, 2.0, 0.0, 1.0, 3.0, 1.0};
+    MemberWorkspace<double> ws;
+    ws.resize(layout, batch);
+    const int k = 1;
+    std::vector<double> grad(layout.perMember());
+    std::vector<double> scratch(layout.perMember());
+    const auto lossAt = [&](const std::vector<double>& p, std::vector<double>& g) {
+        return memberForwardBackward(layout, k, act, head, p.data(), x.data(),
+                                     static_cast<const int32_t*>(nullptr), targets.data(),
+                                     weights.data(), batch, ws, g.data());
+    };
+    lossAt(params, grad);
+    std::vector<double> numeric;
+    const double h = 1e-6;
+    for (int l = 0; l < layout.layerCount(); ++l) {
+        const LayerSlot& s = layout.layer(l);
+        std::vector<std::size_t> indices;
+        for (int i = 0; i < s.out * s.in; ++i) {
+            indices.push_back(layout.weightOffset(l, k) + static_cast<std::size_t>(i));
+        }
+        for (int i = 0; i < s.out; ++i) {
+            indices.push_back(layout.biasOffset(l, k) + static_cast<std::size_t>(i));
+        }
+        for (std::size_t index : indices) {
+            std::vector<double> p = params;
+            p[index] += h;
+            const double up = lossAt(p, scratch);
+            p[index] -= 2 * h;
+            const double down = lossAt(p, scratch);
+            numeric.push_back((up - down) / (2 * h));
+        }
+    }
+    QCOMPARE(numeric.size(), grad.size());
+    const double error = test::relativeDifference(grad, numeric);
+    QVERIFY2(error < test::kFiniteDifference,
              qPrintable(QStringLiteral("relative gradient error %1").arg(error)));
 }
 

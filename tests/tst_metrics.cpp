@@ -21,6 +21,7 @@
 #include "metrics/grid.h"
 #include "metrics/metrics.h"
 #include "metrics/ood.h"
+#include "metrics/regression.h"
 #include "metrics/report.h"
 #include "metrics/temperature.h"
 #include "test_support.h"
@@ -213,6 +214,10 @@ class TestMetrics : public QObject {
     void gridTakesBackendMeasures();
     void reportLayout();
     void csvWriters();
+    void regressionMixtureHandCase();
+    void regressionMetricsMatchIndependentComputation();
+    void regressionZeroSigmaGivesNulls();
+    void regressionTrainerReport();
 };
 
 void TestMetrics::calibrationBinEdges() {
@@ -1158,6 +1163,217 @@ void TestMetrics::csvWriters() {
         ss << f.rdbuf();
         QVERIFY2(!ss.str().empty(), name);
     }
+}
+
+namespace {
+
+// Two gaussian members on three points in standardised units, target mean 10 and std 2:
+//   member 0: (mu, s^2) = (0, 1), (1, 0.25), (-1, 4)  -> raw mu 10, 12, 8;  sigma^2 4, 1, 16
+//   member 1:             (1, 1), (1, 0.25), (0, 1)   -> raw mu 12, 12, 10; sigma^2 4, 1, 4
+MemberPredictions twoGaussianMembers() {
+    MemberPredictions p;
+    p.members = 2;
+    p.rows = 3;
+    p.classes = 2;
+    p.logProbs = {0, 1, 1, 0.25f, -1, 4, 1, 1, 1, 0.25f, 0, 1};
+    return p;
+}
+
+const std::vector<float> kTargets = {11.5f, 13.0f, 5.0f};
+
+// The normal CDF, written apart from the library's form.
+double normalCdf(double z) {
+    return 0.5 * (1.0 + std::erf(z / std::sqrt(2.0)));
+}
+
+// An independent reference: the mixture as E[sigma^2 + mu^2] - mu^2, NLL as -log of the
+// density, coverage from the CDF interval, calibration by counting.
+struct Reference {
+    double rmse = 0, mae = 0, nll = 0, sharpness = 0, gap = 0;
+    double coverage[3] = {0, 0, 0};
+    std::vector<double> observed;
+};
+
+Reference reference(const std::vector<double>& mu, const std::vector<double>& var,
+                    const std::vector<float>& y) {
+    Reference r;
+    const double n = static_cast<double>(y.size());
+    const double ps[3] = {0.5, 0.9, 0.95};
+    r.observed.assign(19, 0.0);
+    for (std::size_t i = 0; i < y.size(); ++i) {
+        const double d = y[i] - mu[i];
+        const double sd = std::sqrt(var[i]);
+        r.rmse += d * d / n;
+        r.mae += std::abs(d) / n;
+        const double density = std::exp(-d * d / (2 * var[i])) / std::sqrt(2 * M_PI * var[i]);
+        r.nll += -std::log(density) / n;
+        r.sharpness += sd / n;
+        const double f = normalCdf(d / sd);
+        for (int c = 0; c < 3; ++c) {
+            r.coverage[c] += (f >= (1 - ps[c]) / 2 && f <= (1 + ps[c]) / 2) ? 1 / n : 0;
+        }
+        for (int j = 0; j < 19; ++j) {
+            r.observed[static_cast<std::size_t>(j)] += f <= (j + 1) / 20.0 ? 1 / n : 0;
+        }
+    }
+    r.rmse = std::sqrt(r.rmse);
+    for (int j = 0; j < 19; ++j) {
+        r.gap += std::abs(r.observed[static_cast<std::size_t>(j)] - (j + 1) / 20.0) / 19;
+    }
+    return r;
+}
+
+void compareToReference(const RegressionMetrics& m, const Reference& r) {
+    ENSEMBLE_COMPARE_NEAR(m.rmse, r.rmse, 1e-12);
+    ENSEMBLE_COMPARE_NEAR(m.mae, r.mae, 1e-12);
+    ENSEMBLE_COMPARE_NEAR(m.nll, r.nll, 1e-12);
+    ENSEMBLE_COMPARE_NEAR(m.sharpness, r.sharpness, 1e-12);
+    for (int c = 0; c < 3; ++c) {
+        ENSEMBLE_COMPARE_NEAR(m.coverage[static_cast<std::size_t>(c)], r.coverage[c], 1e-12);
+    }
+    QCOMPARE(m.calibrationObserved.size(), std::size_t{19});
+    for (std::size_t j = 0; j < 19; ++j) {
+        ENSEMBLE_COMPARE_NEAR(m.calibrationObserved[j], r.observed[j], 1e-12);
+    }
+    ENSEMBLE_COMPARE_NEAR(m.calibrationGap, r.gap, 1e-12);
+}
+
+}  // namespace
+
+void TestMetrics::regressionMixtureHandCase() {
+    const MemberGaussians g = memberGaussians(twoGaussianMembers(), 10.0, 2.0);
+    QCOMPARE(g.mean, (std::vector<double>{10, 12, 8, 12, 12, 10}));
+    QCOMPARE(g.variance, (std::vector<double>{4, 1, 16, 4, 1, 4}));
+    const RegressionPoints m = mixturePoints(g, {0, 1});
+    // mu = 11, 12, 9; aleatoric = 4, 1, 10; epistemic = 1, 0, 1; sigma^2 = 5, 1, 11.
+    QCOMPARE(m.mean, (std::vector<double>{11, 12, 9}));
+    QCOMPARE(m.aleatoric, (std::vector<double>{4, 1, 10}));
+    QCOMPARE(m.epistemic, (std::vector<double>{1, 0, 1}));
+    QCOMPARE(m.variance, (std::vector<double>{5, 1, 11}));
+    // The mixture's variance equals mean_k(sigma_k^2 + mu_k^2) - mu^2.
+    for (int i = 0; i < 3; ++i) {
+        const double second = (g.variance[i] + g.mean[i] * g.mean[i] + g.variance[3 + i] +
+                               g.mean[3 + i] * g.mean[3 + i]) /
+                              2;
+        ENSEMBLE_COMPARE_NEAR(m.variance[i], second - m.mean[i] * m.mean[i], 1e-12);
+    }
+    // Against targets 11.5, 13, 5: errors 0.5, 1, -4.
+    const RegressionMetrics r = regressionMetrics(m, kTargets);
+    ENSEMBLE_COMPARE_NEAR(r.rmse, std::sqrt(17.25 / 3), 1e-12);
+    ENSEMBLE_COMPARE_NEAR(r.mae, 5.5 / 3, 1e-12);
+    // |d| <= z sigma: 50% (z 0.674) only the first point; 90% and 95% all three.
+    ENSEMBLE_COMPARE_NEAR(r.coverage[0], 1.0 / 3, 1e-12);
+    ENSEMBLE_COMPARE_NEAR(r.coverage[1], 1.0, 1e-12);
+    ENSEMBLE_COMPARE_NEAR(r.coverage[2], 1.0, 1e-12);
+    ENSEMBLE_COMPARE_NEAR(r.nll,
+                          (0.5 * std::log(2 * M_PI * 5) + 0.25 / 10 + 0.5 * std::log(2 * M_PI) +
+                           0.5 + 0.5 * std::log(2 * M_PI * 11) + 16.0 / 22) /
+                              3,
+                          1e-12);
+    ENSEMBLE_COMPARE_NEAR(r.sharpness, (std::sqrt(5.0) + 1 + std::sqrt(11.0)) / 3, 1e-12);
+    // F(y) = 0.588, 0.841, 0.114: below 0.05 and 0.10 none; 0.15 .. 0.55 one; 0.60 .. 0.80
+    // two; 0.85 .. 0.95 three.
+    for (int j = 0; j < 19; ++j) {
+        const double p = (j + 1) * 0.05;
+        const double expected = p < 0.11 ? 0 : p < 0.58 ? 1.0 / 3 : p < 0.84 ? 2.0 / 3 : 1.0;
+        ENSEMBLE_COMPARE_NEAR(r.calibrationObserved[static_cast<std::size_t>(j)], expected, 1e-12);
+    }
+}
+
+void TestMetrics::regressionMetricsMatchIndependentComputation() {
+    const MemberPredictions p = twoGaussianMembers();
+    const RegressionReport r = evaluateRegression(p, kTargets, {}, 10.0, 2.0);
+    compareToReference(r.ensemble, reference({11, 12, 9}, {5, 1, 11}, kTargets));
+    compareToReference(r.members[0], reference({10, 12, 8}, {4, 1, 16}, kTargets));
+    compareToReference(r.members[1], reference({12, 12, 10}, {4, 1, 4}, kTargets));
+    ENSEMBLE_COMPARE_NEAR(r.aleatoricStdMean, (2 + 1 + std::sqrt(10.0)) / 3, 1e-12);
+    ENSEMBLE_COMPARE_NEAR(r.epistemicStdMean, 2.0 / 3, 1e-12);
+    // The size curve: member 0 alone, then the ensemble.
+    QCOMPARE(r.sizeCurve.size(), std::size_t{2});
+    ENSEMBLE_COMPARE_NEAR(r.sizeCurve[0].nll, r.members[0].nll, 1e-12);
+    ENSEMBLE_COMPARE_NEAR(r.sizeCurve[0].rmse, r.members[0].rmse, 1e-12);
+    ENSEMBLE_COMPARE_NEAR(r.sizeCurve[1].nll, r.ensemble.nll, 1e-12);
+    ENSEMBLE_COMPARE_NEAR(r.sizeCurve[1].rmse, r.ensemble.rmse, 1e-12);
+    // Leaving member 1 out makes the ensemble member 0.
+    const RegressionReport one = evaluateRegression(p, kTargets, {1, 0}, 10.0, 2.0);
+    ENSEMBLE_COMPARE_NEAR(one.ensemble.nll, r.members[0].nll, 1e-12);
+    QCOMPARE(one.points.members, 1);
+    // The trainer's split loss: the NLL (gaussian), the RMSE, no accuracy.
+    const SplitEvaluation s =
+        evaluateRegressionSplit(p, kTargets, {}, Likelihood::Gaussian, 10.0, 2.0);
+    ENSEMBLE_COMPARE_NEAR(s.ensemble.loss, r.ensemble.nll, 1e-12);
+    ENSEMBLE_COMPARE_NEAR(s.ensemble.rmse, r.ensemble.rmse, 1e-12);
+    QVERIFY(std::isnan(s.ensemble.accuracy));
+    ENSEMBLE_COMPARE_NEAR(s.members[1].loss, r.members[1].nll, 1e-12);
+    // The JSON: the keys of the contract.
+    const nlohmann::json j = regressionReportJson(r);
+    QCOMPARE(j["task"].get<std::string>(), std::string("regression"));
+    QCOMPARE(j["likelihood"].get<std::string>(), std::string("gaussian"));
+    for (const char* key : {"rmse", "mae", "nll", "coverage", "calibration", "sharpness"}) {
+        QVERIFY2(j["ensemble"].contains(key), key);
+        QVERIFY2(j["members"][0].contains(key), key);
+    }
+    ENSEMBLE_COMPARE_NEAR(j["ensemble"]["coverage"]["50"].get<double>(), 1.0 / 3, 1e-12);
+    QCOMPARE(j["ensemble"]["calibration"]["observed"].size(), std::size_t{19});
+    QCOMPARE(j["calibration_levels"].size(), std::size_t{19});
+    QCOMPARE(j["size_curve"].size(), std::size_t{2});
+}
+
+void TestMetrics::regressionZeroSigmaGivesNulls() {
+    // Two mse members (one output each): members have sigma 0; the ensemble's epistemic
+    // variance is 0 where they agree (point 1), so its NLL is undefined too.
+    MemberPredictions p;
+    p.members = 2;
+    p.rows = 3;
+    p.classes = 1;
+    p.logProbs = {0, 1, -1, 1, 1, 0};
+    const RegressionReport r = evaluateRegression(p, kTargets, {}, 10.0, 2.0);
+    QVERIFY(std::isnan(r.members[0].nll));
+    QVERIFY(std::isnan(r.members[0].coverage[1]));
+    QVERIFY(std::isnan(r.members[0].calibrationGap));
+    ENSEMBLE_COMPARE_NEAR(r.members[0].rmse, std::sqrt((2.25 + 1 + 9) / 3), 1e-12);
+    ENSEMBLE_COMPARE_NEAR(r.members[0].sharpness, 0.0, 0.0);
+    QVERIFY(std::isnan(r.ensemble.nll));
+    ENSEMBLE_COMPARE_NEAR(r.points.epistemic[0], 1.0, 1e-12);
+    ENSEMBLE_COMPARE_NEAR(r.points.aleatoric[0], 0.0, 0.0);
+    const nlohmann::json j = regressionReportJson(r);
+    QVERIFY(j["members"][0]["nll"].is_null());
+    QVERIFY(j["members"][0]["coverage"].is_null());
+    QVERIFY(j["members"][0]["calibration"].is_null());
+    QVERIFY(j["ensemble"]["nll"].is_null());
+    QVERIFY(j["ensemble"]["rmse"].is_number());
+    // Where the members disagree everywhere the mse ensemble has an NLL: the mixture's.
+    MemberPredictions q = p;
+    q.logProbs = {0, 1, -1, 1, 0.5f, 0};
+    const RegressionReport e = evaluateRegression(q, kTargets, {}, 10.0, 2.0);
+    QVERIFY(std::isfinite(e.ensemble.nll));
+    compareToReference(e.ensemble, reference({11, 11.5, 9}, {1, 0.25, 1}, kTargets));
+    // The mse split loss is the mean squared error.
+    const SplitEvaluation s = evaluateRegressionSplit(q, kTargets, {}, Likelihood::Mse, 10.0, 2.0);
+    ENSEMBLE_COMPARE_NEAR(s.ensemble.loss, (0.25 + 2.25 + 16) / 3.0, 1e-12);
+}
+
+void TestMetrics::regressionTrainerReport() {
+    ExperimentConfig config =
+        parseConfig(nlohmann::json{{"dataset", {{"kind", "sine"}, {"n", 300}}},
+                                   {"model", {{"hidden", {16}}, {"likelihood", "gaussian"}}},
+                                   {"ensemble", {{"members", 3}}},
+                                   {"training", {{"steps", 50}, {"batch_size", 32}}},
+                                   {"backend", {{"kind", "cpu"}, {"threads", 1}}}});
+    std::unique_ptr<Trainer> trainer = makeTrainer(config, nullptr);
+    trainer->runSteps(50);
+    const TrainerReport report = trainerReport(*trainer);
+    QVERIFY(report.regression.has_value());
+    const nlohmann::json& j = report.json;
+    QCOMPARE(j["task"].get<std::string>(), std::string("regression"));
+    QCOMPARE(j["members"].size(), std::size_t{3});
+    QVERIFY(j["ensemble"]["test"].contains("rmse"));
+    QVERIFY(!j["ensemble"]["test"].contains("accuracy"));
+    // The split loss the trainer tracks equals the report's NLL on the same split.
+    ENSEMBLE_COMPARE_NEAR(j["ensemble"]["test"]["loss"].get<double>(),
+                          j["ensemble"]["nll"].get<double>(), 1e-9);
+    ENSEMBLE_COMPARE_NEAR(j["members"][1]["test"]["rmse"].get<double>(),
+                          j["members"][1]["rmse"].get<double>(), 1e-9);
 }
 
 QTEST_APPLESS_MAIN(TestMetrics)

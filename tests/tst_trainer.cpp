@@ -59,6 +59,7 @@ class TestTrainer : public QObject {
     void continuingAfterTheEndEqualsOneLongerRun_data();
     void continuingAfterTheEndEqualsOneLongerRun();
     void liveChangeEqualsItsScheduledReplay();
+    void regressionLearnsAndIsThreadIndependent();
 };
 
 void TestTrainer::learnsTwoSpirals() {
@@ -403,4 +404,35 @@ void TestTrainer::liveChangeEqualsItsScheduledReplay() {
 }
 
 QTEST_APPLESS_MAIN(TestTrainer)
+void TestTrainer::regressionLearnsAndIsThreadIndependent() {
+    for (const char* head : {"gaussian", "mse"}) {
+        const ExperimentConfig c = parseConfig(
+            json::parse(std::string(R"({"dataset": {"kind": "sine", "n": 400, "seed": 2},
+                "model": {"hidden": [32], "activation": "relu", "likelihood": ")") +
+                        head + R"("},
+                "ensemble": {"members": 4, "bootstrap": "poisson", "seed": 1},
+                "optimizer": {"kind": "adam", "lr": 0.01},
+                "training": {"batch_size": 32, "steps": 400, "eval_every": 0},
+                "backend": {"kind": "cpu"}})"));
+        auto one = makeCpuTrainer(c, 1);
+        auto two = makeCpuTrainer(c, 2);
+        QCOMPARE(one->layout().classes(), std::string(head) == "gaussian" ? 2 : 1);
+        const Evaluation before = one->evaluate();
+        one->runSteps(400);
+        two->runSteps(400);
+        QVERIFY(one->parameters() == two->parameters());  // bit for bit
+        const Evaluation after = one->evaluate();
+        QVERIFY(std::isnan(after.ensembleTest.accuracy));
+        // sin(2x) on [-3, 3] has a std of about 0.7; a fitted mean gets the RMSE near the
+        // noise's (about 0.3).
+        QVERIFY2(
+            after.ensembleTest.rmse < 0.5 && after.ensembleTest.rmse < before.ensembleTest.rmse,
+            qPrintable(QStringLiteral("%1: rmse %2 -> %3")
+                           .arg(QString::fromLatin1(head))
+                           .arg(before.ensembleTest.rmse)
+                           .arg(after.ensembleTest.rmse)));
+        QVERIFY(after.ensembleTrain.loss < before.ensembleTrain.loss);
+    }
+}
+
 #include "tst_trainer.moc"

@@ -17,6 +17,7 @@
 #include "io/atomic_file.h"
 #include "io/checkpoint.h"
 #include "io/model_io.h"
+#include "metrics/regression.h"
 #include "train/trainer.h"
 #include "train/trainer_report.h"
 
@@ -53,7 +54,51 @@ std::string formatRate(double perSecond) {
     return buf;
 }
 
+// Regression: loss (gaussian: the NLL, constant included; mse: the MSE) and RMSE per split, in
+// raw target units.
+void printRegressionSummary(const Trainer& trainer, const Evaluation& e) {
+    const bool gaussian = trainer.config().model.likelihood == Likelihood::Gaussian;
+    const char* loss = gaussian ? "nll" : "mse";
+    std::printf("\n%-10s %10s %10s %10s %10s %8s\n", "", (std::string("train ") + loss).c_str(),
+                "train rmse", (std::string("test ") + loss).c_str(), "test rmse", "lr");
+    const auto& lr = trainer.config().optimizer.lr;
+    const auto cell = [](double v) {
+        char buf[32];
+        if (std::isfinite(v)) {
+            std::snprintf(buf, sizeof buf, "%10.4f", v);
+        } else {
+            std::snprintf(buf, sizeof buf, "%10s", "-");
+        }
+        return std::string(buf);
+    };
+    const std::size_t k = e.members.size();
+    for (std::size_t i = 0; i < k; ++i) {
+        const MemberEvaluation& m = e.members[i];
+        if (i >= 8 && i + 3 < k) {
+            if (i == 8) {
+                std::printf("%-10s (%zu more members)\n", "...", k - 11);
+            }
+            continue;
+        }
+        if (m.diverged) {
+            std::printf("member %-3zu %10s %10s %10s %10s %8.2g  (diverged: left out)\n", i, "-",
+                        "-", "-", "-", lr[i]);
+            continue;
+        }
+        std::printf("member %-3zu %s %s %s %s %8.2g\n", i, cell(m.train.loss).c_str(),
+                    cell(m.train.rmse).c_str(), cell(m.test.loss).c_str(),
+                    cell(m.test.rmse).c_str(), lr[i]);
+    }
+    std::printf("%-10s %s %s %s %s\n", "ensemble", cell(e.ensembleTrain.loss).c_str(),
+                cell(e.ensembleTrain.rmse).c_str(), cell(e.ensembleTest.loss).c_str(),
+                cell(e.ensembleTest.rmse).c_str());
+}
+
 void printSummary(const Trainer& trainer, const Evaluation& e) {
+    if (trainer.data().regression) {
+        printRegressionSummary(trainer, e);
+        return;
+    }
     std::printf("\n%-10s %10s %10s %10s %10s %8s\n", "", "train loss", "train acc", "test loss",
                 "test acc", "lr");
     const auto& lr = trainer.config().optimizer.lr;
@@ -230,11 +275,13 @@ int commandTrain(const CliArgs& args) {
     const bool tty = isatty(fileno(stderr)) != 0;
     const DataSplit& data = trainer->data();
     if (!quiet) {
+        const std::string task =
+            data.regression ? std::string("regression") : std::to_string(data.classes) + " classes";
         std::fprintf(stderr,
-                     "training %d members on %s (%lld train / %lld test rows, %d classes) for "
+                     "training %d members on %s (%lld train / %lld test rows, %s) for "
                      "%lld steps on %s\n",
                      trainer->members(), data.name.c_str(), static_cast<long long>(data.train.rows),
-                     static_cast<long long>(data.test.rows), data.classes,
+                     static_cast<long long>(data.test.rows), task.c_str(),
                      static_cast<long long>(trainer->totalSteps()),
                      trainer->backend().name().c_str());
         if (args.has("--resume")) {
@@ -299,15 +346,24 @@ int commandTrain(const CliArgs& args) {
     if (trainer->totalSteps() == 0) {
         last = trainer->evaluate();
     }
+    // The report of the final ensemble (train/trainer_report.h), the one the app exports too.
+    const TrainerReport report = trainerReport(*trainer);
+    const json& metrics = report.json;
     if (!quiet) {
         printSummary(*trainer, last);
+        if (report.regression) {
+            const RegressionMetrics& m = report.regression->ensemble;
+            std::printf("ensemble on %s: RMSE %.4f, NLL %s, 90%% coverage %s, sharpness %.4f\n",
+                        report.regression->split.c_str(), m.rmse,
+                        std::isfinite(m.nll) ? std::to_string(m.nll).c_str() : "-",
+                        std::isfinite(m.coverage[1]) ? std::to_string(m.coverage[1]).c_str() : "-",
+                        m.sharpness);
+        }
         std::printf(
             "%lld steps in %.2f s (%s member-steps/s)\n", static_cast<long long>(trainer->step()),
             elapsed,
             formatRate(elapsed > 0 ? trainer->step() * trainer->members() / elapsed : 0).c_str());
     }
-    // The report of the final ensemble (train/trainer_report.h), the one the app exports too.
-    const json metrics = trainerReport(*trainer).json;
     if (args.has("--metrics")) {
         writeFileAtomic(args.get("--metrics"), metrics.dump(2) + "\n");
     }
@@ -321,8 +377,64 @@ int commandTrain(const CliArgs& args) {
     return 0;
 }
 
+// predict for a regression model: the mixture's mean and std with its aleatoric and epistemic
+// parts, then each member's mean and std, in raw target units.
+int predictRegression(const LoadedEnsemble& ensemble, const CliArgs& args) {
+    const Dataset input =
+        readCsvFeatures(args.require("--input"), ensemble.layout.inputs(), ensemble.target);
+    const std::string output = args.require("--output");
+    const int threads = static_cast<int>(parseCount(args, "--threads", 0, 0));
+    MemberPredictions p;
+    p.members = ensemble.layout.members();
+    p.rows = input.rows;
+    p.classes = ensemble.layout.classes();
+    p.logProbs = predictLogProbs(ensemble, input.x.data(), input.rows, threads);
+    const MemberGaussians g =
+        memberGaussians(p, ensemble.normalization.targetMean, ensemble.normalization.targetStd);
+    std::vector<int> used;
+    for (int m = 0; m < p.members; ++m) {
+        if (!ensemble.diverged[static_cast<std::size_t>(m)]) {
+            used.push_back(m);
+        }
+    }
+    RegressionPoints mix;
+    if (!used.empty()) {
+        mix = mixturePoints(g, used);
+    }
+    std::string out = "ens_mean,ens_std,ens_aleatoric_std,ens_epistemic_std";
+    for (int m = 0; m < p.members; ++m) {
+        out += ",m" + std::to_string(m) + "_mean,m" + std::to_string(m) + "_std";
+    }
+    out += '\n';
+    char buf[40];
+    const auto put = [&](const char* sep, double v) {
+        std::snprintf(buf, sizeof buf, "%s%.9g", sep, v);
+        out += buf;
+    };
+    for (int64_t i = 0; i < p.rows; ++i) {
+        const std::size_t u = static_cast<std::size_t>(i);
+        const double nan = std::nan("");
+        put("", used.empty() ? nan : mix.mean[u]);
+        put(",", used.empty() ? nan : std::sqrt(mix.variance[u]));
+        put(",", used.empty() ? nan : std::sqrt(mix.aleatoric[u]));
+        put(",", used.empty() ? nan : std::sqrt(mix.epistemic[u]));
+        for (int m = 0; m < p.members; ++m) {
+            const std::size_t at =
+                static_cast<std::size_t>(m) * static_cast<std::size_t>(p.rows) + u;
+            put(",", g.mean[at]);
+            put(",", std::sqrt(g.variance[at]));
+        }
+        out += '\n';
+    }
+    writeFileAtomic(output, out);
+    return 0;
+}
+
 int commandPredict(const CliArgs& args) {
     const LoadedEnsemble ensemble = importEnsemble(args.require("--weights"));
+    if (isRegression(ensemble.config.model.likelihood)) {
+        return predictRegression(ensemble, args);
+    }
     const Dataset input = readCsvFeatures(args.require("--input"), ensemble.layout.inputs());
     const std::string output = args.require("--output");
     const int threads = static_cast<int>(parseCount(args, "--threads", 0, 0));

@@ -194,7 +194,17 @@ void checkFits(const LoadedEnsemble& ensemble, const DataSplit& data, const std:
                         " features, but the ensemble in " + weights + " takes " +
                         std::to_string(features));
     }
-    if (data.classes > classes) {
+    const bool regression = isRegression(ensemble.config.model.likelihood);
+    if (regression && !data.regression) {
+        throw DataError("dataset " + data.name +
+                        " is a classification dataset, but the ensemble in " + weights +
+                        " is a regression model");
+    }
+    if (!regression && data.regression) {
+        throw DataError("dataset " + data.name + " is a regression dataset, but the ensemble in " +
+                        weights + " classifies");
+    }
+    if (!regression && data.classes > classes) {
         throw DataError("dataset " + data.name + " has " + std::to_string(data.classes) +
                         " classes, but the ensemble in " + weights + " predicts " +
                         std::to_string(classes));
@@ -241,6 +251,11 @@ int compareEnsembles(const CliArgs& args, const std::vector<std::string>& files)
     const DataSplit data = loadDataSplit(configs[0].dataset);
     for (std::size_t i = 0; i < files.size(); ++i) {
         checkFits(ensembles[i], data, files[i]);
+        if (isRegression(ensembles[i].config.model.likelihood)) {
+            throw ConfigError("--weights: " + files[i] +
+                              " is a regression model; eval compares classifiers side by side, "
+                              "so run it once per regression model");
+        }
     }
     const bool useTest = data.test.rows > 0;
     const Dataset& evaluated = useTest ? data.test : data.train;
@@ -319,6 +334,82 @@ int compareEnsembles(const CliArgs& args, const std::vector<std::string>& files)
     return 0;
 }
 
+void printRegressionSummary(const RegressionReport& r, const std::string& dataset) {
+    const std::size_t k = r.members.size();
+    std::printf("%s split of %s: %lld rows, %s likelihood, %d of %zu members in the ensemble\n\n",
+                r.split.c_str(), dataset.c_str(), static_cast<long long>(r.points.rows),
+                r.likelihood == Likelihood::Gaussian ? "gaussian" : "mse", r.points.members, k);
+    std::printf("%-12s %9s %9s %9s %9s %9s %9s\n", "", "rmse", "mae", "nll", "cover90", "cal gap",
+                "sharpness");
+    const auto cell = [](double v) {
+        char buf[32];
+        if (std::isfinite(v)) {
+            std::snprintf(buf, sizeof buf, " %9.4f", v);
+        } else {
+            std::snprintf(buf, sizeof buf, " %9s", "-");
+        }
+        return std::string(buf);
+    };
+    const auto row = [&](const std::string& label, const RegressionMetrics& m, const char* note) {
+        std::printf("%-12s%s%s%s%s%s%s%s\n", label.c_str(), cell(m.rmse).c_str(),
+                    cell(m.mae).c_str(), cell(m.nll).c_str(), cell(m.coverage[1]).c_str(),
+                    cell(m.calibrationGap).c_str(), cell(m.sharpness).c_str(), note);
+    };
+    for (std::size_t i = 0; i < k; ++i) {
+        if (i >= 8 && i + 3 < k) {
+            if (i == 8) {
+                std::printf("%-12s (%zu more members)\n", "...", k - 11);
+            }
+            continue;
+        }
+        row("member " + std::to_string(i), r.members[i],
+            r.included[i] ? "" : "  (diverged: left out)");
+    }
+    row("ensemble", r.ensemble, "");
+    std::printf("\nmean std: aleatoric %.4f, epistemic %.4f (raw target units)\n",
+                r.aleatoricStdMean, r.epistemicStdMean);
+}
+
+int evalRegression(const LoadedEnsemble& ensemble, const ExperimentConfig& config,
+                   const DataSplit& data, const CliArgs& args, const std::string& weights) {
+    const bool useTest = data.test.rows > 0;
+    const Dataset& evaluated = useTest ? data.test : data.train;
+    if (!useTest) {
+        std::fprintf(stderr, "the test split is empty: evaluating the train split\n");
+    }
+    const MemberPredictions predictions = predict(ensemble, evaluated, config.backend.threads);
+    const std::vector<uint8_t> include = includedOf(ensemble);
+    // The model's own target units, as stored with the weights.
+    const RegressionReport report = evaluateRegression(
+        predictions, evaluated.target, include, ensemble.normalization.targetMean,
+        ensemble.normalization.targetStd, useTest ? "test" : "train");
+    RunFacts run;
+    run.dataset = data.name;
+    run.step = ensemble.step;
+    run.lr = ensemble.config.optimizer.lr;
+    run.momentum = ensemble.config.optimizer.momentum;
+    run.weightDecay = ensemble.config.optimizer.weightDecay;
+    run.diverged = ensemble.diverged;
+    json j = reportJson(report, run);
+    j["weights"] = weights;
+    printRegressionSummary(report, data.name);
+    if (args.has("--ood")) {
+        std::fprintf(stderr, "--ood: out-of-distribution scores are for classification; skipped\n");
+    }
+    if (args.has("--report")) {
+        writeFileAtomic(args.get("--report"), j.dump(2) + "\n");
+        std::fprintf(stderr, "wrote the report to %s\n", args.get("--report").c_str());
+    }
+    if (args.has("--csv")) {
+        writeRegressionCsvs(args.get("--csv"), report, evaluated.target);
+        std::fprintf(stderr,
+                     "wrote uncertainty.csv, members.csv, calibration.csv and size_curve.csv to "
+                     "%s\n",
+                     args.get("--csv").c_str());
+    }
+    return 0;
+}
+
 }  // namespace
 
 int commandEval(const CliArgs& args) {
@@ -334,6 +425,9 @@ int commandEval(const CliArgs& args) {
     const int features = ensemble.layout.inputs();
     const int classes = ensemble.layout.classes();
     checkFits(ensemble, data, weights);
+    if (isRegression(ensemble.config.model.likelihood)) {
+        return evalRegression(ensemble, config, data, args, weights);
+    }
     const int threads = config.backend.threads;
     const bool useTest = data.test.rows > 0;
     const Dataset& evaluated = useTest ? data.test : data.train;

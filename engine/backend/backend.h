@@ -8,6 +8,7 @@
 
 #include "math/activations.h"
 #include "math/uncertainty.h"
+#include "model/likelihood.h"
 #include "model/mlp.h"
 #include "optim/update_rules.h"
 #include "sampling/batch_plan.h"
@@ -21,8 +22,12 @@ struct TrainingProblem {
     ParamLayout layout;
     Activation activation = Activation::Relu;
     const float* trainX = nullptr;    // rows x inputs, normalised; null for predict-only use
-    const int32_t* trainY = nullptr;  // rows
+    const int32_t* trainY = nullptr;  // rows; categorical only
     int64_t trainRows = 0;
+    // The head (model/likelihood.h); regression heads read trainTargets (rows, standardised)
+    // instead of trainY.
+    Likelihood likelihood = Likelihood::Categorical;
+    const float* trainTargets = nullptr;
     BatchPlanParams plan;
     std::vector<OptimizerRule> rules;  // one per member; bias corrections are set per step
 };
@@ -95,7 +100,10 @@ class Backend {
     // loss means that member's update was skipped; the caller then freezes it.
     virtual void step(uint64_t step, const uint8_t* active, float* losses) = 0;
 
-    // Log-probabilities of every member for `rows` normalised inputs: out[(k*rows + i)*C + c].
+    // Log-probabilities of every member for `rows` normalised inputs: out[(k*rows + i)*C + c],
+    // C = layout.classes() outputs. For a regression head the outputs are its predictive in
+    // standardised target units instead (headPredictiveInPlace, math/loss.h): [mu, sigma^2]
+    // (gaussian) or [mu] (mse).
     virtual void predictLogProbs(const float* x, int64_t rows, float* out) = 0;
     // Whether predictUncertainty computes the measures itself (the CUDA backend: only the
     // results cross the bus) instead of leaving them to the host (metrics/grid.h).

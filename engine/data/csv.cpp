@@ -181,11 +181,37 @@ std::string parseLabel(std::string_view text, int32_t& label) {
     return {};
 }
 
-enum class LabelMode { Required, Skip };
+// Required: an integer `label` column (classification). Skip: features only, `label` and the
+// column named `special` (when given) are skipped (prediction). Target: the numeric column
+// named `special` is the regression target, a `label` column is skipped.
+enum class LabelMode { Required, Skip, Target };
 
-// The shared reader behind readCsv and readCsvFeatures; `path` only names the text in errors.
+// The column named `name`: an exact match first, else the only case-insensitive one; -1.
+std::ptrdiff_t findColumn(const std::vector<std::string>& header, const std::string& name) {
+    if (name.empty()) {
+        return -1;
+    }
+    for (std::size_t c = 0; c < header.size(); ++c) {
+        if (header[c] == name) {
+            return static_cast<std::ptrdiff_t>(c);
+        }
+    }
+    std::ptrdiff_t found = -1;
+    for (std::size_t c = 0; c < header.size(); ++c) {
+        if (lower(header[c]) == lower(name)) {
+            if (found >= 0) {
+                return -1;
+            }
+            found = static_cast<std::ptrdiff_t>(c);
+        }
+    }
+    return found;
+}
+
+// The shared reader behind readCsv, readCsvFeatures and readCsvRegression; `path` only names
+// the text in errors.
 Dataset parseCsvText(std::string text, const std::string& path, LabelMode mode,
-                     int expectedFeatures, int* classes) {
+                     int expectedFeatures, int* classes, const std::string& special = {}) {
     if (text.size() >= 3 && text.compare(0, 3, "\xEF\xBB\xBF") == 0) {
         text.erase(0, 3);  // UTF-8 byte order mark, as spreadsheets write it
     }
@@ -193,6 +219,7 @@ Dataset parseCsvText(std::string text, const std::string& path, LabelMode mode,
     Dataset data;
     std::vector<std::string> header;
     std::ptrdiff_t labelColumn = -1;
+    std::ptrdiff_t specialColumn = -1;
     int64_t headerLine = 0;
     int64_t lineNo = 0;
     int32_t maxLabel = -1;
@@ -239,8 +266,25 @@ Dataset parseCsvText(std::string text, const std::string& path, LabelMode mode,
                                     "header, found only " +
                                     names);
             }
+            specialColumn = findColumn(header, special);
+            if (specialColumn >= 0 && specialColumn == labelColumn) {
+                labelColumn = -1;  // a target (or skipped column) that happens to be 'label'
+            }
+            if (mode == LabelMode::Target) {
+                if (specialColumn < 0) {
+                    std::string names;
+                    for (const auto& h : header) {
+                        names += (names.empty() ? "" : ", ") + ("'" + h + "'");
+                    }
+                    throw DataError(ErrorKind::Csv,
+                                    where(path, lineNo) + "expected the target column '" + special +
+                                        "' (dataset.target) in the header, found only " + names);
+                }
+                data.targetName = header[static_cast<std::size_t>(specialColumn)];
+            }
             for (std::size_t c = 0; c < header.size(); ++c) {
-                if (static_cast<std::ptrdiff_t>(c) == labelColumn) {
+                if (static_cast<std::ptrdiff_t>(c) == labelColumn ||
+                    static_cast<std::ptrdiff_t>(c) == specialColumn) {
                     continue;
                 }
                 const int index = static_cast<int>(data.featureNames.size());
@@ -250,7 +294,8 @@ Dataset parseCsvText(std::string text, const std::string& path, LabelMode mode,
             if (data.features == 0) {
                 throw DataError(
                     ErrorKind::Csv,
-                    where(path, lineNo) + "expected at least one feature column besides 'label'");
+                    where(path, lineNo) + "expected at least one feature column besides '" +
+                        (mode == LabelMode::Target ? data.targetName : std::string("label")) + "'");
             }
             if (expectedFeatures >= 0 && data.features != expectedFeatures) {
                 throw DataError(ErrorKind::Csv,
@@ -277,8 +322,17 @@ Dataset parseCsvText(std::string text, const std::string& path, LabelMode mode,
         }
         for (std::size_t c = 0; c < fields.size(); ++c) {
             std::string error;
-            if (static_cast<std::ptrdiff_t>(c) == labelColumn) {
-                if (mode == LabelMode::Skip) {
+            if (static_cast<std::ptrdiff_t>(c) == specialColumn) {
+                if (mode != LabelMode::Target) {
+                    continue;
+                }
+                float value = 0.0f;
+                error = parseFeature(fields[c], value);
+                if (error.empty()) {
+                    data.target.push_back(value);
+                }
+            } else if (static_cast<std::ptrdiff_t>(c) == labelColumn) {
+                if (mode != LabelMode::Required) {
                     continue;
                 }
                 int32_t label = 0;
@@ -311,6 +365,18 @@ Dataset parseCsvText(std::string text, const std::string& path, LabelMode mode,
     }
     if (classes != nullptr) {
         *classes = maxLabel + 1;
+    }
+    if (mode == LabelMode::Target &&
+        std::all_of(data.target.begin(), data.target.end(),
+                    [&](float v) { return v == data.target.front(); })) {
+        const std::size_t c = static_cast<std::size_t>(specialColumn);
+        char number[32];
+        const auto r =
+            std::to_chars(number, number + sizeof number, static_cast<double>(data.target.front()));
+        throw DataError(ErrorKind::Csv, where(path, headerLine, c + 1, header[c]) +
+                                            "the target is constant (every row holds " +
+                                            std::string(number, r.ptr) +
+                                            "): a regression target needs a std above 0");
     }
     return data;
 }
@@ -349,6 +415,19 @@ Dataset readCsvFeatures(const std::string& path, int expectedFeatures) {
                         nullptr);
 }
 
+Dataset readCsvFeatures(const std::string& path, int expectedFeatures, const std::string& skip) {
+    return parseCsvText(readFile(path, ErrorKind::Csv), path, LabelMode::Skip, expectedFeatures,
+                        nullptr, skip);
+}
+
+Dataset readCsvRegression(const std::string& path, const std::string& target) {
+    return parseCsvRegression(readFile(path, ErrorKind::Csv), path, target);
+}
+
+Dataset parseCsvRegression(std::string text, const std::string& origin, const std::string& target) {
+    return parseCsvText(std::move(text), origin, LabelMode::Target, -1, nullptr, target);
+}
+
 Dataset parseCsv(std::string text, const std::string& origin, int& classes) {
     return parseCsvText(std::move(text), origin, LabelMode::Required, -1, &classes);
 }
@@ -359,10 +438,12 @@ Dataset parseCsvFeatures(std::string text, const std::string& origin, int expect
 
 void writeCsv(const std::string& path, const Dataset& data) {
     const bool hasLabels = !data.y.empty();
+    const bool hasTargets = !hasLabels && !data.target.empty();
     if (data.rows < 0 || data.features < 0 ||
         data.x.size() !=
             static_cast<std::size_t>(data.rows) * static_cast<std::size_t>(data.features) ||
-        (hasLabels && data.y.size() != static_cast<std::size_t>(data.rows))) {
+        (hasLabels && data.y.size() != static_cast<std::size_t>(data.rows)) ||
+        (hasTargets && data.target.size() != static_cast<std::size_t>(data.rows))) {
         throw std::invalid_argument(
             "writeCsv: the dataset's x / y sizes do not match rows x features");
     }
@@ -380,6 +461,10 @@ void writeCsv(const std::string& path, const Dataset& data) {
     }
     if (hasLabels) {
         header += data.features > 0 ? ",label" : "label";
+    }
+    if (hasTargets) {
+        const std::string name = data.targetName.empty() ? "y" : data.targetName;
+        header += (data.features > 0 ? "," : "") + csvField(name);
     }
     header += '\n';
 
@@ -404,6 +489,14 @@ void writeCsv(const std::string& path, const Dataset& data) {
             if (hasLabels) {
                 line += data.features > 0 ? "," : "";
                 line += std::to_string(data.y[static_cast<std::size_t>(r)]);
+            }
+            if (hasTargets) {
+                line += data.features > 0 ? "," : "";
+                const auto result =
+                    std::to_chars(number, number + sizeof(number),
+                                  static_cast<double>(data.target[static_cast<std::size_t>(r)]),
+                                  std::chars_format::general, 9);
+                line.append(number, result.ptr);
             }
             line += '\n';
             out.write(line.data(), static_cast<std::streamsize>(line.size()));

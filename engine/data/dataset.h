@@ -8,13 +8,17 @@
 
 namespace ensemble {
 
-// A labelled table in the dataset's raw units (pixels 0..255 for images), row-major.
+// A labelled table in the dataset's raw units (pixels 0..255 for images), row-major. A
+// classification table fills `y`; a regression table fills `target` instead (and leaves `y`
+// empty), so classification code never sees the difference.
 struct Dataset {
     int64_t rows = 0;
     int features = 0;
     std::vector<float> x;                   // rows * features
-    std::vector<int32_t> y;                 // rows, each in [0, classes)
+    std::vector<int32_t> y;                 // rows, each in [0, classes); empty for regression
     std::vector<std::string> featureNames;  // features entries (x0, x1, ... or CSV header)
+    std::vector<float> target;              // regression: rows, raw units; else empty
+    std::string targetName;                 // regression: the target column's name ("y")
 
     const float* row(int64_t i) const { return x.data() + i * features; }
 };
@@ -25,6 +29,11 @@ struct Dataset {
 struct Normalization {
     std::vector<float> mean;
     std::vector<float> std;
+    // Regression: the train split's target mean and population std; the model learns
+    // (y - targetMean) / targetStd and its outputs are mapped back (mean: mu * std + mean,
+    // variance: sigma^2 * std^2). 0 and 1 for classification.
+    double targetMean = 0.0;
+    double targetStd = 1.0;
 
     // Mean and population std per feature; a column with std below 1e-6 (constant) gets std 1,
     // so it is centred but not blown up.
@@ -37,8 +46,9 @@ struct Normalization {
 
 // Everything the trainer needs about the data of one experiment.
 struct DataSplit {
-    std::string name;  // "spirals", "mnist", the CSV file name, ...
-    int classes = 0;
+    std::string name;         // "spirals", "mnist", the CSV file name, ...
+    int classes = 0;          // 0 for regression
+    bool regression = false;  // train.target / test.target hold the targets, not y
     bool isImage = false;
     int imageWidth = 0;   // images only
     int imageHeight = 0;  // images only
@@ -58,6 +68,9 @@ struct DataSplit {
 // saying where it looked and how to get it.
 DataSplit loadDataSplit(const DatasetConfig& config);
 
+// The train split's standardised targets, (target - targetMean) / targetStd.
+std::vector<float> standardizedTargets(const Dataset& data, const Normalization& n);
+
 // Whether `kind` (dataset.kind) is one of the 2-D generators (spirals, moons, circles, xor,
 // blobs), as opposed to a file (csv) or an image dataset.
 bool isGenerated(const std::string& kind);
@@ -72,6 +85,17 @@ Dataset makeCircles(int64_t n, double noise, uint64_t seed);
 Dataset makeXor(int64_t n, double noise, uint64_t seed);
 Dataset makeBlobs(int64_t n, int classes, double noise, uint64_t seed);
 
+// The regression generators (features x0, x1, ..., target y), deterministic in `seed`:
+// cubic (Lakshminarayanan et al. 2017): x ~ U(-4, 4), y = x^3 + noise * N(0, 1).
+Dataset makeCubic(int64_t n, double noise, uint64_t seed);
+// sine, heteroscedastic: x ~ U(-3, 3), y = sin(2x) + (0.05 + 0.15 |x|) N(0, 1).
+Dataset makeSine(int64_t n, uint64_t seed);
+// linear: x ~ N(0, I_d), y = x . w + b + noise * N(0, 1), with w_j, b ~ N(0, 1) drawn from
+// `seed` (the same w and b for every n).
+Dataset makeLinear(int64_t n, int features, double noise, uint64_t seed);
+// Whether `kind` is a regression generator (cubic, sine, linear).
+bool isRegressionGenerator(const std::string& kind);
+
 // CSV with a header row, numeric feature columns and an integer `label` column (any position).
 // Labels must be 0..C-1. `classes` is set to max label + 1.
 Dataset readCsv(const std::string& path, int& classes);
@@ -82,8 +106,17 @@ Dataset readCsvFeatures(const std::string& path, int expectedFeatures);
 // `origin` stands for the file name in error messages.
 Dataset parseCsv(std::string text, const std::string& origin, int& classes);
 Dataset parseCsvFeatures(std::string text, const std::string& origin, int expectedFeatures);
+// A regression CSV: numeric features and the numeric column `target` (any position; a `label`
+// column is skipped). Throws DataError (file, line, column) for a missing target column, a
+// value that is not a finite number, and a constant target (std 0).
+Dataset readCsvRegression(const std::string& path, const std::string& target);
+Dataset parseCsvRegression(std::string text, const std::string& origin, const std::string& target);
+// readCsvFeatures that also skips the column named `skip` (a regression model's target);
+// `skip` empty: only `label`.
+Dataset readCsvFeatures(const std::string& path, int expectedFeatures, const std::string& skip);
 // Writes features (raw units) and a `label` column; atomic (temp + rename).
-// The label column is last and left out when `data.y` is empty. Throws RuntimeError when the
+// The label column is last and left out when `data.y` is empty; a regression table's target
+// column (`data.targetName`) takes its place. Throws RuntimeError when the
 // file cannot be written (the temporary is removed), std::invalid_argument for inconsistent
 // sizes or a feature named `label`.
 void writeCsv(const std::string& path, const Dataset& data);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <numbers>
 #include <string>
+#include <vector>
 
 #include "core/errors.h"
 #include "data/dataset.h"
@@ -13,7 +14,17 @@ namespace {
 
 // Separate streams per generator (the `member` word of the counter), so that two kinds drawn
 // with the same seed are not built from the same numbers.
-enum class GenStream : uint32_t { Spirals = 1, Moons = 2, Circles = 3, Xor = 4, Blobs = 5 };
+enum class GenStream : uint32_t {
+    Spirals = 1,
+    Moons = 2,
+    Circles = 3,
+    Xor = 4,
+    Blobs = 5,
+    Cubic = 6,
+    Sine = 7,
+    Linear = 8,
+    LinearWeights = 9
+};
 
 struct Gaussian2 {
     double a;
@@ -166,6 +177,89 @@ Dataset makeBlobs(int64_t n, int classes, double noise, uint64_t seed) {
         const Gaussian2 g = gaussianPair(seed, GenStream::Blobs, i);
         setPoint(d, i, kRadius * std::cos(a) + noise * g.a, kRadius * std::sin(a) + noise * g.b,
                  label);
+    }
+    return d;
+}
+
+namespace {
+
+// A regression table of n rows with `features` inputs x0, x1, ... and the target y.
+Dataset emptyRegression(int64_t n, int features) {
+    Dataset d;
+    d.rows = n;
+    d.features = features;
+    d.x.resize(static_cast<std::size_t>(n) * static_cast<std::size_t>(features));
+    d.target.resize(static_cast<std::size_t>(n));
+    for (int f = 0; f < features; ++f) {
+        d.featureNames.push_back("x" + std::to_string(f));
+    }
+    d.targetName = "y";
+    return d;
+}
+
+// Uniform in [lo, hi) from point i's second block.
+double uniformAt(uint64_t seed, GenStream stream, int64_t i, double lo, double hi) {
+    const Philox4x32 u = extraDraw(seed, stream, i);
+    return lo + (hi - lo) * uniformOpenDouble(u.v[0], u.v[1]);
+}
+
+}  // namespace
+
+bool isRegressionGenerator(const std::string& kind) {
+    return kind == "cubic" || kind == "sine" || kind == "linear";
+}
+
+Dataset makeCubic(int64_t n, double noise, uint64_t seed) {
+    checkParameters("cubic", n, noise);
+    Dataset d = emptyRegression(n, 1);
+    for (int64_t i = 0; i < n; ++i) {
+        const double x = uniformAt(seed, GenStream::Cubic, i, -4.0, 4.0);
+        const Gaussian2 g = gaussianPair(seed, GenStream::Cubic, i);
+        d.x[static_cast<std::size_t>(i)] = static_cast<float>(x);
+        d.target[static_cast<std::size_t>(i)] = static_cast<float>(x * x * x + noise * g.a);
+    }
+    return d;
+}
+
+Dataset makeSine(int64_t n, uint64_t seed) {
+    checkParameters("sine", n, 0.0);
+    Dataset d = emptyRegression(n, 1);
+    for (int64_t i = 0; i < n; ++i) {
+        const double x = uniformAt(seed, GenStream::Sine, i, -3.0, 3.0);
+        const Gaussian2 g = gaussianPair(seed, GenStream::Sine, i);
+        d.x[static_cast<std::size_t>(i)] = static_cast<float>(x);
+        d.target[static_cast<std::size_t>(i)] =
+            static_cast<float>(std::sin(2.0 * x) + (0.05 + 0.15 * std::abs(x)) * g.a);
+    }
+    return d;
+}
+
+Dataset makeLinear(int64_t n, int features, double noise, uint64_t seed) {
+    checkParameters("linear", n, noise);
+    if (features < 1) {
+        throw ConfigError("linear: dataset.features must be at least 1, got " +
+                          std::to_string(features));
+    }
+    // w_0..w_{d-1} and b (index d) from their own stream: the same for every n.
+    std::vector<double> w(static_cast<std::size_t>(features) + 1);
+    for (int j = 0; j <= features; ++j) {
+        w[static_cast<std::size_t>(j)] = gaussianPair(seed, GenStream::LinearWeights, j).a;
+    }
+    Dataset d = emptyRegression(n, features);
+    const std::size_t f = static_cast<std::size_t>(features);
+    for (int64_t i = 0; i < n; ++i) {
+        double y = w[f];
+        for (int j = 0; j < features; ++j) {
+            // Two features per Philox block (Box-Muller pairs), blocks indexed by (i, j / 2).
+            const Gaussian2 g =
+                gaussianPair(seed, GenStream::Linear, i * ((features + 1) / 2 + 1) + j / 2);
+            const float x = static_cast<float>(j % 2 == 0 ? g.a : g.b);
+            d.x[static_cast<std::size_t>(i) * f + static_cast<std::size_t>(j)] = x;
+            y += w[static_cast<std::size_t>(j)] * x;  // the stored x: y is exact in the table
+        }
+        const Gaussian2 e = gaussianPair(seed, GenStream::Linear,
+                                         i * ((features + 1) / 2 + 1) + (features + 1) / 2);
+        d.target[static_cast<std::size_t>(i)] = static_cast<float>(y + noise * e.a);
     }
     return d;
 }

@@ -133,9 +133,42 @@ Dataset generate(const DatasetConfig& c) {
     return makeBlobs(c.n, c.classes, c.noise, c.seed);
 }
 
+Dataset generateRegression(const DatasetConfig& c) {
+    if (c.kind == "cubic") {
+        return makeCubic(c.n, c.noise, c.seed);
+    }
+    if (c.kind == "sine") {
+        return makeSine(c.n, c.seed);
+    }
+    return makeLinear(c.n, c.features, c.noise, c.seed);
+}
+
+void loadRegressionCsv(const DatasetConfig& c, DataSplit& split) {
+    Dataset all = readCsvRegression(c.path, c.target);
+    split.name = fs::path(c.path).filename().string();
+    if (c.testPath.empty()) {
+        TrainTest parts = splitTrainTest(all, c.testFraction, c.seed);
+        split.train = std::move(parts.train);
+        split.test = std::move(parts.test);
+        return;
+    }
+    Dataset test = readCsvRegression(c.testPath, c.target);
+    if (test.featureNames != all.featureNames) {
+        throw DataError(ErrorKind::Csv, c.testPath + ": expected the same feature columns as " +
+                                            c.path + " besides the target");
+    }
+    split.test = std::move(test);
+    split.train = std::move(all);
+}
+
 void loadCsv(const DatasetConfig& c, DataSplit& split) {
     if (c.path.empty()) {
         throw ConfigError("dataset.path: the csv dataset needs the path of a CSV file");
+    }
+    if (c.regression()) {
+        split.regression = true;
+        loadRegressionCsv(c, split);
+        return;
     }
     int trainClasses = 0;
     Dataset all = readCsv(c.path, trainClasses);
@@ -194,6 +227,31 @@ void loadMnist(const DatasetConfig& c, DataSplit& split) {
     split.isImage = true;
     split.imageWidth = width;
     split.imageHeight = height;
+}
+
+// The train split's target mean and population std (two passes in double). A constant train
+// target cannot be standardised: a DataError naming where it came from.
+void fitTargetNormalization(DataSplit& split, const DatasetConfig& config) {
+    const std::vector<float>& t = split.train.target;
+    double sum = 0.0;
+    for (float v : t) {
+        sum += v;
+    }
+    const double mean = t.empty() ? 0.0 : sum / static_cast<double>(t.size());
+    double squares = 0.0;
+    for (float v : t) {
+        squares += (v - mean) * (v - mean);
+    }
+    const double sd = t.empty() ? 0.0 : std::sqrt(squares / static_cast<double>(t.size()));
+    if (!(sd > 0.0) || !std::isfinite(sd)) {
+        const std::string origin = config.kind == "csv" ? config.path : split.name;
+        throw DataError(ErrorKind::Csv,
+                        origin + ": column '" + split.train.targetName +
+                            "': the train split's target is constant (std 0), so it cannot be "
+                            "standardised; a regression target needs some spread");
+    }
+    split.normalization.targetMean = mean;
+    split.normalization.targetStd = sd;
 }
 
 }  // namespace
@@ -270,11 +328,19 @@ Dataset selectRows(const Dataset& data, const std::vector<int64_t>& indices) {
     if (labels) {
         out.y.resize(indices.size());
     }
+    const bool targets = !data.target.empty();
+    out.targetName = data.targetName;
+    if (targets) {
+        out.target.resize(indices.size());
+    }
     for (std::size_t i = 0; i < indices.size(); ++i) {
         const float* src = data.row(indices[i]);
         std::copy(src, src + features, out.x.begin() + static_cast<std::ptrdiff_t>(i * features));
         if (labels) {
             out.y[i] = data.y[static_cast<std::size_t>(indices[i])];
+        }
+        if (targets) {
+            out.target[i] = data.target[static_cast<std::size_t>(indices[i])];
         }
     }
     return out;
@@ -347,28 +413,51 @@ DataSplit loadDataSplit(const DatasetConfig& config) {
         TrainTest parts = splitTrainTest(generate(config), config.testFraction, config.seed);
         split.train = std::move(parts.train);
         split.test = std::move(parts.test);
+    } else if (isRegressionGenerator(config.kind)) {
+        split.regression = true;
+        TrainTest parts =
+            splitTrainTest(generateRegression(config), config.testFraction, config.seed);
+        split.train = std::move(parts.train);
+        split.test = std::move(parts.test);
     } else if (config.kind == "csv") {
         loadCsv(config, split);
     } else if (config.kind == "mnist" || config.kind == "fashion-mnist") {
         loadMnist(config, split);
     } else {
         throw ConfigError("dataset.kind: unknown kind '" + config.kind +
-                          "' (expected spirals, moons, circles, xor, blobs, csv, mnist or "
-                          "fashion-mnist)");
+                          "' (expected spirals, moons, circles, xor, blobs, cubic, sine, linear, "
+                          "csv, mnist or fashion-mnist)");
     }
 
     if (config.limit > 0 && config.limit < split.train.rows) {
         const std::size_t rows = static_cast<std::size_t>(config.limit);
         split.train.rows = config.limit;
         split.train.x.resize(rows * static_cast<std::size_t>(split.train.features));
-        split.train.y.resize(rows);
+        if (!split.train.y.empty()) {
+            split.train.y.resize(rows);
+        }
+        if (!split.train.target.empty()) {
+            split.train.target.resize(rows);
+        }
     }
     if (split.train.rows == 0) {
         throw DataError(split.name + ": the train split is empty");
     }
     split.normalization = split.isImage ? Normalization::identity(split.train.features, 255.0f)
                                         : Normalization::fit(split.train);
+    if (split.regression) {
+        fitTargetNormalization(split, config);
+    }
     return split;
+}
+
+std::vector<float> standardizedTargets(const Dataset& data, const Normalization& n) {
+    std::vector<float> out(data.target.size());
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        out[i] =
+            static_cast<float>((static_cast<double>(data.target[i]) - n.targetMean) / n.targetStd);
+    }
+    return out;
 }
 
 }  // namespace ensemble

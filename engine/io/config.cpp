@@ -318,6 +318,10 @@ ScheduledChange parseScheduledChange(const json& configJson, int64_t step, const
     return change;
 }
 
+bool DatasetConfig::regression() const {
+    return task == "regression";
+}
+
 int64_t ExperimentConfig::totalSteps(int64_t trainRows) const {
     if (training.epochs > 0.0) {
         const double samples = training.epochs * static_cast<double>(trainRows);
@@ -326,7 +330,9 @@ int64_t ExperimentConfig::totalSteps(int64_t trainRows) const {
     return training.steps;
 }
 
-Architecture modelArchitecture(const ModelConfig& model, Shape input, int outputs) {
+Architecture modelArchitecture(const ModelConfig& model, Shape input, int classes) {
+    // The head's width follows the likelihood (model/likelihood.h).
+    const int outputs = headOutputs(model.likelihood, classes);
     if (model.kind == "cnn") {
         return Architecture::stack(input, model.layers, outputs);
     }
@@ -358,12 +364,35 @@ ExperimentConfig parseConfig(const json& input) {
     d.path = v.text("dataset.path");
     d.testPath = v.text("dataset.test_path");
     d.limit = v.integer("dataset.limit");
+    d.features = static_cast<int>(v.integer("dataset.features"));
+    d.task = d.kind == "csv"
+                 ? v.choice("dataset.task")
+                 : (d.kind == "cubic" || d.kind == "sine" || d.kind == "linear" ? "regression"
+                                                                                : "classification");
+    d.target = d.task == "regression" ? (d.kind == "csv" ? v.text("dataset.target") : "y") : "";
     if (d.kind == "csv" && d.path.empty()) {
         throw ConfigError("dataset.path", "the csv dataset needs the path of a CSV file");
+    }
+    if (d.kind == "csv" && d.task == "regression" && d.target.empty()) {
+        throw ConfigError("dataset.target", "a regression CSV needs the name of its target column");
     }
 
     c.model.kind = v.choice("model.kind");
     c.model.activation = v.choice<Activation>("model.activation");
+    c.model.likelihood = v.choice<Likelihood>("model.likelihood");
+    // The head has to fit the task: probabilities of classes or a distribution over a number.
+    if (d.regression() != isRegression(c.model.likelihood)) {
+        const std::string what = d.kind == "csv" ? "dataset.task is " + d.task
+                                                 : "dataset.kind " + d.kind + " is " + d.task;
+        throw ConfigError("model.likelihood",
+                          d.regression()
+                              ? "categorical does not fit a regression dataset (" + what +
+                                    "): use gaussian or mse"
+                              : std::string(toString(c.model.likelihood)) +
+                                    " needs a regression dataset (" + what +
+                                    "): use categorical, or a regression dataset (cubic, sine, "
+                                    "linear, or csv with dataset.task regression)");
+    }
     if (c.model.kind == "cnn") {
         if (d.kind != "mnist" && d.kind != "fashion-mnist") {
             throw ConfigError("model.kind",

@@ -26,6 +26,11 @@ struct DatasetConfig {
     std::string path;
     std::string testPath;
     int64_t limit = 0;
+    int features = 0;    // linear: d
+    std::string task;    // csv: "classification" or "regression"; else the kind's own task
+    std::string target;  // regression csv: the target column
+    // Whether the dataset is a regression one (cubic, sine, linear, csv with task regression).
+    bool regression() const;
 };
 
 // The shape the image datasets (mnist, fashion-mnist) give a cnn: [1, 28, 28].
@@ -36,6 +41,7 @@ struct ModelConfig {
     std::vector<int> hidden;        // mlp
     std::vector<LayerSpec> layers;  // cnn
     Activation activation = Activation::Relu;
+    Likelihood likelihood = Likelihood::Categorical;
 };
 
 struct EnsembleConfig {
@@ -93,10 +99,11 @@ struct ExperimentConfig {
     int64_t totalSteps(int64_t trainRows) const;
 };
 
-// The members' architecture for inputs of shape `input` and `outputs` outputs: model.hidden's
-// dense layers (mlp) or model.layers (cnn). Throws ConfigError naming the layer and field when
-// the layers do not fit the input.
-Architecture modelArchitecture(const ModelConfig& model, Shape input, int outputs);
+// The members' architecture for inputs of shape `input` and a dataset of `classes` classes:
+// model.hidden's dense layers (mlp) or model.layers (cnn), then the head, as wide as the
+// likelihood needs (headOutputs). Throws ConfigError naming the layer and field when the layers
+// do not fit the input.
+Architecture modelArchitecture(const ModelConfig& model, Shape input, int classes);
 
 // The default configuration: every key that applies, at its default.
 nlohmann::json defaultConfigJson();

@@ -15,10 +15,17 @@ namespace {
 using nlohmann::json;
 
 std::vector<Choice> datasetKinds() {
-    return {{"spirals", "Two spirals"},  {"moons", "Two moons"},
-            {"circles", "Circles"},      {"xor", "XOR"},
-            {"blobs", "Gaussian blobs"}, {"csv", "CSV file"},
-            {"mnist", "MNIST"},          {"fashion-mnist", "Fashion-MNIST"}};
+    return {{"spirals", "Two spirals"},
+            {"moons", "Two moons"},
+            {"circles", "Circles"},
+            {"xor", "XOR"},
+            {"blobs", "Gaussian blobs"},
+            {"cubic", "Cubic (regression)"},
+            {"sine", "Sine (regression)"},
+            {"linear", "Linear (regression)"},
+            {"csv", "CSV file"},
+            {"mnist", "MNIST"},
+            {"fashion-mnist", "Fashion-MNIST"}};
 }
 
 std::vector<Choice> modelKinds() {
@@ -66,12 +73,17 @@ std::vector<KeySpec> buildSchema() {
     std::vector<KeySpec> s = {
         // Dataset.
         choice("dataset.kind", "spirals", datasetKinds(),
-               "2-D generators, a `csv` file, or the image datasets (see Datasets below)"),
-        row("dataset.n", T::Integer, 1000, "points generated (2-D kinds)", 4, 50'000'000),
+               "2-D generators, the regression generators `cubic`, `sine` and `linear`, a `csv` "
+               "file, or the image datasets (see Datasets below)"),
+        row("dataset.n", T::Integer, 1000, "points generated (generated kinds)", 4, 50'000'000),
         row("dataset.noise", T::Number, 0.05,
             "std of the Gaussian noise on both coordinates (2-D kinds; blobs: the std of each "
-            "blob)",
+            "blob); cubic and linear: the std of the target's noise (sine: not used, its noise "
+            "is 0.05 + 0.15 |x|)",
             0, 100),
+        onlyWhen(row("dataset.features", T::Integer, 1, "linear: the number of input features d", 1,
+                     10000),
+                 "dataset.kind", {"linear"}),
         row("dataset.rotations", T::Number, 1.0, "spirals: turns of each arm", 0, 100),
         row("dataset.classes", T::Integer, 2, "blobs: number of classes", 2, 1000),
         row("dataset.test_fraction", T::Number, 0.2,
@@ -83,6 +95,13 @@ std::vector<KeySpec> buildSchema() {
             "csv: a separate test file (then `test_fraction` is not used)"),
         row("dataset.limit", T::Integer, 0, "use only the first `limit` train rows (0: all)", 0,
             1e9),
+        onlyWhen(choice("dataset.task", "classification",
+                        {{"classification", "Classification"}, {"regression", "Regression"}},
+                        "csv: `classification` (an integer `label` column) or `regression` (a "
+                        "numeric target column, `dataset.target`)"),
+                 "dataset.kind", {"csv"}),
+        onlyWhen(row("dataset.target", T::String, "y", "the name of the CSV's target column"),
+                 "dataset.task", {"regression"}),
         // Model.
         choice("model.kind", "mlp", modelKinds(),
                "the members' architecture: `mlp`, dense layers of widths `model.hidden`; `cnn`, "
@@ -101,6 +120,12 @@ std::vector<KeySpec> buildSchema() {
                  "model.kind", {"cnn"}),
         choice("model.activation", "relu", choicesOf<Activation>(),
                "activation of the hidden layers (`gelu`: the exact erf form)"),
+        choice("model.likelihood", "categorical", choicesOf<Likelihood>(),
+               "the head: `categorical` (classification: softmax cross-entropy), `gaussian` "
+               "(regression: outputs the mean and the variance softplus(raw) + 1e-6, trained "
+               "with the Gaussian NLL), `mse` (regression: outputs the mean, trained with the "
+               "squared error); regression datasets need `gaussian` or `mse`, classification "
+               "ones `categorical`"),
         // Ensemble.
         row("ensemble.members", T::Integer, 8, "K, the number of members", 1, 100000),
         choice("ensemble.bootstrap", "none", choicesOf<BootstrapMode>(),

@@ -14,6 +14,7 @@
 
 #include "core/errors.h"
 #include "math/activations.h"
+#include "model/likelihood.h"
 #include "optim/update_rules.h"
 #include "sampling/batch_plan.h"
 
@@ -54,6 +55,15 @@ struct EnumNames<Activation> {
         {Activation::Relu, "relu", "ReLU"},
         {Activation::Tanh, "tanh", "tanh"},
         {Activation::Gelu, "gelu", "GELU"},
+    };
+};
+
+template <>
+struct EnumNames<Likelihood> {
+    static constexpr EnumName<Likelihood> table[] = {
+        {Likelihood::Categorical, "categorical", "Categorical (classification)"},
+        {Likelihood::Gaussian, "gaussian", "Gaussian (mean and variance)"},
+        {Likelihood::Mse, "mse", "Mean squared error"},
     };
 };
 

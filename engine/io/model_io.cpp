@@ -29,6 +29,40 @@ const json& metaJson(const json& meta, const std::string& path, const std::strin
     return meta.at(key);
 }
 
+// A regression model's target units: tensors normalization.target_mean and
+// normalization.target_std (F32 [1]), and the target column's name in the metadata ("target"),
+// which predict skips in its input.
+void addTargetNormalization(SafetensorsFile& file, const Normalization& norm,
+                            const std::string& target) {
+    file.tensors.push_back(Tensor::fromF32(
+        "normalization.target_mean", {1}, std::vector<float>{static_cast<float>(norm.targetMean)}));
+    file.tensors.push_back(Tensor::fromF32("normalization.target_std", {1},
+                                           std::vector<float>{static_cast<float>(norm.targetStd)}));
+    file.metadata["target"] = target;
+}
+
+void readTargetNormalization(const SafetensorsFile& file, LoadedEnsemble& e) {
+    const std::string& path = file.origin;
+    double values[2] = {0.0, 1.0};
+    const char* names[2] = {"normalization.target_mean", "normalization.target_std"};
+    for (int i = 0; i < 2; ++i) {
+        const Tensor* t = file.find(names[i]);
+        if (t == nullptr || t->dtype != DType::F32 || t->shape != std::vector<int64_t>{1}) {
+            invalid(path, std::string("a regression model needs the tensor '") + names[i] +
+                              "' as F32 [1]");
+        }
+        values[i] = static_cast<double>(t->f32()[0]);
+    }
+    if (!std::isfinite(values[0]) || !(values[1] > 0.0) || !std::isfinite(values[1])) {
+        invalid(path, "normalization.target_mean / target_std must be finite, the std positive");
+    }
+    e.normalization.targetMean = values[0];
+    e.normalization.targetStd = values[1];
+    if (e.metadata.contains("target") && e.metadata["target"].is_string()) {
+        e.target = e.metadata["target"].get<std::string>();
+    }
+}
+
 }  // namespace
 
 void exportEnsemble(const std::string& path, const Trainer& trainer, const json& metrics) {
@@ -54,6 +88,9 @@ SafetensorsFile exportFile(const Trainer& trainer, const json& metrics) {
     file.tensors.push_back(Tensor::fromF32("normalization.mean", {d}, norm.mean));
     file.tensors.push_back(Tensor::fromF32("normalization.std", {d}, norm.std));
     const ExperimentConfig& config = trainer.config();
+    if (trainer.data().regression) {
+        addTargetNormalization(file, norm, trainer.data().train.targetName);
+    }
     if (config.ensemble.bootstrap != BootstrapMode::None) {
         const std::vector<int32_t> counts = trainer.bootstrapCounts();
         file.tensors.push_back(
@@ -208,6 +245,9 @@ LoadedEnsemble importEnsemble(const SafetensorsFile& file) {
             invalid(path, "normalization.std has a value that is not positive and finite");
         }
     }
+    if (isRegression(e.config.model.likelihood)) {
+        readTargetNormalization(file, e);
+    }
     if (const Tensor* counts = file.find("bootstrap.counts")) {
         if (counts->dtype != DType::I32 || counts->shape.size() != 2 || counts->shape[0] != k) {
             invalid(path, "tensor 'bootstrap.counts' should be I32 [" + std::to_string(k) + ",N]");
@@ -250,6 +290,7 @@ std::vector<float> predictLogProbs(const LoadedEnsemble& ensemble, const float* 
     TrainingProblem problem;
     problem.layout = ensemble.layout;
     problem.activation = ensemble.config.model.activation;
+    problem.likelihood = ensemble.config.model.likelihood;
     problem.plan.batch = 1;
     backend.bind(problem);
     backend.setParameters(ensemble.params.data());

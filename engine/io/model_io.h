@@ -30,12 +30,15 @@ struct LoadedEnsemble {
     int64_t trainRows = 0;          // N of counts
     int64_t step = 0;               // training step at export
     std::string datasetName;
+    std::string target;       // regression: the target column's name (metadata "target")
     nlohmann::json metadata;  // every __metadata__ entry, values parsed where JSON
 };
 
 // Writes the trainer's ensemble as safetensors (atomic): tensors layers.{l}.weight [K,out,in]
 // F32, layers.{l}.bias [K,out] F32, normalization.mean / normalization.std [D] F32 and, when a
-// bootstrap mode is on, bootstrap.counts [K,N] I32. __metadata__ holds format_version, config
+// bootstrap mode is on, bootstrap.counts [K,N] I32; a regression model adds
+// normalization.target_mean / normalization.target_std [1] F32 and the metadata "target" (the
+// target column's name). __metadata__ holds format_version, config
 // (full JSON), members (per-member lr, momentum, weight_decay, seed, diverged), step, dataset,
 // classes, activation, widths, and `metrics` when given.
 void exportEnsemble(const std::string& path, const Trainer& trainer,
@@ -51,7 +54,9 @@ LoadedEnsemble importEnsemble(const std::string& path);
 LoadedEnsemble importEnsemble(const SafetensorsFile& file);
 
 // Log-probabilities of every member for raw (dataset-unit) inputs, on the CPU:
-// out[(k*rows + i)*C + c]. Normalises with the stored normalisation first.
+// out[(k*rows + i)*C + c]. Normalises with the stored normalisation first. A regression model
+// gives its head's predictive in standardised target units instead (Backend::predictLogProbs;
+// metrics/regression.h memberGaussians maps it to raw units).
 std::vector<float> predictLogProbs(const LoadedEnsemble& ensemble, const float* rawX, int64_t rows,
                                    int threads = 0);
 

@@ -5,6 +5,7 @@
 
 #include "math/hd.h"
 #include "math/lane.h"
+#include "model/likelihood.h"
 
 namespace ensemble {
 
@@ -70,6 +71,83 @@ ENSEMBLE_HD inline T softmaxCrossEntropy(const T* logits, int classes, int label
     return softmaxCrossEntropyLanes<T>(
         classes, [logits](int c) { return logits[c]; }, [label](int c) { return c == label; },
         weight * scale, [dLogits](int c, T g) { dLogits[c] = g; });
+}
+
+// --- regression heads (model/likelihood.h) ----------------------------------------------------
+
+// The variance floor of the gaussian head: sigma^2 = softplus(raw) + kMinVariance.
+constexpr double kMinVariance = 1e-6;
+
+// softplus(x) = log(1 + e^x) in the stable form max(x, 0) + log(1 + e^-|x|).
+template <typename L>
+ENSEMBLE_HD inline L softplusLanes(L x) {
+    const L zero = lane::broadcast<L>(0);
+    const L absX = lane::max(x, lane::sub(zero, x));
+    return lane::add(lane::max(x, zero),
+                     lane::log(lane::add(lane::broadcast<L>(1), lane::exp(lane::sub(zero, absX)))));
+}
+
+// Weighted Gaussian negative log-likelihood without the constant (PyTorch's GaussianNLLLoss),
+// ws * (1/2 log s + (y - mu)^2 / (2 s)) with s = softplus(raw) + kMinVariance, and its
+// gradient w.r.t. the two outputs:
+//   dmu  = ws * (mu - y) / s
+//   draw = ws * (1 - (y - mu)^2 / s) / (2 s) * sigmoid(raw),  sigmoid(raw) = e^(raw -
+//   softplus(raw))
+template <typename L>
+ENSEMBLE_HD inline L gaussianNllLanes(L mean, L raw, L target, L ws, L& gradMean, L& gradRaw) {
+    const L half = lane::broadcast<L>(0.5);
+    const L sp = softplusLanes(raw);
+    const L var = lane::add(sp, lane::broadcast<L>(kMinVariance));
+    const L d = lane::sub(mean, target);
+    const L r = lane::div(d, var);    // (mu - y) / s
+    const L ratio = lane::mul(d, r);  // (mu - y)^2 / s
+    gradMean = lane::mul(ws, r);
+    const L sigmoid = lane::exp(lane::sub(raw, sp));
+    gradRaw = lane::mul(
+        ws, lane::mul(lane::mul(half, lane::div(lane::sub(lane::broadcast<L>(1), ratio), var)),
+                      sigmoid));
+    return lane::mul(ws, lane::mul(half, lane::add(lane::log(var), ratio)));
+}
+
+// Weighted squared error ws * (mu - y)^2 and its gradient 2 ws (mu - y).
+template <typename L>
+ENSEMBLE_HD inline L squaredErrorLanes(L mean, L target, L ws, L& gradMean) {
+    const L d = lane::sub(mean, target);
+    const L wd = lane::mul(ws, d);
+    gradMean = lane::add(wd, wd);
+    return lane::mul(wd, d);
+}
+
+// sigma^2 of a gaussian head's raw output.
+template <typename T>
+ENSEMBLE_HD inline T gaussianVariance(T raw) {
+    return softplusLanes<T>(raw) + T(kMinVariance);
+}
+
+// One example of a regression head (gaussian: out = [mu, raw]; mse: out = [mu]): the weighted
+// loss w * scale * loss(out, target) and its gradient w.r.t. the outputs into dOut.
+template <typename T>
+ENSEMBLE_HD inline T regressionLoss(Likelihood likelihood, const T* out, T target, T weight,
+                                    T scale, T* dOut) {
+    const T ws = weight * scale;
+    if (likelihood == Likelihood::Gaussian) {
+        return gaussianNllLanes<T>(out[0], out[1], target, ws, dOut[0], dOut[1]);
+    }
+    return squaredErrorLanes<T>(out[0], target, ws, dOut[0]);
+}
+
+// The predictive of one row of head outputs, in place: log-softmax (categorical), [mu, sigma^2]
+// (gaussian), [mu] (mse).
+template <typename T>
+ENSEMBLE_HD inline void headPredictiveInPlace(Likelihood likelihood, T* out, int outputs) {
+    if (likelihood == Likelihood::Gaussian) {
+        out[1] = gaussianVariance(out[1]);
+    } else if (likelihood == Likelihood::Categorical) {
+        const T lse = logSumExp(out, outputs);
+        for (int c = 0; c < outputs; ++c) {
+            out[c] -= lse;
+        }
+    }
 }
 
 }  // namespace ensemble

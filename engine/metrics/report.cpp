@@ -86,11 +86,6 @@ nlohmann::json metricsJson(const ClassificationMetrics& m) {
             {"mce", num(m.mce)}};
 }
 
-// A split's loss and accuracy as the trainer tracks them (Evaluation).
-nlohmann::json splitJson(const SplitMetrics& m) {
-    return {{"loss", num(m.loss)}, {"accuracy", num(m.accuracy)}};
-}
-
 nlohmann::json binsJson(const Calibration& c) {
     nlohmann::json bins = nlohmann::json::array();
     for (const ReliabilityBin& b : c.bins) {
@@ -283,7 +278,18 @@ nlohmann::json reportJson(const EnsembleReport& r) {
 }
 
 nlohmann::json reportJson(const EnsembleReport& r, const RunFacts& run) {
-    const std::size_t members = r.members.size();
+    nlohmann::json j = reportJson(r);
+    addRunFacts(j, r.members.size(), run, false);
+    return j;
+}
+
+nlohmann::json reportJson(const RegressionReport& r, const RunFacts& run) {
+    nlohmann::json j = regressionReportJson(r);
+    addRunFacts(j, r.members.size(), run, true);
+    return j;
+}
+
+void addRunFacts(nlohmann::json& j, std::size_t members, const RunFacts& run, bool regression) {
     const auto check = [members](std::size_t size, const char* what) {
         if (size != 0 && size != members) {
             throw std::invalid_argument(std::string("reportJson: ") + what + " has " +
@@ -299,8 +305,13 @@ nlohmann::json reportJson(const EnsembleReport& r, const RunFacts& run) {
     if (run.evaluation) {
         check(run.evaluation->members.size(), "the evaluation");
     }
+    // A split's loss and accuracy (classification) or loss and RMSE (regression) as the
+    // trainer tracks them (Evaluation).
+    const auto splitJson = [regression](const SplitMetrics& m) {
+        return regression ? nlohmann::json{{"loss", num(m.loss)}, {"rmse", num(m.rmse)}}
+                          : nlohmann::json{{"loss", num(m.loss)}, {"accuracy", num(m.accuracy)}};
+    };
 
-    nlohmann::json j = reportJson(r);
     j["step"] = run.step;
     if (run.epoch) {
         j["epoch"] = *run.epoch;
@@ -333,7 +344,6 @@ nlohmann::json reportJson(const EnsembleReport& r, const RunFacts& run) {
             m["test"] = splitJson(run.evaluation->members[k].test);
         }
     }
-    return j;
 }
 
 nlohmann::json evaluationReport(const EvaluationInput& input, const EvaluationOptions& options) {

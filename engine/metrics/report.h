@@ -14,6 +14,7 @@
 
 #include "metrics/metrics.h"
 #include "metrics/ood.h"
+#include "metrics/regression.h"
 #include "metrics/temperature.h"
 #include "metrics/types.h"
 
@@ -109,6 +110,11 @@ nlohmann::json reportJson(const EnsembleReport& report);
 // so they write the same keys. Precondition: run's per-member vectors empty or
 // report.members.size() long (std::invalid_argument else).
 nlohmann::json reportJson(const EnsembleReport& report, const RunFacts& run);
+// The same for a regression ensemble: regressionReportJson plus `run`'s keys (a split's
+// "train" / "test" hold "loss" and "rmse" instead of "accuracy").
+nlohmann::json reportJson(const RegressionReport& report, const RunFacts& run);
+// Adds `run`'s keys to a report of `members` members (what both reportJson overloads do).
+void addRunFacts(nlohmann::json& report, std::size_t members, const RunFacts& run, bool regression);
 nlohmann::json evaluationReport(const EvaluationInput& input,
                                 const EvaluationOptions& options = {});
 

@@ -18,10 +18,13 @@ struct MemberPredictions {
 };
 
 // Loss and accuracy of one split: what the trainer tracks while training (metrics.h,
-// ensembleMetrics, memberMetrics and evaluateSplit).
+// ensembleMetrics, memberMetrics and evaluateSplit). A regression head (metrics/regression.h,
+// evaluateRegressionSplit) tracks its loss in raw target units (gaussian: the full NLL; mse:
+// the mean squared error) and the RMSE; its accuracy is NaN.
 struct SplitMetrics {
     double loss = 0.0;  // mean NLL (natural log)
     double accuracy = 0.0;
+    double rmse = 0.0;  // regression only
 };
 
 // Loss and accuracy on one split of the ensemble and of every member (metrics.h,

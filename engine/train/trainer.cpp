@@ -14,6 +14,7 @@
 #include "backend/cpu/conv_net.h"
 #include "core/errors.h"
 #include "metrics/metrics.h"
+#include "metrics/regression.h"
 
 namespace ensemble {
 
@@ -104,6 +105,12 @@ Trainer::Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backen
     if (m_data.train.rows > std::numeric_limits<uint32_t>::max()) {
         throw ConfigError("dataset: at most 2^32 - 1 train rows are supported");
     }
+    if (isRegression(m_config.model.likelihood) != m_data.regression) {
+        throw ConfigError("model.likelihood",
+                          std::string(toString(m_config.model.likelihood)) +
+                              " does not fit the dataset " + m_data.name +
+                              (m_data.regression ? " (regression)" : " (classification)"));
+    }
     checkRunFitsInMemory(m_config, m_data.train.rows, m_data.test.rows, m_data.inputShape(),
                          classes);
     // The stored schedule in the parsed order (by step, stable), so live edits insert at the
@@ -120,6 +127,9 @@ Trainer::Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backen
     m_layout = ParamLayout(modelArchitecture(m_config.model, m_data.inputShape(), classes), k);
     m_trainX = m_data.normalization.apply(m_data.train);
     m_testX = m_data.normalization.apply(m_data.test);
+    if (m_data.regression) {
+        m_trainTargets = standardizedTargets(m_data.train, m_data.normalization);
+    }
     m_totalSteps = m_config.totalSteps(m_data.train.rows);
 
     const OptimizerConfig& o = m_config.optimizer;
@@ -139,6 +149,8 @@ Trainer::Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backen
     problem.trainX = m_trainX.data();
     problem.trainY = m_data.train.y.data();
     problem.trainRows = m_data.train.rows;
+    problem.likelihood = m_config.model.likelihood;
+    problem.trainTargets = m_trainTargets.data();
     problem.plan.seed = m_config.ensemble.seed;
     problem.plan.rows = static_cast<uint32_t>(m_data.train.rows);
     problem.plan.batch = static_cast<uint32_t>(m_config.training.batchSize);
@@ -381,9 +393,9 @@ Evaluation Trainer::evaluate() {
     Evaluation e = evaluationFrame();
     // One split's predictions at a time: the train split's are gone before the test split's
     // are made.
-    setSplit(e, evaluateSplit(predictTrain(), m_data.train.y, include), true);
+    setSplit(e, evaluatePredictions(predictTrain(), m_data.train, include), true);
     if (m_data.test.rows > 0) {
-        setSplit(e, evaluateSplit(predictTest(), m_data.test.y, include), false);
+        setSplit(e, evaluatePredictions(predictTest(), m_data.test, include), false);
     }
     return e;
 }
@@ -391,11 +403,32 @@ Evaluation Trainer::evaluate() {
 Evaluation Trainer::evaluate(const MemberPredictions& train, const MemberPredictions& test,
                              const std::vector<uint8_t>& include) const {
     Evaluation e = evaluationFrame();
-    setSplit(e, evaluateSplit(train, m_data.train.y, include), true);
+    setSplit(e, evaluatePredictions(train, m_data.train, include), true);
     if (m_data.test.rows > 0) {
-        setSplit(e, evaluateSplit(test, m_data.test.y, include), false);
+        setSplit(e, evaluatePredictions(test, m_data.test, include), false);
     }
     return e;
+}
+
+SplitEvaluation Trainer::evaluatePredictions(const MemberPredictions& p, const Dataset& split,
+                                             const std::vector<uint8_t>& include) const {
+    const auto rows = static_cast<std::size_t>(p.rows);
+    if (m_data.regression) {
+        const std::vector<float> targets =
+            rows == split.target.size()
+                ? split.target
+                : std::vector<float>(split.target.begin(),
+                                     split.target.begin() + static_cast<std::ptrdiff_t>(rows));
+        return evaluateRegressionSplit(p, targets, include, m_config.model.likelihood,
+                                       m_data.normalization.targetMean,
+                                       m_data.normalization.targetStd);
+    }
+    if (rows != split.y.size()) {
+        const std::vector<int32_t> labels(split.y.begin(),
+                                          split.y.begin() + static_cast<std::ptrdiff_t>(rows));
+        return evaluateSplit(p, labels, include);
+    }
+    return evaluateSplit(p, split.y, include);
 }
 
 Evaluation Trainer::evaluationFrame() const {

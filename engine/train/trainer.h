@@ -111,6 +111,12 @@ class Trainer {
                                PointUncertainties& out);
     MemberPredictions predictTest();
     MemberPredictions predictTrain();
+    // Loss and accuracy (classification: evaluateSplit) or loss and RMSE (regression:
+    // evaluateRegressionSplit, raw target units) of predictions of the first p.rows rows of
+    // `split` (this trainer's train or test split, or rows from the same dataset), the ensemble
+    // being the members with include[k] != 0. Precondition: p.rows <= split.rows.
+    SplitEvaluation evaluatePredictions(const MemberPredictions& p, const Dataset& split,
+                                        const std::vector<uint8_t>& include) const;
 
     const std::vector<float>& lastLosses() const { return m_lastLosses; }
     const std::vector<uint8_t>& diverged() const { return m_diverged; }
@@ -137,8 +143,9 @@ class Trainer {
     DataSplit m_data;
     std::unique_ptr<Backend> m_backend;
     ParamLayout m_layout;
-    std::vector<float> m_trainX;  // normalised
-    std::vector<float> m_testX;   // normalised
+    std::vector<float> m_trainX;        // normalised
+    std::vector<float> m_testX;         // normalised
+    std::vector<float> m_trainTargets;  // regression: standardised train targets
     std::vector<OptimizerRule> m_rules;
     std::vector<uint8_t> m_active;
     std::vector<uint8_t> m_diverged;

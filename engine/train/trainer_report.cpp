@@ -28,6 +28,24 @@ TrainerReport trainerReport(Trainer& trainer, const std::vector<uint8_t>& switch
     // loss and accuracy of every member.
     const MemberPredictions train = trainer.predictTrain();
     const MemberPredictions test = useTest ? trainer.predictTest() : MemberPredictions{};
+    RunFacts run;
+    run.dataset = data.name;
+    run.step = trainer.step();
+    run.epoch = trainer.epoch();
+    run.lr = config.optimizer.lr;
+    run.momentum = config.optimizer.momentum;
+    run.weightDecay = config.optimizer.weightDecay;
+    run.diverged = trainer.diverged();
+    run.switchedOn = switchedOn;
+    run.evaluation = trainer.evaluate(train, test, include);
+    if (data.regression) {
+        TrainerReport out;
+        out.regression = evaluateRegression(
+            useTest ? test : train, useTest ? data.test.target : data.train.target, include,
+            data.normalization.targetMean, data.normalization.targetStd, options.split);
+        out.json = reportJson(*out.regression, run);
+        return out;
+    }
     std::vector<int32_t> counts;
     if (config.ensemble.bootstrap != BootstrapMode::None) {
         counts = trainer.bootstrapCounts();
@@ -42,17 +60,6 @@ TrainerReport trainerReport(Trainer& trainer, const std::vector<uint8_t>& switch
 
     TrainerReport out;
     out.report = evaluateEnsemble(input, options);
-
-    RunFacts run;
-    run.dataset = data.name;
-    run.step = trainer.step();
-    run.epoch = trainer.epoch();
-    run.lr = config.optimizer.lr;
-    run.momentum = config.optimizer.momentum;
-    run.weightDecay = config.optimizer.weightDecay;
-    run.diverged = trainer.diverged();
-    run.switchedOn = switchedOn;
-    run.evaluation = trainer.evaluate(train, test, include);
     out.json = reportJson(out.report, run);
     return out;
 }

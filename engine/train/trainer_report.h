@@ -4,6 +4,7 @@
 // glue between the two folders, kept in train/ so that metrics/ never includes the trainer.
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -15,8 +16,10 @@
 namespace ensemble {
 
 struct TrainerReport {
-    EnsembleReport report;  // the measurements (for the CSVs)
-    nlohmann::json json;    // reportJson(report, the run's facts): what the files hold
+    EnsembleReport report;  // the measurements (for the CSVs); classification only
+    // A regression head's measurements instead (report is then empty).
+    std::optional<RegressionReport> regression;
+    nlohmann::json json;  // reportJson(report or regression, the run's facts): what the files hold
 };
 
 // The evaluation report of the trainer's ensemble, the one that `ensemble-cli train --metrics`

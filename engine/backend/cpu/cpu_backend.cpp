@@ -24,6 +24,7 @@ constexpr int64_t kPredictChunk = 256;
 struct CpuBackend::Workspace {
     std::vector<int32_t> rows;
     std::vector<int32_t> labels;
+    std::vector<float> targets;  // regression heads
     std::vector<float> weights;
     FastWorkspace fast;  // activations, deltas, one layer's gradient; fast.input: own batch
     // The last rule prepareStep() ran on: members usually share lr and betas, and its two
@@ -61,15 +62,23 @@ void CpuBackend::bind(const TrainingProblem& problem) {
     m_problem = problem;
     const ParamLayout& layout = m_problem.layout;
     const int inputs = layout.inputs();
+    m_trainX.clear();
+    m_trainY.clear();
+    m_trainTargets.clear();
     if (problem.trainX != nullptr && problem.trainRows > 0) {
         m_trainX.assign(problem.trainX, problem.trainX + problem.trainRows * inputs);
-        m_trainY.assign(problem.trainY, problem.trainY + problem.trainRows);
-    } else {
-        m_trainX.clear();
-        m_trainY.clear();
+        if (isRegression(problem.likelihood)) {
+            if (problem.trainTargets == nullptr) {
+                throw std::invalid_argument("CpuBackend::bind: a regression head needs targets");
+            }
+            m_trainTargets.assign(problem.trainTargets, problem.trainTargets + problem.trainRows);
+        } else {
+            m_trainY.assign(problem.trainY, problem.trainY + problem.trainRows);
+        }
     }
     m_problem.trainX = m_trainX.data();
     m_problem.trainY = m_trainY.data();
+    m_problem.trainTargets = m_trainTargets.data();
     m_params.assign(layout.size(), 0.0f);
     m_moment1.assign(layout.size(), 0.0f);
     m_moment2.assign(layout.size(), 0.0f);
@@ -95,12 +104,14 @@ void CpuBackend::bind(const TrainingProblem& problem) {
     for (Workspace& ws : m_workspaces) {
         ws.rows.resize(static_cast<std::size_t>(batch));
         ws.labels.resize(static_cast<std::size_t>(batch));
+        ws.targets.resize(static_cast<std::size_t>(batch));
         ws.weights.resize(static_cast<std::size_t>(batch));
         ws.fast.resize(layout, batch);
     }
     m_sharedRows.resize(static_cast<std::size_t>(batch));
     m_sharedWeights.resize(static_cast<std::size_t>(batch));
     m_sharedLabels.resize(static_cast<std::size_t>(batch));
+    m_sharedTargets.resize(static_cast<std::size_t>(batch));
     m_sharedBatch.resize(layout, batch);
 }
 
@@ -162,8 +173,14 @@ void CpuBackend::step(uint64_t step, const uint8_t* active, float* losses) {
                        m_sharedWeights.data());
         fastGather(layout, m_trainX.data(), m_sharedRows.data(), static_cast<int>(plan.batch),
                    m_sharedBatch);
-        for (uint32_t b = 0; b < plan.batch; ++b) {
-            m_sharedLabels[b] = m_trainY[static_cast<std::size_t>(m_sharedRows[b])];
+        if (isRegression(m_problem.likelihood)) {
+            for (uint32_t b = 0; b < plan.batch; ++b) {
+                m_sharedTargets[b] = m_trainTargets[static_cast<std::size_t>(m_sharedRows[b])];
+            }
+        } else {
+            for (uint32_t b = 0; b < plan.batch; ++b) {
+                m_sharedLabels[b] = m_trainY[static_cast<std::size_t>(m_sharedRows[b])];
+            }
         }
     }
 
@@ -254,17 +271,26 @@ float CpuBackend::trainMember(int k, uint64_t step, Workspace& ws, const Optimiz
     // The member's batch: rows, weights, labels and inputs (shared ones gathered in step()).
     const FastBatch* input = &m_sharedBatch;
     const int32_t* labels = m_sharedLabels.data();
+    const float* targets = m_sharedTargets.data();
     const float* weights = ws.weights.data();
     if (plan.mode == BootstrapMode::Resample) {
         planMemberSimd(plan, static_cast<uint32_t>(k), step,
                        reinterpret_cast<uint32_t*>(ws.rows.data()), ws.weights.data());
         fastGather(layout, m_trainX.data(), ws.rows.data(), batch, ws.fast.input);
-        for (int b = 0; b < batch; ++b) {
-            ws.labels[static_cast<std::size_t>(b)] =
-                m_trainY[static_cast<std::size_t>(ws.rows[static_cast<std::size_t>(b)])];
+        if (isRegression(m_problem.likelihood)) {
+            for (int b = 0; b < batch; ++b) {
+                ws.targets[static_cast<std::size_t>(b)] =
+                    m_trainTargets[static_cast<std::size_t>(ws.rows[static_cast<std::size_t>(b)])];
+            }
+        } else {
+            for (int b = 0; b < batch; ++b) {
+                ws.labels[static_cast<std::size_t>(b)] =
+                    m_trainY[static_cast<std::size_t>(ws.rows[static_cast<std::size_t>(b)])];
+            }
         }
         input = &ws.fast.input;
         labels = ws.labels.data();
+        targets = ws.targets.data();
     } else if (plan.mode == BootstrapMode::Poisson) {
         poissonWeightsSimd(plan.seed, static_cast<uint32_t>(k),
                            reinterpret_cast<const uint32_t*>(m_sharedRows.data()), batch,
@@ -276,7 +302,8 @@ float CpuBackend::trainMember(int k, uint64_t step, Workspace& ws, const Optimiz
     // Forward, loss, backward and the update fused per layer (fast_mlp.h); a non-finite loss
     // leaves the member's parameters as they are.
     return fastTrainMember(layout, k, m_problem.activation, m_params.data(), m_moment1.data(),
-                           m_moment2.data(), rule, firstUpdate, *input, labels, weights, ws.fast);
+                           m_moment2.data(), rule, firstUpdate, *input, labels, weights, ws.fast,
+                           m_problem.likelihood, targets);
 }
 
 void CpuBackend::predictLogProbs(const float* x, int64_t rows, float* out) {
@@ -304,9 +331,9 @@ void CpuBackend::predictLogProbs(const float* x, int64_t rows, float* out) {
         const int k = static_cast<int>(task / chunks);
         const int64_t begin = (task % chunks) * kPredictChunk;
         const int n = static_cast<int>(std::min<int64_t>(kPredictChunk, rows - begin));
-        fastPredictLogProbs(layout, k, m_problem.activation, m_params.data(),
-                            x + begin * layout.inputs(), n, ws,
-                            out + (static_cast<std::size_t>(k) * rows + begin) * classes);
+        fastPredictLogProbs(
+            layout, k, m_problem.activation, m_params.data(), x + begin * layout.inputs(), n, ws,
+            out + (static_cast<std::size_t>(k) * rows + begin) * classes, m_problem.likelihood);
     }
 }
 

@@ -45,6 +45,7 @@ class CpuBackend final : public Backend {
     TrainingProblem m_problem;
     std::vector<float> m_trainX;
     std::vector<int32_t> m_trainY;
+    std::vector<float> m_trainTargets;  // regression heads: standardised targets
     FloatBuffer m_params;
     FloatBuffer m_moment1;   // Adam m / SGD momentum buffer
     FloatBuffer m_moment2;   // Adam v
@@ -54,6 +55,7 @@ class CpuBackend final : public Backend {
     std::vector<int32_t> m_sharedRows;
     std::vector<float> m_sharedWeights;
     std::vector<int32_t> m_sharedLabels;
+    std::vector<float> m_sharedTargets;
     FastBatch m_sharedBatch;
     // Prediction scratch, one per thread (allocated on first use).
     std::vector<FastWorkspace> m_predictWorkspaces;

@@ -370,13 +370,50 @@ float crossEntropy(const float* logits, int classes, const int32_t* labels, cons
     return predux(lossAcc);
 }
 
+// Mean over the batch of weight_b * loss_b of a regression head (outputs x bp, feature-major:
+// row 0 the mean, row 1 the gaussian's raw variance) against the standardised targets, and
+// dOutputs into delta: gaussianNllLanes / squaredErrorLanes of math/loss.h, one example per
+// lane.
+float regressionLoss(const float* outputs, Likelihood likelihood, const float* targets,
+                     const float* weights, int batch, int bp, FastWorkspace& ws, float* delta) {
+    float* ew = ws.exampleWeights.data();
+    float* el = ws.exampleLabels.data();
+    float* et = ws.exampleTargets.data();
+    const float scale = 1.0f / static_cast<float>(batch);
+    for (int b = 0; b < batch; ++b) {
+        ew[b] = weights[b] * scale;
+        el[b] = 0.0f;  // real row (the padding keeps -1)
+        et[b] = targets[b];
+    }
+    const bool gaussian = likelihood == Likelihood::Gaussian;
+    Packet lossAcc = pset1<Packet>(0.0f);
+    for (int v = 0; v < bp; v += kLanes) {
+        const Packet real = pcmp_le(pset1<Packet>(0.0f), pload<Packet>(el + v));
+        const Packet w = pload<Packet>(ew + v);
+        const Packet t = pload<Packet>(et + v);
+        const Packet mean = pload<Packet>(outputs + v);
+        Packet gradMean;
+        Packet loss;
+        if (gaussian) {
+            Packet gradRaw;
+            loss = gaussianNllLanes(mean, pload<Packet>(outputs + bp + v), t, w, gradMean, gradRaw);
+            pstore(delta + bp + v, pand(real, gradRaw));
+        } else {
+            loss = squaredErrorLanes(mean, t, w, gradMean);
+        }
+        pstore(delta + v, pand(real, gradMean));
+        lossAcc = padd(lossAcc, pand(real, loss));
+    }
+    return predux(lossAcc);
+}
+
 // The shared backward pass: for each layer from the last, dW and db into ws.gradW / ws.gradB,
 // dA of the layer below (with the old W), then sink(l, dW, db), which may update layer l.
 // Returns the loss (not finite: stops before the backward pass).
 template <typename Sink>
 float forwardBackward(const ParamLayout& layout, int k, Activation act, const float* params,
                       const FastBatch& in, const int32_t* labels, const float* weights,
-                      FastWorkspace& ws, Sink&& sink) {
+                      FastWorkspace& ws, Likelihood likelihood, const float* targets, Sink&& sink) {
     const int batch = in.batch;
     const int bp = in.paddedBatch;
     const int layers = layout.layerCount();
@@ -387,7 +424,10 @@ float forwardBackward(const ParamLayout& layout, int k, Activation act, const fl
     // (Eigen's pexp/plog instead of expf/logf).
     float* delta = ws.delta.data();
     float* deltaPrev = ws.deltaPrev.data();
-    const float loss = crossEntropy(logits, classes, labels, weights, batch, bp, ws, delta);
+    const float loss =
+        likelihood == Likelihood::Categorical
+            ? crossEntropy(logits, classes, labels, weights, batch, bp, ws, delta)
+            : regressionLoss(logits, likelihood, targets, weights, batch, bp, ws, delta);
     if (!std::isfinite(loss)) {
         return loss;
     }
@@ -618,6 +658,7 @@ void FastWorkspace::resize(const ParamLayout& layout, int rows) {
     gradB.assign(static_cast<std::size_t>(maxOut) + kLanes, 0.0f);
     exampleWeights.assign(static_cast<std::size_t>(paddedBatch), 0.0f);
     exampleLabels.assign(static_cast<std::size_t>(paddedBatch), -1.0f);
+    exampleTargets.assign(static_cast<std::size_t>(paddedBatch), 0.0f);
     input.resize(layout, rows);
 }
 
@@ -673,8 +714,8 @@ void fastApplyUpdate(const OptimizerRule& r, bool firstUpdate, float* p, const f
 float fastTrainMember(const ParamLayout& layout, int k, Activation act, float* params,
                       float* moment1, float* moment2, const OptimizerRule& rule, bool firstUpdate,
                       const FastBatch& batch, const int32_t* labels, const float* weights,
-                      FastWorkspace& ws) {
-    return forwardBackward(layout, k, act, params, batch, labels, weights, ws,
+                      FastWorkspace& ws, Likelihood likelihood, const float* targets) {
+    return forwardBackward(layout, k, act, params, batch, labels, weights, ws, likelihood, targets,
                            [&](int l, const float* dw, const float* db) {
                                const LayerSlot& s = layout.layer(l);
                                const std::size_t wOff = layout.weightOffset(l, k);
@@ -708,7 +749,8 @@ void fastPrefetchMember(const ParamLayout& layout, int k, const float* params, c
 
 float fastMemberGradient(const ParamLayout& layout, int k, Activation act, const float* params,
                          const FastBatch& batch, const int32_t* labels, const float* weights,
-                         FastWorkspace& ws, float* grad) {
+                         FastWorkspace& ws, float* grad, Likelihood likelihood,
+                         const float* targets) {
     // Packed offsets of each layer in the member's gradient.
     std::vector<std::size_t> offsets(static_cast<std::size_t>(layout.layerCount()));
     std::size_t offset = 0;
@@ -716,7 +758,7 @@ float fastMemberGradient(const ParamLayout& layout, int k, Activation act, const
         offsets[static_cast<std::size_t>(l)] = offset;
         offset += static_cast<std::size_t>(layout.layer(l).out) * (layout.layer(l).in + 1);
     }
-    return forwardBackward(layout, k, act, params, batch, labels, weights, ws,
+    return forwardBackward(layout, k, act, params, batch, labels, weights, ws, likelihood, targets,
                            [&](int l, const float* dw, const float* db) {
                                const LayerSlot& s = layout.layer(l);
                                const std::size_t n = static_cast<std::size_t>(s.out) * s.in;
@@ -727,7 +769,8 @@ float fastMemberGradient(const ParamLayout& layout, int k, Activation act, const
 }
 
 void fastPredictLogProbs(const ParamLayout& layout, int k, Activation act, const float* params,
-                         const float* x, int rows, FastWorkspace& ws, float* out) {
+                         const float* x, int rows, FastWorkspace& ws, float* out,
+                         Likelihood likelihood) {
     const int inputs = layout.inputs();
     const int classes = layout.classes();
     const int bp = ws.paddedBatch;
@@ -742,6 +785,17 @@ void fastPredictLogProbs(const ParamLayout& layout, int k, Activation act, const
         }
     }
     const float* z = forward(layout, k, act, params, in, ws.batch, bp, ws);
+    if (likelihood != Likelihood::Categorical) {
+        // A regression head's predictive, row by row (headPredictiveInPlace, math/loss.h).
+        for (int i = 0; i < rows; ++i) {
+            float* o = out + static_cast<std::ptrdiff_t>(i) * classes;
+            for (int c = 0; c < classes; ++c) {
+                o[c] = z[static_cast<std::ptrdiff_t>(c) * bp + i];
+            }
+            headPredictiveInPlace(likelihood, o, classes);
+        }
+        return;
+    }
     // log softmax down each column, one row per lane (logSumExpLanes, math/loss.h).
     const int used = padded(rows);
     float* lp = ws.deltaPrev.data();  // classes x bp scratch

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "math/activations.h"
+#include "model/likelihood.h"
 #include "model/mlp.h"
 #include "optim/update_rules.h"
 
@@ -83,7 +84,8 @@ struct FastWorkspace {
     FloatBuffer gradWT;             // in x out_p: dW^T of a layer with few inputs
     FloatBuffer gradB;              // maxOut (+ lanes): one layer's bias gradient
     FloatBuffer exampleWeights;     // Bp: weight_b / B, zero in the padding
-    FloatBuffer exampleLabels;      // Bp: label_b as float, -1 in the padding
+    FloatBuffer exampleLabels;      // Bp: label_b as float (regression: 0), -1 in the padding
+    FloatBuffer exampleTargets;     // Bp: regression targets, 0 in the padding
     FloatBuffer gemmA;              // Eigen GEMM packing buffers of the large layers
     FloatBuffer gemmB;
     FastBatch input;  // a member's own batch (resample, prediction)
@@ -98,11 +100,14 @@ void fastApplyUpdate(const OptimizerRule& rule, bool firstUpdate, float* params,
 
 // Member k's step: forward, loss (mean over the batch of weight_b * CE_b), backward and the
 // update of its parameters (and optimizer moments, at the same offsets as in `params`) in
-// place. Returns the loss; when it is not finite nothing is updated.
+// place. Returns the loss; when it is not finite nothing is updated. A regression head
+// (`likelihood` gaussian or mse) reads the batch's standardised `targets` instead of `labels`
+// and trains on its loss (math/loss.h: gaussianNllLanes, squaredErrorLanes).
 float fastTrainMember(const ParamLayout& layout, int k, Activation act, float* params,
                       float* moment1, float* moment2, const OptimizerRule& rule, bool firstUpdate,
                       const FastBatch& batch, const int32_t* labels, const float* weights,
-                      FastWorkspace& ws);
+                      FastWorkspace& ws, Likelihood likelihood = Likelihood::Categorical,
+                      const float* targets = nullptr);
 
 // Asks the caches for member k's parameters and optimizer moments (the next member a thread
 // will train): at large K they live in L3 or memory, in 18 short runs the hardware prefetcher
@@ -114,11 +119,15 @@ void fastPrefetchMember(const ParamLayout& layout, int k, const float* params, c
 // memberForwardBackward does ([W_l (out x in), b_l (out)], layout.perMember() floats).
 float fastMemberGradient(const ParamLayout& layout, int k, Activation act, const float* params,
                          const FastBatch& batch, const int32_t* labels, const float* weights,
-                         FastWorkspace& ws, float* grad);
+                         FastWorkspace& ws, float* grad,
+                         Likelihood likelihood = Likelihood::Categorical,
+                         const float* targets = nullptr);
 
 // Log-probabilities of member k for `rows` inputs x (rows x inputs, row-major):
-// out[i * classes + c]. Precondition: rows <= ws.batch.
+// out[i * classes + c]; for a regression head its predictive instead (headPredictiveInPlace,
+// math/loss.h). Precondition: rows <= ws.batch.
 void fastPredictLogProbs(const ParamLayout& layout, int k, Activation act, const float* params,
-                         const float* x, int rows, FastWorkspace& ws, float* out);
+                         const float* x, int rows, FastWorkspace& ws, float* out,
+                         Likelihood likelihood = Likelihood::Categorical);
 
 }  // namespace ensemble

@@ -76,13 +76,15 @@ const T* memberForward(const ParamLayout& layout, int k, Activation act, const T
     return prev;
 }
 
-// Loss (mean over the batch of weight_b * CE_b) and the gradient of member k's parameters,
+// Loss (mean over the batch of weight_b * loss_b) and the gradient of member k's parameters,
 // packed per layer as [W_l (out x in) row-major, b_l (out)] into `grad` (layout.perMember()).
+// The loss is the head's: softmax cross-entropy of `labels` (categorical) or regressionLoss
+// (math/loss.h) of the standardised `targets` (gaussian, mse).
 // Stops after the loss and returns it when it is not finite (grad is then unspecified).
 template <typename T>
-T memberForwardBackward(const ParamLayout& layout, int k, Activation act, const T* params,
-                        const T* x, const int32_t* labels, const T* weights, int batch,
-                        MemberWorkspace<T>& ws, T* grad) {
+T memberForwardBackward(const ParamLayout& layout, int k, Activation act, Likelihood likelihood,
+                        const T* params, const T* x, const int32_t* labels, const T* targets,
+                        const T* weights, int batch, MemberWorkspace<T>& ws, T* grad) {
     using ConstMap = Eigen::Map<const RowMatrixT<T>>;
     using Map = Eigen::Map<RowMatrixT<T>>;
     using VecMap = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>>;
@@ -93,9 +95,11 @@ T memberForwardBackward(const ParamLayout& layout, int k, Activation act, const 
     const T scale = T(1) / static_cast<T>(batch);
     T loss = T(0);
     for (int b = 0; b < batch; ++b) {
-        loss += softmaxCrossEntropy(logits + static_cast<std::size_t>(b) * classes, classes,
-                                    labels[b], weights[b], scale,
-                                    ws.delta.data() + static_cast<std::size_t>(b) * classes);
+        const T* out = logits + static_cast<std::size_t>(b) * classes;
+        T* dOut = ws.delta.data() + static_cast<std::size_t>(b) * classes;
+        loss += likelihood == Likelihood::Categorical
+                    ? softmaxCrossEntropy(out, classes, labels[b], weights[b], scale, dOut)
+                    : regressionLoss(likelihood, out, targets[b], weights[b], scale, dOut);
     }
     if (!(loss - loss == T(0))) {  // NaN or Inf: the caller freezes this member
         return loss;
@@ -127,6 +131,15 @@ T memberForwardBackward(const ParamLayout& layout, int k, Activation act, const 
         }
     }
     return loss;
+}
+
+// The categorical head's form.
+template <typename T>
+T memberForwardBackward(const ParamLayout& layout, int k, Activation act, const T* params,
+                        const T* x, const int32_t* labels, const T* weights, int batch,
+                        MemberWorkspace<T>& ws, T* grad) {
+    return memberForwardBackward<T>(layout, k, act, Likelihood::Categorical, params, x, labels,
+                                    static_cast<const T*>(nullptr), weights, batch, ws, grad);
 }
 
 }  // namespace ensemble

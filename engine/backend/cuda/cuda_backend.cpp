@@ -96,6 +96,15 @@ class DeviceExecutor {
         launchSoftmaxCrossEntropy(logits, trainY, rows, weights, members, batch, classes, dLogits,
                                   rowLoss, m_stream);
     }
+    void regressionLoss(const float* outputs, const float* trainTargets, const int32_t* rows,
+                        const float* weights, int members, int batch, int outputCount,
+                        Likelihood likelihood, float* dOutputs, float* rowLoss) {
+        launchRegressionLoss(outputs, trainTargets, rows, weights, members, batch, outputCount,
+                             likelihood, dOutputs, rowLoss, m_stream);
+    }
+    void headPredictive(float* z, int64_t rows, int outputCount, Likelihood likelihood) {
+        launchHeadPredictive(z, rows, outputCount, likelihood, m_stream);
+    }
     void memberLoss(const float* rowLoss, const uint8_t* active, int members, int batch,
                     float* loss) {
         launchMemberLoss(rowLoss, active, members, batch, loss, m_stream);
@@ -155,7 +164,10 @@ class CudaBackend final : public Backend {
     void setOptimizerState(const OptimizerState& state) override;
     void step(uint64_t step, const uint8_t* active, float* losses) override;
     void predictLogProbs(const float* x, int64_t rows, float* out) override;
-    bool measuresUncertainty() const override { return true; }
+    // The classification measures; a regression head's predictive comes back as it is.
+    bool measuresUncertainty() const override {
+        return m_problem.likelihood == Likelihood::Categorical;
+    }
     bool predictUncertainty(const float* x, int64_t rows, const std::vector<int>& members,
                             PointUncertainties& out) override;
 
@@ -188,6 +200,7 @@ class CudaBackend final : public Backend {
     DeviceBuffer<float> m_moment2;
     DeviceBuffer<float> m_trainX;
     DeviceBuffer<int32_t> m_trainY;
+    DeviceBuffer<float> m_trainTargets;  // regression heads
     DeviceBuffer<float> m_stepArena;
     DeviceBuffer<int32_t> m_rows;
     DeviceBuffer<float> m_predictArena;
@@ -255,6 +268,7 @@ void CudaBackend::release() {
     m_moment2.reset();
     m_trainX.reset();
     m_trainY.reset();
+    m_trainTargets.reset();
     m_stepArena.reset();
     m_rows.reset();
     m_predictArena.reset();
@@ -307,11 +321,14 @@ void CudaBackend::bind(const TrainingProblem& problem) {
     }
     const bool training = problem.trainX != nullptr && problem.trainRows > 0;
     if (training) {
-        if (problem.trainY == nullptr || problem.plan.batch == 0 ||
+        const bool targets = isRegression(problem.likelihood) ? problem.trainTargets != nullptr
+                                                              : problem.trainY != nullptr;
+        if (!targets || problem.plan.batch == 0 ||
             static_cast<int64_t>(problem.plan.rows) != problem.trainRows ||
             problem.trainRows > std::numeric_limits<int32_t>::max()) {
             throw std::invalid_argument(
-                "CudaBackend::bind: training needs labels, batch > 0 and plan.rows == trainRows "
+                "CudaBackend::bind: training needs labels (or targets), batch > 0 and plan.rows == "
+                "trainRows "
                 "< 2^31");
         }
     }
@@ -325,6 +342,7 @@ void CudaBackend::bind(const TrainingProblem& problem) {
     m_problem = problem;
     m_problem.trainX = nullptr;
     m_problem.trainY = nullptr;
+    m_problem.trainTargets = nullptr;
     cudaStream_t stream = m_stream.get();
 
     m_cublasWorkspace = DeviceBuffer<unsigned char>(estimate.cublasWorkspace);
@@ -377,17 +395,25 @@ void CudaBackend::bind(const TrainingProblem& problem) {
     if (training) {
         const std::size_t rows = static_cast<std::size_t>(problem.trainRows);
         m_trainX = DeviceBuffer<float>(rows * static_cast<std::size_t>(layout.inputs()));
-        m_trainY = DeviceBuffer<int32_t>(rows);
         ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(m_trainX.data(), problem.trainX, m_trainX.bytes(),
                                             cudaMemcpyHostToDevice, stream));
-        ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(m_trainY.data(), problem.trainY, m_trainY.bytes(),
-                                            cudaMemcpyHostToDevice, stream));
+        if (isRegression(problem.likelihood)) {
+            m_trainTargets = DeviceBuffer<float>(rows);
+            ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(m_trainTargets.data(), problem.trainTargets,
+                                                m_trainTargets.bytes(), cudaMemcpyHostToDevice,
+                                                stream));
+        } else {
+            m_trainY = DeviceBuffer<int32_t>(rows);
+            ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(m_trainY.data(), problem.trainY, m_trainY.bytes(),
+                                                cudaMemcpyHostToDevice, stream));
+        }
         const StepArena arena = planStepArena(layout, problem.plan.batch, problem.plan.mode);
         m_stepArena = DeviceBuffer<float>(arena.floats);
         m_rows = DeviceBuffer<int32_t>(arena.rowSlots);
         placeStepBuffers(arena, m_stepArena.data(), m_rows.data(), m_buffers);
         m_buffers.trainX = m_trainX.data();
         m_buffers.trainY = m_trainY.data();
+        m_buffers.trainTargets = m_trainTargets.data();
     }
     sync();
     m_deviceActive.assign(static_cast<std::size_t>(members), 1);
@@ -475,7 +501,8 @@ void CudaBackend::captureStep() {
     ENSEMBLE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
     try {
         DeviceExecutor ex(m_cublas.get(), stream);
-        enqueueTrainingStep(ex, m_problem.layout, m_problem.plan, m_problem.activation, m_buffers);
+        enqueueTrainingStep(ex, m_problem.layout, m_problem.plan, m_problem.activation, m_buffers,
+                            m_problem.likelihood);
     } catch (...) {
         cudaGraph_t broken = nullptr;
         (void)cudaStreamEndCapture(stream, &broken);
@@ -528,7 +555,8 @@ void CudaBackend::step(uint64_t step, const uint8_t* active, float* losses) {
         // Eager: the first step (a warm-up that loads every kernel before any capture), or
         // every step with ENSEMBLE_CUDA_GRAPHS=0.
         DeviceExecutor ex(m_cublas.get(), stream);
-        enqueueTrainingStep(ex, m_problem.layout, m_problem.plan, m_problem.activation, m_buffers);
+        enqueueTrainingStep(ex, m_problem.layout, m_problem.plan, m_problem.activation, m_buffers,
+                            m_problem.likelihood);
     }
     ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(m_hostLoss.data(), m_loss.data(), members * sizeof(float),
                                         cudaMemcpyDeviceToHost, stream));
@@ -564,7 +592,7 @@ void CudaBackend::predictLogProbs(const float* x, int64_t rows, float* out) {
                                             cudaMemcpyHostToDevice, stream));
         const float* logProbs = enqueuePrediction(ex, layout, m_problem.activation, m_params.data(),
                                                   arena + m_predict.x, n, arena + m_predict.bufA,
-                                                  arena + m_predict.bufB);
+                                                  arena + m_predict.bufB, m_problem.likelihood);
         // The chunk's block of member k is [n][C] at logProbs + k * n * C; it goes to
         // out[(k * rows + begin) * C]. Stream order keeps the next chunk's upload behind
         // these copies.
@@ -581,6 +609,9 @@ void CudaBackend::predictLogProbs(const float* x, int64_t rows, float* out) {
 bool CudaBackend::predictUncertainty(const float* x, int64_t rows, const std::vector<int>& members,
                                      PointUncertainties& out) {
     requireBound("predictUncertainty");
+    if (m_problem.likelihood != Likelihood::Categorical) {
+        return false;  // the measures are the classification ones
+    }
     useDevice();
     const ParamLayout& layout = m_problem.layout;
     const std::size_t inputs = static_cast<std::size_t>(layout.inputs());

@@ -16,6 +16,23 @@ __global__ void softmaxCrossEntropyKernel(const float* logits, const int32_t* tr
     }
 }
 
+__global__ void regressionLossKernel(const float* outputs, const float* trainTargets,
+                                     const int32_t* rows, const float* weights, int batch,
+                                     int outputCount, Likelihood likelihood, float* dOutputs,
+                                     float* rowLoss, int64_t slotCount) {
+    for (int64_t r = firstThread(); r < slotCount; r += threadStride()) {
+        regressionLossElement(r, outputs, trainTargets, rows, weights, batch, outputCount,
+                              likelihood, dOutputs, rowLoss);
+    }
+}
+
+__global__ void headPredictiveKernel(float* z, int outputCount, Likelihood likelihood,
+                                     int64_t rows) {
+    for (int64_t r = firstThread(); r < rows; r += threadStride()) {
+        headPredictiveElement(r, z, outputCount, likelihood);
+    }
+}
+
 __global__ void memberLossKernel(const float* rowLoss, const uint8_t* active, int batch,
                                  float* loss, int64_t members) {
     for (int64_t k = firstThread(); k < members; k += threadStride()) {
@@ -37,6 +54,24 @@ void launchSoftmaxCrossEntropy(const float* logits, const int32_t* trainY, const
     const int64_t slotCount = static_cast<int64_t>(members) * batch;
     softmaxCrossEntropyKernel<<<blocksFor(slotCount), kBlockThreads, 0, stream>>>(
         logits, trainY, rows, weights, batch, classes, dLogits, rowLoss, slotCount);
+    ENSEMBLE_CUDA_CHECK_LAUNCH();
+}
+
+void launchRegressionLoss(const float* outputs, const float* trainTargets, const int32_t* rows,
+                          const float* weights, int members, int batch, int outputCount,
+                          Likelihood likelihood, float* dOutputs, float* rowLoss,
+                          cudaStream_t stream) {
+    const int64_t slotCount = static_cast<int64_t>(members) * batch;
+    regressionLossKernel<<<blocksFor(slotCount), kBlockThreads, 0, stream>>>(
+        outputs, trainTargets, rows, weights, batch, outputCount, likelihood, dOutputs, rowLoss,
+        slotCount);
+    ENSEMBLE_CUDA_CHECK_LAUNCH();
+}
+
+void launchHeadPredictive(float* z, int64_t rows, int outputCount, Likelihood likelihood,
+                          cudaStream_t stream) {
+    headPredictiveKernel<<<blocksFor(rows), kBlockThreads, 0, stream>>>(z, outputCount, likelihood,
+                                                                        rows);
     ENSEMBLE_CUDA_CHECK_LAUNCH();
 }
 

@@ -17,6 +17,16 @@ void launchSoftmaxCrossEntropy(const float* logits, const int32_t* trainY, const
                                const float* weights, int members, int batch, int classes,
                                float* dLogits, float* rowLoss, cudaStream_t stream);
 
+// Per slot r: a regression head's rowLoss[r] and dOutputs[r][:] (regressionLossElement).
+void launchRegressionLoss(const float* outputs, const float* trainTargets, const int32_t* rows,
+                          const float* weights, int members, int batch, int outputCount,
+                          Likelihood likelihood, float* dOutputs, float* rowLoss,
+                          cudaStream_t stream);
+
+// z [rows][O]: a regression head's predictive in place (headPredictiveElement).
+void launchHeadPredictive(float* z, int64_t rows, int outputCount, Likelihood likelihood,
+                          cudaStream_t stream);
+
 // loss[k] = sum_b rowLoss[k][b] in b order (0 for inactive members). One thread per member:
 // the same order as the CPU's sum, no atomics, so the result never depends on scheduling.
 void launchMemberLoss(const float* rowLoss, const uint8_t* active, int members, int batch,

@@ -20,6 +20,7 @@
 #include "math/activations.h"
 #include "math/hd.h"
 #include "math/loss.h"
+#include "model/likelihood.h"
 #include "optim/update_rules.h"
 #include "sampling/batch_plan.h"
 
@@ -163,6 +164,19 @@ ENSEMBLE_HD inline void softmaxCrossEntropyElement(int64_t r, const float* logit
                                      dLogits + r * classes);
 }
 
+// Slot r = k * B + b of a regression head: its weighted loss (regressionLoss, math/loss.h;
+// scale 1/B) of the outputs [K][B][O] against the standardised target trainTargets[rows[r]],
+// the gradient into dOutputs, the slot's loss into rowLoss[r].
+ENSEMBLE_HD inline void regressionLossElement(int64_t r, const float* outputs,
+                                              const float* trainTargets, const int32_t* rows,
+                                              const float* weights, int batch, int outputCount,
+                                              Likelihood likelihood, float* dOutputs,
+                                              float* rowLoss) {
+    const float scale = 1.0f / static_cast<float>(batch);
+    rowLoss[r] = regressionLoss(likelihood, outputs + r * outputCount, trainTargets[rows[r]],
+                                weights[r], scale, dOutputs + r * outputCount);
+}
+
 // Member k's batch loss: the slot losses added in b order from 0, as CpuBackend adds them;
 // 0 for an inactive member.
 ENSEMBLE_HD inline void memberLossElement(int64_t k, const float* rowLoss, const uint8_t* active,
@@ -186,6 +200,13 @@ ENSEMBLE_HD inline void logSoftmaxElement(int64_t r, float* z, int classes) {
     for (int c = 0; c < classes; ++c) {
         row[c] -= lse;
     }
+}
+
+// Row r of a head's outputs [rows][O], in place: its predictive (headPredictiveInPlace,
+// math/loss.h): the gaussian's raw variance becomes sigma^2.
+ENSEMBLE_HD inline void headPredictiveElement(int64_t r, float* z, int outputCount,
+                                              Likelihood likelihood) {
+    headPredictiveInPlace(likelihood, z + r * outputCount, outputCount);
 }
 
 }  // namespace ensemble::gpu

@@ -285,6 +285,7 @@ struct StepBuffers {
     float* moment2 = nullptr;
     const float* trainX = nullptr;
     const int32_t* trainY = nullptr;
+    const float* trainTargets = nullptr;  // regression heads: standardised targets
     int32_t* rows = nullptr;
     float* weights = nullptr;
     float* x = nullptr;
@@ -325,6 +326,8 @@ inline void placeStepBuffers(const StepArena& arena, float* base, int32_t* rows,
 //   gemm(args, A, B, C)                            C = op(A) op(B), strided batched
 //   biasActivate(z, post, bias, K, rows, out, act) per element of z
 //   softmaxCrossEntropy(logits, trainY, rows, weights, K, B, C, dLogits, rowLoss)  per slot
+//   regressionLoss(outputs, trainTargets, rows, weights, K, B, O, likelihood, dOutputs,
+//                  rowLoss)                      per slot, instead, for a regression head
 //   memberLoss(rowLoss, active, K, B, loss)        per member
 //   biasGradient(delta, gradBias, K, rows, out)    per (k, o)
 //   activationBackward(delta, pre, post, count, act)  per element
@@ -335,7 +338,8 @@ inline void placeStepBuffers(const StepArena& arena, float* base, int32_t* rows,
 // dW_l = dZ_l^T A_{l-1}; db_l = sum_b dZ_l; dZ_{l-1} = (dZ_l W_l) .* f'(Z_{l-1}).
 template <class Exec>
 void enqueueTrainingStep(Exec& ex, const ParamLayout& layout, const BatchPlanParams& plan,
-                         Activation act, const StepBuffers& b) {
+                         Activation act, const StepBuffers& b,
+                         Likelihood likelihood = Likelihood::Categorical) {
     const int members = layout.members();
     const int batch = static_cast<int>(plan.batch);
     const int layers = layout.layerCount();
@@ -357,8 +361,13 @@ void enqueueTrainingStep(Exec& ex, const ParamLayout& layout, const BatchPlanPar
     }
 
     const std::size_t last = static_cast<std::size_t>(layers - 1);
-    ex.softmaxCrossEntropy(b.pre[last], b.trainY, b.rows, b.weights, members, batch,
-                           layout.classes(), b.delta, b.rowLoss);
+    if (likelihood == Likelihood::Categorical) {
+        ex.softmaxCrossEntropy(b.pre[last], b.trainY, b.rows, b.weights, members, batch,
+                               layout.classes(), b.delta, b.rowLoss);
+    } else {
+        ex.regressionLoss(b.pre[last], b.trainTargets, b.rows, b.weights, members, batch,
+                          layout.classes(), likelihood, b.delta, b.rowLoss);
+    }
     ex.memberLoss(b.rowLoss, b.active, members, batch, b.loss);
 
     float* delta = b.delta;
@@ -384,10 +393,12 @@ void enqueueTrainingStep(Exec& ex, const ParamLayout& layout, const BatchPlanPar
 }
 
 // Log-probabilities of every member for `rows` inputs x [rows][D] (rows <= the arena's
-// chunk): returns the buffer holding them as [K][rows][C].
+// chunk): returns the buffer holding them as [K][rows][C]. A regression head's predictive
+// instead (headPredictive: [mu, sigma^2] or [mu]), as Backend::predictLogProbs defines it.
 template <class Exec>
 float* enqueuePrediction(Exec& ex, const ParamLayout& layout, Activation act, const float* params,
-                         const float* x, int rows, float* bufA, float* bufB) {
+                         const float* x, int rows, float* bufA, float* bufB,
+                         Likelihood likelihood = Likelihood::Categorical) {
     const int members = layout.members();
     const int layers = layout.layerCount();
     const float* prev = x;
@@ -401,7 +412,11 @@ float* enqueuePrediction(Exec& ex, const ParamLayout& layout, Activation act, co
                         s.out, act);
         prev = dst;
     }
-    ex.logSoftmax(dst, static_cast<int64_t>(members) * rows, layout.classes());
+    if (likelihood == Likelihood::Categorical) {
+        ex.logSoftmax(dst, static_cast<int64_t>(members) * rows, layout.classes());
+    } else {
+        ex.headPredictive(dst, static_cast<int64_t>(members) * rows, layout.classes(), likelihood);
+    }
     return dst;
 }
 
