@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <numeric>
 #include <sstream>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "backend/registry.h"
 #include "cli/cli_args.h"
+#include "cli/interrupt.h"
 #include "core/errors.h"
 #include "data/dataset.h"
 #include "io/atomic_file.h"
@@ -100,6 +102,20 @@ void printSummary(const Trainer& trainer, const Evaluation& e) {
         std::printf("mean member test accuracy %.4f; ensemble %.4f (%d of %zu members)\n",
                     meanTest / used, e.ensembleTest.accuracy, used, k);
     }
+}
+
+// THE HOOK "on interrupt, after the last finished step": Ctrl-C / SIGTERM stopped training at a
+// step boundary (Trainer::run returned false) and `trainer` holds the state after step
+// trainer.step(), the last finished one. Everything train writes for an interrupted run is
+// written from here, complete, for that step; a checkpoint writer (`--checkpoint`, issue 24)
+// is called here too, beside the export.
+void onInterruptAfterLastFinishedStep(const CliArgs& args, const Trainer& trainer) {
+    std::fprintf(stderr, "ensemble-cli train: interrupted by %s at step %lld of %lld%s\n",
+                 signalName(interruptSignal()), static_cast<long long>(trainer.step()),
+                 static_cast<long long>(trainer.totalSteps()),
+                 args.has("--export") || args.has("--metrics")
+                     ? "; writing what was asked for at that step"
+                     : "");
 }
 
 }  // namespace
@@ -213,33 +229,46 @@ int commandTrain(const CliArgs& args) {
     };
     Evaluation last;
     const auto start = Clock::now();
-    trainer->run(onProgress, [&](const Evaluation& e) { last = e; });
+    // From here a signal stops training at the next step boundary, and what was asked for is
+    // written for the last finished step before the exit code says so (cli/interrupt.h).
+    const StopOnInterrupt stopOnInterrupt;
+    const bool interrupted = !trainer->run(
+        onProgress, [&](const Evaluation& e) { last = e; }, &stopRequested());
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
     if (!quiet && tty) {
         std::fprintf(stderr, "\n");
     }
-    if (trainer->totalSteps() == 0) {
-        last = trainer->evaluate();
-    }
-    if (!quiet) {
-        printSummary(*trainer, last);
-        std::printf(
-            "%lld steps in %.2f s (%s member-steps/s)\n", static_cast<long long>(trainer->step()),
-            elapsed,
-            formatRate(elapsed > 0 ? trainer->step() * trainer->members() / elapsed : 0).c_str());
-    }
-    // The report of the final ensemble (train/trainer_report.h), the one the app exports too.
-    const json metrics = trainerReport(*trainer).json;
-    if (args.has("--metrics")) {
-        writeFileAtomic(args.get("--metrics"), metrics.dump(2) + "\n");
-    }
-    if (args.has("--export")) {
-        exportEnsemble(args.get("--export"), *trainer, metrics);
+    std::map<std::string, std::string> exportMetadata;
+    if (interrupted) {
+        exportMetadata["interrupted_at_step"] = std::to_string(trainer->step());
+        onInterruptAfterLastFinishedStep(args, *trainer);
+    } else {
+        if (trainer->totalSteps() == 0) {
+            last = trainer->evaluate();
+        }
         if (!quiet) {
-            std::fprintf(stderr, "exported weights to %s\n", args.get("--export").c_str());
+            printSummary(*trainer, last);
+            std::printf("%lld steps in %.2f s (%s member-steps/s)\n",
+                        static_cast<long long>(trainer->step()), elapsed,
+                        formatRate(elapsed > 0 ? trainer->step() * trainer->members() / elapsed : 0)
+                            .c_str());
         }
     }
-    return 0;
+    if (args.has("--metrics") || args.has("--export")) {
+        // The report of the final ensemble (train/trainer_report.h), the one the app exports too.
+        const json metrics = trainerReport(*trainer).json;
+        if (args.has("--metrics")) {
+            writeFileAtomic(args.get("--metrics"), metrics.dump(2) + "\n");
+        }
+        if (args.has("--export")) {
+            exportEnsemble(args.get("--export"), *trainer, metrics, exportMetadata);
+            if (!quiet) {
+                std::fprintf(stderr, "exported weights to %s\n", args.get("--export").c_str());
+            }
+        }
+    }
+    // A signal that came after the last step still says the run was interrupted.
+    return interruptSignal() != 0 ? interruptExitCode() : 0;
 }
 
 int commandPredict(const CliArgs& args) {

@@ -31,7 +31,8 @@ const json& metaJson(const json& meta, const std::string& path, const std::strin
 
 }  // namespace
 
-void exportEnsemble(const std::string& path, const Trainer& trainer, const json& metrics) {
+void exportEnsemble(const std::string& path, const Trainer& trainer, const json& metrics,
+                    const std::map<std::string, std::string>& extraMetadata) {
     const ParamLayout& layout = trainer.layout();
     const int k = layout.members();
     const std::vector<float> params = trainer.parameters();
@@ -85,6 +86,9 @@ void exportEnsemble(const std::string& path, const Trainer& trainer, const json&
     }
     if (!metrics.is_null()) {
         file.metadata["metrics"] = metrics.dump();
+    }
+    for (const auto& [key, value] : extraMetadata) {
+        file.metadata[key] = value;
     }
     writeSafetensors(path, file);
 }

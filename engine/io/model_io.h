@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,9 +38,11 @@ struct LoadedEnsemble {
 // F32, layers.{l}.bias [K,out] F32, normalization.mean / normalization.std [D] F32 and, when a
 // bootstrap mode is on, bootstrap.counts [K,N] I32. __metadata__ holds format_version, config
 // (full JSON), members (per-member lr, momentum, weight_decay, seed, diverged), step, dataset,
-// classes, activation, widths, and `metrics` when given.
+// classes, activation, widths, and `metrics` when given; `extraMetadata` adds entries (the CLI's
+// "interrupted_at_step").
 void exportEnsemble(const std::string& path, const Trainer& trainer,
-                    const nlohmann::json& metrics = nullptr);
+                    const nlohmann::json& metrics = nullptr,
+                    const std::map<std::string, std::string>& extraMetadata = {});
 
 // Reads and validates a weights file (shapes against the config's architecture, dtypes,
 // metadata). Throws DataError naming the file and the problem.
