@@ -195,6 +195,10 @@ int commandTrain(const CliArgs& args) {
     if (!notice.empty()) {
         std::fprintf(stderr, "%s\n", notice.c_str());
     }
+    // From here a signal stops training at the next step boundary (before the first step when
+    // it comes first), and what was asked for is written for the last finished step before
+    // the exit code says so (cli/interrupt.h).
+    const StopOnInterrupt stopOnInterrupt;
     const bool quiet = args.flag("--quiet");
     const bool tty = isatty(fileno(stderr)) != 0;
     const DataSplit& data = trainer->data();
@@ -229,9 +233,6 @@ int commandTrain(const CliArgs& args) {
     };
     Evaluation last;
     const auto start = Clock::now();
-    // From here a signal stops training at the next step boundary, and what was asked for is
-    // written for the last finished step before the exit code says so (cli/interrupt.h).
-    const StopOnInterrupt stopOnInterrupt;
     const bool interrupted = !trainer->run(
         onProgress, [&](const Evaluation& e) { last = e; }, &stopRequested());
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
