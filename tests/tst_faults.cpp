@@ -109,12 +109,24 @@ QStringList temporariesIn(const QString& dir) {
                                QDir::Files | QDir::Hidden | QDir::System);
 }
 
-// Waits until `dir` holds a temporary file (a write is in flight) or `p` ends.
-bool waitForTemporary(QProcess& p, const QString& dir, int timeoutMs = 60000) {
+// The temporary files in `dir` that are not in `known`.
+QStringList newTemporaries(const QString& dir, const QStringList& known) {
+    QStringList fresh;
+    for (const QString& name : temporariesIn(dir)) {
+        if (!known.contains(name)) {
+            fresh << name;
+        }
+    }
+    return fresh;
+}
+
+// Waits until `dir` holds a temporary file not in `known` (a write is in flight) or `p` ends.
+bool waitForTemporary(QProcess& p, const QString& dir, const QStringList& known = {},
+                      int timeoutMs = 60000) {
     QElapsedTimer clock;
     clock.start();
     while (clock.elapsed() < timeoutMs) {
-        if (!temporariesIn(dir).isEmpty()) {
+        if (!newTemporaries(dir, known).isEmpty()) {
             return true;
         }
         if (p.state() == QProcess::NotRunning || p.waitForFinished(1)) {
@@ -253,22 +265,30 @@ void TestFaults::sigkillDuringExportLeavesTheOldFileOrTheNew() {
     const Faults slow{-1, 40000};
     int midWrite = 0;
     int sawNew = 0;
-    for (int i = 0; i < 8; ++i) {
+    // The last round kills mid-write, so that a dead writer's temporary is left for the end.
+    for (int i = 0; i < 9; ++i) {
         writeBytes(target, oldBytes);
+        // Temporaries the earlier kills left; each round watches only its own.
+        const QStringList before = temporariesIn(dir.path());
         QProcess p;
         start(p, bigExport(target, 2), slow);
         switch (i % 4) {
-            case 0:
-            case 1:
-                QVERIFY2(waitForTemporary(p, dir.path()), "the export never started writing");
-                QThread::msleep(static_cast<unsigned long>(i * 30));
+            case 0:  // as the temporary file appears
+                QVERIFY2(waitForTemporary(p, dir.path(), before),
+                         "the export never started writing");
+                break;
+            case 1:  // while it fills
+                QVERIFY2(waitForTemporary(p, dir.path(), before),
+                         "the export never started writing");
+                QThread::msleep(static_cast<unsigned long>(i * 25));
                 break;
             case 2:
                 QThread::msleep(static_cast<unsigned long>(i * 100));
                 break;
             default:
-                QVERIFY2(waitForTemporary(p, dir.path()), "the export never started writing");
-                while (!temporariesIn(dir.path()).isEmpty() && !p.waitForFinished(1)) {
+                QVERIFY2(waitForTemporary(p, dir.path(), before),
+                         "the export never started writing");
+                while (!newTemporaries(dir.path(), before).isEmpty() && !p.waitForFinished(1)) {
                 }
                 break;
         }
@@ -280,9 +300,10 @@ void TestFaults::sigkillDuringExportLeavesTheOldFileOrTheNew() {
         QVERIFY2(now == oldBytes || now == newBytes,
                  qPrintable(
                      QStringLiteral("kill %1 left %2 bytes, neither file").arg(i).arg(now.size())));
-        midWrite += temporariesIn(dir.path()).isEmpty() ? 0 : 1;
+        midWrite += newTemporaries(dir.path(), before).isEmpty() ? 0 : 1;
         sawNew += now == newBytes ? 1 : 0;
     }
+    QVERIFY(!temporariesIn(dir.path()).isEmpty());  // what the next run must not trip on
     // Otherwise the loop did not test what it claims.
     QVERIFY2(midWrite >= 2, qPrintable(QString::number(midWrite)));
     QVERIFY2(sawNew >= 2, qPrintable(QString::number(sawNew)));
@@ -292,7 +313,7 @@ void TestFaults::sigkillDuringExportLeavesTheOldFileOrTheNew() {
     QVERIFY2(r.code == 0, qPrintable(describe(r)));
     QVERIFY(slurp(target) == newBytes);
     QCOMPARE(temporariesIn(dir.path()), QStringList());
-    qInfo("%d of 8 kills landed while the temporary file was being written; %d left the new file",
+    qInfo("%d of 9 kills landed while the temporary file was being written; %d left the new file",
           midWrite, sawNew);
 }
 
