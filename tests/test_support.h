@@ -10,6 +10,16 @@
 #include <string>
 #include <vector>
 
+// ENSEMBLE_TEST_SANITIZED: built with ASan or TSan, by GCC (__SANITIZE_*__) or clang
+// (__has_feature): measurements of memory or time would measure the sanitizer.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define ENSEMBLE_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define ENSEMBLE_TEST_SANITIZED 1
+#endif
+#endif
+
 namespace ensemble::test {
 
 // Tolerances, named for what they allow: the one set every suite uses.

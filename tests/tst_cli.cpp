@@ -267,7 +267,7 @@ void TestCli::thousandMembersStayUnder100MB() {
     // Issue 6's memory target, W1 at K = 1000: no per-member dataset copies, no per-step
     // allocations, and no GPU library paged in for a CPU run (linking cuBLAS alone used to cost
     // about 200 MB resident at start-up). Peak resident memory of the largest child so far.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(ENSEMBLE_TEST_SANITIZED)
     // Shadow memory and the freed-memory quarantine multiply resident memory, and the sanitized
     // Debug child needs minutes for K = 1000: the number would measure the sanitizer.
     QSKIP("peak memory is not meaningful under ASan/TSan (presets asan, tsan)");

@@ -666,6 +666,20 @@ class TestData : public QObject {
         EXPECT_PARTS(errorOf<DataError>([&] { readCsv(absent, classes); }), absent, "No such file");
         const std::string folder = m_dir.path().toStdString();
         EXPECT_PARTS(errorOf<DataError>([&] { readCsv(folder, classes); }), folder, "directory");
+
+        // Resource bound (README, Limits): a line of more than a million columns is refused
+        // with its line number; a million exactly is read.
+        std::string wide;
+        for (int c = 0; c < 1'000'000; ++c) {
+            wide += c == 0 ? "1" : ",1";
+        }
+        int wideClasses = 0;
+        EXPECT_PARTS(errorOf<DataError>([&] {
+                         parseCsv("a,label\n0,1\n" + wide + ",1\n", "wide.csv", wideClasses);
+                     }),
+                     "wide.csv:3", "more than 1000000 columns");
+        QCOMPARE(parseCsvFeatures(wide + "\n" + wide + "\n", "wide.csv", 1'000'000).rows,
+                 int64_t(1));
     }
 
     void csvFeaturesForPredict() {

@@ -290,7 +290,7 @@ void TestTrainer::freedBuffersAreReusedWithoutPageFaults() {
     // What a grid refresh does at K = 100: allocate, fill and free tens of MB. After
     // keepFreedMemoryForReuse() the second round reuses the first one's pages instead of
     // faulting fresh ones in (without it, glibc mmaps such blocks and unmaps them on free).
-#if !defined(__GLIBC__) || defined(__SANITIZE_ADDRESS__)
+#if !defined(__GLIBC__) || defined(ENSEMBLE_TEST_SANITIZED)
     QSKIP("keepFreedMemoryForReuse tunes glibc's allocator only (not a sanitizer's)");
 #else
     ensemble::keepFreedMemoryForReuse();

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <numeric>
 #include <sstream>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "backend/registry.h"
 #include "cli/cli_args.h"
+#include "cli/interrupt.h"
 #include "core/errors.h"
 #include "data/dataset.h"
 #include "io/atomic_file.h"
@@ -148,6 +150,20 @@ void printSummary(const Trainer& trainer, const Evaluation& e) {
     }
 }
 
+// THE HOOK "on interrupt, after the last finished step": Ctrl-C / SIGTERM stopped training at a
+// step boundary (Trainer::run returned false) and `trainer` holds the state after step
+// trainer.step(), the last finished one. Everything train writes for an interrupted run is
+// written from here, complete, for that step; a checkpoint writer (`--checkpoint`, issue 24)
+// is called here too, beside the export.
+void onInterruptAfterLastFinishedStep(const CliArgs& args, const Trainer& trainer) {
+    std::fprintf(stderr, "ensemble-cli train: interrupted by %s at step %lld of %lld%s\n",
+                 signalName(interruptSignal()), static_cast<long long>(trainer.step()),
+                 static_cast<long long>(trainer.totalSteps()),
+                 args.has("--export") || args.has("--metrics") || args.has("--checkpoint")
+                     ? "; writing what was asked for at that step"
+                     : "");
+}
+
 }  // namespace
 
 bool CliArgs::flag(const std::string& name) const {
@@ -272,6 +288,10 @@ int commandTrain(const CliArgs& args) {
                          static_cast<long long>(trainer->step()));
         }
     }
+    // From here a signal stops training at the next step boundary (before the first step when
+    // it comes first), and what was asked for is written for the last finished step before
+    // the exit code says so (cli/interrupt.h).
+    const StopOnInterrupt stopOnInterrupt;
     const bool tty = isatty(fileno(stderr)) != 0;
     const DataSplit& data = trainer->data();
     if (!quiet) {
@@ -336,20 +356,25 @@ int commandTrain(const CliArgs& args) {
         }
     };
     const auto start = Clock::now();
-    // The interrupt (Ctrl-C) connects here: pass its flag as run()'s `cancel`; when run()
-    // returns false, saveCheckpoint(nullptr) keeps the last finished step, then exit 130.
-    trainer->run(onProgress, onEvaluation);
+    const bool interrupted = !trainer->run(onProgress, onEvaluation, &stopRequested());
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
     if (!quiet && tty) {
         std::fprintf(stderr, "\n");
     }
-    if (trainer->totalSteps() == 0) {
+    std::map<std::string, std::string> exportMetadata;
+    if (interrupted) {
+        exportMetadata["interrupted_at_step"] = std::to_string(trainer->step());
+        onInterruptAfterLastFinishedStep(args, *trainer);
+    } else if (trainer->totalSteps() == 0) {
         last = trainer->evaluate();
     }
-    // The report of the final ensemble (train/trainer_report.h), the one the app exports too.
-    const TrainerReport report = trainerReport(*trainer);
+    // The report of the final ensemble (train/trainer_report.h), the one the app exports too;
+    // an interrupted run's is that of its last finished step.
+    const bool wantReport =
+        !quiet || args.has("--metrics") || args.has("--export") || args.has("--checkpoint");
+    const TrainerReport report = wantReport ? trainerReport(*trainer) : TrainerReport{};
     const json& metrics = report.json;
-    if (!quiet) {
+    if (!quiet && !interrupted) {
         printSummary(*trainer, last);
         if (report.regression) {
             const RegressionMetrics& m = report.regression->ensemble;
@@ -367,14 +392,16 @@ int commandTrain(const CliArgs& args) {
     if (args.has("--metrics")) {
         writeFileAtomic(args.get("--metrics"), metrics.dump(2) + "\n");
     }
+    // The checkpoint of the last finished step, interrupted or not (issue 24 meets issue 25).
     saveCheckpoint(metrics);
     if (args.has("--export")) {
-        exportEnsemble(args.get("--export"), *trainer, metrics);
+        exportEnsemble(args.get("--export"), *trainer, metrics, exportMetadata);
         if (!quiet) {
             std::fprintf(stderr, "exported weights to %s\n", args.get("--export").c_str());
         }
     }
-    return 0;
+    // A signal that came after the last step still says the run was interrupted.
+    return interruptSignal() != 0 ? interruptExitCode() : 0;
 }
 
 // predict for a regression model: the mixture's mean and std with its aleatoric and epistemic

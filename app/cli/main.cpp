@@ -1,6 +1,7 @@
 // ensemble-cli: the engine without a window. Exit codes are a public contract:
 // 0 success, 2 usage or config error, 3 unreadable or invalid data/weights file,
-// 4 runtime failure. Messages go to stderr and say what was expected.
+// 4 runtime failure, 128 + N ended by signal N (130 Ctrl-C / SIGINT, 143 SIGTERM; see
+// cli/interrupt.h). Messages go to stderr and say what was expected.
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "cli/cli_args.h"
+#include "cli/interrupt.h"
 #include "core/errors.h"
 #include "sys/allocator.h"
 
@@ -86,7 +88,7 @@ void printUsage(std::FILE* to) {
         "\n--config takes a JSON file or a built-in preset name; --set key=value overrides "
         "a\ndotted config key (the value is read as JSON when it parses). See README.md.\n"
         "Exit codes: 0 ok, 2 usage/config error, 3 bad data or weights file, 4 runtime "
-        "failure.\n");
+        "failure,\n130 interrupted by Ctrl-C (SIGINT), 143 by SIGTERM.\n");
 }
 
 }  // namespace
@@ -103,6 +105,7 @@ int main(int argc, char** argv) {
         if (name != c.name) {
             continue;
         }
+        ensemble::cli::installInterruptHandling(c.name);
         try {
             const CliArgs args = ensemble::cli::parseArgs(argc, argv, c.valueFlags, c.switchFlags);
             if (args.flag("--help")) {

@@ -20,6 +20,9 @@ namespace {
 
 // Labels above this are far more likely a wrong column than a real class.
 constexpr int64_t kMaxLabel = 999;
+// Columns per line: far more features than any model here takes, and it bounds what one line
+// costs while split (a field object each) to tens of MB however the file is made.
+constexpr std::size_t kMaxColumns = 1'000'000;
 
 // "x<index>", the name of an unnamed feature. (Built by append: GCC 12 warns falsely,
 // -Wrestrict, on "x" + std::to_string(i).)
@@ -114,6 +117,11 @@ std::vector<std::string> splitFields(std::string_view line, const std::string& p
             }
             field = std::string(trim(line.substr(pos, end - pos)));
             pos = end;
+        }
+        if (fields.size() == kMaxColumns) {
+            throw DataError(ErrorKind::Csv, where(path, lineNo) + "more than " +
+                                                std::to_string(kMaxColumns) +
+                                                " columns (the most a CSV dataset may have)");
         }
         fields.push_back(std::move(field));
         if (pos >= line.size()) {

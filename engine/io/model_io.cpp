@@ -65,8 +65,13 @@ void readTargetNormalization(const SafetensorsFile& file, LoadedEnsemble& e) {
 
 }  // namespace
 
-void exportEnsemble(const std::string& path, const Trainer& trainer, const json& metrics) {
-    writeSafetensors(path, exportFile(trainer, metrics));
+void exportEnsemble(const std::string& path, const Trainer& trainer, const json& metrics,
+                    const std::map<std::string, std::string>& extraMetadata) {
+    SafetensorsFile file = exportFile(trainer, metrics);
+    for (const auto& [key, value] : extraMetadata) {
+        file.metadata[key] = value;
+    }
+    writeSafetensors(path, file);
 }
 
 SafetensorsFile exportFile(const Trainer& trainer, const json& metrics) {

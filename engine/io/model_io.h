@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -40,9 +41,11 @@ struct LoadedEnsemble {
 // normalization.target_mean / normalization.target_std [1] F32 and the metadata "target" (the
 // target column's name). __metadata__ holds format_version, config
 // (full JSON), members (per-member lr, momentum, weight_decay, seed, diverged), step, dataset,
-// classes, activation, widths, and `metrics` when given.
+// classes, activation, widths, and `metrics` when given; `extraMetadata` adds entries (the CLI's
+// "interrupted_at_step").
 void exportEnsemble(const std::string& path, const Trainer& trainer,
-                    const nlohmann::json& metrics = nullptr);
+                    const nlohmann::json& metrics = nullptr,
+                    const std::map<std::string, std::string>& extraMetadata = {});
 
 // The file exportEnsemble writes, in memory (a checkpoint adds its tensors and metadata to it).
 SafetensorsFile exportFile(const Trainer& trainer, const nlohmann::json& metrics = nullptr);

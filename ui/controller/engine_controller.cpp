@@ -1,5 +1,7 @@
 #include "controller/engine_controller.h"
 
+#include "controller/thread_handoff.h"
+
 #include <QMetaObject>
 
 #include <utility>
@@ -10,6 +12,18 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
     m_worker = new EngineWorker(&m_mailbox, tuning);
     m_worker->moveToThread(&m_thread);
     m_thread.setObjectName(QStringLiteral("engine"));
+    // For ThreadSanitizer only (no-ops otherwise): the worker's signals and the thread's end
+    // hand data to this thread through Qt's event queue and QThread::wait, which TSan cannot
+    // see into (controller/thread_handoff.h). Connected before the queued connections below.
+    trackQueuedHandoffs();
+    announceSignal(m_worker, &EngineWorker::snapshotReady);
+    announceSignal(m_worker, &EngineWorker::runningChanged);
+    announceSignal(m_worker, &EngineWorker::configured);
+    announceSignal(m_worker, &EngineWorker::configureFailed);
+    announceSignal(m_worker, &EngineWorker::liveEditFailed);
+    announceSignal(m_worker, &EngineWorker::predictionReady);
+    announceSignal(m_worker, &EngineWorker::exportFinished);
+    announceSignal(&m_thread, &QThread::finished);
     connect(m_worker, &EngineWorker::snapshotReady, this, &EngineController::takeSnapshot,
             Qt::QueuedConnection);
     connect(
@@ -47,13 +61,14 @@ EngineController::~EngineController() {
     m_worker->requestStop();
     m_thread.quit();
     m_thread.wait();
+    acceptHandoff();  // what the thread did before `finished` happened before this
     delete m_worker;
     m_worker = nullptr;
 }
 
 template <typename F>
 void EngineController::post(F&& f) {
-    QMetaObject::invokeMethod(m_worker, std::forward<F>(f), Qt::QueuedConnection);
+    QMetaObject::invokeMethod(m_worker, announced(std::forward<F>(f)), Qt::QueuedConnection);
 }
 
 uint64_t EngineController::configure(const nlohmann::json& config,
