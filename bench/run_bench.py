@@ -14,7 +14,9 @@ machine was during each measurement and flags noisy ones, and writes
 
 Workloads (issue 6): W1 spirals 2-32-32-2, batch 32, Adam, bootstrap resample, K = 1, 10, 100,
 1000; W2 MNIST 784-256-256-10, batch 128, K = 1, 8, 32; W3 the live view's 128 x 128 grid at
-K = 100 with the uncertainty measures; W4 the float32 GEMM rate (2048 x 2048).
+K = 100 with the uncertainty measures; W4 the float32 GEMM rate (2048 x 2048). Issue 21: W5
+Flax's MNIST CNN (the mnist-cnn preset), batch 128, SGD, K = 1, 4, 16, training steps, and its
+prediction rate (images per second through all K members). --workloads picks some of them.
 
 Usage: bench/run_bench.py [--build-dir build] [--rounds 3] [--quick] [--python /usr/bin/python3]
 PyTorch comes from Debian's python3-torch (a benchmark dependency only), with OpenBLAS
@@ -52,6 +54,12 @@ W1_WIDTHS = [2, 32, 32, 2]
 W2_WIDTHS = [784, 256, 256, 10]
 W1_MEMBERS = [1, 10, 100, 1000]
 W2_MEMBERS = [1, 8, 32]
+W5_MEMBERS = [1, 4, 16]
+# Flax's MNIST CNN (the mnist-cnn preset): forward multiply-adds per image per layer, and the
+# input-gradient ones (every layer but the first); 28 -> 14 -> 7 after the pools.
+W5_FORWARD_MACS = 28 * 28 * 32 * 9 + 14 * 14 * 64 * 32 * 9 + 3136 * 256 + 256 * 10
+W5_INPUT_GRAD_MACS = 14 * 14 * 64 * 32 * 9 + 3136 * 256 + 256 * 10
+W5_TRAIN_MACS = 2 * W5_FORWARD_MACS + W5_INPUT_GRAD_MACS
 
 
 class CpuSampler:
@@ -203,6 +211,41 @@ class Runner:
                     member_steps_per_sec=reply["member_steps_per_sec"], wall=wall,
                     other_load=other)
 
+    def ours_cnn(self, k, threads, seconds, predict=False):
+        step_guess = 0.035 * k / threads
+        steps = max(3, int(seconds / 3 / step_guess))
+        argv = [self.cli, "bench", "--config", "mnist-cnn", "--set", f"ensemble.members={k}",
+                "--set", f"backend.threads={threads}"]
+        if predict:
+            argv += ["--steps", "1", "--warmup", "0", "--repeat", "1", "--predict", "2048"]
+        else:
+            argv += ["--steps", str(steps), "--warmup", "2", "--repeat", "3"]
+        result, wall, other = self.run_ours(argv)
+        if predict:
+            ips = result["predict_images_per_sec"]
+            self.record(workload="w5p", impl="ours", members=k, threads=threads,
+                        seconds_per_step=1.0 / ips, images_per_sec=ips, wall=wall,
+                        other_load=other)
+            return
+        sps = result["steps_per_sec"]
+        self.record(workload="w5", impl="ours", members=k, threads=threads,
+                    seconds_per_step=1.0 / sps, member_steps_per_sec=sps * k, wall=wall,
+                    other_load=other)
+
+    def torch_cnn(self, impl, k, threads, seconds, predict=False):
+        reply, wall, other = self.run_torch(
+            {"workload": "w5p" if predict else "w5", "impl": impl, "members": k,
+             "threads": threads, "seconds": seconds, "rows": 2048})
+        if predict:
+            self.record(workload="w5p", impl="group", members=k, threads=threads,
+                        seconds_per_step=1.0 / reply["images_per_sec"],
+                        images_per_sec=reply["images_per_sec"], wall=wall, other_load=other)
+            return
+        self.record(workload="w5", impl=impl, members=k, threads=threads,
+                    seconds_per_step=reply["seconds_per_step"],
+                    member_steps_per_sec=reply["member_steps_per_sec"], wall=wall,
+                    other_load=other)
+
     def ours_grid(self, seconds):
         result, wall, other = self.run_ours(
             [self.bench, "grid", "--config", "spirals", "--set", "ensemble.members=100",
@@ -236,11 +279,18 @@ class Runner:
                     seconds_per_step=reply["seconds_per_step"], gflops=reply["gflops"],
                     wall=wall, other_load=other)
 
-    def memory(self):
-        """Peak resident memory of W1 at K = 1000 (a fresh process, 200 steps)."""
-        argv = [self.cli, "bench", "--config", "spirals", "--set", "ensemble.bootstrap=resample",
-                "--set", "ensemble.members=1000", "--set", f"backend.threads={self.args.threads}",
-                "--steps", "200", "--warmup", "5", "--repeat", "1"]
+    def memory(self, cnn=False):
+        """Peak resident memory of W1 at K = 1000 (a fresh process, 200 steps), or of W5 at
+        K = 16 (20 steps)."""
+        if cnn:
+            argv = [self.cli, "bench", "--config", "mnist-cnn", "--set", "ensemble.members=16",
+                    "--set", f"backend.threads={self.args.threads}", "--steps", "20",
+                    "--warmup", "1", "--repeat", "1"]
+        else:
+            argv = [self.cli, "bench", "--config", "spirals", "--set",
+                    "ensemble.bootstrap=resample", "--set", "ensemble.members=1000", "--set",
+                    f"backend.threads={self.args.threads}", "--steps", "200", "--warmup", "5",
+                    "--repeat", "1"]
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = status
@@ -253,24 +303,36 @@ class Runner:
         print(f"round {r + 1}/{a.rounds}", flush=True)
         s1, s2 = (0.4, 1.0) if a.quick else (0.8, 2.0)
         torch_threads = a.torch_threads if self.torch else []
-        for k in a.w1_members:
+        w = a.workloads
+        for k in a.w5_members if self.mnist and "w5" in w else []:
+            for t in a.our_threads:
+                self.retry(lambda: self.ours_cnn(k, t, s2))
+            for impl in ("loop", "vmap", "group"):
+                for t in torch_threads:
+                    self.retry(lambda: self.torch_cnn(impl, k, t, s2))
+            self.retry(lambda: self.ours_cnn(k, max(a.our_threads), s1, predict=True))
+            for t in torch_threads:
+                self.retry(lambda: self.torch_cnn("group", k, t, s1, predict=True))
+        for k in a.w1_members if "w1" in w else []:
             for t in a.our_threads:
                 self.retry(lambda: self.ours_train("w1", k, t, s1))
             for impl in ("loop", "bmm", "vmap"):
                 for t in torch_threads:
                     self.retry(lambda: self.torch_train("w1", impl, k, t, s1))
-        for k in a.w2_members if self.mnist else []:
+        for k in a.w2_members if self.mnist and "w2" in w else []:
             for t in a.our_threads:
                 self.retry(lambda: self.ours_train("w2", k, t, s2))
             for impl in ("loop", "bmm", "vmap"):
                 for t in torch_threads if self.torch_info.get("mnist") else []:
                     self.retry(lambda: self.torch_train("w2", impl, k, t, s2))
-        self.retry(lambda: self.ours_grid(s2))
-        for t in torch_threads:
-            self.retry(lambda: self.torch_grid(t, s1))
-        self.retry(lambda: self.ours_gemm(s1))
-        for t in torch_threads:
-            self.retry(lambda: self.torch_gemm(t, s1))
+        if "w3" in w:
+            self.retry(lambda: self.ours_grid(s2))
+            for t in torch_threads:
+                self.retry(lambda: self.torch_grid(t, s1))
+        if "w4" in w:
+            self.retry(lambda: self.ours_gemm(s1))
+            for t in torch_threads:
+                self.retry(lambda: self.torch_gemm(t, s1))
 
     def retry(self, measure):
         """Measures; while the sample was noisy, waits and measures again (up to --retries
@@ -317,7 +379,7 @@ def summarise(samples):
         key = (s["workload"], s["impl"], s.get("members"), s.get("threads"))
         groups.setdefault(key, []).append(s)
     rows = []
-    order = {"ours": 0, "eigen": 0, "loop": 1, "bmm": 2, "vmap": 3, "torch": 4}
+    order = {"ours": 0, "eigen": 0, "loop": 1, "bmm": 2, "vmap": 3, "group": 4, "torch": 5}
     for (workload, impl, k, threads), group in sorted(
             groups.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 9), kv[0][2] or 0,
                                             kv[0][3] or 0)):
@@ -332,7 +394,7 @@ def summarise(samples):
                "other_load_max": max(s["other_load"] for s in group)}
         if k:
             row["member_steps_per_sec"] = k / row["seconds_per_step"]
-        for extra in ("gflops", "refreshes_per_sec", "predict_ms"):
+        for extra in ("gflops", "refreshes_per_sec", "predict_ms", "images_per_sec"):
             if extra in use[0]:
                 row[extra] = statistics.median(s[extra] for s in use)
         rows.append(row)
@@ -353,7 +415,7 @@ def ours(rows, workload, members=None):
     return min(cands, key=lambda r: r["seconds_per_step"]) if cands else None
 
 
-def targets(rows, peak_rss_mib):
+def targets(rows, peak_rss_mib, cnn_rss_mib=None):
     t = []
 
     def add(name, value, goal, detail):
@@ -392,6 +454,18 @@ def targets(rows, peak_rss_mib):
         add("W2 K=8 useful FLOP/s / W4 GEMM rate", useful / gemm["gflops"], 0.5,
             f"{useful:.1f} GFLOP/s useful vs {gemm['gflops']:.1f} GFLOP/s ({gemm['impl']}, "
             f"{gemm['threads']} threads)")
+    for k in (4, 16):
+        o5, b5 = ours(rows, "w5", k), best(rows, "w5", k)
+        if o5 and b5:
+            add(f"W5 CNN K={k} vs best PyTorch",
+                o5["member_steps_per_sec"] / b5["member_steps_per_sec"], 5.0,
+                f"ours ({o5['threads']}t) {o5['member_steps_per_sec']:.1f} vs {b5['impl']} "
+                f"({b5['threads']}t) {b5['member_steps_per_sec']:.1f} member-steps/s")
+        if o5 and gemm:
+            useful = o5["member_steps_per_sec"] * 128 * 2 * W5_TRAIN_MACS / 1e9
+            add(f"W5 CNN K={k} useful FLOP/s / W4 GEMM rate", useful / gemm["gflops"], 0.4,
+                f"{useful:.1f} GFLOP/s useful vs {gemm['gflops']:.1f} GFLOP/s ({gemm['impl']}, "
+                f"{gemm['threads']} threads)")
     o3 = ours(rows, "w3")
     if o3:
         add("W3 grid refreshes/s", o3["refreshes_per_sec"], 10.0,
@@ -400,6 +474,10 @@ def targets(rows, peak_rss_mib):
     if peak_rss_mib is not None:
         t.append({"target": "W1 K=1000 peak RSS (MiB)", "value": peak_rss_mib, "goal": 100.0,
                   "met": peak_rss_mib < 100.0, "detail": "ensemble-cli bench, fresh process"})
+    if cnn_rss_mib is not None:
+        t.append({"target": "W5 CNN K=16 peak RSS (MiB)", "value": cnn_rss_mib, "goal": 2048.0,
+                  "met": cnn_rss_mib < 2048.0,
+                  "detail": "ensemble-cli bench, fresh process, MNIST loaded"})
     return t
 
 
@@ -495,6 +573,40 @@ def markdown(rows, tgts, meta):
                      if theirs and "ours" in fastest else float("nan"))
             out.append(f"| {k} | " + " | ".join(cells) + f" | {ratio:.1f}x |")
         out.append("")
+    w5names = {"ours": "EnsembleLab", "loop": "PyTorch loop", "vmap": "functorch vmap",
+               "group": "PyTorch groups=K"}
+    if any(r["workload"] == "w5" for r in rows):
+        out += ["**W5 Flax's MNIST CNN** (conv 32, avg-pool, conv 64, avg-pool, dense 256; "
+                "batch 128, SGD) - milliseconds per step (all K members), member-steps/s", "",
+                "| K | " + " | ".join(w5names.values()) + " | ours / best PyTorch |",
+                "|---:|" + "---:|" * (len(w5names) + 1)]
+        for k in W5_MEMBERS:
+            cells, fastest = [], {}
+            for impl in w5names:
+                cands = [r for r in rows if r["workload"] == "w5" and r["impl"] == impl
+                         and r["members"] == k]
+                if not cands:
+                    cells.append("-")
+                    continue
+                r = min(cands, key=lambda r: r["seconds_per_step"])
+                fastest[impl] = r
+                cells.append(f"{1e3 * r['seconds_per_step']:.4g} ({r['threads']}); "
+                             f"{r['member_steps_per_sec']:.2f}/s")
+            theirs = [r for i, r in fastest.items() if i != "ours"]
+            ratio = (min(r["seconds_per_step"] for r in theirs) / fastest["ours"]["seconds_per_step"]
+                     if theirs and "ours" in fastest else float("nan"))
+            out.append(f"| {k} | " + " | ".join(cells) + f" | {ratio:.1f}x |")
+        out += ["", "| W5 prediction, images/s through all K members | "
+                + " | ".join(f"K = {k}" for k in W5_MEMBERS) + " |",
+                "|---|" + "---:|" * len(W5_MEMBERS)]
+        for impl, name in (("ours", "EnsembleLab"), ("group", "PyTorch groups=K")):
+            cells = []
+            for k in W5_MEMBERS:
+                cands = [r for r in rows if r["workload"] == "w5p" and r["impl"] == impl
+                         and r["members"] == k]
+                cells.append(f"{max(r['images_per_sec'] for r in cands):,.0f}" if cands else "-")
+            out.append(f"| {name} | " + " | ".join(cells) + " |")
+        out.append("")
     w3 = [r for r in rows if r["workload"] == "w3"]
     w4 = [r for r in rows if r["workload"] == "w4"]
     out += ["**W3 live-view grid** (K = 100, 128 x 128, with the uncertainty measures) and "
@@ -530,6 +642,9 @@ def main():
     p.add_argument("--python", default="/usr/bin/python3", help="a Python with torch")
     p.add_argument("--quick", action="store_true", help="shorter measurements")
     p.add_argument("--out", default=os.path.join(HERE, "results"))
+    p.add_argument("--workloads", default="w1,w2,w3,w4,w5",
+                   help="which workloads to run (W4, the GEMM rate, is the reference of the "
+                        "FLOP-rate targets)")
     p.add_argument("--render", metavar="RESULTS_JSON",
                    help="only rewrite the tables and the plot from an earlier results.json")
     args = p.parse_args()
@@ -542,23 +657,26 @@ def main():
         return
     args.torch_threads = [int(t) for t in args.torch_threads.split(",")]
     args.our_threads = sorted({int(t) for t in args.our_threads.split(",")})
-    args.w1_members, args.w2_members = W1_MEMBERS, W2_MEMBERS
+    args.w1_members, args.w2_members, args.w5_members = W1_MEMBERS, W2_MEMBERS, W5_MEMBERS
+    args.workloads = set(args.workloads.split(","))
 
     runner = Runner(args)
     start = time.time()
     try:
         for r in range(args.rounds):
             runner.round(r)
-        peak = runner.memory()
+        peak = runner.memory() if "w1" in args.workloads else None
+        cnn_peak = runner.memory(cnn=True) if "w5" in args.workloads and runner.mnist else None
     finally:
         runner.close()
     rows = summarise(runner.samples)
-    tgts = targets(rows, peak)
+    tgts = targets(rows, peak, cnn_peak)
     meta = {"machine": machine(), "torch": runner.torch_info, "rounds": args.rounds,
             "threads": args.threads, "torch_threads": args.torch_threads,
             "noisy_other_load": NOISY_OTHER_LOAD, "runtime_s": time.time() - start,
             "w1_macs_per_example": train_macs_per_example(W1_WIDTHS),
-            "w2_macs_per_example": train_macs_per_example(W2_WIDTHS)}
+            "w2_macs_per_example": train_macs_per_example(W2_WIDTHS),
+            "w5_macs_per_example": W5_TRAIN_MACS}
     write_outputs(args.out, rows, runner.samples, tgts, meta)
     print(f"\n{len(runner.samples)} samples in {meta['runtime_s']:.0f} s; "
           f"{sum(s['noisy'] for s in runner.samples)} flagged noisy "

@@ -21,7 +21,13 @@ learning rate. Workloads:
   w3    the live view's grid refresh: K members' predictions on a G x G grid and the per-point
         ensemble statistics (mean probability, predicted class, total / aleatoric / epistemic
         uncertainty, disagreement), under torch.no_grad;
-  w4    the float32 GEMM rate: torch.mm of two N x N matrices.
+  w4    the float32 GEMM rate: torch.mm of two N x N matrices;
+  w5    Flax's MNIST CNN (conv 32 3x3 same, ReLU, avg-pool 2, conv 64 3x3 same, ReLU, avg-pool
+        2, dense 256, ReLU, dense 10), batch 128 shared by the members, SGD lr 0.1 momentum 0.9,
+        three ways: loop (K nn.Module CNNs, K optimizers), vmap (functorch over stacked
+        parameters), group (one network whose convolutions have groups=K and whose dense layers
+        are batched with baddbmm: the members as channel groups);
+  w5p   prediction with the w5 network (group form, no_grad): images per second.
 
 Usage: torch_bench.py --workload w1 --impl bmm --members 100 [--threads 2] [--seconds 1]
        torch_bench.py --serve     (JSON requests on stdin, one per line; JSON replies on stdout)
@@ -215,6 +221,106 @@ class Vmap:
 
 
 IMPLS = {"loop": Loop, "bmm": Bmm, "vmap": Vmap}
+
+
+def make_cnn():
+    return nn.Sequential(
+        nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.AvgPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.AvgPool2d(2), nn.Flatten(),
+        nn.Linear(64 * 7 * 7, 256), nn.ReLU(), nn.Linear(256, 10))
+
+
+def cnn_sgd(params):
+    return torch.optim.SGD(params, lr=0.1, momentum=0.9)
+
+
+class CnnLoop:
+    """K nn.Module CNNs, K SGDs, a Python loop over the members (one shared batch)."""
+
+    def __init__(self, k, x, y, batch):
+        self.models = [make_cnn() for _ in range(k)]
+        self.opts = [cnn_sgd(m.parameters()) for m in self.models]
+        self.x, self.y, self.batch = x, y, batch
+
+    def step(self):
+        idx = torch.randint(0, self.x.shape[0], (self.batch,))
+        xb, yb = self.x[idx], self.y[idx]
+        for model, opt in zip(self.models, self.opts):
+            loss = F.cross_entropy(model(xb), yb)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+
+
+class CnnVmap:
+    """functorch.vmap over the functional CNN with stacked parameters, one SGD."""
+
+    def __init__(self, k, x, y, batch):
+        models = [make_cnn() for _ in range(k)]
+        if combine_state_for_ensemble is not None:
+            fmodel, params, self.buffers = combine_state_for_ensemble(models)
+            self.params = [p.detach().requires_grad_() for p in params]
+            self.call = lambda ps, buffers, xb: fmodel(ps, buffers, xb)
+        else:  # torch >= 2
+            from torch.func import functional_call, stack_module_state
+
+            params, self.buffers = stack_module_state(models)
+            base = make_cnn().to("meta")
+            names = list(params.keys())
+            self.params = [params[n].detach().requires_grad_() for n in names]
+            self.call = lambda ps, buffers, xb: functional_call(
+                base, (dict(zip(names, ps)), buffers), (xb,))
+        self.opt = cnn_sgd(self.params)
+        self.k, self.x, self.y, self.batch = k, x, y, batch
+
+    def step(self):
+        idx = torch.randint(0, self.x.shape[0], (self.batch,))
+        xb, yb = self.x[idx], self.y[idx].repeat(self.k)
+        logits = vmap(self.call, in_dims=(0, 0, None))(self.params, self.buffers, xb)
+        loss = F.cross_entropy(logits.reshape(-1, 10), yb, reduction="sum") / self.batch
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        self.opt.step()
+
+
+class CnnGroup:
+    """The K members as channel groups of one network: grouped convolutions (groups=K) over the
+    batch repeated K times along the channels, then baddbmm for the dense layers."""
+
+    def __init__(self, k, x, y, batch):
+        def uniform(shape, fan_in):
+            bound = 1.0 / math.sqrt(fan_in)
+            return torch.empty(*shape).uniform_(-bound, bound).requires_grad_()
+
+        self.c1w, self.c1b = uniform((k * 32, 1, 3, 3), 9), uniform((k * 32,), 9)
+        self.c2w, self.c2b = uniform((k * 64, 32, 3, 3), 288), uniform((k * 64,), 288)
+        self.d1w, self.d1b = uniform((k, 3136, 256), 3136), uniform((k, 1, 256), 3136)
+        self.d2w, self.d2b = uniform((k, 256, 10), 256), uniform((k, 1, 10), 256)
+        self.params = [self.c1w, self.c1b, self.c2w, self.c2b, self.d1w, self.d1b, self.d2w,
+                       self.d2b]
+        self.opt = cnn_sgd(self.params)
+        self.k, self.x, self.y, self.batch = k, x, y, batch
+
+    def forward(self, xb):
+        b, k = xb.shape[0], self.k
+        h = xb.expand(b, k, 28, 28)
+        h = F.avg_pool2d(F.relu(F.conv2d(h, self.c1w, self.c1b, padding=1, groups=k)), 2)
+        h = F.avg_pool2d(F.relu(F.conv2d(h, self.c2w, self.c2b, padding=1, groups=k)), 2)
+        h = h.reshape(b, k, 3136).transpose(0, 1)  # K x B x 3136, PyTorch's flatten order
+        h = F.relu(torch.baddbmm(self.d1b, h, self.d1w))
+        return torch.baddbmm(self.d2b, h, self.d2w)  # K x B x 10
+
+    def step(self):
+        idx = torch.randint(0, self.x.shape[0], (self.batch,))
+        xb, yb = self.x[idx], self.y[idx].repeat(self.k)
+        logits = self.forward(xb)
+        loss = F.cross_entropy(logits.reshape(-1, 10), yb, reduction="sum") / self.batch
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        self.opt.step()
+
+
+CNN_IMPLS = {"loop": CnnLoop, "vmap": CnnVmap, "group": CnnGroup}
 _DATA = {}
 
 
@@ -316,6 +422,26 @@ def run(request):
         refresh = grid_refresh(k, int(request.get("size", 128)), x)
         median, samples = time_steps(refresh, seconds)
         reply.update(seconds_per_step=median, samples=samples, refreshes_per_sec=1 / median)
+    elif workload in ("w5", "w5p"):
+        x, y = data("w2")
+        x = x.reshape(-1, 1, 28, 28)
+        if workload == "w5":
+            model = CNN_IMPLS[impl](k, x, y, 128)
+            median, samples = time_steps(model.step, seconds)
+            reply.update(seconds_per_step=median, samples=samples,
+                         member_steps_per_sec=k / median)
+        else:
+            model = CnnGroup(k, x, y, 128)
+            rows = int(request.get("rows", 1024))
+            xb = x[:rows]
+
+            def predict():
+                with torch.no_grad():
+                    return torch.log_softmax(model.forward(xb), -1)
+
+            median, samples = time_steps(predict, seconds)
+            reply.update(seconds_per_step=median, samples=samples,
+                         images_per_sec=rows / median)
     elif workload == "w4":
         n = int(request.get("n", 2048))
         a, b = torch.randn(n, n), torch.randn(n, n)
@@ -346,7 +472,7 @@ def main():
     parser.add_argument("--serve", action="store_true")
     parser.add_argument("--info", action="store_true")
     parser.add_argument("--workload", default="w1")
-    parser.add_argument("--impl", default="bmm", choices=sorted(IMPLS))
+    parser.add_argument("--impl", default="bmm", choices=sorted(set(IMPLS) | set(CNN_IMPLS)))
     parser.add_argument("--members", type=int, default=100)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seconds", type=float, default=1.0)

@@ -331,10 +331,12 @@ class TestConv : public QObject {
 
     void sgdStepIsGradientStep() {
         // One plain SGD step through CpuBackend moves every parameter by -lr * gradient.
+        // 70 rows in one batch: three groups of 32, 32 and 6 examples, summed in train().
+        constexpr int kRows = 70;
         Problem p = makeProblem(Shape{1, 6, 6}, {conv(2, 3), pool(PoolKind::Max, 2), dense(4)}, 3,
-                                1, 20, 5);
-        std::vector<int32_t> labels(20);
-        for (int i = 0; i < 20; ++i) {
+                                1, kRows, 5);
+        std::vector<int32_t> labels(kRows);
+        for (int i = 0; i < kRows; ++i) {
             labels[static_cast<std::size_t>(i)] = i % 3;
         }
         TrainingProblem tp;
@@ -342,10 +344,10 @@ class TestConv : public QObject {
         tp.activation = Activation::Relu;
         tp.trainX = p.x.data();
         tp.trainY = labels.data();
-        tp.trainRows = 20;
+        tp.trainRows = kRows;
         tp.plan.seed = 1;
-        tp.plan.rows = 20;
-        tp.plan.batch = 20;
+        tp.plan.rows = kRows;
+        tp.plan.batch = kRows;
         tp.plan.mode = BootstrapMode::None;
         tp.rules = {makeRule(OptimizerKind::Sgd, 0.5, 0.0, 0.0, 0.9, 0.999, 1e-8)};
         CpuBackend backend(2);
@@ -357,14 +359,14 @@ class TestConv : public QObject {
         std::vector<float> after(p.layout.size());
         backend.parameters(after.data());
 
-        // The batch of step 0 covers all 20 rows once (an epoch permutation): the gradient
-        // does not depend on their order up to rounding.
+        // The batch of step 0 covers all rows once (an epoch permutation): the gradient does
+        // not depend on their order up to rounding.
         std::vector<float> grad(p.layout.perMember());
-        std::vector<float> ones(20, 1.0f);
+        std::vector<float> ones(kRows, 1.0f);
         ConvNetCpu net;
-        net.bind(p.layout, Activation::Relu, 20, 1);
+        net.bind(p.layout, Activation::Relu, kRows, 1);
         net.gradient(0, p.params.data(), ConvMemberBatch{p.x.data(), labels.data(), ones.data()},
-                     20, grad.data());
+                     kRows, grad.data());
         std::size_t packed = 0;
         for (int l = 0; l < p.layout.layerCount(); ++l) {
             const LayerSlot& s = p.layout.layer(l);

@@ -579,21 +579,55 @@ int commandBench(const CliArgs& args) {
     std::sort(sorted.begin(), sorted.end());
     const double median = sorted[sorted.size() / 2];
     const double memberRate = median * trainer->members();
+    // Useful work of a step: forward, weight gradients and the input gradients of every layer
+    // but the first, two FLOP per multiply-add (what the README's FLOP rates count).
+    const Architecture& arch = trainer->layout().architecture();
+    double trainMacs = 2.0 * arch.forwardMacsPerExample();
+    for (const StackLayer& s : arch.layers()) {
+        if (s.param > 0) {
+            trainMacs += static_cast<double>(s.fanIn()) * static_cast<double>(s.out.size());
+        }
+    }
+    const double gflops = memberRate * config.training.batchSize * 2.0 * trainMacs / 1e9;
+    // Prediction: the first ROWS rows of the test split (of the train split when there is no
+    // test split) through every member, the median of `repeat` timings.
+    double imagesPerSecond = 0.0;
+    if (args.has("--predict")) {
+        const int64_t want = parseCount(args, "--predict", 1024, 1);
+        const Dataset& split =
+            trainer->data().test.rows > 0 ? trainer->data().test : trainer->data().train;
+        const int64_t rows = std::min(want, split.rows);
+        std::vector<double> times;
+        for (int64_t r = 0; r < repeat; ++r) {
+            const auto start = Clock::now();
+            const MemberPredictions p = trainer->predictRaw(split.x.data(), rows);
+            times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+        }
+        std::sort(times.begin(), times.end());
+        imagesPerSecond = static_cast<double>(rows) / times[times.size() / 2];
+    }
     if (args.has("--json")) {
         const json report{{"backend", trainer->backend().name()},
                           {"members", trainer->members()},
                           {"batch_size", config.training.batchSize},
                           {"widths", trainer->layout().widths()},
+                          {"model", config.json.value("model", json::object())},
                           {"steps", steps},
                           {"warmup", warmup},
                           {"steps_per_sec", rates},
                           {"steps_per_sec_median", median},
-                          {"member_steps_per_sec", memberRate}};
+                          {"member_steps_per_sec", memberRate},
+                          {"useful_gflops", gflops}};
         writeFileAtomic(args.get("--json"), report.dump(2) + "\n");
     }
     std::printf("backend %s, K = %d, batch %d\n", trainer->backend().name().c_str(),
                 trainer->members(), config.training.batchSize);
-    std::printf("RESULT steps_per_sec=%.6g member_steps_per_sec=%.6g\n", median, memberRate);
+    std::printf("RESULT steps_per_sec=%.6g member_steps_per_sec=%.6g useful_gflops=%.6g", median,
+                memberRate, gflops);
+    if (args.has("--predict")) {
+        std::printf(" predict_images_per_sec=%.6g", imagesPerSecond);
+    }
+    std::printf("\n");
     return 0;
 }
 

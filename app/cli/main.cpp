@@ -50,8 +50,8 @@ const std::vector<Command>& commands() {
          ensemble::cli::commandDataset},
         {"bench",
          "bench   --config FILE.json|PRESET [--set key=value]... [--steps N] [--warmup N]\n"
-         "        [--repeat R] [--json OUT.json]",
-         {"--config", "--set", "--steps", "--warmup", "--repeat", "--json"},
+         "        [--repeat R] [--predict ROWS] [--json OUT.json]",
+         {"--config", "--set", "--steps", "--warmup", "--repeat", "--predict", "--json"},
          {},
          ensemble::cli::commandBench},
         {"eval",

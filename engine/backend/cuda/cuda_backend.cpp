@@ -316,6 +316,11 @@ void CudaBackend::bind(const TrainingProblem& problem) {
     if (members < 1 || layout.layerCount() < 1) {
         throw std::invalid_argument("CudaBackend::bind: empty layout");
     }
+    if (!layout.isMlp()) {
+        // The registry sends CNN members to the CPU (makeBackend); this is the backstop.
+        throw std::invalid_argument("CudaBackend::bind: the CUDA step program runs MLP members; "
+                                    "CNN members train on the CPU backend");
+    }
     if (problem.rules.size() != static_cast<std::size_t>(members)) {
         throw std::invalid_argument("CudaBackend::bind: one optimizer rule per member needed");
     }
