@@ -920,7 +920,11 @@ void ExperimentPanel::updateModelSection() {
     const bool cnn = m_modelKind->currentData().toString() == QStringLiteral("cnn");
     if (m_modelForm != nullptr) {
         m_modelForm->setRowVisible(m_hidden->parentWidget(), !cnn);
+        const bool changed = m_layers->parentWidget()->isVisibleTo(this) != cnn;
         m_modelForm->setRowVisible(m_layers->parentWidget(), cnn);
+        if (changed && m_scroll != nullptr) {
+            updateMinimumWidth();  // the layer rows are wider than the MLP's fields
+        }
     }
 }
 

@@ -124,9 +124,10 @@ void TileGrid::paintEvent(QPaintEvent*) {
     const QRectF target(left, 1, m_image.width() * scale, m_image.height() * scale);
     p.drawImage(target, m_image);
     p.setPen(palette().color(QPalette::WindowText));
-    const double rowHeight = m_rows > 0 ? target.height() / m_rows : 0.0;
+    // Each label centred on its row of tiles (rows of th pixels with a gap between).
+    const int th = m_rows > 0 ? (m_image.height() + kTileGap) / m_rows - kTileGap : 0;
     for (int r = 0; r < m_rows && r < m_labels.size(); ++r) {
-        p.drawText(QRectF(0, 1 + r * rowHeight, left - 6, rowHeight),
+        p.drawText(QRectF(0, 1 + r * (th + kTileGap) * scale, left - 6, th * scale),
                    Qt::AlignRight | Qt::AlignVCenter, m_labels[r]);
     }
 }
