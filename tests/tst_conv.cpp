@@ -15,6 +15,7 @@
 #include "io/config.h"
 #include "io/model_io.h"
 #include "io/safetensors.h"
+#include "model/feature_maps.h"
 #include "test_support.h"
 #include "train/trainer.h"
 
@@ -523,6 +524,76 @@ class TestConv : public QObject {
         QCOMPARE(a.paramLayer(2).in.channels, 3136);
         // About 9.3 MFLOP per image forward (4.6 M multiply-adds).
         QVERIFY(std::abs(a.forwardMacsPerExample() - 4.63e6) < 0.02e6);
+    }
+
+    void firstLayerFeatureMaps() {
+        // The Filters view's maps, against hand-computed cases. One conv of 2 filters 3x3
+        // "same" on a 5x5 image holding a single 1 at (2, 2): cross-correlation puts the kernel,
+        // flipped, around that pixel: out[y][x] = W[3 - y][3 - x] + b for y, x in 1..3, b
+        // elsewhere; ReLU clips filter 1's negative bias.
+        LayerSpec conv;
+        conv.kind = LayerKind::Conv;
+        conv.filters = 2;
+        conv.kernel = 3;
+        const ParamLayout layout(Architecture::stack({1, 5, 5}, {conv}, 3), 2);
+        std::vector<float> params(layout.size(), 0.0f);
+        for (int k = 0; k < 2; ++k) {
+            for (int f = 0; f < 2; ++f) {
+                float* w = params.data() + layout.weightOffset(0, k) + f * 9;
+                for (int i = 0; i < 9; ++i) {
+                    w[i] = static_cast<float>((k + 1) * (f == 0 ? 1 : -1) * (i + 1));
+                }
+                params[layout.biasOffset(0, k) + f] = f == 0 ? 0.5f : -0.25f;
+            }
+        }
+        const FirstConv first = firstConvOf(layout, params.data());
+        QCOMPARE(first.members, 2);
+        QCOMPARE(first.filters(), 2);
+        QCOMPARE(first.kernel(), 3);
+        QCOMPARE(first.weights[9 * 3 + 4], -10.0f);  // member 1, filter 1, centre: -2 * 5
+        std::vector<float> image(25, 0.0f);
+        image[2 * 5 + 2] = 1.0f;
+        const std::vector<float> maps = firstConvFeatureMaps(first, Activation::Relu, image.data());
+        QCOMPARE(maps.size(), std::size_t{2 * 2 * 25});
+        for (int k = 0; k < 2; ++k) {
+            for (int y = 0; y < 5; ++y) {
+                for (int x = 0; x < 5; ++x) {
+                    const bool inside = y >= 1 && y <= 3 && x >= 1 && x <= 3;
+                    const float w =
+                        inside ? static_cast<float>((k + 1) * ((3 - y) * 3 + (3 - x) + 1)) : 0.0f;
+                    QCOMPARE(maps[((k * 2 + 0) * 5 + y) * 5 + x], w + 0.5f);
+                    QCOMPARE(maps[((k * 2 + 1) * 5 + y) * 5 + x], 0.0f);  // relu(-w - 0.25)
+                }
+            }
+        }
+        // Stride 2, valid, tanh on a 5x5 ramp: 2x2 outputs, out[y][x] = tanh(sum of the 3x3
+        // window at (2y, 2x) of W * image + b), here with W = 1 and b = 0.
+        conv.stride = 2;
+        conv.padding = Padding::Valid;
+        conv.filters = 1;
+        const ParamLayout strided(Architecture::stack({1, 5, 5}, {conv}, 2), 1);
+        std::vector<float> p2(strided.size(), 0.0f);
+        std::fill_n(p2.data() + strided.weightOffset(0, 0), 9, 1.0f);
+        std::vector<float> ramp(25);
+        for (int i = 0; i < 25; ++i) {
+            ramp[i] = 0.01f * static_cast<float>(i);
+        }
+        const std::vector<float> m2 =
+            firstConvFeatureMaps(firstConvOf(strided, p2.data()), Activation::Tanh, ramp.data());
+        QCOMPARE(m2.size(), std::size_t{4});
+        for (int y = 0; y < 2; ++y) {
+            for (int x = 0; x < 2; ++x) {
+                double sum = 0.0;
+                for (int i = 0; i < 3; ++i) {
+                    for (int j = 0; j < 3; ++j) {
+                        sum += 0.01 * ((2 * y + i) * 5 + 2 * x + j);
+                    }
+                }
+                QVERIFY(std::abs(m2[y * 2 + x] - std::tanh(sum)) < 1e-6);
+            }
+        }
+        // An MLP has no first conv.
+        QVERIFY(firstConvOf(ParamLayout(std::vector<int>{4, 3}, 1), params.data()).empty());
     }
 };
 

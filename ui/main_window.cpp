@@ -39,6 +39,7 @@
 #include "views/boundary_view.h"
 #include "views/calibration_view.h"
 #include "views/curves_view.h"
+#include "views/filters_view.h"
 #include "views/images_view.h"
 #include "views/members_view.h"
 #include "views/sweep_view.h"
@@ -110,6 +111,8 @@ MainWindow::MainWindow(Options options, QWidget* parent)
             &MainWindow::onExportFinished);
     connect(m_controller.get(), &EngineController::predictionReady, m_images,
             &ImagesView::showPrediction);
+    connect(m_controller.get(), &EngineController::featureMapsReady, m_filters,
+            &FiltersView::showFeatureMaps);
 
     m_applyTimer.setSingleShot(true);
     m_applyTimer.setInterval(350);
@@ -159,6 +162,7 @@ void MainWindow::buildViews() {
     m_calibration = new CalibrationView;
     m_sweep = new SweepView;
     m_images = new ImagesView;
+    m_filters = new FiltersView;
     // Each view in a frameless scroll area: a window smaller than a view's minimum (900 x 600
     // with the panel open) scrolls the view instead of clipping it or growing the window.
     auto scrollable = [](QWidget* view) {
@@ -175,6 +179,8 @@ void MainWindow::buildViews() {
     m_tabs->addTab(scrollable(m_sweep), tr("Sweep"));
     m_tabs->addTab(scrollable(m_images), tr("Images"));
     m_tabs->setTabVisible(5, false);
+    m_tabs->addTab(scrollable(m_filters), tr("Filters"));
+    m_tabs->setTabVisible(6, false);
     // Above the views: the one place that says an edit waits for Reset.
     m_banner = new QFrame;
     m_banner->setObjectName(QStringLiteral("RestartBanner"));
@@ -221,6 +227,10 @@ void MainWindow::buildViews() {
         }
     });
     connect(m_images, &ImagesView::predictionRequested, this,
+            [this](quint64 id, const std::vector<float>& pixels) {
+                m_controller->predict(id, pixels);
+            });
+    connect(m_filters, &FiltersView::predictionRequested, this,
             [this](quint64 id, const std::vector<float>& pixels) {
                 m_controller->predict(id, pixels);
             });
@@ -369,7 +379,8 @@ void MainWindow::buildActions() {
 
 QStringList MainWindow::viewNames() {
     return {QStringLiteral("boundary"),    QStringLiteral("members"), QStringLiteral("curves"),
-            QStringLiteral("calibration"), QStringLiteral("sweep"),   QStringLiteral("images")};
+            QStringLiteral("calibration"), QStringLiteral("sweep"),   QStringLiteral("images"),
+            QStringLiteral("filters")};
 }
 
 bool MainWindow::setView(const QString& name) {
@@ -721,8 +732,12 @@ void MainWindow::updateTabs() {
     const QString current = currentViewName();
     m_tabs->setTabVisible(0, grid);
     m_tabs->setTabVisible(5, images);
+    // Filters: CNN members (a first conv layer to show).
+    const bool filters = s->firstConv != nullptr;
+    m_tabs->setTabVisible(6, filters);
     if ((current == QStringLiteral("boundary") && !grid) ||
-        (current == QStringLiteral("images") && !images)) {
+        (current == QStringLiteral("images") && !images) ||
+        (current == QStringLiteral("filters") && !filters)) {
         setView(images ? QStringLiteral("images") : QStringLiteral("members"));
     }
     if (m_selectedMember >= s->run->members) {
@@ -741,6 +756,7 @@ void MainWindow::onSnapshot() {
     m_calibration->setSnapshot(s);
     m_sweep->setSnapshot(s);
     m_images->setSnapshot(s);
+    m_filters->setSnapshot(s);
     updateStatus();
     updateActions();
     Q_EMIT snapshotShown();

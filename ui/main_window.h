@@ -28,6 +28,7 @@ class ElidedLabel;
 class CalibrationView;
 class CurvesView;
 class ExperimentPanel;
+class FiltersView;
 class ImagesView;
 class MembersView;
 class SweepView;
@@ -71,6 +72,7 @@ class MainWindow : public QMainWindow {
     CalibrationView* calibrationView() const { return m_calibration; }
     SweepView* sweepView() const { return m_sweep; }
     ImagesView* imagesView() const { return m_images; }
+    FiltersView* filtersView() const { return m_filters; }
     QAction* trainAction() const { return m_train; }
     QAction* stepAction() const { return m_step; }
     QAction* resetAction() const { return m_reset; }
@@ -139,6 +141,7 @@ class MainWindow : public QMainWindow {
     CalibrationView* m_calibration = nullptr;
     SweepView* m_sweep = nullptr;
     ImagesView* m_images = nullptr;
+    FiltersView* m_filters = nullptr;
 
     QAction* m_train = nullptr;
     QAction* m_step = nullptr;

@@ -23,6 +23,7 @@
 #include "panels/experiment_panel.h"
 #include "sys/allocator.h"
 #include "views/boundary_view.h"
+#include "views/filters_view.h"
 #include "views/images_view.h"
 
 using ensemble::ui::MainWindow;
@@ -30,9 +31,12 @@ using ensemble::ui::SnapshotPtr;
 
 namespace {
 
-// Draws a "7" on the Images view's canvas (for screenshots of the live prediction).
+// Draws a "7" on the canvas of the view shown, Images or Filters (for screenshots of the live
+// prediction and of the feature maps).
 void drawDemoDigit(MainWindow& window) {
-    ensemble::ui::DigitCanvas* canvas = window.imagesView()->canvas();
+    ensemble::ui::DigitCanvas* canvas = window.currentViewName() == QStringLiteral("filters")
+                                            ? window.filtersView()->canvas()
+                                            : window.imagesView()->canvas();
     const double s = canvas->width() / 224.0;
     canvas->drawStroke({QPointF(62 * s, 56 * s), QPointF(156 * s, 54 * s), QPointF(150 * s, 70 * s),
                         QPointF(122 * s, 120 * s), QPointF(100 * s, 172 * s)});
@@ -63,7 +67,8 @@ int main(int argc, char** argv) {
                                          QStringLiteral("N"));
     const QCommandLineOption viewOption(
         QStringLiteral("view"),
-        QStringLiteral("View to show: boundary, members, curves, calibration, sweep, images."),
+        QStringLiteral(
+            "View to show: boundary, members, curves, calibration, sweep, images, filters."),
         QStringLiteral("NAME"));
     const QCommandLineOption shotOption(
         QStringLiteral("screenshot"),

@@ -22,6 +22,7 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
     announceSignal(m_worker, &EngineWorker::configureFailed);
     announceSignal(m_worker, &EngineWorker::liveEditFailed);
     announceSignal(m_worker, &EngineWorker::predictionReady);
+    announceSignal(m_worker, &EngineWorker::featureMapsReady);
     announceSignal(m_worker, &EngineWorker::exportFinished);
     announceSignal(&m_thread, &QThread::finished);
     connect(m_worker, &EngineWorker::snapshotReady, this, &EngineController::takeSnapshot,
@@ -49,6 +50,8 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
     connect(m_worker, &EngineWorker::liveEditFailed, this, &EngineController::liveEditFailed,
             Qt::QueuedConnection);
     connect(m_worker, &EngineWorker::predictionReady, this, &EngineController::predictionReady,
+            Qt::QueuedConnection);
+    connect(m_worker, &EngineWorker::featureMapsReady, this, &EngineController::featureMapsReady,
             Qt::QueuedConnection);
     connect(m_worker, &EngineWorker::exportFinished, this, &EngineController::exportFinished,
             Qt::QueuedConnection);

@@ -72,6 +72,8 @@ class EngineController : public QObject {
     void configureFailed(quint64 runId, QString message, int errorKind);
     void liveEditFailed(QString message);
     void predictionReady(quint64 id, QList<float> logProbs, int members, int classes);
+    void featureMapsReady(quint64 id, QList<float> maps, int members, int filters, int height,
+                          int width);
     void exportFinished(bool ok, QString message, QStringList files);
 
   private:

@@ -70,6 +70,7 @@ void EngineWorker::configure(const nlohmann::json& config, std::shared_ptr<const
         // Free the old run first: two MNIST-sized runs need not fit in memory together.
         m_trainer.reset();
         m_cacheValid = false;
+        m_firstConv.reset();
         if (data) {
             BackendChoice choice = makeBackend(parsed);
             notice = choice.notice;
@@ -432,6 +433,7 @@ SnapshotPtr EngineWorker::buildSnapshot() {
     }
     s->meanLoss = active > 0 ? loss / active : std::nan("");
     s->history = m_history;
+    s->firstConv = firstConv();
 
     const auto t0 = Clock::now();
     refreshPredictions();
@@ -530,6 +532,33 @@ void EngineWorker::predictPending() {
     const MemberPredictions p = m_trainer->predictRaw(request->second.data(), rows);
     QList<float> out(p.logProbs.begin(), p.logProbs.end());
     Q_EMIT predictionReady(request->first, out, p.members, p.classes);
+    if (const std::shared_ptr<const FirstConv> conv = firstConv()) {
+        // The drawn digit (the first row), normalised as the members see it.
+        std::vector<float> x(request->second.begin(), request->second.begin() + features);
+        m_trainer->data().normalization.applyInPlace(x.data(), 1);
+        const std::vector<float> maps =
+            firstConvFeatureMaps(*conv, m_trainer->config().model.activation, x.data());
+        const Shape o = conv->layer.out;
+        Q_EMIT featureMapsReady(request->first, QList<float>(maps.begin(), maps.end()),
+                                conv->members, o.channels, o.height, o.width);
+    }
+}
+
+std::shared_ptr<const FirstConv> EngineWorker::firstConv() {
+    if (!m_trainer) {
+        return nullptr;
+    }
+    const auto& layers = m_trainer->layout().architecture().layers();
+    if (layers.empty() || layers.front().kind != LayerKind::Conv) {
+        return nullptr;
+    }
+    if (!m_firstConv || m_firstConvStep != m_trainer->step()) {
+        const std::vector<float> params = m_trainer->parameters();
+        m_firstConv =
+            std::make_shared<const FirstConv>(firstConvOf(m_trainer->layout(), params.data()));
+        m_firstConvStep = m_trainer->step();
+    }
+    return m_firstConv;
 }
 
 void EngineWorker::exportTo(const QString& basePath) {

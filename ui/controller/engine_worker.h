@@ -115,6 +115,10 @@ class EngineWorker : public QObject {
     void liveEditFailed(QString message);
     void runningChanged(bool running);
     void predictionReady(quint64 id, QList<float> logProbs, int members, int classes);
+    // CNN members: the first conv layer's feature maps of the request's first row,
+    // [members, filters, height, width] after the activation (sent after predictionReady).
+    void featureMapsReady(quint64 id, QList<float> maps, int members, int filters, int height,
+                          int width);
     void exportFinished(bool ok, QString message, QStringList files);
 
   private:
@@ -130,6 +134,8 @@ class EngineWorker : public QObject {
     SnapshotPtr buildSnapshot();
     void refreshPredictions();
     std::vector<uint8_t> included() const;
+    // The first conv layer at the current step (null for an MLP), copied once per step.
+    std::shared_ptr<const FirstConv> firstConv();
 
     SnapshotMailbox* m_mailbox;
     WorkerTuning m_tuning;
@@ -181,6 +187,9 @@ class EngineWorker : public QObject {
     Clock::time_point m_sizeCurveTime;
     double m_sizeCurveSeconds = 0.0;
     double m_sizeCurveCostOfLastBuild = 0.0;  // 0 when the last snapshot reused the curve
+
+    std::shared_ptr<const FirstConv> m_firstConv;
+    int64_t m_firstConvStep = -1;
 
     // The newest unserved prediction request.
     std::mutex m_predictMutex;

@@ -18,6 +18,7 @@
 #include "io/config.h"
 #include "metrics/grid.h"
 #include "metrics/metrics.h"
+#include "model/feature_maps.h"
 #include "train/trainer.h"
 
 namespace ensemble::ui {
@@ -126,6 +127,10 @@ struct Snapshot {
     // Decision boundaries as polylines in grid units (0..G, row 0 at the top).
     std::vector<QPolygonF> ensembleContour;
     std::vector<std::vector<QPolygonF>> memberContours;  // per member
+
+    // CNN members: every member's first conv layer at this step (the Filters view); null for
+    // an MLP. Shared between snapshots of the same step.
+    std::shared_ptr<const FirstConv> firstConv;
 };
 
 using SnapshotPtr = std::shared_ptr<const Snapshot>;

@@ -32,6 +32,7 @@
 #include "data/dataset.h"
 #include "io/config.h"
 #include "panels/field_input.h"
+#include "panels/layer_list_editor.h"
 
 namespace ensemble::ui {
 
@@ -324,14 +325,7 @@ void ExperimentPanel::build() {
     });
 
     // Model.
-    QFormLayout* model = section(tr("Model"));
-    m_modelKind = comboFor("model.kind");
-    addField(model, QStringLiteral("model.kind"), tr("Kind"), m_modelKind);
-    m_hidden = new QLineEdit;
-    m_hidden->setPlaceholderText(QStringLiteral("32, 32"));
-    addField(model, QStringLiteral("model.hidden"), tr("Hidden layers"), m_hidden);
-    m_activation = comboFor("model.activation");
-    addField(model, QStringLiteral("model.activation"), tr("Activation"), m_activation);
+    buildModelSection(section(tr("Model")));
 
     // Ensemble.
     QFormLayout* ens = section(tr("Ensemble"));
@@ -481,13 +475,7 @@ void ExperimentPanel::setConfig(const json& input, const QString& preset) {
     m_dataSeed->setValue(intOf(c, "dataset.seed"));
     m_path->setText(textOf(c, "dataset.path"));
 
-    setCombo(m_modelKind, textOf(c, "model.kind"));
-    QStringList widths;
-    for (const auto& w : valueOf(c, "model.hidden")) {
-        widths << str(w.dump());
-    }
-    m_hidden->setText(widths.join(QStringLiteral(", ")));
-    setCombo(m_activation, textOf(c, "model.activation"));
+    loadModelSection(c);
 
     m_members->setValue(intOf(c, "ensemble.members"));
     setCombo(m_bootstrap, textOf(c, "ensemble.bootstrap"));
@@ -578,6 +566,7 @@ void ExperimentPanel::updateEnabled() {
     m_regenerate->setEnabled(generated);
     m_path->setEnabled(!generated);
     m_browse->setEnabled(!generated);
+    updateModelSection();
     const int lrMode = m_lrMode->currentIndex();
     m_lrStack->setCurrentIndex(lrMode);
     m_momentum->setEnabled(m_optimizer->currentData().toString() == QStringLiteral("sgd"));
@@ -624,16 +613,7 @@ json ExperimentPanel::config() const {
     d["seed"] = m_dataSeed->value();
     d["path"] = m_path->text().trimmed().toStdString();
 
-    json hidden = json::array();
-    for (const QString& p : m_hidden->text().split(QRegularExpression(QStringLiteral("[,;\\s]+")),
-                                                   Qt::SkipEmptyParts)) {
-        bool ok = false;
-        const int w = p.toInt(&ok);
-        hidden.push_back(ok ? json(w) : json(p.toStdString()));
-    }
-    c["model"]["kind"] = m_modelKind->currentData().toString().toStdString();
-    c["model"]["hidden"] = hidden;
-    c["model"]["activation"] = m_activation->currentData().toString().toStdString();
+    storeModelSection(c);
 
     c["ensemble"]["members"] = m_members->value();
     c["ensemble"]["bootstrap"] = m_bootstrap->currentData().toString().toStdString();
@@ -710,16 +690,7 @@ void ExperimentPanel::validate() {
     }
     checkNumbers(m_momentum, QStringLiteral("optimizer.momentum"));
     checkNumbers(m_weightDecay, QStringLiteral("optimizer.weight_decay"));
-    for (const QString& p : m_hidden->text().split(QRegularExpression(QStringLiteral("[,;\\s]+")),
-                                                   Qt::SkipEmptyParts)) {
-        bool ok = false;
-        p.toInt(&ok);
-        if (!ok) {
-            m_errors.insert(QStringLiteral("model.hidden"),
-                            tr("\"%1\" is not a layer width; write widths like 32, 32").arg(p));
-            break;
-        }
-    }
+    checkModelSection();
     const json c = config();
     if (m_errors.isEmpty()) {
         // Then the engine's parser: its message names the key and the reason.
@@ -775,6 +746,7 @@ void ExperimentPanel::markErrors() {
         it.value()->setText(shown);
         it.value()->setVisible(!shown.isEmpty());
     }
+    markLayerErrors();
     auto mark = [this](QWidget* w, bool invalid) {
         if (w->property("invalid").toBool() != invalid) {
             w->setProperty("invalid", invalid);
@@ -840,6 +812,153 @@ QWidget* ExperimentPanel::editor(const QString& key) const {
 
 QLabel* ExperimentPanel::errorLabel(const QString& key) const {
     return m_errorLabels.value(key);
+}
+
+// --- The Model section ------------------------------------------------------------------------
+
+namespace {
+
+bool isImageKind(const QString& kind) {
+    return kind == QStringLiteral("mnist") || kind == QStringLiteral("fashion-mnist");
+}
+
+// "model.layers[2].kernel: reason" -> row 2, field "kernel" (-1 when it names no row).
+int layerErrorRow(const QString& message, QString& field) {
+    static const QRegularExpression re(QStringLiteral("^model\\.layers\\[(\\d+)\\](?:\\.(\\w+))?"));
+    const QRegularExpressionMatch m = re.match(message);
+    if (!m.hasMatch()) {
+        return -1;
+    }
+    field = m.captured(2);
+    return m.captured(1).toInt();
+}
+
+}  // namespace
+
+void ExperimentPanel::buildModelSection(QFormLayout* model) {
+    m_modelForm = model;
+    m_modelKind = comboFor("model.kind");
+    addField(model, QStringLiteral("model.kind"), tr("Kind"), m_modelKind);
+    m_hidden = new QLineEdit;
+    m_hidden->setPlaceholderText(QStringLiteral("32, 32"));
+    addField(model, QStringLiteral("model.hidden"), tr("Hidden layers"), m_hidden);
+    m_layers = new LayerListEditor;
+    addField(model, QStringLiteral("model.layers"), tr("Layers"), m_layers);
+    // The row's tooltip is the schema's long help; each field has its own.
+    m_layers->setToolTip(QString());
+    m_activation = comboFor("model.activation");
+    addField(model, QStringLiteral("model.activation"), tr("Activation"), m_activation);
+    connect(m_layers, &LayerListEditor::edited, this, &ExperimentPanel::onEdited);
+    // New rows need the form's input rules (the wheel scrolls the form) and a wider panel.
+    connect(m_layers, &LayerListEditor::edited, this, [this] {
+        installLayerInput();
+        updateMinimumWidth();
+    });
+}
+
+void ExperimentPanel::loadModelSection(const json& c) {
+    setCombo(m_modelKind, textOf(c, "model.kind"));
+    QStringList widths;
+    for (const auto& w : valueOf(c, "model.hidden")) {
+        widths << str(w.dump());
+    }
+    m_hidden->setText(widths.join(QStringLiteral(", ")));
+    // A config of the other kind has no model.layers: the editor then offers the recipe.
+    const bool hasLayers =
+        c.contains("model") && c["model"].is_object() && c["model"].contains("layers");
+    m_layers->setLayers(hasLayers ? c["model"]["layers"] : keySpec("model.layers").defaultValue);
+    installLayerInput();
+    setCombo(m_activation, textOf(c, "model.activation"));
+}
+
+void ExperimentPanel::storeModelSection(json& c) const {
+    json& m = c["model"];
+    const QString kind = m_modelKind->currentData().toString();
+    m["kind"] = kind.toStdString();
+    // Only the kind's own key is stored (the schema's conditional rows): a cnn config holds
+    // layers, an mlp config hidden. dropInapplicable() then removes the other one if loaded.
+    if (kind == QStringLiteral("cnn")) {
+        m["layers"] = m_layers->layers();
+        m.erase("hidden");
+    } else {
+        json hidden = json::array();
+        for (const QString& p : m_hidden->text().split(
+                 QRegularExpression(QStringLiteral("[,;\\s]+")), Qt::SkipEmptyParts)) {
+            bool ok = false;
+            const int w = p.toInt(&ok);
+            hidden.push_back(ok ? json(w) : json(p.toStdString()));
+        }
+        m["hidden"] = hidden;
+        m.erase("layers");
+    }
+    m["activation"] = m_activation->currentData().toString().toStdString();
+}
+
+void ExperimentPanel::installLayerInput() {
+    // The panel's filter (made after the form is built); installing again is harmless.
+    if (auto* filter = findChild<FieldInputFilter*>(QString(), Qt::FindDirectChildrenOnly)) {
+        filter->install(m_layers);
+    }
+}
+
+void ExperimentPanel::updateModelSection() {
+    const bool image = isImageKind(m_kind->currentData().toString());
+    if (auto* items = qobject_cast<QStandardItemModel*>(m_modelKind->model())) {
+        const int cnn = m_modelKind->findData(QStringLiteral("cnn"));
+        if (QStandardItem* item = cnn >= 0 ? items->item(cnn) : nullptr) {
+            // A config that already says cnn keeps it selectable, so the error can be read
+            // and the kind switched back.
+            item->setEnabled(image);
+            const QString why =
+                image ? QString()
+                      : tr("CNN members need an image dataset (MNIST or Fashion-MNIST): they "
+                           "read [1, 28, 28] images");
+            m_modelKind->setItemData(cnn, why.isEmpty() ? QVariant() : QVariant(why),
+                                     Qt::ToolTipRole);
+        }
+    }
+    const bool cnn = m_modelKind->currentData().toString() == QStringLiteral("cnn");
+    if (m_modelForm != nullptr) {
+        m_modelForm->setRowVisible(m_hidden->parentWidget(), !cnn);
+        const bool changed = m_layers->parentWidget()->isVisibleTo(this) != cnn;
+        m_modelForm->setRowVisible(m_layers->parentWidget(), cnn);
+        if (changed && m_scroll != nullptr) {
+            updateMinimumWidth();  // the layer rows are wider than the MLP's fields
+        }
+    }
+}
+
+void ExperimentPanel::checkModelSection() {
+    if (m_modelKind->currentData().toString() == QStringLiteral("cnn")) {
+        return;  // the layer list's spin boxes only hold integers; the parser judges the rest
+    }
+    for (const QString& p : m_hidden->text().split(QRegularExpression(QStringLiteral("[,;\\s]+")),
+                                                   Qt::SkipEmptyParts)) {
+        bool ok = false;
+        p.toInt(&ok);
+        if (!ok) {
+            m_errors.insert(QStringLiteral("model.hidden"),
+                            tr("\"%1\" is not a layer width; write widths like 32, 32").arg(p));
+            break;
+        }
+    }
+}
+
+void ExperimentPanel::markLayerErrors() {
+    const QString message = m_errors.value(QStringLiteral("model.layers"));
+    QString field;
+    const int row = layerErrorRow(message, field);
+    if (row >= 0 && row < m_layers->rowCount()) {
+        // At the row it names; the field's name leads the reason there.
+        const QString reason = message.mid(message.indexOf(QStringLiteral(": ")) + 2);
+        m_layers->showError(row, field,
+                            field.isEmpty() ? reason : QStringLiteral("%1: %2").arg(field, reason));
+        if (QLabel* label = m_errorLabels.value(QStringLiteral("model.layers"))) {
+            label->setVisible(false);
+        }
+    } else {
+        m_layers->showError(-1, QString(), QString());
+    }
 }
 
 }  // namespace ensemble::ui

@@ -26,6 +26,8 @@ class QToolButton;
 
 namespace ensemble::ui {
 
+class LayerListEditor;
+
 class ExperimentPanel : public QWidget {
     Q_OBJECT
 
@@ -59,6 +61,7 @@ class ExperimentPanel : public QWidget {
     QLabel* errorLabel(const QString& key) const;
     QComboBox* presetCombo() const { return m_preset; }
     QComboBox* backendCombo() const { return m_backend; }
+    LayerListEditor* layerEditor() const { return m_layers; }
 
   Q_SIGNALS:
     void edited();  // any change by the person (not by setConfig)
@@ -82,6 +85,18 @@ class ExperimentPanel : public QWidget {
     void markErrors();
     QString fieldFor(const QString& errorKey) const;
     QLabel* addField(QFormLayout* form, const QString& key, const QString& label, QWidget* editor);
+    // The Model section (model.kind, model.hidden for mlp, the layer list for cnn), kept apart
+    // from the other sections: build, load from a config, store into one, enable.
+    void buildModelSection(QFormLayout* form);
+    void loadModelSection(const nlohmann::json& config);
+    void storeModelSection(nlohmann::json& config) const;
+    void updateModelSection();
+    // New layer rows get the form's wheel and key rules (FieldInputFilter).
+    void installLayerInput();
+    // The form's own check of the Model section (text that is not a width).
+    void checkModelSection();
+    // Shows an error of model.layers at the row and field it names.
+    void markLayerErrors();
 
     nlohmann::json m_base;
     bool m_loading = false;
@@ -101,7 +116,9 @@ class ExperimentPanel : public QWidget {
     QToolButton* m_browse = nullptr;
     QPushButton* m_regenerate = nullptr;
     QComboBox* m_modelKind = nullptr;
+    QFormLayout* m_modelForm = nullptr;
     QLineEdit* m_hidden = nullptr;
+    LayerListEditor* m_layers = nullptr;
     QComboBox* m_activation = nullptr;
     QSpinBox* m_members = nullptr;
     QComboBox* m_bootstrap = nullptr;
