@@ -41,6 +41,7 @@
 #include "views/curves_view.h"
 #include "views/images_view.h"
 #include "views/members_view.h"
+#include "views/regression_view.h"
 #include "views/sweep_view.h"
 #include "widgets/elided_label.h"
 
@@ -159,6 +160,7 @@ void MainWindow::buildViews() {
     m_calibration = new CalibrationView;
     m_sweep = new SweepView;
     m_images = new ImagesView;
+    m_regression = new RegressionView;
     // Each view in a frameless scroll area: a window smaller than a view's minimum (900 x 600
     // with the panel open) scrolls the view instead of clipping it or growing the window.
     auto scrollable = [](QWidget* view) {
@@ -175,6 +177,8 @@ void MainWindow::buildViews() {
     m_tabs->addTab(scrollable(m_sweep), tr("Sweep"));
     m_tabs->addTab(scrollable(m_images), tr("Images"));
     m_tabs->setTabVisible(5, false);
+    m_tabs->addTab(scrollable(m_regression), tr("Regression"));
+    m_tabs->setTabVisible(6, false);
     // Above the views: the one place that says an edit waits for Reset.
     m_banner = new QFrame;
     m_banner->setObjectName(QStringLiteral("RestartBanner"));
@@ -369,7 +373,8 @@ void MainWindow::buildActions() {
 
 QStringList MainWindow::viewNames() {
     return {QStringLiteral("boundary"),    QStringLiteral("members"), QStringLiteral("curves"),
-            QStringLiteral("calibration"), QStringLiteral("sweep"),   QStringLiteral("images")};
+            QStringLiteral("calibration"), QStringLiteral("sweep"),   QStringLiteral("images"),
+            QStringLiteral("regression")};
 }
 
 bool MainWindow::setView(const QString& name) {
@@ -708,6 +713,7 @@ void MainWindow::selectMember(int member) {
     m_selectedMember = member;
     m_boundary->setSelectedMember(member);
     m_members->setSelectedMember(member);
+    m_regression->setSelectedMember(member);
 }
 
 void MainWindow::updateTabs() {
@@ -718,12 +724,22 @@ void MainWindow::updateTabs() {
     m_tabsFor = s->run->runId;
     const bool grid = s->run->hasGrid;
     const bool images = s->run->isImage;
+    const bool curve = s->run->hasCurve;
     const QString current = currentViewName();
     m_tabs->setTabVisible(0, grid);
     m_tabs->setTabVisible(5, images);
-    if ((current == QStringLiteral("boundary") && !grid) ||
-        (current == QStringLiteral("images") && !images)) {
-        setView(images ? QStringLiteral("images") : QStringLiteral("members"));
+    m_tabs->setTabVisible(6, curve);
+    // Choosing a 1-D regression dataset brings its picture forward, as 2-D data brings the
+    // boundary; leaving regression leaves its tab.
+    const bool enteredRegression = curve && !m_tabsRegression;
+    m_tabsRegression = s->run->regression;
+    if (enteredRegression || (current == QStringLiteral("regression") && !curve)) {
+        setView(curve ? QStringLiteral("regression")
+                      : (grid ? QStringLiteral("boundary") : QStringLiteral("members")));
+    } else if ((current == QStringLiteral("boundary") && !grid) ||
+               (current == QStringLiteral("images") && !images)) {
+        setView(images ? QStringLiteral("images")
+                       : (curve ? QStringLiteral("regression") : QStringLiteral("members")));
     }
     if (m_selectedMember >= s->run->members) {
         selectMember(-1);
@@ -741,6 +757,7 @@ void MainWindow::onSnapshot() {
     m_calibration->setSnapshot(s);
     m_sweep->setSnapshot(s);
     m_images->setSnapshot(s);
+    m_regression->setSnapshot(s);
     updateStatus();
     updateActions();
     Q_EMIT snapshotShown();

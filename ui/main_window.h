@@ -30,6 +30,7 @@ class CurvesView;
 class ExperimentPanel;
 class ImagesView;
 class MembersView;
+class RegressionView;
 class SweepView;
 
 class MainWindow : public QMainWindow {
@@ -57,7 +58,7 @@ class MainWindow : public QMainWindow {
     // current view); exportFinished() reports. Nothing is left behind on failure.
     void exportTo(const QString& basePath);
 
-    // Views by name: boundary, members, curves, calibration, sweep, images.
+    // Views by name: boundary, members, curves, calibration, sweep, images, regression.
     static QStringList viewNames();
     bool setView(const QString& name);
     QString currentViewName() const;
@@ -71,6 +72,7 @@ class MainWindow : public QMainWindow {
     CalibrationView* calibrationView() const { return m_calibration; }
     SweepView* sweepView() const { return m_sweep; }
     ImagesView* imagesView() const { return m_images; }
+    RegressionView* regressionView() const { return m_regression; }
     QAction* trainAction() const { return m_train; }
     QAction* stepAction() const { return m_step; }
     QAction* resetAction() const { return m_reset; }
@@ -139,6 +141,8 @@ class MainWindow : public QMainWindow {
     CalibrationView* m_calibration = nullptr;
     SweepView* m_sweep = nullptr;
     ImagesView* m_images = nullptr;
+    RegressionView* m_regression = nullptr;
+    bool m_tabsRegression = false;  // the tabs were set up for a regression run
 
     QAction* m_train = nullptr;
     QAction* m_step = nullptr;
