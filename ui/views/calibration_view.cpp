@@ -183,10 +183,9 @@ void ReliabilityPlot::paintRegression(QPainter& p) const {
     const QFont font = p.font();
     p.setFont(titleFont);
     p.setPen(plot::kText);
-    p.drawText(QPointF(left, 16),
-               tr("Calibration (ensemble, Kuleshov et al.)   mean gap %1 · n = %2")
-                   .arg(m.calibrationGap, 0, 'f', 3)
-                   .arg(formatCount(m.rows)));
+    p.drawText(QPointF(left, 16), tr("Calibration (ensemble)   gap %1 · n = %2")
+                                      .arg(m.calibrationGap, 0, 'f', 3)
+                                      .arg(formatCount(m.rows)));
     p.setFont(font);
     p.drawText(QPointF(left, 34), tr("coverage of the central 50 / 90 / 95 %: %1 / %2 / %3 %")
                                       .arg(100 * m.coverage[0], 0, 'f', 1)
