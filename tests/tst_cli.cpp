@@ -258,7 +258,8 @@ void TestCli::benchPrintsTheResultLine() {
     const Run r = runCli(args);
     QVERIFY2(r.code == 0, qPrintable(describe(r)));
     const QRegularExpression line(
-        QStringLiteral("^RESULT steps_per_sec=[0-9.e+]+ member_steps_per_sec=[0-9.e+]+$"),
+        QStringLiteral("^RESULT steps_per_sec=[0-9.e+]+ member_steps_per_sec=[0-9.e+]+ "
+                       "useful_gflops=[0-9.e+-]+$"),
         QRegularExpression::MultilineOption);
     QVERIFY2(line.match(r.out).hasMatch(), qPrintable(r.out));
 }

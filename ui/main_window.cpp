@@ -42,6 +42,7 @@
 #include "views/filters_view.h"
 #include "views/images_view.h"
 #include "views/members_view.h"
+#include "views/regression_view.h"
 #include "views/sweep_view.h"
 #include "widgets/elided_label.h"
 
@@ -163,6 +164,7 @@ void MainWindow::buildViews() {
     m_sweep = new SweepView;
     m_images = new ImagesView;
     m_filters = new FiltersView;
+    m_regression = new RegressionView;
     // Each view in a frameless scroll area: a window smaller than a view's minimum (900 x 600
     // with the panel open) scrolls the view instead of clipping it or growing the window.
     auto scrollable = [](QWidget* view) {
@@ -181,6 +183,8 @@ void MainWindow::buildViews() {
     m_tabs->setTabVisible(5, false);
     m_tabs->addTab(scrollable(m_filters), tr("Filters"));
     m_tabs->setTabVisible(6, false);
+    m_tabs->addTab(scrollable(m_regression), tr("Regression"));
+    m_tabs->setTabVisible(7, false);
     // Above the views: the one place that says an edit waits for Reset.
     m_banner = new QFrame;
     m_banner->setObjectName(QStringLiteral("RestartBanner"));
@@ -380,7 +384,7 @@ void MainWindow::buildActions() {
 QStringList MainWindow::viewNames() {
     return {QStringLiteral("boundary"),    QStringLiteral("members"), QStringLiteral("curves"),
             QStringLiteral("calibration"), QStringLiteral("sweep"),   QStringLiteral("images"),
-            QStringLiteral("filters")};
+            QStringLiteral("filters"),     QStringLiteral("regression")};
 }
 
 bool MainWindow::setView(const QString& name) {
@@ -719,6 +723,7 @@ void MainWindow::selectMember(int member) {
     m_selectedMember = member;
     m_boundary->setSelectedMember(member);
     m_members->setSelectedMember(member);
+    m_regression->setSelectedMember(member);
 }
 
 void MainWindow::updateTabs() {
@@ -729,16 +734,26 @@ void MainWindow::updateTabs() {
     m_tabsFor = s->run->runId;
     const bool grid = s->run->hasGrid;
     const bool images = s->run->isImage;
+    const bool curve = s->run->hasCurve;
     const QString current = currentViewName();
     m_tabs->setTabVisible(0, grid);
     m_tabs->setTabVisible(5, images);
     // Filters: CNN members (a first conv layer to show).
     const bool filters = s->firstConv != nullptr;
     m_tabs->setTabVisible(6, filters);
-    if ((current == QStringLiteral("boundary") && !grid) ||
-        (current == QStringLiteral("images") && !images) ||
-        (current == QStringLiteral("filters") && !filters)) {
-        setView(images ? QStringLiteral("images") : QStringLiteral("members"));
+    m_tabs->setTabVisible(7, curve);
+    // Choosing a 1-D regression dataset brings its picture forward, as 2-D data brings the
+    // boundary; leaving regression leaves its tab.
+    const bool enteredRegression = curve && !m_tabsRegression;
+    m_tabsRegression = s->run->regression;
+    if (enteredRegression || (current == QStringLiteral("regression") && !curve)) {
+        setView(curve ? QStringLiteral("regression")
+                      : (grid ? QStringLiteral("boundary") : QStringLiteral("members")));
+    } else if ((current == QStringLiteral("boundary") && !grid) ||
+               (current == QStringLiteral("images") && !images) ||
+               (current == QStringLiteral("filters") && !filters)) {
+        setView(images ? QStringLiteral("images")
+                       : (curve ? QStringLiteral("regression") : QStringLiteral("members")));
     }
     if (m_selectedMember >= s->run->members) {
         selectMember(-1);
@@ -757,6 +772,7 @@ void MainWindow::onSnapshot() {
     m_sweep->setSnapshot(s);
     m_images->setSnapshot(s);
     m_filters->setSnapshot(s);
+    m_regression->setSnapshot(s);
     updateStatus();
     updateActions();
     Q_EMIT snapshotShown();

@@ -31,6 +31,7 @@ class ExperimentPanel;
 class FiltersView;
 class ImagesView;
 class MembersView;
+class RegressionView;
 class SweepView;
 
 class MainWindow : public QMainWindow {
@@ -58,7 +59,7 @@ class MainWindow : public QMainWindow {
     // current view); exportFinished() reports. Nothing is left behind on failure.
     void exportTo(const QString& basePath);
 
-    // Views by name: boundary, members, curves, calibration, sweep, images.
+    // Views by name: boundary, members, curves, calibration, sweep, images, regression.
     static QStringList viewNames();
     bool setView(const QString& name);
     QString currentViewName() const;
@@ -73,6 +74,7 @@ class MainWindow : public QMainWindow {
     SweepView* sweepView() const { return m_sweep; }
     ImagesView* imagesView() const { return m_images; }
     FiltersView* filtersView() const { return m_filters; }
+    RegressionView* regressionView() const { return m_regression; }
     QAction* trainAction() const { return m_train; }
     QAction* stepAction() const { return m_step; }
     QAction* resetAction() const { return m_reset; }
@@ -142,6 +144,8 @@ class MainWindow : public QMainWindow {
     SweepView* m_sweep = nullptr;
     ImagesView* m_images = nullptr;
     FiltersView* m_filters = nullptr;
+    RegressionView* m_regression = nullptr;
+    bool m_tabsRegression = false;  // the tabs were set up for a regression run
 
     QAction* m_train = nullptr;
     QAction* m_step = nullptr;

@@ -30,6 +30,31 @@ double seconds(std::chrono::steady_clock::duration d) {
     return std::chrono::duration<double>(d).count();
 }
 
+// The Regression view's x positions: the train range widened by half its span on each side.
+constexpr int kCurvePoints = 400;
+
+void setUpCurve(RunInfo& run, const Dataset& train) {
+    run.train = train;
+    run.hasCurve = true;
+    double lo = 0.0;
+    double hi = 1.0;
+    if (train.rows > 0) {
+        const auto [mn, mx] = std::minmax_element(train.x.begin(), train.x.end());
+        lo = *mn;
+        hi = *mx;
+    }
+    run.trainMin = lo;
+    run.trainMax = hi;
+    const double span = std::max(hi - lo, 1e-6);
+    const double from = lo - 0.5 * span;
+    const double to = hi + 0.5 * span;
+    run.curveX.resize(kCurvePoints);
+    for (int i = 0; i < kCurvePoints; ++i) {
+        run.curveX[static_cast<std::size_t>(i)] =
+            static_cast<float>(from + (to - from) * i / (kCurvePoints - 1));
+    }
+}
+
 }  // namespace
 
 void SnapshotMailbox::put(SnapshotPtr snapshot) {
@@ -106,6 +131,13 @@ void EngineWorker::configure(const nlohmann::json& config, std::shared_ptr<const
                 first[static_cast<std::size_t>(i)] = i;
             }
             run->evalTest = selectRows(d.test, first);
+        }
+        run->regression = d.regression;
+        run->likelihood = parsed.model.likelihood;
+        run->targetMean = d.normalization.targetMean;
+        run->targetStd = d.normalization.targetStd;
+        if (d.regression && d.train.features == 1) {
+            setUpCurve(*run, d.train);
         }
         if (d.train.features == 2 && !d.isImage) {
             run->train = d.train;
@@ -363,8 +395,8 @@ void EngineWorker::recordHistory() {
             return;
         }
         const MemberPredictions p = m_trainer->predictRaw(data.x.data(), rows);
-        std::vector<int32_t> labels(data.y.begin(), data.y.begin() + rows);
-        SplitEvaluation split = evaluateSplit(p, labels, include);
+        // Either task: loss and accuracy, or loss (NLL or MSE) and RMSE in raw target units.
+        SplitEvaluation split = m_trainer->evaluatePredictions(p, data, include);
         ensembleOut = split.ensemble;
         membersOut = std::move(split.members);
     };
@@ -390,8 +422,9 @@ void EngineWorker::refreshPredictions() {
     if (m_cacheValid && m_cacheStep == step) {
         return;
     }
-    // A backend that computes the grid's measures itself (CUDA) is asked per snapshot instead.
-    if (m_run->hasGrid && !m_trainer->backend().measuresUncertainty()) {
+    // A backend that computes the grid's measures itself (CUDA) is asked per snapshot instead
+    // (classification only: a regression grid is the members' Gaussians, mixed here).
+    if (m_run->hasGrid && (m_run->regression || !m_trainer->backend().measuresUncertainty())) {
         m_gridPredictions = m_trainer->predictRaw(
             m_gridPoints.data(), static_cast<int64_t>(m_run->gridSize) * m_run->gridSize);
     }
@@ -399,6 +432,10 @@ void EngineWorker::refreshPredictions() {
         m_testPredictions = m_trainer->predictTest();
     } else {
         m_testPredictions = m_trainer->predictRaw(m_run->evalTest.x.data(), m_run->evalTest.rows);
+    }
+    if (m_run->hasCurve) {
+        m_curvePredictions =
+            m_trainer->predictRaw(m_run->curveX.data(), static_cast<int64_t>(m_run->curveX.size()));
     }
     m_cacheStep = step;
     m_cacheValid = true;
@@ -438,6 +475,10 @@ SnapshotPtr EngineWorker::buildSnapshot() {
     const auto t0 = Clock::now();
     refreshPredictions();
     const auto t1 = Clock::now();
+    if (m_run->regression) {
+        buildRegression(*s);
+        return s;
+    }
     if (m_run->hasGrid) {
         s->hasGrid = true;
         s->grid =
@@ -479,6 +520,20 @@ SnapshotPtr EngineWorker::buildSnapshot() {
                seconds(t4 - t3) * 1e3);
     }
     return s;
+}
+
+void EngineWorker::buildRegression(Snapshot& s) {
+    // Regression: no class statistics, no size curve of classification's kind (the report
+    // has its own, cheap: O(K' N)).
+    m_sizeCurveCostOfLastBuild = 0.0;
+    if (m_run->hasGrid) {
+        s.hasGrid = true;
+        renderRegressionGrid(s, m_gridPredictions);
+    }
+    if (m_run->hasCurve) {
+        measureRegressionCurve(s, m_curvePredictions);
+    }
+    measureRegressionTest(s, m_testPredictions);
 }
 
 void EngineWorker::publish() {
@@ -580,7 +635,8 @@ void EngineWorker::exportTo(const QString& basePath) {
         written << QString::fromStdString(weights);
         writeFileAtomic(json, metrics.json.dump(2) + "\n");
         written << QString::fromStdString(json);
-        writeFileAtomic(csv, membersCsv(metrics.report));
+        writeFileAtomic(csv, metrics.regression ? regressionMembersCsv(*metrics.regression)
+                                                : membersCsv(metrics.report));
         written << QString::fromStdString(csv);
     } catch (const std::exception& e) {
         // Each file is written atomically; remove the complete ones of this export too, so a

@@ -132,6 +132,8 @@ class EngineWorker : public QObject {
     void recordHistory();
     void publish();
     SnapshotPtr buildSnapshot();
+    // The regression part of a snapshot (curve, grid maps, test report).
+    void buildRegression(Snapshot& s);
     void refreshPredictions();
     std::vector<uint8_t> included() const;
     // The first conv layer at the current step (null for an MLP), copied once per step.
@@ -163,6 +165,7 @@ class EngineWorker : public QObject {
     int64_t m_cacheStep = -1;
     MemberPredictions m_gridPredictions;
     MemberPredictions m_testPredictions;
+    MemberPredictions m_curvePredictions;  // 1-D regression: at RunInfo::curveX
 
     // Throughput over the last second of training.
     Clock::time_point m_windowStart;

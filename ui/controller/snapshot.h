@@ -19,6 +19,7 @@
 #include "metrics/grid.h"
 #include "metrics/metrics.h"
 #include "model/feature_maps.h"
+#include "metrics/regression.h"
 #include "train/trainer.h"
 
 namespace ensemble::ui {
@@ -28,8 +29,11 @@ enum class HeatQuantity { Probability, Total, Aleatoric, Epistemic, MemberStd, D
 constexpr int kHeatQuantityCount = 6;
 
 QString quantityLabel(HeatQuantity quantity);  // "Total uncertainty H[p]"
-QString quantityKey(HeatQuantity quantity);    // "total"
-QString quantityUnit(HeatQuantity quantity);   // "nats", "" ...
+// Regression grids reuse the first four slots: mean, total, aleatoric and epistemic std.
+QString regressionQuantityLabel(HeatQuantity quantity);  // "Total std σ"
+bool regressionHasQuantity(HeatQuantity quantity);
+QString quantityKey(HeatQuantity quantity);   // "total"
+QString quantityUnit(HeatQuantity quantity);  // "nats", "" ...
 
 // One run: what stays fixed from configure() to the next configure(). Shared by every
 // snapshot of the run.
@@ -58,6 +62,19 @@ struct RunInfo {
     bool hasGrid = false;
     GridBounds bounds;
     int gridSize = 0;
+    // Regression (model.likelihood gaussian or mse): train.target / evalTest.target hold the
+    // targets (raw units), `classes` is 0.
+    bool regression = false;
+    Likelihood likelihood = Likelihood::Categorical;
+    double targetMean = 0.0;
+    double targetStd = 1.0;
+    // 1-D regression: the Regression view's curve, the predictive at `curveX` (raw units, the
+    // train range [trainMin, trainMax] widened by half its span on each side, so the band
+    // can be seen to widen away from the data). `train` holds every train row.
+    bool hasCurve = false;
+    std::vector<float> curveX;
+    double trainMin = 0.0;
+    double trainMax = 0.0;
     // Per-member hyperparameters, in member order.
     std::vector<double> lr;
     std::vector<double> momentum;
@@ -118,6 +135,15 @@ struct Snapshot {
     int64_t sizeCurveStep = -1;
     std::vector<int32_t> memberPredicted;  // K x rows, each member's argmax
     std::vector<int64_t> confusion;        // C x C, [true * C + predicted]
+
+    // Regression (run->regression): the test measurements of the included members (members'
+    // figures for every member), when hasEnsemble; and every member's Gaussian and the
+    // mixture of the included ones along run->curveX (1-D) or over the grid (2-D, then also
+    // in heat[0..3]: mean, total, aleatoric and epistemic std).
+    RegressionReport regression;
+    MemberGaussians curveMembers;
+    RegressionPoints curve;  // rows 0 when no member is included
+    RegressionPoints gridRegression;
 
     // The grid (2-D data only).
     bool hasGrid = false;

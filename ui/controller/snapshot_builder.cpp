@@ -56,6 +56,25 @@ QString quantityUnit(HeatQuantity quantity) {
     }
 }
 
+QString regressionQuantityLabel(HeatQuantity quantity) {
+    switch (quantity) {
+        case HeatQuantity::Probability:
+            return QStringLiteral("Predictive mean μ");
+        case HeatQuantity::Total:
+            return QStringLiteral("Total std σ");
+        case HeatQuantity::Aleatoric:
+            return QStringLiteral("Aleatoric std √E_k σ_k²");
+        case HeatQuantity::Epistemic:
+            return QStringLiteral("Epistemic std √Var_k μ_k");
+        default:
+            return {};
+    }
+}
+
+bool regressionHasQuantity(HeatQuantity quantity) {
+    return static_cast<int>(quantity) <= static_cast<int>(HeatQuantity::Epistemic);
+}
+
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -89,6 +108,45 @@ HeatImage sequentialImage(const std::vector<double>& values, int size, double mi
         }
     }
     return h;
+}
+
+// A sequential map of `values` over their own range [min, max] (a regression mean, which may
+// be negative).
+HeatImage rangeImage(const std::vector<double>& values, int size) {
+    HeatImage h = sequentialImage(values, size, 0.0);
+    double lo = h.dataMin;
+    double hi = h.dataMax;
+    if (!(hi > lo)) {
+        hi = lo + 1.0;
+    }
+    h.low = lo;
+    h.high = hi;
+    for (int r = 0; r < size; ++r) {
+        auto* line = reinterpret_cast<QRgb*>(h.image.scanLine(r));
+        for (int c = 0; c < size; ++c) {
+            const double v = values[static_cast<std::size_t>(r) * size + c];
+            line[c] = sequentialColor((v - lo) / (hi - lo));
+        }
+    }
+    return h;
+}
+
+std::vector<double> squareRoots(const std::vector<double>& v) {
+    std::vector<double> out(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        out[i] = std::sqrt(std::max(0.0, v[i]));
+    }
+    return out;
+}
+
+std::vector<int> includedIndices(const std::vector<uint8_t>& included) {
+    std::vector<int> members;
+    for (std::size_t k = 0; k < included.size(); ++k) {
+        if (included[k]) {
+            members.push_back(static_cast<int>(k));
+        }
+    }
+    return members;
 }
 
 // Member or ensemble class map: diverging p(class 1) for two classes, else class colour by
@@ -158,6 +216,44 @@ void renderGrid(Snapshot& s) {
                 joinSegments(decisionBoundary(probs, size, classes));
         }
     }
+}
+
+void measureRegressionTest(Snapshot& s, const MemberPredictions& test) {
+    s.regression = RegressionReport{};
+    if (!s.hasEnsemble || test.rows == 0) {
+        return;
+    }
+    s.regression = evaluateRegression(test, s.run->evalTest.target, s.included, s.run->targetMean,
+                                      s.run->targetStd);
+}
+
+void measureRegressionCurve(Snapshot& s, const MemberPredictions& curve) {
+    s.curveMembers = memberGaussians(curve, s.run->targetMean, s.run->targetStd);
+    s.curve = RegressionPoints{};
+    if (s.hasEnsemble) {
+        s.curve = mixturePoints(s.curveMembers, includedIndices(s.included));
+    }
+}
+
+void renderRegressionGrid(Snapshot& s, const MemberPredictions& grid) {
+    const int size = s.run->gridSize;
+    s.gridRegression = RegressionPoints{};
+    if (!s.hasEnsemble) {
+        return;
+    }
+    const MemberGaussians g = memberGaussians(grid, s.run->targetMean, s.run->targetStd);
+    s.gridRegression = mixturePoints(g, includedIndices(s.included));
+    const RegressionPoints& e = s.gridRegression;
+    const std::vector<double> total = squareRoots(e.variance);
+    // A floor for the std maps: a hundredth of the target's std, so a nearly flat map does not
+    // blow rounding noise up to the whole colour range.
+    const double floor = 0.01 * s.run->targetStd;
+    s.heat[static_cast<int>(HeatQuantity::Probability)] = rangeImage(e.mean, size);
+    s.heat[static_cast<int>(HeatQuantity::Total)] = sequentialImage(total, size, floor);
+    s.heat[static_cast<int>(HeatQuantity::Aleatoric)] =
+        sequentialImage(squareRoots(e.aleatoric), size, floor);
+    s.heat[static_cast<int>(HeatQuantity::Epistemic)] =
+        sequentialImage(squareRoots(e.epistemic), size, floor);
 }
 
 ClassificationMetrics meanOfMembers(const std::vector<ClassificationMetrics>& members,

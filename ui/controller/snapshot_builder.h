@@ -26,6 +26,15 @@ void measureTest(Snapshot& s, const MemberPredictions& test, const std::vector<i
 void measureSizeCurve(Snapshot& s, const MemberPredictions& test,
                       const std::vector<int32_t>& labels, uint64_t seed);
 
+// Regression: s.regression, the report of the evaluated test rows (left empty when no member
+// is included or there are no rows).
+void measureRegressionTest(Snapshot& s, const MemberPredictions& test);
+// Regression, 1-D: s.curveMembers and s.curve from the members' predictions at run->curveX.
+void measureRegressionCurve(Snapshot& s, const MemberPredictions& curve);
+// Regression, 2-D: s.gridRegression and the heatmaps of its mean and stds (s.heat[0..3]) from
+// the members' predictions at the grid points.
+void renderRegressionGrid(Snapshot& s, const MemberPredictions& grid);
+
 // The mean of the included members' metrics (NaN fields when none is included).
 ClassificationMetrics meanOfMembers(const std::vector<ClassificationMetrics>& members,
                                     const std::vector<uint8_t>& included);

@@ -269,6 +269,7 @@ void ExperimentPanel::build() {
     QFormLayout* data = section(tr("Dataset"));
     m_kind = comboFor("dataset.kind");
     addField(data, QStringLiteral("dataset.kind"), tr("Kind"), m_kind);
+    buildTaskFields(data);
     m_n = spinFor("dataset.n", 100);
     addField(data, QStringLiteral("dataset.n"), tr("Points"), m_n);
     m_noise = doubleSpinFor("dataset.noise", 0.01, 3);
@@ -447,6 +448,87 @@ void ExperimentPanel::build() {
     }
 }
 
+// --- The task: classification or regression, and the likelihood that goes with it ---------
+
+void ExperimentPanel::buildTaskFields(QFormLayout* data) {
+    m_task = comboFor("dataset.task");
+    addField(data, QStringLiteral("dataset.task"), tr("Task"), m_task);
+    m_target = new QLineEdit;
+    m_target->setPlaceholderText(QStringLiteral("y"));
+    addField(data, QStringLiteral("dataset.target"), tr("Target column"), m_target);
+    m_likelihood = comboFor("model.likelihood");
+    addField(data, QStringLiteral("model.likelihood"), tr("Likelihood"), m_likelihood);
+    m_features = spinFor("dataset.features");
+    addField(data, QStringLiteral("dataset.features"), tr("Features"), m_features);
+    connect(m_task, &QComboBox::currentIndexChanged, this, &ExperimentPanel::onEdited);
+    connect(m_likelihood, &QComboBox::currentIndexChanged, this, &ExperimentPanel::onEdited);
+    connect(m_target, &QLineEdit::textChanged, this, &ExperimentPanel::onEdited);
+    connect(m_features, &QSpinBox::valueChanged, this, &ExperimentPanel::onEdited);
+}
+
+void ExperimentPanel::loadTaskFields(const json& c) {
+    setCombo(m_task, textOf(c, "dataset.task"));
+    m_target->setText(textOf(c, "dataset.target"));
+    setCombo(m_likelihood, textOf(c, "model.likelihood"));
+    m_features->setValue(intOf(c, "dataset.features"));
+}
+
+void ExperimentPanel::storeTaskFields(json& c) const {
+    c["dataset"]["task"] = m_task->currentData().toString().toStdString();
+    c["dataset"]["target"] = m_target->text().trimmed().toStdString();
+    c["dataset"]["features"] = m_features->value();
+    c["model"]["likelihood"] = m_likelihood->currentData().toString().toStdString();
+}
+
+bool ExperimentPanel::regressionTask() const {
+    const QString kind = m_kind->currentData().toString();
+    return isRegressionGenerator(kind.toStdString()) ||
+           (kind == QStringLiteral("csv") &&
+            m_task->currentData().toString() == QStringLiteral("regression"));
+}
+
+void ExperimentPanel::syncLikelihood() {
+    // A categorical head on regression data (or the reverse) is a config error: follow the
+    // dataset, keeping gaussian or mse if the person chose one.
+    const bool regression = regressionTask();
+    const QString likelihood = m_likelihood->currentData().toString();
+    const bool categorical = likelihood == QStringLiteral("categorical");
+    if (regression == !categorical) {
+        return;
+    }
+    const bool loading = m_loading;
+    m_loading = true;  // part of the edit that caused it, not an edit of its own
+    setCombo(m_likelihood, regression ? QStringLiteral("gaussian") : QStringLiteral("categorical"));
+    m_loading = loading;
+}
+
+void ExperimentPanel::updateTaskEnabled() {
+    const QString kind = m_kind->currentData().toString();
+    const bool csv = kind == QStringLiteral("csv");
+    const bool regressionGenerator = isRegressionGenerator(kind.toStdString());
+    m_task->setEnabled(csv);
+    m_target->setEnabled(csv && regressionTask());
+    m_features->setEnabled(kind == QStringLiteral("linear"));
+    if (regressionGenerator) {
+        m_n->setEnabled(true);
+        m_noise->setEnabled(kind != QStringLiteral("sine"));  // sine's noise is its own
+        m_regenerate->setEnabled(true);
+        m_path->setEnabled(false);
+        m_browse->setEnabled(false);
+    }
+    // Only the likelihoods the dataset's task accepts can be chosen.
+    if (auto* model = qobject_cast<QStandardItemModel*>(m_likelihood->model())) {
+        const bool regression = regressionTask();
+        for (int i = 0; i < m_likelihood->count(); ++i) {
+            const bool categorical =
+                m_likelihood->itemData(i).toString() == QStringLiteral("categorical");
+            if (QStandardItem* item = model->item(i)) {
+                item->setEnabled(categorical != regression);
+            }
+        }
+    }
+}
+
 void ExperimentPanel::updateMinimumWidth() {
     m_content->ensurePolished();
     const int bar = m_scroll->verticalScrollBar()->sizeHint().width();
@@ -474,6 +556,7 @@ void ExperimentPanel::setConfig(const json& input, const QString& preset) {
     m_testFraction->setValue(doubleOf(c, "dataset.test_fraction"));
     m_dataSeed->setValue(intOf(c, "dataset.seed"));
     m_path->setText(textOf(c, "dataset.path"));
+    loadTaskFields(c);
 
     loadModelSection(c);
 
@@ -579,12 +662,14 @@ void ExperimentPanel::updateEnabled() {
     const QString backend = m_backend->currentData().toString();
     m_threads->setEnabled(backend != QStringLiteral("cuda"));
     m_device->setEnabled(backend != QStringLiteral("cpu"));
+    updateTaskEnabled();
 }
 
 void ExperimentPanel::onEdited() {
     if (m_loading) {
         return;
     }
+    syncLikelihood();
     updateEnabled();
     if (m_preset->currentIndex() != m_preset->count() - 1) {
         m_preset->setCurrentIndex(m_preset->count() - 1);  // edited: no longer the preset
@@ -612,6 +697,7 @@ json ExperimentPanel::config() const {
     d["test_fraction"] = m_testFraction->value();
     d["seed"] = m_dataSeed->value();
     d["path"] = m_path->text().trimmed().toStdString();
+    storeTaskFields(c);
 
     storeModelSection(c);
 

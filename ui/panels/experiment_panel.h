@@ -97,6 +97,17 @@ class ExperimentPanel : public QWidget {
     void checkModelSection();
     // Shows an error of model.layers at the row and field it names.
     void markLayerErrors();
+    // The task rows of the Dataset section (dataset.task, dataset.target, model.likelihood,
+    // dataset.features): built, loaded, stored and enabled apart from the rest of the form.
+    void buildTaskFields(QFormLayout* data);
+    void loadTaskFields(const nlohmann::json& c);
+    void storeTaskFields(nlohmann::json& c) const;
+    void updateTaskEnabled();
+    // Whether the dataset as chosen is a regression one (cubic, sine, linear, csv regression).
+    bool regressionTask() const;
+    // Switches model.likelihood to the dataset's task (gaussian for regression, categorical
+    // for classification) when the current one does not fit it.
+    void syncLikelihood();
 
     nlohmann::json m_base;
     bool m_loading = false;
@@ -115,6 +126,10 @@ class ExperimentPanel : public QWidget {
     QLineEdit* m_path = nullptr;
     QToolButton* m_browse = nullptr;
     QPushButton* m_regenerate = nullptr;
+    QComboBox* m_task = nullptr;
+    QLineEdit* m_target = nullptr;
+    QComboBox* m_likelihood = nullptr;
+    QSpinBox* m_features = nullptr;
     QComboBox* m_modelKind = nullptr;
     QFormLayout* m_modelForm = nullptr;
     QLineEdit* m_hidden = nullptr;

@@ -8,6 +8,7 @@
 #include <QMouseEvent>
 #include <QPainter>
 #include <QPainterPath>
+#include <QStandardItemModel>
 #include <QToolTip>
 #include <QTransform>
 #include <QVBoxLayout>
@@ -297,7 +298,8 @@ const QPixmap& BoundaryCanvas::marker(int cls, int style, double radius) const {
     if (it != m_markers.end()) {
         return it->second;
     }
-    const int classes = m_snapshot ? m_snapshot->run->classes : 2;
+    // A regression run has no classes: its points take the first class colour.
+    const int classes = m_snapshot ? std::max(2, m_snapshot->run->classes) : 2;
     const QColor color = classColor(cls, classes);
     const double half = radius + 2.5;
     const int side = static_cast<int>(std::ceil(2 * half * dpr));
@@ -343,8 +345,8 @@ void BoundaryCanvas::drawPoints(QPainter& p, const QRectF& plot) const {
     if (m_showTest) {
         for (int64_t i = 0; i < run.evalTest.rows; ++i) {
             const float* x = run.evalTest.row(i);
-            blit(toWidget(x[0], x[1], plot),
-                 marker(run.evalTest.y[static_cast<std::size_t>(i)], 1, 3.8 * scale));
+            const int cls = run.regression ? 0 : run.evalTest.y[static_cast<std::size_t>(i)];
+            blit(toWidget(x[0], x[1], plot), marker(cls, 1, 3.8 * scale));
         }
     }
     if (m_showTrain) {
@@ -353,7 +355,7 @@ void BoundaryCanvas::drawPoints(QPainter& p, const QRectF& plot) const {
             sized ? run.counts.data() + static_cast<std::size_t>(m_selected) * n : nullptr;
         for (int64_t i = 0; i < n; ++i) {
             const float* x = run.train.row(i);
-            const int cls = run.train.y[static_cast<std::size_t>(i)];
+            const int cls = run.regression ? 0 : run.train.y[static_cast<std::size_t>(i)];
             double r = 3.0 * scale;
             int style = 0;
             if (counts != nullptr) {
@@ -388,7 +390,8 @@ void BoundaryCanvas::drawColorBar(QPainter& p, const QRectF& bar) const {
         p.setPen(plot::kText);
         p.drawText(QPointF(bar.right() + 6, y + fm.ascent() / 2 - 1), text);
     };
-    if (m_quantity == HeatQuantity::Probability && classes > 2) {
+    const bool regression = s.run->regression;
+    if (m_quantity == HeatQuantity::Probability && classes > 2 && !regression) {
         // Class swatches; saturation stands for the confidence.
         double y = bar.top();
         p.drawText(QPointF(bar.left(), y - 4), tr("class"));
@@ -405,7 +408,7 @@ void BoundaryCanvas::drawColorBar(QPainter& p, const QRectF& bar) const {
                    tr("saturation:\nconfidence"));
         return;
     }
-    const bool probability = m_quantity == HeatQuantity::Probability;
+    const bool probability = m_quantity == HeatQuantity::Probability && !regression;
     const QImage strip = colorStrip(probability ? divergingColor : sequentialColor,
                                     static_cast<int>(bar.height()), true);
     p.drawImage(bar, strip);
@@ -425,8 +428,9 @@ void BoundaryCanvas::drawColorBar(QPainter& p, const QRectF& bar) const {
         }
     }
     p.setPen(plot::kText);
-    const QString title = probability
-                              ? tr("p(class 1)")
+    const QString title = probability ? tr("p(class 1)")
+                          : regression
+                              ? regressionQuantityLabel(m_quantity)
                               : quantityLabel(m_quantity) +
                                     (quantityUnit(m_quantity).isEmpty()
                                          ? QString()
@@ -468,6 +472,17 @@ BoundaryReadout BoundaryCanvas::readoutAt(const QPointF& pos) const {
     if (!s.hasEnsemble) {
         return r;
     }
+    if (s.run->regression) {
+        const RegressionPoints& e = s.gridRegression;
+        if (r.point < e.mean.size()) {
+            r.regression = true;
+            r.mean = e.mean[r.point];
+            r.totalStd = std::sqrt(std::max(0.0, e.variance[r.point]));
+            r.aleatoricStd = std::sqrt(std::max(0.0, e.aleatoric[r.point]));
+            r.epistemicStd = std::sqrt(std::max(0.0, e.epistemic[r.point]));
+        }
+        return r;
+    }
     const int classes = s.run->classes;
     const std::size_t cu = static_cast<std::size_t>(classes);
     const PointStatistics& e = s.grid.ensemble;
@@ -505,6 +520,13 @@ QString BoundaryCanvas::readout(const QPointF& pos) const {
     lines << tr("x = %1, y = %2").arg(r.x, 0, 'f', 3).arg(r.y, 0, 'f', 3);
     if (!r.hasEnsemble) {
         lines << tr("no member switched on");
+        return lines.join(QLatin1Char('\n'));
+    }
+    if (r.regression) {
+        lines << tr("ensemble mean μ = %1").arg(formatValue(r.mean));
+        lines << tr("total std σ = %1 (aleatoric %2, epistemic %3)")
+                     .arg(formatValue(r.totalStd), formatValue(r.aleatoricStd),
+                          formatValue(r.epistemicStd));
         return lines.join(QLatin1Char('\n'));
     }
     QStringList probs;
@@ -653,9 +675,32 @@ BoundaryView::BoundaryView(QWidget* parent) : QWidget(parent) {
 }
 
 void BoundaryView::setSnapshot(SnapshotPtr snapshot) {
+    if (snapshot && (!m_snapshot || snapshot->run != m_snapshot->run)) {
+        setRegressionQuantities(snapshot->run->regression);
+    }
     m_snapshot = snapshot;
     m_canvas->setSnapshot(std::move(snapshot));
     updateCaption();
+}
+
+void BoundaryView::setRegressionQuantities(bool regression) {
+    // A regression grid has a mean and three stds in the first four slots; the class-only
+    // quantities are disabled.
+    auto* model = qobject_cast<QStandardItemModel*>(m_quantityBox->model());
+    for (int q = 0; q < kHeatQuantityCount; ++q) {
+        const auto quantity = static_cast<HeatQuantity>(q);
+        const bool available = !regression || regressionHasQuantity(quantity);
+        m_quantityBox->setItemText(q, regression && available ? regressionQuantityLabel(quantity)
+                                                              : quantityLabel(quantity));
+        if (model != nullptr) {
+            if (QStandardItem* item = model->item(q)) {
+                item->setEnabled(available);
+            }
+        }
+    }
+    if (regression && !regressionHasQuantity(m_canvas->quantity())) {
+        m_quantityBox->setCurrentIndex(static_cast<int>(HeatQuantity::Total));
+    }
 }
 
 void BoundaryView::setSelectedMember(int member) {
@@ -679,7 +724,12 @@ void BoundaryView::updateCaption() {
                        .arg(formatCount(s.step))
                        .arg(s.epoch, 0, 'f', 2);
     // The ensemble's latest train and test figures, above the picture as Playground has them.
-    if (!s.history.empty()) {
+    if (!s.history.empty() && s.run->regression) {
+        const HistoryPoint& h = *s.history.back();
+        text += tr("<br>train loss %1, RMSE %2 · test loss %3, RMSE %4")
+                    .arg(formatValue(h.ensembleTrain.loss), formatValue(h.ensembleTrain.rmse),
+                         formatValue(h.ensembleTest.loss), formatValue(h.ensembleTest.rmse));
+    } else if (!s.history.empty()) {
         const HistoryPoint& h = *s.history.back();
         text += tr("<br>train loss %1, acc %2% · test loss %3, acc %4%")
                     .arg(h.ensembleTrain.loss, 0, 'f', 3)

@@ -40,6 +40,12 @@ struct BoundaryReadout {
     std::vector<int> votes;  // per class: included members whose argmax it is
     int selectedMember = -1;
     std::vector<double> selectedProbabilities;
+    // Regression grids: the mixture's mean and stds at the cell.
+    bool regression = false;
+    double mean = 0.0;
+    double totalStd = 0.0;
+    double aleatoricStd = 0.0;
+    double epistemicStd = 0.0;
 };
 
 class BoundaryCanvas : public QWidget {
@@ -131,6 +137,8 @@ class BoundaryView : public QWidget {
 
   private:
     void updateCaption();
+    // The quantity box's entries for a regression run (mean and stds) or a classification one.
+    void setRegressionQuantities(bool regression);
 
     BoundaryCanvas* m_canvas = nullptr;
     QComboBox* m_quantityBox = nullptr;

@@ -35,6 +35,10 @@ void ReliabilityPlot::paintEvent(QPaintEvent* /*event*/) {
     font.setPointSizeF(8.5);
     p.setFont(font);
     const QFontMetricsF fm(font);
+    if (m_snapshot && m_snapshot->run->regression) {
+        paintRegression(p);
+        return;
+    }
     if (!m_snapshot || !m_snapshot->hasEnsemble || m_snapshot->reliability.bins.empty()) {
         p.setPen(plot::kMuted);
         p.drawText(rect(), Qt::AlignCenter, tr("No ensemble to measure yet."));
@@ -153,6 +157,92 @@ void ReliabilityPlot::paintEvent(QPaintEvent* /*event*/) {
     p.drawText(QPointF(hist.left(), hist.bottom() + 16), tr("confidence histogram (log scale)"));
 }
 
+void ReliabilityPlot::paintRegression(QPainter& p) const {
+    // Kuleshov et al. 2018's reliability curve of a regressor: for each level q the share of
+    // test targets with F(y) <= q, F the CDF of the ensemble's N(mu, sigma^2); calibrated on
+    // the diagonal.
+    const QFontMetricsF fm(p.font());
+    const Snapshot& s = *m_snapshot;
+    const RegressionMetrics& m = s.regression.ensemble;
+    if (!s.hasEnsemble || m.rows == 0 || !m.probabilistic() ||
+        m.calibrationObserved.size() != static_cast<std::size_t>(kRegressionCalibrationLevels)) {
+        p.setPen(plot::kMuted);
+        p.drawText(rect(), Qt::AlignCenter | Qt::TextWordWrap,
+                   s.hasEnsemble && m.rows > 0
+                       ? tr("The ensemble's σ is 0 (one mse member): no calibration curve.")
+                       : tr("No ensemble to measure yet."));
+        return;
+    }
+    const double left = 52;
+    const double right = 16;
+    const double top = 46;
+    const double side = std::max(40.0, std::min(width() - left - right, height() - top - 44.0));
+    const QRectF rel(left, top, side, side);
+    QFont titleFont = p.font();
+    titleFont.setBold(true);
+    const QFont font = p.font();
+    p.setFont(titleFont);
+    p.setPen(plot::kText);
+    p.drawText(QPointF(left, 16), tr("Calibration (ensemble)   gap %1 · n = %2")
+                                      .arg(m.calibrationGap, 0, 'f', 3)
+                                      .arg(formatCount(m.rows)));
+    p.setFont(font);
+    p.drawText(QPointF(left, 34), tr("coverage of the central 50 / 90 / 95 %: %1 / %2 / %3 %")
+                                      .arg(100 * m.coverage[0], 0, 'f', 1)
+                                      .arg(100 * m.coverage[1], 0, 'f', 1)
+                                      .arg(100 * m.coverage[2], 0, 'f', 1));
+    auto at = [&](double q, double observed) {
+        return QPointF(rel.left() + q * rel.width(), rel.bottom() - observed * rel.height());
+    };
+    p.setPen(QPen(plot::kGrid, 1));
+    for (double t : niceTicks(0, 1, 5)) {
+        p.drawLine(at(t, 0), at(t, 1));
+        p.drawLine(at(0, t), at(1, t));
+    }
+    p.setPen(QPen(QColor(60, 60, 60), 1.2, Qt::DashLine));
+    p.drawLine(at(0, 0), at(1, 1));
+    // The gap to the diagonal shaded, then the curve with its points.
+    QPolygonF curve;
+    curve << at(0, 0);
+    for (int j = 0; j < kRegressionCalibrationLevels; ++j) {
+        curve << at(regressionCalibrationLevel(j),
+                    m.calibrationObserved[static_cast<std::size_t>(j)]);
+    }
+    curve << at(1, 1);
+    QPolygonF gap = curve;
+    for (int i = static_cast<int>(curve.size()) - 1; i >= 0; --i) {
+        const double q = (curve[i].x() - rel.left()) / rel.width();
+        gap << at(q, q);
+    }
+    p.setPen(Qt::NoPen);
+    p.setBrush(QBrush(QColor(200, 65, 60, 150), Qt::BDiagPattern));
+    p.drawPolygon(gap);
+    p.setPen(QPen(QColor(74, 127, 181), 2.2));
+    p.setBrush(Qt::NoBrush);
+    p.drawPolyline(curve);
+    p.setBrush(QColor(74, 127, 181));
+    for (int i = 1; i + 1 < static_cast<int>(curve.size()); ++i) {
+        p.drawEllipse(curve[i], 2.6, 2.6);
+    }
+    p.setPen(QPen(plot::kAxis, 1));
+    p.setBrush(Qt::NoBrush);
+    p.drawRect(rel);
+    for (double t : niceTicks(0, 1, 5)) {
+        const QString text = formatValue(t);
+        p.drawText(QPointF(rel.left() - 6 - fm.horizontalAdvance(text),
+                           at(0, t).y() + fm.ascent() / 2 - 1),
+                   text);
+        p.drawText(
+            QPointF(at(t, 0).x() - fm.horizontalAdvance(text) / 2, rel.bottom() + 4 + fm.ascent()),
+            text);
+    }
+    p.setPen(plot::kText);
+    drawVerticalText(p, QPointF(rel.left() - 38, rel.center().y()), tr("observed share F(y) ≤ q"));
+    const QString xName = tr("expected level q");
+    p.drawText(QPointF(rel.center().x() - fm.horizontalAdvance(xName) / 2, rel.bottom() + 30),
+               xName);
+}
+
 CalibrationView::CalibrationView(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(6, 6, 6, 6);
@@ -222,6 +312,12 @@ void CalibrationView::refresh() {
         return;
     }
     const Snapshot& s = *m_snapshot;
+    if (s.run->regression) {
+        refreshRegression();
+        return;
+    }
+    m_table->setHorizontalHeaderLabels(
+        {tr("model"), tr("accuracy"), tr("NLL"), tr("Brier"), tr("ECE")});
     const int members = s.run->members;
     m_table->setRowCount(members + 2);
     auto setRow = [this](int row, const QString& name, const ClassificationMetrics& m, bool bold,
@@ -263,6 +359,127 @@ void CalibrationView::refresh() {
                !s.included[ku]);
     }
     refreshSizeCurve();
+}
+
+void CalibrationView::refreshRegression() {
+    const Snapshot& s = *m_snapshot;
+    const int members = s.run->members;
+    m_table->setHorizontalHeaderLabels(
+        {tr("model"), tr("RMSE"), tr("NLL"), tr("95 % coverage"), tr("calibration gap")});
+    m_table->setRowCount(members + 2);
+    auto optional = [](double v, double scale, const QString& suffix) {
+        return std::isfinite(v) ? formatValue(v * scale) + suffix : QStringLiteral("–");
+    };
+    auto setRow = [&](int row, const QString& name, const RegressionMetrics* m, bool bold,
+                      bool muted) {
+        const QStringList values{
+            name, m != nullptr ? optional(m->rmse, 1, {}) : QStringLiteral("–"),
+            m != nullptr ? optional(m->nll, 1, {}) : QStringLiteral("–"),
+            m != nullptr ? optional(m->coverage[2], 100, QStringLiteral(" %"))
+                         : QStringLiteral("–"),
+            m != nullptr ? optional(m->calibrationGap, 1, {}) : QStringLiteral("–")};
+        for (int c = 0; c < values.size(); ++c) {
+            QTableWidgetItem* item = m_table->item(row, c);
+            if (item == nullptr) {
+                item = new QTableWidgetItem;
+                m_table->setItem(row, c, item);
+            }
+            item->setText(values.at(c));
+            QFont f = item->font();
+            f.setBold(bold);
+            item->setFont(f);
+            item->setForeground(muted ? QColor(150, 150, 150) : QColor(30, 30, 30));
+            item->setTextAlignment(c == 0 ? (Qt::AlignLeft | Qt::AlignVCenter)
+                                          : (Qt::AlignRight | Qt::AlignVCenter));
+        }
+    };
+    const bool measured = s.hasEnsemble && s.regression.ensemble.rows > 0;
+    setRow(0, tr("ensemble (%1 members)").arg(s.includedCount),
+           measured ? &s.regression.ensemble : nullptr, true, !s.hasEnsemble);
+    // The mean member: the included members' figures averaged.
+    RegressionMetrics mean;
+    int n = 0;
+    for (std::size_t k = 0; measured && k < s.regression.members.size(); ++k) {
+        if (k < s.included.size() && s.included[k]) {
+            const RegressionMetrics& m = s.regression.members[k];
+            mean.rmse += m.rmse;
+            mean.nll += m.nll;
+            mean.coverage[2] += m.coverage[2];
+            mean.calibrationGap += m.calibrationGap;
+            ++n;
+        }
+    }
+    if (n > 0) {
+        mean.rmse /= n;
+        mean.nll /= n;
+        mean.coverage[2] /= n;
+        mean.calibrationGap /= n;
+    }
+    setRow(1, tr("mean member"), n > 0 ? &mean : nullptr, true, false);
+    for (int k = 0; k < members; ++k) {
+        const std::size_t ku = static_cast<std::size_t>(k);
+        QString name = tr("member #%1 (lr %2)").arg(k).arg(formatValue(s.run->lr[ku]));
+        if (s.diverged[ku]) {
+            name += tr(" — diverged");
+        } else if (!s.enabled[ku]) {
+            name += tr(" — off");
+        }
+        setRow(k + 2, name,
+               measured && ku < s.regression.members.size() ? &s.regression.members[ku] : nullptr,
+               false, !s.included[ku]);
+    }
+    // The size curve: NLL and RMSE of the first m included members.
+    m_sizeChart->removeAllSeries();
+    for (QAbstractAxis* a : m_sizeChart->axes()) {
+        m_sizeChart->removeAxis(a);
+        delete a;
+    }
+    m_sizeChart->setTitle(tr("Ensemble size: test NLL and RMSE of the first m members"));
+    if (!measured || s.regression.sizeCurve.empty()) {
+        return;
+    }
+    auto* nll = new QLineSeries;
+    nll->setName(tr("NLL"));
+    nll->setPen(QPen(QColor(200, 65, 60), 2.6));
+    auto* rmse = new QLineSeries;
+    rmse->setName(tr("RMSE"));
+    rmse->setPen(QPen(QColor(74, 127, 181), 2.0));
+    double lo[2] = {1e300, 1e300};
+    double hi[2] = {-1e300, -1e300};
+    for (const RegressionSizePoint& pt : s.regression.sizeCurve) {
+        if (std::isfinite(pt.nll)) {
+            nll->append(pt.members, pt.nll);
+            lo[0] = std::min(lo[0], pt.nll);
+            hi[0] = std::max(hi[0], pt.nll);
+        }
+        if (std::isfinite(pt.rmse)) {
+            rmse->append(pt.members, pt.rmse);
+            lo[1] = std::min(lo[1], pt.rmse);
+            hi[1] = std::max(hi[1], pt.rmse);
+        }
+    }
+    auto* x = new QValueAxis;
+    x->setTitleText(tr("ensemble size m"));
+    x->setLabelFormat(QStringLiteral("%d"));
+    x->setRange(1, std::max(2, s.regression.sizeCurve.back().members));
+    m_sizeChart->addAxis(x, Qt::AlignBottom);
+    QLineSeries* series[2] = {nll, rmse};
+    const QString titles[2] = {tr("test NLL"), tr("test RMSE")};
+    const Qt::Alignment sides[2] = {Qt::AlignLeft, Qt::AlignRight};
+    for (int i = 0; i < 2; ++i) {
+        auto* y = new QValueAxis;
+        y->setTitleText(titles[i]);
+        y->setLabelFormat(QStringLiteral("%.3g"));
+        if (lo[i] <= hi[i]) {
+            const double pad = 0.05 * std::max(hi[i] - lo[i], 1e-3 * std::max(1.0, hi[i]));
+            y->setRange(lo[i] - pad, hi[i] + pad);
+            y->applyNiceNumbers();
+        }
+        m_sizeChart->addAxis(y, sides[i]);
+        m_sizeChart->addSeries(series[i]);
+        series[i]->attachAxis(x);
+        series[i]->attachAxis(y);
+    }
 }
 
 void CalibrationView::refreshSizeCurve() {

@@ -11,6 +11,7 @@
 #include "controller/snapshot.h"
 
 class QChart;
+class QPainter;
 class QChartView;
 class QTableWidget;
 
@@ -30,6 +31,9 @@ class ReliabilityPlot : public QWidget {
     void paintEvent(QPaintEvent* event) override;
 
   private:
+    // A regression run: the coverage (calibration) curve instead of the reliability bars.
+    void paintRegression(QPainter& p) const;
+
     SnapshotPtr m_snapshot;
 };
 
@@ -50,6 +54,9 @@ class CalibrationView : public QWidget {
     QSplitter* m_split = nullptr;
     void refresh();
     void refreshSizeCurve();
+    // A regression run: RMSE, NLL, coverage and calibration gap per model; the size curve of
+    // NLL and RMSE.
+    void refreshRegression();
 
     SnapshotPtr m_snapshot;
     bool m_stale = false;

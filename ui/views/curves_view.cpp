@@ -218,6 +218,18 @@ void CurvesView::rebuild() {
         }
         m_key->setVisible(coloured);
     }
+    // Regression: the loss is the Gaussian NLL (MSE for an mse head) in raw target units, and
+    // the second chart shows the RMSE instead of the accuracy.
+    if (run.regression) {
+        m_loss.chart->setTitle(run.likelihood == Likelihood::Gaussian
+                                   ? tr("Loss (Gaussian NLL, raw target units)")
+                                   : tr("Loss (MSE, raw target units)"));
+        m_accuracy.chart->setTitle(tr("RMSE (raw target units)"));
+    } else {
+        m_loss.chart->setTitle(tr("Loss (NLL, nats)"));
+        m_accuracy.chart->setTitle(tr("Accuracy"));
+    }
+    const QString secondName = run.regression ? tr("RMSE") : tr("accuracy");
     m_legend->setText(
         tr("<b>bold</b>: ensemble (solid test, dashed train) · thin: %1, coloured by lr")
             .arg(lines == run.members ? tr("every member")
@@ -237,16 +249,17 @@ void CurvesView::rebuild() {
                 s->attachAxis(c->x);
                 s->attachAxis(c->y);
                 c->chart->legend()->markers(s).first()->setVisible(false);
-                connect(s, &QLineSeries::hovered, this, [this, k, loss](const QPointF& p, bool on) {
-                    if (on) {
-                        QToolTip::showText(QCursor::pos(),
-                                           tr("member #%1 · step %2\n%3 %4")
-                                               .arg(k)
-                                               .arg(p.x(), 0, 'f', 0)
-                                               .arg(loss ? tr("loss") : tr("accuracy"))
-                                               .arg(formatValue(p.y())));
-                    }
-                });
+                connect(s, &QLineSeries::hovered, this,
+                        [this, k, loss, secondName](const QPointF& p, bool on) {
+                            if (on) {
+                                QToolTip::showText(QCursor::pos(),
+                                                   tr("member #%1 · step %2\n%3 %4")
+                                                       .arg(k)
+                                                       .arg(p.x(), 0, 'f', 0)
+                                                       .arg(loss ? tr("loss") : secondName)
+                                                       .arg(formatValue(p.y())));
+                            }
+                        });
                 c->members.push_back(s);
             }
         }
@@ -266,15 +279,17 @@ void CurvesView::rebuild() {
             s->attachAxis(c->x);
             s->attachAxis(c->y);
             const QString name = s->name();
-            connect(s, &QLineSeries::hovered, this, [name, loss](const QPointF& p, bool on) {
-                if (on) {
-                    QToolTip::showText(QCursor::pos(), QStringLiteral("%1 · step %2\n%3 %4")
-                                                           .arg(name)
-                                                           .arg(p.x(), 0, 'f', 0)
-                                                           .arg(loss ? tr("loss") : tr("accuracy"))
-                                                           .arg(formatValue(p.y())));
-                }
-            });
+            connect(s, &QLineSeries::hovered, this,
+                    [name, loss, secondName](const QPointF& p, bool on) {
+                        if (on) {
+                            QToolTip::showText(QCursor::pos(),
+                                               QStringLiteral("%1 · step %2\n%3 %4")
+                                                   .arg(name)
+                                                   .arg(p.x(), 0, 'f', 0)
+                                                   .arg(loss ? tr("loss") : secondName)
+                                                   .arg(formatValue(p.y())));
+                        }
+                    });
         }
     }
     m_builtFor = m_snapshot->run->runId;
@@ -299,8 +314,11 @@ void CurvesView::refresh() {
     auto valid = [log](double v) { return std::isfinite(v) && (!log || v > 0); };
     double lossLo = std::numeric_limits<double>::infinity();
     double lossHi = -lossLo;
-    double accLo = 1.0;
-    double accHi = 0.0;
+    double accLo = std::numeric_limits<double>::infinity();
+    double accHi = -accLo;
+    // The second chart: accuracy, or the RMSE of a regression run.
+    const bool regression = run.regression;
+    auto second = [regression](const SplitMetrics& m) { return regression ? m.rmse : m.accuracy; };
     auto track = [](double v, double& lo, double& hi) {
         lo = std::min(lo, v);
         hi = std::max(hi, v);
@@ -316,9 +334,9 @@ void CurvesView::refresh() {
                 loss.append(QPointF(static_cast<double>(h->step), v.loss));
                 track(v.loss, lossLo, lossHi);
             }
-            if (std::isfinite(v.accuracy)) {
-                acc.append(QPointF(static_cast<double>(h->step), v.accuracy));
-                track(v.accuracy, accLo, accHi);
+            if (std::isfinite(second(v))) {
+                acc.append(QPointF(static_cast<double>(h->step), second(v)));
+                track(second(v), accLo, accHi);
             }
         }
         m_loss.members[line]->replace(loss);
@@ -338,13 +356,13 @@ void CurvesView::refresh() {
             testLoss.append(QPointF(x, h->ensembleTest.loss));
             track(h->ensembleTest.loss, lossLo, lossHi);
         }
-        if (std::isfinite(h->ensembleTrain.accuracy)) {
-            trainAcc.append(QPointF(x, h->ensembleTrain.accuracy));
-            track(h->ensembleTrain.accuracy, accLo, accHi);
+        if (std::isfinite(second(h->ensembleTrain))) {
+            trainAcc.append(QPointF(x, second(h->ensembleTrain)));
+            track(second(h->ensembleTrain), accLo, accHi);
         }
-        if (std::isfinite(h->ensembleTest.accuracy) && run.testRows > 0) {
-            testAcc.append(QPointF(x, h->ensembleTest.accuracy));
-            track(h->ensembleTest.accuracy, accLo, accHi);
+        if (std::isfinite(second(h->ensembleTest)) && run.testRows > 0) {
+            testAcc.append(QPointF(x, second(h->ensembleTest)));
+            track(second(h->ensembleTest), accLo, accHi);
         }
     }
     m_loss.ensembleTrain->replace(trainLoss);
@@ -365,7 +383,11 @@ void CurvesView::refresh() {
                          0.0);
         }
     }
-    if (accLo <= accHi) {
+    if (accLo <= accHi && regression) {
+        const double pad = 0.05 * std::max(accHi - accLo, 1e-3 * std::max(1.0, accHi));
+        setNiceRange(static_cast<QValueAxis*>(m_accuracy.y), std::max(0.0, accLo - pad),
+                     accHi + pad, 5, false, 0.0);
+    } else if (accLo <= accHi) {
         // The axis fits the data (0.93 … 0.99 is not drawn on 0 … 1), on nice ticks.
         const double pad = 0.03 * std::max(accHi - accLo, 0.01);
         setNiceRange(static_cast<QValueAxis*>(m_accuracy.y), accLo - pad, accHi + pad, 5, false,

@@ -1,0 +1,85 @@
+#pragma once
+
+// The Regression view (1-D regression inputs), Deep Ensembles' figure (Lakshminarayanan et al.
+// 2017, fig. 1): the train points (filled) and test points (hollow), the ensemble's predictive
+// mean, its ±2σ bands split into the aleatoric part (inner, √E_k σ_k²) and the total (outer,
+// aleatoric + epistemic), each included member's mean as a thin line (the selected member in
+// the accent colour), and the x range outside the training data shaded. Redrawn from every
+// snapshot, so the bands move while the ensemble trains.
+
+#include <QWidget>
+
+#include "controller/snapshot.h"
+
+class QCheckBox;
+class QLabel;
+
+namespace ensemble::ui {
+
+class RegressionCanvas : public QWidget {
+    Q_OBJECT
+
+  public:
+    explicit RegressionCanvas(QWidget* parent = nullptr);
+
+    void setSnapshot(SnapshotPtr snapshot);
+    void setSelectedMember(int member);  // -1: none
+    void setShowMembers(bool show);
+    void setShowTrain(bool show);
+    void setShowTest(bool show);
+
+    // The plot's frame and the data-to-widget mapping of the current snapshot (tests).
+    QRectF plotRect() const;
+    QPointF toWidget(double x, double y) const;
+    // The y range shown: the targets and the ensemble mean, padded.
+    double yMin() const { return m_yMin; }
+    double yMax() const { return m_yMax; }
+    double xMin() const;
+    double xMax() const;
+
+    // The bands' fill colours (opaque, as drawn over the plot's background).
+    static QColor outerBandColor();
+    static QColor innerBandColor();
+
+    QSize sizeHint() const override { return {640, 480}; }
+    QSize minimumSizeHint() const override { return {320, 240}; }
+
+  protected:
+    void paintEvent(QPaintEvent* event) override;
+
+  private:
+    void updateRange();
+    void drawAxes(QPainter& p, const QRectF& plot) const;
+    void drawLegend(QPainter& p, const QRectF& plot) const;
+
+    SnapshotPtr m_snapshot;
+    int m_selected = -1;
+    bool m_showMembers = true;
+    bool m_showTrain = true;
+    bool m_showTest = true;
+    double m_yMin = -1.0;
+    double m_yMax = 1.0;
+};
+
+class RegressionView : public QWidget {
+    Q_OBJECT
+
+  public:
+    explicit RegressionView(QWidget* parent = nullptr);
+
+    void setSnapshot(SnapshotPtr snapshot);
+    void setSelectedMember(int member);
+    RegressionCanvas* canvas() const { return m_canvas; }
+
+  private:
+    void updateCaption();
+
+    RegressionCanvas* m_canvas = nullptr;
+    QCheckBox* m_members = nullptr;
+    QCheckBox* m_train = nullptr;
+    QCheckBox* m_test = nullptr;
+    QLabel* m_caption = nullptr;
+    SnapshotPtr m_snapshot;
+};
+
+}  // namespace ensemble::ui
