@@ -121,7 +121,8 @@ void TestConfig::overridesSetDottedKeys() {
 
 void TestConfig::everyPresetParses() {
     const std::vector<std::string> names = presetNames();
-    for (const char* required : {"spirals", "spirals-bootstrap", "moons", "mnist-mlp"}) {
+    for (const char* required : {"spirals", "spirals-bootstrap", "moons", "mnist-mlp", "mnist-cnn",
+                                 "fashion-mnist-cnn", "cubic", "sine", "linear"}) {
         QVERIFY2(std::find(names.begin(), names.end(), required) != names.end(), required);
     }
     for (const std::string& name : names) {
@@ -131,6 +132,16 @@ void TestConfig::everyPresetParses() {
     const ExperimentConfig mnist = parseConfig(loadConfigJson("mnist-mlp"));
     QCOMPARE(mnist.model.hidden, (std::vector<int>{256, 256}));
     QCOMPARE(mnist.ensemble.members, 4);
+    // The CNN presets are the recipe (seed 000): K = 4, SGD 0.1 / 0.9, batch 128.
+    for (const char* name : {"mnist-cnn", "fashion-mnist-cnn"}) {
+        const ExperimentConfig cnn = parseConfig(loadConfigJson(name));
+        QCOMPARE(cnn.model.kind, std::string("cnn"));
+        QCOMPARE(cnn.model.layers, recipeLayers());
+        QCOMPARE(cnn.ensemble.members, 4);
+        QVERIFY(cnn.optimizer.kind == OptimizerKind::Sgd);
+        QCOMPARE(cnn.optimizer.lr.front(), 0.1);
+        QCOMPARE(cnn.training.batchSize, 128);
+    }
 }
 
 void TestConfig::unknownConfigNamesThePresets() {

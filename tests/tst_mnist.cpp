@@ -1,7 +1,7 @@
 // Real data: the mnist-mlp preset (784-256-256-10, K = 4, one epoch) must reach 97% ensemble
 // test accuracy; the mnist-cnn preset (Flax's MNIST CNN, K = 4, three epochs) 99.0%, every member
-// 98.5%, and the ensemble above the mean member. Fetches MNIST with scripts/fetch-mnist.sh into a folder of the build tree;
-// reports skipped (exit 77) with the reason when the data cannot be had.
+// 98.5%, and the ensemble above the mean member. Fetches MNIST with scripts/fetch-mnist.sh into a
+// folder of the build tree; reports skipped (exit 77) with the reason when the data cannot be had.
 #include <QtTest/QtTest>
 
 #include <cstdio>
