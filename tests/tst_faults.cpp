@@ -1,5 +1,6 @@
 // Faults, tried rather than claimed (issue 25): ensemble-cli killed (SIGKILL) while exporting
-// over a file, a full disk (ENOSPC, injected by an LD_PRELOAD shim over write(2): no mounting),
+// over a file, a full disk (ENOSPC, injected by an LD_PRELOAD shim over write(2), and for real
+// on a small tmpfs of the test's own where mounting one is permitted),
 // Ctrl-C (SIGINT) during training and during the writes after it, and the output-path rule for
 // every kind of path (file, new name, symlink, own descriptor, FIFO, character device,
 // directory, socket, block device). Everything happens in temporary folders; device nodes are
@@ -8,6 +9,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -223,6 +225,7 @@ class TestFaults : public QObject {
     void sigkillDuringExportLeavesTheOldFileOrTheNew();
     void staleTemporariesOfDeadWritersAreRemoved();
     void fullDiskFailsWithExitFourAndLeavesTheOldFile();
+    void fullTmpfsFailsWithExitFourAndLeavesTheOldFile();
     // Interrupts.
     void sigintStopsTrainingWritesTheExportAndExits130();
     void secondSigintWhileWritingLeavesNoPartialFile();
@@ -368,6 +371,39 @@ void TestFaults::fullDiskFailsWithExitFourAndLeavesTheOldFile() {
              qPrintable(describe(r)));
     QVERIFY(!QFileInfo::exists(fresh));
     QCOMPARE(temporariesIn(dir.path()), QStringList());
+}
+
+void TestFaults::fullTmpfsFailsWithExitFourAndLeavesTheOldFile() {
+    // The same on a real full file system: a small tmpfs of our own, where mounting one is
+    // permitted (root with CAP_SYS_ADMIN; a container without it skips). The old export fits,
+    // the temporary of the next one does not.
+    QTemporaryDir dir;
+    const QString mountPoint = dir.filePath(QStringLiteral("small"));
+    QVERIFY(QDir().mkpath(mountPoint));
+    const QString target = mountPoint + QStringLiteral("/w.safetensors");
+    Run r = runCli(bigExport(dir.filePath(QStringLiteral("probe.safetensors")), 1));
+    QVERIFY2(r.code == 0, qPrintable(describe(r)));
+    const qint64 exportBytes = QFileInfo(dir.filePath(QStringLiteral("probe.safetensors"))).size();
+    const QByteArray options = "size=" + QByteArray::number(exportBytes + exportBytes / 2);
+    if (::mount("tmpfs", mountPoint.toLocal8Bit().constData(), "tmpfs", 0, options.constData()) !=
+        0) {
+        QSKIP(qPrintable(QStringLiteral("mounting a tmpfs is not permitted here: ") +
+                         QString::fromLocal8Bit(std::strerror(errno))));
+    }
+    struct Unmount {
+        QByteArray path;
+        ~Unmount() { ::umount2(path.constData(), MNT_DETACH); }
+    } unmount{mountPoint.toLocal8Bit()};
+    r = runCli(bigExport(target, 1));
+    QVERIFY2(r.code == 0, qPrintable(describe(r)));
+    const QByteArray oldBytes = slurp(target);
+    r = runCli(bigExport(target, 2));
+    QVERIFY2(r.code == 4, qPrintable(describe(r)));
+    QVERIFY2(r.err.contains(target) && r.err.contains(QStringLiteral("No space left on device")),
+             qPrintable(r.err));
+    QVERIFY(slurp(target) == oldBytes);
+    QCOMPARE(QDir(mountPoint).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot),
+             QStringList{QStringLiteral("w.safetensors")});
 }
 
 void TestFaults::sigintStopsTrainingWritesTheExportAndExits130() {
