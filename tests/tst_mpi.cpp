@@ -88,6 +88,7 @@ class TestMpi : public QObject {
     void meshMismatchIsAConfigError();
     void meshIgnoredInOneProcess();
     void failingRankEndsTheJob();
+    void interruptStopsEveryRankAtOneStep();
 };
 
 void TestMpi::ensembleAxisIsBitIdentical_data() {
@@ -268,6 +269,55 @@ void TestMpi::failingRankEndsTheJob() {
     QVERIFY2(r.err.contains(QStringLiteral("rank 1 of 2")) && r.err.contains(missing),
              qPrintable(describe(r)));
     QVERIFY2(clock.elapsed() < 60000, "the job waited instead of ending");
+}
+
+void TestMpi::interruptStopsEveryRankAtOneStep() {
+    // SIGTERM to mpirun (what a scheduler or Ctrl-C does): mpirun passes it to the ranks, which
+    // agree on one step to stop at; rank 0 writes the export of that step. It must equal one
+    // process trained for exactly that many steps, bit for bit.
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QStringList common{QStringLiteral("--config"), QStringLiteral("spirals"),
+                             QStringLiteral("--set"), QStringLiteral("ensemble.members=5"),
+                             QStringLiteral("--set"), QStringLiteral("ensemble.bootstrap=resample"),
+                             QStringLiteral("--set"), QStringLiteral("backend.threads=1"),
+                             QStringLiteral("--set"), QStringLiteral("training.eval_every=0"),
+                             QStringLiteral("--quiet")};
+    const QString cut = dir.filePath(QStringLiteral("cut.safetensors"));
+    QProcess p;
+    p.setProcessEnvironment(mpiEnvironment());
+    p.start(mpirun(), QStringList{QStringLiteral("-n"), QStringLiteral("2"),
+                                  QStringLiteral("--bind-to"), QStringLiteral("none"), cliPath(),
+                                  QStringLiteral("train")} +
+                          common +
+                          QStringList{QStringLiteral("--set"),
+                                      QStringLiteral("training.steps=100000000"),
+                                      QStringLiteral("--export"), cut});
+    QVERIFY(p.waitForStarted());
+    QThread::msleep(2500);
+    p.terminate();
+    if (!p.waitForFinished(60000)) {
+        p.kill();
+        p.waitForFinished();
+        QFAIL("mpirun did not end within 60 s of SIGTERM");
+    }
+    QVERIFY2(QFile::exists(cut), qPrintable(QString::fromUtf8(p.readAllStandardError())));
+    const ensemble::SafetensorsFile b = readWeights(cut);
+    QVERIFY(b.metadata.count("interrupted_at_step") == 1);
+    const QString step = QString::fromStdString(b.metadata.at("interrupted_at_step"));
+    QVERIFY(step.toLongLong() > 0);
+    const QString whole = dir.filePath(QStringLiteral("whole.safetensors"));
+    const Run one =
+        run(cliPath(), QStringList{QStringLiteral("train")} + common +
+                           QStringList{QStringLiteral("--set"),
+                                       QStringLiteral("training.steps=") + step,
+                                       QStringLiteral("--export"), whole});
+    QVERIFY2(one.code == 0, qPrintable(describe(one)));
+    const ensemble::SafetensorsFile a = readWeights(whole);
+    for (const ensemble::Tensor& t : a.tensors) {
+        const ensemble::Tensor* u = b.find(t.name);
+        QVERIFY2(u != nullptr && u->data == t.data, t.name.c_str());
+    }
 }
 
 int main(int argc, char** argv) {

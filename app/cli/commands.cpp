@@ -536,6 +536,9 @@ int commandTrain(const CliArgs& args) {
         const TrainingState state = trainer->gatherTrainingState();
         addMeshMetadata(*trainer, exportMetadata);
         if (!root) {
+            // Alive until rank 0 has written everything: mpirun takes a rank that ends
+            // (non-zero, after a signal) as the job's end and would stop rank 0 mid-write.
+            world.barrier();
             return interruptSignal() != 0 ? interruptExitCode() : 0;
         }
         BackendChoice choice = makeBackend(trainer->config());
@@ -576,6 +579,9 @@ int commandTrain(const CliArgs& args) {
         if (!quiet) {
             std::fprintf(stderr, "exported weights to %s\n", args.get("--export").c_str());
         }
+    }
+    if (world.distributed()) {
+        world.barrier();  // the other ranks wait for these writes (above)
     }
     // A signal that came after the last step still says the run was interrupted.
     return interruptSignal() != 0 ? interruptExitCode() : 0;
