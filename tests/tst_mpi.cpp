@@ -62,9 +62,10 @@ QString mpirun() {
 // `mpirun -n ranks ensemble-cli train ...` (--oversubscribe: more ranks than this machine's
 // cores; --bind-to none: no rank pinned to one core).
 Run train(int ranks, const QStringList& args) {
-    QStringList all{QStringLiteral("-n"), QString::number(ranks), QStringLiteral("--oversubscribe"),
-                    QStringLiteral("--bind-to"), QStringLiteral("none"), cliPath(),
-                    QStringLiteral("train")};
+    QStringList all{
+        QStringLiteral("-n"),        QString::number(ranks), QStringLiteral("--oversubscribe"),
+        QStringLiteral("--bind-to"), QStringLiteral("none"), cliPath(),
+        QStringLiteral("train")};
     return run(mpirun(), all + args);
 }
 
@@ -125,10 +126,11 @@ void TestMpi::ensembleAxisIsBitIdentical() {
     QTemporaryDir dir;
     QVERIFY(dir.isValid());
     const QStringList common =
-        QStringList{QStringLiteral("--config"), QStringLiteral("spirals"), QStringLiteral("--set"),
-                    QStringLiteral("training.steps=150"), QStringLiteral("--set"),
-                    QStringLiteral("training.eval_every=50"), QStringLiteral("--set"),
-                    QStringLiteral("backend.threads=1"), QStringLiteral("--quiet")} +
+        QStringList{QStringLiteral("--config"), QStringLiteral("spirals"),
+                    QStringLiteral("--set"),    QStringLiteral("training.steps=150"),
+                    QStringLiteral("--set"),    QStringLiteral("training.eval_every=50"),
+                    QStringLiteral("--set"),    QStringLiteral("backend.threads=1"),
+                    QStringLiteral("--quiet")} +
         sets;
     const QString oneW = dir.filePath(QStringLiteral("one.safetensors"));
     const QString oneM = dir.filePath(QStringLiteral("one.json"));
@@ -196,43 +198,42 @@ void TestMpi::ensembleAxisIsBitIdentical() {
     }
     const QString outA = dir.filePath(QStringLiteral("a.csv"));
     const QString outB = dir.filePath(QStringLiteral("b.csv"));
-    const Run pa = run(cliPath(), {QStringLiteral("predict"), QStringLiteral("--weights"), oneW,
-                                   QStringLiteral("--input"), input, QStringLiteral("--output"),
-                                   outA});
+    const Run pa =
+        run(cliPath(), {QStringLiteral("predict"), QStringLiteral("--weights"), oneW,
+                        QStringLiteral("--input"), input, QStringLiteral("--output"), outA});
     QVERIFY2(pa.code == 0, qPrintable(describe(pa)));
-    const Run pb = run(cliPath(), {QStringLiteral("predict"), QStringLiteral("--weights"), meshW,
-                                   QStringLiteral("--input"), input, QStringLiteral("--output"),
-                                   outB});
+    const Run pb =
+        run(cliPath(), {QStringLiteral("predict"), QStringLiteral("--weights"), meshW,
+                        QStringLiteral("--input"), input, QStringLiteral("--output"), outB});
     QVERIFY2(pb.code == 0, qPrintable(describe(pb)));
     QCOMPARE(readAll(outB), readAll(outA));
 }
 
 void TestMpi::meshMismatchIsAConfigError() {
-    const Run r = train(2, {QStringLiteral("--config"), QStringLiteral("spirals"),
-                            QStringLiteral("--set"),
-                            QStringLiteral("backend.mesh={\"ensemble\": 3, \"data\": 1}"),
-                            QStringLiteral("--quiet")});
+    const Run r =
+        train(2, {QStringLiteral("--config"), QStringLiteral("spirals"), QStringLiteral("--set"),
+                  QStringLiteral("backend.mesh={\"ensemble\": 3, \"data\": 1}"),
+                  QStringLiteral("--quiet")});
     QVERIFY2(r.code == 2, qPrintable(describe(r)));
     QVERIFY2(r.err.contains(QStringLiteral("backend.mesh")) &&
                  r.err.contains(QStringLiteral("3 x 1")) &&
                  r.err.contains(QStringLiteral("started 2")),
              qPrintable(describe(r)));
     // More ranks on the ensemble axis than members.
-    const Run few = train(2, {QStringLiteral("--config"), QStringLiteral("spirals"),
-                              QStringLiteral("--set"), QStringLiteral("ensemble.members=1"),
-                              QStringLiteral("--quiet")});
+    const Run few =
+        train(2, {QStringLiteral("--config"), QStringLiteral("spirals"), QStringLiteral("--set"),
+                  QStringLiteral("ensemble.members=1"), QStringLiteral("--quiet")});
     QVERIFY2(few.code == 2 && few.err.contains(QStringLiteral("ensemble.members = 1")),
              qPrintable(describe(few)));
 }
 
 void TestMpi::meshIgnoredInOneProcess() {
     // Without mpirun the stored mesh is information: the run trains as one process, with a note.
-    const Run r =
-        run(cliPath(), {QStringLiteral("train"), QStringLiteral("--config"),
-                        QStringLiteral("spirals"), QStringLiteral("--set"),
-                        QStringLiteral("backend.mesh={\"ensemble\": 2, \"data\": 1}"),
-                        QStringLiteral("--set"), QStringLiteral("training.steps=20"),
-                        QStringLiteral("--quiet")});
+    const Run r = run(
+        cliPath(),
+        {QStringLiteral("train"), QStringLiteral("--config"), QStringLiteral("spirals"),
+         QStringLiteral("--set"), QStringLiteral("backend.mesh={\"ensemble\": 2, \"data\": 1}"),
+         QStringLiteral("--set"), QStringLiteral("training.steps=20"), QStringLiteral("--quiet")});
     QVERIFY2(r.code == 0, qPrintable(describe(r)));
     QVERIFY2(r.err.count(QStringLiteral("backend.mesh")) == 1 &&
                  r.err.contains(QStringLiteral("is ignored")),
@@ -252,19 +253,17 @@ void TestMpi::failingRankEndsTheJob() {
                            QStringLiteral("--set"),
                            QStringLiteral("training.steps=50"),
                            QStringLiteral("--quiet")};
-    const QStringList bad = good + QStringList{QStringLiteral("--set"),
-                                               QStringLiteral("dataset.kind=csv"),
-                                               QStringLiteral("--set"),
-                                               QStringLiteral("dataset.path=") + missing};
+    const QStringList bad =
+        good + QStringList{QStringLiteral("--set"), QStringLiteral("dataset.kind=csv"),
+                           QStringLiteral("--set"), QStringLiteral("dataset.path=") + missing};
     QElapsedTimer clock;
     clock.start();
-    const Run r =
-        run(mpirun(), QStringList{QStringLiteral("--oversubscribe"), QStringLiteral("-n"),
-                                  QStringLiteral("1")} +
-                          good + QStringList{QStringLiteral(":"), QStringLiteral("-n"),
-                                             QStringLiteral("1")} +
-                          bad,
-            60000);
+    const Run r = run(
+        mpirun(),
+        QStringList{QStringLiteral("--oversubscribe"), QStringLiteral("-n"), QStringLiteral("1")} +
+            good + QStringList{QStringLiteral(":"), QStringLiteral("-n"), QStringLiteral("1")} +
+            bad,
+        60000);
     QVERIFY2(r.code == 3, qPrintable(describe(r)));
     QVERIFY2(r.err.contains(QStringLiteral("rank 1 of 2")) && r.err.contains(missing),
              qPrintable(describe(r)));
@@ -277,41 +276,52 @@ void TestMpi::interruptStopsEveryRankAtOneStep() {
     // process trained for exactly that many steps, bit for bit.
     QTemporaryDir dir;
     QVERIFY(dir.isValid());
-    const QStringList common{QStringLiteral("--config"), QStringLiteral("spirals"),
-                             QStringLiteral("--set"), QStringLiteral("ensemble.members=5"),
-                             QStringLiteral("--set"), QStringLiteral("ensemble.bootstrap=resample"),
-                             QStringLiteral("--set"), QStringLiteral("backend.threads=1"),
-                             QStringLiteral("--set"), QStringLiteral("training.eval_every=0"),
-                             QStringLiteral("--quiet")};
+    const QStringList common{
+        QStringLiteral("--config"), QStringLiteral("spirals"),
+        QStringLiteral("--set"),    QStringLiteral("ensemble.members=5"),
+        QStringLiteral("--set"),    QStringLiteral("ensemble.bootstrap=resample"),
+        QStringLiteral("--set"),    QStringLiteral("backend.threads=1"),
+        QStringLiteral("--set"),    QStringLiteral("training.eval_every=0")};
     const QString cut = dir.filePath(QStringLiteral("cut.safetensors"));
     QProcess p;
     p.setProcessEnvironment(mpiEnvironment());
-    p.start(mpirun(), QStringList{QStringLiteral("-n"), QStringLiteral("2"),
-                                  QStringLiteral("--bind-to"), QStringLiteral("none"), cliPath(),
-                                  QStringLiteral("train")} +
-                          common +
-                          QStringList{QStringLiteral("--set"),
-                                      QStringLiteral("training.steps=100000000"),
-                                      QStringLiteral("--export"), cut});
+    p.start(mpirun(),
+            QStringList{QStringLiteral("-n"), QStringLiteral("2"), QStringLiteral("--bind-to"),
+                        QStringLiteral("none"), cliPath(), QStringLiteral("train")} +
+                common +
+                QStringList{QStringLiteral("--set"), QStringLiteral("training.steps=100000000"),
+                            QStringLiteral("--export"), cut});
     QVERIFY(p.waitForStarted());
-    QThread::msleep(2500);
+    // Signal once rank 0 says it is training (every rank is then past the agreed setup and
+    // stops at a step boundary on a signal), whatever the machine's load made startup cost.
+    QByteArray err;
+    QElapsedTimer wait;
+    wait.start();
+    while (!err.contains("training 5 members") && wait.elapsed() < 60000 &&
+           p.state() == QProcess::Running) {
+        p.waitForReadyRead(200);
+        err += p.readAllStandardError();
+    }
+    QVERIFY2(err.contains("training 5 members"), err.constData());
+    QThread::msleep(1000);
     p.terminate();
     if (!p.waitForFinished(60000)) {
         p.kill();
         p.waitForFinished();
         QFAIL("mpirun did not end within 60 s of SIGTERM");
     }
-    QVERIFY2(QFile::exists(cut), qPrintable(QString::fromUtf8(p.readAllStandardError())));
+    err += p.readAllStandardError();
+    QVERIFY2(QFile::exists(cut), err.constData());
     const ensemble::SafetensorsFile b = readWeights(cut);
     QVERIFY(b.metadata.count("interrupted_at_step") == 1);
     const QString step = QString::fromStdString(b.metadata.at("interrupted_at_step"));
     QVERIFY(step.toLongLong() > 0);
     const QString whole = dir.filePath(QStringLiteral("whole.safetensors"));
     const Run one =
-        run(cliPath(), QStringList{QStringLiteral("train")} + common +
-                           QStringList{QStringLiteral("--set"),
-                                       QStringLiteral("training.steps=") + step,
-                                       QStringLiteral("--export"), whole});
+        run(cliPath(),
+            QStringList{QStringLiteral("train"), QStringLiteral("--quiet")} + common +
+                QStringList{QStringLiteral("--set"), QStringLiteral("training.steps=") + step,
+                            QStringLiteral("--export"), whole});
     QVERIFY2(one.code == 0, qPrintable(describe(one)));
     const ensemble::SafetensorsFile a = readWeights(whole);
     for (const ensemble::Tensor& t : a.tensors) {
@@ -322,13 +332,15 @@ void TestMpi::interruptStopsEveryRankAtOneStep() {
 
 int main(int argc, char** argv) {
     if (mpirun().isEmpty()) {
-        std::printf("SKIP tst_mpi: mpirun is not installed (apt-get install openmpi-bin "
-                    "libopenmpi-dev, or scripts/setup.sh)\n");
+        std::printf(
+            "SKIP tst_mpi: mpirun is not installed (apt-get install openmpi-bin "
+            "libopenmpi-dev, or scripts/setup.sh)\n");
         return 77;
     }
 #ifndef ENSEMBLE_TEST_HAVE_MPI
-    std::printf("SKIP tst_mpi: this build has no MPI (configure with ENSEMBLE_MPI=AUTO or ON "
-                "and libopenmpi-dev installed)\n");
+    std::printf(
+        "SKIP tst_mpi: this build has no MPI (configure with ENSEMBLE_MPI=AUTO or ON "
+        "and libopenmpi-dev installed)\n");
     return 77;
 #else
     QCoreApplication app(argc, argv);
