@@ -284,7 +284,12 @@ void TestMpi::interruptStopsEveryRankAtOneStep() {
         QStringLiteral("--set"),    QStringLiteral("training.eval_every=0")};
     const QString cut = dir.filePath(QStringLiteral("cut.safetensors"));
     QProcess p;
-    p.setProcessEnvironment(mpiEnvironment());
+    QProcessEnvironment env = mpiEnvironment();
+    // mpirun passes SIGTERM odls_base_sigkill_timeout seconds after it got the signal and
+    // SIGKILL as long again later (1 s by default): 5 s gives rank 0 time to write on a loaded
+    // machine, as README says to set it.
+    env.insert(QStringLiteral("OMPI_MCA_odls_base_sigkill_timeout"), QStringLiteral("5"));
+    p.setProcessEnvironment(env);
     p.start(mpirun(),
             QStringList{QStringLiteral("-n"), QStringLiteral("2"), QStringLiteral("--bind-to"),
                         QStringLiteral("none"), cliPath(), QStringLiteral("train")} +

@@ -539,6 +539,9 @@ int commandTrain(const CliArgs& args) {
             // Alive until rank 0 has written everything: mpirun takes a rank that ends
             // (non-zero, after a signal) as the job's end and would stop rank 0 mid-write.
             world.barrier();
+            if (interruptSignal() != 0) {
+                world.leaveWithoutFinalize();  // mpirun is ending the job
+            }
             return interruptSignal() != 0 ? interruptExitCode() : 0;
         }
         BackendChoice choice = makeBackend(trainer->config());
@@ -582,6 +585,9 @@ int commandTrain(const CliArgs& args) {
     }
     if (world.distributed()) {
         world.barrier();  // the other ranks wait for these writes (above)
+        if (interruptSignal() != 0) {
+            world.leaveWithoutFinalize();  // mpirun is ending the job
+        }
     }
     // A signal that came after the last step still says the run was interrupted.
     return interruptSignal() != 0 ? interruptExitCode() : 0;

@@ -60,6 +60,9 @@ class Collective {
     virtual std::vector<std::string> gatherText(const std::string& local) { return {local}; }
     // Every rank waits for the others.
     virtual void barrier() {}
+    // The launcher is ending the job (it passed on a signal): finishing MPI would wait for it
+    // forever, so the process ends without it, after its last collective call.
+    virtual void leaveWithoutFinalize() {}
     // Ends every process of the job now with `code` (a failure after which the ranks can no
     // longer agree: a file rank 0 could not write while the others wait). One process: exit.
     [[noreturn]] virtual void abort(int code);

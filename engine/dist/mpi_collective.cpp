@@ -33,7 +33,7 @@ class MpiCollective final : public Collective {
     ~MpiCollective() override {
         int finalized = 0;
         MPI_Finalized(&finalized);
-        if (!finalized) {
+        if (!finalized && !m_leaveWithoutFinalize) {
             MPI_Finalize();
         }
     }
@@ -97,6 +97,7 @@ class MpiCollective final : public Collective {
     }
 
     void barrier() override { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+    void leaveWithoutFinalize() override { m_leaveWithoutFinalize = true; }
 
     [[noreturn]] void abort(int code) override {
         std::fflush(stdout);
@@ -149,6 +150,7 @@ class MpiCollective final : public Collective {
     int m_rank = 0;
     int m_ranks = 1;
     Mesh m_mesh;
+    bool m_leaveWithoutFinalize = false;
 };
 
 }  // namespace
