@@ -6,6 +6,7 @@ PKGS=(
   cmake g++ make pkg-config
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev libxkbcommon-dev
   libeigen3-dev zlib1g-dev nlohmann-json3-dev
+  libopenmpi-dev openmpi-bin
   xvfb xauth fonts-dejavu-core
 )
 if dpkg -s "${PKGS[@]}" >/dev/null 2>&1; then

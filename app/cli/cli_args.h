@@ -6,9 +6,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dist/collective.h"
 #include "io/config.h"
 
 namespace ensemble::cli {
+
+// The processes of this run: MPI's world under mpirun, else one process (main() sets it).
+Collective& world();
+void setWorld(Collective* collective);
 
 // Parsed command line: `ensemble-cli <command> [--flag value]... [--set key=value]...`.
 struct CliArgs {

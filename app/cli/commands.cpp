@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -19,6 +20,9 @@
 #include "io/atomic_file.h"
 #include "io/checkpoint.h"
 #include "io/model_io.h"
+#ifdef ENSEMBLE_HAVE_MPI
+#include "dist/mpi_collective.h"
+#endif
 #include "metrics/regression.h"
 #include "train/trainer.h"
 #include "train/trainer_report.h"
@@ -164,7 +168,137 @@ void onInterruptAfterLastFinishedStep(const CliArgs& args, const Trainer& traine
                      : "");
 }
 
+Collective* g_world = nullptr;
+
+// Every rank runs `setup`; when it threw on any rank, rank 0 prints each failing rank's
+// message (once per distinct message, naming the ranks) and every rank returns the largest
+// exit code (2 config, 3 data, 4 runtime), so a rank that cannot start never leaves the others
+// waiting. Returns nothing when every rank succeeded, else this rank's exit code (rank 0: the
+// largest, the others 0). In one process the exception propagates.
+template <typename F>
+std::optional<int> agreeOnSetup(Collective& world, const char* command, F&& setup) {
+    if (!world.distributed()) {
+        setup();
+        return std::nullopt;
+    }
+    int code = 0;
+    std::string message;
+    try {
+        setup();
+    } catch (const ConfigError& e) {
+        code = 2;
+        message = e.what();
+    } catch (const DataError& e) {
+        code = 3;
+        message = e.what();
+    } catch (const std::exception& e) {
+        code = 4;
+        message = e.what();
+    }
+    const int worst = static_cast<int>(world.max(code));
+    if (worst == 0) {
+        return std::nullopt;
+    }
+    // Rank 0 reports and alone exits non-zero: mpirun then returns its code (a rank that fails
+    // first makes mpirun stop the others, which would also report being stopped).
+    const std::vector<std::string> messages = world.gatherText(message);
+    if (world.root()) {
+        std::vector<std::pair<std::string, std::vector<int>>> distinct;
+        for (std::size_t r = 0; r < messages.size(); ++r) {
+            if (messages[r].empty()) {
+                continue;
+            }
+            auto it = std::find_if(distinct.begin(), distinct.end(),
+                                   [&](const auto& d) { return d.first == messages[r]; });
+            if (it == distinct.end()) {
+                distinct.push_back({messages[r], {}});
+                it = distinct.end() - 1;
+            }
+            it->second.push_back(static_cast<int>(r));
+        }
+        for (const auto& [text, ranks] : distinct) {
+            std::string who;
+            for (int r : ranks) {
+                who += (who.empty() ? "" : ", ") + std::to_string(r);
+            }
+            std::fprintf(stderr, "ensemble-cli %s (rank%s %s of %d): %s\n", command,
+                         ranks.size() > 1 ? "s" : "", who.c_str(), world.ranks(), text.c_str());
+        }
+    }
+    world.barrier();
+    return world.root() ? worst : 0;
+}
+
+// backend.mesh against the ranks this run has. Under mpirun E x D must be the rank count (a
+// ConfigError naming both); in one process a mesh other than "auto" is ignored with a notice.
+void resolveMesh(const ExperimentConfig& config, Collective& world) {
+    const BackendConfig& b = config.backend;
+    if (!world.distributed()) {
+        if (!b.meshAuto()) {
+            std::fprintf(stderr,
+                         "note: backend.mesh {\"ensemble\": %d, \"data\": %d} is ignored: this "
+                         "is one process (run it under mpirun -n %d)\n",
+                         b.meshEnsemble, b.meshData, b.meshEnsemble * b.meshData);
+        }
+        return;
+    }
+    const Mesh mesh = b.meshAuto() ? Mesh{world.ranks(), 1} : Mesh{b.meshEnsemble, b.meshData};
+    if (mesh.ensemble * mesh.data != world.ranks()) {
+        throw ConfigError("backend.mesh", "the mesh " + std::to_string(mesh.ensemble) + " x " +
+                                              std::to_string(mesh.data) + " needs " +
+                                              std::to_string(mesh.ensemble * mesh.data) +
+                                              " ranks but mpirun "
+                                              "started " +
+                                              std::to_string(world.ranks()));
+    }
+    if (mesh.data > 1) {
+        throw ConfigError("backend.mesh", "the data axis (data = " + std::to_string(mesh.data) +
+                                              ") is not implemented yet: use {\"ensemble\": " +
+                                              std::to_string(world.ranks()) +
+                                              ", \"data\": 1} or \"auto\"");
+    }
+    if (config.ensemble.members < mesh.ensemble) {
+        throw ConfigError("backend.mesh",
+                          "ensemble.members = " + std::to_string(config.ensemble.members) +
+                              " is fewer than the " + std::to_string(mesh.ensemble) +
+                              " ranks of the ensemble axis: every rank needs a "
+                              "member");
+    }
+#ifdef ENSEMBLE_HAVE_MPI
+    setMpiMesh(world, mesh);
+#endif
+}
+
+// The metadata an export of a run on a mesh records: the mesh and which rank trained which
+// member (information; a file loads the same way in one process).
+void addMeshMetadata(const Trainer& trainer, std::map<std::string, std::string>& metadata) {
+    const Collective& world = trainer.collective();
+    if (!world.distributed()) {
+        return;
+    }
+    const Mesh mesh = world.mesh();
+    const int k = trainer.globalMembers();
+    json ranks = json::array();
+    for (int e = 0; e < mesh.ensemble; ++e) {
+        const MemberRange share = memberShare(k, mesh.ensemble, e);
+        for (int m = share.begin; m < share.end; ++m) {
+            ranks.push_back(e * mesh.data);
+        }
+    }
+    metadata["mesh"] =
+        json{{"ensemble", mesh.ensemble}, {"data", mesh.data}, {"ranks", world.ranks()}}.dump();
+    metadata["member_ranks"] = ranks.dump();
+}
+
 }  // namespace
+
+Collective& world() {
+    return g_world != nullptr ? *g_world : singleProcess();
+}
+
+void setWorld(Collective* collective) {
+    g_world = collective;
+}
 
 bool CliArgs::flag(const std::string& name) const {
     return std::find(switches.begin(), switches.end(), name) != switches.end();
@@ -230,7 +364,8 @@ CliArgs parseArgs(int argc, char** argv, const std::vector<std::string>& valueFl
 
 ComposedConfig composedFrom(const CliArgs& args) {
     ComposedConfig composed = composeConfig(args.get("--config"), args.sets);
-    for (const std::string& notice : composed.notices) {
+    for (const std::string& notice :
+         world().root() ? composed.notices : std::vector<std::string>{}) {
         std::fprintf(stderr, "note: %s\n", notice.c_str());
     }
     return composed;
@@ -245,33 +380,50 @@ ExperimentConfig configFrom(const CliArgs& args) {
 }
 
 int commandTrain(const CliArgs& args) {
-    const bool quiet = args.flag("--quiet");
-    const int64_t checkpointEvery = parseCount(args, "--checkpoint-every", 0, 1);
-    if (args.has("--checkpoint-every") && !args.has("--checkpoint")) {
-        throw ConfigError("--checkpoint-every needs --checkpoint FILE (where to write them)");
-    }
+    Collective& world = cli::world();
+    const bool root = world.root();
+    // Rank 0 alone talks and writes; the other ranks train their members and send them.
+    const bool quiet = args.flag("--quiet") || !root;
+    int64_t checkpointEvery = 0;
     // A resumed run trains with the checkpoint's config; --set may change its length, the
     // backend and the live hyperparameters (io/checkpoint.h, resumeConfig).
     std::unique_ptr<Checkpoint> resumed;
     ExperimentConfig config;
-    if (args.has("--resume")) {
-        if (args.has("--config")) {
-            throw ConfigError(
-                "--config cannot be combined with --resume: a resumed run continues with the "
-                "checkpoint's config (change keys with --set)");
-        }
-        resumed = std::make_unique<Checkpoint>(readCheckpoint(args.get("--resume")));
-        std::vector<std::string> notices;
-        config = resumeConfig(*resumed, args.sets, &notices);
-        for (const std::string& notice : notices) {
-            std::fprintf(stderr, "note: %s\n", notice.c_str());
-        }
-    } else {
-        config = configFrom(args);
-    }
+    std::unique_ptr<Trainer> trainer;
     std::string notice;
-    std::unique_ptr<Trainer> trainer = makeTrainer(config, &notice);
-    if (!notice.empty()) {
+    const std::optional<int> setupFailed = agreeOnSetup(world, "train", [&] {
+        checkpointEvery = parseCount(args, "--checkpoint-every", 0, 1);
+        if (args.has("--checkpoint-every") && !args.has("--checkpoint")) {
+            throw ConfigError("--checkpoint-every needs --checkpoint FILE (where to write them)");
+        }
+        if (world.distributed() && (args.has("--resume") || args.has("--checkpoint-every"))) {
+            throw ConfigError(
+                std::string(args.has("--resume") ? "--resume" : "--checkpoint-every") +
+                " is not supported under mpirun yet (--checkpoint, written at the "
+                "end of the run, is)");
+        }
+        if (args.has("--resume")) {
+            if (args.has("--config")) {
+                throw ConfigError(
+                    "--config cannot be combined with --resume: a resumed run continues with the "
+                    "checkpoint's config (change keys with --set)");
+            }
+            resumed = std::make_unique<Checkpoint>(readCheckpoint(args.get("--resume")));
+            std::vector<std::string> notices;
+            config = resumeConfig(*resumed, args.sets, &notices);
+            for (const std::string& n : notices) {
+                std::fprintf(stderr, "note: %s\n", n.c_str());
+            }
+        } else {
+            config = configFrom(args);
+        }
+        resolveMesh(config, world);
+        trainer = makeTrainer(config, &notice, &world);
+    });
+    if (setupFailed) {
+        return *setupFailed;
+    }
+    if (!notice.empty() && root) {
         std::fprintf(stderr, "%s\n", notice.c_str());
     }
     // The evaluations of the run so far: a checkpoint's curves.
@@ -297,13 +449,19 @@ int commandTrain(const CliArgs& args) {
     if (!quiet) {
         const std::string task =
             data.regression ? std::string("regression") : std::to_string(data.classes) + " classes";
+        std::string where = trainer->backend().name();
+        if (world.distributed()) {
+            const Mesh mesh = world.mesh();
+            where += " x " + std::to_string(world.ranks()) + " MPI ranks (mesh: ensemble " +
+                     std::to_string(mesh.ensemble) + " x data " + std::to_string(mesh.data) + ")";
+        }
         std::fprintf(stderr,
                      "training %d members on %s (%lld train / %lld test rows, %s) for "
                      "%lld steps on %s\n",
-                     trainer->members(), data.name.c_str(), static_cast<long long>(data.train.rows),
+                     trainer->globalMembers(), data.name.c_str(),
+                     static_cast<long long>(data.train.rows),
                      static_cast<long long>(data.test.rows), task.c_str(),
-                     static_cast<long long>(trainer->totalSteps()),
-                     trainer->backend().name().c_str());
+                     static_cast<long long>(trainer->totalSteps()), where.c_str());
         if (args.has("--resume")) {
             std::fprintf(stderr, "resuming %s at step %lld\n", args.get("--resume").c_str(),
                          static_cast<long long>(trainer->step()));
@@ -364,9 +522,34 @@ int commandTrain(const CliArgs& args) {
     std::map<std::string, std::string> exportMetadata;
     if (interrupted) {
         exportMetadata["interrupted_at_step"] = std::to_string(trainer->step());
-        onInterruptAfterLastFinishedStep(args, *trainer);
+        if (root) {
+            onInterruptAfterLastFinishedStep(args, *trainer);
+        }
     } else if (trainer->totalSteps() == 0) {
         last = trainer->evaluate();
+    }
+    // Under mpirun rank 0 assembles the whole ensemble (every rank's members, in member order)
+    // in a one-process trainer; everything below reports and writes from it, as one process
+    // would. The other ranks are done.
+    std::unique_ptr<Trainer> assembled;
+    if (world.distributed()) {
+        const TrainingState state = trainer->gatherTrainingState();
+        addMeshMetadata(*trainer, exportMetadata);
+        if (!root) {
+            // Alive until rank 0 has written everything: mpirun takes a rank that ends
+            // (non-zero, after a signal) as the job's end and would stop rank 0 mid-write.
+            world.barrier();
+            if (interruptSignal() != 0) {
+                world.leaveWithoutFinalize();  // mpirun is ending the job
+            }
+            return interruptSignal() != 0 ? interruptExitCode() : 0;
+        }
+        BackendChoice choice = makeBackend(trainer->config());
+        assembled = std::make_unique<Trainer>(trainer->config(), trainer->data(),
+                                              std::move(choice.backend));
+        assembled->restoreTrainingState(state);
+        // The ranks' trainer stays alive: `data` above refers to it.
+        std::swap(trainer, assembled);
     }
     // The report of the final ensemble (train/trainer_report.h), the one the app exports too;
     // an interrupted run's is that of its last finished step.
@@ -398,6 +581,12 @@ int commandTrain(const CliArgs& args) {
         exportEnsemble(args.get("--export"), *trainer, metrics, exportMetadata);
         if (!quiet) {
             std::fprintf(stderr, "exported weights to %s\n", args.get("--export").c_str());
+        }
+    }
+    if (world.distributed()) {
+        world.barrier();  // the other ranks wait for these writes (above)
+        if (interruptSignal() != 0) {
+            world.leaveWithoutFinalize();  // mpirun is ending the job
         }
     }
     // A signal that came after the last step still says the run was interrupted.
@@ -551,34 +740,55 @@ int commandSchema(const CliArgs& args) {
 }
 
 int commandBench(const CliArgs& args) {
-    json root = configJsonFrom(args);
-    // Benchmarks never stop for evaluation; the step count is the bench's own.
-    applyOverride(root, "training.eval_every=0");
-    applyOverride(root, "training.epochs=0");
-    applyOverride(root, "training.steps=1000000000");
-    const ExperimentConfig config = parseConfig(root);
-    const int64_t steps = parseCount(args, "--steps", 200, 1);
-    const int64_t warmup = parseCount(args, "--warmup", 20, 0);
-    const int64_t repeat = parseCount(args, "--repeat", 3, 1);
+    // Under mpirun every rank steps its share of the members (backend.mesh); a repeat lasts as
+    // long as the slowest rank, and the rate counts every member.
+    Collective& world = cli::world();
+    ExperimentConfig config;
+    int64_t steps = 0;
+    int64_t warmup = 0;
+    int64_t repeat = 0;
     std::string notice;
-    std::unique_ptr<Trainer> trainer = makeTrainer(config, &notice);
-    if (!notice.empty()) {
+    std::unique_ptr<Trainer> trainer;
+    const std::optional<int> setupFailed = agreeOnSetup(world, "bench", [&] {
+        json root = configJsonFrom(args);
+        // Benchmarks never stop for evaluation; the step count is the bench's own.
+        applyOverride(root, "training.eval_every=0");
+        applyOverride(root, "training.epochs=0");
+        applyOverride(root, "training.steps=1000000000");
+        config = parseConfig(root);
+        steps = parseCount(args, "--steps", 200, 1);
+        warmup = parseCount(args, "--warmup", 20, 0);
+        repeat = parseCount(args, "--repeat", 3, 1);
+        resolveMesh(config, world);
+        trainer = makeTrainer(config, &notice, &world);
+    });
+    if (setupFailed) {
+        return *setupFailed;
+    }
+    const bool talk = world.root();
+    if (!notice.empty() && talk) {
         std::fprintf(stderr, "%s\n", notice.c_str());
     }
     trainer->runSteps(warmup);
     std::vector<double> rates;
     for (int64_t r = 0; r < repeat; ++r) {
+        world.barrier();
         const auto start = Clock::now();
         trainer->runSteps(steps);
-        const double s = std::chrono::duration<double>(Clock::now() - start).count();
+        const double s = world.max(std::chrono::duration<double>(Clock::now() - start).count());
         rates.push_back(static_cast<double>(steps) / s);
-        std::fprintf(stderr, "repeat %lld: %.1f steps/s\n", static_cast<long long>(r + 1),
-                     rates.back());
+        if (talk) {
+            std::fprintf(stderr, "repeat %lld: %.1f steps/s\n", static_cast<long long>(r + 1),
+                         rates.back());
+        }
+    }
+    if (!talk) {
+        return 0;
     }
     std::vector<double> sorted = rates;
     std::sort(sorted.begin(), sorted.end());
     const double median = sorted[sorted.size() / 2];
-    const double memberRate = median * trainer->members();
+    const double memberRate = median * trainer->globalMembers();
     // Useful work of a step: forward, weight gradients and the input gradients of every layer
     // but the first, two FLOP per multiply-add (what the README's FLOP rates count).
     const Architecture& arch = trainer->layout().architecture();
@@ -608,7 +818,8 @@ int commandBench(const CliArgs& args) {
     }
     if (args.has("--json")) {
         const json report{{"backend", trainer->backend().name()},
-                          {"members", trainer->members()},
+                          {"members", trainer->globalMembers()},
+                          {"ranks", world.ranks()},
                           {"batch_size", config.training.batchSize},
                           {"widths", trainer->layout().widths()},
                           {"model", config.json.value("model", json::object())},
@@ -620,8 +831,10 @@ int commandBench(const CliArgs& args) {
                           {"useful_gflops", gflops}};
         writeFileAtomic(args.get("--json"), report.dump(2) + "\n");
     }
-    std::printf("backend %s, K = %d, batch %d\n", trainer->backend().name().c_str(),
-                trainer->members(), config.training.batchSize);
+    std::printf(
+        "backend %s, K = %d, batch %d%s\n", trainer->backend().name().c_str(),
+        trainer->globalMembers(), config.training.batchSize,
+        world.distributed() ? (", " + std::to_string(world.ranks()) + " MPI ranks").c_str() : "");
     std::printf("RESULT steps_per_sec=%.6g member_steps_per_sec=%.6g useful_gflops=%.6g", median,
                 memberRate, gflops);
     if (args.has("--predict")) {

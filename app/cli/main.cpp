@@ -7,6 +7,7 @@
 #include <exception>
 #include <functional>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,9 @@
 #include "cli/interrupt.h"
 #include "core/errors.h"
 #include "sys/allocator.h"
+#ifdef ENSEMBLE_HAVE_MPI
+#include "dist/mpi_collective.h"
+#endif
 
 namespace {
 
@@ -25,6 +29,9 @@ struct Command {
     std::vector<std::string> valueFlags;
     std::vector<std::string> switchFlags;
     std::function<int(const CliArgs&)> run;
+    // Whether the command runs on every rank under mpirun (train, bench); the others run on
+    // rank 0 alone, as they would without mpirun.
+    bool distributed = false;
 };
 
 const std::vector<Command>& commands() {
@@ -37,7 +44,8 @@ const std::vector<Command>& commands() {
          {"--config", "--set", "--export", "--metrics", "--checkpoint", "--checkpoint-every",
           "--resume"},
          {"--quiet"},
-         ensemble::cli::commandTrain},
+         ensemble::cli::commandTrain,
+         true},
         {"predict",
          "predict --weights W.safetensors --input X.csv --output P.csv",
          {"--weights", "--input", "--output", "--threads"},
@@ -53,7 +61,8 @@ const std::vector<Command>& commands() {
          "        [--repeat R] [--predict ROWS] [--json OUT.json]",
          {"--config", "--set", "--steps", "--warmup", "--repeat", "--predict", "--json"},
          {},
-         ensemble::cli::commandBench},
+         ensemble::cli::commandBench,
+         true},
         {"eval",
          "eval    --weights W.safetensors [--weights W2.safetensors]... [--config "
          "FILE.json|PRESET]\n"
@@ -91,13 +100,27 @@ void printUsage(std::FILE* to) {
         "failure,\n130 interrupted by Ctrl-C (SIGINT), 143 by SIGTERM.\n");
 }
 
-}  // namespace
+// Under mpirun a failure after the ranks stopped agreeing (a file rank 0 cannot write while
+// the others wait in a gather) ends the whole job with this rank's message and exit code,
+// never a hang; in one process it is the exit code.
+int fail(const Command& c, const char* what, int code) {
+    ensemble::Collective& world = ensemble::cli::world();
+    if (!world.distributed()) {
+        std::fprintf(stderr, "ensemble-cli %s: %s\n", c.name, what);
+        return code;
+    }
+    std::fprintf(stderr, "ensemble-cli %s (rank %d of %d): %s\n", c.name, world.rank(),
+                 world.ranks(), what);
+    world.abort(code);
+    return code;  // not reached
+}
 
-int main(int argc, char** argv) {
-    ensemble::keepFreedMemoryForReuse();
+int runCommand(int argc, char** argv) {
     if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
         std::strcmp(argv[1], "help") == 0) {
-        printUsage(argc < 2 ? stderr : stdout);
+        if (ensemble::launcherRank() <= 0) {
+            printUsage(argc < 2 ? stderr : stdout);
+        }
         return argc < 2 ? 2 : 0;
     }
     const std::string name = argv[1];
@@ -105,26 +128,64 @@ int main(int argc, char** argv) {
         if (name != c.name) {
             continue;
         }
+        // Under mpirun only train and bench run on every rank; rank 0 runs the others, as one
+        // process would, without initialising MPI.
+        const int launched = ensemble::launcherRank();
+        if (!c.distributed && launched > 0) {
+            return 0;
+        }
+        // Before MPI starts its threads: they inherit the blocked signals (cli/interrupt.h).
         ensemble::cli::installInterruptHandling(c.name);
+        std::unique_ptr<ensemble::Collective> mpi;
+        if (c.distributed && launched >= 0) {
+#ifdef ENSEMBLE_HAVE_MPI
+            try {
+                mpi = ensemble::startMpi(&argc, &argv);
+            } catch (const std::exception& e) {
+                std::fprintf(stderr, "ensemble-cli %s: %s\n", c.name, e.what());
+                return 4;
+            }
+            ensemble::cli::setWorld(mpi.get());
+#else
+            if (ensemble::launcherSize() > 1) {
+                std::fprintf(stderr,
+                             "ensemble-cli %s: started by mpirun with %d ranks, but this build "
+                             "has no MPI (configure with -DENSEMBLE_MPI=ON and libopenmpi-dev)\n",
+                             c.name, ensemble::launcherSize());
+                return 2;
+            }
+#endif
+        }
         try {
             const CliArgs args = ensemble::cli::parseArgs(argc, argv, c.valueFlags, c.switchFlags);
             if (args.flag("--help")) {
-                std::printf("usage: ensemble-cli %s\n", c.usage);
+                if (ensemble::cli::world().root()) {
+                    std::printf("usage: ensemble-cli %s\n", c.usage);
+                }
+                ensemble::cli::setWorld(nullptr);
                 return 0;
             }
-            return c.run(args);
+            const int code = c.run(args);
+            ensemble::cli::setWorld(nullptr);
+            return code;
         } catch (const ensemble::ConfigError& e) {
-            std::fprintf(stderr, "ensemble-cli %s: %s\n", c.name, e.what());
-            return 2;
+            return fail(c, e.what(), 2);
         } catch (const ensemble::DataError& e) {
-            std::fprintf(stderr, "ensemble-cli %s: %s\n", c.name, e.what());
-            return 3;
+            return fail(c, e.what(), 3);
         } catch (const std::exception& e) {
-            std::fprintf(stderr, "ensemble-cli %s: %s\n", c.name, e.what());
-            return 4;
+            return fail(c, e.what(), 4);
         }
     }
-    std::fprintf(stderr, "ensemble-cli: unknown command '%s'\n\n", name.c_str());
-    printUsage(stderr);
+    if (ensemble::launcherRank() <= 0) {
+        std::fprintf(stderr, "ensemble-cli: unknown command '%s'\n\n", name.c_str());
+        printUsage(stderr);
+    }
     return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    ensemble::keepFreedMemoryForReuse();
+    return runCommand(argc, argv);
 }

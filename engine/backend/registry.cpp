@@ -70,13 +70,15 @@ BackendChoice makeBackend(const ExperimentConfig& config) {
     return makeBackend(config.backend);
 }
 
-std::unique_ptr<Trainer> makeTrainer(const ExperimentConfig& config, std::string* notice) {
+std::unique_ptr<Trainer> makeTrainer(const ExperimentConfig& config, std::string* notice,
+                                     Collective* collective) {
     DataSplit data = loadDataSplit(config.dataset);
     BackendChoice choice = makeBackend(config);
     if (notice != nullptr) {
         *notice = choice.notice;
     }
-    return std::make_unique<Trainer>(config, std::move(data), std::move(choice.backend));
+    return std::make_unique<Trainer>(config, std::move(data), std::move(choice.backend),
+                                     collective);
 }
 
 }  // namespace ensemble

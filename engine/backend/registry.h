@@ -14,6 +14,7 @@ namespace ensemble {
 struct BackendConfig;
 struct ExperimentConfig;
 class Trainer;
+class Collective;
 
 // A backend chosen by config. `auto` prefers CUDA and falls back to CPU; `notice` then says
 // why (printed once by the caller). `cuda` without a usable device throws RuntimeError with
@@ -35,6 +36,8 @@ bool cudaAvailable(int device, std::string& reason);
 // Loads the data and makes the backend the config asks for; `notice` gets the backend's
 // fallback message, if any (print it once). Callers include train/trainer.h to use the result
 // (Trainer is only declared here, so the registry's header does not reach up into train/).
-std::unique_ptr<Trainer> makeTrainer(const ExperimentConfig& config, std::string* notice);
+// Under MPI, `collective` gives the trainer its rank's share of the members (train/trainer.h).
+std::unique_ptr<Trainer> makeTrainer(const ExperimentConfig& config, std::string* notice,
+                                     Collective* collective = nullptr);
 
 }  // namespace ensemble

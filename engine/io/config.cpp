@@ -176,6 +176,38 @@ class ConfigValues {
         return parseLayers(raw(spec), spec.key);
     }
 
+    // {0, 0} for "auto".
+    std::pair<int, int> mesh(std::string_view key) const {
+        const KeySpec& spec = expect(key, KeyType::Mesh);
+        const json& v = raw(spec);
+        if (v.is_string() && v.get<std::string>() == "auto") {
+            return {0, 0};
+        }
+        const std::string expected = "expected \"auto\" or {\"ensemble\": E, \"data\": D}";
+        if (!v.is_object()) {
+            throw ConfigError(spec.key, expected + ", got " + jsonForMessage(v));
+        }
+        int axes[2] = {1, 1};
+        const char* names[2] = {"ensemble", "data"};
+        for (auto it = v.begin(); it != v.end(); ++it) {
+            const auto name = std::find_if(std::begin(names), std::end(names),
+                                           [&](const char* n) { return it.key() == n; });
+            if (name == std::end(names)) {
+                throw ConfigError(spec.key + "." + it.key(),
+                                  "unknown axis (the axes are ensemble and data)");
+            }
+            const json& n = it.value();
+            if (!n.is_number_integer() || n.get<int64_t>() < static_cast<int64_t>(spec.min) ||
+                n.get<int64_t>() > static_cast<int64_t>(spec.max)) {
+                throw ConfigError(
+                    spec.key + "." + it.key(),
+                    "expected an integer in " + integerRange(spec) + ", got " + jsonForMessage(n));
+            }
+            axes[name - std::begin(names)] = static_cast<int>(n.get<int64_t>());
+        }
+        return {axes[0], axes[1]};
+    }
+
     std::pair<double, double> pair(std::string_view key) const {
         const KeySpec& spec = expect(key, KeyType::NumberPair);
         const json& v = raw(spec);
@@ -253,6 +285,9 @@ class ConfigValues {
                     break;
                 case KeyType::Schedule:
                     schedule(spec.key);
+                    break;
+                case KeyType::Mesh:
+                    mesh(spec.key);
                     break;
             }
         }
@@ -430,6 +465,7 @@ ExperimentConfig parseConfig(const json& input) {
     c.backend.kind = v.choice<BackendKind>("backend.kind");
     c.backend.threads = static_cast<int>(v.integer("backend.threads"));
     c.backend.device = static_cast<int>(v.integer("backend.device"));
+    std::tie(c.backend.meshEnsemble, c.backend.meshData) = v.mesh("backend.mesh");
 
     c.json = std::move(root);
     return c;

@@ -82,6 +82,11 @@ struct BackendConfig {
     BackendKind kind = BackendKind::Auto;
     int threads = 0;  // 0 = all cores
     int device = 0;   // CUDA device ordinal
+    // backend.mesh: E ranks on the ensemble axis x D on the data axis; 0 x 0 is "auto"
+    // (E = the rank count, D = 1), resolved at launch when the rank count is known.
+    int meshEnsemble = 0;
+    int meshData = 0;
+    bool meshAuto() const { return meshEnsemble == 0; }
 };
 
 struct ExperimentConfig {

@@ -166,6 +166,12 @@ std::vector<KeySpec> buildSchema() {
                "`auto`: CUDA when usable, else CPU, saying why once"),
         row("backend.threads", T::Integer, 0, "CPU threads (0: all cores)", 0, 1024),
         row("backend.device", T::Integer, 0, "CUDA device ordinal", 0, 64),
+        row("backend.mesh", T::Mesh, "auto",
+            "the MPI mesh under `mpirun -n R`: `\"auto\"` (every rank on the ensemble axis: "
+            "E = R, D = 1) or `{\"ensemble\": E, \"data\": D}` with E × D = R, checked at "
+            "launch; rank e trains members [eK/E, (e+1)K/E). Without `mpirun` (one rank) a "
+            "mesh other than `\"auto\"` is ignored with a notice",
+            1, 65536),
     };
     // A condition reads a key that comes earlier, so one pass in table order decides them all.
     for (std::size_t i = 0; i < s.size(); ++i) {
@@ -249,6 +255,9 @@ std::string rangeText(const KeySpec& spec) {
             }
             return out;
         }
+        case KeyType::Mesh:
+            return "`auto`, or E, D each in [" + numberText(spec.min) + ", " +
+                   numberText(spec.max) + "]";
         case KeyType::String:
         case KeyType::Schedule:
         case KeyType::Layers:
@@ -279,6 +288,8 @@ const char* typeName(KeyType t) {
             return "schedule";
         case KeyType::Layers:
             return "layers";
+        case KeyType::Mesh:
+            return "mesh";
     }
     return "?";
 }

@@ -131,7 +131,8 @@ enum class KeyType {
     PerMember,   // per member: a number, a list of K numbers, or {"log_uniform": [lo, hi]}
     NumberPair,  // [a, b], each in [min, max) (max excluded)
     Schedule,    // [{"step": t, "set": {"<live per-member key>": value, ...}}, ...]
-    Layers       // [{"type": "conv" | "pool" | "dense", ...}, ...] (model/architecture.h)
+    Layers,      // [{"type": "conv" | "pool" | "dense", ...}, ...] (model/architecture.h)
+    Mesh         // "auto" or {"ensemble": E, "data": D}, each in [min, max]
 };
 
 // A key applies only when another key (earlier in the table) has one of `values`.

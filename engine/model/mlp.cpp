@@ -60,7 +60,8 @@ int ParamLayout::maxWidth() const {
     return m_widths.empty() ? 0 : *std::max_element(m_widths.begin(), m_widths.end());
 }
 
-void initParameters(const ParamLayout& layout, uint64_t seed, float* params) {
+void initParameters(const ParamLayout& layout, uint64_t seed, float* params,
+                    uint32_t memberOffset) {
     for (int k = 0; k < layout.members(); ++k) {
         // One counter sequence per member over its parameters in layout order (W_0, b_0, ...).
         uint64_t draw = 0;
@@ -69,8 +70,8 @@ void initParameters(const ParamLayout& layout, uint64_t seed, float* params) {
             const float bound = 1.0f / std::sqrt(static_cast<float>(s.in));
             auto fill = [&](float* dst, std::size_t count) {
                 for (std::size_t i = 0; i < count; ++i, ++draw) {
-                    const Philox4x32 r =
-                        philoxDraw(seed, RngPurpose::Init, static_cast<uint32_t>(k), draw);
+                    const Philox4x32 r = philoxDraw(seed, RngPurpose::Init,
+                                                    memberOffset + static_cast<uint32_t>(k), draw);
                     dst[i] = (2.0f * uniformFloat(r.v[0]) - 1.0f) * bound;
                 }
             };

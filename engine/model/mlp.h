@@ -74,8 +74,10 @@ class ParamLayout {
 // PyTorch's nn.Linear and nn.Conv2d default initialisation: W and b ~ U(-1/sqrt(fan_in),
 // 1/sqrt(fan_in)) with fan_in = in (C * k * k for a conv): kaiming uniform with a = sqrt(5)
 // reduces to this bound. Member k draws from its own Philox stream
-// (seed, Init, k), so a member's weights do not depend on K or on any other member.
-void initParameters(const ParamLayout& layout, uint64_t seed, float* params);
+// (seed, Init, k), so a member's weights do not depend on K or on any other member. Layout
+// member k is global member memberOffset + k (one MPI rank's share of a larger ensemble).
+void initParameters(const ParamLayout& layout, uint64_t seed, float* params,
+                    uint32_t memberOffset = 0);
 
 // Multiply-adds of one forward pass of one member for one example (for FLOP accounting).
 double forwardMacsPerExample(const ParamLayout& layout);

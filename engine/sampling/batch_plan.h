@@ -128,6 +128,10 @@ struct BatchPlanParams {
     uint32_t rows = 0;   // N, train rows
     uint32_t batch = 0;  // B
     BootstrapMode mode = BootstrapMode::None;
+    // The global index of the backend's member 0: a backend bound to members [o, o + K) of a
+    // larger ensemble (one MPI rank's share) keys member k's resample, Poisson weights and
+    // batch order by o + k, so its trajectory is the one a single process computes.
+    uint32_t memberOffset = 0;
 };
 
 // The training stream is continuous: step t, slot b reads sample p = t*B + b of the infinite

@@ -96,8 +96,12 @@ void checkRunFitsInMemory(const ExperimentConfig& config, int64_t trainRows, int
     }
 }
 
-Trainer::Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backend> backend)
-    : m_config(std::move(config)), m_data(std::move(data)), m_backend(std::move(backend)) {
+Trainer::Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backend> backend,
+                 Collective* collective)
+    : m_config(std::move(config)),
+      m_collective(collective != nullptr ? collective : &singleProcess()),
+      m_data(std::move(data)),
+      m_backend(std::move(backend)) {
     const int classes = m_data.classes;
     if (m_data.train.rows < 1) {
         throw DataError("the train split of " + m_data.name + " is empty");
@@ -111,8 +115,22 @@ Trainer::Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backen
                               " does not fit the dataset " + m_data.name +
                               (m_data.regression ? " (regression)" : " (classification)"));
     }
-    checkRunFitsInMemory(m_config, m_data.train.rows, m_data.test.rows, m_data.inputShape(),
-                         classes);
+    // This rank's share of the members (all of them in one process).
+    const Mesh mesh = m_collective->mesh();
+    m_share = memberShare(m_config.ensemble.members, mesh.ensemble, m_collective->ensembleIndex());
+    if (m_share.count() < 1) {
+        throw ConfigError("backend.mesh",
+                          "ensemble.members = " + std::to_string(m_config.ensemble.members) +
+                              " is fewer than the " + std::to_string(mesh.ensemble) +
+                              " ranks of the ensemble axis: every rank needs a "
+                              "member");
+    }
+    {
+        ExperimentConfig local = m_config;
+        local.ensemble.members = m_share.count();
+        checkRunFitsInMemory(local, m_data.train.rows, m_data.test.rows, m_data.inputShape(),
+                             classes);
+    }
     // The stored schedule in the parsed order (by step, stable), so live edits insert at the
     // same index in both.
     if (m_config.json.contains("training") && m_config.json["training"].contains("schedule")) {
@@ -123,7 +141,7 @@ Trainer::Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backen
                          });
     }
 
-    const int k = m_config.ensemble.members;
+    const int k = m_share.count();
     m_layout = ParamLayout(modelArchitecture(m_config.model, m_data.inputShape(), classes), k);
     m_trainX = m_data.normalization.apply(m_data.train);
     m_testX = m_data.normalization.apply(m_data.test);
@@ -134,7 +152,7 @@ Trainer::Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backen
 
     const OptimizerConfig& o = m_config.optimizer;
     for (int m = 0; m < k; ++m) {
-        const auto i = static_cast<std::size_t>(m);
+        const auto i = static_cast<std::size_t>(m_share.begin + m);  // per-member keys are global
         const OptimizerRule r =
             makeRule(o.kind, o.lr[i], o.weightDecay[i], o.momentum[i], o.beta1, o.beta2, o.eps);
         m_rules.push_back(r);
@@ -155,11 +173,13 @@ Trainer::Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backen
     problem.plan.rows = static_cast<uint32_t>(m_data.train.rows);
     problem.plan.batch = static_cast<uint32_t>(m_config.training.batchSize);
     problem.plan.mode = m_config.ensemble.bootstrap;
+    problem.plan.memberOffset = static_cast<uint32_t>(m_share.begin);
     problem.rules = m_rules;
     m_backend->bind(problem);
 
     std::vector<float> initial(m_layout.size());
-    initParameters(m_layout, m_config.ensemble.seed, initial.data());
+    initParameters(m_layout, m_config.ensemble.seed, initial.data(),
+                   static_cast<uint32_t>(m_share.begin));
     m_backend->setParameters(initial.data());
 }
 
@@ -180,8 +200,9 @@ void Trainer::applyChange(const ScheduledChange& change) {
         o.weightDecay = change.weightDecay;
     }
     for (std::size_t k = 0; k < m_rules.size(); ++k) {
+        const std::size_t g = static_cast<std::size_t>(m_share.begin) + k;  // the global member
         m_rules[k] =
-            makeRule(o.kind, o.lr[k], o.weightDecay[k], o.momentum[k], o.beta1, o.beta2, o.eps);
+            makeRule(o.kind, o.lr[g], o.weightDecay[g], o.momentum[g], o.beta1, o.beta2, o.eps);
     }
     m_backend->setRules(m_rules);
 }
@@ -215,6 +236,57 @@ TrainingState Trainer::trainingState() const {
     state.params = parameters();
     state.optimizer = m_backend->optimizerState();
     state.diverged = m_diverged;
+    return state;
+}
+
+namespace {
+
+// A layout-order buffer (W_0 [K,out,in], b_0 [K,out], W_1, ...) as member-major blocks (member
+// 0's W_0, b_0, W_1, ..., then member 1's, ...), so ranks' shares concatenate in member order;
+// and back (`toMemberMajor` false).
+std::vector<float> reorderMembers(const ParamLayout& layout, const std::vector<float>& in,
+                                  bool toMemberMajor) {
+    std::vector<float> out(in.size());
+    std::size_t at = 0;
+    for (int k = 0; k < layout.members(); ++k) {
+        for (int l = 0; l < layout.layerCount(); ++l) {
+            const LayerSlot& s = layout.layer(l);
+            const std::pair<std::size_t, std::size_t> pieces[2] = {
+                {layout.weightOffset(l, k), static_cast<std::size_t>(s.out) * s.in},
+                {layout.biasOffset(l, k), static_cast<std::size_t>(s.out)}};
+            for (const auto& [offset, count] : pieces) {
+                const auto src = static_cast<std::ptrdiff_t>(toMemberMajor ? offset : at);
+                const auto dst = static_cast<std::ptrdiff_t>(toMemberMajor ? at : offset);
+                std::copy_n(in.begin() + src, count, out.begin() + dst);
+                at += count;
+            }
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+TrainingState Trainer::gatherTrainingState() const {
+    TrainingState local = trainingState();
+    if (!m_collective->distributed()) {
+        return local;
+    }
+    Collective& c = *m_collective;
+    const ParamLayout global(m_layout.architecture(), globalMembers());
+    const auto gathered = [&](const std::vector<float>& v) {
+        std::vector<float> all = c.gather(v.empty() ? v : reorderMembers(m_layout, v, true));
+        return all.empty() ? all : reorderMembers(global, all, false);
+    };
+    TrainingState state;
+    state.params = gathered(local.params);
+    state.optimizer.moment1 = gathered(local.optimizer.moment1);
+    state.optimizer.moment2 = gathered(local.optimizer.moment2);
+    state.diverged = c.gather(local.diverged);
+    if (c.root()) {
+        state.step = local.step;
+        state.optimizer.updates = local.optimizer.updates;
+    }
     return state;
 }
 
@@ -277,8 +349,14 @@ bool Trainer::run(const std::function<void(const TrainingProgress&)>& onProgress
     auto windowStart = lastReport;
     int64_t windowSteps = 0;
     double smoothedLoss = std::numeric_limits<double>::quiet_NaN();
+    const bool distributed = m_collective->distributed();
     while (!finished()) {
-        if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
+        bool stop = cancel != nullptr && cancel->load(std::memory_order_relaxed);
+        if (distributed) {
+            // Every rank stops at the same step, or one would wait in a gather forever.
+            stop = m_collective->max(stop ? 1.0 : 0.0) > 0.0;
+        }
+        if (stop) {
             return false;
         }
         // Step up to the next evaluation point, in chunks short enough to report progress.
@@ -300,6 +378,17 @@ bool Trainer::run(const std::function<void(const TrainingProgress&)>& onProgress
                 ++active;
             }
         }
+        int divergedCount = static_cast<int>(
+            std::count(m_diverged.begin(), m_diverged.end(), static_cast<uint8_t>(1)));
+        if (distributed) {
+            // The loss and the diverged count of the whole ensemble (in rank order).
+            double totals[3] = {sum, static_cast<double>(active),
+                                static_cast<double>(divergedCount)};
+            m_collective->sum(totals, 3);
+            sum = totals[0];
+            active = static_cast<int>(totals[1]);
+            divergedCount = static_cast<int>(totals[2]);
+        }
         const double loss = active > 0 ? sum / active : std::numeric_limits<double>::quiet_NaN();
         smoothedLoss = std::isnan(smoothedLoss) ? loss : 0.9 * smoothedLoss + 0.1 * loss;
 
@@ -318,9 +407,8 @@ bool Trainer::run(const std::function<void(const TrainingProgress&)>& onProgress
             p.loss = smoothedLoss;
             const double elapsed = seconds(now - windowStart);
             p.stepsPerSecond = elapsed > 0 ? windowSteps / elapsed : 0.0;
-            p.memberStepsPerSecond = p.stepsPerSecond * members();
-            p.divergedMembers = static_cast<int>(
-                std::count(m_diverged.begin(), m_diverged.end(), static_cast<uint8_t>(1)));
+            p.memberStepsPerSecond = p.stepsPerSecond * globalMembers();
+            p.divergedMembers = divergedCount;
             onProgress(p);
             lastReport = now;
             windowStart = now;
@@ -389,6 +477,9 @@ std::vector<uint8_t> Trainer::included() const {
 }
 
 Evaluation Trainer::evaluate() {
+    if (m_collective->distributed()) {
+        return evaluateDistributed();
+    }
     const std::vector<uint8_t> include = included();
     Evaluation e = evaluationFrame();
     // One split's predictions at a time: the train split's are gone before the test split's
@@ -396,6 +487,39 @@ Evaluation Trainer::evaluate() {
     setSplit(e, evaluatePredictions(predictTrain(), m_data.train, include), true);
     if (m_data.test.rows > 0) {
         setSplit(e, evaluatePredictions(predictTest(), m_data.test, include), false);
+    }
+    return e;
+}
+
+Evaluation Trainer::evaluateDistributed() {
+    Collective& c = *m_collective;
+    const std::vector<uint8_t> include = c.gather(included());
+    const int k = globalMembers();
+    // Member-major outputs, so the ranks' blocks in rank order are the members in order.
+    const auto gathered = [&](MemberPredictions local) {
+        MemberPredictions all;
+        all.members = k;
+        all.rows = local.rows;
+        all.classes = local.classes;
+        all.logProbs = c.gather(local.logProbs);
+        return all;
+    };
+    Evaluation e;
+    e.step = m_step;
+    e.epoch = epoch();
+    const MemberPredictions train = gathered(predictTrain());
+    if (c.root()) {
+        e.members.resize(static_cast<std::size_t>(k));
+        for (std::size_t m = 0; m < e.members.size(); ++m) {
+            e.members[m].diverged = include[m] == 0;
+        }
+        setSplit(e, evaluatePredictions(train, m_data.train, include), true);
+    }
+    if (m_data.test.rows > 0) {
+        const MemberPredictions test = gathered(predictTest());
+        if (c.root()) {
+            setSplit(e, evaluatePredictions(test, m_data.test, include), false);
+        }
     }
     return e;
 }
@@ -466,12 +590,13 @@ std::vector<int32_t> Trainer::bootstrapCounts() const {
         switch (m_config.ensemble.bootstrap) {
             case BootstrapMode::Resample:
                 for (uint32_t j = 0; j < n; ++j) {
-                    ++row[resampleRow(seed, static_cast<uint32_t>(m), j, n)];
+                    ++row[resampleRow(seed, static_cast<uint32_t>(m_share.begin + m), j, n)];
                 }
                 break;
             case BootstrapMode::Poisson:
                 for (uint32_t i = 0; i < n; ++i) {
-                    row[i] = static_cast<int32_t>(poissonCount(seed, static_cast<uint32_t>(m), i));
+                    row[i] = static_cast<int32_t>(
+                        poissonCount(seed, static_cast<uint32_t>(m_share.begin + m), i));
                 }
                 break;
             case BootstrapMode::None:

@@ -8,6 +8,7 @@
 
 #include "backend/backend.h"
 #include "data/dataset.h"
+#include "dist/collective.h"
 #include "io/config.h"
 #include "metrics/types.h"
 #include "model/mlp.h"
@@ -47,13 +48,25 @@ struct TrainingState {
 class Trainer {
   public:
     // Builds the model, initialises the parameters from ensemble.seed and binds the backend.
-    Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backend> backend);
+    // Under MPI (`collective` distributed) this trainer holds only its rank's share of the
+    // ensemble, members [memberOffset(), memberOffset() + members()) of
+    // config.ensemble.members, each keyed by its global index, so its trajectory is the one a
+    // single process computes; evaluate() and run() are then collective calls (every rank makes
+    // them) and their evaluations are complete on rank 0 only. The collective must outlive the
+    // trainer; null: one process. Throws ConfigError when a rank would hold no member.
+    Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backend> backend,
+            Collective* collective = nullptr);
 
     const ExperimentConfig& config() const { return m_config; }
     const DataSplit& data() const { return m_data; }
     const ParamLayout& layout() const { return m_layout; }
     const Backend& backend() const { return *m_backend; }
+    // The members this trainer holds (all of them in one process).
     int members() const { return m_layout.members(); }
+    // The global index of its member 0, and the ensemble's size over every rank.
+    int memberOffset() const { return m_share.begin; }
+    int globalMembers() const { return m_config.ensemble.members; }
+    Collective& collective() const { return *m_collective; }
 
     int64_t step() const { return m_step; }
     int64_t totalSteps() const { return m_totalSteps; }
@@ -65,8 +78,11 @@ class Trainer {
     // the run where it is. Precondition: steps >= 0.
     void setTotalSteps(int64_t steps) { m_totalSteps = steps; }
 
-    // The state after the last finished step (what a checkpoint holds).
+    // The state after the last finished step (what a checkpoint holds): this trainer's members.
     TrainingState trainingState() const;
+    // The whole ensemble's state on rank 0, in the global layout (every rank's share in member
+    // order); empty elsewhere. A collective call; in one process the same as trainingState().
+    TrainingState gatherTrainingState() const;
     // Continues from a saved state as if this trainer had trained to state.step itself: the
     // parameters, the optimizer state (moments and update count), the diverged flags and the
     // schedule's position (its entries before that step applied). With the config the state was
@@ -96,7 +112,9 @@ class Trainer {
              const std::atomic<bool>* cancel = nullptr, double progressSeconds = 0.25);
 
     // Loss and accuracy of every member and of the ensemble of included() on both splits
-    // (metrics/: ensembleMetrics, memberMetrics).
+    // (metrics/: ensembleMetrics, memberMetrics). Under MPI, rank 0 gathers every member's
+    // outputs in member order and runs the same metrics code (the other ranks get an
+    // Evaluation without members): the numbers are a single process's, bit for bit.
     Evaluation evaluate();
     // The same from predictions already made (predictTrain(), predictTest(); `test` unused
     // when the test split is empty), the ensemble being the members with include[k] != 0
@@ -139,7 +157,12 @@ class Trainer {
     Evaluation evaluationFrame() const;
     static void setSplit(Evaluation& e, const SplitEvaluation& split, bool train);
 
+    // Evaluation under MPI: every rank predicts its members, rank 0 measures them all.
+    Evaluation evaluateDistributed();
+
     ExperimentConfig m_config;
+    Collective* m_collective = nullptr;
+    MemberRange m_share;
     DataSplit m_data;
     std::unique_ptr<Backend> m_backend;
     ParamLayout m_layout;

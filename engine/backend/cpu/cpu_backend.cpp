@@ -240,8 +240,8 @@ void CpuBackend::stepConv(uint64_t step, const uint8_t* active, float* losses) {
         prepareStep(rules[m], updateNumber);
         if (own) {
             int32_t* rows = m_convRows.data() + m * batch;
-            planMemberSimd(plan, static_cast<uint32_t>(k), step, reinterpret_cast<uint32_t*>(rows),
-                           weights);
+            planMemberSimd(plan, plan.memberOffset + static_cast<uint32_t>(k), step,
+                           reinterpret_cast<uint32_t*>(rows), weights);
             gather(rows, m_convX.data() + m * batch * inputs, m_convLabels.data() + m * batch);
             b.x = m_convX.data() + m * batch * inputs;
             b.labels = m_convLabels.data() + m * batch;
@@ -250,7 +250,7 @@ void CpuBackend::stepConv(uint64_t step, const uint8_t* active, float* losses) {
         b.x = m_convX.data();
         b.labels = m_convLabels.data();
         if (plan.mode == BootstrapMode::Poisson) {
-            poissonWeightsSimd(plan.seed, static_cast<uint32_t>(k),
+            poissonWeightsSimd(plan.seed, plan.memberOffset + static_cast<uint32_t>(k),
                                reinterpret_cast<const uint32_t*>(m_convRows.data()),
                                static_cast<int>(batch), weights);
         } else if (k > 0) {
@@ -274,7 +274,7 @@ float CpuBackend::trainMember(int k, uint64_t step, Workspace& ws, const Optimiz
     const float* targets = m_sharedTargets.data();
     const float* weights = ws.weights.data();
     if (plan.mode == BootstrapMode::Resample) {
-        planMemberSimd(plan, static_cast<uint32_t>(k), step,
+        planMemberSimd(plan, plan.memberOffset + static_cast<uint32_t>(k), step,
                        reinterpret_cast<uint32_t*>(ws.rows.data()), ws.weights.data());
         fastGather(layout, m_trainX.data(), ws.rows.data(), batch, ws.fast.input);
         if (isRegression(m_problem.likelihood)) {
@@ -292,7 +292,7 @@ float CpuBackend::trainMember(int k, uint64_t step, Workspace& ws, const Optimiz
         labels = ws.labels.data();
         targets = ws.targets.data();
     } else if (plan.mode == BootstrapMode::Poisson) {
-        poissonWeightsSimd(plan.seed, static_cast<uint32_t>(k),
+        poissonWeightsSimd(plan.seed, plan.memberOffset + static_cast<uint32_t>(k),
                            reinterpret_cast<const uint32_t*>(m_sharedRows.data()), batch,
                            ws.weights.data());
     } else {

@@ -101,7 +101,7 @@ ENSEMBLE_HD inline void planSlotElement(int64_t i, const BatchPlanParams& plan, 
     const uint32_t k = static_cast<uint32_t>(i / plan.batch);
     const uint32_t b = static_cast<uint32_t>(i % plan.batch);
     float w = 1.0f;
-    rows[i] = static_cast<int32_t>(planRow(plan, k, step, b, w));
+    rows[i] = static_cast<int32_t>(planRow(plan, plan.memberOffset + k, step, b, w));
     weights[i] = w;
 }
 

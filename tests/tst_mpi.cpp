@@ -1,0 +1,357 @@
+// ensemble-cli under mpirun (label `mpi`): the ensemble axis of backend.mesh against one
+// process, bit for bit (every exported tensor and the metrics file); uneven shares; the mesh
+// checked at launch; a rank that cannot start ends the job with its message, never a hang.
+// Runs on one machine over loopback/shared memory only, as root too (the OpenMPI settings of
+// shared/TOOLCHAIN.md are set here). Exits 77 (skipped) with the reason when mpirun is missing
+// or this build has no MPI.
+#include <QtTest/QtTest>
+
+#include <cstdio>
+
+#include "io/safetensors.h"
+#include "test_support.h"
+
+using ensemble::test::cliPath;
+
+namespace {
+
+struct Run {
+    int code = -1;
+    QString out;
+    QString err;
+};
+
+QString describe(const Run& r) {
+    return QStringLiteral("exit %1\nstdout: %2\nstderr: %3").arg(r.code).arg(r.out, r.err);
+}
+
+QProcessEnvironment mpiEnvironment() {
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    // Root in a container, and loopback / shared memory only (no network interface is used).
+    env.insert(QStringLiteral("OMPI_ALLOW_RUN_AS_ROOT"), QStringLiteral("1"));
+    env.insert(QStringLiteral("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"), QStringLiteral("1"));
+    env.insert(QStringLiteral("OMPI_MCA_pml"), QStringLiteral("ob1"));
+    env.insert(QStringLiteral("OMPI_MCA_btl"), QStringLiteral("self,vader"));
+    env.insert(QStringLiteral("OMPI_MCA_oob_tcp_if_include"), QStringLiteral("lo"));
+    env.insert(QStringLiteral("OMPI_MCA_btl_vader_single_copy_mechanism"), QStringLiteral("none"));
+    return env;
+}
+
+// A hang is a failure, not a stuck CI job: every run has a deadline.
+Run run(const QString& program, const QStringList& args, int timeoutMs = 120000) {
+    QProcess p;
+    p.setProcessEnvironment(mpiEnvironment());
+    p.start(program, args);
+    Run r;
+    if (!p.waitForFinished(timeoutMs)) {
+        p.kill();
+        p.waitForFinished();
+        r.err = QStringLiteral("timed out after %1 ms (a hang)").arg(timeoutMs);
+        return r;
+    }
+    r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+    r.out = QString::fromUtf8(p.readAllStandardOutput());
+    r.err = QString::fromUtf8(p.readAllStandardError());
+    return r;
+}
+
+QString mpirun() {
+    return QStandardPaths::findExecutable(QStringLiteral("mpirun"));
+}
+
+// `mpirun -n ranks ensemble-cli train ...` (--oversubscribe: more ranks than this machine's
+// cores; --bind-to none: no rank pinned to one core).
+Run train(int ranks, const QStringList& args) {
+    QStringList all{
+        QStringLiteral("-n"),        QString::number(ranks), QStringLiteral("--oversubscribe"),
+        QStringLiteral("--bind-to"), QStringLiteral("none"), cliPath(),
+        QStringLiteral("train")};
+    return run(mpirun(), all + args);
+}
+
+QByteArray readAll(const QString& path) {
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+}
+
+ensemble::SafetensorsFile readWeights(const QString& path) {
+    return ensemble::readSafetensors(path.toStdString());
+}
+
+}  // namespace
+
+class TestMpi : public QObject {
+    Q_OBJECT
+
+  private slots:
+    void ensembleAxisIsBitIdentical_data();
+    void ensembleAxisIsBitIdentical();
+    void meshMismatchIsAConfigError();
+    void meshIgnoredInOneProcess();
+    void failingRankEndsTheJob();
+    void interruptStopsEveryRankAtOneStep();
+};
+
+void TestMpi::ensembleAxisIsBitIdentical_data() {
+    QTest::addColumn<int>("ranks");
+    QTest::addColumn<QStringList>("sets");
+    const auto sets = [](std::initializer_list<const char*> s) {
+        QStringList out;
+        for (const char* kv : s) {
+            out << QStringLiteral("--set") << QString::fromUtf8(kv);
+        }
+        return out;
+    };
+    // Per-member learning rates (log-spaced over the GLOBAL members) and a schedule check that
+    // a rank's members take their own global hyperparameters.
+    QTest::newRow("2 ranks, K=6, none, per-member lr")
+        << 2
+        << sets({"ensemble.members=6", "ensemble.bootstrap=none",
+                 "optimizer.lr={\"log_uniform\": [0.003, 0.03]}",
+                 "training.schedule=[{\"step\": 60, \"set\": {\"optimizer.lr\": "
+                 "{\"log_uniform\": [0.001, 0.01]}}}]"});
+    QTest::newRow("2 ranks, K=7 (uneven), resample")
+        << 2 << sets({"ensemble.members=7", "ensemble.bootstrap=resample"});
+    QTest::newRow("4 ranks oversubscribed, K=5 (uneven), poisson")
+        << 4 << sets({"ensemble.members=5", "ensemble.bootstrap=poisson"});
+    QTest::newRow("2 ranks, K=3, gaussian regression")
+        << 2
+        << sets({"dataset.kind=sine", "model.likelihood=gaussian", "ensemble.members=3",
+                 "ensemble.bootstrap=resample"});
+}
+
+void TestMpi::ensembleAxisIsBitIdentical() {
+    QFETCH(int, ranks);
+    QFETCH(QStringList, sets);
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QStringList common =
+        QStringList{QStringLiteral("--config"), QStringLiteral("spirals"),
+                    QStringLiteral("--set"),    QStringLiteral("training.steps=150"),
+                    QStringLiteral("--set"),    QStringLiteral("training.eval_every=50"),
+                    QStringLiteral("--set"),    QStringLiteral("backend.threads=1"),
+                    QStringLiteral("--quiet")} +
+        sets;
+    const QString oneW = dir.filePath(QStringLiteral("one.safetensors"));
+    const QString oneM = dir.filePath(QStringLiteral("one.json"));
+    const QString meshW = dir.filePath(QStringLiteral("mesh.safetensors"));
+    const QString meshM = dir.filePath(QStringLiteral("mesh.json"));
+    const Run one = run(cliPath(), QStringList{QStringLiteral("train")} + common +
+                                       QStringList{QStringLiteral("--export"), oneW,
+                                                   QStringLiteral("--metrics"), oneM});
+    QVERIFY2(one.code == 0, qPrintable(describe(one)));
+    const Run mesh = train(ranks, common + QStringList{QStringLiteral("--export"), meshW,
+                                                       QStringLiteral("--metrics"), meshM});
+    QVERIFY2(mesh.code == 0, qPrintable(describe(mesh)));
+
+    // The metrics (every evaluation's numbers, computed by rank 0 from the gathered outputs).
+    const QByteArray metricsOne = readAll(oneM);
+    QVERIFY(!metricsOne.isEmpty());
+    QVERIFY2(metricsOne == readAll(meshM), "the metrics differ from one process's");
+
+    const ensemble::SafetensorsFile a = readWeights(oneW);
+    const ensemble::SafetensorsFile b = readWeights(meshW);
+    QCOMPARE(b.tensors.size(), a.tensors.size());
+    for (const ensemble::Tensor& t : a.tensors) {
+        const ensemble::Tensor* u = b.find(t.name);
+        QVERIFY2(u != nullptr, t.name.c_str());
+        QCOMPARE(u->shape, t.shape);
+        QVERIFY2(u->data == t.data, qPrintable(QStringLiteral("tensor %1 differs from one "
+                                                              "process's")
+                                                   .arg(QString::fromStdString(t.name))));
+    }
+    // Everything else in the metadata is the same; the mesh and member -> rank are recorded.
+    for (const auto& [key, value] : a.metadata) {
+        QVERIFY2(b.metadata.count(key) == 1 && b.metadata.at(key) == value, key.c_str());
+    }
+    QVERIFY(a.metadata.count("mesh") == 0);
+    const QJsonObject meshJson =
+        QJsonDocument::fromJson(QByteArray::fromStdString(b.metadata.at("mesh"))).object();
+    QCOMPARE(meshJson.value(QStringLiteral("ensemble")).toInt(), ranks);
+    QCOMPARE(meshJson.value(QStringLiteral("data")).toInt(), 1);
+    const QJsonArray memberRanks =
+        QJsonDocument::fromJson(QByteArray::fromStdString(b.metadata.at("member_ranks"))).array();
+    const int k = static_cast<int>(a.get("layers.0.weight").shape[0]);
+    QCOMPARE(memberRanks.size(), k);
+    for (int m = 0; m < k; ++m) {
+        // Rank e holds [eK/E, (e+1)K/E): member m belongs to the largest e with eK/E <= m.
+        int expected = 0;
+        for (int e = 0; e < ranks; ++e) {
+            if (e * k / ranks <= m) {
+                expected = e;
+            }
+        }
+        QCOMPARE(memberRanks.at(m).toInt(), expected);
+    }
+
+    // predict reads the file as any other.
+    const QString input = dir.filePath(QStringLiteral("x.csv"));
+    {
+        QFile f(input);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("x0\n0.5\n-1.0\n");
+    }
+    if (!sets.contains(QStringLiteral("dataset.kind=sine"))) {
+        QFile f(input);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("x0,x1\n0.5,0.25\n-1.0,0.75\n");
+    }
+    const QString outA = dir.filePath(QStringLiteral("a.csv"));
+    const QString outB = dir.filePath(QStringLiteral("b.csv"));
+    const Run pa =
+        run(cliPath(), {QStringLiteral("predict"), QStringLiteral("--weights"), oneW,
+                        QStringLiteral("--input"), input, QStringLiteral("--output"), outA});
+    QVERIFY2(pa.code == 0, qPrintable(describe(pa)));
+    const Run pb =
+        run(cliPath(), {QStringLiteral("predict"), QStringLiteral("--weights"), meshW,
+                        QStringLiteral("--input"), input, QStringLiteral("--output"), outB});
+    QVERIFY2(pb.code == 0, qPrintable(describe(pb)));
+    QCOMPARE(readAll(outB), readAll(outA));
+}
+
+void TestMpi::meshMismatchIsAConfigError() {
+    const Run r =
+        train(2, {QStringLiteral("--config"), QStringLiteral("spirals"), QStringLiteral("--set"),
+                  QStringLiteral("backend.mesh={\"ensemble\": 3, \"data\": 1}"),
+                  QStringLiteral("--quiet")});
+    QVERIFY2(r.code == 2, qPrintable(describe(r)));
+    QVERIFY2(r.err.contains(QStringLiteral("backend.mesh")) &&
+                 r.err.contains(QStringLiteral("3 x 1")) &&
+                 r.err.contains(QStringLiteral("started 2")),
+             qPrintable(describe(r)));
+    // More ranks on the ensemble axis than members.
+    const Run few =
+        train(2, {QStringLiteral("--config"), QStringLiteral("spirals"), QStringLiteral("--set"),
+                  QStringLiteral("ensemble.members=1"), QStringLiteral("--quiet")});
+    QVERIFY2(few.code == 2 && few.err.contains(QStringLiteral("ensemble.members = 1")),
+             qPrintable(describe(few)));
+}
+
+void TestMpi::meshIgnoredInOneProcess() {
+    // Without mpirun the stored mesh is information: the run trains as one process, with a note.
+    const Run r = run(
+        cliPath(),
+        {QStringLiteral("train"), QStringLiteral("--config"), QStringLiteral("spirals"),
+         QStringLiteral("--set"), QStringLiteral("backend.mesh={\"ensemble\": 2, \"data\": 1}"),
+         QStringLiteral("--set"), QStringLiteral("training.steps=20"), QStringLiteral("--quiet")});
+    QVERIFY2(r.code == 0, qPrintable(describe(r)));
+    QVERIFY2(r.err.count(QStringLiteral("backend.mesh")) == 1 &&
+                 r.err.contains(QStringLiteral("is ignored")),
+             qPrintable(describe(r)));
+}
+
+void TestMpi::failingRankEndsTheJob() {
+    // Rank 1 alone gets a dataset that does not exist (an MPMD launch: one command line per
+    // rank). The job must end with that rank's message and the data error's exit code, 3.
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString missing = dir.filePath(QStringLiteral("no-such-file.csv"));
+    const QStringList good{cliPath(),
+                           QStringLiteral("train"),
+                           QStringLiteral("--config"),
+                           QStringLiteral("spirals"),
+                           QStringLiteral("--set"),
+                           QStringLiteral("training.steps=50"),
+                           QStringLiteral("--quiet")};
+    const QStringList bad =
+        good + QStringList{QStringLiteral("--set"), QStringLiteral("dataset.kind=csv"),
+                           QStringLiteral("--set"), QStringLiteral("dataset.path=") + missing};
+    QElapsedTimer clock;
+    clock.start();
+    const Run r = run(
+        mpirun(),
+        QStringList{QStringLiteral("--oversubscribe"), QStringLiteral("-n"), QStringLiteral("1")} +
+            good + QStringList{QStringLiteral(":"), QStringLiteral("-n"), QStringLiteral("1")} +
+            bad,
+        60000);
+    QVERIFY2(r.code == 3, qPrintable(describe(r)));
+    QVERIFY2(r.err.contains(QStringLiteral("rank 1 of 2")) && r.err.contains(missing),
+             qPrintable(describe(r)));
+    QVERIFY2(clock.elapsed() < 60000, "the job waited instead of ending");
+}
+
+void TestMpi::interruptStopsEveryRankAtOneStep() {
+    // SIGTERM to mpirun (what a scheduler or Ctrl-C does): mpirun passes it to the ranks, which
+    // agree on one step to stop at; rank 0 writes the export of that step. It must equal one
+    // process trained for exactly that many steps, bit for bit.
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QStringList common{
+        QStringLiteral("--config"), QStringLiteral("spirals"),
+        QStringLiteral("--set"),    QStringLiteral("ensemble.members=5"),
+        QStringLiteral("--set"),    QStringLiteral("ensemble.bootstrap=resample"),
+        QStringLiteral("--set"),    QStringLiteral("backend.threads=1"),
+        QStringLiteral("--set"),    QStringLiteral("training.eval_every=0")};
+    const QString cut = dir.filePath(QStringLiteral("cut.safetensors"));
+    QProcess p;
+    QProcessEnvironment env = mpiEnvironment();
+    // mpirun passes SIGTERM odls_base_sigkill_timeout seconds after it got the signal and
+    // SIGKILL as long again later (1 s by default): 5 s gives rank 0 time to write on a loaded
+    // machine, as README says to set it.
+    env.insert(QStringLiteral("OMPI_MCA_odls_base_sigkill_timeout"), QStringLiteral("5"));
+    p.setProcessEnvironment(env);
+    p.start(mpirun(),
+            QStringList{QStringLiteral("-n"), QStringLiteral("2"), QStringLiteral("--bind-to"),
+                        QStringLiteral("none"), cliPath(), QStringLiteral("train")} +
+                common +
+                QStringList{QStringLiteral("--set"), QStringLiteral("training.steps=100000000"),
+                            QStringLiteral("--export"), cut});
+    QVERIFY(p.waitForStarted());
+    // Signal once rank 0 says it is training (every rank is then past the agreed setup and
+    // stops at a step boundary on a signal), whatever the machine's load made startup cost.
+    QByteArray err;
+    QElapsedTimer wait;
+    wait.start();
+    while (!err.contains("training 5 members") && wait.elapsed() < 60000 &&
+           p.state() == QProcess::Running) {
+        p.waitForReadyRead(200);
+        err += p.readAllStandardError();
+    }
+    QVERIFY2(err.contains("training 5 members"), err.constData());
+    QThread::msleep(1000);
+    p.terminate();
+    if (!p.waitForFinished(60000)) {
+        p.kill();
+        p.waitForFinished();
+        QFAIL("mpirun did not end within 60 s of SIGTERM");
+    }
+    err += p.readAllStandardError();
+    QVERIFY2(QFile::exists(cut), err.constData());
+    const ensemble::SafetensorsFile b = readWeights(cut);
+    QVERIFY(b.metadata.count("interrupted_at_step") == 1);
+    const QString step = QString::fromStdString(b.metadata.at("interrupted_at_step"));
+    QVERIFY(step.toLongLong() > 0);
+    const QString whole = dir.filePath(QStringLiteral("whole.safetensors"));
+    const Run one =
+        run(cliPath(),
+            QStringList{QStringLiteral("train"), QStringLiteral("--quiet")} + common +
+                QStringList{QStringLiteral("--set"), QStringLiteral("training.steps=") + step,
+                            QStringLiteral("--export"), whole});
+    QVERIFY2(one.code == 0, qPrintable(describe(one)));
+    const ensemble::SafetensorsFile a = readWeights(whole);
+    for (const ensemble::Tensor& t : a.tensors) {
+        const ensemble::Tensor* u = b.find(t.name);
+        QVERIFY2(u != nullptr && u->data == t.data, t.name.c_str());
+    }
+}
+
+int main(int argc, char** argv) {
+    if (mpirun().isEmpty()) {
+        std::printf(
+            "SKIP tst_mpi: mpirun is not installed (apt-get install openmpi-bin "
+            "libopenmpi-dev, or scripts/setup.sh)\n");
+        return 77;
+    }
+#ifndef ENSEMBLE_TEST_HAVE_MPI
+    std::printf(
+        "SKIP tst_mpi: this build has no MPI (configure with ENSEMBLE_MPI=AUTO or ON "
+        "and libopenmpi-dev installed)\n");
+    return 77;
+#else
+    QCoreApplication app(argc, argv);
+    TestMpi test;
+    return QTest::qExec(&test, argc, argv);
+#endif
+}
+
+#include "tst_mpi.moc"
