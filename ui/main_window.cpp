@@ -107,6 +107,23 @@ MainWindow::MainWindow(Options options, QWidget* parent)
                     }
                     updateActions();
                 }
+                if (m_opening && runId == m_openingRun) {
+                    onEnsembleOpened(notice);
+                }
+            });
+    connect(m_controller.get(), &EngineController::openFailed, this,
+            [this](quint64 runId, const QString& message) {
+                if (!m_opening || runId != m_openingRun) {
+                    return;
+                }
+                m_opening.reset();
+                m_configuring = false;
+                showError(tr("Could not open the ensemble"), message,
+                          tr("The current experiment is kept. Make the dataset the file names "
+                             "available on this machine (Dataset > Path for files; "
+                             "scripts/fetch-mnist.sh for MNIST) and open it again."));
+                updateActions();
+                Q_EMIT openFailed(message);
             });
     connect(m_controller.get(), &EngineController::exportFinished, this,
             &MainWindow::onExportFinished);
@@ -258,7 +275,8 @@ void MainWindow::buildActions() {
     m_export->setToolTip(tr("Export weights, metrics and the current view (Ctrl+E)"));
     m_open = new QAction(st->standardIcon(QStyle::SP_DialogOpenButton), tr("Open…"), this);
     m_open->setShortcut(QKeySequence::Open);
-    m_open->setToolTip(tr("Open an experiment file (Ctrl+O)"));
+    m_open->setToolTip(
+        tr("Open an experiment (.json) or a trained ensemble (.safetensors) (Ctrl+O)"));
     m_save = new QAction(st->standardIcon(QStyle::SP_FileIcon), tr("Save…"), this);
     m_save->setShortcut(QKeySequence::Save);
     m_save->setToolTip(tr("Save the experiment (Ctrl+S)"));
@@ -382,8 +400,8 @@ void MainWindow::buildActions() {
 }
 
 QStringList MainWindow::viewNames() {
-    return {QStringLiteral("boundary"),    QStringLiteral("members"), QStringLiteral("curves"),
-            QStringLiteral("calibration"), QStringLiteral("sweep"),   QStringLiteral("images"),
+    return {QStringLiteral("boundary"),    QStringLiteral("members"),   QStringLiteral("curves"),
+            QStringLiteral("calibration"), QStringLiteral("sweep"),     QStringLiteral("images"),
             QStringLiteral("filters"),     QStringLiteral("regression")};
 }
 
@@ -444,6 +462,60 @@ bool MainWindow::openExperiment(const QString& path, QString* error) {
         }
         return false;
     }
+}
+
+bool MainWindow::openFile(const QString& path, QString* error) {
+    return path.endsWith(QStringLiteral(".safetensors"), Qt::CaseInsensitive)
+               ? openEnsemble(path, error)
+               : openExperiment(path, error);
+}
+
+bool MainWindow::openEnsemble(const QString& path, QString* error) {
+    std::shared_ptr<const OpenedEnsemble> opened;
+    try {
+        opened = readOpenedEnsemble(path);
+    } catch (const std::exception& e) {
+        if (error != nullptr) {
+            *error = str(e.what());
+        }
+        return false;
+    }
+    m_applyTimer.stop();
+    m_opening = opened;
+    m_configuring = true;
+    m_controller->setUntilPaused(false);  // an opened run stops at its own length
+    m_openingRun = m_controller->open(std::move(opened));
+    updateActions();
+    return true;
+}
+
+void MainWindow::onEnsembleOpened(const QString& notice) {
+    const std::shared_ptr<const OpenedEnsemble> opened = std::move(m_opening);
+    m_opening.reset();
+    // The panel shows the file's experiment; it is the running one, so nothing is pending.
+    m_activeConfig = opened->config.json;
+    m_panel->setConfig(opened->config.json, QString());
+    m_panel->setUntilPaused(false);
+    m_activeConfig = m_panel->config();
+    m_applyTimer.stop();
+    showPendingRestart(false);
+    setWindowFilePath(opened->path);
+    const QString name = QFileInfo(opened->path).fileName();
+    const int64_t step =
+        opened->isCheckpoint ? opened->checkpoint.state.step : opened->checkpoint.ensemble.step;
+    QString text =
+        opened->isCheckpoint
+            ? tr("%1: resumed checkpoint at step %2; Train continues it").arg(name).arg(step)
+            : tr("%1: loaded weights as the starting point (exported at step %2; Train starts "
+                 "a new run from them)")
+                  .arg(name)
+                  .arg(step);
+    if (!notice.isEmpty()) {
+        text += QStringLiteral(" — ") + notice;
+    }
+    showStatus(text);
+    updateActions();
+    Q_EMIT ensembleOpened(opened->path, opened->isCheckpoint, step);
 }
 
 nlohmann::json MainWindow::experimentToSave() const {
@@ -515,16 +587,20 @@ bool MainWindow::saveExperiment(const QString& path, QString* error) {
 void MainWindow::chooseOpen() {
     QSettings settings;
     const QString dir = settings.value(QStringLiteral("files/experiments")).toString();
-    const QString path = QFileDialog::getOpenFileName(this, tr("Open experiment"), dir,
-                                                      tr("Experiments (*.json);;All files (*)"));
+    const QString path = QFileDialog::getOpenFileName(
+        this, tr("Open experiment or trained ensemble"), dir,
+        tr("Experiments and ensembles (*.json *.safetensors);;Experiments (*.json);;"
+           "Trained ensembles: exports and checkpoints (*.safetensors);;All files (*)"));
     if (path.isEmpty()) {
         return;
     }
     settings.setValue(QStringLiteral("files/experiments"), QFileInfo(path).path());
     QString error;
-    if (!openExperiment(path, &error)) {
-        showError(tr("Could not open the experiment"), error,
-                  tr("Choose a JSON experiment file such as the ones Save writes."));
+    if (!openFile(path, &error)) {
+        showError(tr("Could not open the file"), error,
+                  tr("Choose a JSON experiment file such as the ones Save writes, or a "
+                     ".safetensors file that Export or ensemble-cli train --export / "
+                     "--checkpoint wrote."));
     }
 }
 

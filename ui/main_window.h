@@ -52,6 +52,14 @@ class MainWindow : public QMainWindow {
     // Open / Save an experiment file (the CLI's JSON). False with `error` set on failure.
     bool openExperiment(const QString& path, QString* error = nullptr);
     bool saveExperiment(const QString& path, QString* error = nullptr);
+    // Opens a trained ensemble (an export or a checkpoint, .safetensors): its config in the
+    // panel, its dataset, its members' weights (a checkpoint: its whole training state, so
+    // Train continues it), every view drawn without training. False with `error` set when the
+    // file cannot be read (the current experiment stays); a dataset that cannot be loaded is
+    // reported later (openFailed(), an error box), the current experiment staying too.
+    bool openEnsemble(const QString& path, QString* error = nullptr);
+    // openEnsemble for .safetensors, openExperiment otherwise.
+    bool openFile(const QString& path, QString* error = nullptr);
     // The `ensemble-cli train` command that trains this experiment as the app did: its preset
     // (if it started from one) and a --set for every key that differs, live edits included.
     QString commandLine() const;
@@ -93,6 +101,9 @@ class MainWindow : public QMainWindow {
   Q_SIGNALS:
     void exportFinished(bool ok, const QString& message, const QStringList& files);
     void snapshotShown();
+    // openEnsemble(): the run stands (its first snapshot follows), or it could not be built.
+    void ensembleOpened(const QString& path, bool checkpoint, qint64 step);
+    void openFailed(const QString& message);
 
   protected:
     void closeEvent(QCloseEvent* event) override;
@@ -114,6 +125,8 @@ class MainWindow : public QMainWindow {
     nlohmann::json experimentToSave() const;
     void onRunningChanged(bool running);
     void onConfigureFailed(quint64 runId, const QString& message, int errorKind);
+    // The run openEnsemble() asked for stands: the panel, title and status bar follow it.
+    void onEnsembleOpened(const QString& notice);
     void onExportFinished(bool ok, const QString& message, const QStringList& files);
     void updateActions();
     void updateStatus();
@@ -129,6 +142,8 @@ class MainWindow : public QMainWindow {
     std::unique_ptr<EngineController> m_controller;
     nlohmann::json m_activeConfig;
     bool m_configuring = false;
+    std::shared_ptr<const OpenedEnsemble> m_opening;  // openEnsemble() waiting for its run
+    uint64_t m_openingRun = 0;
     int m_selectedMember = -1;
     QString m_exportBase;
     QString m_lastError;

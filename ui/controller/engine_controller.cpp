@@ -21,6 +21,7 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
     announceSignal(m_worker, &EngineWorker::configured);
     announceSignal(m_worker, &EngineWorker::configureFailed);
     announceSignal(m_worker, &EngineWorker::liveEditFailed);
+    announceSignal(m_worker, &EngineWorker::openFailed);
     announceSignal(m_worker, &EngineWorker::predictionReady);
     announceSignal(m_worker, &EngineWorker::featureMapsReady);
     announceSignal(m_worker, &EngineWorker::exportFinished);
@@ -49,6 +50,15 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
         Qt::QueuedConnection);
     connect(m_worker, &EngineWorker::liveEditFailed, this, &EngineController::liveEditFailed,
             Qt::QueuedConnection);
+    connect(
+        m_worker, &EngineWorker::openFailed, this,
+        [this](quint64 runId, const QString& message) {
+            if (runId == m_runId) {
+                m_runId = m_runIdBeforeOpen;  // the run before it goes on
+            }
+            Q_EMIT openFailed(runId, message);
+        },
+        Qt::QueuedConnection);
     connect(m_worker, &EngineWorker::predictionReady, this, &EngineController::predictionReady,
             Qt::QueuedConnection);
     connect(m_worker, &EngineWorker::featureMapsReady, this, &EngineController::featureMapsReady,
@@ -80,6 +90,15 @@ uint64_t EngineController::configure(const nlohmann::json& config,
     m_worker->requestPause();
     EngineWorker* w = m_worker;
     post([w, config, data = std::move(data), id] { w->configure(config, data, id); });
+    return id;
+}
+
+uint64_t EngineController::open(std::shared_ptr<const OpenedEnsemble> opened) {
+    m_runIdBeforeOpen = m_runId;
+    const uint64_t id = ++m_runId;
+    m_worker->requestPause();
+    EngineWorker* w = m_worker;
+    post([w, opened = std::move(opened), id] { w->open(opened, id); });
     return id;
 }
 
