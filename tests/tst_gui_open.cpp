@@ -4,6 +4,7 @@
 // experiment when a file cannot be used, and renders one unattended with --weights.
 #include <QApplication>
 #include <QFile>
+#include <QFileInfo>
 #include <QImage>
 #include <QProcess>
 #include <QSignalSpy>
@@ -13,6 +14,8 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+
+#include <QAction>
 
 #include "gui_test_support.h"
 #include "io/model_io.h"
@@ -136,6 +139,7 @@ class TestGuiOpen : public QObject {
     void initTestCase();
     void opensAnExportAsTheStartingPoint();
     void opensACheckpointAndContinuesItAsTheCliResumes();
+    void savedCheckpointContinuesInTheCliAndReopens();
     void unreadableFileKeepsTheCurrentExperiment();
     void missingDatasetKeepsTheCurrentExperiment();
     void rendersWeightsUnattended();
@@ -211,6 +215,63 @@ void TestGuiOpen::opensACheckpointAndContinuesItAsTheCliResumes() {
              0);
     QVERIFY2(sameBits(app, ensemble::importEnsemble(resumed.toStdString()).params),
              "the app's continuation differs from ensemble-cli train --resume");
+}
+
+// File > Save Checkpoint mid-run: the CLI resumes it to the app's own continuation and to the
+// straight CLI run, bit for bit; opened again it is at its step; Open Recent lists it.
+void TestGuiOpen::savedCheckpointContinuesInTheCliAndReopens() {
+    QTemporaryDir dir;
+    nlohmann::json config = nlohmann::json::parse(ensemble::presetText("spirals"));
+    config["dataset"]["n"] = 300;
+    config["ensemble"]["members"] = 3;
+    config["ensemble"]["bootstrap"] = "resample";
+    config["training"]["steps"] = 20;
+    config["training"]["eval_every"] = 10;
+    config["backend"]["kind"] = "cpu";
+    config["backend"]["threads"] = 1;
+    auto w = makeWindow();
+    w->loadExperiment(config, QString());
+    QVERIFY(waitFresh(*w));
+    QVERIFY(w->saveCheckpointAction()->isEnabled());
+    QCOMPARE(w->saveCheckpointAction()->shortcut(), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S));
+    w->trainAction()->trigger();
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 20 && !s.running; }));
+    const QString saved = dir.filePath(QStringLiteral("app.ckpt.safetensors"));
+    QSignalSpy done(w.get(), &MainWindow::checkpointSaved);
+    w->saveCheckpoint(saved);
+    QVERIFY(done.wait(20000));
+    QVERIFY2(done.at(0).at(0).toBool(), qPrintable(done.at(0).at(1).toString()));
+    QVERIFY2(w->statusMessage().contains(QStringLiteral("Saved checkpoint at step 20")),
+             qPrintable(w->statusMessage()));
+    QCOMPARE(w->recentFiles().value(0), QFileInfo(saved).absoluteFilePath());
+
+    QCoreApplication::processEvents();
+    w->trainAction()->trigger();  // Continue: to 40
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 40 && !s.running; }));
+    const std::vector<float> app = windowParameters(*w, dir, "app40");
+    QVERIFY(sameBits(app, ensemble::importEnsemble(m_export.toStdString()).params));
+    const QString resumed = dir.filePath(QStringLiteral("resumed.safetensors"));
+    QByteArray err;
+    QCOMPARE(runCli({QStringLiteral("train"), QStringLiteral("--resume"), saved,
+                     QStringLiteral("--set"), QStringLiteral("training.steps=40"),
+                     QStringLiteral("--export"), resumed, QStringLiteral("--quiet")},
+                    &err),
+             0);
+    QVERIFY2(sameBits(app, ensemble::importEnsemble(resumed.toStdString()).params),
+             err.constData());
+
+    // Opened again (through Open Recent's path): at step 20 with the curves it was saved with.
+    auto again = makeWindow();
+    QSignalSpy opened(again.get(), &MainWindow::ensembleOpened);
+    QString error;
+    QVERIFY2(again->openFile(w->recentFiles().value(0), &error), qPrintable(error));
+    QVERIFY(opened.wait(20000));
+    QVERIFY(waitSnapshot(*again, [](const auto& s) { return s.step == 20; }));
+    const SnapshotPtr s = again->controller()->snapshot();
+    QVERIFY(s->history.size() >= 2);
+    QCOMPARE(s->history.front()->step, int64_t{0});
+    QCOMPARE(s->history.back()->step, int64_t{20});
+    QCOMPARE(again->recentFiles().value(0), QFileInfo(saved).absoluteFilePath());
 }
 
 void TestGuiOpen::unreadableFileKeepsTheCurrentExperiment() {

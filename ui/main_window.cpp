@@ -6,6 +6,8 @@
 #include <QCloseEvent>
 #include <QDir>
 #include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QDropEvent>
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -13,8 +15,10 @@
 #include <QHBoxLayout>
 #include <QKeySequence>
 #include <QLabel>
+#include <QMenu>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QMimeData>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSaveFile>
@@ -153,6 +157,25 @@ MainWindow::MainWindow(Options options, QWidget* parent)
         setView(
             settings.value(QStringLiteral("window/view"), QStringLiteral("boundary")).toString());
     }
+    if (m_options.useSettings) {
+        m_recent = QSettings().value(QStringLiteral("files/recent")).toStringList();
+    }
+    connect(m_controller.get(), &EngineController::checkpointSaved, this,
+            [this](bool ok, const QString& message, const QString& path, qint64 step) {
+                if (ok) {
+                    addRecent(path);
+                    showStatus(tr("Saved checkpoint at step %1 to %2")
+                                   .arg(step)
+                                   .arg(QFileInfo(path).fileName()),
+                               8000);
+                } else {
+                    showError(tr("Could not save the checkpoint"), message,
+                              tr("Nothing was written. Choose a folder that exists and that you "
+                                 "can write to, with free space, and save again."));
+                }
+                Q_EMIT checkpointSaved(ok, message, path);
+            });
+    setAcceptDrops(true);
     updateActions();
     updateStatus();
 }
@@ -280,6 +303,11 @@ void MainWindow::buildActions() {
     m_save = new QAction(st->standardIcon(QStyle::SP_FileIcon), tr("Save…"), this);
     m_save->setShortcut(QKeySequence::Save);
     m_save->setToolTip(tr("Save the experiment (Ctrl+S)"));
+    m_saveCheckpoint = new QAction(tr("Save Checkpoint…"), this);
+    m_saveCheckpoint->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S));
+    m_saveCheckpoint->setToolTip(
+        tr("Save the trained state (weights, optimizer, curves) to continue it later "
+           "(Ctrl+Shift+S)"));
 
     connect(m_train, &QAction::triggered, this, [this] {
         if (m_controller->isRunning()) {
@@ -313,6 +341,7 @@ void MainWindow::buildActions() {
     connect(m_export, &QAction::triggered, this, &MainWindow::chooseExport);
     connect(m_open, &QAction::triggered, this, &MainWindow::chooseOpen);
     connect(m_save, &QAction::triggered, this, &MainWindow::chooseSave);
+    connect(m_saveCheckpoint, &QAction::triggered, this, &MainWindow::chooseSaveCheckpoint);
 
     QToolBar* bar = addToolBar(tr("Run"));
     bar->setObjectName(QStringLiteral("RunToolBar"));
@@ -337,7 +366,11 @@ void MainWindow::buildActions() {
 
     QMenu* file = menuBar()->addMenu(tr("&File"));
     file->addAction(m_open);
+    m_recentMenu = file->addMenu(tr("Open Recent"));
+    m_recentMenu->setObjectName(QStringLiteral("OpenRecentMenu"));
+    connect(m_recentMenu, &QMenu::aboutToShow, this, &MainWindow::fillRecentMenu);
     file->addAction(m_save);
+    file->addAction(m_saveCheckpoint);
     QAction* restore = file->addAction(tr("Restore last experiment"));
     connect(restore, &QAction::triggered, this, &MainWindow::restoreLastExperiment);
     file->addSeparator();
@@ -465,9 +498,120 @@ bool MainWindow::openExperiment(const QString& path, QString* error) {
 }
 
 bool MainWindow::openFile(const QString& path, QString* error) {
-    return path.endsWith(QStringLiteral(".safetensors"), Qt::CaseInsensitive)
-               ? openEnsemble(path, error)
-               : openExperiment(path, error);
+    const bool ok = path.endsWith(QStringLiteral(".safetensors"), Qt::CaseInsensitive)
+                        ? openEnsemble(path, error)
+                        : openExperiment(path, error);
+    if (ok) {
+        addRecent(path);
+    }
+    return ok;
+}
+
+void MainWindow::addRecent(const QString& path) {
+    constexpr int kRecentFiles = 10;
+    const QString full = QFileInfo(path).absoluteFilePath();
+    m_recent.removeAll(full);
+    m_recent.prepend(full);
+    while (m_recent.size() > kRecentFiles) {
+        m_recent.removeLast();
+    }
+    if (m_options.useSettings) {
+        QSettings().setValue(QStringLiteral("files/recent"), m_recent);
+    }
+}
+
+void MainWindow::fillRecentMenu() {
+    m_recentMenu->clear();
+    for (const QString& path : m_recent) {
+        const bool ensembleFile = path.endsWith(QStringLiteral(".safetensors"));
+        QAction* a = m_recentMenu->addAction(
+            QStringLiteral("%1  (%2)")
+                .arg(QFileInfo(path).fileName(),
+                     ensembleFile ? tr("trained ensemble") : tr("experiment")));
+        a->setToolTip(path);
+        a->setEnabled(QFileInfo::exists(path));
+        connect(a, &QAction::triggered, this, [this, path] {
+            QString error;
+            if (!openFile(path, &error)) {
+                showError(tr("Could not open the file"), error,
+                          tr("The file may have moved or changed since it was opened."));
+            }
+        });
+    }
+    if (m_recent.isEmpty()) {
+        m_recentMenu->addAction(tr("No recent files"))->setEnabled(false);
+        return;
+    }
+    m_recentMenu->addSeparator();
+    connect(m_recentMenu->addAction(tr("Clear list")), &QAction::triggered, this, [this] {
+        m_recent.clear();
+        if (m_options.useSettings) {
+            QSettings().remove(QStringLiteral("files/recent"));
+        }
+    });
+}
+
+void MainWindow::saveCheckpoint(const QString& path) {
+    m_controller->saveCheckpoint(path);
+}
+
+void MainWindow::chooseSaveCheckpoint() {
+    const SnapshotPtr s = m_controller->snapshot();
+    if (!s) {
+        return;
+    }
+    QSettings settings;
+    const QString dir =
+        settings.value(QStringLiteral("files/exports"), QDir::homePath()).toString();
+    const QString suggestion = QStringLiteral("%1-k%2-step%3.ckpt.safetensors")
+                                   .arg(str(s->run->datasetName))
+                                   .arg(s->run->members)
+                                   .arg(s->step);
+    QString path =
+        QFileDialog::getSaveFileName(this, tr("Save checkpoint"), QDir(dir).filePath(suggestion),
+                                     tr("Checkpoints (*.safetensors)"));
+    if (path.isEmpty()) {
+        return;
+    }
+    if (!path.endsWith(QStringLiteral(".safetensors"))) {
+        path += QStringLiteral(".safetensors");
+    }
+    settings.setValue(QStringLiteral("files/exports"), QFileInfo(path).path());
+    saveCheckpoint(path);
+}
+
+namespace {
+
+QString droppedFile(const QMimeData* mime) {
+    if (mime == nullptr || !mime->hasUrls() || mime->urls().size() != 1) {
+        return {};
+    }
+    const QString path = mime->urls().first().toLocalFile();
+    return path.endsWith(QStringLiteral(".json"), Qt::CaseInsensitive) ||
+                   path.endsWith(QStringLiteral(".safetensors"), Qt::CaseInsensitive)
+               ? path
+               : QString();
+}
+
+}  // namespace
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+    if (!droppedFile(event->mimeData()).isEmpty()) {
+        event->acceptProposedAction();
+    }
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+    const QString path = droppedFile(event->mimeData());
+    if (path.isEmpty()) {
+        return;
+    }
+    event->acceptProposedAction();
+    QString error;
+    if (!openFile(path, &error)) {
+        showError(tr("Could not open the file"), error,
+                  tr("Drop a JSON experiment or a .safetensors export or checkpoint."));
+    }
 }
 
 bool MainWindow::openEnsemble(const QString& path, QString* error) {
@@ -575,6 +719,7 @@ bool MainWindow::saveExperiment(const QString& path, QString* error) {
     try {
         writeFileAtomic(QFile::encodeName(path).toStdString(), experimentToSave().dump(2) + "\n");
         setWindowFilePath(path);
+        addRecent(path);
         return true;
     } catch (const std::exception& e) {
         if (error != nullptr) {
@@ -878,6 +1023,7 @@ void MainWindow::updateActions() {
         running ? tr("pause first (Space)") : (!valid ? fixFields : (!s ? noRun : atLimit)));
     setActionEnabled(m_reset, valid, fixFields);
     setActionEnabled(m_export, s != nullptr, noRun);
+    setActionEnabled(m_saveCheckpoint, s != nullptr, noRun);
 }
 
 void MainWindow::updateStatus() {

@@ -18,6 +18,7 @@
 class QAction;
 class QFrame;
 class QLabel;
+class QMenu;
 class QProgressBar;
 class QTabWidget;
 
@@ -58,8 +59,14 @@ class MainWindow : public QMainWindow {
     // file cannot be read (the current experiment stays); a dataset that cannot be loaded is
     // reported later (openFailed(), an error box), the current experiment staying too.
     bool openEnsemble(const QString& path, QString* error = nullptr);
-    // openEnsemble for .safetensors, openExperiment otherwise.
+    // openEnsemble for .safetensors, openExperiment otherwise; a file opened goes first in
+    // File > Open Recent.
     bool openFile(const QString& path, QString* error = nullptr);
+    // Writes a checkpoint of the current run (File > Save Checkpoint…, Ctrl+Shift+S);
+    // checkpointSaved() reports. Opened again, Train continues it as train --resume does.
+    void saveCheckpoint(const QString& path);
+    // File > Open Recent: experiments and ensembles opened or saved, newest first.
+    QStringList recentFiles() const { return m_recent; }
     // The `ensemble-cli train` command that trains this experiment as the app did: its preset
     // (if it started from one) and a --set for every key that differs, live edits included.
     QString commandLine() const;
@@ -89,6 +96,7 @@ class MainWindow : public QMainWindow {
     QAction* exportAction() const { return m_export; }
     QAction* openAction() const { return m_open; }
     QAction* saveAction() const { return m_save; }
+    QAction* saveCheckpointAction() const { return m_saveCheckpoint; }
     int selectedMember() const { return m_selectedMember; }
     void selectMember(int member);
     // The last error message box's text (tests), empty when none was shown.
@@ -104,9 +112,13 @@ class MainWindow : public QMainWindow {
     // openEnsemble(): the run stands (its first snapshot follows), or it could not be built.
     void ensembleOpened(const QString& path, bool checkpoint, qint64 step);
     void openFailed(const QString& message);
+    void checkpointSaved(bool ok, const QString& message, const QString& path);
 
   protected:
     void closeEvent(QCloseEvent* event) override;
+    // Dropping a .json or .safetensors file on the window opens it.
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
 
   private:
     void buildActions();
@@ -135,6 +147,9 @@ class MainWindow : public QMainWindow {
     void chooseOpen();
     void chooseSave();
     void chooseExport();
+    void chooseSaveCheckpoint();
+    void addRecent(const QString& path);
+    void fillRecentMenu();
     void restoreLastExperiment();
     void showHelpBox(const QString& name, const QString& title, const QString& html);
 
@@ -170,6 +185,9 @@ class MainWindow : public QMainWindow {
     QAction* m_export = nullptr;
     QAction* m_open = nullptr;
     QAction* m_save = nullptr;
+    QAction* m_saveCheckpoint = nullptr;
+    QMenu* m_recentMenu = nullptr;
+    QStringList m_recent;
     ElidedLabel* m_message = nullptr;
     QTimer m_messageTimer;
     QSet<QString> m_noticesShown;  // backend notices already shown this session

@@ -25,6 +25,7 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
     announceSignal(m_worker, &EngineWorker::predictionReady);
     announceSignal(m_worker, &EngineWorker::featureMapsReady);
     announceSignal(m_worker, &EngineWorker::exportFinished);
+    announceSignal(m_worker, &EngineWorker::checkpointSaved);
     announceSignal(&m_thread, &QThread::finished);
     connect(m_worker, &EngineWorker::snapshotReady, this, &EngineController::takeSnapshot,
             Qt::QueuedConnection);
@@ -64,6 +65,8 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
     connect(m_worker, &EngineWorker::featureMapsReady, this, &EngineController::featureMapsReady,
             Qt::QueuedConnection);
     connect(m_worker, &EngineWorker::exportFinished, this, &EngineController::exportFinished,
+            Qt::QueuedConnection);
+    connect(m_worker, &EngineWorker::checkpointSaved, this, &EngineController::checkpointSaved,
             Qt::QueuedConnection);
     m_thread.start();
 }
@@ -170,6 +173,11 @@ void EngineController::predict(uint64_t id, std::vector<float> rawRows) {
 void EngineController::exportTo(const QString& basePath) {
     EngineWorker* w = m_worker;
     post([w, basePath] { w->exportTo(basePath); });
+}
+
+void EngineController::saveCheckpoint(const QString& path) {
+    EngineWorker* w = m_worker;
+    post([w, path] { w->saveCheckpoint(path); });
 }
 
 void EngineController::takeSnapshot() {

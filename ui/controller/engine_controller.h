@@ -61,6 +61,8 @@ class EngineController : public QObject {
     // Writes <base>.safetensors, <base>.metrics.json and <base>.metrics.csv; exportFinished()
     // tells the result.
     void exportTo(const QString& basePath);
+    // Writes a checkpoint of the current run to `path`; checkpointSaved() tells the result.
+    void saveCheckpoint(const QString& path);
 
     SnapshotPtr snapshot() const { return m_snapshot; }
     bool isRunning() const { return m_running; }
@@ -80,6 +82,7 @@ class EngineController : public QObject {
     void featureMapsReady(quint64 id, QList<float> maps, int members, int filters, int height,
                           int width);
     void exportFinished(bool ok, QString message, QStringList files);
+    void checkpointSaved(bool ok, QString message, QString path, qint64 step);
 
   private:
     void takeSnapshot();

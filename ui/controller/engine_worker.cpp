@@ -732,4 +732,38 @@ void EngineWorker::exportTo(const QString& basePath) {
     Q_EMIT exportFinished(true, {}, written);
 }
 
+void EngineWorker::saveCheckpoint(const QString& path) {
+    if (!m_trainer) {
+        Q_EMIT checkpointSaved(false, QStringLiteral("There is no run to save yet."), path, 0);
+        return;
+    }
+    // The Curves view's points as the checkpoint's curves (measured on the rows the window
+    // evaluates live), so a reopened checkpoint shows them again.
+    std::vector<Evaluation> curves;
+    curves.reserve(m_history.size());
+    for (const auto& point : m_history) {
+        Evaluation e;
+        e.step = point->step;
+        e.epoch = point->epoch;
+        e.ensembleTrain = point->ensembleTrain;
+        e.ensembleTest = point->ensembleTest;
+        for (std::size_t k = 0; k < point->memberTrain.size(); ++k) {
+            MemberEvaluation m;
+            m.train = point->memberTrain[k];
+            m.test = k < point->memberTest.size() ? point->memberTest[k] : SplitMetrics{};
+            m.diverged = !std::isfinite(m.train.loss);
+            e.members.push_back(m);
+        }
+        curves.push_back(std::move(e));
+    }
+    try {
+        writeCheckpoint(QFile::encodeName(path).toStdString(), *m_trainer, curves,
+                        trainerReport(*m_trainer, m_enabled).json);
+    } catch (const std::exception& e) {
+        Q_EMIT checkpointSaved(false, QString::fromStdString(e.what()), path, m_trainer->step());
+        return;
+    }
+    Q_EMIT checkpointSaved(true, {}, path, m_trainer->step());
+}
+
 }  // namespace ensemble::ui

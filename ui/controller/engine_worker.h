@@ -119,6 +119,9 @@ class EngineWorker : public QObject {
     // Coalesced: only the newest request is predicted (see EngineController::predict).
     void predictPending();
     void exportTo(const QString& basePath);
+    // Writes a checkpoint of the run after its last finished step (io/checkpoint.h) with the
+    // curves the window measured; checkpointSaved() tells the result.
+    void saveCheckpoint(const QString& path);
     // The GUI took the last snapshot: publish again if something changed meanwhile.
     void snapshotTaken();
 
@@ -141,6 +144,7 @@ class EngineWorker : public QObject {
     void featureMapsReady(quint64 id, QList<float> maps, int members, int filters, int height,
                           int width);
     void exportFinished(bool ok, QString message, QStringList files);
+    void checkpointSaved(bool ok, QString message, QString path, qint64 step);
 
   private:
     using Clock = std::chrono::steady_clock;
