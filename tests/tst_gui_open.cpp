@@ -324,7 +324,8 @@ void TestGuiOpen::missingDatasetKeepsTheCurrentExperiment() {
     auto w = makeWindow();
     nlohmann::json config = nlohmann::json::parse(ensemble::presetText("spirals"));
     config["ensemble"]["members"] = 2;
-    w->loadExperiment(config, QString());
+    w->loadExperiment(config, QStringLiteral("spirals"));  // a preset: plays until paused
+    QVERIFY(w->panel()->untilPaused());
     QVERIFY(waitFresh(*w));
     const uint64_t run = w->controller()->currentRunId();
     QSignalSpy failed(w.get(), &MainWindow::openFailed);
@@ -339,7 +340,8 @@ void TestGuiOpen::missingDatasetKeepsTheCurrentExperiment() {
     QCOMPARE(w->panel()->config()["ensemble"]["members"].get<int>(), 2);
     QCOMPARE(w->controller()->snapshot()->run->runId, run);
     w->controller()->trainTo(3);
-    QVERIFY(waitSnapshot(*w, [&](const auto& s) { return s.run->runId == run && s.step == 3; }));
+    QVERIFY(waitSnapshot(
+        *w, [&](const auto& s) { return s.run->runId == run && s.step == 3 && s.untilPaused; }));
 }
 
 // ensemble-lab --weights W --screenshot: the file's step, no training, a picture.

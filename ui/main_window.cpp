@@ -627,7 +627,6 @@ bool MainWindow::openEnsemble(const QString& path, QString* error) {
     m_applyTimer.stop();
     m_opening = opened;
     m_configuring = true;
-    m_controller->setUntilPaused(false);  // an opened run stops at its own length
     m_openingRun = m_controller->open(std::move(opened));
     updateActions();
     return true;
@@ -849,6 +848,14 @@ void MainWindow::onConfigureFailed(quint64 runId, const QString& message, int er
         return;
     }
     m_configuring = false;
+    if (m_opening && runId == m_openingRun) {
+        m_opening.reset();
+        showError(tr("Could not open the ensemble"), message,
+                  adviceFor(static_cast<ErrorKind>(errorKind)));
+        updateActions();
+        Q_EMIT openFailed(message);
+        return;
+    }
     showError(tr("Could not start the experiment"), message,
               adviceFor(static_cast<ErrorKind>(errorKind)));
     updateActions();

@@ -151,6 +151,7 @@ void EngineWorker::open(std::shared_ptr<const OpenedEnsemble> opened, uint64_t r
                        .arg(opened->checkpoint.trainRows));
         return;
     }
+    m_untilPaused = false;  // an opened run stops at its own length (Continue extends it)
     build(opened->config.json, std::move(data), runId, opened.get());
 }
 
@@ -537,6 +538,11 @@ SnapshotPtr EngineWorker::buildSnapshot() {
     s->stepsPerSecond = m_stepsPerSecond;
     s->memberStepsPerSecond = m_stepsPerSecond * m_trainer->members();
     s->lastLosses = m_trainer->lastLosses();
+    if (m_trainer->lastStepSeconds() <= 0.0) {
+        // No batch trained in this run yet (a new run, an opened file): no loss to show.
+        std::fill(s->lastLosses.begin(), s->lastLosses.end(),
+                  std::numeric_limits<float>::quiet_NaN());
+    }
     s->diverged = m_trainer->diverged();
     s->enabled = m_enabled;
     s->included = included();
