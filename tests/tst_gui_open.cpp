@@ -6,9 +6,12 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QImage>
+#include <QMessageBox>
 #include <QProcess>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QTemporaryDir>
+#include <QTimer>
 #include <QtTest>
 
 #include <cmath>
@@ -140,6 +143,7 @@ class TestGuiOpen : public QObject {
     void opensAnExportAsTheStartingPoint();
     void opensACheckpointAndContinuesItAsTheCliResumes();
     void savedCheckpointContinuesInTheCliAndReopens();
+    void closingAsksToSaveACheckpoint();
     void unreadableFileKeepsTheCurrentExperiment();
     void missingDatasetKeepsTheCurrentExperiment();
     void rendersWeightsUnattended();
@@ -272,6 +276,66 @@ void TestGuiOpen::savedCheckpointContinuesInTheCliAndReopens() {
     QCOMPARE(s->history.front()->step, int64_t{0});
     QCOMPARE(s->history.back()->step, int64_t{20});
     QCOMPARE(again->recentFiles().value(0), QFileInfo(saved).absoluteFilePath());
+}
+
+// With the interactive option, closing asks while trained steps are in no checkpoint: Cancel
+// keeps the window, Discard closes it; a saved or opened checkpoint, or a run at step 0,
+// closes without asking.
+void TestGuiOpen::closingAsksToSaveACheckpoint() {
+    QTemporaryDir dir;
+    MainWindow::Options options;
+    options.useSettings = false;
+    options.askToSaveCheckpoint = true;
+    int asked = 0;
+    // Answers the question when it shows (a modal box runs its own event loop).
+    auto answerWith = [&](QMessageBox::StandardButton button) {
+        QTimer::singleShot(100, [&asked, button] {
+            auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
+            if (box != nullptr && box->objectName() == QStringLiteral("SaveCheckpointQuestion")) {
+                ++asked;
+                box->button(button)->click();
+            }
+        });
+    };
+    auto fresh = std::make_unique<MainWindow>(options);
+    fresh->show();
+    fresh->loadExperiment(nlohmann::json::parse(ensemble::presetText("spirals")), QString());
+    QVERIFY(waitFresh(*fresh));
+    answerWith(QMessageBox::Cancel);
+    QVERIFY(fresh->close());  // nothing trained: no question
+    QTest::qWait(200);
+    QCOMPARE(asked, 0);
+
+    MainWindow w(options);
+    w.show();
+    nlohmann::json config = nlohmann::json::parse(ensemble::presetText("spirals"));
+    config["training"]["steps"] = 5;
+    w.loadExperiment(config, QString());
+    QVERIFY(waitFresh(w));
+    w.trainAction()->trigger();
+    QVERIFY(waitSnapshot(w, [](const auto& s) { return s.step == 5 && !s.running; }));
+    answerWith(QMessageBox::Cancel);
+    QVERIFY(!w.close());
+    QCOMPARE(asked, 1);
+    QVERIFY(w.isVisible());
+
+    // Saved as a checkpoint: nothing to ask.
+    QSignalSpy saved(&w, &MainWindow::checkpointSaved);
+    w.saveCheckpoint(dir.filePath(QStringLiteral("w.safetensors")));
+    QVERIFY(saved.wait(20000));
+    QVERIFY(saved.at(0).at(0).toBool());
+    answerWith(QMessageBox::Cancel);
+    QVERIFY(w.close());
+    QTest::qWait(200);
+    QCOMPARE(asked, 1);
+
+    // Trained further after it: asked again; Discard closes.
+    w.show();
+    w.trainAction()->trigger();  // Continue: to 10
+    QVERIFY(waitSnapshot(w, [](const auto& s) { return s.step == 10 && !s.running; }));
+    answerWith(QMessageBox::Discard);
+    QVERIFY(w.close());
+    QCOMPARE(asked, 2);
 }
 
 void TestGuiOpen::unreadableFileKeepsTheCurrentExperiment() {

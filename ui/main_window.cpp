@@ -164,6 +164,8 @@ MainWindow::MainWindow(Options options, QWidget* parent)
             [this](bool ok, const QString& message, const QString& path, qint64 step) {
                 if (ok) {
                     addRecent(path);
+                    m_checkpointRun = m_controller->currentRunId();
+                    m_checkpointStep = step;
                     showStatus(tr("Saved checkpoint at step %1 to %2")
                                    .arg(step)
                                    .arg(QFileInfo(path).fileName()),
@@ -174,6 +176,13 @@ MainWindow::MainWindow(Options options, QWidget* parent)
                                  "can write to, with free space, and save again."));
                 }
                 Q_EMIT checkpointSaved(ok, message, path);
+                if (m_closeAfterCheckpoint) {
+                    m_closeAfterCheckpoint = false;
+                    if (ok) {
+                        m_closing = true;  // answered: close without asking again
+                        close();
+                    }
+                }
             });
     setAcceptDrops(true);
     updateActions();
@@ -556,9 +565,21 @@ void MainWindow::saveCheckpoint(const QString& path) {
 }
 
 void MainWindow::chooseSaveCheckpoint() {
+    const QString path = askCheckpointPath();
+    if (!path.isEmpty()) {
+        saveCheckpoint(path);
+    }
+}
+
+bool MainWindow::hasUnsavedTraining() const {
+    const SnapshotPtr s = m_controller->snapshot();
+    return s && s->step > 0 && !(s->run->runId == m_checkpointRun && s->step == m_checkpointStep);
+}
+
+QString MainWindow::askCheckpointPath() {
     const SnapshotPtr s = m_controller->snapshot();
     if (!s) {
-        return;
+        return {};
     }
     QSettings settings;
     const QString dir =
@@ -571,13 +592,13 @@ void MainWindow::chooseSaveCheckpoint() {
         QFileDialog::getSaveFileName(this, tr("Save checkpoint"), QDir(dir).filePath(suggestion),
                                      tr("Checkpoints (*.safetensors)"));
     if (path.isEmpty()) {
-        return;
+        return {};
     }
     if (!path.endsWith(QStringLiteral(".safetensors"))) {
         path += QStringLiteral(".safetensors");
     }
     settings.setValue(QStringLiteral("files/exports"), QFileInfo(path).path());
-    saveCheckpoint(path);
+    return path;
 }
 
 namespace {
@@ -643,6 +664,10 @@ void MainWindow::onEnsembleOpened(const QString& notice) {
     m_applyTimer.stop();
     showPendingRestart(false);
     setWindowFilePath(opened->path);
+    if (opened->isCheckpoint) {
+        m_checkpointRun = m_controller->currentRunId();
+        m_checkpointStep = opened->checkpoint.state.step;
+    }
     const QString name = QFileInfo(opened->path).fileName();
     const int64_t step =
         opened->isCheckpoint ? opened->checkpoint.state.step : opened->checkpoint.ensemble.step;
@@ -1100,6 +1125,37 @@ void MainWindow::restoreLastExperiment() {
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
+    if (m_closeAfterCheckpoint) {
+        event->ignore();  // the checkpoint is being written; the window closes after it
+        return;
+    }
+    if (m_options.askToSaveCheckpoint && !m_closing && hasUnsavedTraining()) {
+        m_controller->pause();
+        const SnapshotPtr s = m_controller->snapshot();
+        QMessageBox box(
+            QMessageBox::Question, tr("Save a checkpoint?"),
+            tr("The run has trained to step %1 and no checkpoint holds it.").arg(s->step),
+            QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, this);
+        box.setObjectName(QStringLiteral("SaveCheckpointQuestion"));
+        box.setInformativeText(
+            tr("Save a checkpoint to continue training it later (File > Open, or ensemble-cli "
+               "train --resume)."));
+        box.setDefaultButton(QMessageBox::Save);
+        const int answer = box.exec();
+        if (answer == QMessageBox::Save) {
+            const QString path = askCheckpointPath();
+            if (!path.isEmpty()) {
+                m_closeAfterCheckpoint = true;
+                saveCheckpoint(path);
+            }
+            event->ignore();
+            return;
+        }
+        if (answer != QMessageBox::Discard) {
+            event->ignore();
+            return;
+        }
+    }
     if (m_options.useSettings) {
         QSettings settings;
         settings.setValue(QStringLiteral("window/geometry"), saveGeometry());

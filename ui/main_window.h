@@ -41,6 +41,9 @@ class MainWindow : public QMainWindow {
   public:
     struct Options {
         bool useSettings = true;  // restore and save QSettings (tests turn it off)
+        // Closing with trained steps not saved as a checkpoint asks whether to save one
+        // (interactive use; never in the unattended modes, nor when a test closes the window).
+        bool askToSaveCheckpoint = false;
         WorkerTuning tuning;
     };
 
@@ -148,6 +151,9 @@ class MainWindow : public QMainWindow {
     void chooseSave();
     void chooseExport();
     void chooseSaveCheckpoint();
+    QString askCheckpointPath();
+    // Whether the run has trained steps that no checkpoint saved or opened holds.
+    bool hasUnsavedTraining() const;
     void addRecent(const QString& path);
     void fillRecentMenu();
     void restoreLastExperiment();
@@ -188,6 +194,10 @@ class MainWindow : public QMainWindow {
     QAction* m_saveCheckpoint = nullptr;
     QMenu* m_recentMenu = nullptr;
     QStringList m_recent;
+    uint64_t m_checkpointRun = 0;  // the run and step the last checkpoint saved or opened holds
+    int64_t m_checkpointStep = -1;
+    bool m_closeAfterCheckpoint = false;
+    bool m_closing = false;
     ElidedLabel* m_message = nullptr;
     QTimer m_messageTimer;
     QSet<QString> m_noticesShown;  // backend notices already shown this session

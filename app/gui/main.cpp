@@ -185,6 +185,7 @@ int main(int argc, char** argv) {
 
     MainWindow::Options options;
     options.useSettings = screenshot.isEmpty();
+    options.askToSaveCheckpoint = screenshot.isEmpty();
     MainWindow window(options);
     if (!screenshot.isEmpty()) {
         QSize size(1440, 900);
