@@ -6,6 +6,8 @@
 #include <QCloseEvent>
 #include <QDir>
 #include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QDropEvent>
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -13,8 +15,10 @@
 #include <QHBoxLayout>
 #include <QKeySequence>
 #include <QLabel>
+#include <QMenu>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QMimeData>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSaveFile>
@@ -107,6 +111,23 @@ MainWindow::MainWindow(Options options, QWidget* parent)
                     }
                     updateActions();
                 }
+                if (m_opening && runId == m_openingRun) {
+                    onEnsembleOpened(notice);
+                }
+            });
+    connect(m_controller.get(), &EngineController::openFailed, this,
+            [this](quint64 runId, const QString& message) {
+                if (!m_opening || runId != m_openingRun) {
+                    return;
+                }
+                m_opening.reset();
+                m_configuring = false;
+                showError(tr("Could not open the ensemble"), message,
+                          tr("The current experiment is kept. Make the dataset the file names "
+                             "available on this machine (Dataset > Path for files; "
+                             "scripts/fetch-mnist.sh for MNIST) and open it again."));
+                updateActions();
+                Q_EMIT openFailed(message);
             });
     connect(m_controller.get(), &EngineController::exportFinished, this,
             &MainWindow::onExportFinished);
@@ -136,6 +157,34 @@ MainWindow::MainWindow(Options options, QWidget* parent)
         setView(
             settings.value(QStringLiteral("window/view"), QStringLiteral("boundary")).toString());
     }
+    if (m_options.useSettings) {
+        m_recent = QSettings().value(QStringLiteral("files/recent")).toStringList();
+    }
+    connect(m_controller.get(), &EngineController::checkpointSaved, this,
+            [this](bool ok, const QString& message, const QString& path, qint64 step) {
+                if (ok) {
+                    addRecent(path);
+                    m_checkpointRun = m_controller->currentRunId();
+                    m_checkpointStep = step;
+                    showStatus(tr("Saved checkpoint at step %1 to %2")
+                                   .arg(step)
+                                   .arg(QFileInfo(path).fileName()),
+                               8000);
+                } else {
+                    showError(tr("Could not save the checkpoint"), message,
+                              tr("Nothing was written. Choose a folder that exists and that you "
+                                 "can write to, with free space, and save again."));
+                }
+                Q_EMIT checkpointSaved(ok, message, path);
+                if (m_closeAfterCheckpoint) {
+                    m_closeAfterCheckpoint = false;
+                    if (ok) {
+                        m_closing = true;  // answered: close without asking again
+                        close();
+                    }
+                }
+            });
+    setAcceptDrops(true);
     updateActions();
     updateStatus();
 }
@@ -258,10 +307,16 @@ void MainWindow::buildActions() {
     m_export->setToolTip(tr("Export weights, metrics and the current view (Ctrl+E)"));
     m_open = new QAction(st->standardIcon(QStyle::SP_DialogOpenButton), tr("Open…"), this);
     m_open->setShortcut(QKeySequence::Open);
-    m_open->setToolTip(tr("Open an experiment file (Ctrl+O)"));
+    m_open->setToolTip(
+        tr("Open an experiment (.json) or a trained ensemble (.safetensors) (Ctrl+O)"));
     m_save = new QAction(st->standardIcon(QStyle::SP_FileIcon), tr("Save…"), this);
     m_save->setShortcut(QKeySequence::Save);
     m_save->setToolTip(tr("Save the experiment (Ctrl+S)"));
+    m_saveCheckpoint = new QAction(tr("Save Checkpoint…"), this);
+    m_saveCheckpoint->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S));
+    m_saveCheckpoint->setToolTip(
+        tr("Save the trained state (weights, optimizer, curves) to continue it later "
+           "(Ctrl+Shift+S)"));
 
     connect(m_train, &QAction::triggered, this, [this] {
         if (m_controller->isRunning()) {
@@ -295,6 +350,7 @@ void MainWindow::buildActions() {
     connect(m_export, &QAction::triggered, this, &MainWindow::chooseExport);
     connect(m_open, &QAction::triggered, this, &MainWindow::chooseOpen);
     connect(m_save, &QAction::triggered, this, &MainWindow::chooseSave);
+    connect(m_saveCheckpoint, &QAction::triggered, this, &MainWindow::chooseSaveCheckpoint);
 
     QToolBar* bar = addToolBar(tr("Run"));
     bar->setObjectName(QStringLiteral("RunToolBar"));
@@ -319,7 +375,11 @@ void MainWindow::buildActions() {
 
     QMenu* file = menuBar()->addMenu(tr("&File"));
     file->addAction(m_open);
+    m_recentMenu = file->addMenu(tr("Open Recent"));
+    m_recentMenu->setObjectName(QStringLiteral("OpenRecentMenu"));
+    connect(m_recentMenu, &QMenu::aboutToShow, this, &MainWindow::fillRecentMenu);
     file->addAction(m_save);
+    file->addAction(m_saveCheckpoint);
     QAction* restore = file->addAction(tr("Restore last experiment"));
     connect(restore, &QAction::triggered, this, &MainWindow::restoreLastExperiment);
     file->addSeparator();
@@ -382,8 +442,8 @@ void MainWindow::buildActions() {
 }
 
 QStringList MainWindow::viewNames() {
-    return {QStringLiteral("boundary"),    QStringLiteral("members"), QStringLiteral("curves"),
-            QStringLiteral("calibration"), QStringLiteral("sweep"),   QStringLiteral("images"),
+    return {QStringLiteral("boundary"),    QStringLiteral("members"),   QStringLiteral("curves"),
+            QStringLiteral("calibration"), QStringLiteral("sweep"),     QStringLiteral("images"),
             QStringLiteral("filters"),     QStringLiteral("regression")};
 }
 
@@ -446,6 +506,186 @@ bool MainWindow::openExperiment(const QString& path, QString* error) {
     }
 }
 
+bool MainWindow::openFile(const QString& path, QString* error) {
+    const bool ok = path.endsWith(QStringLiteral(".safetensors"), Qt::CaseInsensitive)
+                        ? openEnsemble(path, error)
+                        : openExperiment(path, error);
+    if (ok) {
+        addRecent(path);
+    }
+    return ok;
+}
+
+void MainWindow::addRecent(const QString& path) {
+    constexpr int kRecentFiles = 10;
+    const QString full = QFileInfo(path).absoluteFilePath();
+    m_recent.removeAll(full);
+    m_recent.prepend(full);
+    while (m_recent.size() > kRecentFiles) {
+        m_recent.removeLast();
+    }
+    if (m_options.useSettings) {
+        QSettings().setValue(QStringLiteral("files/recent"), m_recent);
+    }
+}
+
+void MainWindow::fillRecentMenu() {
+    m_recentMenu->clear();
+    for (const QString& path : m_recent) {
+        const bool ensembleFile = path.endsWith(QStringLiteral(".safetensors"));
+        QAction* a = m_recentMenu->addAction(
+            QStringLiteral("%1  (%2)")
+                .arg(QFileInfo(path).fileName(),
+                     ensembleFile ? tr("trained ensemble") : tr("experiment")));
+        a->setToolTip(path);
+        a->setEnabled(QFileInfo::exists(path));
+        connect(a, &QAction::triggered, this, [this, path] {
+            QString error;
+            if (!openFile(path, &error)) {
+                showError(tr("Could not open the file"), error,
+                          tr("The file may have moved or changed since it was opened."));
+            }
+        });
+    }
+    if (m_recent.isEmpty()) {
+        m_recentMenu->addAction(tr("No recent files"))->setEnabled(false);
+        return;
+    }
+    m_recentMenu->addSeparator();
+    connect(m_recentMenu->addAction(tr("Clear list")), &QAction::triggered, this, [this] {
+        m_recent.clear();
+        if (m_options.useSettings) {
+            QSettings().remove(QStringLiteral("files/recent"));
+        }
+    });
+}
+
+void MainWindow::saveCheckpoint(const QString& path) {
+    m_controller->saveCheckpoint(path);
+}
+
+void MainWindow::chooseSaveCheckpoint() {
+    const QString path = askCheckpointPath();
+    if (!path.isEmpty()) {
+        saveCheckpoint(path);
+    }
+}
+
+bool MainWindow::hasUnsavedTraining() const {
+    const SnapshotPtr s = m_controller->snapshot();
+    return s && s->step > 0 && !(s->run->runId == m_checkpointRun && s->step == m_checkpointStep);
+}
+
+QString MainWindow::askCheckpointPath() {
+    const SnapshotPtr s = m_controller->snapshot();
+    if (!s) {
+        return {};
+    }
+    QSettings settings;
+    const QString dir =
+        settings.value(QStringLiteral("files/exports"), QDir::homePath()).toString();
+    const QString suggestion = QStringLiteral("%1-k%2-step%3.ckpt.safetensors")
+                                   .arg(str(s->run->datasetName))
+                                   .arg(s->run->members)
+                                   .arg(s->step);
+    QString path =
+        QFileDialog::getSaveFileName(this, tr("Save checkpoint"), QDir(dir).filePath(suggestion),
+                                     tr("Checkpoints (*.safetensors)"));
+    if (path.isEmpty()) {
+        return {};
+    }
+    if (!path.endsWith(QStringLiteral(".safetensors"))) {
+        path += QStringLiteral(".safetensors");
+    }
+    settings.setValue(QStringLiteral("files/exports"), QFileInfo(path).path());
+    return path;
+}
+
+namespace {
+
+QString droppedFile(const QMimeData* mime) {
+    if (mime == nullptr || !mime->hasUrls() || mime->urls().size() != 1) {
+        return {};
+    }
+    const QString path = mime->urls().first().toLocalFile();
+    return path.endsWith(QStringLiteral(".json"), Qt::CaseInsensitive) ||
+                   path.endsWith(QStringLiteral(".safetensors"), Qt::CaseInsensitive)
+               ? path
+               : QString();
+}
+
+}  // namespace
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+    if (!droppedFile(event->mimeData()).isEmpty()) {
+        event->acceptProposedAction();
+    }
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+    const QString path = droppedFile(event->mimeData());
+    if (path.isEmpty()) {
+        return;
+    }
+    event->acceptProposedAction();
+    QString error;
+    if (!openFile(path, &error)) {
+        showError(tr("Could not open the file"), error,
+                  tr("Drop a JSON experiment or a .safetensors export or checkpoint."));
+    }
+}
+
+bool MainWindow::openEnsemble(const QString& path, QString* error) {
+    std::shared_ptr<const OpenedEnsemble> opened;
+    try {
+        opened = readOpenedEnsemble(path);
+    } catch (const std::exception& e) {
+        if (error != nullptr) {
+            *error = str(e.what());
+        }
+        return false;
+    }
+    m_applyTimer.stop();
+    m_opening = opened;
+    m_configuring = true;
+    m_openingRun = m_controller->open(std::move(opened));
+    updateActions();
+    return true;
+}
+
+void MainWindow::onEnsembleOpened(const QString& notice) {
+    const std::shared_ptr<const OpenedEnsemble> opened = std::move(m_opening);
+    m_opening.reset();
+    // The panel shows the file's experiment; it is the running one, so nothing is pending.
+    m_activeConfig = opened->config.json;
+    m_panel->setConfig(opened->config.json, QString());
+    m_panel->setUntilPaused(false);
+    m_activeConfig = m_panel->config();
+    m_applyTimer.stop();
+    showPendingRestart(false);
+    setWindowFilePath(opened->path);
+    if (opened->isCheckpoint) {
+        m_checkpointRun = m_controller->currentRunId();
+        m_checkpointStep = opened->checkpoint.state.step;
+    }
+    const QString name = QFileInfo(opened->path).fileName();
+    const int64_t step =
+        opened->isCheckpoint ? opened->checkpoint.state.step : opened->checkpoint.ensemble.step;
+    QString text =
+        opened->isCheckpoint
+            ? tr("%1: resumed checkpoint at step %2; Train continues it").arg(name).arg(step)
+            : tr("%1: loaded weights as the starting point (exported at step %2; Train starts "
+                 "a new run from them)")
+                  .arg(name)
+                  .arg(step);
+    if (!notice.isEmpty()) {
+        text += QStringLiteral(" — ") + notice;
+    }
+    showStatus(text);
+    updateActions();
+    Q_EMIT ensembleOpened(opened->path, opened->isCheckpoint, step);
+}
+
 nlohmann::json MainWindow::experimentToSave() const {
     nlohmann::json config = m_panel->config();
     const SnapshotPtr s = m_controller->snapshot();
@@ -503,6 +743,7 @@ bool MainWindow::saveExperiment(const QString& path, QString* error) {
     try {
         writeFileAtomic(QFile::encodeName(path).toStdString(), experimentToSave().dump(2) + "\n");
         setWindowFilePath(path);
+        addRecent(path);
         return true;
     } catch (const std::exception& e) {
         if (error != nullptr) {
@@ -515,16 +756,20 @@ bool MainWindow::saveExperiment(const QString& path, QString* error) {
 void MainWindow::chooseOpen() {
     QSettings settings;
     const QString dir = settings.value(QStringLiteral("files/experiments")).toString();
-    const QString path = QFileDialog::getOpenFileName(this, tr("Open experiment"), dir,
-                                                      tr("Experiments (*.json);;All files (*)"));
+    const QString path = QFileDialog::getOpenFileName(
+        this, tr("Open experiment or trained ensemble"), dir,
+        tr("Experiments and ensembles (*.json *.safetensors);;Experiments (*.json);;"
+           "Trained ensembles: exports and checkpoints (*.safetensors);;All files (*)"));
     if (path.isEmpty()) {
         return;
     }
     settings.setValue(QStringLiteral("files/experiments"), QFileInfo(path).path());
     QString error;
-    if (!openExperiment(path, &error)) {
-        showError(tr("Could not open the experiment"), error,
-                  tr("Choose a JSON experiment file such as the ones Save writes."));
+    if (!openFile(path, &error)) {
+        showError(tr("Could not open the file"), error,
+                  tr("Choose a JSON experiment file such as the ones Save writes, or a "
+                     ".safetensors file that Export or ensemble-cli train --export / "
+                     "--checkpoint wrote."));
     }
 }
 
@@ -628,6 +873,14 @@ void MainWindow::onConfigureFailed(quint64 runId, const QString& message, int er
         return;
     }
     m_configuring = false;
+    if (m_opening && runId == m_openingRun) {
+        m_opening.reset();
+        showError(tr("Could not open the ensemble"), message,
+                  adviceFor(static_cast<ErrorKind>(errorKind)));
+        updateActions();
+        Q_EMIT openFailed(message);
+        return;
+    }
     showError(tr("Could not start the experiment"), message,
               adviceFor(static_cast<ErrorKind>(errorKind)));
     updateActions();
@@ -802,6 +1055,7 @@ void MainWindow::updateActions() {
         running ? tr("pause first (Space)") : (!valid ? fixFields : (!s ? noRun : atLimit)));
     setActionEnabled(m_reset, valid, fixFields);
     setActionEnabled(m_export, s != nullptr, noRun);
+    setActionEnabled(m_saveCheckpoint, s != nullptr, noRun);
 }
 
 void MainWindow::updateStatus() {
@@ -871,6 +1125,37 @@ void MainWindow::restoreLastExperiment() {
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
+    if (m_closeAfterCheckpoint) {
+        event->ignore();  // the checkpoint is being written; the window closes after it
+        return;
+    }
+    if (m_options.askToSaveCheckpoint && !m_closing && hasUnsavedTraining()) {
+        m_controller->pause();
+        const SnapshotPtr s = m_controller->snapshot();
+        QMessageBox box(
+            QMessageBox::Question, tr("Save a checkpoint?"),
+            tr("The run has trained to step %1 and no checkpoint holds it.").arg(s->step),
+            QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, this);
+        box.setObjectName(QStringLiteral("SaveCheckpointQuestion"));
+        box.setInformativeText(
+            tr("Save a checkpoint to continue training it later (File > Open, or ensemble-cli "
+               "train --resume)."));
+        box.setDefaultButton(QMessageBox::Save);
+        const int answer = box.exec();
+        if (answer == QMessageBox::Save) {
+            const QString path = askCheckpointPath();
+            if (!path.isEmpty()) {
+                m_closeAfterCheckpoint = true;
+                saveCheckpoint(path);
+            }
+            event->ignore();
+            return;
+        }
+        if (answer != QMessageBox::Discard) {
+            event->ignore();
+            return;
+        }
+    }
     if (m_options.useSettings) {
         QSettings settings;
         settings.setValue(QStringLiteral("window/geometry"), saveGeometry());

@@ -18,6 +18,7 @@
 class QAction;
 class QFrame;
 class QLabel;
+class QMenu;
 class QProgressBar;
 class QTabWidget;
 
@@ -40,6 +41,9 @@ class MainWindow : public QMainWindow {
   public:
     struct Options {
         bool useSettings = true;  // restore and save QSettings (tests turn it off)
+        // Closing with trained steps not saved as a checkpoint asks whether to save one
+        // (interactive use; never in the unattended modes, nor when a test closes the window).
+        bool askToSaveCheckpoint = false;
         WorkerTuning tuning;
     };
 
@@ -52,6 +56,20 @@ class MainWindow : public QMainWindow {
     // Open / Save an experiment file (the CLI's JSON). False with `error` set on failure.
     bool openExperiment(const QString& path, QString* error = nullptr);
     bool saveExperiment(const QString& path, QString* error = nullptr);
+    // Opens a trained ensemble (an export or a checkpoint, .safetensors): its config in the
+    // panel, its dataset, its members' weights (a checkpoint: its whole training state, so
+    // Train continues it), every view drawn without training. False with `error` set when the
+    // file cannot be read (the current experiment stays); a dataset that cannot be loaded is
+    // reported later (openFailed(), an error box), the current experiment staying too.
+    bool openEnsemble(const QString& path, QString* error = nullptr);
+    // openEnsemble for .safetensors, openExperiment otherwise; a file opened goes first in
+    // File > Open Recent.
+    bool openFile(const QString& path, QString* error = nullptr);
+    // Writes a checkpoint of the current run (File > Save Checkpoint…, Ctrl+Shift+S);
+    // checkpointSaved() reports. Opened again, Train continues it as train --resume does.
+    void saveCheckpoint(const QString& path);
+    // File > Open Recent: experiments and ensembles opened or saved, newest first.
+    QStringList recentFiles() const { return m_recent; }
     // The `ensemble-cli train` command that trains this experiment as the app did: its preset
     // (if it started from one) and a --set for every key that differs, live edits included.
     QString commandLine() const;
@@ -81,6 +99,7 @@ class MainWindow : public QMainWindow {
     QAction* exportAction() const { return m_export; }
     QAction* openAction() const { return m_open; }
     QAction* saveAction() const { return m_save; }
+    QAction* saveCheckpointAction() const { return m_saveCheckpoint; }
     int selectedMember() const { return m_selectedMember; }
     void selectMember(int member);
     // The last error message box's text (tests), empty when none was shown.
@@ -93,9 +112,16 @@ class MainWindow : public QMainWindow {
   Q_SIGNALS:
     void exportFinished(bool ok, const QString& message, const QStringList& files);
     void snapshotShown();
+    // openEnsemble(): the run stands (its first snapshot follows), or it could not be built.
+    void ensembleOpened(const QString& path, bool checkpoint, qint64 step);
+    void openFailed(const QString& message);
+    void checkpointSaved(bool ok, const QString& message, const QString& path);
 
   protected:
     void closeEvent(QCloseEvent* event) override;
+    // Dropping a .json or .safetensors file on the window opens it.
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
 
   private:
     void buildActions();
@@ -114,6 +140,8 @@ class MainWindow : public QMainWindow {
     nlohmann::json experimentToSave() const;
     void onRunningChanged(bool running);
     void onConfigureFailed(quint64 runId, const QString& message, int errorKind);
+    // The run openEnsemble() asked for stands: the panel, title and status bar follow it.
+    void onEnsembleOpened(const QString& notice);
     void onExportFinished(bool ok, const QString& message, const QStringList& files);
     void updateActions();
     void updateStatus();
@@ -122,6 +150,12 @@ class MainWindow : public QMainWindow {
     void chooseOpen();
     void chooseSave();
     void chooseExport();
+    void chooseSaveCheckpoint();
+    QString askCheckpointPath();
+    // Whether the run has trained steps that no checkpoint saved or opened holds.
+    bool hasUnsavedTraining() const;
+    void addRecent(const QString& path);
+    void fillRecentMenu();
     void restoreLastExperiment();
     void showHelpBox(const QString& name, const QString& title, const QString& html);
 
@@ -129,6 +163,8 @@ class MainWindow : public QMainWindow {
     std::unique_ptr<EngineController> m_controller;
     nlohmann::json m_activeConfig;
     bool m_configuring = false;
+    std::shared_ptr<const OpenedEnsemble> m_opening;  // openEnsemble() waiting for its run
+    uint64_t m_openingRun = 0;
     int m_selectedMember = -1;
     QString m_exportBase;
     QString m_lastError;
@@ -155,6 +191,13 @@ class MainWindow : public QMainWindow {
     QAction* m_export = nullptr;
     QAction* m_open = nullptr;
     QAction* m_save = nullptr;
+    QAction* m_saveCheckpoint = nullptr;
+    QMenu* m_recentMenu = nullptr;
+    QStringList m_recent;
+    uint64_t m_checkpointRun = 0;  // the run and step the last checkpoint saved or opened holds
+    int64_t m_checkpointStep = -1;
+    bool m_closeAfterCheckpoint = false;
+    bool m_closing = false;
     ElidedLabel* m_message = nullptr;
     QTimer m_messageTimer;
     QSet<QString> m_noticesShown;  // backend notices already shown this session

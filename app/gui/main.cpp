@@ -1,8 +1,12 @@
 // ensemble-lab: the desktop app.
 //   ensemble-lab [--config FILE|PRESET] [--set key=value]... [--train-steps N] [--view NAME]
 //                [--screenshot OUT.png]
+//   ensemble-lab --weights W.safetensors [--view NAME] [--screenshot OUT.png]
+//   ensemble-lab FILE.json|FILE.safetensors
 // With --screenshot it opens, trains N steps, saves a picture of the window and exits (the
-// README's pictures are made this way). Without arguments it starts on the spirals preset.
+// README's pictures are made this way); with --weights it opens a trained ensemble (an export
+// or a checkpoint) instead and draws it without training. Without arguments it starts on the
+// spirals preset.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QElapsedTimer>
@@ -88,15 +92,49 @@ int main(int argc, char** argv) {
         QStringLiteral("window-size"),
         QStringLiteral("Window size for --screenshot (default 1440x900), e.g. 900x600."),
         QStringLiteral("WxH"));
+    const QCommandLineOption weightsOption(
+        QStringLiteral("weights"),
+        QStringLiteral("Open a trained ensemble (export or checkpoint) instead of training one."),
+        QStringLiteral("W.safetensors"));
     parser.addOptions({configOption, setOption, stepsOption, viewOption, shotOption, digitOption,
-                       memberOption, quantityOption, sizeOption});
+                       memberOption, quantityOption, sizeOption, weightsOption});
+    parser.addPositionalArgument(
+        QStringLiteral("file"),
+        QStringLiteral("An experiment (.json) or a trained ensemble (.safetensors) to open."),
+        QStringLiteral("[FILE]"));
     parser.process(app);
+
+    // A file named on its own: an ensemble as with --weights, an experiment as with --config.
+    QString weights = parser.value(weightsOption);
+    QString configSource = parser.value(configOption);
+    const QStringList files = parser.positionalArguments();
+    if (files.size() > 1) {
+        std::fprintf(stderr, "ensemble-lab: open one file at a time\n");
+        return 2;
+    }
+    if (files.size() == 1) {
+        const bool ensembleFile =
+            files[0].endsWith(QStringLiteral(".safetensors"), Qt::CaseInsensitive);
+        if ((ensembleFile && !weights.isEmpty()) || (!ensembleFile && !configSource.isEmpty())) {
+            std::fprintf(stderr, "ensemble-lab: %s and %s both name the file to open\n",
+                         qPrintable(files[0]), ensembleFile ? "--weights" : "--config");
+            return 2;
+        }
+        (ensembleFile ? weights : configSource) = files[0];
+    }
+    if (!weights.isEmpty() &&
+        (!configSource.isEmpty() || parser.isSet(setOption) || parser.isSet(stepsOption))) {
+        std::fprintf(stderr,
+                     "ensemble-lab: %s is drawn as it was trained, without training: --config, "
+                     "--set and --train-steps do not apply to it\n",
+                     qPrintable(weights));
+        return 2;
+    }
 
     nlohmann::json config;
     QString preset;
     try {
-        const QString source =
-            parser.isSet(configOption) ? parser.value(configOption) : QStringLiteral("spirals");
+        const QString source = configSource.isEmpty() ? QStringLiteral("spirals") : configSource;
         std::vector<std::string> assignments;
         for (const QString& assignment : parser.values(setOption)) {
             assignments.push_back(assignment.toStdString());
@@ -147,6 +185,7 @@ int main(int argc, char** argv) {
 
     MainWindow::Options options;
     options.useSettings = screenshot.isEmpty();
+    options.askToSaveCheckpoint = screenshot.isEmpty();
     MainWindow window(options);
     if (!screenshot.isEmpty()) {
         QSize size(1440, 900);
@@ -255,6 +294,22 @@ int main(int argc, char** argv) {
                              app.exit(3);
                          }
                      });
+    if (!weights.isEmpty()) {
+        QObject::connect(&window, &MainWindow::openFailed, &window, [&](const QString& message) {
+            if (!screenshot.isEmpty()) {
+                std::fprintf(stderr, "ensemble-lab: %s\n", qPrintable(message));
+                app.exit(3);
+            } else {
+                window.loadExperiment(config, preset);  // the error box says why; start as usual
+            }
+        });
+        QString error;
+        if (!window.openEnsemble(weights, &error)) {
+            std::fprintf(stderr, "ensemble-lab: %s\n", qPrintable(error));
+            return 3;
+        }
+        return app.exec();
+    }
     window.loadExperiment(config, preset);
     if (!window.panel()->isValid() && !screenshot.isEmpty()) {
         // Interactive, the marked fields say what to fix; unattended, say it and stop.

@@ -21,9 +21,11 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
     announceSignal(m_worker, &EngineWorker::configured);
     announceSignal(m_worker, &EngineWorker::configureFailed);
     announceSignal(m_worker, &EngineWorker::liveEditFailed);
+    announceSignal(m_worker, &EngineWorker::openFailed);
     announceSignal(m_worker, &EngineWorker::predictionReady);
     announceSignal(m_worker, &EngineWorker::featureMapsReady);
     announceSignal(m_worker, &EngineWorker::exportFinished);
+    announceSignal(m_worker, &EngineWorker::checkpointSaved);
     announceSignal(&m_thread, &QThread::finished);
     connect(m_worker, &EngineWorker::snapshotReady, this, &EngineController::takeSnapshot,
             Qt::QueuedConnection);
@@ -49,11 +51,22 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
         Qt::QueuedConnection);
     connect(m_worker, &EngineWorker::liveEditFailed, this, &EngineController::liveEditFailed,
             Qt::QueuedConnection);
+    connect(
+        m_worker, &EngineWorker::openFailed, this,
+        [this](quint64 runId, const QString& message) {
+            if (runId == m_runId) {
+                m_runId = m_runIdBeforeOpen;  // the run before it goes on
+            }
+            Q_EMIT openFailed(runId, message);
+        },
+        Qt::QueuedConnection);
     connect(m_worker, &EngineWorker::predictionReady, this, &EngineController::predictionReady,
             Qt::QueuedConnection);
     connect(m_worker, &EngineWorker::featureMapsReady, this, &EngineController::featureMapsReady,
             Qt::QueuedConnection);
     connect(m_worker, &EngineWorker::exportFinished, this, &EngineController::exportFinished,
+            Qt::QueuedConnection);
+    connect(m_worker, &EngineWorker::checkpointSaved, this, &EngineController::checkpointSaved,
             Qt::QueuedConnection);
     m_thread.start();
 }
@@ -80,6 +93,15 @@ uint64_t EngineController::configure(const nlohmann::json& config,
     m_worker->requestPause();
     EngineWorker* w = m_worker;
     post([w, config, data = std::move(data), id] { w->configure(config, data, id); });
+    return id;
+}
+
+uint64_t EngineController::open(std::shared_ptr<const OpenedEnsemble> opened) {
+    m_runIdBeforeOpen = m_runId;
+    const uint64_t id = ++m_runId;
+    m_worker->requestPause();
+    EngineWorker* w = m_worker;
+    post([w, opened = std::move(opened), id] { w->open(opened, id); });
     return id;
 }
 
@@ -151,6 +173,11 @@ void EngineController::predict(uint64_t id, std::vector<float> rawRows) {
 void EngineController::exportTo(const QString& basePath) {
     EngineWorker* w = m_worker;
     post([w, basePath] { w->exportTo(basePath); });
+}
+
+void EngineController::saveCheckpoint(const QString& path) {
+    EngineWorker* w = m_worker;
+    post([w, path] { w->saveCheckpoint(path); });
 }
 
 void EngineController::takeSnapshot() {

@@ -37,6 +37,10 @@ class EngineController : public QObject {
     // members are initialised from ensemble.seed, so the same config gives the same initial
     // weights. Returns the run id that configured()/configureFailed() will carry.
     uint64_t configure(const nlohmann::json& config, std::shared_ptr<const DataSplit> data = {});
+    // A new run from a trained ensemble read with readOpenedEnsemble (EngineWorker::open):
+    // configured() when it stands, openFailed() when its dataset cannot be used (the current
+    // run then stays, and currentRunId() is its id again).
+    uint64_t open(std::shared_ptr<const OpenedEnsemble> opened);
     void start();                // train to the end of the run
     void trainTo(int64_t step);  // train until `step`, then pause
     void pause();
@@ -57,6 +61,8 @@ class EngineController : public QObject {
     // Writes <base>.safetensors, <base>.metrics.json and <base>.metrics.csv; exportFinished()
     // tells the result.
     void exportTo(const QString& basePath);
+    // Writes a checkpoint of the current run to `path`; checkpointSaved() tells the result.
+    void saveCheckpoint(const QString& path);
 
     SnapshotPtr snapshot() const { return m_snapshot; }
     bool isRunning() const { return m_running; }
@@ -71,10 +77,12 @@ class EngineController : public QObject {
     // errorKind: an ensemble::ErrorKind, what the person can do about it.
     void configureFailed(quint64 runId, QString message, int errorKind);
     void liveEditFailed(QString message);
+    void openFailed(quint64 runId, QString message);
     void predictionReady(quint64 id, QList<float> logProbs, int members, int classes);
     void featureMapsReady(quint64 id, QList<float> maps, int members, int filters, int height,
                           int width);
     void exportFinished(bool ok, QString message, QStringList files);
+    void checkpointSaved(bool ok, QString message, QString path, qint64 step);
 
   private:
     void takeSnapshot();
@@ -89,6 +97,7 @@ class EngineController : public QObject {
     bool m_running = false;
     uint64_t m_received = 0;
     uint64_t m_runId = 0;
+    uint64_t m_runIdBeforeOpen = 0;
 };
 
 }  // namespace ensemble::ui

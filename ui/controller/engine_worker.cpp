@@ -55,6 +55,27 @@ void setUpCurve(RunInfo& run, const Dataset& train) {
     }
 }
 
+// A checkpoint's curves as the Curves view's points (those before `step`: the app evaluates
+// the step it opens at itself, on the rows it evaluates live).
+void appendStoredCurves(const std::vector<Evaluation>& curves, int64_t step,
+                        std::vector<std::shared_ptr<const HistoryPoint>>& history) {
+    for (const Evaluation& e : curves) {
+        if (e.step >= step) {
+            continue;
+        }
+        auto point = std::make_shared<HistoryPoint>();
+        point->step = e.step;
+        point->epoch = e.epoch;
+        point->ensembleTrain = e.ensembleTrain;
+        point->ensembleTest = e.ensembleTest;
+        for (const MemberEvaluation& m : e.members) {
+            point->memberTrain.push_back(m.train);
+            point->memberTest.push_back(m.test);
+        }
+        history.push_back(std::move(point));
+    }
+}
+
 }  // namespace
 
 void SnapshotMailbox::put(SnapshotPtr snapshot) {
@@ -84,8 +105,58 @@ std::vector<uint8_t> EngineWorker::included() const {
     return in;
 }
 
+std::shared_ptr<const OpenedEnsemble> readOpenedEnsemble(const QString& path) {
+    const SafetensorsFile file = readSafetensors(QFile::encodeName(path).toStdString());
+    auto opened = std::make_shared<OpenedEnsemble>();
+    opened->path = path;
+    if (isCheckpoint(file)) {
+        opened->isCheckpoint = true;
+        opened->checkpoint = readCheckpoint(file);
+        opened->config = resumeConfig(opened->checkpoint, {});
+    } else {
+        opened->checkpoint.ensemble = importEnsemble(file);
+        opened->checkpoint.trainRows = opened->checkpoint.ensemble.trainRows;
+        opened->config = opened->checkpoint.ensemble.config;
+    }
+    return opened;
+}
+
 void EngineWorker::configure(const nlohmann::json& config, std::shared_ptr<const DataSplit> data,
                              uint64_t runId) {
+    build(config, std::move(data), runId, nullptr);
+}
+
+void EngineWorker::open(std::shared_ptr<const OpenedEnsemble> opened, uint64_t runId) {
+    pause();  // the current run stays until the new one can be built
+    const QString name = QFileInfo(opened->path).fileName();
+    std::shared_ptr<const DataSplit> data;
+    try {
+        data = std::make_shared<const DataSplit>(loadDataSplit(opened->config.dataset));
+    } catch (const std::exception& e) {
+        Q_EMIT openFailed(runId, QStringLiteral("%1: its dataset cannot be loaded here: %2")
+                                     .arg(name, QString::fromStdString(e.what())));
+        return;
+    }
+    // The weights work on inputs normalised as when they were trained: the same data.
+    const LoadedEnsemble& e = opened->checkpoint.ensemble;
+    const bool sameRows = !opened->isCheckpoint || data->train.rows == opened->checkpoint.trainRows;
+    if (!sameRows || data->normalization.mean != e.normalization.mean ||
+        data->normalization.std != e.normalization.std) {
+        Q_EMIT openFailed(
+            runId, QStringLiteral("%1: the dataset found here (%2, %3 train rows) is not the one "
+                                  "it was trained on (%4, %5 rows): a different file or seed")
+                       .arg(name, QString::fromStdString(data->name))
+                       .arg(data->train.rows)
+                       .arg(QString::fromStdString(e.datasetName))
+                       .arg(opened->checkpoint.trainRows));
+        return;
+    }
+    m_untilPaused = false;  // an opened run stops at its own length (Continue extends it)
+    build(opened->config.json, std::move(data), runId, opened.get());
+}
+
+void EngineWorker::build(const nlohmann::json& config, std::shared_ptr<const DataSplit> data,
+                         uint64_t runId, const OpenedEnsemble* opened) {
     setRunning(false);
     m_pauseRequested.store(false);
     try {
@@ -102,6 +173,15 @@ void EngineWorker::configure(const nlohmann::json& config, std::shared_ptr<const
             trainer = std::make_unique<Trainer>(parsed, *data, std::move(choice.backend));
         } else {
             trainer = makeTrainer(parsed, &notice);
+        }
+        if (opened != nullptr && opened->isCheckpoint) {
+            resumeTrainer(*trainer, opened->checkpoint);
+        } else if (opened != nullptr) {
+            // An export: its weights are step 0 of a new run (fresh optimizer state).
+            TrainingState state = trainer->trainingState();
+            state.params = opened->checkpoint.ensemble.params;
+            state.diverged = opened->checkpoint.ensemble.diverged;
+            trainer->restoreTrainingState(state);
         }
         auto run = std::make_shared<RunInfo>();
         const DataSplit& d = trainer->data();
@@ -159,6 +239,9 @@ void EngineWorker::configure(const nlohmann::json& config, std::shared_ptr<const
         m_run = std::move(run);
         m_enabled.assign(static_cast<std::size_t>(m_run->members), 1);
         m_history.clear();
+        if (opened != nullptr && opened->isCheckpoint) {
+            appendStoredCurves(opened->checkpoint.curves, m_trainer->step(), m_history);
+        }
         m_historyEvery = std::max<int64_t>(1, historyHorizon() / m_tuning.historyPoints);
         m_nextHistory = 0;
         m_stepsPerSecond = 0.0;
@@ -455,6 +538,11 @@ SnapshotPtr EngineWorker::buildSnapshot() {
     s->stepsPerSecond = m_stepsPerSecond;
     s->memberStepsPerSecond = m_stepsPerSecond * m_trainer->members();
     s->lastLosses = m_trainer->lastLosses();
+    if (m_trainer->lastStepSeconds() <= 0.0) {
+        // No batch trained in this run yet (a new run, an opened file): no loss to show.
+        std::fill(s->lastLosses.begin(), s->lastLosses.end(),
+                  std::numeric_limits<float>::quiet_NaN());
+    }
     s->diverged = m_trainer->diverged();
     s->enabled = m_enabled;
     s->included = included();
@@ -648,6 +736,40 @@ void EngineWorker::exportTo(const QString& basePath) {
         return;
     }
     Q_EMIT exportFinished(true, {}, written);
+}
+
+void EngineWorker::saveCheckpoint(const QString& path) {
+    if (!m_trainer) {
+        Q_EMIT checkpointSaved(false, QStringLiteral("There is no run to save yet."), path, 0);
+        return;
+    }
+    // The Curves view's points as the checkpoint's curves (measured on the rows the window
+    // evaluates live), so a reopened checkpoint shows them again.
+    std::vector<Evaluation> curves;
+    curves.reserve(m_history.size());
+    for (const auto& point : m_history) {
+        Evaluation e;
+        e.step = point->step;
+        e.epoch = point->epoch;
+        e.ensembleTrain = point->ensembleTrain;
+        e.ensembleTest = point->ensembleTest;
+        for (std::size_t k = 0; k < point->memberTrain.size(); ++k) {
+            MemberEvaluation m;
+            m.train = point->memberTrain[k];
+            m.test = k < point->memberTest.size() ? point->memberTest[k] : SplitMetrics{};
+            m.diverged = !std::isfinite(m.train.loss);
+            e.members.push_back(m);
+        }
+        curves.push_back(std::move(e));
+    }
+    try {
+        writeCheckpoint(QFile::encodeName(path).toStdString(), *m_trainer, curves,
+                        trainerReport(*m_trainer, m_enabled).json);
+    } catch (const std::exception& e) {
+        Q_EMIT checkpointSaved(false, QString::fromStdString(e.what()), path, m_trainer->step());
+        return;
+    }
+    Q_EMIT checkpointSaved(true, {}, path, m_trainer->step());
 }
 
 }  // namespace ensemble::ui

@@ -26,6 +26,7 @@
 
 #include "controller/snapshot.h"
 #include "data/dataset.h"
+#include "io/checkpoint.h"
 #include "train/trainer.h"
 
 namespace ensemble::ui {
@@ -46,6 +47,19 @@ class SnapshotMailbox {
     SnapshotPtr m_slot;
     std::atomic<bool> m_waiting{false};
 };
+
+// A trained ensemble read from a weights file, for EngineWorker::open: an export (the
+// weights become a new run's initial state) or a checkpoint (the run continues it).
+struct OpenedEnsemble {
+    QString path;
+    bool isCheckpoint = false;
+    // .ensemble: the export either way; .state, .curves, .trainRows: a checkpoint's only.
+    Checkpoint checkpoint;
+    ExperimentConfig config;  // what the run is built with (resumeConfig for a checkpoint)
+};
+
+// Reads and validates `path` (an export or a checkpoint). DataError naming the file.
+std::shared_ptr<const OpenedEnsemble> readOpenedEnsemble(const QString& path);
 
 // Tuning of the live view (the defaults keep the window's cost to about a tenth of training).
 struct WorkerTuning {
@@ -82,6 +96,11 @@ class EngineWorker : public QObject {
     // when given) and publishes its first snapshot; emits configured() or configureFailed().
     void configure(const nlohmann::json& config, std::shared_ptr<const DataSplit> data,
                    uint64_t runId);
+    // Builds a new run from an opened ensemble: its config and dataset, its members' weights
+    // (a checkpoint: its whole training state and curves) and publishes its first snapshot,
+    // without training. The dataset is loaded and checked against the file before the current
+    // run is dropped: when it cannot be, openFailed() says why and the current run stays.
+    void open(std::shared_ptr<const OpenedEnsemble> opened, uint64_t runId);
     // Trains until the run ends (target < 0) or the step `target` is reached.
     void start(int64_t target);
     void pause();
@@ -100,6 +119,9 @@ class EngineWorker : public QObject {
     // Coalesced: only the newest request is predicted (see EngineController::predict).
     void predictPending();
     void exportTo(const QString& basePath);
+    // Writes a checkpoint of the run after its last finished step (io/checkpoint.h) with the
+    // curves the window measured; checkpointSaved() tells the result.
+    void saveCheckpoint(const QString& path);
     // The GUI took the last snapshot: publish again if something changed meanwhile.
     void snapshotTaken();
 
@@ -113,6 +135,8 @@ class EngineWorker : public QObject {
     // errorKind: an ensemble::ErrorKind, what the person can do about it.
     void configureFailed(quint64 runId, QString message, int errorKind);
     void liveEditFailed(QString message);
+    // open() could not use the file's dataset; the run before it goes on.
+    void openFailed(quint64 runId, QString message);
     void runningChanged(bool running);
     void predictionReady(quint64 id, QList<float> logProbs, int members, int classes);
     // CNN members: the first conv layer's feature maps of the request's first row,
@@ -120,10 +144,14 @@ class EngineWorker : public QObject {
     void featureMapsReady(quint64 id, QList<float> maps, int members, int filters, int height,
                           int width);
     void exportFinished(bool ok, QString message, QStringList files);
+    void checkpointSaved(bool ok, QString message, QString path, qint64 step);
 
   private:
     using Clock = std::chrono::steady_clock;
 
+    // configure() and open(): `opened` (may be null) sets the new trainer's state and curves.
+    void build(const nlohmann::json& config, std::shared_ptr<const DataSplit> data, uint64_t runId,
+               const OpenedEnsemble* opened);
     void trainChunk();
     void queueChunk();
     void setRunning(bool running);

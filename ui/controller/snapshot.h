@@ -18,8 +18,8 @@
 #include "io/config.h"
 #include "metrics/grid.h"
 #include "metrics/metrics.h"
-#include "model/feature_maps.h"
 #include "metrics/regression.h"
+#include "model/feature_maps.h"
 #include "train/trainer.h"
 
 namespace ensemble::ui {

@@ -239,7 +239,8 @@ void MembersGrid::paintEvent(QPaintEvent* event) {
                    Qt::AlignLeft | Qt::AlignVCenter,
                    diverged ? tr("loss non-finite")
                             : tr("loss %1 · %2")
-                                  .arg(QString::number(loss, 'g', 2))
+                                  .arg(std::isfinite(loss) ? QString::number(loss, 'g', 2)
+                                                           : QStringLiteral("–"))
                                   .arg(std::isfinite(acc) ? QString::number(acc * 100, 'f', 1) +
                                                                 QStringLiteral("%")
                                                           : QStringLiteral("–")));

@@ -1,0 +1,439 @@
+// Issue 24's app part: the window opens ensembles the CLI trained (an export: its weights as
+// a new run's starting point; a checkpoint: its whole training state, so Train continues it
+// bit for bit as the CLI's --resume does), draws them without training, keeps the current
+// experiment when a file cannot be used, and renders one unattended with --weights.
+#include <QApplication>
+#include <QFile>
+#include <QFileInfo>
+#include <QImage>
+#include <QMessageBox>
+#include <QProcess>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTimer>
+#include <QtTest>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+
+#include <QAction>
+
+#include "gui_test_support.h"
+#include "io/model_io.h"
+#include "main_window.h"
+#include "metrics/grid.h"
+#include "panels/experiment_panel.h"
+#include "test_support.h"
+#include "views/boundary_view.h"
+
+using ensemble::test::makeWindow;
+using ensemble::test::waitFresh;
+using ensemble::test::waitSnapshot;
+using ensemble::ui::MainWindow;
+using ensemble::ui::SnapshotPtr;
+
+namespace {
+
+// The small spirals run both sides train: K = 3, resampled, Adam, one thread.
+QStringList trainArgs(int64_t steps) {
+    return {QStringLiteral("train"),
+            QStringLiteral("--config"),
+            QStringLiteral("spirals"),
+            QStringLiteral("--set"),
+            QStringLiteral("dataset.n=300"),
+            QStringLiteral("--set"),
+            QStringLiteral("ensemble.members=3"),
+            QStringLiteral("--set"),
+            QStringLiteral("ensemble.bootstrap=\"resample\""),
+            QStringLiteral("--set"),
+            QStringLiteral("training.steps=%1").arg(steps),
+            QStringLiteral("--set"),
+            QStringLiteral("training.eval_every=10"),
+            QStringLiteral("--set"),
+            QStringLiteral("backend.kind=\"cpu\""),
+            QStringLiteral("--set"),
+            QStringLiteral("backend.threads=1"),
+            QStringLiteral("--quiet")};
+}
+
+// Runs ensemble-cli; the exit code (-1 when it did not finish), stderr in `err`.
+int runCli(const QStringList& args, QByteArray* err = nullptr) {
+    QProcess cli;
+    cli.start(ensemble::test::cliPath(), args);
+    if (!cli.waitForFinished(60000)) {
+        return -1;
+    }
+    if (err != nullptr) {
+        *err = cli.readAllStandardError();
+    }
+    return cli.exitStatus() == QProcess::NormalExit ? cli.exitCode() : -1;
+}
+
+// The weights the window holds, through its export.
+std::vector<float> windowParameters(MainWindow& w, const QTemporaryDir& dir, const char* name) {
+    QSignalSpy done(&w, &MainWindow::exportFinished);
+    const QString base = dir.filePath(QString::fromLatin1(name));
+    w.exportTo(base);
+    if (!done.wait(20000) || !done.at(0).at(0).toBool()) {
+        return {};
+    }
+    return ensemble::importEnsemble((base + QStringLiteral(".safetensors")).toStdString()).params;
+}
+
+bool sameBits(const std::vector<float>& a, const std::vector<float>& b) {
+    return !a.empty() && a.size() == b.size() &&
+           std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Opens `path` and waits for the run it makes to show its first snapshot.
+bool openAndWait(MainWindow& w, const QString& path, int64_t step) {
+    QSignalSpy opened(&w, &MainWindow::ensembleOpened);
+    QString error;
+    if (!w.openEnsemble(path, &error)) {
+        qWarning("%s", qPrintable(error));
+        return false;
+    }
+    if (!opened.wait(20000)) {
+        return false;
+    }
+    const uint64_t id = w.controller()->currentRunId();
+    return waitSnapshot(w, [&](const auto& s) { return s.run->runId == id && s.step == step; });
+}
+
+// The Boundary read-out at the middle of the plot against the file's own members, predicted
+// by the engine's CPU path at that grid cell: the heatmap is drawn from the file's weights.
+void checkBoundaryShowsFile(MainWindow& w, const QString& path) {
+    QVERIFY(w.setView(QStringLiteral("boundary")));
+    QTest::qWait(50);
+    auto* canvas = w.boundaryView()->canvas();
+    const QRectF plot = canvas->plotRect();
+    QVERIFY(!plot.isEmpty());
+    const ensemble::ui::BoundaryReadout r = canvas->readoutAt(plot.center());
+    QVERIFY(r.valid && r.hasEnsemble);
+    const SnapshotPtr s = w.controller()->snapshot();
+    const std::vector<float> grid = ensemble::gridPoints(s->run->bounds, s->run->gridSize);
+    const float* cell = grid.data() + 2 * r.point;
+    const ensemble::LoadedEnsemble file = ensemble::importEnsemble(path.toStdString());
+    const std::vector<float> logp = ensemble::predictLogProbs(file, cell, 1, 1);
+    const int k = file.layout.members();
+    QCOMPARE(static_cast<int>(r.probabilities.size()), 2);
+    for (int c = 0; c < 2; ++c) {
+        double mean = 0.0;
+        for (int m = 0; m < k; ++m) {
+            mean += std::exp(static_cast<double>(logp[static_cast<std::size_t>(m * 2 + c)]));
+        }
+        mean /= k;
+        QVERIFY2(std::abs(mean - r.probabilities[static_cast<std::size_t>(c)]) < 1e-4,
+                 qPrintable(QStringLiteral("class %1: file %2, view %3")
+                                .arg(c)
+                                .arg(mean)
+                                .arg(r.probabilities[static_cast<std::size_t>(c)])));
+    }
+}
+
+}  // namespace
+
+class TestGuiOpen : public QObject {
+    Q_OBJECT
+
+  private Q_SLOTS:
+    void initTestCase();
+    void opensAnExportAsTheStartingPoint();
+    void opensACheckpointAndContinuesItAsTheCliResumes();
+    void savedCheckpointContinuesInTheCliAndReopens();
+    void closingAsksToSaveACheckpoint();
+    void unreadableFileKeepsTheCurrentExperiment();
+    void missingDatasetKeepsTheCurrentExperiment();
+    void rendersWeightsUnattended();
+
+  private:
+    QTemporaryDir m_dir;
+    QString m_export;
+    QString m_checkpoint;
+};
+
+void TestGuiOpen::initTestCase() {
+    ensemble::test::isolateSettings();
+    QVERIFY(m_dir.isValid());
+    m_export = m_dir.filePath(QStringLiteral("run.safetensors"));
+    m_checkpoint = m_dir.filePath(QStringLiteral("run.ckpt.safetensors"));
+    QByteArray err;
+    QCOMPARE(runCli(trainArgs(40) << QStringLiteral("--export") << m_export
+                                  << QStringLiteral("--checkpoint") << m_checkpoint,
+                    &err),
+             0);
+    QVERIFY2(QFile::exists(m_export) && QFile::exists(m_checkpoint), err.constData());
+}
+
+void TestGuiOpen::opensAnExportAsTheStartingPoint() {
+    QTemporaryDir dir;
+    auto w = makeWindow();
+    QVERIFY(openAndWait(*w, m_export, 0));
+    const SnapshotPtr s = w->controller()->snapshot();
+    QCOMPARE(s->run->members, 3);
+    QCOMPARE(s->enabled.size(), std::size_t{3});
+    QVERIFY(!s->running);
+    QVERIFY2(w->statusMessage().contains(QStringLiteral("loaded weights as the starting point")),
+             qPrintable(w->statusMessage()));
+    QCOMPARE(w->panel()->config()["ensemble"]["members"].get<int>(), 3);
+    QCOMPARE(w->windowFilePath(), m_export);
+    checkBoundaryShowsFile(*w, m_export);
+    // Nothing trained: the window holds the file's weights, bit for bit.
+    QVERIFY(sameBits(windowParameters(*w, dir, "held"),
+                     ensemble::importEnsemble(m_export.toStdString()).params));
+}
+
+void TestGuiOpen::opensACheckpointAndContinuesItAsTheCliResumes() {
+    QTemporaryDir dir;
+    auto w = makeWindow();
+    QVERIFY(openAndWait(*w, m_checkpoint, 40));  // the snapshot's step is the file's
+    SnapshotPtr s = w->controller()->snapshot();
+    QCOMPARE(s->run->members, 3);
+    QVERIFY(s->finished);
+    QVERIFY2(w->statusMessage().contains(QStringLiteral("resumed checkpoint at step 40")),
+             qPrintable(w->statusMessage()));
+    // The stored curves come back (the CLI evaluated every 10 steps), then the window's own
+    // evaluation at the checkpoint's step.
+    QCOMPARE(s->history.size(), std::size_t{4});
+    for (std::size_t i = 0; i < s->history.size(); ++i) {
+        QCOMPARE(s->history[i]->step, static_cast<int64_t>(10 * (i + 1)));
+        QCOMPARE(s->history[i]->memberTest.size(), std::size_t{3});
+    }
+    checkBoundaryShowsFile(*w, m_checkpoint);
+
+    // Continue: another 40 steps from the checkpoint's state.
+    QCoreApplication::processEvents();
+    QCOMPARE(w->trainAction()->text(), QStringLiteral("Continue"));
+    w->trainAction()->trigger();
+    QVERIFY(waitSnapshot(*w, [](const auto& sn) { return sn.step == 80 && !sn.running; }));
+    const std::vector<float> app = windowParameters(*w, dir, "continued");
+
+    const QString resumed = dir.filePath(QStringLiteral("resumed.safetensors"));
+    QByteArray err;
+    QCOMPARE(runCli({QStringLiteral("train"), QStringLiteral("--resume"), m_checkpoint,
+                     QStringLiteral("--set"), QStringLiteral("training.steps=80"),
+                     QStringLiteral("--export"), resumed, QStringLiteral("--quiet")},
+                    &err),
+             0);
+    QVERIFY2(sameBits(app, ensemble::importEnsemble(resumed.toStdString()).params),
+             "the app's continuation differs from ensemble-cli train --resume");
+}
+
+// File > Save Checkpoint mid-run: the CLI resumes it to the app's own continuation and to the
+// straight CLI run, bit for bit; opened again it is at its step; Open Recent lists it.
+void TestGuiOpen::savedCheckpointContinuesInTheCliAndReopens() {
+    QTemporaryDir dir;
+    nlohmann::json config = nlohmann::json::parse(ensemble::presetText("spirals"));
+    config["dataset"]["n"] = 300;
+    config["ensemble"]["members"] = 3;
+    config["ensemble"]["bootstrap"] = "resample";
+    config["training"]["steps"] = 20;
+    config["training"]["eval_every"] = 10;
+    config["backend"]["kind"] = "cpu";
+    config["backend"]["threads"] = 1;
+    auto w = makeWindow();
+    w->loadExperiment(config, QString());
+    QVERIFY(waitFresh(*w));
+    QVERIFY(w->saveCheckpointAction()->isEnabled());
+    QCOMPARE(w->saveCheckpointAction()->shortcut(), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S));
+    w->trainAction()->trigger();
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 20 && !s.running; }));
+    const QString saved = dir.filePath(QStringLiteral("app.ckpt.safetensors"));
+    QSignalSpy done(w.get(), &MainWindow::checkpointSaved);
+    w->saveCheckpoint(saved);
+    QVERIFY(done.wait(20000));
+    QVERIFY2(done.at(0).at(0).toBool(), qPrintable(done.at(0).at(1).toString()));
+    QVERIFY2(w->statusMessage().contains(QStringLiteral("Saved checkpoint at step 20")),
+             qPrintable(w->statusMessage()));
+    QCOMPARE(w->recentFiles().value(0), QFileInfo(saved).absoluteFilePath());
+
+    QCoreApplication::processEvents();
+    w->trainAction()->trigger();  // Continue: to 40
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 40 && !s.running; }));
+    const std::vector<float> app = windowParameters(*w, dir, "app40");
+    QVERIFY(sameBits(app, ensemble::importEnsemble(m_export.toStdString()).params));
+    const QString resumed = dir.filePath(QStringLiteral("resumed.safetensors"));
+    QByteArray err;
+    QCOMPARE(runCli({QStringLiteral("train"), QStringLiteral("--resume"), saved,
+                     QStringLiteral("--set"), QStringLiteral("training.steps=40"),
+                     QStringLiteral("--export"), resumed, QStringLiteral("--quiet")},
+                    &err),
+             0);
+    QVERIFY2(sameBits(app, ensemble::importEnsemble(resumed.toStdString()).params),
+             err.constData());
+
+    // Opened again (through Open Recent's path): at step 20 with the curves it was saved with.
+    auto again = makeWindow();
+    QSignalSpy opened(again.get(), &MainWindow::ensembleOpened);
+    QString error;
+    QVERIFY2(again->openFile(w->recentFiles().value(0), &error), qPrintable(error));
+    QVERIFY(opened.wait(20000));
+    QVERIFY(waitSnapshot(*again, [](const auto& s) { return s.step == 20; }));
+    const SnapshotPtr s = again->controller()->snapshot();
+    QVERIFY(s->history.size() >= 2);
+    QCOMPARE(s->history.front()->step, int64_t{0});
+    QCOMPARE(s->history.back()->step, int64_t{20});
+    QCOMPARE(again->recentFiles().value(0), QFileInfo(saved).absoluteFilePath());
+}
+
+// With the interactive option, closing asks while trained steps are in no checkpoint: Cancel
+// keeps the window, Discard closes it; a saved or opened checkpoint, or a run at step 0,
+// closes without asking.
+void TestGuiOpen::closingAsksToSaveACheckpoint() {
+    QTemporaryDir dir;
+    MainWindow::Options options;
+    options.useSettings = false;
+    options.askToSaveCheckpoint = true;
+    int asked = 0;
+    // Answers the question when it shows (a modal box runs its own event loop).
+    auto answerWith = [&](QMessageBox::StandardButton button) {
+        QTimer::singleShot(100, [&asked, button] {
+            auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
+            if (box != nullptr && box->objectName() == QStringLiteral("SaveCheckpointQuestion")) {
+                ++asked;
+                box->button(button)->click();
+            }
+        });
+    };
+    auto fresh = std::make_unique<MainWindow>(options);
+    fresh->show();
+    fresh->loadExperiment(nlohmann::json::parse(ensemble::presetText("spirals")), QString());
+    QVERIFY(waitFresh(*fresh));
+    answerWith(QMessageBox::Cancel);
+    QVERIFY(fresh->close());  // nothing trained: no question
+    QTest::qWait(200);
+    QCOMPARE(asked, 0);
+
+    MainWindow w(options);
+    w.show();
+    nlohmann::json config = nlohmann::json::parse(ensemble::presetText("spirals"));
+    config["training"]["steps"] = 5;
+    w.loadExperiment(config, QString());
+    QVERIFY(waitFresh(w));
+    w.trainAction()->trigger();
+    QVERIFY(waitSnapshot(w, [](const auto& s) { return s.step == 5 && !s.running; }));
+    answerWith(QMessageBox::Cancel);
+    QVERIFY(!w.close());
+    QCOMPARE(asked, 1);
+    QVERIFY(w.isVisible());
+
+    // Saved as a checkpoint: nothing to ask.
+    QSignalSpy saved(&w, &MainWindow::checkpointSaved);
+    w.saveCheckpoint(dir.filePath(QStringLiteral("w.safetensors")));
+    QVERIFY(saved.wait(20000));
+    QVERIFY(saved.at(0).at(0).toBool());
+    answerWith(QMessageBox::Cancel);
+    QVERIFY(w.close());
+    QTest::qWait(200);
+    QCOMPARE(asked, 1);
+
+    // Trained further after it: asked again; Discard closes.
+    w.show();
+    w.trainAction()->trigger();  // Continue: to 10
+    QVERIFY(waitSnapshot(w, [](const auto& s) { return s.step == 10 && !s.running; }));
+    answerWith(QMessageBox::Discard);
+    QVERIFY(w.close());
+    QCOMPARE(asked, 2);
+}
+
+void TestGuiOpen::unreadableFileKeepsTheCurrentExperiment() {
+    QTemporaryDir dir;
+    const QString bad = dir.filePath(QStringLiteral("bad.safetensors"));
+    QFile f(bad);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("{\"not\": \"weights\"}");
+    f.close();
+    auto w = makeWindow();
+    w->loadExperiment(nlohmann::json::parse(ensemble::presetText("spirals")), QString());
+    QVERIFY(waitFresh(*w));
+    const uint64_t run = w->controller()->currentRunId();
+    QString error;
+    QVERIFY(!w->openEnsemble(bad, &error));
+    QVERIFY2(error.contains(QStringLiteral("bad.safetensors")), qPrintable(error));
+    QCOMPARE(w->controller()->currentRunId(), run);
+    QVERIFY(!w->openFile(dir.filePath(QStringLiteral("missing.safetensors")), &error));
+    QVERIFY2(error.contains(QStringLiteral("missing.safetensors")), qPrintable(error));
+    QCOMPARE(w->controller()->currentRunId(), run);
+}
+
+// An ensemble trained on a CSV file that is gone: the window says which file is missing and
+// goes on with the experiment it had.
+void TestGuiOpen::missingDatasetKeepsTheCurrentExperiment() {
+    QTemporaryDir dir;
+    const QString csv = dir.filePath(QStringLiteral("points.csv"));
+    {
+        QFile f(csv);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("x0,x1,label\n");
+        for (int i = 0; i < 60; ++i) {
+            const double x = std::cos(i * 0.7);
+            const double y = std::sin(i * 1.3);
+            f.write(QStringLiteral("%1,%2,%3\n").arg(x).arg(y).arg(x + y > 0 ? 1 : 0).toUtf8());
+        }
+    }
+    const QString weights = dir.filePath(QStringLiteral("csv.safetensors"));
+    QByteArray err;
+    QCOMPARE(runCli({QStringLiteral("train"), QStringLiteral("--set"),
+                     QStringLiteral("dataset.kind=\"csv\""), QStringLiteral("--set"),
+                     QStringLiteral("dataset.path=\"%1\"").arg(csv), QStringLiteral("--set"),
+                     QStringLiteral("training.steps=5"), QStringLiteral("--set"),
+                     QStringLiteral("backend.kind=\"cpu\""), QStringLiteral("--export"), weights,
+                     QStringLiteral("--quiet")},
+                    &err),
+             0);
+    QVERIFY(QFile::remove(csv));
+
+    auto w = makeWindow();
+    nlohmann::json config = nlohmann::json::parse(ensemble::presetText("spirals"));
+    config["ensemble"]["members"] = 2;
+    w->loadExperiment(config, QStringLiteral("spirals"));  // a preset: plays until paused
+    QVERIFY(w->panel()->untilPaused());
+    QVERIFY(waitFresh(*w));
+    const uint64_t run = w->controller()->currentRunId();
+    QSignalSpy failed(w.get(), &MainWindow::openFailed);
+    QString error;
+    QVERIFY2(w->openEnsemble(weights, &error), qPrintable(error));
+    QVERIFY(failed.wait(20000));
+    const QString message = failed.at(0).at(0).toString();
+    QVERIFY2(message.contains(QStringLiteral("points.csv")), qPrintable(message));
+    QCOMPARE(w->lastError(), message);
+    // The experiment before it stands and still trains.
+    QCOMPARE(w->controller()->currentRunId(), run);
+    QCOMPARE(w->panel()->config()["ensemble"]["members"].get<int>(), 2);
+    QCOMPARE(w->controller()->snapshot()->run->runId, run);
+    w->controller()->trainTo(3);
+    QVERIFY(waitSnapshot(
+        *w, [&](const auto& s) { return s.run->runId == run && s.step == 3 && s.untilPaused; }));
+}
+
+// ensemble-lab --weights W --screenshot: the file's step, no training, a picture.
+void TestGuiOpen::rendersWeightsUnattended() {
+    QTemporaryDir dir;
+    const QString shot = dir.filePath(QStringLiteral("ckpt.png"));
+    QProcess lab;
+    lab.start(QStringLiteral(ENSEMBLE_LAB_PATH),
+              {QStringLiteral("--weights"), m_checkpoint, QStringLiteral("--view"),
+               QStringLiteral("members"), QStringLiteral("--window-size"),
+               QStringLiteral("900x600"), QStringLiteral("--screenshot"), shot});
+    QVERIFY(lab.waitForFinished(60000));
+    const QByteArray out = lab.readAllStandardOutput();
+    QVERIFY2(lab.exitCode() == 0, lab.readAllStandardError().constData());
+    QVERIFY2(out.contains("step 40, saved"), out.constData());
+    QCOMPARE(QImage(shot).size(), QSize(900, 600));
+
+    // Training does not go with --weights (exit 2), nor does a file that is not weights (3).
+    lab.start(QStringLiteral(ENSEMBLE_LAB_PATH),
+              {QStringLiteral("--weights"), m_checkpoint, QStringLiteral("--train-steps"),
+               QStringLiteral("5"), QStringLiteral("--screenshot"), shot});
+    QVERIFY(lab.waitForFinished(60000));
+    QCOMPARE(lab.exitCode(), 2);
+    lab.start(QStringLiteral(ENSEMBLE_LAB_PATH), {dir.filePath(QStringLiteral("none.safetensors")),
+                                                  QStringLiteral("--screenshot"), shot});
+    QVERIFY(lab.waitForFinished(60000));
+    QCOMPARE(lab.exitCode(), 3);
+}
+
+QTEST_MAIN(TestGuiOpen)
+#include "tst_gui_open.moc"
