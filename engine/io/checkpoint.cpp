@@ -35,9 +35,7 @@ std::vector<ParamTensor> paramTensors(const ParamLayout& layout) {
     for (int l = 0; l < layout.layerCount(); ++l) {
         const LayerSlot& s = layout.layer(l);
         const std::string prefix = std::to_string(l);
-        out.push_back({prefix + ".weight",
-                       layout.weightShape(l),
-                       s.weightOffset,
+        out.push_back({prefix + ".weight", layout.weightShape(l), s.weightOffset,
                        static_cast<std::size_t>(k) * s.out * s.in});
         out.push_back(
             {prefix + ".bias", {k, s.out}, s.biasOffset, static_cast<std::size_t>(k) * s.out});

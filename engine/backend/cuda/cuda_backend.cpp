@@ -318,8 +318,9 @@ void CudaBackend::bind(const TrainingProblem& problem) {
     }
     if (!layout.isMlp()) {
         // The registry sends CNN members to the CPU (makeBackend); this is the backstop.
-        throw std::invalid_argument("CudaBackend::bind: the CUDA step program runs MLP members; "
-                                    "CNN members train on the CPU backend");
+        throw std::invalid_argument(
+            "CudaBackend::bind: the CUDA step program runs MLP members; "
+            "CNN members train on the CPU backend");
     }
     if (problem.rules.size() != static_cast<std::size_t>(members)) {
         throw std::invalid_argument("CudaBackend::bind: one optimizer rule per member needed");
