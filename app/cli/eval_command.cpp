@@ -185,6 +185,19 @@ std::vector<uint8_t> includedOf(const LoadedEnsemble& ensemble) {
     return include;
 }
 
+// The run facts of a loaded ensemble for the report builder (metrics/report.h): it has no epoch
+// and no training-time loss, and every member is switched on.
+RunFacts runFactsOf(const LoadedEnsemble& ensemble, const DataSplit& data) {
+    RunFacts run;
+    run.dataset = data.name;
+    run.step = ensemble.step;
+    run.lr = ensemble.config.optimizer.lr;
+    run.momentum = ensemble.config.optimizer.momentum;
+    run.weightDecay = ensemble.config.optimizer.weightDecay;
+    run.diverged = ensemble.diverged;
+    return run;
+}
+
 // DataError unless `data` is something the ensemble in `weights` can be evaluated on.
 void checkFits(const LoadedEnsemble& ensemble, const DataSplit& data, const std::string& weights) {
     const int features = ensemble.layout.inputs();
@@ -383,14 +396,7 @@ int evalRegression(const LoadedEnsemble& ensemble, const ExperimentConfig& confi
     const RegressionReport report = evaluateRegression(
         predictions, evaluated.target, include, ensemble.normalization.targetMean,
         ensemble.normalization.targetStd, useTest ? "test" : "train");
-    RunFacts run;
-    run.dataset = data.name;
-    run.step = ensemble.step;
-    run.lr = ensemble.config.optimizer.lr;
-    run.momentum = ensemble.config.optimizer.momentum;
-    run.weightDecay = ensemble.config.optimizer.weightDecay;
-    run.diverged = ensemble.diverged;
-    json j = reportJson(report, run);
+    json j = reportJson(report, runFactsOf(ensemble, data));
     j["weights"] = weights;
     printRegressionSummary(report, data.name);
     if (args.has("--ood")) {
@@ -480,14 +486,7 @@ int commandEval(const CliArgs& args) {
 
     // The same builder as `train --metrics` and the app's export (metrics/report.h); a loaded
     // ensemble has no epoch and no training-time loss, and every member is switched on.
-    RunFacts run;
-    run.dataset = data.name;
-    run.step = ensemble.step;
-    run.lr = ensemble.config.optimizer.lr;
-    run.momentum = ensemble.config.optimizer.momentum;
-    run.weightDecay = ensemble.config.optimizer.weightDecay;
-    run.diverged = ensemble.diverged;
-    json j = reportJson(report, run);
+    json j = reportJson(report, runFactsOf(ensemble, data));
     j["weights"] = weights;
     if (!oobNote.empty()) {
         j["oob"]["reason"] = oobNote;

@@ -10,6 +10,7 @@
 
 #include "core/errors.h"
 #include "io/atomic_file.h"
+#include "metrics/report.h"
 
 namespace ensemble {
 
@@ -415,12 +416,7 @@ std::string regressionSizeCurveCsv(const RegressionReport& r) {
 
 void writeRegressionCsvs(const std::string& directory, const RegressionReport& report,
                          const std::vector<float>& targets) {
-    std::error_code ec;
-    std::filesystem::create_directories(directory, ec);
-    if (ec) {
-        throw RuntimeError("cannot create the CSV folder " + directory + ": " + ec.message());
-    }
-    const std::filesystem::path dir(directory);
+    const std::filesystem::path dir = createCsvFolder(directory);
     writeFileAtomic((dir / "uncertainty.csv").string(),
                     regressionPointsCsv(report.points, targets));
     writeFileAtomic((dir / "members.csv").string(), regressionMembersCsv(report));

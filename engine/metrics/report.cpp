@@ -417,14 +417,18 @@ std::string membersCsv(const EnsembleReport& report) {
     return out;
 }
 
-void writeReportCsvs(const std::string& directory, const EnsembleReport& report,
-                     const std::vector<int32_t>& labels) {
+std::filesystem::path createCsvFolder(const std::string& directory) {
     std::error_code ec;
     std::filesystem::create_directories(directory, ec);
     if (ec) {
         throw RuntimeError("cannot create the CSV folder " + directory + ": " + ec.message());
     }
-    const std::filesystem::path dir(directory);
+    return std::filesystem::path(directory);
+}
+
+void writeReportCsvs(const std::string& directory, const EnsembleReport& report,
+                     const std::vector<int32_t>& labels) {
+    const std::filesystem::path dir = createCsvFolder(directory);
     writeFileAtomic((dir / "reliability.csv").string(), reliabilityCsv(report.reliability));
     if (report.positiveReliability) {
         writeFileAtomic((dir / "reliability_positive.csv").string(),

@@ -6,6 +6,7 @@
 // reportJson (a live trainer's through trainerReport, train/trainer_report.h).
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -129,6 +130,8 @@ std::string membersCsv(const EnsembleReport& report);
 // Writes reliability.csv, size_curve.csv, uncertainty.csv and members.csv (and
 // reliability_positive.csv when present) into `directory`, creating it; each atomically.
 // Throws RuntimeError when a file cannot be written.
+// Creates `directory` (and its parents) for a report's CSV files; RuntimeError when it cannot.
+std::filesystem::path createCsvFolder(const std::string& directory);
 void writeReportCsvs(const std::string& directory, const EnsembleReport& report,
                      const std::vector<int32_t>& labels);
 

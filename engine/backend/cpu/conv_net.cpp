@@ -565,6 +565,7 @@ ConvNetCpu::~ConvNetCpu() = default;
 
 void ConvNetCpu::bind(const ParamLayout& layout, Activation activation, int batch, int threads) {
     m_layout = layout;
+    m_offsets = packedOffsets(layout);
     m_activation = activation;
     m_batch = std::max(batch, 1);
     m_threads = std::max(threads, 1);
@@ -607,7 +608,7 @@ void ConvNetCpu::train(const ConvMemberBatch* batches, bool sharedInput, const u
     const int members = layout.members();
     const int groups = m_groups;
     const std::size_t perMember = layout.perMember();
-    const std::vector<std::size_t> offsets = packedOffsets(layout);
+    const std::vector<std::size_t>& offsets = m_offsets;
     const StackLayer& first = a.layers().front();
 
     // A shared batch's first-layer columns, once for every member (parallel over groups: each
@@ -730,7 +731,7 @@ void ConvNetCpu::train(const ConvMemberBatch* batches, bool sharedInput, const u
 float ConvNetCpu::gradient(int k, const float* params, const ConvMemberBatch& batch, int batchSize,
                            float* grad) {
     const ParamLayout& layout = m_layout;
-    const std::vector<std::size_t> offsets = packedOffsets(layout);
+    const std::vector<std::size_t>& offsets = m_offsets;
     const std::size_t perMember = layout.perMember();
     const int inputs = layout.inputs();
     std::vector<float> part(perMember);

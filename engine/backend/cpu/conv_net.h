@@ -72,6 +72,7 @@ class ConvNetCpu {
 
   private:
     ParamLayout m_layout;
+    std::vector<std::size_t> m_offsets;  // each layer's [W, b] in a packed member gradient
     Activation m_activation = Activation::Relu;
     int m_batch = 0;
     int m_threads = 1;
