@@ -326,16 +326,32 @@ _DATA = {}
 
 def data(workload):
     if workload not in _DATA:
-        _DATA[workload] = spirals() if workload in ("w1", "w3") else mnist()[:2]
+        if DEVICE == "cpu":
+            x, y = spirals() if workload in ("w1", "w3") else mnist()[:2]
+        else:
+            with torch.device("cpu"):  # the seeded CPU generators make the data
+                x, y = spirals() if workload in ("w1", "w3") else mnist()[:2]
+        _DATA[workload] = (x.to(DEVICE), y.to(DEVICE))
     return _DATA[workload]
+
+
+DEVICE = "cpu"
+
+
+def sync():
+    """GPU work is asynchronous: a host clock read means something only after the queue drains."""
+    if DEVICE != "cpu":
+        torch.cuda.synchronize()
 
 
 def time_steps(step, seconds, min_steps=3, warmup=2):
     """Median seconds per step over chunks of steps, after `warmup` untimed steps."""
     for _ in range(warmup):
         step()
+    sync()
     t0 = time.perf_counter()
     step()
+    sync()
     one = max(time.perf_counter() - t0, 1e-7)
     per_chunk = max(1, int(0.1 / one))  # chunks of about 0.1 s
     samples, start = [], time.perf_counter()
@@ -343,6 +359,7 @@ def time_steps(step, seconds, min_steps=3, warmup=2):
         t = time.perf_counter()
         for _ in range(per_chunk):
             step()
+        sync()
         samples.append((time.perf_counter() - t) / per_chunk)
     samples.sort()
     return samples[len(samples) // 2], samples
@@ -478,7 +495,18 @@ def main():
     parser.add_argument("--seconds", type=float, default=1.0)
     parser.add_argument("--size", type=int, default=128)
     parser.add_argument("--n", type=int, default=2048)
+    parser.add_argument("--device", default="cpu",
+                        help="cpu, or cuda to time PyTorch's GPU path (synchronised timing)")
     args = parser.parse_args()
+    global DEVICE
+    DEVICE = args.device
+    if DEVICE != "cpu":
+        # Parameters, index draws and grids are made where the data lives.
+        torch.set_default_device(DEVICE)
+        # Plain FP32, as our CUDA backend computes (cuBLAS default math): cuDNN would otherwise
+        # run the convolutions in TF32 on the tensor cores.
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
     if args.info:
         print(json.dumps(info()))
         return

@@ -81,6 +81,63 @@ Run train(Backend& backend, const Problem& p, const std::vector<float>& init, in
     return run;
 }
 
+// CNN members (model.kind cnn): the recipe's layer stack on 28 x 28 images whose class
+// depends on which half holds the brighter strokes, K = 3, batch 32, per-member SGD rates.
+struct ImageProblem {
+    std::vector<float> x;
+    std::vector<int32_t> y;
+    TrainingProblem training;
+};
+
+ImageProblem makeCnnProblem(BootstrapMode mode) {
+    ImageProblem p;
+    const int rows = 400;
+    const int side = 28;
+    p.x.resize(static_cast<std::size_t>(rows) * side * side);
+    for (int r = 0; r < rows; ++r) {
+        float left = 0.0f;
+        float right = 0.0f;
+        for (int i = 0; i < side * side; ++i) {
+            const float v = std::sin(0.37f * static_cast<float>(r * 7 + i * 13)) +
+                            0.5f * std::cos(0.011f * static_cast<float>(i * r));
+            p.x[static_cast<std::size_t>(r) * side * side + static_cast<std::size_t>(i)] = v;
+            (i % side < side / 2 ? left : right) += v;
+        }
+        p.y.push_back(left > right ? 0 : r % 2 == 0 ? 1 : 2);
+    }
+    TrainingProblem& t = p.training;
+    t.layout = ParamLayout(Architecture::stack({1, side, side}, recipeLayers(), 3), 3);
+    t.activation = Activation::Relu;
+    t.trainX = p.x.data();
+    t.trainY = p.y.data();
+    t.trainRows = rows;
+    t.plan.seed = 17;
+    t.plan.rows = static_cast<uint32_t>(rows);
+    t.plan.batch = 32;
+    t.plan.mode = mode;
+    for (int k = 0; k < 3; ++k) {
+        t.rules.push_back(makeRule(OptimizerKind::Sgd, 0.02 * (1 + k), 0.0, k == 0 ? 0.9 : 0.0));
+    }
+    return p;
+}
+
+Run trainCnn(Backend& backend, const ImageProblem& p, const std::vector<float>& init, int steps) {
+    backend.bind(p.training);
+    backend.setParameters(init.data());
+    const std::size_t members = static_cast<std::size_t>(p.training.layout.members());
+    std::vector<uint8_t> active(members, 1);
+    Run run;
+    for (int i = 0; i < steps; ++i) {
+        setActive(i, active);
+        std::vector<float> loss(members);
+        backend.step(stepIndex(i), active.data(), loss.data());
+        run.losses.push_back(loss);
+    }
+    run.params.resize(p.training.layout.size());
+    backend.parameters(run.params.data());
+    return run;
+}
+
 std::unique_ptr<Backend> makeCuda(bool graphs) {
     if (!graphs) {
         qputenv("ENSEMBLE_CUDA_GRAPHS", "0");
@@ -107,6 +164,9 @@ class TestCudaParity : public QObject {
     void predictOnlyBinding();
     void gridUncertaintyMatchesCpu();
     void oversizedRunIsRefusedWithNumbers();
+    void cnnParityWithCpu_data();
+    void cnnParityWithCpu();
+    void cnnGraphReplayEqualsEagerAndReproduces();
 };
 
 void TestCudaParity::nameNamesTheDevice() {
@@ -405,6 +465,68 @@ void TestCudaParity::oversizedRunIsRefusedWithNumbers() {
     initParameters(p.training.layout, 10, init.data());
     const Run run = train(*b, p, init, 3);
     QCOMPARE(run.losses.size(), std::size_t{3});
+}
+
+void TestCudaParity::cnnParityWithCpu_data() {
+    QTest::addColumn<int>("mode");
+    QTest::newRow("none") << static_cast<int>(BootstrapMode::None);
+    QTest::newRow("resample") << static_cast<int>(BootstrapMode::Resample);
+    QTest::newRow("poisson") << static_cast<int>(BootstrapMode::Poisson);
+}
+
+void TestCudaParity::cnnParityWithCpu() {
+    QFETCH(int, mode);
+    const ImageProblem p = makeCnnProblem(static_cast<BootstrapMode>(mode));
+    const ParamLayout& layout = p.training.layout;
+    std::vector<float> init(layout.size());
+    initParameters(layout, 2024, init.data());
+    const int steps = 30;
+    CpuBackend cpuBackend;
+    const std::unique_ptr<Backend> cudaBackend = makeCudaBackend(kDevice);
+    const Run cpu = trainCnn(cpuBackend, p, init, steps);
+    const Run gpu = trainCnn(*cudaBackend, p, init, steps);
+    for (int i = 0; i < steps; ++i) {
+        for (std::size_t k = 0; k < cpu.losses[0].size(); ++k) {
+            const float c = cpu.losses[static_cast<std::size_t>(i)][k];
+            const float g = gpu.losses[static_cast<std::size_t>(i)][k];
+            QVERIFY2(std::abs(c - g) <= test::kDeviceLoss * std::max(1.0f, std::abs(c)),
+                     qPrintable(QStringLiteral("step %1 member %2: cpu %3, cuda %4")
+                                    .arg(i)
+                                    .arg(k)
+                                    .arg(double(c))
+                                    .arg(double(g))));
+        }
+    }
+    const double paramError = nmse(cpu.params, gpu.params);
+    qInfo("CNN parameter nMSE after %d steps: %.3g", steps, paramError);
+    QVERIFY2(paramError < test::kDeviceParamNmse, qPrintable(QString::number(paramError)));
+    QVERIFY(nmse(init, gpu.params) > 1e-6);  // it did train
+
+    const int64_t rows = 400;  // several prediction chunks
+    const std::size_t outSize = static_cast<std::size_t>(layout.members()) *
+                                static_cast<std::size_t>(rows) *
+                                static_cast<std::size_t>(layout.classes());
+    std::vector<float> cpuOut(outSize);
+    std::vector<float> gpuOut(outSize, std::nanf(""));
+    cpuBackend.predictLogProbs(p.x.data(), rows, cpuOut.data());
+    cudaBackend->predictLogProbs(p.x.data(), rows, gpuOut.data());
+    const double predictError = nmse(cpuOut, gpuOut);
+    qInfo("CNN log-probability nMSE: %.3g", predictError);
+    QVERIFY2(predictError < test::kDeviceLogProbNmse, qPrintable(QString::number(predictError)));
+}
+
+void TestCudaParity::cnnGraphReplayEqualsEagerAndReproduces() {
+    const ImageProblem p = makeCnnProblem(BootstrapMode::Poisson);
+    std::vector<float> init(p.training.layout.size());
+    initParameters(p.training.layout, 5, init.data());
+    const std::unique_ptr<Backend> graphed = makeCuda(true);
+    const std::unique_ptr<Backend> eager = makeCuda(false);
+    const Run a = trainCnn(*graphed, p, init, 20);
+    const Run b = trainCnn(*eager, p, init, 20);
+    QVERIFY(a.losses == b.losses);
+    QVERIFY(a.params == b.params);
+    const Run c = trainCnn(*graphed, p, init, 20);  // bound again: the same run
+    QVERIFY(a.params == c.params);
 }
 
 int main(int argc, char** argv) {

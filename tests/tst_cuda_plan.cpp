@@ -20,6 +20,8 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cuda/conv_elements.h"
+#include "backend/cuda/conv_program.h"
 #include "backend/cuda/step_elements.h"
 #include "backend/cuda/step_program.h"
 #include "backend_test_problem.h"
@@ -196,6 +198,50 @@ class HostExecutor {
             logSoftmaxElement(r, z, classes);
         }
     }
+    // CNN members (conv_program.h / conv_elements.h).
+    void im2col(const SpatialGeometry& g, const float* in, int64_t inExamples, int64_t examples,
+                float* cols) {
+        const int64_t n = examples * g.outH * g.outW * g.inC * g.kernel * g.kernel;
+        for (int64_t i = 0; i < n; ++i) {
+            im2colElement(i, g, in, cols, inExamples);
+        }
+    }
+    void col2im(const SpatialGeometry& g, const float* dCols, int64_t examples, float* dIn) {
+        for (int64_t i = 0; i < examples * g.inC * g.inH * g.inW; ++i) {
+            col2imElement(i, g, dCols, dIn);
+        }
+    }
+    void poolForward(const SpatialGeometry& g, const float* in, int64_t examples, float* out) {
+        for (int64_t i = 0; i < examples * g.outC * g.outH * g.outW; ++i) {
+            poolForwardElement(i, g, in, out);
+        }
+    }
+    void poolBackward(const SpatialGeometry& g, const float* in, const float* dOut,
+                      int64_t examples, float* dIn) {
+        for (int64_t i = 0; i < examples * g.inC * g.inH * g.inW; ++i) {
+            poolBackwardElement(i, g, in, dOut, dIn);
+        }
+    }
+    void flatten(int channels, int64_t plane, int64_t examples, const float* in, float* out) {
+        for (int64_t i = 0; i < examples * channels * plane; ++i) {
+            flattenElement(i, channels, plane, in, out);
+        }
+    }
+    void unflatten(int channels, int64_t plane, int64_t examples, const float* in, float* out) {
+        for (int64_t i = 0; i < examples * channels * plane; ++i) {
+            unflattenElement(i, channels, plane, in, out);
+        }
+    }
+    void sumPartials(const float* partial, int members, int splits, int64_t n, float* out) {
+        for (int64_t i = 0; i < static_cast<int64_t>(members) * n; ++i) {
+            sumPartialsElement(i, partial, splits, n, out);
+        }
+    }
+    void fill(float* out, int64_t count, float value) {
+        for (int64_t i = 0; i < count; ++i) {
+            fillElement(i, value, out);
+        }
+    }
 
   private:
     // The rest of the region holding p (the GEMM may touch [p, region end)).
@@ -327,6 +373,203 @@ class EmulatedCudaBackend {
     HostExecutor m_ex;
 };
 
+// What CudaBackend holds for CNN members, in host memory, driven like CudaBackend drives it.
+class EmulatedConvCudaBackend {
+  public:
+    EmulatedConvCudaBackend(const TrainingProblem& problem, int64_t predictRows)
+        : m_problem(problem) {
+        const ParamLayout& layout = problem.layout;
+        const std::size_t size = layout.size();
+        m_params.assign(size, 0.0f);
+        m_grad.assign(size, 0.0f);
+        m_moment1.assign(size, 0.0f);
+        m_moment2.assign(size, 0.0f);
+        m_trainX.assign(problem.trainX, problem.trainX + problem.trainRows * layout.inputs());
+        m_trainY.assign(problem.trainY, problem.trainY + problem.trainRows);
+        m_rules.resize(problem.rules.size());
+        m_active.assign(problem.rules.size(), 1);
+        m_loss.assign(problem.rules.size(), 0.0f);
+        m_segments = paramSegments(layout);
+        m_arena = planConvArena(layout, problem.plan.batch,
+                                problem.plan.mode != BootstrapMode::Resample, true);
+        // Poisoned: a buffer read before it is written shows up as NaN.
+        m_arenaFloats.assign(m_arena.floats, std::nanf(""));
+        m_rows.assign(m_arena.rowSlots, -1);
+        placeConvStepBuffers(m_arena, m_arenaFloats.data(), m_rows.data(), m_buffers, m_conv);
+        m_predict = planConvArena(layout, predictRows, true, false);
+        m_predictFloats.assign(m_predict.floats, std::nanf(""));
+        m_predictBuffers = placeConvBuffers(m_predict, m_predictFloats.data());
+        m_buffers.params = m_params.data();
+        m_buffers.grad = m_grad.data();
+        m_buffers.moment1 = m_moment1.data();
+        m_buffers.moment2 = m_moment2.data();
+        m_buffers.trainX = m_trainX.data();
+        m_buffers.trainY = m_trainY.data();
+        m_buffers.loss = m_loss.data();
+        m_buffers.active = m_active.data();
+        m_buffers.baseRules = m_problem.rules.data();
+        m_buffers.rules = m_rules.data();
+        m_buffers.state = &m_state;
+        m_buffers.segments = m_segments.data();
+        m_buffers.segmentCount = static_cast<int>(m_segments.size());
+        m_ex.regions = {{m_params.data(), size},
+                        {m_grad.data(), size},
+                        {m_arenaFloats.data(), m_arenaFloats.size()},
+                        {m_predictFloats.data(), m_predictFloats.size()}};
+    }
+
+    void setParameters(const std::vector<float>& p) { m_params = p; }
+
+    void step(uint64_t step, const uint8_t* active, float* losses) {
+        m_state.step = step;
+        for (std::size_t k = 0; k < m_active.size(); ++k) {
+            m_active[k] = active[k] != 0 ? 1 : 0;
+        }
+        enqueueConvTrainingStep(m_ex, m_problem.layout, m_problem.plan, m_problem.activation,
+                                m_buffers, m_arena, m_conv);
+        std::copy(m_loss.begin(), m_loss.end(), losses);
+    }
+
+    // All members' log-probabilities [K][rows][C], in chunks as CudaBackend runs them.
+    std::vector<float> predict(const float* x, int64_t rows) {
+        const ParamLayout& layout = m_problem.layout;
+        const std::size_t d = static_cast<std::size_t>(layout.inputs());
+        const std::size_t c = static_cast<std::size_t>(layout.classes());
+        const std::size_t k = static_cast<std::size_t>(layout.members());
+        std::vector<float> out(k * static_cast<std::size_t>(rows) * c, std::nanf(""));
+        for (int64_t begin = 0; begin < rows; begin += m_predict.rows) {
+            const int64_t n = std::min<int64_t>(m_predict.rows, rows - begin);
+            std::copy(x + begin * static_cast<int64_t>(d), x + (begin + n) * static_cast<int64_t>(d),
+                      m_predictBuffers.x);
+            ConvArena chunk = m_predict;
+            chunk.rows = n;
+            const float* logProbs = enqueueConvPrediction(m_ex, layout, m_problem.activation,
+                                                          m_params.data(), chunk, m_predictBuffers);
+            const std::size_t block = static_cast<std::size_t>(n) * c;
+            for (std::size_t m = 0; m < k; ++m) {
+                std::copy(logProbs + m * block, logProbs + (m + 1) * block,
+                          out.begin() + static_cast<std::ptrdiff_t>(
+                                            (m * static_cast<std::size_t>(rows) +
+                                             static_cast<std::size_t>(begin)) *
+                                            c));
+            }
+        }
+        return out;
+    }
+
+    const std::vector<float>& params() const { return m_params; }
+    const std::string& error() const { return m_ex.error; }
+
+  private:
+    TrainingProblem m_problem;
+    std::vector<float> m_params, m_grad, m_moment1, m_moment2, m_trainX, m_arenaFloats,
+        m_predictFloats;
+    std::vector<int32_t> m_trainY, m_rows;
+    std::vector<OptimizerRule> m_rules;
+    std::vector<uint8_t> m_active;
+    std::vector<float> m_loss;
+    std::vector<ParamSegment> m_segments;
+    DeviceStepState m_state;
+    ConvArena m_arena, m_predict;
+    ConvBuffers m_conv, m_predictBuffers;
+    StepBuffers m_buffers;
+    HostExecutor m_ex;
+};
+
+// Small images whose class depends on where the bright pixels are (3 classes), so a CNN
+// learns something in a few steps.
+struct ImageProblem {
+    std::vector<float> x;
+    std::vector<int32_t> y;
+    TrainingProblem training;
+};
+
+ImageProblem makeImageProblem(Shape input, const std::vector<LayerSpec>& layers, BootstrapMode mode,
+                              OptimizerKind kind, Activation act, int members) {
+    ImageProblem p;
+    const int rows = 150;
+    const std::size_t d = static_cast<std::size_t>(input.size());
+    p.x = randomVector(static_cast<std::size_t>(rows) * d, 17);
+    for (int r = 0; r < rows; ++r) {
+        const float* img = p.x.data() + static_cast<std::size_t>(r) * d;
+        float left = 0.0f, right = 0.0f;
+        for (std::size_t i = 0; i < d; ++i) {
+            ((i % static_cast<std::size_t>(input.width)) * 2 < static_cast<std::size_t>(input.width)
+                 ? left
+                 : right) += img[i];
+        }
+        p.y.push_back(left > right + 1.0f ? 0 : right > left + 1.0f ? 1 : 2);
+    }
+    TrainingProblem& t = p.training;
+    t.layout = ParamLayout(Architecture::stack(input, layers, 3), members);
+    t.activation = act;
+    t.trainX = p.x.data();
+    t.trainY = p.y.data();
+    t.trainRows = rows;
+    t.plan.seed = 5;
+    t.plan.rows = static_cast<uint32_t>(rows);
+    // 32 examples of 8 x 8: the first conv's gradient is split in 2 chunks of 1024 rows.
+    t.plan.batch = 32;
+    t.plan.mode = mode;
+    for (int k = 0; k < members; ++k) {
+        const double lr = kind == OptimizerKind::Sgd ? 0.05 * (1 + k % 2) : 0.003 * (1 + k % 2);
+        t.rules.push_back(makeRule(kind, lr, k % 3 == 2 ? 1e-3 : 0.0,
+                                   kind == OptimizerKind::Sgd && k % 2 == 0 ? 0.9 : 0.0));
+    }
+    return p;
+}
+
+LayerSpec convSpec(int filters, int kernel, int stride, Padding padding) {
+    LayerSpec s;
+    s.kind = LayerKind::Conv;
+    s.filters = filters;
+    s.kernel = kernel;
+    s.stride = stride;
+    s.padding = padding;
+    return s;
+}
+
+LayerSpec poolSpec(PoolKind kind, int size) {
+    LayerSpec s;
+    s.kind = LayerKind::Pool;
+    s.pool = kind;
+    s.size = size;
+    return s;
+}
+
+LayerSpec denseSpec(int units) {
+    LayerSpec s;
+    s.kind = LayerKind::Dense;
+    s.units = units;
+    return s;
+}
+
+// The architectures the CNN emulation runs: the recipe's shape in small, strides and valid
+// padding, a pool first (shared input copies up to the first conv) with a floor division and
+// an even "same" kernel, and a two-channel input (the channels-last conversion).
+struct ConvCase {
+    Shape input;
+    std::vector<LayerSpec> layers;
+};
+
+ConvCase convCase(int which) {
+    switch (which) {
+    case 0:
+        return {{1, 8, 8},
+                {convSpec(4, 3, 1, Padding::Same), poolSpec(PoolKind::Avg, 2),
+                 convSpec(6, 3, 1, Padding::Valid), poolSpec(PoolKind::Max, 2), denseSpec(5)}};
+    case 1:
+        return {{1, 9, 9},
+                {convSpec(3, 3, 2, Padding::Same), convSpec(4, 2, 1, Padding::Valid),
+                 denseSpec(7)}};
+    case 2:
+        return {{1, 8, 8},
+                {poolSpec(PoolKind::Max, 3), convSpec(5, 2, 1, Padding::Same), denseSpec(6)}};
+    default:
+        return {{2, 6, 6}, {convSpec(3, 3, 1, Padding::Same), poolSpec(PoolKind::Avg, 2)}};
+    }
+}
+
 const char* modeName(BootstrapMode m) {
     return m == BootstrapMode::None       ? "none"
            : m == BootstrapMode::Resample ? "resample"
@@ -361,6 +604,11 @@ class TestCudaPlan : public QObject {
     // The same for the regression heads (gaussian NLL, squared error) and their predictive.
     void emulatedRegressionStepMatchesCpuBackend_data();
     void emulatedRegressionStepMatchesCpuBackend();
+    // CNN members (model.kind cnn): the conv program against ConvNetCpu, for each bootstrap
+    // mode and optimizer and several layer stacks.
+    void emulatedConvStepMatchesCpuBackend_data();
+    void emulatedConvStepMatchesCpuBackend();
+    void convArenaFitsEveryLayer();
 };
 
 void TestCudaPlan::gemmArgumentsGiveTheRowMajorProducts_data() {
@@ -793,6 +1041,155 @@ void TestCudaPlan::emulatedRegressionStepMatchesCpuBackend() {
     const double predictError = nmse(cpuOut, emuOut);
     qInfo("predictive nMSE %.3g", predictError);
     QVERIFY2(predictError < test::kEmulatedLogProbNmse, qPrintable(QString::number(predictError)));
+}
+
+void TestCudaPlan::emulatedConvStepMatchesCpuBackend_data() {
+    QTest::addColumn<int>("mode");
+    QTest::addColumn<int>("kind");
+    QTest::addColumn<int>("activation");
+    QTest::addColumn<int>("architecture");
+    const Activation acts[] = {Activation::Relu, Activation::Tanh, Activation::Gelu};
+    int a = 0;
+    for (BootstrapMode mode :
+         {BootstrapMode::None, BootstrapMode::Resample, BootstrapMode::Poisson}) {
+        for (OptimizerKind kind : {OptimizerKind::Adam, OptimizerKind::Sgd}) {
+            const Activation act = acts[a % 3];
+            const int arch = a % 4;
+            ++a;
+            QTest::addRow("%s %s act%d arch%d", modeName(mode), kindName(kind),
+                          static_cast<int>(act), arch)
+                << static_cast<int>(mode) << static_cast<int>(kind) << static_cast<int>(act)
+                << arch;
+        }
+    }
+    // Every architecture under the shared batch, where the first layers' copies are shared.
+    for (int arch = 0; arch < 4; ++arch) {
+        QTest::addRow("none adam relu arch%d shared", arch)
+            << static_cast<int>(BootstrapMode::None) << static_cast<int>(OptimizerKind::Adam)
+            << static_cast<int>(Activation::Relu) << arch;
+    }    // Each member's own columns through the split gradient (one batched product).
+    QTest::addRow("resample adam relu arch0 split")
+        << static_cast<int>(BootstrapMode::Resample) << static_cast<int>(OptimizerKind::Adam)
+        << static_cast<int>(Activation::Relu) << 0;
+}
+
+void TestCudaPlan::emulatedConvStepMatchesCpuBackend() {
+    QFETCH(int, mode);
+    QFETCH(int, kind);
+    QFETCH(int, activation);
+    QFETCH(int, architecture);
+    const ConvCase c = convCase(architecture);
+    const int members = 3;
+    const ImageProblem p = makeImageProblem(c.input, c.layers, static_cast<BootstrapMode>(mode),
+                                            static_cast<OptimizerKind>(kind),
+                                            static_cast<Activation>(activation), members);
+    const ParamLayout& layout = p.training.layout;
+    QVERIFY(!layout.isMlp());
+    if (architecture == 0) {
+        QCOMPARE(planConvArena(layout, 32, true, true).splits.front(), 2);  // the split path
+    }
+    std::vector<float> init(layout.size());
+    initParameters(layout, 42, init.data());
+
+    CpuBackend cpu(1);
+    cpu.bind(p.training);
+    cpu.setParameters(init.data());
+    // Chunks of 16 rows: the 40 predicted rows take three, the last partial.
+    EmulatedConvCudaBackend emu(p.training, 16);
+    emu.setParameters(init);
+
+    std::vector<uint8_t> active(static_cast<std::size_t>(members), 1);
+    std::vector<float> cpuLoss(static_cast<std::size_t>(members));
+    std::vector<float> emuLoss(cpuLoss.size());
+    for (uint64_t step = 0; step < 12; ++step) {
+        active[1] = (step >= 4 && step < 7) ? 0 : 1;
+        cpu.step(step, active.data(), cpuLoss.data());
+        emu.step(step, active.data(), emuLoss.data());
+        QVERIFY2(emu.error().empty(), emu.error().c_str());
+        for (int k = 0; k < members; ++k) {
+            const float cl = cpuLoss[static_cast<std::size_t>(k)];
+            const float el = emuLoss[static_cast<std::size_t>(k)];
+            QVERIFY(std::isfinite(el));
+            QVERIFY2(std::abs(cl - el) <= test::kEmulatedLoss * std::max(1.0f, std::abs(cl)),
+                     qPrintable(QStringLiteral("step %1 member %2: cpu %3, emulated %4")
+                                    .arg(step)
+                                    .arg(k)
+                                    .arg(double(cl))
+                                    .arg(double(el))));
+        }
+    }
+    std::vector<float> cpuParams(layout.size());
+    cpu.parameters(cpuParams.data());
+    const double paramError = nmse(cpuParams, emu.params());
+    qInfo("parameter nMSE %.3g", paramError);
+    QVERIFY2(paramError < test::kEmulatedParamNmse, qPrintable(QString::number(paramError)));
+    QVERIFY(nmse(init, emu.params()) > 1e-4);  // it did train
+
+    const int64_t rows = 40;
+    std::vector<float> cpuOut(static_cast<std::size_t>(members * rows * layout.classes()));
+    cpu.predictLogProbs(p.x.data(), rows, cpuOut.data());
+    const std::vector<float> emuOut = emu.predict(p.x.data(), rows);
+    QVERIFY2(emu.error().empty(), emu.error().c_str());
+    for (float v : emuOut) {
+        QVERIFY(std::isfinite(v) && v <= 1e-6f);
+    }
+    const double predictError = nmse(cpuOut, emuOut);
+    qInfo("log-probability nMSE %.3g", predictError);
+    QVERIFY2(predictError < test::kEmulatedLogProbNmse, qPrintable(QString::number(predictError)));
+}
+
+void TestCudaPlan::convArenaFitsEveryLayer() {
+    // The recipe's buffers for K = 4, batch 128: every layer's output, columns and the flatten
+    // are where the plan says, disjoint, aligned, and sized as the shapes require.
+    const ParamLayout layout(Architecture::stack({1, 28, 28}, recipeLayers(), 10), 4);
+    for (bool shared : {true, false}) {
+        const ConvArena a = planConvArena(layout, 128, shared, true);
+        struct Span {
+            std::size_t begin, size;
+        };
+        std::vector<Span> spans;
+        const std::vector<StackLayer>& stack = layout.architecture().layers();
+        const std::size_t k = 4, b = 128;
+        for (std::size_t i = 0; i < stack.size(); ++i) {
+            const std::size_t out = k * b * static_cast<std::size_t>(stack[i].out.size());
+            if (a.pre[i] != ConvArena::kNone) {
+                spans.push_back({a.pre[i], out});
+            }
+            if (a.post[i] != ConvArena::kNone) {
+                spans.push_back({a.post[i], out});
+            }
+            if (a.cols[i] != ConvArena::kNone) {
+                const std::size_t g = static_cast<std::size_t>(a.groups[i]);
+                spans.push_back({a.cols[i], g * b * static_cast<std::size_t>(stack[i].out.plane()) *
+                                                static_cast<std::size_t>(stack[i].fanIn())});
+            }
+        }
+        QCOMPARE(a.groups.front(), shared ? 1 : 4);
+        QCOMPARE(a.groups.back(), 4);
+        QCOMPARE(a.onesCount, b * 28 * 28);
+        spans.push_back({a.x, (shared ? 1 : k) * b * 784});
+        spans.push_back({a.flat, k * b * 64 * 7 * 7});
+        spans.push_back({a.ones, a.onesCount});
+        // Splits: 32 chunks of 4 examples (3136 rows) in conv 1, 16 of 8 (1568) in conv 2.
+        QCOMPARE(a.splits[0], 32);
+        QCOMPARE(a.splits[2], 16);
+        spans.push_back({a.partial, std::max<std::size_t>(k * 32 * 32 * 10, k * 16 * 64 * 289)});
+        spans.push_back({a.delta, k * b * 32 * 28 * 28});
+        spans.push_back({a.deltaPrev, k * b * 32 * 28 * 28});
+        std::sort(spans.begin(), spans.end(),
+                  [](const Span& x, const Span& y) { return x.begin < y.begin; });
+        for (std::size_t i = 0; i < spans.size(); ++i) {
+            QCOMPARE(spans[i].begin % kArenaAlignFloats, std::size_t{0});
+            const std::size_t end = spans[i].begin + spans[i].size;
+            QVERIFY(end <= (i + 1 < spans.size() ? spans[i + 1].begin : a.floats));
+        }
+    }
+    // Prediction chunks stay within their budget and keep at least 8 rows.
+    const int64_t chunk = convPredictChunkRows(layout, std::size_t{64} << 20);
+    QVERIFY(chunk >= 8 && chunk % 8 == 0);
+    QVERIFY(planConvArena(layout, chunk, true, false).floats * sizeof(float) <=
+            std::max<std::size_t>(std::size_t{64} << 20,
+                                  planConvArena(layout, 8, true, false).floats * sizeof(float)));
 }
 
 QTEST_APPLESS_MAIN(TestCudaPlan)

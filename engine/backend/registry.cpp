@@ -55,18 +55,8 @@ BackendChoice makeBackend(const BackendConfig& config) {
 }
 
 BackendChoice makeBackend(const ExperimentConfig& config) {
-    if (config.model.kind == "cnn" && config.backend.kind != BackendKind::Cpu) {
-        const char* why = "the CUDA backend runs MLP members; CNN members train on the CPU";
-        if (config.backend.kind == BackendKind::Cuda) {
-            throw RuntimeError(ErrorKind::BackendMissing,
-                               std::string("backend.kind=cuda with model.kind=cnn: ") + why +
-                                   " (set backend.kind to cpu or auto)");
-        }
-        BackendChoice choice;
-        choice.backend = std::make_unique<CpuBackend>(config.backend.threads);
-        choice.notice = std::string("backend auto: using the CPU (") + why + ")";
-        return choice;
-    }
+    // Every model kind runs on both backends (CNN members on the GPU since issue 21's CUDA
+    // conv program); the experiment adds nothing to the backend section's choice.
     return makeBackend(config.backend);
 }
 

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "backend/cuda/batch_kernels.cuh"
+#include "backend/cuda/conv_kernels.cuh"
+#include "backend/cuda/conv_program.h"
 #include "backend/cuda/cublas_loader.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device_buffer.h"
@@ -124,6 +126,31 @@ class DeviceExecutor {
     void logSoftmax(float* z, int64_t rows, int classes) {
         launchLogSoftmax(z, rows, classes, m_stream);
     }
+    // CNN members (conv_program.h).
+    void im2col(const SpatialGeometry& g, const float* in, int64_t inExamples, int64_t examples,
+                float* cols) {
+        launchIm2col(g, in, inExamples, examples, cols, m_stream);
+    }
+    void col2im(const SpatialGeometry& g, const float* dCols, int64_t examples, float* dIn) {
+        launchCol2im(g, dCols, examples, dIn, m_stream);
+    }
+    void poolForward(const SpatialGeometry& g, const float* in, int64_t examples, float* out) {
+        launchPoolForward(g, in, examples, out, m_stream);
+    }
+    void poolBackward(const SpatialGeometry& g, const float* in, const float* dOut,
+                      int64_t examples, float* dIn) {
+        launchPoolBackward(g, in, dOut, examples, dIn, m_stream);
+    }
+    void flatten(int channels, int64_t plane, int64_t examples, const float* in, float* out) {
+        launchFlatten(channels, plane, examples, in, out, m_stream);
+    }
+    void unflatten(int channels, int64_t plane, int64_t examples, const float* in, float* out) {
+        launchUnflatten(channels, plane, examples, in, out, m_stream);
+    }
+    void sumPartials(const float* partial, int members, int splits, int64_t n, float* out) {
+        launchSumPartials(partial, members, splits, n, out, m_stream);
+    }
+    void fill(float* out, int64_t count, float value) { launchFill(out, count, value, m_stream); }
 
   private:
     cublasHandle_t m_cublas;
@@ -181,6 +208,15 @@ class CudaBackend final : public Backend {
     void release();
     void checkMemory(const MemoryEstimate& estimate) const;
     void captureStep();
+    // One training step's operations on the stream (MLP or CNN program).
+    void enqueueStep(DeviceExecutor& ex);
+    // The members' outputs for the `n` rows already uploaded to predictInput(); returns the
+    // device buffer holding them ([K][n][C]).
+    float* enqueuePredictChunk(DeviceExecutor& ex, int n);
+    float* predictInput();
+    int64_t predictChunkRows() const {
+        return m_conv ? m_convPredict.rows : m_predict.chunkRows;
+    }
     void sync() { ENSEMBLE_CUDA_CHECK(cudaStreamSynchronize(m_stream.get())); }
 
     int m_device = 0;
@@ -215,6 +251,12 @@ class CudaBackend final : public Backend {
     PinnedBuffer<float> m_hostLoss;
     StepBuffers m_buffers;
     PredictArena m_predict;
+    // CNN members: their step and prediction workspaces (conv_program.h).
+    bool m_conv = false;
+    ConvArena m_convStep;
+    ConvBuffers m_convStepBuffers;
+    ConvArena m_convPredict;
+    ConvBuffers m_convPredictBuffers;
     // predictUncertainty's per-chunk outputs, allocated on its first call (the live view's).
     DeviceBuffer<int32_t> m_uncertaintyMembers;
     DeviceBuffer<float> m_uncertaintyMemberProbs;
@@ -283,6 +325,11 @@ void CudaBackend::release() {
     m_uncertaintyEnsemble.reset();
     m_uncertaintyPoints.reset();
     m_buffers = StepBuffers{};
+    m_conv = false;
+    m_convStep = ConvArena{};
+    m_convStepBuffers = ConvBuffers{};
+    m_convPredict = ConvArena{};
+    m_convPredictBuffers = ConvBuffers{};
     if (!m_cublasWorkspace.empty()) {
         // Back to cuBLAS's own pool before our workspace is freed.
         ENSEMBLE_CUBLAS_CHECK(cublas().setStream(m_cublas.get(), m_stream.get()));
@@ -316,11 +363,9 @@ void CudaBackend::bind(const TrainingProblem& problem) {
     if (members < 1 || layout.layerCount() < 1) {
         throw std::invalid_argument("CudaBackend::bind: empty layout");
     }
-    if (!layout.isMlp()) {
-        // The registry sends CNN members to the CPU (makeBackend); this is the backstop.
-        throw std::invalid_argument(
-            "CudaBackend::bind: the CUDA step program runs MLP members; "
-            "CNN members train on the CPU backend");
+    const bool conv = !layout.isMlp();
+    if (conv && problem.likelihood != Likelihood::Categorical) {
+        throw std::invalid_argument("CudaBackend::bind: CNN members train classifiers");
     }
     if (problem.rules.size() != static_cast<std::size_t>(members)) {
         throw std::invalid_argument("CudaBackend::bind: one optimizer rule per member needed");
@@ -341,8 +386,12 @@ void CudaBackend::bind(const TrainingProblem& problem) {
 
     sync();
     release();
-    const MemoryEstimate estimate = estimateDeviceMemory(layout, training ? problem.trainRows : 0,
-                                                         problem.plan.batch, problem.plan.mode);
+    const int64_t convChunk = conv ? convPredictChunkRows(layout) : 0;
+    const MemoryEstimate estimate =
+        conv ? estimateConvDeviceMemory(layout, training ? problem.trainRows : 0,
+                                        problem.plan.batch, problem.plan.mode, convChunk)
+             : estimateDeviceMemory(layout, training ? problem.trainRows : 0, problem.plan.batch,
+                                    problem.plan.mode);
     checkMemory(estimate);
 
     m_problem = problem;
@@ -382,8 +431,15 @@ void CudaBackend::bind(const TrainingProblem& problem) {
     m_hostActive = PinnedBuffer<uint8_t>(static_cast<std::size_t>(members));
     m_hostLoss = PinnedBuffer<float>(static_cast<std::size_t>(members));
 
-    m_predict = planPredictArena(layout);
-    m_predictArena = DeviceBuffer<float>(m_predict.floats);
+    m_conv = conv;
+    if (conv) {
+        m_convPredict = planConvArena(layout, convChunk, true, false);
+        m_predictArena = DeviceBuffer<float>(m_convPredict.floats);
+        m_convPredictBuffers = placeConvBuffers(m_convPredict, m_predictArena.data());
+    } else {
+        m_predict = planPredictArena(layout);
+        m_predictArena = DeviceBuffer<float>(m_predict.floats);
+    }
 
     m_buffers = StepBuffers{};
     m_buffers.params = m_params.data();
@@ -413,10 +469,19 @@ void CudaBackend::bind(const TrainingProblem& problem) {
             ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(m_trainY.data(), problem.trainY, m_trainY.bytes(),
                                                 cudaMemcpyHostToDevice, stream));
         }
-        const StepArena arena = planStepArena(layout, problem.plan.batch, problem.plan.mode);
-        m_stepArena = DeviceBuffer<float>(arena.floats);
-        m_rows = DeviceBuffer<int32_t>(arena.rowSlots);
-        placeStepBuffers(arena, m_stepArena.data(), m_rows.data(), m_buffers);
+        if (conv) {
+            m_convStep = planConvArena(layout, problem.plan.batch,
+                                       problem.plan.mode != BootstrapMode::Resample, true);
+            m_stepArena = DeviceBuffer<float>(m_convStep.floats);
+            m_rows = DeviceBuffer<int32_t>(m_convStep.rowSlots);
+            placeConvStepBuffers(m_convStep, m_stepArena.data(), m_rows.data(), m_buffers,
+                                 m_convStepBuffers);
+        } else {
+            const StepArena arena = planStepArena(layout, problem.plan.batch, problem.plan.mode);
+            m_stepArena = DeviceBuffer<float>(arena.floats);
+            m_rows = DeviceBuffer<int32_t>(arena.rowSlots);
+            placeStepBuffers(arena, m_stepArena.data(), m_rows.data(), m_buffers);
+        }
         m_buffers.trainX = m_trainX.data();
         m_buffers.trainY = m_trainY.data();
         m_buffers.trainTargets = m_trainTargets.data();
@@ -500,6 +565,33 @@ void CudaBackend::setOptimizerState(const OptimizerState& state) {
     sync();  // `state` may go away
 }
 
+void CudaBackend::enqueueStep(DeviceExecutor& ex) {
+    if (m_conv) {
+        enqueueConvTrainingStep(ex, m_problem.layout, m_problem.plan, m_problem.activation,
+                                m_buffers, m_convStep, m_convStepBuffers);
+    } else {
+        enqueueTrainingStep(ex, m_problem.layout, m_problem.plan, m_problem.activation, m_buffers,
+                            m_problem.likelihood);
+    }
+}
+
+float* CudaBackend::predictInput() {
+    return m_conv ? m_convPredictBuffers.x : m_predictArena.data() + m_predict.x;
+}
+
+float* CudaBackend::enqueuePredictChunk(DeviceExecutor& ex, int n) {
+    if (m_conv) {
+        ConvArena chunk = m_convPredict;  // same buffers, n <= their rows
+        chunk.rows = n;
+        return enqueueConvPrediction(ex, m_problem.layout, m_problem.activation, m_params.data(),
+                                     chunk, m_convPredictBuffers);
+    }
+    float* arena = m_predictArena.data();
+    return enqueuePrediction(ex, m_problem.layout, m_problem.activation, m_params.data(),
+                             arena + m_predict.x, n, arena + m_predict.bufA,
+                             arena + m_predict.bufB, m_problem.likelihood);
+}
+
 void CudaBackend::captureStep() {
     cudaStream_t stream = m_stream.get();
     // Thread-local mode: other threads' CUDA calls (a GUI thread, another backend) neither
@@ -507,8 +599,7 @@ void CudaBackend::captureStep() {
     ENSEMBLE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
     try {
         DeviceExecutor ex(m_cublas.get(), stream);
-        enqueueTrainingStep(ex, m_problem.layout, m_problem.plan, m_problem.activation, m_buffers,
-                            m_problem.likelihood);
+        enqueueStep(ex);
     } catch (...) {
         cudaGraph_t broken = nullptr;
         (void)cudaStreamEndCapture(stream, &broken);
@@ -561,8 +652,7 @@ void CudaBackend::step(uint64_t step, const uint8_t* active, float* losses) {
         // Eager: the first step (a warm-up that loads every kernel before any capture), or
         // every step with ENSEMBLE_CUDA_GRAPHS=0.
         DeviceExecutor ex(m_cublas.get(), stream);
-        enqueueTrainingStep(ex, m_problem.layout, m_problem.plan, m_problem.activation, m_buffers,
-                            m_problem.likelihood);
+        enqueueStep(ex);
     }
     ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(m_hostLoss.data(), m_loss.data(), members * sizeof(float),
                                         cudaMemcpyDeviceToHost, stream));
@@ -588,17 +678,15 @@ void CudaBackend::predictLogProbs(const float* x, int64_t rows, float* out) {
     const std::size_t classes = static_cast<std::size_t>(layout.classes());
     const std::size_t members = static_cast<std::size_t>(layout.members());
     cudaStream_t stream = m_stream.get();
-    float* arena = m_predictArena.data();
     DeviceExecutor ex(m_cublas.get(), stream);
-    for (int64_t begin = 0; begin < rows; begin += m_predict.chunkRows) {
-        const int n = static_cast<int>(std::min<int64_t>(m_predict.chunkRows, rows - begin));
+    const int64_t chunkRows = predictChunkRows();
+    for (int64_t begin = 0; begin < rows; begin += chunkRows) {
+        const int n = static_cast<int>(std::min<int64_t>(chunkRows, rows - begin));
         const std::size_t first = static_cast<std::size_t>(begin);
-        ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(arena + m_predict.x, x + first * inputs,
+        ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(predictInput(), x + first * inputs,
                                             sizeof(float) * inputs * static_cast<std::size_t>(n),
                                             cudaMemcpyHostToDevice, stream));
-        const float* logProbs = enqueuePrediction(ex, layout, m_problem.activation, m_params.data(),
-                                                  arena + m_predict.x, n, arena + m_predict.bufA,
-                                                  arena + m_predict.bufB, m_problem.likelihood);
+        const float* logProbs = enqueuePredictChunk(ex, n);
         // The chunk's block of member k is [n][C] at logProbs + k * n * C; it goes to
         // out[(k * rows + begin) * C]. Stream order keeps the next chunk's upload behind
         // these copies.
@@ -628,7 +716,8 @@ bool CudaBackend::predictUncertainty(const float* x, int64_t rows, const std::ve
             "CudaBackend::predictUncertainty: " + std::to_string(members.size()) +
             " members chosen of " + std::to_string(memberCount));
     }
-    const std::size_t chunk = static_cast<std::size_t>(m_predict.chunkRows);
+    const int64_t chunkRows = predictChunkRows();
+    const std::size_t chunk = static_cast<std::size_t>(chunkRows);
     if (m_uncertaintyPoints.size() != chunk ||
         m_uncertaintyMemberProbs.size() != memberCount * chunk * classes) {
         m_uncertaintyMembers = DeviceBuffer<int32_t>(memberCount);
@@ -651,18 +740,15 @@ bool CudaBackend::predictUncertainty(const float* x, int64_t rows, const std::ve
     ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(m_uncertaintyMembers.data(), chosen.data(),
                                         sizeof(int32_t) * chosen.size(), cudaMemcpyHostToDevice,
                                         stream));
-    float* arena = m_predictArena.data();
     DeviceExecutor ex(m_cublas.get(), stream);
-    for (int64_t begin = 0; begin < rows; begin += m_predict.chunkRows) {
-        const int n = static_cast<int>(std::min<int64_t>(m_predict.chunkRows, rows - begin));
+    for (int64_t begin = 0; begin < rows; begin += chunkRows) {
+        const int n = static_cast<int>(std::min<int64_t>(chunkRows, rows - begin));
         const std::size_t first = static_cast<std::size_t>(begin);
         const std::size_t nu = static_cast<std::size_t>(n);
-        ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(arena + m_predict.x, x + first * inputs,
+        ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(predictInput(), x + first * inputs,
                                             sizeof(float) * inputs * nu, cudaMemcpyHostToDevice,
                                             stream));
-        const float* logProbs = enqueuePrediction(ex, layout, m_problem.activation, m_params.data(),
-                                                  arena + m_predict.x, n, arena + m_predict.bufA,
-                                                  arena + m_predict.bufB);
+        const float* logProbs = enqueuePredictChunk(ex, n);
         const std::size_t block = nu * classes;
         launchMemberProbabilities(logProbs, static_cast<int64_t>(memberCount * block),
                                   m_uncertaintyMemberProbs.data(), stream);

@@ -1,3 +1,5 @@
+#include <limits>
+
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernel_launch.cuh"
 #include "backend/cuda/layer_kernels.cuh"
@@ -6,9 +8,10 @@ namespace ensemble::gpu {
 
 namespace {
 
+template <class I>
 __global__ void biasActivateKernel(float* z, float* post, const float* bias, int rows, int out,
-                                   Activation act, int64_t count) {
-    for (int64_t i = firstThread(); i < count; i += threadStride()) {
+                                   Activation act, I count) {
+    for (I i = static_cast<I>(firstThread()); i < count; i += static_cast<I>(threadStride())) {
         biasActivateElement(i, z, post, bias, rows, out, act);
     }
 }
@@ -32,8 +35,15 @@ __global__ void biasGradientKernel(const float* delta, float* gradBias, int rows
 void launchBiasActivate(float* z, float* post, const float* bias, int members, int rows, int out,
                         Activation act, cudaStream_t stream) {
     const int64_t count = static_cast<int64_t>(members) * rows * out;
-    biasActivateKernel<<<blocksFor(count), kBlockThreads, 0, stream>>>(z, post, bias, rows, out,
-                                                                       act, count);
+    // 32-bit index arithmetic where i + the grid stride cannot wrap: a CNN's conv outputs are
+    // tens of millions of elements, and 64-bit division dominated this kernel on the GPU.
+    if (count <= std::numeric_limits<int32_t>::max() - kMaxBlocks * kBlockThreads) {
+        biasActivateKernel<int32_t><<<blocksFor(count), kBlockThreads, 0, stream>>>(
+            z, post, bias, rows, out, act, static_cast<int32_t>(count));
+    } else {
+        biasActivateKernel<int64_t>
+            <<<blocksFor(count), kBlockThreads, 0, stream>>>(z, post, bias, rows, out, act, count);
+    }
     ENSEMBLE_CUDA_CHECK_LAUNCH();
 }
 

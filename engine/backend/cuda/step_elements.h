@@ -119,11 +119,13 @@ ENSEMBLE_HD inline void gatherElement(int64_t i, const float* trainX, int featur
 
 // z[i] += bias; post[i] = f(z[i]) for hidden layers (post == nullptr for the output layer).
 // `post` may equal `z` (prediction keeps no pre-activations), so no __restrict__ here.
-ENSEMBLE_HD inline void biasActivateElement(int64_t i, float* z, float* post, const float* bias,
+// I: the index type (int32_t where the element count allows; see conv_kernels.cuh).
+template <class I>
+ENSEMBLE_HD inline void biasActivateElement(I i, float* z, float* post, const float* bias,
                                             int rows, int out, Activation act) {
-    const int64_t perMember = static_cast<int64_t>(rows) * out;
-    const int64_t k = i / perMember;
-    const int64_t o = i % out;
+    const I perMember = static_cast<I>(rows) * out;
+    const I k = i / perMember;
+    const I o = i % out;
     const float v = z[i] + bias[k * out + o];
     z[i] = v;
     if (post != nullptr) {

@@ -1,0 +1,177 @@
+#include <limits>
+
+#include "backend/cuda/conv_kernels.cuh"
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/kernel_launch.cuh"
+
+namespace ensemble::gpu {
+
+namespace {
+
+// Grid-stride loops in index type I: a 32-bit loop is used only where i + stride cannot wrap.
+template <class I>
+__device__ inline I first() {
+    return static_cast<I>(firstThread());
+}
+template <class I>
+__device__ inline I stride() {
+    return static_cast<I>(threadStride());
+}
+
+template <class I>
+__global__ void im2colKernel(SpatialGeometry g, const float* in, float* cols, I inExamples,
+                             I count) {
+    for (I i = first<I>(); i < count; i += stride<I>()) {
+        im2colElement(i, g, in, cols, inExamples);
+    }
+}
+
+template <class I>
+__global__ void col2imKernel(SpatialGeometry g, const float* dCols, float* dIn, I count) {
+    for (I i = first<I>(); i < count; i += stride<I>()) {
+        col2imElement(i, g, dCols, dIn);
+    }
+}
+
+template <class I>
+__global__ void poolForwardKernel(SpatialGeometry g, const float* in, float* out, I count) {
+    for (I i = first<I>(); i < count; i += stride<I>()) {
+        poolForwardElement(i, g, in, out);
+    }
+}
+
+template <class I>
+__global__ void poolBackwardKernel(SpatialGeometry g, const float* in, const float* dOut,
+                                   float* dIn, I count) {
+    for (I i = first<I>(); i < count; i += stride<I>()) {
+        poolBackwardElement(i, g, in, dOut, dIn);
+    }
+}
+
+template <class I>
+__global__ void flattenKernel(int channels, I plane, const float* in, float* out, I count) {
+    for (I i = first<I>(); i < count; i += stride<I>()) {
+        flattenElement(i, channels, plane, in, out);
+    }
+}
+
+template <class I>
+__global__ void unflattenKernel(int channels, I plane, const float* in, float* out, I count) {
+    for (I i = first<I>(); i < count; i += stride<I>()) {
+        unflattenElement(i, channels, plane, in, out);
+    }
+}
+
+template <class I>
+__global__ void sumPartialsKernel(const float* partial, int splits, I n, float* out, I count) {
+    for (I i = first<I>(); i < count; i += stride<I>()) {
+        sumPartialsElement(i, partial, splits, n, out);
+    }
+}
+
+__global__ void fillKernel(float* out, float value, int64_t count) {
+    for (int64_t i = firstThread(); i < count; i += threadStride()) {
+        fillElement(i, value, out);
+    }
+}
+
+// Whether `count` elements can be indexed in int32 with room for the grid stride (at most
+// kMaxBlocks * kBlockThreads = 2^28) above the last index.
+bool fits32(int64_t count) {
+    return count <= std::numeric_limits<int32_t>::max() - kMaxBlocks * kBlockThreads;
+}
+
+// Launches kernel<int32_t> or kernel<int64_t> over `count` elements with the other arguments
+// converted to the chosen index type by the caller's lambda.
+template <class Launch>
+void launchIndexed(int64_t count, Launch&& launch) {
+    if (fits32(count)) {
+        launch(int32_t{0});
+    } else {
+        launch(int64_t{0});
+    }
+    ENSEMBLE_CUDA_CHECK_LAUNCH();
+}
+
+int64_t inputSize(const SpatialGeometry& g) {
+    return static_cast<int64_t>(g.inC) * g.inH * g.inW;
+}
+
+}  // namespace
+
+void launchIm2col(const SpatialGeometry& g, const float* in, int64_t inExamples, int64_t examples,
+                  float* cols, cudaStream_t stream) {
+    const int64_t count = examples * g.outH * g.outW * g.inC * g.kernel * g.kernel;
+    launchIndexed(count, [&](auto index) {
+        using I = decltype(index);
+        im2colKernel<I><<<blocksFor(count), kBlockThreads, 0, stream>>>(
+            g, in, cols, static_cast<I>(inExamples), static_cast<I>(count));
+    });
+}
+
+void launchCol2im(const SpatialGeometry& g, const float* dCols, int64_t examples, float* dIn,
+                  cudaStream_t stream) {
+    const int64_t count = examples * inputSize(g);
+    launchIndexed(count, [&](auto index) {
+        using I = decltype(index);
+        col2imKernel<I><<<blocksFor(count), kBlockThreads, 0, stream>>>(g, dCols, dIn,
+                                                                       static_cast<I>(count));
+    });
+}
+
+void launchPoolForward(const SpatialGeometry& g, const float* in, int64_t examples, float* out,
+                       cudaStream_t stream) {
+    const int64_t count = examples * g.outC * g.outH * g.outW;
+    launchIndexed(count, [&](auto index) {
+        using I = decltype(index);
+        poolForwardKernel<I><<<blocksFor(count), kBlockThreads, 0, stream>>>(g, in, out,
+                                                                            static_cast<I>(count));
+    });
+}
+
+void launchPoolBackward(const SpatialGeometry& g, const float* in, const float* dOut,
+                        int64_t examples, float* dIn, cudaStream_t stream) {
+    const int64_t count = examples * inputSize(g);
+    launchIndexed(count, [&](auto index) {
+        using I = decltype(index);
+        poolBackwardKernel<I><<<blocksFor(count), kBlockThreads, 0, stream>>>(
+            g, in, dOut, dIn, static_cast<I>(count));
+    });
+}
+
+void launchFlatten(int channels, int64_t plane, int64_t examples, const float* in, float* out,
+                   cudaStream_t stream) {
+    const int64_t count = examples * channels * plane;
+    launchIndexed(count, [&](auto index) {
+        using I = decltype(index);
+        flattenKernel<I><<<blocksFor(count), kBlockThreads, 0, stream>>>(
+            channels, static_cast<I>(plane), in, out, static_cast<I>(count));
+    });
+}
+
+void launchUnflatten(int channels, int64_t plane, int64_t examples, const float* in, float* out,
+                     cudaStream_t stream) {
+    const int64_t count = examples * channels * plane;
+    launchIndexed(count, [&](auto index) {
+        using I = decltype(index);
+        unflattenKernel<I><<<blocksFor(count), kBlockThreads, 0, stream>>>(
+            channels, static_cast<I>(plane), in, out, static_cast<I>(count));
+    });
+}
+
+void launchSumPartials(const float* partial, int members, int splits, int64_t n, float* out,
+                       cudaStream_t stream) {
+    const int64_t count = static_cast<int64_t>(members) * n;
+    launchIndexed(count, [&](auto index) {
+        using I = decltype(index);
+        sumPartialsKernel<I><<<blocksFor(count), kBlockThreads, 0, stream>>>(
+            partial, splits, static_cast<I>(n), out, static_cast<I>(count));
+    });
+}
+
+void launchFill(float* out, int64_t count, float value, cudaStream_t stream) {
+    fillKernel<<<blocksFor(count), kBlockThreads, 0, stream>>>(out, value, count);
+    ENSEMBLE_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace ensemble::gpu
