@@ -301,6 +301,24 @@ void TestGui::exportWritesLoadableFiles() {
                 static_cast<float>(ensemble::test::kFloatRounding));
     }
 
+    // The dialog's other two formats (issue 27): the whole ensemble as ONNX, NumPy's .npz, with
+    // the same metrics and picture beside them.
+    for (const auto& [format, suffix, magic] :
+         {std::tuple{ensemble::ExportFormat::Onnx, ".onnx", QByteArray("\x08\x08", 2)},
+          std::tuple{ensemble::ExportFormat::Npz, ".npz", QByteArray("PK\x03\x04", 4)}}) {
+        done.clear();
+        const QString other = dir.filePath(QStringLiteral("other"));
+        w->exportTo(other, format);
+        QVERIFY(done.wait(20000));
+        QVERIFY2(done.at(0).at(0).toBool(), qPrintable(done.at(0).at(1).toString()));
+        QFile weights(other + QLatin1String(suffix));
+        QVERIFY2(weights.open(QIODevice::ReadOnly), suffix);
+        QCOMPARE(weights.read(magic.size()), magic);
+        QVERIFY(done.at(0).at(2).toStringList().contains(weights.fileName()));
+        QVERIFY(QFile::exists(other + QStringLiteral(".metrics.json")));
+        QVERIFY(!QFile::exists(other + QStringLiteral(".safetensors")));
+    }
+
     // A folder that does not exist: a message that says what to do, nothing written.
     done.clear();
     const QString bad = dir.filePath(QStringLiteral("no/such/folder/run"));

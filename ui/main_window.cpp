@@ -808,23 +808,36 @@ void MainWindow::chooseExport() {
                                    .arg(str(s->run->datasetName))
                                    .arg(s->run->members)
                                    .arg(s->step);
-    QString path =
-        QFileDialog::getSaveFileName(this, tr("Export ensemble (weights, metrics, view)"),
-                                     QDir(dir).filePath(suggestion), tr("Weights (*.safetensors)"));
+    // The three formats of `ensemble-cli export`; the filter chosen (or the name's extension)
+    // picks one. Metrics and the view's picture are written next to the weights either way.
+    const QString safetensors = tr("Weights, safetensors (*.safetensors)");
+    const QString onnx = tr("Whole ensemble as one ONNX model (*.onnx)");
+    const QString npz = tr("NumPy arrays (*.npz)");
+    QString filter = safetensors;
+    QString path = QFileDialog::getSaveFileName(
+        this, tr("Export ensemble (weights, metrics, view)"), QDir(dir).filePath(suggestion),
+        QStringList{safetensors, onnx, npz}.join(QStringLiteral(";;")), &filter);
     if (path.isEmpty()) {
         return;
     }
-    if (path.endsWith(QStringLiteral(".safetensors"))) {
-        path.chop(static_cast<int>(QStringLiteral(".safetensors").size()));
+    ExportFormat format = filter == onnx  ? ExportFormat::Onnx
+                          : filter == npz ? ExportFormat::Npz
+                                          : ExportFormat::Safetensors;
+    for (ExportFormat f : {ExportFormat::Safetensors, ExportFormat::Onnx, ExportFormat::Npz}) {
+        const QString suffix = QStringLiteral(".") + QLatin1String(exportFormatName(f));
+        if (path.endsWith(suffix, Qt::CaseInsensitive)) {
+            path.chop(suffix.size());
+            format = f;
+        }
     }
     settings.setValue(QStringLiteral("files/exports"), QFileInfo(path).path());
-    exportTo(path);
+    exportTo(path, format);
 }
 
-void MainWindow::exportTo(const QString& basePath) {
+void MainWindow::exportTo(const QString& basePath, ExportFormat format) {
     m_exportBase = basePath;
     showStatus(tr("Exporting…"));
-    m_controller->exportTo(basePath);
+    m_controller->exportTo(basePath, format);
 }
 
 void MainWindow::onExportFinished(bool ok, const QString& message, const QStringList& files) {

@@ -73,9 +73,10 @@ class MainWindow : public QMainWindow {
     // The `ensemble-cli train` command that trains this experiment as the app did: its preset
     // (if it started from one) and a --set for every key that differs, live edits included.
     QString commandLine() const;
-    // Writes <base>.safetensors, <base>.metrics.json, <base>.metrics.csv and <base>.png (the
-    // current view); exportFinished() reports. Nothing is left behind on failure.
-    void exportTo(const QString& basePath);
+    // Writes <base>.safetensors (or the whole ensemble as <base>.onnx, or NumPy's <base>.npz:
+    // `format`), <base>.metrics.json, <base>.metrics.csv and <base>.png (the current view);
+    // exportFinished() reports. Nothing is left behind on failure.
+    void exportTo(const QString& basePath, ExportFormat format = ExportFormat::Safetensors);
 
     // Views by name: boundary, members, curves, calibration, sweep, images, regression.
     static QStringList viewNames();

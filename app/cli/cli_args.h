@@ -56,6 +56,9 @@ ExperimentConfig configFrom(const CliArgs& args);
 int commandTrain(const CliArgs& args);
 int commandPredict(const CliArgs& args);
 int commandDataset(const CliArgs& args);
+// Converts an export (or a checkpoint's export) to safetensors, ONNX or .npz
+// (io/export_formats.h); --format, else the --out name's extension, picks the format.
+int commandExport(const CliArgs& args);
 int commandBench(const CliArgs& args);
 int commandEval(const CliArgs& args);
 // Validates --config and --set and prints the config that results: exactly the keys that apply,

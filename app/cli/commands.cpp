@@ -19,6 +19,7 @@
 #include "data/dataset.h"
 #include "io/atomic_file.h"
 #include "io/checkpoint.h"
+#include "io/export_formats.h"
 #include "io/model_io.h"
 #ifdef ENSEMBLE_HAVE_MPI
 #include "dist/mpi_collective.h"
@@ -580,7 +581,9 @@ int commandTrain(const CliArgs& args) {
     if (args.has("--export")) {
         exportEnsemble(args.get("--export"), *trainer, metrics, exportMetadata);
         if (!quiet) {
-            std::fprintf(stderr, "exported weights to %s\n", args.get("--export").c_str());
+            std::fprintf(stderr, "exported %s to %s\n",
+                         exportFormatName(exportFormatForPath(args.get("--export"))),
+                         args.get("--export").c_str());
         }
     }
     if (world.distributed()) {
@@ -704,6 +707,21 @@ int commandPredict(const CliArgs& args) {
         out += '\n';
     }
     writeFileAtomic(output, out);
+    return 0;
+}
+
+int commandExport(const CliArgs& args) {
+    const std::string weights = args.require("--weights");
+    const std::string out = args.require("--out");
+    // Usage errors first (exit 2), then the input (exit 3), then the write (exit 4): each
+    // before anything is written.
+    const ExportFormat format =
+        args.has("--format") ? parseExportFormat(args.get("--format")) : exportFormatForPath(out);
+    const SafetensorsFile file = readSafetensors(weights);
+    importEnsemble(file);  // DataError for a file that is not an ensemble export
+    writeExport(out, file, format);
+    std::fprintf(stderr, "exported %s as %s to %s\n", weights.c_str(), exportFormatName(format),
+                 out.c_str());
     return 0;
 }
 

@@ -37,7 +37,8 @@ struct Command {
 const std::vector<Command>& commands() {
     static const std::vector<Command> table = {
         {"train",
-         "train   --config FILE.json|PRESET [--set key=value]... [--export W.safetensors]\n"
+         "train   --config FILE.json|PRESET [--set key=value]... [--export "
+         "W.safetensors|.onnx|.npz]\n"
          "        [--metrics M.json] [--checkpoint C.safetensors [--checkpoint-every N]] "
          "[--quiet]\n"
          "  train   --resume C.safetensors [--set key=value]... (the same outputs)",
@@ -51,6 +52,12 @@ const std::vector<Command>& commands() {
          {"--weights", "--input", "--output", "--threads"},
          {},
          ensemble::cli::commandPredict},
+        {"export",
+         "export  --weights W.safetensors --out F.onnx|F.npz|F.safetensors\n"
+         "        [--format safetensors|onnx|npz]   (default: the --out extension)",
+         {"--weights", "--out", "--format"},
+         {},
+         ensemble::cli::commandExport},
         {"dataset",
          "dataset --config FILE.json|PRESET [--set key=value]... --out D.csv [--split train|test]",
          {"--config", "--set", "--out", "--split"},

@@ -5,6 +5,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "core/errors.h"
+#include "io/export_formats.h"
 #include "io/safetensors.h"
 #include "train/trainer.h"
 
@@ -71,7 +72,7 @@ void exportEnsemble(const std::string& path, const Trainer& trainer, const json&
     for (const auto& [key, value] : extraMetadata) {
         file.metadata[key] = value;
     }
-    writeSafetensors(path, file);
+    writeExport(path, file, exportFormatForPath(path));
 }
 
 SafetensorsFile exportFile(const Trainer& trainer, const json& metrics) {

@@ -42,7 +42,9 @@ struct LoadedEnsemble {
 // target column's name). __metadata__ holds format_version, config
 // (full JSON), members (per-member lr, momentum, weight_decay, seed, diverged), step, dataset,
 // classes, activation, widths, and `metrics` when given; `extraMetadata` adds entries (the CLI's
-// "interrupted_at_step").
+// "interrupted_at_step"). A path ending in ".onnx" or ".npz" writes that format instead
+// (io/export_formats.h: the ensemble as one ONNX graph, or the same tensors and metadata as
+// NumPy arrays); any other name is safetensors.
 void exportEnsemble(const std::string& path, const Trainer& trainer,
                     const nlohmann::json& metrics = nullptr,
                     const std::map<std::string, std::string>& extraMetadata = {});

@@ -170,9 +170,9 @@ void EngineController::predict(uint64_t id, std::vector<float> rawRows) {
     }
 }
 
-void EngineController::exportTo(const QString& basePath) {
+void EngineController::exportTo(const QString& basePath, ExportFormat format) {
     EngineWorker* w = m_worker;
-    post([w, basePath] { w->exportTo(basePath); });
+    post([w, basePath, format] { w->exportTo(basePath, format); });
 }
 
 void EngineController::saveCheckpoint(const QString& path) {

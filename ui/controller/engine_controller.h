@@ -58,9 +58,9 @@ class EngineController : public QObject {
     // Member predictions of raw rows (features each); only the newest unserved request is
     // answered, with predictionReady(id, ...).
     void predict(uint64_t id, std::vector<float> rawRows);
-    // Writes <base>.safetensors, <base>.metrics.json and <base>.metrics.csv; exportFinished()
-    // tells the result.
-    void exportTo(const QString& basePath);
+    // Writes <base>.safetensors (or <base>.onnx, <base>.npz: `format`), <base>.metrics.json and
+    // <base>.metrics.csv; exportFinished() tells the result.
+    void exportTo(const QString& basePath, ExportFormat format = ExportFormat::Safetensors);
     // Writes a checkpoint of the current run to `path`; checkpointSaved() tells the result.
     void saveCheckpoint(const QString& path);
 

@@ -704,14 +704,15 @@ std::shared_ptr<const FirstConv> EngineWorker::firstConv() {
     return m_firstConv;
 }
 
-void EngineWorker::exportTo(const QString& basePath) {
+void EngineWorker::exportTo(const QString& basePath, ExportFormat format) {
     if (!m_trainer) {
         Q_EMIT exportFinished(false, QStringLiteral("There is no trained ensemble to export yet."),
                               {});
         return;
     }
     const std::string base = QFile::encodeName(basePath).toStdString();
-    const std::string weights = base + ".safetensors";
+    // exportEnsemble picks the format from the extension (io/export_formats.h).
+    const std::string weights = base + "." + exportFormatName(format);
     const std::string json = base + ".metrics.json";
     const std::string csv = base + ".metrics.csv";
     QStringList written;

@@ -27,6 +27,7 @@
 #include "controller/snapshot.h"
 #include "data/dataset.h"
 #include "io/checkpoint.h"
+#include "io/export_formats.h"
 #include "train/trainer.h"
 
 namespace ensemble::ui {
@@ -118,7 +119,8 @@ class EngineWorker : public QObject {
     void setEnabled(std::vector<uint8_t> enabled);
     // Coalesced: only the newest request is predicted (see EngineController::predict).
     void predictPending();
-    void exportTo(const QString& basePath);
+    // The weights go to <base>.safetensors, <base>.onnx or <base>.npz (`format`).
+    void exportTo(const QString& basePath, ExportFormat format = ExportFormat::Safetensors);
     // Writes a checkpoint of the run after its last finished step (io/checkpoint.h) with the
     // curves the window measured; checkpointSaved() tells the result.
     void saveCheckpoint(const QString& path);
