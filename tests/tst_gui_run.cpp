@@ -26,6 +26,7 @@
 #include "main_window.h"
 #include "panels/experiment_panel.h"
 #include "test_support.h"
+#include "action_reason.h"
 #include "train/trainer.h"
 
 using ensemble::test::makeWindow;
@@ -118,6 +119,8 @@ class TestGuiRun : public QObject {
     void twoDimensionalPresetPlaysUntilPaused();
     void liveLearningRateEditEqualsItsReplay();
     void restartKeyRaisesTheBanner();
+    void exportWaitsForATrainedStep();
+    void exportedConfigReplaysToItsWeights();
 };
 
 void TestGuiRun::initTestCase() {
@@ -269,6 +272,85 @@ void TestGuiRun::restartKeyRaisesTheBanner() {
     QVERIFY(w->controller()->currentRunId() != run);
     QVERIFY(banner->isHidden());
     QVERIFY(w->panel()->pendingKeys().isEmpty());
+}
+
+// Export at step 0 would write the seed's initial weights: disabled, saying why, until a step
+// is trained.
+void TestGuiRun::exportWaitsForATrainedStep() {
+    auto w = makeWindow();
+    w->loadExperiment(smallConfig(100), QString());
+    QVERIFY(waitFresh(*w));
+    QCoreApplication::processEvents();
+    QAction* exportAction = w->exportAction();
+    QVERIFY(!exportAction->isEnabled());
+    QCOMPARE(ensemble::ui::disabledReason(exportAction),
+             QStringLiteral("Export: train at least one step first"));
+    QVERIFY(exportAction->toolTip().contains(QStringLiteral("train at least one step first")));
+    QCOMPARE(exportAction->statusTip(), QStringLiteral("Export: train at least one step first"));
+    w->stepAction()->trigger();
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 1 && !s.running; }));
+    QCoreApplication::processEvents();
+    QVERIFY(exportAction->isEnabled());
+    QVERIFY(ensemble::ui::disabledReason(exportAction).isEmpty());
+    // Reset: a new run at step 0, disabled again.
+    w->resetAction()->trigger();
+    QVERIFY(waitFresh(*w));
+    QCoreApplication::processEvents();
+    QVERIFY(!exportAction->isEnabled());
+}
+
+// The export's stored config carries the steps actually trained (until paused, or paused
+// before Stop after), so the CLI replay of that config gives the exported weights.
+void TestGuiRun::exportedConfigReplaysToItsWeights() {
+    QTemporaryDir dir;
+    auto w = makeWindow();
+    nlohmann::json preset = nlohmann::json::parse(ensemble::presetText("spirals"));
+    preset["backend"]["kind"] = "cpu";
+    preset["backend"]["threads"] = 1;
+    preset["ensemble"]["members"] = 2;
+    preset["dataset"]["n"] = 300;
+    preset["training"]["steps"] = 30;
+    w->loadExperiment(preset, QStringLiteral("spirals"));
+    QVERIFY(w->panel()->untilPaused());
+    QVERIFY(waitFresh(*w));
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.untilPaused; }));
+    w->controller()->trainTo(47);  // past the preset's own 30 steps
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 47 && !s.running; }));
+    QSignalSpy done(w.get(), &MainWindow::exportFinished);
+    const QString base = dir.filePath(QStringLiteral("played"));
+    w->exportTo(base);
+    QVERIFY(done.wait(20000));
+    QVERIFY(done.at(0).at(0).toBool());
+    const ensemble::LoadedEnsemble e =
+        ensemble::importEnsemble((base + QStringLiteral(".safetensors")).toStdString());
+    QCOMPARE(e.step, int64_t{47});
+    QCOMPARE(e.config.json["training"]["steps"].get<int64_t>(), int64_t{47});
+    // The CLI replay of the stored config: the exported weights, bit for bit.
+    const QString config = dir.filePath(QStringLiteral("stored.json"));
+    {
+        QFile f(config);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(QByteArray::fromStdString(e.config.json.dump(2)));
+    }
+    const QString replayed = dir.filePath(QStringLiteral("replayed.safetensors"));
+    QProcess cli;
+    cli.start(ensemble::test::cliPath(),
+              {QStringLiteral("train"), QStringLiteral("--config"), config,
+               QStringLiteral("--export"), replayed, QStringLiteral("--quiet")});
+    QVERIFY(cli.waitForFinished(60000));
+    QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
+    QVERIFY(sameBits(e.params, ensemble::importEnsemble(replayed.toStdString()).params));
+
+    // A finite run paused before its Stop after: the same.
+    w->loadExperiment(smallConfig(200), QString());
+    QVERIFY(waitFresh(*w));
+    w->controller()->trainTo(23);
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 23 && !s.running; }));
+    const std::vector<float> paused = exportedParameters(*w, dir, "paused");
+    const ensemble::LoadedEnsemble p =
+        ensemble::importEnsemble(dir.filePath(QStringLiteral("paused.safetensors")).toStdString());
+    QCOMPARE(p.config.json["training"]["steps"].get<int64_t>(), int64_t{23});
+    QVERIFY(sameBits(paused, engineParameters(p.config.json, 23)));
 }
 
 QTEST_MAIN(TestGuiRun)
