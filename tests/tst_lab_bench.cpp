@@ -582,17 +582,17 @@ void TestLabBench::logAxesNeverGetZeroOrLess() {
         // A first point alone, then zero and negative losses, drawn on a linear axis ...
         curves.setSnapshot(snapshot({point(0, 0.0, {0.7, 0.0, -0.3})}, {0.5, 0.5, 0.5}));
         curves.grab();
-        curves.setSnapshot(snapshot({point(0, 0.0, {0.7, 0.0, -0.3}),
-                                     point(10, -0.5, {0.0, std::nan(""), 1e-30})},
-                                    {0.5, 0.5, 0.5}));
+        curves.setSnapshot(
+            snapshot({point(0, 0.0, {0.7, 0.0, -0.3}), point(10, -0.5, {0.0, std::nan(""), 1e-30})},
+                     {0.5, 0.5, 0.5}));
         curves.grab();
         // ... then the log scale over them, more points, and a reset (an empty history).
         curves.setLogScale(true);
         curves.grab();
-        curves.setSnapshot(snapshot({point(0, 0.0, {0.7, 0.0, -0.3}),
-                                     point(10, -0.5, {0.0, std::nan(""), 1e-30}),
-                                     point(20, 0.0, {0.0, 0.0, 0.0})},
-                                    {0.5, 0.5, 0.5}));
+        curves.setSnapshot(
+            snapshot({point(0, 0.0, {0.7, 0.0, -0.3}), point(10, -0.5, {0.0, std::nan(""), 1e-30}),
+                      point(20, 0.0, {0.0, 0.0, 0.0})},
+                     {0.5, 0.5, 0.5}));
         curves.grab();
         run = std::make_shared<RunInfo>(*run);
         run->runId = 8;  // a new run: the series rebuilt, empty
@@ -616,8 +616,7 @@ void TestLabBench::logAxesNeverGetZeroOrLess() {
         sweep.grab();
         sweep.setSnapshot(snapshot({point(0, 0.1, {0.1, 0.2, 0.3})}, {0.0, 0.5, 9.0}));
         sweep.grab();
-        sweep.setSnapshot(snapshot({point(0, 0.1, {0.1, 0.2, 0.3})},
-                                   {1e-3, std::nan(""), 9.0}));
+        sweep.setSnapshot(snapshot({point(0, 0.1, {0.1, 0.2, 0.3})}, {1e-3, std::nan(""), 9.0}));
         sweep.grab();
     }
     qInstallMessageHandler(previous);

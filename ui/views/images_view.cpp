@@ -623,13 +623,12 @@ void ImagesView::refresh() {
         if (s.hasEnsemble && s.run->testRows > 0) {
             // The ensemble's figure: live subset while training, every test image once stopped.
             const QString note = liveSubsetNote(*s.run, s.testRowsMeasured);
-            title += note.isEmpty()
-                         ? tr(" · ensemble accuracy %1 % on all %2 test images")
-                               .arg(100.0 * s.ensembleMetrics.accuracy, 0, 'f', 2)
-                               .arg(formatCount(s.run->testRows))
-                         : tr(" · ensemble accuracy %1 % (%2)")
-                               .arg(100.0 * s.ensembleMetrics.accuracy, 0, 'f', 2)
-                               .arg(note);
+            title += note.isEmpty() ? tr(" · ensemble accuracy %1 % on all %2 test images")
+                                          .arg(100.0 * s.ensembleMetrics.accuracy, 0, 'f', 2)
+                                          .arg(formatCount(s.run->testRows))
+                                    : tr(" · ensemble accuracy %1 % (%2)")
+                                          .arg(100.0 * s.ensembleMetrics.accuracy, 0, 'f', 2)
+                                          .arg(note);
         }
         m_title->setText(title);
         // Live: the drawing follows the training.
