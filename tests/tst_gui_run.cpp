@@ -163,6 +163,7 @@ class TestGuiRun : public QObject {
     void exportWaitsForATrainedStep();
     void exportedConfigReplaysToItsWeights();
     void stoppedRunShowsTheFiguresEvalGives();
+    void choosingAPresetShowsItsDataWithoutReset();
 };
 
 void TestGuiRun::initTestCase() {
@@ -463,6 +464,33 @@ void TestGuiRun::stoppedRunShowsTheFiguresEvalGives() {
         QCOMPARE(r["members"][k]["accuracy"].get<double>(),
                  s->memberMetrics[static_cast<std::size_t>(k)].accuracy);
     }
+}
+
+// Choosing a preset in the box loads that experiment at once: its data and untrained boundary
+// show without Reset, even over a trained run, and nothing trains until Train or Space.
+void TestGuiRun::choosingAPresetShowsItsDataWithoutReset() {
+    auto w = makeWindow();
+    w->loadExperiment(smallConfig(1000), QString());
+    QVERIFY(waitFresh(*w));
+    w->controller()->trainTo(15);
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 15 && !s.running; }));
+    const uint64_t before = w->controller()->currentRunId();
+    QComboBox* box = w->panel()->presetCombo();
+    const int moons = box->findData(QStringLiteral("moons"));
+    QVERIFY(moons >= 0);
+    // As a person picks it from the list (which emits activated); no Reset.
+    box->setCurrentIndex(moons);
+    Q_EMIT box->activated(moons);
+    QVERIFY(waitSnapshot(*w, [&](const auto& s) {
+        return s.run->runId != before && s.run->config.dataset.kind == "moons";
+    }));
+    const SnapshotPtr s = w->controller()->snapshot();
+    QCOMPARE(s->step, int64_t{0});
+    QVERIFY(s->hasGrid && s->run->train.rows > 0);  // its data, drawn untrained
+    QTest::qWait(200);
+    QVERIFY(!w->controller()->isRunning());
+    QCOMPARE(w->controller()->snapshot()->step, int64_t{0});
+    QVERIFY(w->findChild<QFrame*>(QStringLiteral("RestartBanner"))->isHidden());
 }
 
 QTEST_MAIN(TestGuiRun)

@@ -6,7 +6,9 @@
 #include <QAction>
 #include <QApplication>
 #include <QComboBox>
+#include <QDir>
 #include <QDockWidget>
+#include <QFile>
 #include <QLabel>
 #include <QLayout>
 #include <QLineEdit>
@@ -134,6 +136,7 @@ class TestLabBench : public QObject {
     void statusMessagesElideAndHelpListsShortcuts();
     void logAxesPrintNothing();
     void logAxesNeverGetZeroOrLess();
+    void readmeListsEveryShortcut();
 };
 
 void TestLabBench::initTestCase() {
@@ -622,6 +625,32 @@ void TestLabBench::logAxesNeverGetZeroOrLess() {
     qInstallMessageHandler(previous);
     const QStringList logs = g_messages.filter(QStringLiteral("Logarithm"));
     QVERIFY2(logs.isEmpty(), qPrintable(logs.join(QLatin1Char('\n'))));
+}
+
+// The README's key table (its GUI section) names every shortcut the window's actions have.
+void TestLabBench::readmeListsEveryShortcut() {
+    QFile readme(QDir(qEnvironmentVariable("ENSEMBLE_SOURCE_DIR")).filePath("README.md"));
+    QVERIFY2(readme.open(QIODevice::ReadOnly), qPrintable(readme.fileName()));
+    const QString text = QString::fromUtf8(readme.readAll());
+    const qsizetype from = text.indexOf(QStringLiteral("| Key |"), text.indexOf("**Keys**"));
+    QVERIFY(from >= 0);
+    const QString table = text.mid(from, text.indexOf(QStringLiteral("\n\n"), from + 10) - from);
+    auto w = makeWindow();
+    int checked = 0;
+    for (const QAction* a : w->findChildren<QAction*>()) {
+        if (a->shortcut().isEmpty()) {
+            continue;
+        }
+        QString keys = a->shortcut().toString(QKeySequence::PortableText);
+        // The view keys are one row, "Ctrl+1 … Ctrl+8".
+        if (keys.size() == 6 && keys.startsWith(QStringLiteral("Ctrl+")) && keys[5].isDigit()) {
+            keys = QStringLiteral("Ctrl+1 … Ctrl+8");
+        }
+        QVERIFY2(table.contains(QStringLiteral("| ") + keys + QStringLiteral(" |")),
+                 qPrintable(keys + QStringLiteral(" (") + a->text() + QStringLiteral(")")));
+        ++checked;
+    }
+    QVERIFY(checked >= 15);
 }
 
 QTEST_MAIN(TestLabBench)
