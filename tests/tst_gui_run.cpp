@@ -19,6 +19,7 @@
 #include <cstring>
 #include <memory>
 
+#include "action_reason.h"
 #include "backend/cpu/cpu_backend.h"
 #include "gui_test_support.h"
 #include "io/config.h"
@@ -101,6 +102,47 @@ QStringList shellWords(const QString& line) {
     return words;
 }
 
+QByteArray be32(uint32_t v) {
+    QByteArray s(4, '\0');
+    for (int i = 0; i < 4; ++i) {
+        s[i] = static_cast<char>((v >> (24 - 8 * i)) & 0xff);
+    }
+    return s;
+}
+
+// MNIST-shaped IDX files: `count` 28x28 images whose class c = i mod 10 is a bright bar at rows
+// 2c + 3 and 2c + 4 over faint noise. From row `noisyFrom` on, every third label is shifted
+// (wrong), so the first rows are easier than the rest: a figure measured on them alone differs
+// from the whole split's.
+bool writeIdx(const QString& folder, const char* images, const char* labels, uint32_t count,
+              uint32_t seed, uint32_t noisyFrom) {
+    QByteArray pix = be32(0x00000803) + be32(count) + be32(28) + be32(28);
+    QByteArray lab = be32(0x00000801) + be32(count);
+    uint32_t state = seed;
+    for (uint32_t i = 0; i < count; ++i) {
+        const int c = static_cast<int>(i % 10);
+        const int label = i >= noisyFrom && i % 3 == 0 ? (c + 1) % 10 : c;
+        lab.append(static_cast<char>(label));
+        for (int y = 0; y < 28; ++y) {
+            for (int x = 0; x < 28; ++x) {
+                state = state * 1664525u + 1013904223u;
+                int v = static_cast<int>(state >> 27);  // 0..31
+                if ((y == 2 * c + 3 || y == 2 * c + 4) && x >= 4 && x < 24) {
+                    v = 200 + v;
+                }
+                pix.append(static_cast<char>(v));
+            }
+        }
+    }
+    for (const auto& [name, data] : {std::pair{images, pix}, std::pair{labels, lab}}) {
+        QFile f(QDir(folder).filePath(QString::fromLatin1(name)));
+        if (!f.open(QIODevice::WriteOnly) || f.write(data) != data.size()) {
+            return false;
+        }
+    }
+    return true;
+}
+
 bool sameBits(const std::vector<float>& a, const std::vector<float>& b) {
     return !a.empty() && a.size() == b.size() &&
            std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
@@ -118,6 +160,10 @@ class TestGuiRun : public QObject {
     void twoDimensionalPresetPlaysUntilPaused();
     void liveLearningRateEditEqualsItsReplay();
     void restartKeyRaisesTheBanner();
+    void exportWaitsForATrainedStep();
+    void exportedConfigReplaysToItsWeights();
+    void stoppedRunShowsTheFiguresEvalGives();
+    void choosingAPresetShowsItsDataWithoutReset();
 };
 
 void TestGuiRun::initTestCase() {
@@ -269,6 +315,182 @@ void TestGuiRun::restartKeyRaisesTheBanner() {
     QVERIFY(w->controller()->currentRunId() != run);
     QVERIFY(banner->isHidden());
     QVERIFY(w->panel()->pendingKeys().isEmpty());
+}
+
+// Export at step 0 would write the seed's initial weights: disabled, saying why, until a step
+// is trained.
+void TestGuiRun::exportWaitsForATrainedStep() {
+    auto w = makeWindow();
+    w->loadExperiment(smallConfig(100), QString());
+    QVERIFY(waitFresh(*w));
+    QCoreApplication::processEvents();
+    QAction* exportAction = w->exportAction();
+    QVERIFY(!exportAction->isEnabled());
+    QCOMPARE(ensemble::ui::disabledReason(exportAction),
+             QStringLiteral("Export: train at least one step first"));
+    QVERIFY(exportAction->toolTip().contains(QStringLiteral("train at least one step first")));
+    QCOMPARE(exportAction->statusTip(), QStringLiteral("Export: train at least one step first"));
+    w->stepAction()->trigger();
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 1 && !s.running; }));
+    QCoreApplication::processEvents();
+    QVERIFY(exportAction->isEnabled());
+    QVERIFY(ensemble::ui::disabledReason(exportAction).isEmpty());
+    // Reset: a new run at step 0, disabled again.
+    w->resetAction()->trigger();
+    QVERIFY(waitFresh(*w));
+    QCoreApplication::processEvents();
+    QVERIFY(!exportAction->isEnabled());
+}
+
+// The export's stored config carries the steps actually trained (until paused, or paused
+// before Stop after), so the CLI replay of that config gives the exported weights.
+void TestGuiRun::exportedConfigReplaysToItsWeights() {
+    QTemporaryDir dir;
+    auto w = makeWindow();
+    nlohmann::json preset = nlohmann::json::parse(ensemble::presetText("spirals"));
+    preset["backend"]["kind"] = "cpu";
+    preset["backend"]["threads"] = 1;
+    preset["ensemble"]["members"] = 2;
+    preset["dataset"]["n"] = 300;
+    preset["training"]["steps"] = 30;
+    w->loadExperiment(preset, QStringLiteral("spirals"));
+    QVERIFY(w->panel()->untilPaused());
+    QVERIFY(waitFresh(*w));
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.untilPaused; }));
+    w->controller()->trainTo(47);  // past the preset's own 30 steps
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 47 && !s.running; }));
+    QSignalSpy done(w.get(), &MainWindow::exportFinished);
+    const QString base = dir.filePath(QStringLiteral("played"));
+    w->exportTo(base);
+    QVERIFY(done.wait(20000));
+    QVERIFY(done.at(0).at(0).toBool());
+    const ensemble::LoadedEnsemble e =
+        ensemble::importEnsemble((base + QStringLiteral(".safetensors")).toStdString());
+    QCOMPARE(e.step, int64_t{47});
+    QCOMPARE(e.config.json["training"]["steps"].get<int64_t>(), int64_t{47});
+    // The CLI replay of the stored config: the exported weights, bit for bit.
+    const QString config = dir.filePath(QStringLiteral("stored.json"));
+    {
+        QFile f(config);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(QByteArray::fromStdString(e.config.json.dump(2)));
+    }
+    const QString replayed = dir.filePath(QStringLiteral("replayed.safetensors"));
+    QProcess cli;
+    cli.start(ensemble::test::cliPath(),
+              {QStringLiteral("train"), QStringLiteral("--config"), config,
+               QStringLiteral("--export"), replayed, QStringLiteral("--quiet")});
+    QVERIFY(cli.waitForFinished(60000));
+    QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
+    QVERIFY(sameBits(e.params, ensemble::importEnsemble(replayed.toStdString()).params));
+
+    // A finite run paused before its Stop after: the same.
+    w->loadExperiment(smallConfig(200), QString());
+    QVERIFY(waitFresh(*w));
+    w->controller()->trainTo(23);
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 23 && !s.running; }));
+    const std::vector<float> paused = exportedParameters(*w, dir, "paused");
+    const ensemble::LoadedEnsemble p =
+        ensemble::importEnsemble(dir.filePath(QStringLiteral("paused.safetensors")).toStdString());
+    QCOMPARE(p.config.json["training"]["steps"].get<int64_t>(), int64_t{23});
+    QVERIFY(sameBits(paused, engineParameters(p.config.json, 23)));
+}
+
+// MNIST-shaped data with a test split larger than the live subset: while training the figures
+// come from the subset and say so; once the run stops they are the whole split's, equal to
+// what `ensemble-cli eval` reports for the exported weights.
+void TestGuiRun::stoppedRunShowsTheFiguresEvalGives() {
+    QTemporaryDir dir;
+    QVERIFY(
+        writeIdx(dir.path(), "train-images-idx3-ubyte", "train-labels-idx1-ubyte", 400, 1, 1000));
+    QVERIFY(writeIdx(dir.path(), "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte", 300, 2, 50));
+    nlohmann::json c = ensemble::loadConfigJson("mnist-mlp");
+    c["dataset"]["path"] = dir.path().toStdString();
+    c["model"]["hidden"] = {16};
+    c["ensemble"]["members"] = 3;
+    c["optimizer"]["lr"] = 0.01;
+    c["training"]["batch_size"] = 20;
+    c["training"]["epochs"] = 0;
+    c["training"]["steps"] = 1'000'000;
+    c["backend"]["kind"] = "cpu";
+    c["backend"]["threads"] = 1;
+    MainWindow::Options options;
+    options.useSettings = false;
+    options.tuning.maxEvalRows = 50;  // the live subset: the first 50 of 300 test images
+    MainWindow w(options);
+    w.resize(1200, 800);
+    w.show();
+    w.loadExperiment(c, QString());
+    QVERIFY(waitFresh(w));
+    auto* figures = w.findChild<QLabel*>(QStringLiteral("TestFigures"));
+    QVERIFY(figures != nullptr);
+    // While training: the subset, labelled.
+    w.trainAction()->trigger();
+    QVERIFY(waitSnapshot(w, [](const auto& s) { return s.running && s.step > 0; }));
+    QVERIFY(w.controller()->snapshot()->figuresOnSubset());
+    QVERIFY2(QTest::qWaitFor(
+                 [&] { return figures->text().contains(QStringLiteral("live: 50 test images")); }),
+             qPrintable(figures->text()));
+    w.trainAction()->trigger();  // pause
+    QVERIFY(waitSnapshot(w, [](const auto& s) { return !s.running; }));
+    QVERIFY(waitSnapshot(w, [](const auto& s) { return !s.running && !s.figuresOnSubset(); }));
+    const SnapshotPtr s = w.controller()->snapshot();
+    QCOMPARE(s->testRowsMeasured, int64_t{300});
+    QCOMPARE(s->run->evalTest.rows, int64_t{50});
+    QVERIFY(QTest::qWaitFor([&] { return !figures->text().contains(QStringLiteral("live")); }));
+    QVERIFY2(figures->text().startsWith(QStringLiteral("test accuracy ")),
+             qPrintable(figures->text()));
+    // The live subset's figure (the curves' last point) is not the whole split's.
+    QVERIFY(s->history.back()->ensembleTest.accuracy != s->ensembleMetrics.accuracy);
+
+    QSignalSpy done(&w, &MainWindow::exportFinished);
+    const QString base = dir.filePath(QStringLiteral("stopped"));
+    w.exportTo(base);
+    QVERIFY(done.wait(20000));
+    QVERIFY(done.at(0).at(0).toBool());
+    const QString report = dir.filePath(QStringLiteral("eval.json"));
+    QProcess cli;
+    cli.start(ensemble::test::cliPath(),
+              {QStringLiteral("eval"), QStringLiteral("--weights"),
+               base + QStringLiteral(".safetensors"), QStringLiteral("--report"), report});
+    QVERIFY(cli.waitForFinished(60000));
+    QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
+    QFile f(report);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const nlohmann::json r = nlohmann::json::parse(f.readAll().toStdString());
+    QCOMPARE(r["ensemble"]["accuracy"].get<double>(), s->ensembleMetrics.accuracy);
+    QVERIFY(std::abs(r["ensemble"]["nll"].get<double>() - s->ensembleMetrics.nll) <= 1e-6);
+    for (int k = 0; k < 3; ++k) {
+        QCOMPARE(r["members"][k]["accuracy"].get<double>(),
+                 s->memberMetrics[static_cast<std::size_t>(k)].accuracy);
+    }
+}
+
+// Choosing a preset in the box loads that experiment at once: its data and untrained boundary
+// show without Reset, even over a trained run, and nothing trains until Train or Space.
+void TestGuiRun::choosingAPresetShowsItsDataWithoutReset() {
+    auto w = makeWindow();
+    w->loadExperiment(smallConfig(1000), QString());
+    QVERIFY(waitFresh(*w));
+    w->controller()->trainTo(15);
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 15 && !s.running; }));
+    const uint64_t before = w->controller()->currentRunId();
+    QComboBox* box = w->panel()->presetCombo();
+    const int moons = box->findData(QStringLiteral("moons"));
+    QVERIFY(moons >= 0);
+    // As a person picks it from the list (which emits activated); no Reset.
+    box->setCurrentIndex(moons);
+    Q_EMIT box->activated(moons);
+    QVERIFY(waitSnapshot(*w, [&](const auto& s) {
+        return s.run->runId != before && s.run->config.dataset.kind == "moons";
+    }));
+    const SnapshotPtr s = w->controller()->snapshot();
+    QCOMPARE(s->step, int64_t{0});
+    QVERIFY(s->hasGrid && s->run->train.rows > 0);  // its data, drawn untrained
+    QTest::qWait(200);
+    QVERIFY(!w->controller()->isRunning());
+    QCOMPARE(w->controller()->snapshot()->step, int64_t{0});
+    QVERIFY(w->findChild<QFrame*>(QStringLiteral("RestartBanner"))->isHidden());
 }
 
 QTEST_MAIN(TestGuiRun)

@@ -6,7 +6,9 @@
 #include <QAction>
 #include <QApplication>
 #include <QComboBox>
+#include <QDir>
 #include <QDockWidget>
+#include <QFile>
 #include <QLabel>
 #include <QLayout>
 #include <QLineEdit>
@@ -34,6 +36,7 @@
 #include "views/boundary_view.h"
 #include "views/curves_view.h"
 #include "views/images_view.h"
+#include "views/sweep_view.h"
 #include "widgets/elided_label.h"
 
 using ensemble::test::makeWindow;
@@ -132,6 +135,8 @@ class TestLabBench : public QObject {
     void everyViewUsableAt900x600();
     void statusMessagesElideAndHelpListsShortcuts();
     void logAxesPrintNothing();
+    void logAxesNeverGetZeroOrLess();
+    void readmeListsEveryShortcut();
 };
 
 void TestLabBench::initTestCase() {
@@ -517,6 +522,135 @@ void TestLabBench::logAxesPrintNothing() {
     qInstallMessageHandler(previous);
     const QStringList logs = g_messages.filter(QStringLiteral("Logarithm"));
     QVERIFY2(logs.isEmpty(), qPrintable(logs.join(QLatin1Char('\n'))));
+}
+
+// The log axes' edge cases, fed to the views directly: a zero loss (a perfectly fitted split
+// rounds -log p to 0), a negative one (a Gaussian NLL), NaN, an empty history (a reset) and a
+// first point alone, with the log scale switched on while such points are already drawn. A
+// message handler fails the test on Qt Charts' warning; the charts are painted (grab) so the
+// points really go through the axes.
+void TestLabBench::logAxesNeverGetZeroOrLess() {
+    using ensemble::ui::HistoryPoint;
+    using ensemble::ui::RunInfo;
+    using ensemble::ui::Snapshot;
+    auto run = std::make_shared<RunInfo>();
+    run->runId = 7;
+    run->members = 3;
+    run->classes = 2;
+    run->trainRows = 100;
+    run->testRows = 40;
+    run->lr = {1e-4, 1e-2, 1.0};
+    run->momentum = {0.9, 0.9, 0.9};
+    run->weightDecay = {0.0, 0.0, 0.0};
+    auto point = [](int64_t step, double ensemble, std::vector<double> members) {
+        auto h = std::make_shared<HistoryPoint>();
+        h->step = step;
+        h->ensembleTrain = {ensemble, 1.0, 0.0};
+        h->ensembleTest = {ensemble, 1.0, 0.0};
+        for (double m : members) {
+            h->memberTrain.push_back({m, 1.0, 0.0});
+            h->memberTest.push_back({m, 1.0, 0.0});
+        }
+        return std::shared_ptr<const HistoryPoint>(std::move(h));
+    };
+    auto snapshot = [&](std::vector<std::shared_ptr<const HistoryPoint>> history,
+                        std::vector<double> nll) {
+        auto s = std::make_shared<Snapshot>();
+        s->run = run;
+        s->step = history.empty() ? 0 : history.back()->step;
+        s->history = std::move(history);
+        s->diverged = {0, 0, 0};
+        s->enabled = {1, 1, 1};
+        s->included = {1, 1, 1};
+        s->includedCount = 3;
+        s->hasEnsemble = true;
+        for (double v : nll) {
+            ensemble::ClassificationMetrics m;
+            m.nll = v;
+            m.accuracy = 0.5;
+            m.ece = 0.0;
+            s->memberMetrics.push_back(m);
+        }
+        s->ensembleMetrics = s->memberMetrics.front();
+        s->meanMember = s->memberMetrics.front();
+        return ensemble::ui::SnapshotPtr(std::move(s));
+    };
+    g_messages.clear();
+    const QtMessageHandler previous = qInstallMessageHandler(collect);
+    {
+        ensemble::ui::CurvesView curves;
+        curves.resize(700, 500);
+        curves.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&curves));
+        // A first point alone, then zero and negative losses, drawn on a linear axis ...
+        curves.setSnapshot(snapshot({point(0, 0.0, {0.7, 0.0, -0.3})}, {0.5, 0.5, 0.5}));
+        curves.grab();
+        curves.setSnapshot(
+            snapshot({point(0, 0.0, {0.7, 0.0, -0.3}), point(10, -0.5, {0.0, std::nan(""), 1e-30})},
+                     {0.5, 0.5, 0.5}));
+        curves.grab();
+        // ... then the log scale over them, more points, and a reset (an empty history).
+        curves.setLogScale(true);
+        curves.grab();
+        curves.setSnapshot(
+            snapshot({point(0, 0.0, {0.7, 0.0, -0.3}), point(10, -0.5, {0.0, std::nan(""), 1e-30}),
+                      point(20, 0.0, {0.0, 0.0, 0.0})},
+                     {0.5, 0.5, 0.5}));
+        curves.grab();
+        run = std::make_shared<RunInfo>(*run);
+        run->runId = 8;  // a new run: the series rebuilt, empty
+        curves.setSnapshot(snapshot({}, {0.5, 0.5, 0.5}));
+        curves.grab();
+        curves.setSnapshot(snapshot({point(0, 0.0, {0.0, 0.0, 0.0})}, {0.5, 0.5, 0.5}));
+        curves.grab();
+        curves.setLogScale(false);
+        curves.grab();
+        curves.setLogScale(true);
+        curves.grab();
+
+        // Sweep: a log learning-rate axis and a loss spanning orders of magnitude (log y), a
+        // zero and a diverged member's loss among them.
+        ensemble::ui::SweepView sweep;
+        sweep.resize(700, 500);
+        sweep.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&sweep));
+        sweep.setSnapshot(snapshot({point(0, 0.1, {0.1, 0.2, 0.3})}, {1e-3, 0.5, 9.0}));
+        QVERIFY(sweep.logAxis());
+        sweep.grab();
+        sweep.setSnapshot(snapshot({point(0, 0.1, {0.1, 0.2, 0.3})}, {0.0, 0.5, 9.0}));
+        sweep.grab();
+        sweep.setSnapshot(snapshot({point(0, 0.1, {0.1, 0.2, 0.3})}, {1e-3, std::nan(""), 9.0}));
+        sweep.grab();
+    }
+    qInstallMessageHandler(previous);
+    const QStringList logs = g_messages.filter(QStringLiteral("Logarithm"));
+    QVERIFY2(logs.isEmpty(), qPrintable(logs.join(QLatin1Char('\n'))));
+}
+
+// The README's key table (its GUI section) names every shortcut the window's actions have.
+void TestLabBench::readmeListsEveryShortcut() {
+    QFile readme(QDir(qEnvironmentVariable("ENSEMBLE_SOURCE_DIR")).filePath("README.md"));
+    QVERIFY2(readme.open(QIODevice::ReadOnly), qPrintable(readme.fileName()));
+    const QString text = QString::fromUtf8(readme.readAll());
+    const qsizetype from = text.indexOf(QStringLiteral("| Key |"), text.indexOf("**Keys**"));
+    QVERIFY(from >= 0);
+    const QString table = text.mid(from, text.indexOf(QStringLiteral("\n\n"), from + 10) - from);
+    auto w = makeWindow();
+    int checked = 0;
+    for (const QAction* a : w->findChildren<QAction*>()) {
+        if (a->shortcut().isEmpty()) {
+            continue;
+        }
+        QString keys = a->shortcut().toString(QKeySequence::PortableText);
+        // The view keys are one row, "Ctrl+1 … Ctrl+8".
+        if (keys.size() == 6 && keys.startsWith(QStringLiteral("Ctrl+")) && keys[5].isDigit()) {
+            keys = QStringLiteral("Ctrl+1 … Ctrl+8");
+        }
+        QVERIFY2(table.contains(QStringLiteral("| ") + keys + QStringLiteral(" |")),
+                 qPrintable(keys + QStringLiteral(" (") + a->text() + QStringLiteral(")")));
+        ++checked;
+    }
+    QVERIFY(checked >= 15);
 }
 
 QTEST_MAIN(TestLabBench)

@@ -435,7 +435,10 @@ void MainWindow::buildActions() {
     m_rateLabel = new QLabel;
     m_memberRateLabel = new QLabel;
     m_backendLabel = new QLabel;
-    for (QLabel* l : {m_stepLabel, m_epochLabel, m_rateLabel, m_memberRateLabel, m_backendLabel}) {
+    m_figuresLabel = new QLabel;
+    m_figuresLabel->setObjectName(QStringLiteral("TestFigures"));
+    for (QLabel* l : {m_figuresLabel, m_stepLabel, m_epochLabel, m_rateLabel, m_memberRateLabel,
+                      m_backendLabel}) {
         l->setContentsMargins(8, 0, 8, 0);
         statusBar()->addPermanentWidget(l);
     }
@@ -1067,7 +1070,9 @@ void MainWindow::updateActions() {
         m_step, !running && valid && s && !finished,
         running ? tr("pause first (Space)") : (!valid ? fixFields : (!s ? noRun : atLimit)));
     setActionEnabled(m_reset, valid, fixFields);
-    setActionEnabled(m_export, s != nullptr, noRun);
+    // An untrained ensemble is its seed's initial weights: nothing to export yet.
+    setActionEnabled(m_export, s != nullptr && s->step > 0,
+                     !s ? noRun : tr("train at least one step first"));
     setActionEnabled(m_saveCheckpoint, s != nullptr, noRun);
 }
 
@@ -1075,7 +1080,8 @@ void MainWindow::updateStatus() {
     const SnapshotPtr s = m_controller->snapshot();
     if (!s) {
         m_stepLabel->setText(tr("no run"));
-        for (QLabel* l : {m_epochLabel, m_rateLabel, m_memberRateLabel, m_backendLabel}) {
+        for (QLabel* l :
+             {m_figuresLabel, m_epochLabel, m_rateLabel, m_memberRateLabel, m_backendLabel}) {
             l->clear();
         }
         m_progress->setValue(0);
@@ -1094,6 +1100,24 @@ void MainWindow::updateStatus() {
     }
     m_backendLabel->setText(str(run.backendName));
     m_backendLabel->setToolTip(str(run.notice));
+    // The ensemble's test figure: on the live subset while training (said so), on the whole
+    // test split once the run stops (what eval and the export's report give).
+    if (run.testRows > 0 && s->hasEnsemble && !run.regression) {
+        const QString note = liveSubsetNote(run, s->testRowsMeasured);
+        m_figuresLabel->setText(
+            tr("test accuracy %1 %%2")
+                .arg(100.0 * s->ensembleMetrics.accuracy, 0, 'f', 2)
+                .arg(note.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(note)));
+        m_figuresLabel->setToolTip(
+            note.isEmpty()
+                ? tr("The ensemble's accuracy on all %1 test images").arg(formatCount(run.testRows))
+                : tr("Measured live on the first %1 of the %2 test images; the whole test split "
+                     "is evaluated when the run stops")
+                      .arg(formatCount(s->testRowsMeasured), formatCount(run.testRows)));
+    } else {
+        m_figuresLabel->clear();
+        m_figuresLabel->setToolTip(QString());
+    }
     m_progress->setMaximum(1000);
     m_progress->setValue(
         s->untilPaused || s->totalSteps <= 0

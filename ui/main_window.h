@@ -207,6 +207,7 @@ class MainWindow : public QMainWindow {
     QLabel* m_rateLabel = nullptr;
     QLabel* m_memberRateLabel = nullptr;
     QLabel* m_backendLabel = nullptr;
+    QLabel* m_figuresLabel = nullptr;  // the ensemble's test accuracy, live subset labelled
     QProgressBar* m_progress = nullptr;
 };
 

@@ -12,6 +12,7 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QImage>
+#include <QPainter>
 #include <QSaveFile>
 #include <QStyleFactory>
 #include <QTimer>
@@ -34,6 +35,49 @@ using ensemble::ui::MainWindow;
 using ensemble::ui::SnapshotPtr;
 
 namespace {
+
+// The Boundary view's hover read-out at (fx, fy) of its plot, drawn into `image` (a grab of
+// the window) where the pointer's tooltip would be: a tooltip is a window of its own, which a
+// grab of the main window does not hold.
+void drawHoverReadout(MainWindow& window, const QString& where, QImage& image) {
+    const QStringList f = where.split(QLatin1Char(','));
+    ensemble::ui::BoundaryCanvas* canvas = window.boundaryView()->canvas();
+    if (f.size() != 2 || !canvas->isVisible()) {
+        return;
+    }
+    const QRectF plot = canvas->plotRect();
+    const QPointF pos(plot.left() + f[0].toDouble() * plot.width(),
+                      plot.top() + f[1].toDouble() * plot.height());
+    const QString text = canvas->readout(pos);
+    if (text.isEmpty()) {
+        return;
+    }
+    const QPointF at = canvas->mapTo(&window, pos.toPoint());
+    const double scale = image.devicePixelRatio();
+    QPainter p(&image);
+    p.scale(scale, scale);
+    p.setRenderHint(QPainter::Antialiasing);
+    // The pointer: a small crosshair.
+    p.setPen(QPen(Qt::black, 1.5));
+    p.drawLine(at + QPointF(-7, 0), at + QPointF(7, 0));
+    p.drawLine(at + QPointF(0, -7), at + QPointF(0, 7));
+    QFont font = window.font();
+    p.setFont(font);
+    const QRectF bounds =
+        p.boundingRect(QRectF(0, 0, 1000, 1000), Qt::AlignLeft | Qt::AlignTop, text);
+    QRectF box(at + QPointF(14, 14), bounds.size() + QSizeF(12, 8));
+    if (box.right() > window.width()) {
+        box.moveRight(at.x() - 14);
+    }
+    if (box.bottom() > window.height()) {
+        box.moveBottom(at.y() - 14);
+    }
+    p.setPen(QPen(QColor(120, 120, 120), 1));
+    p.setBrush(QColor(255, 255, 225));
+    p.drawRect(box);
+    p.setPen(Qt::black);
+    p.drawText(box.adjusted(6, 4, -6, -4), Qt::AlignLeft | Qt::AlignTop, text);
+}
 
 // Draws a "7" on the canvas of the view shown, Images or Filters (for screenshots of the live
 // prediction and of the feature maps).
@@ -96,8 +140,13 @@ int main(int argc, char** argv) {
         QStringLiteral("weights"),
         QStringLiteral("Open a trained ensemble (export or checkpoint) instead of training one."),
         QStringLiteral("W.safetensors"));
+    const QCommandLineOption hoverOption(
+        QStringLiteral("hover"),
+        QStringLiteral("Boundary: show the pointer's read-out at this point of the plot, as "
+                       "fractions of its width and height from the top left (e.g. 0.3,0.4)."),
+        QStringLiteral("FX,FY"));
     parser.addOptions({configOption, setOption, stepsOption, viewOption, shotOption, digitOption,
-                       memberOption, quantityOption, sizeOption, weightsOption});
+                       memberOption, quantityOption, sizeOption, weightsOption, hoverOption});
     parser.addPositionalArgument(
         QStringLiteral("file"),
         QStringLiteral("An experiment (.json) or a trained ensemble (.safetensors) to open."),
@@ -231,7 +280,10 @@ int main(int argc, char** argv) {
         // Let the views draw what they were given (charts lay out on the next event loops).
         QTimer::singleShot(600, &window, [&] {
             QSaveFile out(screenshot);
-            const QImage image = window.grab().toImage();
+            QImage image = window.grab().toImage();
+            if (parser.isSet(hoverOption)) {
+                drawHoverReadout(window, parser.value(hoverOption), image);
+            }
             if (!out.open(QIODevice::WriteOnly) || !image.save(&out, "PNG") || !out.commit()) {
                 std::fprintf(stderr, "ensemble-lab: cannot write %s: %s\n", qPrintable(screenshot),
                              qPrintable(out.errorString()));

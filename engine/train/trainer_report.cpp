@@ -64,6 +64,15 @@ TrainerReport trainerReport(Trainer& trainer, const std::vector<uint8_t>& switch
     return out;
 }
 
+nlohmann::json configAsTrained(const Trainer& trainer) {
+    nlohmann::json json = trainer.config().json;
+    if (trainer.config().totalSteps(trainer.data().train.rows) != trainer.step()) {
+        json["training"]["steps"] = trainer.step();
+        json["training"]["epochs"] = 0;
+    }
+    return json;
+}
+
 GridEvaluation evaluateGrid(Trainer& trainer, const GridBounds& bounds, int size,
                             const std::vector<uint8_t>& include) {
     const std::vector<uint8_t> chosen = include.empty() ? trainer.included() : include;

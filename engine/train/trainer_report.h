@@ -32,6 +32,12 @@ struct TrainerReport {
 TrainerReport trainerReport(Trainer& trainer, const std::vector<uint8_t>& switchedOn = {},
                             EvaluationOptions options = {});
 
+// The trainer's config as it trained: training.steps set to the steps trained (and
+// training.epochs to 0) when they differ from the configured length (the app's until paused,
+// a run paused early or continued), live edits in training.schedule. What the app's export
+// stores, so the CLI replay of it gives the exported weights.
+nlohmann::json configAsTrained(const Trainer& trainer);
+
 // The trainer's current ensemble on `bounds`, the members with include[k] != 0 (empty: the
 // trainer's non-diverged ones). Where the backend computes the per-point measures itself
 // (Backend::measuresUncertainty, the CUDA backend) only its results are transferred; else the

@@ -166,6 +166,8 @@ void EngineWorker::build(const nlohmann::json& config, std::shared_ptr<const Dat
         // Free the old run first: two MNIST-sized runs need not fit in memory together.
         m_trainer.reset();
         m_cacheValid = false;
+        m_fullTestPredictions = MemberPredictions{};
+        m_fullTestStep = -1;
         m_firstConv.reset();
         if (data) {
             BackendChoice choice = makeBackend(parsed);
@@ -559,6 +561,7 @@ SnapshotPtr EngineWorker::buildSnapshot() {
     s->meanLoss = active > 0 ? loss / active : std::nan("");
     s->history = m_history;
     s->firstConv = firstConv();
+    s->testRowsMeasured = m_run->evalTest.rows;
 
     const auto t0 = Clock::now();
     refreshPredictions();
@@ -580,18 +583,22 @@ SnapshotPtr EngineWorker::buildSnapshot() {
     }
     const auto t3 = Clock::now();
     measureTest(*s, m_testPredictions, m_run->evalTest.y);
+    const MemberPredictions& figures = measureStoppedFigures(*s);
+    const std::vector<int32_t>& figureLabels =
+        figures.rows == m_run->evalTest.rows ? m_run->evalTest.y : m_trainer->data().test.y;
     // The size curve costs O(K'^2): while training, re-measure it only within its budget.
     const auto now = Clock::now();
     const bool stale = m_sizeCurveRun != m_run->runId || m_sizeCurveIncluded != s->included ||
-                       m_sizeCurveStep != s->step;
+                       m_sizeCurveStep != s->step || m_sizeCurveRows != figures.rows;
     const double due =
         std::max(m_tuning.sizeCurveMinSeconds, m_sizeCurveSeconds / m_tuning.sizeCurveBudget);
     m_sizeCurveCostOfLastBuild = 0.0;
     if (stale && (!m_running || m_sizeCurveRun != m_run->runId ||
                   m_sizeCurveIncluded != s->included || seconds(now - m_sizeCurveTime) >= due)) {
-        measureSizeCurve(*s, m_testPredictions, m_run->evalTest.y, m_run->config.ensemble.seed);
+        measureSizeCurve(*s, figures, figureLabels, m_run->config.ensemble.seed);
         m_sizeCurve = s->sizeCurve;
         m_sizeCurveStep = s->step;
+        m_sizeCurveRows = figures.rows;
         m_sizeCurveIncluded = s->included;
         m_sizeCurveRun = m_run->runId;
         m_sizeCurveTime = Clock::now();
@@ -608,6 +615,33 @@ SnapshotPtr EngineWorker::buildSnapshot() {
                seconds(t4 - t3) * 1e3);
     }
     return s;
+}
+
+const MemberPredictions& EngineWorker::measureStoppedFigures(Snapshot& s) {
+    const Dataset& test = m_trainer->data().test;
+    if (m_running || m_run->evalTest.rows >= test.rows) {
+        return m_testPredictions;
+    }
+    if (m_fullTestRun != m_run->runId || m_fullTestStep != s.step) {
+        m_fullTestPredictions = m_trainer->predictTest();
+        m_fullTestStep = s.step;
+        m_fullTestRun = m_run->runId;
+    }
+    // Measured as the live figures are, on every row; the per-row parts (test, memberPredicted)
+    // stay those of the live rows, which the image grid shows.
+    Snapshot whole;
+    whole.run = s.run;
+    whole.included = s.included;
+    whole.includedCount = s.includedCount;
+    whole.hasEnsemble = s.hasEnsemble;
+    measureTest(whole, m_fullTestPredictions, test.y);
+    s.memberMetrics = std::move(whole.memberMetrics);
+    s.meanMember = whole.meanMember;
+    s.ensembleMetrics = whole.ensembleMetrics;
+    s.reliability = std::move(whole.reliability);
+    s.confusion = std::move(whole.confusion);
+    s.testRowsMeasured = test.rows;
+    return m_fullTestPredictions;
 }
 
 void EngineWorker::buildRegression(Snapshot& s) {
@@ -720,7 +754,9 @@ void EngineWorker::exportTo(const QString& basePath, ExportFormat format) {
         // The engine's report (the same as `ensemble-cli train --metrics`) of the ensemble as
         // the app shows it: the switched-on members only.
         const TrainerReport metrics = trainerReport(*m_trainer, m_enabled);
-        exportEnsemble(weights, *m_trainer, metrics.json);
+        // The config with the steps trained, so the CLI replay of it gives these weights.
+        exportEnsemble(weights, *m_trainer, metrics.json,
+                       {{"config", configAsTrained(*m_trainer).dump()}});
         written << QString::fromStdString(weights);
         writeFileAtomic(json, metrics.json.dump(2) + "\n");
         written << QString::fromStdString(json);

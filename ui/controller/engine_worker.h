@@ -165,6 +165,10 @@ class EngineWorker : public QObject {
     // The regression part of a snapshot (curve, grid maps, test report).
     void buildRegression(Snapshot& s);
     void refreshPredictions();
+    // A stopped run whose live subset is smaller than the test split: the figures of `s`
+    // (members', ensemble, reliability, confusion) measured on the whole split instead.
+    // Returns the predictions they were measured on (the live ones when nothing changed).
+    const MemberPredictions& measureStoppedFigures(Snapshot& s);
     std::vector<uint8_t> included() const;
     // The first conv layer at the current step (null for an MLP), copied once per step.
     std::shared_ptr<const FirstConv> firstConv();
@@ -196,6 +200,11 @@ class EngineWorker : public QObject {
     MemberPredictions m_gridPredictions;
     MemberPredictions m_testPredictions;
     MemberPredictions m_curvePredictions;  // 1-D regression: at RunInfo::curveX
+    // The whole test split at m_fullTestStep, when the live subset is smaller (a stopped run's
+    // figures are measured on it, as eval measures them).
+    MemberPredictions m_fullTestPredictions;
+    int64_t m_fullTestStep = -1;
+    uint64_t m_fullTestRun = 0;
 
     // Throughput over the last second of training.
     Clock::time_point m_windowStart;
@@ -216,6 +225,7 @@ class EngineWorker : public QObject {
     std::vector<SizeCurvePoint> m_sizeCurve;
     int64_t m_sizeCurveStep = -1;
     std::vector<uint8_t> m_sizeCurveIncluded;
+    int64_t m_sizeCurveRows = 0;  // test rows it was measured on
     uint64_t m_sizeCurveRun = 0;  // RunInfo::runId (addresses can repeat)
     Clock::time_point m_sizeCurveTime;
     double m_sizeCurveSeconds = 0.0;

@@ -124,7 +124,14 @@ struct Snapshot {
     // Learning curves up to this step (shared, immutable points).
     std::vector<std::shared_ptr<const HistoryPoint>> history;
 
-    // The evaluated test rows at this step (run->evalTest), for the included members.
+    // The evaluated test rows at this step (run->evalTest), for the included members: `test`
+    // and `memberPredicted` per row. The figures (memberMetrics, meanMember, ensembleMetrics,
+    // reliability, confusion, sizeCurve) are measured on `testRowsMeasured` rows: the live
+    // subset (run->evalTest) while training, the whole test split once the run stops, so a
+    // stopped run shows the figures `ensemble-cli eval` and the export's report give.
+    int64_t testRowsMeasured = 0;
+    // Whether the figures come from the live subset only (fewer rows than the test split).
+    bool figuresOnSubset() const { return run && testRowsMeasured < run->testRows; }
     bool hasEnsemble = false;  // false when no member is included
     PointStatistics test;
     std::vector<ClassificationMetrics> memberMetrics;  // per member
@@ -160,5 +167,9 @@ struct Snapshot {
 };
 
 using SnapshotPtr = std::shared_ptr<const Snapshot>;
+
+// "live: 2,000 test images" when `rows` is fewer than the run's test rows, else empty: the
+// label of every figure measured on the live subset.
+QString liveSubsetNote(const RunInfo& run, int64_t rows);
 
 }  // namespace ensemble::ui

@@ -1,13 +1,23 @@
 #include "controller/snapshot_builder.h"
 
+#include <QCoreApplication>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "render/colormap.h"
 #include "render/contour.h"
+#include "render/plot_helpers.h"
 
 namespace ensemble::ui {
+
+QString liveSubsetNote(const RunInfo& run, int64_t rows) {
+    if (rows >= run.testRows) {
+        return {};
+    }
+    return QCoreApplication::translate("Snapshot", "live: %1 test images").arg(formatCount(rows));
+}
 
 QString quantityLabel(HeatQuantity quantity) {
     switch (quantity) {

@@ -731,11 +731,22 @@ void BoundaryView::updateCaption() {
                          formatValue(h.ensembleTest.loss), formatValue(h.ensembleTest.rmse));
     } else if (!s.history.empty()) {
         const HistoryPoint& h = *s.history.back();
-        text += tr("<br>train loss %1, acc %2% · test loss %3, acc %4%")
+        // The curves' test figures come from the live subset; a stopped run has them on the
+        // whole test split.
+        QString note = liveSubsetNote(*s.run, s.run->evalTest.rows);
+        double testLoss = h.ensembleTest.loss;
+        double testAccuracy = h.ensembleTest.accuracy;
+        if (!note.isEmpty() && !s.figuresOnSubset() && s.hasEnsemble) {
+            testLoss = s.ensembleMetrics.nll;
+            testAccuracy = s.ensembleMetrics.accuracy;
+            note.clear();
+        }
+        text += tr("<br>train loss %1, acc %2% · test loss %3, acc %4%%5")
                     .arg(h.ensembleTrain.loss, 0, 'f', 3)
                     .arg(100.0 * h.ensembleTrain.accuracy, 0, 'f', 1)
-                    .arg(h.ensembleTest.loss, 0, 'f', 3)
-                    .arg(100.0 * h.ensembleTest.accuracy, 0, 'f', 1);
+                    .arg(testLoss, 0, 'f', 3)
+                    .arg(100.0 * testAccuracy, 0, 'f', 1)
+                    .arg(note.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(note));
     }
     const int k = m_canvas->selectedMember();
     if (k >= 0 && k < s.run->members) {

@@ -316,8 +316,10 @@ void CalibrationView::refresh() {
         refreshRegression();
         return;
     }
-    m_table->setHorizontalHeaderLabels(
-        {tr("model"), tr("accuracy"), tr("NLL"), tr("Brier"), tr("ECE")});
+    // Figures on the live subset (while training) say so; a stopped run has every test row.
+    const QString note = liveSubsetNote(*s.run, s.testRowsMeasured);
+    m_table->setHorizontalHeaderLabels({note.isEmpty() ? tr("model") : tr("model (%1)").arg(note),
+                                        tr("accuracy"), tr("NLL"), tr("Brier"), tr("ECE")});
     const int members = s.run->members;
     m_table->setRowCount(members + 2);
     auto setRow = [this](int row, const QString& name, const ClassificationMetrics& m, bool bold,

@@ -29,6 +29,8 @@ namespace {
 // More lines than this are unreadable and slow Qt Charts down; larger ensembles show an evenly
 // spaced subset of their members.
 constexpr int kMaxMemberLines = 48;
+// The lowest loss the log axis shows: a loss at or below zero is drawn here.
+constexpr double kLogFloor = 1e-6;
 
 QColor memberColor(const RunInfo& run, int k) {
     // Members coloured by their learning rate along viridis (log scale), so a sweep reads at a
@@ -176,6 +178,13 @@ void CurvesView::setLogScale(bool log) {
     }
     m_log = log;
     m_logBox->setChecked(log);
+    // The points drawn were made for the other scale (a zero or negative loss on a linear
+    // axis): empty the series before a log axis sees them; refresh() fills them again.
+    for (QAbstractSeries* series : m_loss.chart->series()) {
+        if (auto* xy = qobject_cast<QXYSeries*>(series)) {
+            xy->clear();
+        }
+    }
     setYAxis(m_loss, log);
     m_pointsShown = 0;
     refresh();
@@ -230,10 +239,13 @@ void CurvesView::rebuild() {
         m_accuracy.chart->setTitle(tr("Accuracy"));
     }
     const QString secondName = run.regression ? tr("RMSE") : tr("accuracy");
+    // Test curves measured on the live subset say so.
+    const QString note = liveSubsetNote(run, run.evalTest.rows);
     m_legend->setText(
-        tr("<b>bold</b>: ensemble (solid test, dashed train) · thin: %1, coloured by lr")
+        tr("<b>bold</b>: ensemble (solid test, dashed train) · thin: %1, coloured by lr%2")
             .arg(lines == run.members ? tr("every member")
-                                      : tr("%1 of the %2 members").arg(lines).arg(run.members)));
+                                      : tr("%1 of the %2 members").arg(lines).arg(run.members))
+            .arg(note.isEmpty() ? QString() : QStringLiteral(" · test: %1").arg(note)));
     for (Chart* c : {&m_loss, &m_accuracy}) {
         c->chart->removeAllSeries();
         c->members.clear();
@@ -311,7 +323,10 @@ void CurvesView::refresh() {
     m_pointsShown = history.size();
     const RunInfo& run = *m_snapshot->run;
     const bool log = m_log;
-    auto valid = [log](double v) { return std::isfinite(v) && (!log || v > 0); };
+    // On the log axis a loss at or below zero (-log p rounds to 0 on a fitted split; a
+    // Gaussian NLL can be negative) sits at the floor: Qt Charts cannot place it.
+    auto valid = [](double v) { return std::isfinite(v); };
+    auto shown = [log](double v) { return log ? std::max(v, kLogFloor) : v; };
     double lossLo = std::numeric_limits<double>::infinity();
     double lossHi = -lossLo;
     double accLo = std::numeric_limits<double>::infinity();
@@ -331,8 +346,8 @@ void CurvesView::refresh() {
             const auto& m = (m_memberSplit == 2 ? h->memberTrain : h->memberTest);
             const SplitMetrics& v = m[static_cast<std::size_t>(k)];
             if (valid(v.loss)) {
-                loss.append(QPointF(static_cast<double>(h->step), v.loss));
-                track(v.loss, lossLo, lossHi);
+                loss.append(QPointF(static_cast<double>(h->step), shown(v.loss)));
+                track(shown(v.loss), lossLo, lossHi);
             }
             if (std::isfinite(second(v))) {
                 acc.append(QPointF(static_cast<double>(h->step), second(v)));
@@ -349,12 +364,12 @@ void CurvesView::refresh() {
     for (const auto& h : history) {
         const double x = static_cast<double>(h->step);
         if (valid(h->ensembleTrain.loss)) {
-            trainLoss.append(QPointF(x, h->ensembleTrain.loss));
-            track(h->ensembleTrain.loss, lossLo, lossHi);
+            trainLoss.append(QPointF(x, shown(h->ensembleTrain.loss)));
+            track(shown(h->ensembleTrain.loss), lossLo, lossHi);
         }
         if (valid(h->ensembleTest.loss) && run.testRows > 0) {
-            testLoss.append(QPointF(x, h->ensembleTest.loss));
-            track(h->ensembleTest.loss, lossLo, lossHi);
+            testLoss.append(QPointF(x, shown(h->ensembleTest.loss)));
+            track(shown(h->ensembleTest.loss), lossLo, lossHi);
         }
         if (std::isfinite(second(h->ensembleTrain))) {
             trainAcc.append(QPointF(x, second(h->ensembleTrain)));

@@ -615,10 +615,22 @@ void ImagesView::refresh() {
     m_uncertain->setSnapshot(m_snapshot);
     m_confusion->setSnapshot(m_snapshot);
     if (m_snapshot && m_snapshot->run->isImage) {
-        m_title->setText(tr("The %1 test images with the most epistemic uncertainty (of %2 "
-                            "evaluated)")
-                             .arg(m_uncertain->shownRows().size())
-                             .arg(formatCount(m_snapshot->run->evalTest.rows)));
+        const Snapshot& s = *m_snapshot;
+        QString title = tr("The %1 test images with the most epistemic uncertainty (of %2 "
+                           "evaluated)")
+                            .arg(m_uncertain->shownRows().size())
+                            .arg(formatCount(s.run->evalTest.rows));
+        if (s.hasEnsemble && s.run->testRows > 0) {
+            // The ensemble's figure: live subset while training, every test image once stopped.
+            const QString note = liveSubsetNote(*s.run, s.testRowsMeasured);
+            title += note.isEmpty() ? tr(" · ensemble accuracy %1 % on all %2 test images")
+                                          .arg(100.0 * s.ensembleMetrics.accuracy, 0, 'f', 2)
+                                          .arg(formatCount(s.run->testRows))
+                                    : tr(" · ensemble accuracy %1 % (%2)")
+                                          .arg(100.0 * s.ensembleMetrics.accuracy, 0, 'f', 2)
+                                          .arg(note);
+        }
+        m_title->setText(title);
         // Live: the drawing follows the training.
         if (!m_canvas->isEmpty() && m_snapshot->step != m_predictedAtStep &&
             !m_throttle.isActive()) {
