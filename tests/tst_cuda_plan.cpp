@@ -201,9 +201,9 @@ class HostExecutor {
     // CNN members (conv_program.h / conv_elements.h).
     void im2col(const SpatialGeometry& g, const float* in, int64_t inExamples, int64_t examples,
                 float* cols) {
-        const int64_t n = examples * g.outH * g.outW * g.inC * g.kernel * g.kernel;
-        for (int64_t i = 0; i < n; ++i) {
-            im2colElement(i, g, in, cols, inExamples);
+        const int64_t n = examples * g.outH * g.outW * g.inC;
+        for (int64_t t = 0; t < n; ++t) {
+            im2colPatchElement(t, g, in, cols, inExamples);
         }
     }
     void col2im(const SpatialGeometry& g, const float* dCols, int64_t examples, float* dIn) {
@@ -218,7 +218,7 @@ class HostExecutor {
     }
     void poolBackward(const SpatialGeometry& g, const float* in, const float* dOut,
                       int64_t examples, float* dIn) {
-        for (int64_t i = 0; i < examples * g.inC * g.inH * g.inW; ++i) {
+        for (int64_t i = 0; i < examples * g.outC * g.outH * g.outW; ++i) {
             poolBackwardElement(i, g, in, dOut, dIn);
         }
     }

@@ -35,34 +35,35 @@ struct SpatialGeometry {
     bool maxPool = false;
 };
 
-// im2col: element i of cols [G][B Ho Wo][C k k] (row-major; column (c k + ky) k + kx, PyTorch's
-// weight order) is in[g b][oy s + ky - padTop][ox s + kx - padLeft][c], zero outside the image.
+// im2col, one (row, channel) per call: t = row C + c writes the k k entries of channel c in row
+// `row` of cols [G][B Ho Wo][C k k] (row-major; column (c k + ky) k + kx, PyTorch's weight
+// order): in[e][oy s + ky - padTop][ox s + kx - padLeft][c], zero outside the image. One call
+// per k k entries keeps the index arithmetic (integer division is slow on a GPU) off the
+// per-entry path; adjacent calls (adjacent c) read adjacent channels and write adjacent runs.
 //
-// `inExamples`: the images `in` holds; cols may hold several copies of them (example e of
-// cols reads image e % inExamples), so every member gets its own columns of a shared batch.
+// `inExamples`: the images `in` holds; cols may hold several copies of them (row example e
+// reads image e % inExamples), so every member gets its own columns of a shared batch.
 template <class I>
-ENSEMBLE_HD inline void im2colElement(I i, const SpatialGeometry& g, const float* in, float* cols,
-                                      I inExamples) {
-    const I kk = static_cast<I>(g.kernel) * g.kernel;
-    const I width = g.inC * kk;
-    const I row = i / width;
-    const I j = i - row * width;
-    const int c = static_cast<int>(j / kk);
-    const I rest = j - c * kk;
-    const int ky = static_cast<int>(rest / g.kernel);
-    const int kx = static_cast<int>(rest - ky * g.kernel);
+ENSEMBLE_HD inline void im2colPatchElement(I t, const SpatialGeometry& g, const float* in,
+                                           float* cols, I inExamples) {
+    const I row = t / g.inC;
+    const int c = static_cast<int>(t - row * g.inC);
     const I rowInImage = row / g.outW;
     const int ox = static_cast<int>(row - rowInImage * g.outW);
     const I image = rowInImage / g.outH;
     const int oy = static_cast<int>(rowInImage - image * g.outH);
     const I example = image % inExamples;
-    const int iy = oy * g.stride + ky - g.padTop;
-    const int ix = ox * g.stride + kx - g.padLeft;
-    float v = 0.0f;
-    if (iy >= 0 && iy < g.inH && ix >= 0 && ix < g.inW) {
-        v = in[((example * g.inH + iy) * g.inW + ix) * g.inC + c];
+    const int k = g.kernel;
+    float* dst = cols + t * (k * k);  // row (C k k) + c (k k)
+    const float* src = in + example * g.inH * g.inW * g.inC + c;
+    for (int ky = 0; ky < k; ++ky) {
+        const int iy = oy * g.stride + ky - g.padTop;
+        for (int kx = 0; kx < k; ++kx) {
+            const int ix = ox * g.stride + kx - g.padLeft;
+            const bool inside = iy >= 0 && iy < g.inH && ix >= 0 && ix < g.inW;
+            dst[ky * k + kx] = inside ? src[(static_cast<I>(iy) * g.inW + ix) * g.inC] : 0.0f;
+        }
     }
-    cols[i] = v;
 }
 
 // The adjoint of im2col: element i of dIn [K][B][H][W][C] is the sum of the column entries
@@ -140,31 +141,35 @@ ENSEMBLE_HD inline void poolForwardElement(I i, const SpatialGeometry& g, const 
     out[i] = sum * (1.0f / static_cast<float>(s * s));
 }
 
-// Element i of dIn [K][B][H][W][C]: its window's gradient over size^2 (mean), or all of it if
-// it is the window's first maximum; 0 outside every window (the rows and columns a floor
-// division drops).
+// Pool backward, one output per call: i indexes dOut [K][B][Ho][Wo][C] and writes its window
+// of dIn [K][B][H][W][C]: the gradient over size^2 everywhere (mean), or all of it at the
+// window's first maximum and 0 elsewhere (max). Windows do not overlap (stride = size), so
+// every element of dIn is written once; the rows and columns a floor division leaves outside
+// every window are zeroed before (conv_program.h).
 template <class I>
 ENSEMBLE_HD inline void poolBackwardElement(I i, const SpatialGeometry& g, const float* in,
                                             const float* dOut, float* dIn) {
-    const int c = static_cast<int>(i % g.inC);
-    const int ix = static_cast<int>((i / g.inC) % g.inW);
-    const int iy = static_cast<int>((i / (static_cast<I>(g.inC) * g.inW)) % g.inH);
-    const I example = i / (static_cast<I>(g.inC) * g.inW * g.inH);
+    const I pixel = i / g.outC;
+    const int c = static_cast<int>(i - pixel * g.outC);
+    const I rowInImage = pixel / g.outW;
+    const int ox = static_cast<int>(pixel - rowInImage * g.outW);
+    const I example = rowInImage / g.outH;
+    const int oy = static_cast<int>(rowInImage - example * g.outH);
     const int s = g.kernel;
-    const int oy = iy / s;
-    const int ox = ix / s;
-    if (oy >= g.outH || ox >= g.outW) {
-        dIn[i] = 0.0f;
-        return;
+    const float grad = dOut[i];
+    int arg = -1;
+    if (g.maxPool) {
+        float best = 0.0f;
+        arg = poolArgmax(g, in, example, oy, ox, c, best);
     }
-    const float grad = dOut[((example * g.outH + oy) * g.outW + ox) * g.outC + c];
-    if (!g.maxPool) {
-        dIn[i] = grad * (1.0f / static_cast<float>(s * s));
-        return;
+    const float mean = grad * (1.0f / static_cast<float>(s * s));
+    float* dst = dIn + ((example * g.inH + oy * s) * g.inW + ox * s) * g.inC + c;
+    for (int dy = 0; dy < s; ++dy) {
+        for (int dx = 0; dx < s; ++dx) {
+            const float v = g.maxPool ? (dy * s + dx == arg ? grad : 0.0f) : mean;
+            dst[(static_cast<I>(dy) * g.inW + dx) * g.inC] = v;
+        }
     }
-    float best = 0.0f;
-    const int arg = poolArgmax(g, in, example, oy, ox, c, best);
-    dIn[i] = arg == (iy - oy * s) * s + (ix - ox * s) ? grad : 0.0f;
 }
 
 // Flatten: element i of out [G][B][C H W] (PyTorch's order) from in [G][B][H][W][C].

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <limits>
 
 #include "backend/cuda/conv_kernels.cuh"
@@ -21,8 +22,8 @@ __device__ inline I stride() {
 template <class I>
 __global__ void im2colKernel(SpatialGeometry g, const float* in, float* cols, I inExamples,
                              I count) {
-    for (I i = first<I>(); i < count; i += stride<I>()) {
-        im2colElement(i, g, in, cols, inExamples);
+    for (I t = first<I>(); t < count; t += stride<I>()) {
+        im2colPatchElement(t, g, in, cols, inExamples);
     }
 }
 
@@ -81,11 +82,12 @@ bool fits32(int64_t count) {
     return count <= std::numeric_limits<int32_t>::max() - kMaxBlocks * kBlockThreads;
 }
 
-// Launches kernel<int32_t> or kernel<int64_t> over `count` elements with the other arguments
-// converted to the chosen index type by the caller's lambda.
+// Launches kernel<int32_t> or kernel<int64_t>, the other arguments converted to the chosen
+// index type by the caller's lambda; `extent` is the largest index any buffer is read or
+// written at.
 template <class Launch>
-void launchIndexed(int64_t count, Launch&& launch) {
-    if (fits32(count)) {
+void launchIndexed(int64_t extent, Launch&& launch) {
+    if (fits32(extent)) {
         launch(int32_t{0});
     } else {
         launch(int64_t{0});
@@ -101,8 +103,9 @@ int64_t inputSize(const SpatialGeometry& g) {
 
 void launchIm2col(const SpatialGeometry& g, const float* in, int64_t inExamples, int64_t examples,
                   float* cols, cudaStream_t stream) {
-    const int64_t count = examples * g.outH * g.outW * g.inC * g.kernel * g.kernel;
-    launchIndexed(count, [&](auto index) {
+    const int64_t count = examples * g.outH * g.outW * g.inC;  // (row, channel) patches
+    const int64_t extent = std::max(count * g.kernel * g.kernel, inExamples * inputSize(g));
+    launchIndexed(extent, [&](auto index) {
         using I = decltype(index);
         im2colKernel<I><<<blocksFor(count), kBlockThreads, 0, stream>>>(
             g, in, cols, static_cast<I>(inExamples), static_cast<I>(count));
@@ -112,7 +115,8 @@ void launchIm2col(const SpatialGeometry& g, const float* in, int64_t inExamples,
 void launchCol2im(const SpatialGeometry& g, const float* dCols, int64_t examples, float* dIn,
                   cudaStream_t stream) {
     const int64_t count = examples * inputSize(g);
-    launchIndexed(count, [&](auto index) {
+    const int64_t columns = examples * g.outH * g.outW * g.inC * g.kernel * g.kernel;
+    launchIndexed(std::max(count, columns), [&](auto index) {
         using I = decltype(index);
         col2imKernel<I><<<blocksFor(count), kBlockThreads, 0, stream>>>(g, dCols, dIn,
                                                                        static_cast<I>(count));
@@ -122,7 +126,7 @@ void launchCol2im(const SpatialGeometry& g, const float* dCols, int64_t examples
 void launchPoolForward(const SpatialGeometry& g, const float* in, int64_t examples, float* out,
                        cudaStream_t stream) {
     const int64_t count = examples * g.outC * g.outH * g.outW;
-    launchIndexed(count, [&](auto index) {
+    launchIndexed(std::max(count, examples * inputSize(g)), [&](auto index) {
         using I = decltype(index);
         poolForwardKernel<I><<<blocksFor(count), kBlockThreads, 0, stream>>>(g, in, out,
                                                                             static_cast<I>(count));
@@ -131,8 +135,8 @@ void launchPoolForward(const SpatialGeometry& g, const float* in, int64_t exampl
 
 void launchPoolBackward(const SpatialGeometry& g, const float* in, const float* dOut,
                         int64_t examples, float* dIn, cudaStream_t stream) {
-    const int64_t count = examples * inputSize(g);
-    launchIndexed(count, [&](auto index) {
+    const int64_t count = examples * g.outC * g.outH * g.outW;  // one output window each
+    launchIndexed(std::max(count, examples * inputSize(g)), [&](auto index) {
         using I = decltype(index);
         poolBackwardKernel<I><<<blocksFor(count), kBlockThreads, 0, stream>>>(
             g, in, dOut, dIn, static_cast<I>(count));
@@ -162,7 +166,7 @@ void launchUnflatten(int channels, int64_t plane, int64_t examples, const float*
 void launchSumPartials(const float* partial, int members, int splits, int64_t n, float* out,
                        cudaStream_t stream) {
     const int64_t count = static_cast<int64_t>(members) * n;
-    launchIndexed(count, [&](auto index) {
+    launchIndexed(count * splits, [&](auto index) {
         using I = decltype(index);
         sumPartialsKernel<I><<<blocksFor(count), kBlockThreads, 0, stream>>>(
             partial, splits, static_cast<I>(n), out, static_cast<I>(count));

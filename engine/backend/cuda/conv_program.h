@@ -365,6 +365,10 @@ void enqueueConvTrainingStep(Exec& ex, const ParamLayout& layout, const BatchPla
         const bool shared = groups == 1 && members > 1;
         const int64_t examples = static_cast<int64_t>(members) * batch;
         if (s.kind == LayerKind::Pool) {
+            if (s.in.height % s.kernel != 0 || s.in.width % s.kernel != 0) {
+                // Rows and columns outside every window get no gradient.
+                ex.fill(deltaPrev, examples * s.in.size(), 0.0f);
+            }
             ex.poolBackward(spatialGeometry(s), input, delta, examples, deltaPrev);
             std::swap(delta, deltaPrev);
             continue;
