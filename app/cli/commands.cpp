@@ -251,12 +251,6 @@ void resolveMesh(const ExperimentConfig& config, Collective& world) {
                                               "started " +
                                               std::to_string(world.ranks()));
     }
-    if (mesh.data > 1) {
-        throw ConfigError("backend.mesh", "the data axis (data = " + std::to_string(mesh.data) +
-                                              ") is not implemented yet: use {\"ensemble\": " +
-                                              std::to_string(world.ranks()) +
-                                              ", \"data\": 1} or \"auto\"");
-    }
     if (config.ensemble.members < mesh.ensemble) {
         throw ConfigError("backend.mesh",
                           "ensemble.members = " + std::to_string(config.ensemble.members) +

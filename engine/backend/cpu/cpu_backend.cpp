@@ -10,6 +10,7 @@
 
 #include "backend/cpu/batch_plan_simd.h"
 #include "backend/cpu/mlp_kernels.h"
+#include "core/errors.h"
 #include "math/loss.h"
 
 namespace ensemble {
@@ -85,8 +86,26 @@ void CpuBackend::bind(const TrainingProblem& problem) {
     m_updates = 0;
 
     const int batch = static_cast<int>(problem.plan.batch);
+    const int shards = problem.shard.count;
+    if (shards < 1 || problem.shard.index < 0 || problem.shard.index >= shards ||
+        batch % shards != 0 || (shards > 1 && !problem.shard.sum)) {
+        throw std::invalid_argument("CpuBackend::bind: shard " +
+                                    std::to_string(problem.shard.index) + " of " +
+                                    std::to_string(shards) + " of a batch of " +
+                                    std::to_string(batch) + " rows, or no sum for it");
+    }
+    // This replica's rows of every batch (all of them without a data axis).
+    const int rows = batch / shards;
+    m_shardBuffer.clear();
     m_predictWorkspaces.clear();
     if (!layout.isMlp()) {
+        if (shards > 1) {
+            throw ConfigError("backend.mesh",
+                              "the data axis (data = " + std::to_string(shards) +
+                                  ") trains MLP members; CNN members (model.kind cnn) use the "
+                                  "ensemble axis (set backend.mesh to {\"ensemble\": R, "
+                                  "\"data\": 1} or \"auto\")");
+        }
         m_conv = std::make_unique<ConvNetCpu>();
         m_conv->bind(layout, problem.activation, batch, m_threads);
         m_workspaces.clear();
@@ -100,19 +119,24 @@ void CpuBackend::bind(const TrainingProblem& problem) {
         return;
     }
     m_conv.reset();
+    // The plan's rows and weights are the whole batch's; what is gathered, this replica's rows.
     m_workspaces.assign(static_cast<std::size_t>(m_threads), Workspace{});
     for (Workspace& ws : m_workspaces) {
         ws.rows.resize(static_cast<std::size_t>(batch));
-        ws.labels.resize(static_cast<std::size_t>(batch));
-        ws.targets.resize(static_cast<std::size_t>(batch));
+        ws.labels.resize(static_cast<std::size_t>(rows));
+        ws.targets.resize(static_cast<std::size_t>(rows));
         ws.weights.resize(static_cast<std::size_t>(batch));
-        ws.fast.resize(layout, batch);
+        ws.fast.resize(layout, rows);
     }
     m_sharedRows.resize(static_cast<std::size_t>(batch));
     m_sharedWeights.resize(static_cast<std::size_t>(batch));
-    m_sharedLabels.resize(static_cast<std::size_t>(batch));
-    m_sharedTargets.resize(static_cast<std::size_t>(batch));
-    m_sharedBatch.resize(layout, batch);
+    m_sharedLabels.resize(static_cast<std::size_t>(rows));
+    m_sharedTargets.resize(static_cast<std::size_t>(rows));
+    m_sharedBatch.resize(layout, rows);
+    if (shards > 1) {
+        // Every member's packed gradient, then every member's loss: one sum over the replicas.
+        m_shardBuffer.assign(layout.size() + static_cast<std::size_t>(layout.members()), 0.0f);
+    }
 }
 
 void CpuBackend::setRules(const std::vector<OptimizerRule>& rules) {
@@ -160,6 +184,10 @@ void CpuBackend::step(uint64_t step, const uint8_t* active, float* losses) {
         stepConv(step, active, losses);
         return;
     }
+    if (m_problem.shard.count > 1) {
+        stepShard(step, active, losses);
+        return;
+    }
     const ParamLayout& layout = m_problem.layout;
     const BatchPlanParams& plan = m_problem.plan;
     const int members = layout.members();
@@ -203,6 +231,113 @@ void CpuBackend::step(uint64_t step, const uint8_t* active, float* losses) {
         const OptimizerRule rule =
             ws.prepare(m_problem.rules[static_cast<std::size_t>(k)], updateNumber);
         losses[k] = trainMember(k, step, ws, rule, firstUpdate);
+    }
+    ++m_updates;
+}
+
+void CpuBackend::stepShard(uint64_t step, const uint8_t* active, float* losses) {
+    const ParamLayout& layout = m_problem.layout;
+    const BatchPlanParams& plan = m_problem.plan;
+    const DataShard& shard = m_problem.shard;
+    const int members = layout.members();
+    const int batch = static_cast<int>(plan.batch);
+    const int rows = batch / shard.count;
+    const int first = shard.index * rows;  // this replica's rows: [first, first + rows)
+    const bool firstUpdate = m_updates == 0;
+    const uint64_t updateNumber = m_updates + 1;
+    const bool regression = isRegression(m_problem.likelihood);
+    const std::size_t perMember = layout.perMember();
+    float* grads = m_shardBuffer.data();  // member k's packed gradient at k * perMember
+    float* shardLosses = grads + layout.size();
+
+    // The whole batch is planned (as one process plans it), this replica's rows gathered.
+    if (plan.mode != BootstrapMode::Resample) {
+        planMemberSimd(plan, 0, step, reinterpret_cast<uint32_t*>(m_sharedRows.data()),
+                       m_sharedWeights.data());
+        const int32_t* mine = m_sharedRows.data() + first;
+        fastGather(layout, m_trainX.data(), mine, rows, m_sharedBatch);
+        for (int b = 0; b < rows; ++b) {
+            const auto row = static_cast<std::size_t>(mine[b]);
+            if (regression) {
+                m_sharedTargets[static_cast<std::size_t>(b)] = m_trainTargets[row];
+            } else {
+                m_sharedLabels[static_cast<std::size_t>(b)] = m_trainY[row];
+            }
+        }
+    }
+    const int threads = std::max(1, std::min(m_threads, members));
+    const int chunk = std::max(1, members / (threads * 8));
+#pragma omp parallel for num_threads(threads) schedule(dynamic, chunk)
+    for (int k = 0; k < members; ++k) {
+        Workspace& ws = m_workspaces[static_cast<std::size_t>(omp_get_thread_num())];
+        float* grad = grads + static_cast<std::size_t>(k) * perMember;
+        // Zero unless written: an inactive member, or a non-finite loss (no backward pass).
+        std::fill(grad, grad + perMember, 0.0f);
+        shardLosses[k] = 0.0f;
+        if (!active[k]) {
+            continue;
+        }
+        const uint32_t member = plan.memberOffset + static_cast<uint32_t>(k);
+        const FastBatch* input = &m_sharedBatch;
+        const int32_t* labels = m_sharedLabels.data();
+        const float* targets = m_sharedTargets.data();
+        const float* weights = m_sharedWeights.data() + first;  // all 1 (none)
+        if (plan.mode == BootstrapMode::Resample) {
+            planMemberSimd(plan, member, step, reinterpret_cast<uint32_t*>(ws.rows.data()),
+                           ws.weights.data());
+            const int32_t* mine = ws.rows.data() + first;
+            fastGather(layout, m_trainX.data(), mine, rows, ws.fast.input);
+            for (int b = 0; b < rows; ++b) {
+                const auto row = static_cast<std::size_t>(mine[b]);
+                if (regression) {
+                    ws.targets[static_cast<std::size_t>(b)] = m_trainTargets[row];
+                } else {
+                    ws.labels[static_cast<std::size_t>(b)] = m_trainY[row];
+                }
+            }
+            input = &ws.fast.input;
+            labels = ws.labels.data();
+            targets = ws.targets.data();
+            weights = ws.weights.data() + first;
+        } else if (plan.mode == BootstrapMode::Poisson) {
+            // A row's weight is a function of (member, row): the same as in one process.
+            poissonWeightsSimd(plan.seed, member,
+                               reinterpret_cast<const uint32_t*>(m_sharedRows.data()) + first, rows,
+                               ws.weights.data());
+            weights = ws.weights.data();
+        }
+        shardLosses[k] =
+            fastMemberGradient(layout, k, m_problem.activation, m_params.data(), *input, labels,
+                               weights, ws.fast, grad, m_problem.likelihood, targets, batch);
+    }
+
+    // The pmean of gradients: the shards' sums over the whole batch, added up (the sum of a
+    // non-finite shard loss is non-finite on every replica, so all skip the same updates).
+    shard.sum(m_shardBuffer.data(), m_shardBuffer.size());
+
+#pragma omp parallel for num_threads(threads) schedule(dynamic, chunk)
+    for (int k = 0; k < members; ++k) {
+        Workspace& ws = m_workspaces[static_cast<std::size_t>(omp_get_thread_num())];
+        losses[k] = active[k] ? shardLosses[k] : 0.0f;
+        if (!active[k] || !std::isfinite(losses[k])) {
+            continue;
+        }
+        const OptimizerRule rule =
+            ws.prepare(m_problem.rules[static_cast<std::size_t>(k)], updateNumber);
+        const float* grad = grads + static_cast<std::size_t>(k) * perMember;
+        std::size_t packed = 0;
+        for (int l = 0; l < layout.layerCount(); ++l) {
+            const LayerSlot& s = layout.layer(l);
+            const std::size_t w = static_cast<std::size_t>(s.out) * s.in;
+            const std::size_t wOff = layout.weightOffset(l, k);
+            const std::size_t bOff = layout.biasOffset(l, k);
+            fastApplyUpdate(rule, firstUpdate, m_params.data() + wOff, grad + packed,
+                            m_moment1.data() + wOff, m_moment2.data() + wOff, w);
+            fastApplyUpdate(rule, firstUpdate, m_params.data() + bOff, grad + packed + w,
+                            m_moment1.data() + bOff, m_moment2.data() + bOff,
+                            static_cast<std::size_t>(s.out));
+            packed += w + static_cast<std::size_t>(s.out);
+        }
     }
     ++m_updates;
 }

@@ -40,6 +40,9 @@ class CpuBackend final : public Backend {
                       bool firstUpdate);
     // step() for conv members: plans and gathers every member's batch, then ConvNetCpu::train.
     void stepConv(uint64_t step, const uint8_t* active, float* losses);
+    // step() of MLP members on a data-axis shard (TrainingProblem::shard): every member's
+    // gradient on this replica's rows, the sum over the replicas, then the update.
+    void stepShard(uint64_t step, const uint8_t* active, float* losses);
 
     int m_threads = 1;
     TrainingProblem m_problem;
@@ -57,6 +60,8 @@ class CpuBackend final : public Backend {
     std::vector<int32_t> m_sharedLabels;
     std::vector<float> m_sharedTargets;
     FastBatch m_sharedBatch;
+    // Data axis: every member's packed gradient (layout.size()), then the K losses.
+    std::vector<float> m_shardBuffer;
     // Prediction scratch, one per thread (allocated on first use).
     std::vector<FastWorkspace> m_predictWorkspaces;
     // Conv members (null for MLPs): the engine and each member's gathered batch (resample:
