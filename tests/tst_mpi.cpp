@@ -97,6 +97,7 @@ class TestMpi : public QObject {
     void dataAxisMatchesOneProcess_data();
     void dataAxisMatchesOneProcess();
     void dataAxisRefusals();
+    void dataAxisCnnMembers();
     void dataParallelLinearRegression();
 };
 
@@ -503,6 +504,41 @@ void TestMpi::dataAxisRefusals() {
     QVERIFY2(cuda.code == 2 && cuda.err.contains(QStringLiteral("backend.kind")) &&
                  cuda.err.contains(QStringLiteral("data axis")),
              qPrintable(describe(cuda)));
+}
+
+void TestMpi::dataAxisCnnMembers() {
+    // A small CNN on MNIST, its batch of 64 split over 2 replicas: each replica's 32 rows are one
+    // of the conv path's fixed groups of 32, summed in the same order as one process sums its two
+    // groups, so the weights agree to the bit (measured); the bound leaves room for rounding.
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QStringList common =
+        QStringList{QStringLiteral("--config"), QStringLiteral("mnist-cnn"),
+                    QStringLiteral("--quiet")} +
+        setsOf({"ensemble.members=2", "ensemble.bootstrap=resample", "dataset.limit=1000",
+                "training.batch_size=64", "training.epochs=0", "training.steps=20",
+                "training.eval_every=0", "backend.threads=1", "optimizer.kind=sgd",
+                "optimizer.lr=0.05",
+                "model.layers=[{\"type\": \"conv\", \"filters\": 4, \"kernel\": 3}, "
+                "{\"type\": \"pool\", \"kind\": \"max\", \"size\": 2}, "
+                "{\"type\": \"dense\", \"units\": 16}]"});
+    const QString oneW = dir.filePath(QStringLiteral("one.safetensors"));
+    const Run one = run(cliPath(), QStringList{QStringLiteral("train")} + common +
+                                       QStringList{QStringLiteral("--export"), oneW});
+    if (one.code == 3) {
+        QSKIP(qPrintable(QStringLiteral("MNIST is not installed (scripts/fetch-mnist.sh): ") +
+                         one.err.left(200)));
+    }
+    QVERIFY2(one.code == 0, qPrintable(describe(one)));
+    const QString meshW = dir.filePath(QStringLiteral("mesh.safetensors"));
+    const Run mesh = train(2, common + setsOf({"backend.mesh={\"ensemble\": 1, \"data\": 2}"}) +
+                                  QStringList{QStringLiteral("--export"), meshW});
+    QVERIFY2(mesh.code == 0, qPrintable(describe(mesh)));
+    double largest = 0.0;
+    const double difference = maxWeightDifference(readWeights(oneW), readWeights(meshW), &largest);
+    qInfo("CNN, 2 data ranks: max |w_mesh - w_one| after 20 steps = %.3g", difference);
+    QVERIFY2(difference <= 1e-6, qPrintable(QString::number(difference)));
+    QVERIFY(largest > 0.1);
 }
 
 void TestMpi::dataParallelLinearRegression() {

@@ -99,23 +99,18 @@ void CpuBackend::bind(const TrainingProblem& problem) {
     m_shardBuffer.clear();
     m_predictWorkspaces.clear();
     if (!layout.isMlp()) {
-        if (shards > 1) {
-            throw ConfigError("backend.mesh",
-                              "the data axis (data = " + std::to_string(shards) +
-                                  ") trains MLP members; CNN members (model.kind cnn) use the "
-                                  "ensemble axis (set backend.mesh to {\"ensemble\": R, "
-                                  "\"data\": 1} or \"auto\")");
-        }
         m_conv = std::make_unique<ConvNetCpu>();
-        m_conv->bind(layout, problem.activation, batch, m_threads);
+        m_conv->bind(layout, problem.activation, rows, m_threads, batch);
         m_workspaces.clear();
         const std::size_t k = static_cast<std::size_t>(layout.members());
-        const std::size_t b = static_cast<std::size_t>(batch);
         const bool own = problem.plan.mode == BootstrapMode::Resample;
-        m_convX.assign((own ? k : 1) * b * static_cast<std::size_t>(inputs), 0.0f);
-        m_convLabels.assign((own ? k : 1) * b, 0);
-        m_convRows.assign((own ? k : 1) * b, 0);
-        m_convWeights.assign(k * b, 1.0f);
+        // The plan's rows and weights are the whole batch's; what is gathered, this replica's.
+        m_convRows.assign((own ? k : 1) * static_cast<std::size_t>(batch), 0);
+        m_convPlanWeights.assign((own ? k : 1) * static_cast<std::size_t>(batch), 1.0f);
+        const std::size_t r = static_cast<std::size_t>(rows);
+        m_convX.assign((own ? k : 1) * r * static_cast<std::size_t>(inputs), 0.0f);
+        m_convLabels.assign((own ? k : 1) * r, 0);
+        m_convWeights.assign(k * r, 1.0f);
         return;
     }
     m_conv.reset();
@@ -345,55 +340,63 @@ void CpuBackend::stepShard(uint64_t step, const uint8_t* active, float* losses) 
 void CpuBackend::stepConv(uint64_t step, const uint8_t* active, float* losses) {
     const ParamLayout& layout = m_problem.layout;
     const BatchPlanParams& plan = m_problem.plan;
+    const DataShard& shard = m_problem.shard;
     const int members = layout.members();
     const std::size_t batch = plan.batch;
+    // This replica's rows of every planned batch: [first, first + rows) (all without a data axis).
+    const std::size_t rows = batch / static_cast<std::size_t>(shard.count);
+    const std::size_t first = static_cast<std::size_t>(shard.index) * rows;
     const std::size_t inputs = static_cast<std::size_t>(layout.inputs());
     const bool own = plan.mode == BootstrapMode::Resample;
     std::vector<ConvMemberBatch> batches(static_cast<std::size_t>(members));
     std::vector<OptimizerRule> rules(m_problem.rules);
     const uint64_t updateNumber = m_updates + 1;
-    // Gathers the rows of `rows` into x and their labels.
-    const auto gather = [&](const int32_t* rows, float* x, int32_t* labels) {
-        for (std::size_t b = 0; b < batch; ++b) {
-            const auto row = static_cast<std::size_t>(rows[b]);
+    // Gathers this replica's rows of a planned batch into x and their labels.
+    const auto gather = [&](const int32_t* planned, float* x, int32_t* labels) {
+        for (std::size_t b = 0; b < rows; ++b) {
+            const auto row = static_cast<std::size_t>(planned[first + b]);
             std::copy_n(m_trainX.data() + row * inputs, inputs, x + b * inputs);
             labels[b] = m_trainY[row];
         }
     };
     if (!own) {
         planMemberSimd(plan, 0, step, reinterpret_cast<uint32_t*>(m_convRows.data()),
-                       m_convWeights.data());
+                       m_convPlanWeights.data());
         gather(m_convRows.data(), m_convX.data(), m_convLabels.data());
     }
 #pragma omp parallel for num_threads(m_threads) schedule(static)
     for (int k = 0; k < members; ++k) {
         const std::size_t m = static_cast<std::size_t>(k);
-        float* weights = m_convWeights.data() + m * batch;
+        float* weights = m_convWeights.data() + m * rows;
         ConvMemberBatch& b = batches[m];
         b.weights = weights;
         rules[m] = m_problem.rules[m];
         prepareStep(rules[m], updateNumber);
         if (own) {
-            int32_t* rows = m_convRows.data() + m * batch;
+            int32_t* planned = m_convRows.data() + m * batch;
+            float* plannedWeights = m_convPlanWeights.data() + m * batch;
             planMemberSimd(plan, plan.memberOffset + static_cast<uint32_t>(k), step,
-                           reinterpret_cast<uint32_t*>(rows), weights);
-            gather(rows, m_convX.data() + m * batch * inputs, m_convLabels.data() + m * batch);
-            b.x = m_convX.data() + m * batch * inputs;
-            b.labels = m_convLabels.data() + m * batch;
+                           reinterpret_cast<uint32_t*>(planned), plannedWeights);
+            std::copy_n(plannedWeights + first, rows, weights);
+            gather(planned, m_convX.data() + m * rows * inputs, m_convLabels.data() + m * rows);
+            b.x = m_convX.data() + m * rows * inputs;
+            b.labels = m_convLabels.data() + m * rows;
             continue;
         }
         b.x = m_convX.data();
         b.labels = m_convLabels.data();
         if (plan.mode == BootstrapMode::Poisson) {
+            // A row's weight is a function of (member, row), whichever replica trains it.
             poissonWeightsSimd(plan.seed, plan.memberOffset + static_cast<uint32_t>(k),
-                               reinterpret_cast<const uint32_t*>(m_convRows.data()),
-                               static_cast<int>(batch), weights);
-        } else if (k > 0) {
-            std::copy_n(m_convWeights.data(), batch, weights);  // the shared plan's (all 1)
+                               reinterpret_cast<const uint32_t*>(m_convRows.data()) + first,
+                               static_cast<int>(rows), weights);
+        } else {
+            std::copy_n(m_convPlanWeights.data() + first, rows, weights);  // the plan's (all 1)
         }
     }
     m_conv->train(batches.data(), !own, active, rules.data(), m_updates == 0, m_params.data(),
-                  m_moment1.data(), m_moment2.data(), losses);
+                  m_moment1.data(), m_moment2.data(), losses,
+                  shard.count > 1 ? &shard.sum : nullptr);
     ++m_updates;
 }
 

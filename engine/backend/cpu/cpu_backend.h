@@ -65,12 +65,13 @@ class CpuBackend final : public Backend {
     // Prediction scratch, one per thread (allocated on first use).
     std::vector<FastWorkspace> m_predictWorkspaces;
     // Conv members (null for MLPs): the engine and each member's gathered batch (resample:
-    // K x B rows; shared modes use m_convX for all).
+    // K x B rows; shared modes use m_convX for all; B this replica's rows on a data axis).
     std::unique_ptr<ConvNetCpu> m_conv;
     std::vector<float> m_convX;
-    std::vector<int32_t> m_convLabels;  // K x B (resample) or B
-    std::vector<float> m_convWeights;   // K x B
-    std::vector<int32_t> m_convRows;    // K x B
+    std::vector<int32_t> m_convLabels;     // K x B (resample) or B
+    std::vector<float> m_convWeights;      // K x B
+    std::vector<int32_t> m_convRows;       // K x B (resample) or B: the planned rows
+    std::vector<float> m_convPlanWeights;  // the plan's weights, as m_convRows
 };
 
 }  // namespace ensemble
