@@ -14,6 +14,14 @@
 
 namespace ensemble {
 
+int cudaDeviceCount() {
+#if defined(ENSEMBLE_HAVE_CUDA)
+    return cudaVisibleDevices();
+#else
+    return 0;
+#endif
+}
+
 bool cudaAvailable(int device, std::string& reason) {
 #if defined(ENSEMBLE_HAVE_CUDA)
     return cudaDeviceUsable(device, reason);
@@ -75,11 +83,20 @@ std::unique_ptr<Trainer> makeTrainer(const ExperimentConfig& config, std::string
                                      Collective* collective) {
     DataSplit data = loadDataSplit(config.dataset);
     const int dataAxis = collective != nullptr ? collective->mesh().data : 1;
+    ExperimentConfig local = config;
+    if (collective != nullptr && collective->distributed() &&
+        config.backend.kind != BackendKind::Cpu) {
+        // One GPU per rank of a machine, counted from backend.device.
+        const int devices = cudaDeviceCount();
+        if (devices > 0) {
+            local.backend.device = (config.backend.device + collective->localRank()) % devices;
+        }
+    }
     BackendChoice choice;
     std::string reason;
     if (dataAxis > 1 && (config.backend.kind == BackendKind::Cuda ||
                          (config.backend.kind == BackendKind::Auto &&
-                          cudaAvailable(config.backend.device, reason)))) {
+                          cudaAvailable(local.backend.device, reason)))) {
         // The data axis needs a point between gradient and update for its allreduce; the CUDA
         // step is one graph with the update fused in, so those ranks train on the CPU.
         const std::string why = "the data axis (backend.mesh data = " + std::to_string(dataAxis) +
@@ -91,7 +108,7 @@ std::unique_ptr<Trainer> makeTrainer(const ExperimentConfig& config, std::string
         choice.backend = std::make_unique<CpuBackend>(config.backend.threads);
         choice.notice = "backend auto: using the CPU (" + why + ")";
     } else {
-        choice = makeBackend(config);
+        choice = makeBackend(local);
     }
     if (notice != nullptr) {
         *notice = choice.notice;

@@ -47,6 +47,8 @@ class Collective {
     // axis (its replica in the group). Rank r is (r / D, r % D).
     virtual int ensembleIndex() const { return 0; }
     virtual int dataIndex() const { return 0; }
+    // This rank among the ranks on its machine (MPI_COMM_TYPE_SHARED): picks its GPU.
+    virtual int localRank() const { return 0; }
     // Whether this rank reports its group's members (gathers, loss sums): replica 0 of a group.
     bool groupLeader() const { return dataIndex() == 0; }
 

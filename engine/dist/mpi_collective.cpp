@@ -29,6 +29,13 @@ class MpiCollective final : public Collective {
         check(MPI_Comm_rank(MPI_COMM_WORLD, &m_rank), "MPI_Comm_rank");
         check(MPI_Comm_size(MPI_COMM_WORLD, &m_ranks), "MPI_Comm_size");
         m_mesh = {m_ranks, 1};
+        // The ranks sharing this machine, in world order (every rank constructs this).
+        MPI_Comm node = MPI_COMM_NULL;
+        check(
+            MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, m_rank, MPI_INFO_NULL, &node),
+            "MPI_Comm_split_type");
+        check(MPI_Comm_rank(node, &m_localRank), "MPI_Comm_rank");
+        MPI_Comm_free(&node);
     }
     ~MpiCollective() override {
         int finalized = 0;
@@ -48,6 +55,7 @@ class MpiCollective final : public Collective {
     Mesh mesh() const override { return m_mesh; }
     int ensembleIndex() const override { return m_rank / m_mesh.data; }
     int dataIndex() const override { return m_rank % m_mesh.data; }
+    int localRank() const override { return m_localRank; }
     void setMesh(Mesh mesh) {
         if (mesh.ensemble * mesh.data != m_ranks) {
             throw std::invalid_argument("setMpiMesh: the mesh does not cover the ranks");
@@ -200,6 +208,7 @@ class MpiCollective final : public Collective {
 
     int m_rank = 0;
     int m_ranks = 1;
+    int m_localRank = 0;
     Mesh m_mesh;
     MPI_Comm m_dataComm = MPI_COMM_NULL;  // this rank's data-axis group (made on first use)
     std::vector<float> m_parts;           // sumDataAxis: every replica's part of my elements

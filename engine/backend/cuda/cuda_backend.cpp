@@ -699,6 +699,15 @@ bool CudaBackend::predictUncertainty(const float* x, int64_t rows, const std::ve
 
 }  // namespace gpu
 
+int cudaVisibleDevices() {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return count;
+}
+
 bool cudaDeviceUsable(int device, std::string& reason) {
     int count = 0;
     cudaError_t error = cudaGetDeviceCount(&count);
