@@ -147,6 +147,7 @@ class TestGuiOpen : public QObject {
     void unreadableFileKeepsTheCurrentExperiment();
     void missingDatasetKeepsTheCurrentExperiment();
     void rendersWeightsUnattended();
+    void exportsAJob();
 
   private:
     QTemporaryDir m_dir;
@@ -336,6 +337,51 @@ void TestGuiOpen::closingAsksToSaveACheckpoint() {
     answerWith(QMessageBox::Discard);
     QVERIFY(w.close());
     QCOMPARE(asked, 2);
+}
+
+void TestGuiOpen::exportsAJob() {
+    // File > Export job…: the experiment with the chosen mesh, an mpirun script and a Slurm
+    // one, next to each other; the CLI takes the config as it is.
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    auto w = makeWindow();
+    QVERIFY(w->findChild<QAction*>(QStringLiteral("ExportJobAction")) != nullptr);
+    nlohmann::json config = nlohmann::json::parse(ensemble::presetText("spirals"));
+    config["ensemble"]["members"] = 5;
+    w->loadExperiment(config, QStringLiteral("spirals"));
+    QVERIFY(waitFresh(*w));
+    const QString path = dir.filePath(QStringLiteral("job.json"));
+    QString error;
+    QVERIFY2(w->exportJob(path, 2, 2, &error), qPrintable(error));
+    QFile json(path);
+    QVERIFY(json.open(QIODevice::ReadOnly));
+    const nlohmann::json written = nlohmann::json::parse(json.readAll().toStdString());
+    QCOMPARE(written["backend"]["mesh"], (nlohmann::json{{"ensemble", 2}, {"data", 2}}));
+    QCOMPARE(written["ensemble"]["members"].get<int>(), 5);
+    const QString script = dir.filePath(QStringLiteral("job-mpirun.sh"));
+    QFile mpirun(script);
+    QVERIFY(mpirun.open(QIODevice::ReadOnly));
+    const QByteArray m = mpirun.readAll();
+    QVERIFY2(m.startsWith("#!/bin/sh") && m.contains("mpirun -n 4 ") &&
+                 m.contains("--config 'job.json'") && m.contains("--export 'job.safetensors'"),
+             m.constData());
+    QVERIFY(QFileInfo(script).isExecutable());
+    QFile sbatch(dir.filePath(QStringLiteral("job.sbatch")));
+    QVERIFY(sbatch.open(QIODevice::ReadOnly));
+    const QByteArray s = sbatch.readAll();
+    QVERIFY2(s.contains("#SBATCH --ntasks=4") && s.contains("#SBATCH --job-name=job") &&
+                 s.contains("mpirun -n $SLURM_NTASKS") && s.contains("--config 'job.json'"),
+             s.constData());
+    // The CLI reads the exported config (in one process it notes the mesh and ignores it).
+    QByteArray err;
+    QCOMPARE(runCli({QStringLiteral("config"), QStringLiteral("--config"), path}, &err), 0);
+    // A mesh that cannot train this experiment is refused, naming the key; nothing is written.
+    const QString bad = dir.filePath(QStringLiteral("bad.json"));
+    QVERIFY(!w->exportJob(bad, 1, 3, &error));  // batch 32 over 3 replicas
+    QVERIFY2(error.contains(QStringLiteral("training.batch_size")), qPrintable(error));
+    QVERIFY(!w->exportJob(bad, 6, 1, &error));  // 6 ensemble ranks for 5 members
+    QVERIFY2(error.contains(QStringLiteral("backend.mesh")), qPrintable(error));
+    QVERIFY(!QFile::exists(bad));
 }
 
 void TestGuiOpen::unreadableFileKeepsTheCurrentExperiment() {

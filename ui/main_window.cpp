@@ -4,6 +4,8 @@
 #include <QApplication>
 #include <QClipboard>
 #include <QCloseEvent>
+#include <QDialog>
+#include <QDialogButtonBox>
 #include <QDir>
 #include <QDockWidget>
 #include <QDragEnterEvent>
@@ -11,6 +13,7 @@
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QFormLayout>
 #include <QFrame>
 #include <QHBoxLayout>
 #include <QKeySequence>
@@ -24,6 +27,7 @@
 #include <QSaveFile>
 #include <QScrollArea>
 #include <QSettings>
+#include <QSpinBox>
 #include <QStatusBar>
 #include <QStyle>
 #include <QTabWidget>
@@ -38,6 +42,7 @@
 #include "help_text.h"
 #include "io/atomic_file.h"
 #include "io/config.h"
+#include "job_files.h"
 #include "panels/experiment_panel.h"
 #include "render/plot_helpers.h"
 #include "views/boundary_view.h"
@@ -384,6 +389,11 @@ void MainWindow::buildActions() {
     connect(restore, &QAction::triggered, this, &MainWindow::restoreLastExperiment);
     file->addSeparator();
     file->addAction(m_export);
+    QAction* exportJob = file->addAction(tr("Export job…"));
+    exportJob->setObjectName(QStringLiteral("ExportJobAction"));
+    exportJob->setToolTip(
+        tr("Write this experiment with an MPI mesh and ready-to-edit mpirun and Slurm scripts"));
+    connect(exportJob, &QAction::triggered, this, &MainWindow::chooseExportJob);
     file->addSeparator();
     QAction* quit = file->addAction(tr("Quit"));
     quit->setShortcut(QKeySequence::Quit);
@@ -797,6 +807,90 @@ void MainWindow::chooseSave() {
         showError(tr("Could not save the experiment"), error,
                   tr("Choose a folder you can write to."));
     }
+}
+
+bool MainWindow::exportJob(const QString& configPath, int ensemble, int data, QString* error) {
+    QString base = configPath;
+    if (base.endsWith(QStringLiteral(".json"))) {
+        base.chop(5);
+    }
+    const QString name = QFileInfo(base).fileName();
+    try {
+        const JobFiles files = makeJobFiles(experimentToSave(), ensemble, data, name.toStdString());
+        const QString script = base + QStringLiteral("-mpirun.sh");
+        writeFileAtomic(QFile::encodeName(base + QStringLiteral(".json")).toStdString(),
+                        files.config);
+        writeFileAtomic(QFile::encodeName(script).toStdString(), files.mpirun);
+        writeFileAtomic(QFile::encodeName(base + QStringLiteral(".sbatch")).toStdString(),
+                        files.sbatch);
+        QFile::setPermissions(script, QFile::permissions(script) | QFileDevice::ExeOwner |
+                                          QFileDevice::ExeGroup | QFileDevice::ExeOther);
+        return true;
+    } catch (const std::exception& e) {
+        if (error != nullptr) {
+            *error = str(e.what());
+        }
+        return false;
+    }
+}
+
+void MainWindow::chooseExportJob() {
+    // The mesh first: ranks on the ensemble axis (members split) by the data axis (batches
+    // split), as backend.mesh says it.
+    QDialog dialog(this);
+    dialog.setWindowTitle(tr("Export job"));
+    auto* form = new QFormLayout(&dialog);
+    auto* ensemble = new QSpinBox;
+    ensemble->setRange(1, 100000);
+    ensemble->setValue(2);
+    ensemble->setToolTip(tr("Ranks that hold different members (members split between them)"));
+    auto* data = new QSpinBox;
+    data->setRange(1, 4096);
+    data->setValue(1);
+    data->setToolTip(
+        tr("Ranks that hold the same members and split every batch (gradients "
+           "averaged); the batch size must be divisible by it"));
+    auto* ranks = new QLabel;
+    const auto showRanks = [&] {
+        ranks->setText(tr("%1 MPI ranks").arg(ensemble->value() * data->value()));
+    };
+    connect(ensemble, &QSpinBox::valueChanged, &dialog, showRanks);
+    connect(data, &QSpinBox::valueChanged, &dialog, showRanks);
+    showRanks();
+    form->addRow(tr("Ensemble axis"), ensemble);
+    form->addRow(tr("Data axis"), data);
+    form->addRow(QString(), ranks);
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
+    connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
+    connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+    form->addRow(buttons);
+    if (dialog.exec() != QDialog::Accepted) {
+        return;
+    }
+    QSettings settings;
+    const QString dir =
+        settings.value(QStringLiteral("files/experiments"), QDir::homePath()).toString();
+    const QString name =
+        m_panel->presetName().isEmpty() ? QStringLiteral("job") : m_panel->presetName();
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("Export job: the experiment file (scripts are written next to it)"),
+        QDir(dir).filePath(name + QStringLiteral(".json")), tr("Experiments (*.json)"));
+    if (path.isEmpty()) {
+        return;
+    }
+    QString error;
+    if (!exportJob(path, ensemble->value(), data->value(), &error)) {
+        showError(tr("Could not export the job"), error,
+                  tr("Choose a mesh that fits the experiment (no more ensemble-axis ranks than "
+                     "members, a batch size divisible by the data axis) and a folder you can "
+                     "write to."));
+        return;
+    }
+    QString base = path;
+    if (base.endsWith(QStringLiteral(".json"))) {
+        base.chop(5);
+    }
+    statusBar()->showMessage(tr("Wrote %1.json, %1-mpirun.sh and %1.sbatch").arg(base), 8000);
 }
 
 void MainWindow::chooseExport() {

@@ -73,6 +73,11 @@ class MainWindow : public QMainWindow {
     // The `ensemble-cli train` command that trains this experiment as the app did: its preset
     // (if it started from one) and a --set for every key that differs, live edits included.
     QString commandLine() const;
+    // File > Export job…: writes the experiment with backend.mesh {ensemble, data} to
+    // `configPath` (NAME.json) and, next to it, NAME-mpirun.sh (executable) and NAME.sbatch,
+    // the scripts that train it under mpirun and Slurm (ui/job_files.h). False with `error`
+    // set when the mesh does not fit the experiment or a file cannot be written.
+    bool exportJob(const QString& configPath, int ensemble, int data, QString* error = nullptr);
     // Writes <base>.safetensors (or the whole ensemble as <base>.onnx, or NumPy's <base>.npz:
     // `format`), <base>.metrics.json, <base>.metrics.csv and <base>.png (the current view);
     // exportFinished() reports. Nothing is left behind on failure.
@@ -151,6 +156,7 @@ class MainWindow : public QMainWindow {
     void chooseOpen();
     void chooseSave();
     void chooseExport();
+    void chooseExportJob();
     void chooseSaveCheckpoint();
     QString askCheckpointPath();
     // Whether the run has trained steps that no checkpoint saved or opened holds.

@@ -252,12 +252,6 @@ void resolveMesh(const ExperimentConfig& config, Collective& world) {
                                               "started " +
                                               std::to_string(world.ranks()));
     }
-    if (mesh.data > 1) {
-        throw ConfigError("backend.mesh", "the data axis (data = " + std::to_string(mesh.data) +
-                                              ") is not implemented yet: use {\"ensemble\": " +
-                                              std::to_string(world.ranks()) +
-                                              ", \"data\": 1} or \"auto\"");
-    }
     if (config.ensemble.members < mesh.ensemble) {
         throw ConfigError("backend.mesh",
                           "ensemble.members = " + std::to_string(config.ensemble.members) +
@@ -270,9 +264,26 @@ void resolveMesh(const ExperimentConfig& config, Collective& world) {
 #endif
 }
 
-// The metadata an export of a run on a mesh records: the mesh and which rank trained which
-// member (information; a file loads the same way in one process).
-void addMeshMetadata(const Trainer& trainer, std::map<std::string, std::string>& metadata) {
+// Every rank's backend ("cuda:1 (NVIDIA H100 ...)", "cpu (1 thread)") on rank 0, in rank order
+// (empty elsewhere), and, unless `quiet`, one line per rank saying it: each rank's device, once.
+// A collective call.
+std::vector<std::string> logRankDevices(const Trainer& trainer, bool quiet) {
+    Collective& world = trainer.collective();
+    if (!world.distributed()) {
+        return {};
+    }
+    std::vector<std::string> names = world.gatherText(trainer.backend().name());
+    for (std::size_t r = 0; r < names.size() && !quiet; ++r) {
+        std::fprintf(stderr, "rank %zu of %d: %s\n", r, world.ranks(), names[r].c_str());
+    }
+    return names;
+}
+
+// The metadata an export of a run on a mesh records: the mesh and which rank (the first of its
+// group's data-axis replicas) and device trained which member (information; a file loads the
+// same way in one process). `rankDevices`: logRankDevices().
+void addMeshMetadata(const Trainer& trainer, const std::vector<std::string>& rankDevices,
+                     std::map<std::string, std::string>& metadata) {
     const Collective& world = trainer.collective();
     if (!world.distributed()) {
         return;
@@ -280,15 +291,23 @@ void addMeshMetadata(const Trainer& trainer, std::map<std::string, std::string>&
     const Mesh mesh = world.mesh();
     const int k = trainer.globalMembers();
     json ranks = json::array();
+    json devices = json::array();
     for (int e = 0; e < mesh.ensemble; ++e) {
         const MemberRange share = memberShare(k, mesh.ensemble, e);
         for (int m = share.begin; m < share.end; ++m) {
-            ranks.push_back(e * mesh.data);
+            const int rank = e * mesh.data;
+            ranks.push_back(rank);
+            if (static_cast<std::size_t>(rank) < rankDevices.size()) {
+                devices.push_back(rankDevices[static_cast<std::size_t>(rank)]);
+            }
         }
     }
     metadata["mesh"] =
         json{{"ensemble", mesh.ensemble}, {"data", mesh.data}, {"ranks", world.ranks()}}.dump();
     metadata["member_ranks"] = ranks.dump();
+    if (!devices.empty()) {
+        metadata["member_devices"] = devices.dump();
+    }
 }
 
 }  // namespace
@@ -427,6 +446,7 @@ int commandTrain(const CliArgs& args) {
     if (!notice.empty() && root) {
         std::fprintf(stderr, "%s\n", notice.c_str());
     }
+    const std::vector<std::string> rankDevices = logRankDevices(*trainer, quiet);
     // The evaluations of the run so far: a checkpoint's curves.
     std::vector<Evaluation> curves;
     if (resumed) {
@@ -535,7 +555,7 @@ int commandTrain(const CliArgs& args) {
     std::unique_ptr<Trainer> assembled;
     if (world.distributed()) {
         const TrainingState state = trainer->gatherTrainingState();
-        addMeshMetadata(*trainer, exportMetadata);
+        addMeshMetadata(*trainer, rankDevices, exportMetadata);
         if (!root) {
             // Alive until rank 0 has written everything: mpirun takes a rank that ends
             // (non-zero, after a signal) as the job's end and would stop rank 0 mid-write.
@@ -787,6 +807,7 @@ int commandBench(const CliArgs& args) {
     if (!notice.empty() && talk) {
         std::fprintf(stderr, "%s\n", notice.c_str());
     }
+    logRankDevices(*trainer, !talk);
     trainer->runSteps(warmup);
     std::vector<double> rates;
     for (int64_t r = 0; r < repeat; ++r) {

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -14,6 +16,18 @@
 #include "sampling/batch_plan.h"
 
 namespace ensemble {
+
+// The data axis of an MPI mesh (DESIGN.md, Scale-out): the `count` replicas of a group of
+// members each take rows [index*B/count, (index+1)*B/count) of every member's batch of B rows,
+// after the batch plan chose them (so resamples and Poisson weights do not depend on count). A
+// replica's loss and gradient are its shard's sums divided by the whole batch's B, `sum` adds a
+// buffer up over the replicas (in a fixed order: the same bits on every replica, every run), and
+// every replica applies the same update. count 1 (no data axis): the whole batch, no `sum`.
+struct DataShard {
+    int index = 0;
+    int count = 1;
+    std::function<void(float* values, std::size_t n)> sum;
+};
 
 // Everything a backend needs to train K members: the model, the (normalised) train split,
 // the batch plan parameters and each member's optimizer rule. Pointers are borrowed for the
@@ -30,6 +44,9 @@ struct TrainingProblem {
     const float* trainTargets = nullptr;
     BatchPlanParams plan;
     std::vector<OptimizerRule> rules;  // one per member; bias corrections are set per step
+    // This replica's share of every batch. A backend that cannot train shards throws
+    // ConfigError (key backend.mesh) from bind() when count > 1.
+    DataShard shard;
 };
 
 // Every member's probabilities and the ensemble's per-point measures (math/uncertainty.h) for
@@ -97,7 +114,9 @@ class Backend {
     // index `step` (0-based; it selects the batch). Bias correction counts the updates since
     // bind() or setParameters(). Writes member k's
     // batch loss (mean over the batch of weighted cross-entropy) to losses[k]. A non-finite
-    // loss means that member's update was skipped; the caller then freezes it.
+    // loss means that member's update was skipped; the caller then freezes it. With a data
+    // shard (TrainingProblem::shard) the losses are the whole batch's, the same on every
+    // replica, and every replica makes the same update.
     virtual void step(uint64_t step, const uint8_t* active, float* losses) = 0;
 
     // Log-probabilities of every member for `rows` normalised inputs: out[(k*rows + i)*C + c],

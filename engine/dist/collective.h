@@ -5,6 +5,7 @@
 // a trainer without MPI pays nothing. dist/mpi_collective.h implements it over MPI (built only
 // with ENSEMBLE_MPI). Every call is collective: all ranks make the same calls in the same order.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -42,12 +43,26 @@ class Collective {
     bool root() const { return rank() == 0; }
     bool distributed() const { return ranks() > 1; }
     virtual Mesh mesh() const { return {}; }
-    // This rank's coordinate on the ensemble axis.
+    // This rank's coordinates: on the ensemble axis (its group of members) and on the data
+    // axis (its replica in the group). Rank r is (r / D, r % D).
     virtual int ensembleIndex() const { return 0; }
+    virtual int dataIndex() const { return 0; }
+    // This rank among the ranks on its machine (MPI_COMM_TYPE_SHARED): picks its GPU.
+    virtual int localRank() const { return 0; }
+    // Whether this rank reports its group's members (gathers, loss sums): replica 0 of a group.
+    bool groupLeader() const { return dataIndex() == 0; }
 
     // Element-wise sum of n values over every rank, reduced in rank order: the same bits on
     // every rank and in every run.
     virtual void sum(double* values, int n) {
+        (void)values;
+        (void)n;
+    }
+    // Element-wise sum of n floats over the D ranks of this rank's data-axis group, the pmean
+    // of gradients' allreduce: a reduce-scatter and an allgather in which each element is
+    // summed in rank order (in double, rounded once), so every replica gets the same bits in
+    // every run. A collective call of the group's ranks only. D = 1: nothing.
+    virtual void sumDataAxis(float* values, std::size_t n) {
         (void)values;
         (void)n;
     }

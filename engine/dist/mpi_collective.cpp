@@ -29,11 +29,21 @@ class MpiCollective final : public Collective {
         check(MPI_Comm_rank(MPI_COMM_WORLD, &m_rank), "MPI_Comm_rank");
         check(MPI_Comm_size(MPI_COMM_WORLD, &m_ranks), "MPI_Comm_size");
         m_mesh = {m_ranks, 1};
+        // The ranks sharing this machine, in world order (every rank constructs this).
+        MPI_Comm node = MPI_COMM_NULL;
+        check(
+            MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, m_rank, MPI_INFO_NULL, &node),
+            "MPI_Comm_split_type");
+        check(MPI_Comm_rank(node, &m_localRank), "MPI_Comm_rank");
+        MPI_Comm_free(&node);
     }
     ~MpiCollective() override {
         int finalized = 0;
         MPI_Finalized(&finalized);
         if (!finalized && !m_leaveWithoutFinalize) {
+            if (m_dataComm != MPI_COMM_NULL) {
+                MPI_Comm_free(&m_dataComm);
+            }
             MPI_Finalize();
         }
     }
@@ -44,11 +54,60 @@ class MpiCollective final : public Collective {
     int ranks() const override { return m_ranks; }
     Mesh mesh() const override { return m_mesh; }
     int ensembleIndex() const override { return m_rank / m_mesh.data; }
+    int dataIndex() const override { return m_rank % m_mesh.data; }
+    int localRank() const override { return m_localRank; }
     void setMesh(Mesh mesh) {
         if (mesh.ensemble * mesh.data != m_ranks) {
             throw std::invalid_argument("setMpiMesh: the mesh does not cover the ranks");
         }
         m_mesh = mesh;
+    }
+
+    void sumDataAxis(float* values, std::size_t n) override {
+        const int d = m_mesh.data;
+        if (d <= 1 || n == 0) {
+            return;
+        }
+        if (n > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+            throw RuntimeError("MPI: a gradient of more than 2^31 - 1 values per step");
+        }
+        if (m_dataComm == MPI_COMM_NULL) {
+            // Made at the first step, which every rank reaches (a rank that failed its setup
+            // made every rank stop before): the group's ranks in data-axis order.
+            check(MPI_Comm_split(MPI_COMM_WORLD, ensembleIndex(), dataIndex(), &m_dataComm),
+                  "MPI_Comm_split");
+        }
+        // Replica j owns elements [jn/D, (j+1)n/D): it receives every replica's part of them
+        // (reduce-scatter), sums them in rank order, and the sums are gathered back to all.
+        const auto at = [&](int j) {
+            return static_cast<int>(static_cast<int64_t>(j) * static_cast<int64_t>(n) / d);
+        };
+        const int me = dataIndex();
+        const int mine = at(me + 1) - at(me);
+        std::vector<int> sendCounts(static_cast<std::size_t>(d));
+        std::vector<int> sendDispls(static_cast<std::size_t>(d));
+        std::vector<int> recvCounts(static_cast<std::size_t>(d), mine);
+        std::vector<int> recvDispls(static_cast<std::size_t>(d));
+        for (int j = 0; j < d; ++j) {
+            sendCounts[static_cast<std::size_t>(j)] = at(j + 1) - at(j);
+            sendDispls[static_cast<std::size_t>(j)] = at(j);
+            recvDispls[static_cast<std::size_t>(j)] = j * mine;
+        }
+        m_parts.resize(static_cast<std::size_t>(d) * static_cast<std::size_t>(mine));
+        check(MPI_Alltoallv(values, sendCounts.data(), sendDispls.data(), MPI_FLOAT, m_parts.data(),
+                            recvCounts.data(), recvDispls.data(), MPI_FLOAT, m_dataComm),
+              "MPI_Alltoallv");
+        float* own = values + at(me);
+        for (int i = 0; i < mine; ++i) {
+            double s = 0.0;
+            for (int j = 0; j < d; ++j) {
+                s += static_cast<double>(m_parts[static_cast<std::size_t>(j) * mine + i]);
+            }
+            own[i] = static_cast<float>(s);
+        }
+        check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, values, sendCounts.data(),
+                             sendDispls.data(), MPI_FLOAT, m_dataComm),
+              "MPI_Allgatherv");
     }
 
     // Gathered to rank 0, summed there in rank order, broadcast: MPI_Allreduce may reduce in
@@ -149,7 +208,10 @@ class MpiCollective final : public Collective {
 
     int m_rank = 0;
     int m_ranks = 1;
+    int m_localRank = 0;
     Mesh m_mesh;
+    MPI_Comm m_dataComm = MPI_COMM_NULL;  // this rank's data-axis group (made on first use)
+    std::vector<float> m_parts;           // sumDataAxis: every replica's part of my elements
     bool m_leaveWithoutFinalize = false;
 };
 

@@ -125,6 +125,13 @@ Trainer::Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backen
                               " ranks of the ensemble axis: every rank needs a "
                               "member");
     }
+    if (mesh.data > 1 && m_config.training.batchSize % mesh.data != 0) {
+        throw ConfigError("training.batch_size",
+                          std::to_string(m_config.training.batchSize) +
+                              " rows are not divisible by the " + std::to_string(mesh.data) +
+                              " ranks of the data axis (backend.mesh data = " +
+                              std::to_string(mesh.data) + "): every replica takes an equal share");
+    }
     {
         ExperimentConfig local = m_config;
         local.ensemble.members = m_share.count();
@@ -175,6 +182,12 @@ Trainer::Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backen
     problem.plan.mode = m_config.ensemble.bootstrap;
     problem.plan.memberOffset = static_cast<uint32_t>(m_share.begin);
     problem.rules = m_rules;
+    if (mesh.data > 1) {
+        Collective* c = m_collective;
+        problem.shard.index = c->dataIndex();
+        problem.shard.count = mesh.data;
+        problem.shard.sum = [c](float* values, std::size_t n) { c->sumDataAxis(values, n); };
+    }
     m_backend->bind(problem);
 
     std::vector<float> initial(m_layout.size());
@@ -274,15 +287,18 @@ TrainingState Trainer::gatherTrainingState() const {
     }
     Collective& c = *m_collective;
     const ParamLayout global(m_layout.architecture(), globalMembers());
+    // Each group's leader sends its members (its replicas on the data axis hold the same).
+    const bool leader = c.groupLeader();
     const auto gathered = [&](const std::vector<float>& v) {
-        std::vector<float> all = c.gather(v.empty() ? v : reorderMembers(m_layout, v, true));
+        std::vector<float> all = c.gather(v.empty() || !leader ? std::vector<float>{}
+                                                               : reorderMembers(m_layout, v, true));
         return all.empty() ? all : reorderMembers(global, all, false);
     };
     TrainingState state;
     state.params = gathered(local.params);
     state.optimizer.moment1 = gathered(local.optimizer.moment1);
     state.optimizer.moment2 = gathered(local.optimizer.moment2);
-    state.diverged = c.gather(local.diverged);
+    state.diverged = c.gather(leader ? local.diverged : std::vector<uint8_t>{});
     if (c.root()) {
         state.step = local.step;
         state.optimizer.updates = local.optimizer.updates;
@@ -370,16 +386,19 @@ bool Trainer::run(const std::function<void(const TrainingProgress&)>& onProgress
         runSteps(chunk);
         windowSteps += chunk;
 
+        // A group's members count once: its replicas (data axis) hold the same losses.
+        const bool counted = m_collective->groupLeader();
         double sum = 0.0;
         int active = 0;
-        for (std::size_t k = 0; k < m_active.size(); ++k) {
+        for (std::size_t k = 0; k < m_active.size() && counted; ++k) {
             if (m_active[k]) {
                 sum += m_lastLosses[k];
                 ++active;
             }
         }
-        int divergedCount = static_cast<int>(
-            std::count(m_diverged.begin(), m_diverged.end(), static_cast<uint8_t>(1)));
+        int divergedCount =
+            counted ? static_cast<int>(std::count(m_diverged.begin(), m_diverged.end(), uint8_t{1}))
+                    : 0;
         if (distributed) {
             // The loss and the diverged count of the whole ensemble (in rank order).
             double totals[3] = {sum, static_cast<double>(active),
@@ -493,21 +512,27 @@ Evaluation Trainer::evaluate() {
 
 Evaluation Trainer::evaluateDistributed() {
     Collective& c = *m_collective;
-    const std::vector<uint8_t> include = c.gather(included());
+    // Each group's leader sends its members (its replicas on the data axis hold the same).
+    const bool leader = c.groupLeader();
+    const std::vector<uint8_t> include = c.gather(leader ? included() : std::vector<uint8_t>{});
     const int k = globalMembers();
-    // Member-major outputs, so the ranks' blocks in rank order are the members in order.
-    const auto gathered = [&](MemberPredictions local) {
+    // Member-major outputs, so the leaders' blocks in rank order are the members in order.
+    const auto gathered = [&](bool train) {
+        MemberPredictions local;
+        if (leader) {
+            local = train ? predictTrain() : predictTest();
+        }
         MemberPredictions all;
         all.members = k;
-        all.rows = local.rows;
-        all.classes = local.classes;
+        all.rows = train ? m_data.train.rows : m_data.test.rows;
+        all.classes = m_layout.classes();
         all.logProbs = c.gather(local.logProbs);
         return all;
     };
     Evaluation e;
     e.step = m_step;
     e.epoch = epoch();
-    const MemberPredictions train = gathered(predictTrain());
+    const MemberPredictions train = gathered(true);
     if (c.root()) {
         e.members.resize(static_cast<std::size_t>(k));
         for (std::size_t m = 0; m < e.members.size(); ++m) {
@@ -516,7 +541,7 @@ Evaluation Trainer::evaluateDistributed() {
         setSplit(e, evaluatePredictions(train, m_data.train, include), true);
     }
     if (m_data.test.rows > 0) {
-        const MemberPredictions test = gathered(predictTest());
+        const MemberPredictions test = gathered(false);
         if (c.root()) {
             setSplit(e, evaluatePredictions(test, m_data.test, include), false);
         }

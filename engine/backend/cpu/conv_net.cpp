@@ -563,11 +563,14 @@ float groupGradient(const ParamLayout& layout, int k, Activation act, const floa
 ConvNetCpu::ConvNetCpu() = default;
 ConvNetCpu::~ConvNetCpu() = default;
 
-void ConvNetCpu::bind(const ParamLayout& layout, Activation activation, int batch, int threads) {
+void ConvNetCpu::bind(const ParamLayout& layout, Activation activation, int batch, int threads,
+                      int normaliser) {
     m_layout = layout;
     m_offsets = packedOffsets(layout);
     m_activation = activation;
     m_batch = std::max(batch, 1);
+    m_normaliser = normaliser > 0 ? normaliser : m_batch;
+    m_reduce.clear();
     m_threads = std::max(threads, 1);
     m_groups = (m_batch + kConvGroup - 1) / kConvGroup;
     m_workspaces.assign(static_cast<std::size_t>(m_threads), Workspace{});
@@ -602,7 +605,8 @@ std::size_t ConvNetCpu::workspaceBytes(const ParamLayout& layout, int batch, int
 
 void ConvNetCpu::train(const ConvMemberBatch* batches, bool sharedInput, const uint8_t* active,
                        const OptimizerRule* rules, bool firstUpdate, float* params, float* moment1,
-                       float* moment2, float* losses) {
+                       float* moment2, float* losses,
+                       const std::function<void(float*, std::size_t)>* replicaSum) {
     const ParamLayout& layout = m_layout;
     const Architecture& a = layout.architecture();
     const int members = layout.members();
@@ -661,25 +665,55 @@ void ConvNetCpu::train(const ConvMemberBatch* batches, bool sharedInput, const u
         const std::size_t slot = static_cast<std::size_t>(k) * groups + g;
         m_partialLoss[slot] = groupGradient(
             layout, k, m_activation, params, batch.x + static_cast<std::size_t>(begin) * a.inputs(),
-            batch.labels + begin, batch.weights + begin, n, m_batch,
+            batch.labels + begin, batch.weights + begin, n, m_normaliser,
             sharedCols ? m_sharedCols.data() + static_cast<std::size_t>(begin) * first.out.plane()
                        : nullptr,
             colsStride, offsets, ws, m_partials.data() + slot * perMember);
     }
 
     // Each member's loss and gradient: its groups summed in order.
-    std::vector<uint8_t> update(static_cast<std::size_t>(members), 0);
     for (int k = 0; k < members; ++k) {
-        if (!active[k]) {
-            losses[k] = 0.0f;
-            continue;
-        }
         float loss = 0.0f;
-        for (int g = 0; g < groups; ++g) {
+        for (int g = 0; g < groups && active[k]; ++g) {
             loss += m_partialLoss[static_cast<std::size_t>(k) * groups + g];
         }
         losses[k] = loss;
-        update[static_cast<std::size_t>(k)] = std::isfinite(loss) ? 1 : 0;
+    }
+    if (replicaSum != nullptr) {
+        // The data axis: this replica's gradients (its groups summed in order) and losses,
+        // added up over the replicas; the update below then reads the sums.
+        const std::size_t total = perMember * static_cast<std::size_t>(members);
+        m_reduce.resize(total + static_cast<std::size_t>(members));
+        const int chunks = static_cast<int>((perMember + kUpdateChunk - 1) / kUpdateChunk);
+        const int sumTasks = members * chunks;
+#pragma omp parallel for num_threads(std::max(1, std::min(m_threads, sumTasks))) \
+    schedule(dynamic, 1)
+        for (int t = 0; t < sumTasks; ++t) {
+            const int k = t / chunks;
+            const std::size_t begin = static_cast<std::size_t>(t % chunks) * kUpdateChunk;
+            const std::size_t count = std::min(kUpdateChunk, perMember - begin);
+            float* out = m_reduce.data() + static_cast<std::size_t>(k) * perMember + begin;
+            if (!active[k]) {
+                std::fill(out, out + count, 0.0f);
+                continue;
+            }
+            const float* part =
+                m_partials.data() + static_cast<std::size_t>(k) * groups * perMember + begin;
+            std::copy(part, part + count, out);
+            for (int g = 1; g < groups; ++g) {
+                const float* next = part + static_cast<std::size_t>(g) * perMember;
+                for (std::size_t i = 0; i < count; ++i) {
+                    out[i] += next[i];
+                }
+            }
+        }
+        std::copy(losses, losses + members, m_reduce.data() + total);
+        (*replicaSum)(m_reduce.data(), m_reduce.size());
+        std::copy_n(m_reduce.data() + total, members, losses);
+    }
+    std::vector<uint8_t> update(static_cast<std::size_t>(members), 0);
+    for (int k = 0; k < members; ++k) {
+        update[static_cast<std::size_t>(k)] = active[k] && std::isfinite(losses[k]) ? 1 : 0;
     }
 
     // Sum the groups and update, in chunks of whole tensors' pieces: (member, layer, W or b,
@@ -715,12 +749,17 @@ void ConvNetCpu::train(const ConvMemberBatch* batches, bool sharedInput, const u
     schedule(dynamic, 1)
     for (int p = 0; p < pieceCount; ++p) {
         const Piece& piece = pieces[static_cast<std::size_t>(p)];
-        float* sum = m_partials.data() + static_cast<std::size_t>(piece.k) * groups * perMember +
-                     piece.packed;
-        for (int g = 1; g < groups; ++g) {
-            const float* part = sum + static_cast<std::size_t>(g) * perMember;
-            for (std::size_t i = 0; i < piece.count; ++i) {
-                sum[i] += part[i];
+        float* sum;
+        if (replicaSum != nullptr) {
+            sum = m_reduce.data() + static_cast<std::size_t>(piece.k) * perMember + piece.packed;
+        } else {
+            sum = m_partials.data() + static_cast<std::size_t>(piece.k) * groups * perMember +
+                  piece.packed;
+            for (int g = 1; g < groups; ++g) {
+                const float* part = sum + static_cast<std::size_t>(g) * perMember;
+                for (std::size_t i = 0; i < piece.count; ++i) {
+                    sum[i] += part[i];
+                }
             }
         }
         fastApplyUpdate(rules[piece.k], firstUpdate, params + piece.param, sum,

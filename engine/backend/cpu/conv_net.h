@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "backend/cpu/fast_mlp.h"
@@ -45,17 +46,23 @@ class ConvNetCpu {
     ConvNetCpu(const ConvNetCpu&) = delete;
     ConvNetCpu& operator=(const ConvNetCpu&) = delete;
 
-    // Sizes everything for `layout` and steps of `batch` examples on `threads` threads.
-    void bind(const ParamLayout& layout, Activation activation, int batch, int threads);
+    // Sizes everything for `layout` and steps of `batch` examples on `threads` threads. Losses
+    // and gradients are the batch's weighted sums divided by `normaliser` (0: batch, the mean;
+    // a data-axis shard of a B-row batch passes B).
+    void bind(const ParamLayout& layout, Activation activation, int batch, int threads,
+              int normaliser = 0);
 
     // One step of every member with active[k] != 0: forward, loss (the mean over the batch of
     // weight_b * CE_b), backward and the update of its parameters and optimizer moments in
     // place. `rules` are prepared for this update (prepareStep). `sharedInput`: every member's
     // batch has the same x (same batches, Poisson), so the first layer's columns are made once.
-    // A member whose loss is not finite is left as it was.
+    // A member whose loss is not finite is left as it was. With `replicaSum` (the data axis,
+    // DataShard::sum) every member's gradient and loss are added up over the replicas between
+    // the backward pass and the update; `losses` are then the sums.
     void train(const ConvMemberBatch* batches, bool sharedInput, const uint8_t* active,
                const OptimizerRule* rules, bool firstUpdate, float* params, float* moment1,
-               float* moment2, float* losses);
+               float* moment2, float* losses,
+               const std::function<void(float*, std::size_t)>* replicaSum = nullptr);
 
     // Member k's gradient over `batch` examples, packed per layer ([W_l (out x in), b_l (out)]),
     // and its loss: the same computation train() makes, without the update.
@@ -75,6 +82,7 @@ class ConvNetCpu {
     std::vector<std::size_t> m_offsets;  // each layer's [W, b] in a packed member gradient
     Activation m_activation = Activation::Relu;
     int m_batch = 0;
+    int m_normaliser = 0;  // what a batch's weighted loss sum is divided by
     int m_threads = 1;
     int m_groups = 0;
     std::vector<Workspace> m_workspaces;  // one per thread
@@ -82,6 +90,8 @@ class ConvNetCpu {
     FloatBuffer m_partials;
     std::vector<float> m_partialLoss;
     FloatBuffer m_sharedCols;  // the first conv's columns of a shared batch
+    // Data axis: every member's summed gradient (packed), then the losses, for the replica sum.
+    std::vector<float> m_reduce;
 };
 
 }  // namespace ensemble

@@ -10,6 +10,7 @@
 
 #include "backend/cpu/batch_plan_simd.h"
 #include "backend/cpu/mlp_kernels.h"
+#include "core/errors.h"
 #include "math/loss.h"
 
 namespace ensemble {
@@ -85,34 +86,52 @@ void CpuBackend::bind(const TrainingProblem& problem) {
     m_updates = 0;
 
     const int batch = static_cast<int>(problem.plan.batch);
+    const int shards = problem.shard.count;
+    if (shards < 1 || problem.shard.index < 0 || problem.shard.index >= shards ||
+        batch % shards != 0 || (shards > 1 && !problem.shard.sum)) {
+        throw std::invalid_argument("CpuBackend::bind: shard " +
+                                    std::to_string(problem.shard.index) + " of " +
+                                    std::to_string(shards) + " of a batch of " +
+                                    std::to_string(batch) + " rows, or no sum for it");
+    }
+    // This replica's rows of every batch (all of them without a data axis).
+    const int rows = batch / shards;
+    m_shardBuffer.clear();
     m_predictWorkspaces.clear();
     if (!layout.isMlp()) {
         m_conv = std::make_unique<ConvNetCpu>();
-        m_conv->bind(layout, problem.activation, batch, m_threads);
+        m_conv->bind(layout, problem.activation, rows, m_threads, batch);
         m_workspaces.clear();
         const std::size_t k = static_cast<std::size_t>(layout.members());
-        const std::size_t b = static_cast<std::size_t>(batch);
         const bool own = problem.plan.mode == BootstrapMode::Resample;
-        m_convX.assign((own ? k : 1) * b * static_cast<std::size_t>(inputs), 0.0f);
-        m_convLabels.assign((own ? k : 1) * b, 0);
-        m_convRows.assign((own ? k : 1) * b, 0);
-        m_convWeights.assign(k * b, 1.0f);
+        // The plan's rows and weights are the whole batch's; what is gathered, this replica's.
+        m_convRows.assign((own ? k : 1) * static_cast<std::size_t>(batch), 0);
+        m_convPlanWeights.assign((own ? k : 1) * static_cast<std::size_t>(batch), 1.0f);
+        const std::size_t r = static_cast<std::size_t>(rows);
+        m_convX.assign((own ? k : 1) * r * static_cast<std::size_t>(inputs), 0.0f);
+        m_convLabels.assign((own ? k : 1) * r, 0);
+        m_convWeights.assign(k * r, 1.0f);
         return;
     }
     m_conv.reset();
+    // The plan's rows and weights are the whole batch's; what is gathered, this replica's rows.
     m_workspaces.assign(static_cast<std::size_t>(m_threads), Workspace{});
     for (Workspace& ws : m_workspaces) {
         ws.rows.resize(static_cast<std::size_t>(batch));
-        ws.labels.resize(static_cast<std::size_t>(batch));
-        ws.targets.resize(static_cast<std::size_t>(batch));
+        ws.labels.resize(static_cast<std::size_t>(rows));
+        ws.targets.resize(static_cast<std::size_t>(rows));
         ws.weights.resize(static_cast<std::size_t>(batch));
-        ws.fast.resize(layout, batch);
+        ws.fast.resize(layout, rows);
     }
     m_sharedRows.resize(static_cast<std::size_t>(batch));
     m_sharedWeights.resize(static_cast<std::size_t>(batch));
-    m_sharedLabels.resize(static_cast<std::size_t>(batch));
-    m_sharedTargets.resize(static_cast<std::size_t>(batch));
-    m_sharedBatch.resize(layout, batch);
+    m_sharedLabels.resize(static_cast<std::size_t>(rows));
+    m_sharedTargets.resize(static_cast<std::size_t>(rows));
+    m_sharedBatch.resize(layout, rows);
+    if (shards > 1) {
+        // Every member's packed gradient, then every member's loss: one sum over the replicas.
+        m_shardBuffer.assign(layout.size() + static_cast<std::size_t>(layout.members()), 0.0f);
+    }
 }
 
 void CpuBackend::setRules(const std::vector<OptimizerRule>& rules) {
@@ -158,6 +177,10 @@ void CpuBackend::setOptimizerState(const OptimizerState& state) {
 void CpuBackend::step(uint64_t step, const uint8_t* active, float* losses) {
     if (m_conv) {
         stepConv(step, active, losses);
+        return;
+    }
+    if (m_problem.shard.count > 1) {
+        stepShard(step, active, losses);
         return;
     }
     const ParamLayout& layout = m_problem.layout;
@@ -207,58 +230,173 @@ void CpuBackend::step(uint64_t step, const uint8_t* active, float* losses) {
     ++m_updates;
 }
 
+void CpuBackend::stepShard(uint64_t step, const uint8_t* active, float* losses) {
+    const ParamLayout& layout = m_problem.layout;
+    const BatchPlanParams& plan = m_problem.plan;
+    const DataShard& shard = m_problem.shard;
+    const int members = layout.members();
+    const int batch = static_cast<int>(plan.batch);
+    const int rows = batch / shard.count;
+    const int first = shard.index * rows;  // this replica's rows: [first, first + rows)
+    const bool firstUpdate = m_updates == 0;
+    const uint64_t updateNumber = m_updates + 1;
+    const bool regression = isRegression(m_problem.likelihood);
+    const std::size_t perMember = layout.perMember();
+    float* grads = m_shardBuffer.data();  // member k's packed gradient at k * perMember
+    float* shardLosses = grads + layout.size();
+
+    // The whole batch is planned (as one process plans it), this replica's rows gathered.
+    if (plan.mode != BootstrapMode::Resample) {
+        planMemberSimd(plan, 0, step, reinterpret_cast<uint32_t*>(m_sharedRows.data()),
+                       m_sharedWeights.data());
+        const int32_t* mine = m_sharedRows.data() + first;
+        fastGather(layout, m_trainX.data(), mine, rows, m_sharedBatch);
+        for (int b = 0; b < rows; ++b) {
+            const auto row = static_cast<std::size_t>(mine[b]);
+            if (regression) {
+                m_sharedTargets[static_cast<std::size_t>(b)] = m_trainTargets[row];
+            } else {
+                m_sharedLabels[static_cast<std::size_t>(b)] = m_trainY[row];
+            }
+        }
+    }
+    const int threads = std::max(1, std::min(m_threads, members));
+    const int chunk = std::max(1, members / (threads * 8));
+#pragma omp parallel for num_threads(threads) schedule(dynamic, chunk)
+    for (int k = 0; k < members; ++k) {
+        Workspace& ws = m_workspaces[static_cast<std::size_t>(omp_get_thread_num())];
+        float* grad = grads + static_cast<std::size_t>(k) * perMember;
+        // Zero unless written: an inactive member, or a non-finite loss (no backward pass).
+        std::fill(grad, grad + perMember, 0.0f);
+        shardLosses[k] = 0.0f;
+        if (!active[k]) {
+            continue;
+        }
+        const uint32_t member = plan.memberOffset + static_cast<uint32_t>(k);
+        const FastBatch* input = &m_sharedBatch;
+        const int32_t* labels = m_sharedLabels.data();
+        const float* targets = m_sharedTargets.data();
+        const float* weights = m_sharedWeights.data() + first;  // all 1 (none)
+        if (plan.mode == BootstrapMode::Resample) {
+            planMemberSimd(plan, member, step, reinterpret_cast<uint32_t*>(ws.rows.data()),
+                           ws.weights.data());
+            const int32_t* mine = ws.rows.data() + first;
+            fastGather(layout, m_trainX.data(), mine, rows, ws.fast.input);
+            for (int b = 0; b < rows; ++b) {
+                const auto row = static_cast<std::size_t>(mine[b]);
+                if (regression) {
+                    ws.targets[static_cast<std::size_t>(b)] = m_trainTargets[row];
+                } else {
+                    ws.labels[static_cast<std::size_t>(b)] = m_trainY[row];
+                }
+            }
+            input = &ws.fast.input;
+            labels = ws.labels.data();
+            targets = ws.targets.data();
+            weights = ws.weights.data() + first;
+        } else if (plan.mode == BootstrapMode::Poisson) {
+            // A row's weight is a function of (member, row): the same as in one process.
+            poissonWeightsSimd(plan.seed, member,
+                               reinterpret_cast<const uint32_t*>(m_sharedRows.data()) + first, rows,
+                               ws.weights.data());
+            weights = ws.weights.data();
+        }
+        shardLosses[k] =
+            fastMemberGradient(layout, k, m_problem.activation, m_params.data(), *input, labels,
+                               weights, ws.fast, grad, m_problem.likelihood, targets, batch);
+    }
+
+    // The pmean of gradients: the shards' sums over the whole batch, added up (the sum of a
+    // non-finite shard loss is non-finite on every replica, so all skip the same updates).
+    shard.sum(m_shardBuffer.data(), m_shardBuffer.size());
+
+#pragma omp parallel for num_threads(threads) schedule(dynamic, chunk)
+    for (int k = 0; k < members; ++k) {
+        Workspace& ws = m_workspaces[static_cast<std::size_t>(omp_get_thread_num())];
+        losses[k] = active[k] ? shardLosses[k] : 0.0f;
+        if (!active[k] || !std::isfinite(losses[k])) {
+            continue;
+        }
+        const OptimizerRule rule =
+            ws.prepare(m_problem.rules[static_cast<std::size_t>(k)], updateNumber);
+        const float* grad = grads + static_cast<std::size_t>(k) * perMember;
+        std::size_t packed = 0;
+        for (int l = 0; l < layout.layerCount(); ++l) {
+            const LayerSlot& s = layout.layer(l);
+            const std::size_t w = static_cast<std::size_t>(s.out) * s.in;
+            const std::size_t wOff = layout.weightOffset(l, k);
+            const std::size_t bOff = layout.biasOffset(l, k);
+            fastApplyUpdate(rule, firstUpdate, m_params.data() + wOff, grad + packed,
+                            m_moment1.data() + wOff, m_moment2.data() + wOff, w);
+            fastApplyUpdate(rule, firstUpdate, m_params.data() + bOff, grad + packed + w,
+                            m_moment1.data() + bOff, m_moment2.data() + bOff,
+                            static_cast<std::size_t>(s.out));
+            packed += w + static_cast<std::size_t>(s.out);
+        }
+    }
+    ++m_updates;
+}
+
 void CpuBackend::stepConv(uint64_t step, const uint8_t* active, float* losses) {
     const ParamLayout& layout = m_problem.layout;
     const BatchPlanParams& plan = m_problem.plan;
+    const DataShard& shard = m_problem.shard;
     const int members = layout.members();
     const std::size_t batch = plan.batch;
+    // This replica's rows of every planned batch: [first, first + rows) (all without a data axis).
+    const std::size_t rows = batch / static_cast<std::size_t>(shard.count);
+    const std::size_t first = static_cast<std::size_t>(shard.index) * rows;
     const std::size_t inputs = static_cast<std::size_t>(layout.inputs());
     const bool own = plan.mode == BootstrapMode::Resample;
     std::vector<ConvMemberBatch> batches(static_cast<std::size_t>(members));
     std::vector<OptimizerRule> rules(m_problem.rules);
     const uint64_t updateNumber = m_updates + 1;
-    // Gathers the rows of `rows` into x and their labels.
-    const auto gather = [&](const int32_t* rows, float* x, int32_t* labels) {
-        for (std::size_t b = 0; b < batch; ++b) {
-            const auto row = static_cast<std::size_t>(rows[b]);
+    // Gathers this replica's rows of a planned batch into x and their labels.
+    const auto gather = [&](const int32_t* planned, float* x, int32_t* labels) {
+        for (std::size_t b = 0; b < rows; ++b) {
+            const auto row = static_cast<std::size_t>(planned[first + b]);
             std::copy_n(m_trainX.data() + row * inputs, inputs, x + b * inputs);
             labels[b] = m_trainY[row];
         }
     };
     if (!own) {
         planMemberSimd(plan, 0, step, reinterpret_cast<uint32_t*>(m_convRows.data()),
-                       m_convWeights.data());
+                       m_convPlanWeights.data());
         gather(m_convRows.data(), m_convX.data(), m_convLabels.data());
     }
 #pragma omp parallel for num_threads(m_threads) schedule(static)
     for (int k = 0; k < members; ++k) {
         const std::size_t m = static_cast<std::size_t>(k);
-        float* weights = m_convWeights.data() + m * batch;
+        float* weights = m_convWeights.data() + m * rows;
         ConvMemberBatch& b = batches[m];
         b.weights = weights;
         rules[m] = m_problem.rules[m];
         prepareStep(rules[m], updateNumber);
         if (own) {
-            int32_t* rows = m_convRows.data() + m * batch;
+            int32_t* planned = m_convRows.data() + m * batch;
+            float* plannedWeights = m_convPlanWeights.data() + m * batch;
             planMemberSimd(plan, plan.memberOffset + static_cast<uint32_t>(k), step,
-                           reinterpret_cast<uint32_t*>(rows), weights);
-            gather(rows, m_convX.data() + m * batch * inputs, m_convLabels.data() + m * batch);
-            b.x = m_convX.data() + m * batch * inputs;
-            b.labels = m_convLabels.data() + m * batch;
+                           reinterpret_cast<uint32_t*>(planned), plannedWeights);
+            std::copy_n(plannedWeights + first, rows, weights);
+            gather(planned, m_convX.data() + m * rows * inputs, m_convLabels.data() + m * rows);
+            b.x = m_convX.data() + m * rows * inputs;
+            b.labels = m_convLabels.data() + m * rows;
             continue;
         }
         b.x = m_convX.data();
         b.labels = m_convLabels.data();
         if (plan.mode == BootstrapMode::Poisson) {
+            // A row's weight is a function of (member, row), whichever replica trains it.
             poissonWeightsSimd(plan.seed, plan.memberOffset + static_cast<uint32_t>(k),
-                               reinterpret_cast<const uint32_t*>(m_convRows.data()),
-                               static_cast<int>(batch), weights);
-        } else if (k > 0) {
-            std::copy_n(m_convWeights.data(), batch, weights);  // the shared plan's (all 1)
+                               reinterpret_cast<const uint32_t*>(m_convRows.data()) + first,
+                               static_cast<int>(rows), weights);
+        } else {
+            std::copy_n(m_convPlanWeights.data() + first, rows, weights);  // the plan's (all 1)
         }
     }
     m_conv->train(batches.data(), !own, active, rules.data(), m_updates == 0, m_params.data(),
-                  m_moment1.data(), m_moment2.data(), losses);
+                  m_moment1.data(), m_moment2.data(), losses,
+                  shard.count > 1 ? &shard.sum : nullptr);
     ++m_updates;
 }
 

@@ -40,6 +40,9 @@ class CpuBackend final : public Backend {
                       bool firstUpdate);
     // step() for conv members: plans and gathers every member's batch, then ConvNetCpu::train.
     void stepConv(uint64_t step, const uint8_t* active, float* losses);
+    // step() of MLP members on a data-axis shard (TrainingProblem::shard): every member's
+    // gradient on this replica's rows, the sum over the replicas, then the update.
+    void stepShard(uint64_t step, const uint8_t* active, float* losses);
 
     int m_threads = 1;
     TrainingProblem m_problem;
@@ -57,15 +60,18 @@ class CpuBackend final : public Backend {
     std::vector<int32_t> m_sharedLabels;
     std::vector<float> m_sharedTargets;
     FastBatch m_sharedBatch;
+    // Data axis: every member's packed gradient (layout.size()), then the K losses.
+    std::vector<float> m_shardBuffer;
     // Prediction scratch, one per thread (allocated on first use).
     std::vector<FastWorkspace> m_predictWorkspaces;
     // Conv members (null for MLPs): the engine and each member's gathered batch (resample:
-    // K x B rows; shared modes use m_convX for all).
+    // K x B rows; shared modes use m_convX for all; B this replica's rows on a data axis).
     std::unique_ptr<ConvNetCpu> m_conv;
     std::vector<float> m_convX;
-    std::vector<int32_t> m_convLabels;  // K x B (resample) or B
-    std::vector<float> m_convWeights;   // K x B
-    std::vector<int32_t> m_convRows;    // K x B
+    std::vector<int32_t> m_convLabels;     // K x B (resample) or B
+    std::vector<float> m_convWeights;      // K x B
+    std::vector<int32_t> m_convRows;       // K x B (resample) or B: the planned rows
+    std::vector<float> m_convPlanWeights;  // the plan's weights, as m_convRows
 };
 
 }  // namespace ensemble

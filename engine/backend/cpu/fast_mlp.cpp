@@ -337,14 +337,15 @@ const float* forward(const ParamLayout& layout, int k, Activation act, const flo
     return ws.pre[static_cast<std::size_t>(layers - 1)].data();
 }
 
-// Mean over the batch of weight_b * CE_b for logits (classes x bp, feature-major), and dLogits
+// Sum over the batch of weight_b * CE_b / normaliser (the batch size: the mean; a data-axis
+// shard passes the whole batch's size) for logits (classes x bp, feature-major), and dLogits
 // into delta (classes x bp, zero in the padding): softmaxCrossEntropyLanes of math/loss.h with
 // one example per lane.
 float crossEntropy(const float* logits, int classes, const int32_t* labels, const float* weights,
-                   int batch, int bp, FastWorkspace& ws, float* delta) {
+                   int batch, int normaliser, int bp, FastWorkspace& ws, float* delta) {
     float* ew = ws.exampleWeights.data();
     float* el = ws.exampleLabels.data();
-    const float scale = 1.0f / static_cast<float>(batch);
+    const float scale = 1.0f / static_cast<float>(normaliser);
     for (int b = 0; b < batch; ++b) {
         ew[b] = weights[b] * scale;
         el[b] = static_cast<float>(labels[b]);
@@ -370,16 +371,18 @@ float crossEntropy(const float* logits, int classes, const int32_t* labels, cons
     return predux(lossAcc);
 }
 
-// Mean over the batch of weight_b * loss_b of a regression head (outputs x bp, feature-major:
+// Sum over the batch of weight_b * loss_b / normaliser of a regression head (outputs x bp,
+// feature-major:
 // row 0 the mean, row 1 the gaussian's raw variance) against the standardised targets, and
 // dOutputs into delta: gaussianNllLanes / squaredErrorLanes of math/loss.h, one example per
 // lane.
 float regressionLoss(const float* outputs, Likelihood likelihood, const float* targets,
-                     const float* weights, int batch, int bp, FastWorkspace& ws, float* delta) {
+                     const float* weights, int batch, int normaliser, int bp, FastWorkspace& ws,
+                     float* delta) {
     float* ew = ws.exampleWeights.data();
     float* el = ws.exampleLabels.data();
     float* et = ws.exampleTargets.data();
-    const float scale = 1.0f / static_cast<float>(batch);
+    const float scale = 1.0f / static_cast<float>(normaliser);
     for (int b = 0; b < batch; ++b) {
         ew[b] = weights[b] * scale;
         el[b] = 0.0f;  // real row (the padding keeps -1)
@@ -413,7 +416,8 @@ float regressionLoss(const float* outputs, Likelihood likelihood, const float* t
 template <typename Sink>
 float forwardBackward(const ParamLayout& layout, int k, Activation act, const float* params,
                       const FastBatch& in, const int32_t* labels, const float* weights,
-                      FastWorkspace& ws, Likelihood likelihood, const float* targets, Sink&& sink) {
+                      FastWorkspace& ws, Likelihood likelihood, const float* targets,
+                      int normaliser, Sink&& sink) {
     const int batch = in.batch;
     const int bp = in.paddedBatch;
     const int layers = layout.layerCount();
@@ -426,8 +430,9 @@ float forwardBackward(const ParamLayout& layout, int k, Activation act, const fl
     float* deltaPrev = ws.deltaPrev.data();
     const float loss =
         likelihood == Likelihood::Categorical
-            ? crossEntropy(logits, classes, labels, weights, batch, bp, ws, delta)
-            : regressionLoss(logits, likelihood, targets, weights, batch, bp, ws, delta);
+            ? crossEntropy(logits, classes, labels, weights, batch, normaliser, bp, ws, delta)
+            : regressionLoss(logits, likelihood, targets, weights, batch, normaliser, bp, ws,
+                             delta);
     if (!std::isfinite(loss)) {
         return loss;
     }
@@ -716,7 +721,7 @@ float fastTrainMember(const ParamLayout& layout, int k, Activation act, float* p
                       const FastBatch& batch, const int32_t* labels, const float* weights,
                       FastWorkspace& ws, Likelihood likelihood, const float* targets) {
     return forwardBackward(layout, k, act, params, batch, labels, weights, ws, likelihood, targets,
-                           [&](int l, const float* dw, const float* db) {
+                           batch.batch, [&](int l, const float* dw, const float* db) {
                                const LayerSlot& s = layout.layer(l);
                                const std::size_t wOff = layout.weightOffset(l, k);
                                const std::size_t bOff = layout.biasOffset(l, k);
@@ -750,22 +755,20 @@ void fastPrefetchMember(const ParamLayout& layout, int k, const float* params, c
 float fastMemberGradient(const ParamLayout& layout, int k, Activation act, const float* params,
                          const FastBatch& batch, const int32_t* labels, const float* weights,
                          FastWorkspace& ws, float* grad, Likelihood likelihood,
-                         const float* targets) {
-    // Packed offsets of each layer in the member's gradient.
-    std::vector<std::size_t> offsets(static_cast<std::size_t>(layout.layerCount()));
-    std::size_t offset = 0;
-    for (int l = 0; l < layout.layerCount(); ++l) {
-        offsets[static_cast<std::size_t>(l)] = offset;
-        offset += static_cast<std::size_t>(layout.layer(l).out) * (layout.layer(l).in + 1);
-    }
-    return forwardBackward(layout, k, act, params, batch, labels, weights, ws, likelihood, targets,
-                           [&](int l, const float* dw, const float* db) {
-                               const LayerSlot& s = layout.layer(l);
-                               const std::size_t n = static_cast<std::size_t>(s.out) * s.in;
-                               float* g = grad + offsets[static_cast<std::size_t>(l)];
-                               std::copy(dw, dw + n, g);
-                               std::copy(db, db + s.out, g + n);
-                           });
+                         const float* targets, int normaliser) {
+    return forwardBackward(
+        layout, k, act, params, batch, labels, weights, ws, likelihood, targets,
+        normaliser > 0 ? normaliser : batch.batch, [&](int l, const float* dw, const float* db) {
+            // Layer l's packed offset: the layers below it, each [W (out x in), b (out)].
+            std::size_t offset = 0;
+            for (int j = 0; j < l; ++j) {
+                offset += static_cast<std::size_t>(layout.layer(j).out) * (layout.layer(j).in + 1);
+            }
+            const LayerSlot& s = layout.layer(l);
+            const std::size_t n = static_cast<std::size_t>(s.out) * s.in;
+            std::copy(dw, dw + n, grad + offset);
+            std::copy(db, db + s.out, grad + offset + n);
+        });
 }
 
 void fastPredictLogProbs(const ParamLayout& layout, int k, Activation act, const float* params,

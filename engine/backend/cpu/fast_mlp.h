@@ -116,12 +116,15 @@ void fastPrefetchMember(const ParamLayout& layout, int k, const float* params, c
                         const float* moment2);
 
 // The same forward and backward, writing member k's gradient packed per layer as
-// memberForwardBackward does ([W_l (out x in), b_l (out)], layout.perMember() floats).
+// memberForwardBackward does ([W_l (out x in), b_l (out)], layout.perMember() floats). The loss
+// and gradient are sums over the batch divided by `normaliser` (0: batch.batch, the mean): a
+// data-axis shard of a batch of B rows passes B, so the shards' results sum to the whole
+// batch's. When the loss is not finite the gradient is not written.
 float fastMemberGradient(const ParamLayout& layout, int k, Activation act, const float* params,
                          const FastBatch& batch, const int32_t* labels, const float* weights,
                          FastWorkspace& ws, float* grad,
                          Likelihood likelihood = Likelihood::Categorical,
-                         const float* targets = nullptr);
+                         const float* targets = nullptr, int normaliser = 0);
 
 // Log-probabilities of member k for `rows` inputs x (rows x inputs, row-major):
 // out[i * classes + c]; for a regression head its predictive instead (headPredictiveInPlace,

@@ -370,6 +370,15 @@ void CudaBackend::bind(const TrainingProblem& problem) {
     if (problem.rules.size() != static_cast<std::size_t>(members)) {
         throw std::invalid_argument("CudaBackend::bind: one optimizer rule per member needed");
     }
+    if (problem.shard.count > 1) {
+        // The step is one captured graph with the update fused in: there is no point between
+        // gradient and update for the data axis's allreduce (the registry sends such runs to
+        // the CPU; this is the backstop).
+        throw ConfigError("backend.mesh",
+                          "the data axis (data = " + std::to_string(problem.shard.count) +
+                              ") trains on the CPU backend; the CUDA backend runs the ensemble "
+                              "axis only (set backend.kind to cpu or auto)");
+    }
     const bool training = problem.trainX != nullptr && problem.trainRows > 0;
     if (training) {
         const bool targets = isRegression(problem.likelihood) ? problem.trainTargets != nullptr
@@ -775,6 +784,15 @@ bool CudaBackend::predictUncertainty(const float* x, int64_t rows, const std::ve
 }  // namespace
 
 }  // namespace gpu
+
+int cudaVisibleDevices() {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return count;
+}
 
 bool cudaDeviceUsable(int device, std::string& reason) {
     int count = 0;

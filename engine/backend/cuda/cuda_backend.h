@@ -14,6 +14,9 @@ namespace ensemble {
 // Whether CUDA device `device` can be used; when not, `reason` carries the CUDA error string.
 bool cudaDeviceUsable(int device, std::string& reason);
 
+// The number of CUDA devices this process sees (0 when none, or no driver).
+int cudaVisibleDevices();
+
 // A backend on device `device`. Throws RuntimeError (with the CUDA error string) when the
 // device cannot be used.
 std::unique_ptr<Backend> makeCudaBackend(int device);
