@@ -6,11 +6,13 @@
 #include <QtTest/QtTest>
 
 #include <algorithm>
+#include <barrier>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backend/backend.h"
@@ -167,6 +169,11 @@ class TestCudaParity : public QObject {
     void cnnParityWithCpu_data();
     void cnnParityWithCpu();
     void cnnGraphReplayEqualsEagerAndReproduces();
+    // The data axis on the GPU: D = 2 replicas (two backends on two threads, their sum a
+    // barrier in replica order, as the MPI collective sums) against one backend on the whole
+    // batch, for MLP and CNN members.
+    void dataAxisReplicasMatchOneBackend_data();
+    void dataAxisReplicasMatchOneBackend();
 };
 
 void TestCudaParity::nameNamesTheDevice() {
@@ -527,6 +534,116 @@ void TestCudaParity::cnnGraphReplayEqualsEagerAndReproduces() {
     QVERIFY(a.params == b.params);
     const Run c = trainCnn(*graphed, p, init, 20);  // bound again: the same run
     QVERIFY(a.params == c.params);
+}
+
+namespace {
+
+// The replicas' sum in one process: each replica publishes its buffer, then every replica adds
+// them up in replica order into its own (the same bits everywhere, as MpiCollective gives).
+class ThreadSum {
+  public:
+    explicit ThreadSum(int replicas)
+        : m_buffers(static_cast<std::size_t>(replicas)), m_barrier(replicas) {}
+
+    void sum(int replica, float* values, std::size_t n) {
+        m_buffers[static_cast<std::size_t>(replica)] = values;
+        m_barrier.arrive_and_wait();
+        std::vector<float> total(m_buffers[0], m_buffers[0] + n);
+        for (std::size_t d = 1; d < m_buffers.size(); ++d) {
+            for (std::size_t i = 0; i < n; ++i) {
+                total[i] += m_buffers[d][i];
+            }
+        }
+        m_barrier.arrive_and_wait();  // everyone has read every buffer
+        std::copy(total.begin(), total.end(), values);
+    }
+
+  private:
+    std::vector<float*> m_buffers;
+    std::barrier<> m_barrier;
+};
+
+}  // namespace
+
+void TestCudaParity::dataAxisReplicasMatchOneBackend_data() {
+    QTest::addColumn<bool>("cnn");
+    QTest::newRow("mlp") << false;
+    QTest::newRow("cnn") << true;
+}
+
+void TestCudaParity::dataAxisReplicasMatchOneBackend() {
+    QFETCH(bool, cnn);
+    const Problem mlp = makeProblem(BootstrapMode::Poisson, OptimizerKind::Sgd, Activation::Relu);
+    const ImageProblem images = makeCnnProblem(BootstrapMode::Resample);
+    const TrainingProblem& base = cnn ? images.training : mlp.training;
+    std::vector<float> init(base.layout.size());
+    initParameters(base.layout, 77, init.data());
+    const int steps = 20;
+    const std::size_t members = static_cast<std::size_t>(base.layout.members());
+
+    auto run = [&](Backend& backend, const TrainingProblem& problem, Run& out) {
+        backend.bind(problem);
+        backend.setParameters(init.data());
+        std::vector<uint8_t> active(members, 1);
+        for (int i = 0; i < steps; ++i) {
+            setActive(i, active);
+            std::vector<float> loss(members);
+            backend.step(stepIndex(i), active.data(), loss.data());
+            out.losses.push_back(loss);
+        }
+        out.params.resize(problem.layout.size());
+        backend.parameters(out.params.data());
+    };
+
+    Run one;
+    {
+        const std::unique_ptr<Backend> backend = makeCudaBackend(kDevice);
+        run(*backend, base, one);
+    }
+    const int replicas = 2;
+    ThreadSum sum(replicas);
+    std::vector<Run> shards(replicas);
+    std::vector<std::string> errors(replicas);
+    std::vector<std::thread> threads;
+    for (int d = 0; d < replicas; ++d) {
+        threads.emplace_back([&, d] {
+            try {
+                TrainingProblem problem = base;
+                problem.shard.index = d;
+                problem.shard.count = replicas;
+                problem.shard.sum = [&sum, d](float* v, std::size_t n) { sum.sum(d, v, n); };
+                const std::unique_ptr<Backend> backend = makeCudaBackend(kDevice);
+                run(*backend, problem, shards[static_cast<std::size_t>(d)]);
+            } catch (const std::exception& e) {
+                errors[static_cast<std::size_t>(d)] = e.what();
+            }
+        });
+    }
+    for (std::thread& t : threads) {
+        t.join();
+    }
+    for (const std::string& e : errors) {
+        QVERIFY2(e.empty(), e.c_str());
+    }
+    QVERIFY(shards[0].params == shards[1].params);  // every replica the same bits
+    QVERIFY(shards[0].losses == shards[1].losses);
+    for (int i = 0; i < steps; ++i) {
+        for (std::size_t k = 0; k < members; ++k) {
+            const float a = one.losses[static_cast<std::size_t>(i)][k];
+            const float b = shards[0].losses[static_cast<std::size_t>(i)][k];
+            QVERIFY2(std::abs(a - b) <= test::kDeviceLoss * std::max(1.0f, std::abs(a)),
+                     qPrintable(QStringLiteral("step %1 member %2: one %3, replicas %4")
+                                    .arg(i)
+                                    .arg(k)
+                                    .arg(double(a))
+                                    .arg(double(b))));
+        }
+    }
+    const double error = nmse(one.params, shards[0].params);
+    qInfo("data axis D = 2 (%s): parameter nMSE against one backend %.3g", cnn ? "cnn" : "mlp",
+          error);
+    QVERIFY2(error < test::kDeviceParamNmse, qPrintable(QString::number(error)));
+    QVERIFY(nmse(init, one.params) > 1e-6);  // it did train
 }
 
 int main(int argc, char** argv) {

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -122,9 +123,9 @@ class HostExecutor {
         }
     }
     void planBatch(const BatchPlanParams& plan, int members, const DeviceStepState* state,
-                   int32_t* rows, float* weights) {
-        for (int64_t i = 0; i < static_cast<int64_t>(members) * plan.batch; ++i) {
-            planSlotElement(i, plan, state->step, rows, weights);
+                   int32_t* rows, float* weights, uint32_t first, uint32_t n) {
+        for (int64_t i = 0; i < static_cast<int64_t>(members) * n; ++i) {
+            planSlotElement(i, plan, state->step, rows, weights, first, n);
         }
     }
     void gatherRows(const float* trainX, int features, const int32_t* rows, int64_t slotCount,
@@ -150,17 +151,17 @@ class HostExecutor {
     }
     void softmaxCrossEntropy(const float* logits, const int32_t* trainY, const int32_t* rows,
                              const float* weights, int members, int batch, int classes,
-                             float* dLogits, float* rowLoss) {
+                             float* dLogits, float* rowLoss, int normaliser) {
         for (int64_t r = 0; r < static_cast<int64_t>(members) * batch; ++r) {
-            softmaxCrossEntropyElement(r, logits, trainY, rows, weights, batch, classes, dLogits,
-                                       rowLoss);
+            softmaxCrossEntropyElement(r, logits, trainY, rows, weights, normaliser, classes,
+                                       dLogits, rowLoss);
         }
     }
     void regressionLoss(const float* outputs, const float* trainTargets, const int32_t* rows,
                         const float* weights, int members, int batch, int outputCount,
-                        Likelihood likelihood, float* dOutputs, float* rowLoss) {
+                        Likelihood likelihood, float* dOutputs, float* rowLoss, int normaliser) {
         for (int64_t r = 0; r < static_cast<int64_t>(members) * batch; ++r) {
-            regressionLossElement(r, outputs, trainTargets, rows, weights, batch, outputCount,
+            regressionLossElement(r, outputs, trainTargets, rows, weights, normaliser, outputCount,
                                   likelihood, dOutputs, rowLoss);
         }
     }
@@ -261,8 +262,10 @@ class HostExecutor {
 // What CudaBackend holds on the device, in host memory, driven like CudaBackend drives it.
 class EmulatedCudaBackend {
   public:
-    EmulatedCudaBackend(const TrainingProblem& problem, std::size_t predictBudget)
-        : m_problem(problem) {
+    // `shard`: a data-axis replica's rows of every batch (rows 0: the whole batch).
+    EmulatedCudaBackend(const TrainingProblem& problem, std::size_t predictBudget,
+                        StepShard shard = {})
+        : m_problem(problem), m_shard(shard) {
         const ParamLayout& layout = problem.layout;
         const std::size_t size = layout.size();
         m_params.assign(size, 0.0f);
@@ -279,7 +282,8 @@ class EmulatedCudaBackend {
         m_active.assign(problem.rules.size(), 1);
         m_loss.assign(problem.rules.size(), 0.0f);
         m_segments = paramSegments(layout);
-        const StepArena arena = planStepArena(layout, problem.plan.batch, problem.plan.mode);
+        const uint32_t stepRows = shard.rows > 0 ? shard.rows : problem.plan.batch;
+        const StepArena arena = planStepArena(layout, stepRows, problem.plan.mode);
         // Poison the arena: a buffer read before it is written shows up as NaN.
         m_arena.assign(arena.floats, std::nanf(""));
         m_rows.assign(arena.rowSlots, -1);
@@ -325,6 +329,22 @@ class EmulatedCudaBackend {
         std::copy(m_loss.begin(), m_loss.end(), losses);
     }
 
+    // The data axis's two phases, as CudaBackend::step runs them around the host sum.
+    void gradientPhase(uint64_t step, const uint8_t* active) {
+        m_state.step = step;
+        for (std::size_t k = 0; k < m_active.size(); ++k) {
+            m_active[k] = active[k] != 0 ? 1 : 0;
+        }
+        enqueueTrainingStep(m_ex, m_problem.layout, m_problem.plan, m_problem.activation, m_buffers,
+                            m_problem.likelihood, m_shard, StepPhase::Gradient);
+    }
+    void updatePhase() {
+        enqueueTrainingStep(m_ex, m_problem.layout, m_problem.plan, m_problem.activation, m_buffers,
+                            m_problem.likelihood, m_shard, StepPhase::Update);
+    }
+    std::vector<float>& grad() { return m_grad; }
+    std::vector<float>& loss() { return m_loss; }
+
     // All members' log-probabilities [K][rows][C]; NaN where nothing was written.
     std::vector<float> predict(const float* x, int64_t rows) {
         const ParamLayout& layout = m_problem.layout;
@@ -360,6 +380,7 @@ class EmulatedCudaBackend {
 
   private:
     TrainingProblem m_problem;
+    StepShard m_shard;
     std::vector<float> m_params, m_grad, m_moment1, m_moment2, m_trainX, m_arena, m_predictArena;
     std::vector<int32_t> m_trainY, m_rows;
     std::vector<float> m_trainTargets;
@@ -609,6 +630,11 @@ class TestCudaPlan : public QObject {
     void emulatedConvStepMatchesCpuBackend_data();
     void emulatedConvStepMatchesCpuBackend();
     void convArenaFitsEveryLayer();
+    // The data axis on the CUDA program: replicas of half the batch each, their gradients and
+    // losses summed between the two phases, equal one full-batch step within rounding, and
+    // the replicas hold the same bits.
+    void emulatedDataAxisMatchesFullBatch_data();
+    void emulatedDataAxisMatchesFullBatch();
 };
 
 void TestCudaPlan::gemmArgumentsGiveTheRowMajorProducts_data() {
@@ -798,7 +824,7 @@ void TestCudaPlan::planSlotsMatchPlanMember() {
         std::vector<float> weights(rows.size());
         for (uint64_t step : {uint64_t{0}, uint64_t{3}, uint64_t{11}, uint64_t{1000003}}) {
             for (int64_t i = 0; i < static_cast<int64_t>(rows.size()); ++i) {
-                planSlotElement(i, plan, step, rows.data(), weights.data());
+                planSlotElement(i, plan, step, rows.data(), weights.data(), 0, plan.batch);
             }
             for (int k = 0; k < members; ++k) {
                 std::vector<uint32_t> cpuRows(plan.batch);
@@ -1190,6 +1216,79 @@ void TestCudaPlan::convArenaFitsEveryLayer() {
     QVERIFY(planConvArena(layout, chunk, true, false).floats * sizeof(float) <=
             std::max<std::size_t>(std::size_t{64} << 20,
                                   planConvArena(layout, 8, true, false).floats * sizeof(float)));
+}
+
+void TestCudaPlan::emulatedDataAxisMatchesFullBatch_data() {
+    QTest::addColumn<int>("mode");
+    QTest::addColumn<int>("replicas");
+    QTest::newRow("none D2") << static_cast<int>(BootstrapMode::None) << 2;
+    QTest::newRow("resample D2") << static_cast<int>(BootstrapMode::Resample) << 2;
+    QTest::newRow("poisson D4") << static_cast<int>(BootstrapMode::Poisson) << 4;
+}
+
+void TestCudaPlan::emulatedDataAxisMatchesFullBatch() {
+    QFETCH(int, mode);
+    QFETCH(int, replicas);
+    const Problem p = makeProblem(static_cast<BootstrapMode>(mode), OptimizerKind::Adam,
+                                  Activation::Relu);
+    const ParamLayout& layout = p.training.layout;
+    const int members = layout.members();
+    std::vector<float> init(layout.size());
+    initParameters(layout, 42, init.data());
+
+    EmulatedCudaBackend whole(p.training, 1);
+    whole.setParameters(init);
+    const uint32_t rows = p.training.plan.batch / static_cast<uint32_t>(replicas);
+    QCOMPARE(rows * static_cast<uint32_t>(replicas), p.training.plan.batch);
+    std::vector<std::unique_ptr<EmulatedCudaBackend>> shards;
+    for (int d = 0; d < replicas; ++d) {
+        shards.push_back(std::make_unique<EmulatedCudaBackend>(
+            p.training, 1, StepShard{static_cast<uint32_t>(d) * rows, rows}));
+        shards.back()->setParameters(init);
+    }
+    std::vector<uint8_t> active(static_cast<std::size_t>(members), 1);
+    std::vector<float> wholeLoss(static_cast<std::size_t>(members));
+    for (uint64_t step = 0; step < 30; ++step) {
+        active[1] = (step >= 5 && step < 9) ? 0 : 1;
+        whole.step(step, active.data(), wholeLoss.data());
+        for (auto& r : shards) {
+            r->gradientPhase(step, active.data());
+            QVERIFY2(r->error().empty(), r->error().c_str());
+        }
+        // The host sum: every element added in replica order, the result given to all.
+        std::vector<float> grad = shards[0]->grad();
+        std::vector<float> loss = shards[0]->loss();
+        for (int d = 1; d < replicas; ++d) {
+            for (std::size_t i = 0; i < grad.size(); ++i) {
+                grad[i] += shards[static_cast<std::size_t>(d)]->grad()[i];
+            }
+            for (std::size_t k = 0; k < loss.size(); ++k) {
+                loss[k] += shards[static_cast<std::size_t>(d)]->loss()[k];
+            }
+        }
+        for (auto& r : shards) {
+            r->grad() = grad;
+            r->loss() = loss;
+            r->updatePhase();
+        }
+        for (int k = 0; k < members; ++k) {
+            const float w = wholeLoss[static_cast<std::size_t>(k)];
+            const float s = loss[static_cast<std::size_t>(k)];
+            QVERIFY2(std::abs(w - s) <= test::kEmulatedLoss * std::max(1.0f, std::abs(w)),
+                     qPrintable(QStringLiteral("step %1 member %2: whole batch %3, replicas %4")
+                                    .arg(step)
+                                    .arg(k)
+                                    .arg(double(w))
+                                    .arg(double(s))));
+        }
+    }
+    for (int d = 1; d < replicas; ++d) {
+        QVERIFY(shards[static_cast<std::size_t>(d)]->params() == shards[0]->params());
+    }
+    const double error = nmse(whole.params(), shards[0]->params());
+    qInfo("data axis D = %d: parameter nMSE against the whole batch %.3g", replicas, error);
+    QVERIFY2(error < test::kEmulatedParamNmse, qPrintable(QString::number(error)));
+    QVERIFY(nmse(init, whole.params()) > 1e-4);  // it did train
 }
 
 QTEST_APPLESS_MAIN(TestCudaPlan)

@@ -498,11 +498,12 @@ void TestMpi::dataAxisRefusals() {
                  odd.err.contains(QStringLiteral("30")) &&
                  odd.err.contains(QStringLiteral("data = 4")),
              qPrintable(describe(odd)));
-    // The CUDA backend runs the ensemble axis only.
+    // The data axis runs on either backend: with backend.kind=cuda and no usable GPU the job
+    // fails as any CUDA run does (exit 4, naming the device), with one it trains.
     const Run cuda = train(
-        2, spirals + setsOf({"backend.mesh={\"ensemble\": 1, \"data\": 2}", "backend.kind=cuda"}));
-    QVERIFY2(cuda.code == 2 && cuda.err.contains(QStringLiteral("backend.kind")) &&
-                 cuda.err.contains(QStringLiteral("data axis")),
+        2, spirals + setsOf({"backend.mesh={\"ensemble\": 1, \"data\": 2}", "backend.kind=cuda",
+                             "training.steps=5"}));
+    QVERIFY2(cuda.code == 0 || (cuda.code == 4 && cuda.err.contains(QStringLiteral("CUDA"))),
              qPrintable(describe(cuda)));
 }
 

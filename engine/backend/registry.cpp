@@ -72,7 +72,6 @@ BackendChoice makeBackend(const ExperimentConfig& config) {
 std::unique_ptr<Trainer> makeTrainer(const ExperimentConfig& config, std::string* notice,
                                      Collective* collective) {
     DataSplit data = loadDataSplit(config.dataset);
-    const int dataAxis = collective != nullptr ? collective->mesh().data : 1;
     ExperimentConfig local = config;
     if (collective != nullptr && collective->distributed() &&
         config.backend.kind != BackendKind::Cpu) {
@@ -82,24 +81,9 @@ std::unique_ptr<Trainer> makeTrainer(const ExperimentConfig& config, std::string
             local.backend.device = (config.backend.device + collective->localRank()) % devices;
         }
     }
-    BackendChoice choice;
-    std::string reason;
-    if (dataAxis > 1 && (config.backend.kind == BackendKind::Cuda ||
-                         (config.backend.kind == BackendKind::Auto &&
-                          cudaAvailable(local.backend.device, reason)))) {
-        // The data axis needs a point between gradient and update for its allreduce; the CUDA
-        // step is one graph with the update fused in, so those ranks train on the CPU.
-        const std::string why = "the data axis (backend.mesh data = " + std::to_string(dataAxis) +
-                                ") trains on the CPU backend";
-        if (config.backend.kind == BackendKind::Cuda) {
-            throw ConfigError("backend.kind",
-                              "cuda with " + why + " (set backend.kind to cpu or auto)");
-        }
-        choice.backend = std::make_unique<CpuBackend>(config.backend.threads);
-        choice.notice = "backend auto: using the CPU (" + why + ")";
-    } else {
-        choice = makeBackend(local);
-    }
+    // Both backends train a data-axis replica (CudaBackend sums its gradients on the host
+    // between two captured graphs).
+    BackendChoice choice = makeBackend(local);
     if (notice != nullptr) {
         *notice = choice.notice;
     }

@@ -7,10 +7,11 @@ namespace ensemble::gpu {
 namespace {
 
 __global__ void planBatchKernel(BatchPlanParams plan, int64_t slotCount,
-                                const DeviceStepState* state, int32_t* rows, float* weights) {
+                                const DeviceStepState* state, int32_t* rows, float* weights,
+                                uint32_t first, uint32_t n) {
     const uint64_t step = state->step;
     for (int64_t i = firstThread(); i < slotCount; i += threadStride()) {
-        planSlotElement(i, plan, step, rows, weights);
+        planSlotElement(i, plan, step, rows, weights, first, n);
     }
 }
 
@@ -24,10 +25,11 @@ __global__ void gatherRowsKernel(const float* trainX, int features, const int32_
 }  // namespace
 
 void launchPlanBatch(const BatchPlanParams& plan, int members, const DeviceStepState* state,
-                     int32_t* rows, float* weights, cudaStream_t stream) {
-    const int64_t slotCount = static_cast<int64_t>(members) * plan.batch;
+                     int32_t* rows, float* weights, uint32_t first, uint32_t n,
+                     cudaStream_t stream) {
+    const int64_t slotCount = static_cast<int64_t>(members) * n;
     planBatchKernel<<<blocksFor(slotCount), kBlockThreads, 0, stream>>>(plan, slotCount, state,
-                                                                        rows, weights);
+                                                                        rows, weights, first, n);
     ENSEMBLE_CUDA_CHECK_LAUNCH();
 }
 

@@ -12,11 +12,13 @@
 
 namespace ensemble::gpu {
 
-// rows, weights [K][B] for the step index in state->step (read on the device, so a captured
-// graph sees the current value). One thread per slot (k, b).
-// Preconditions: plan.batch > 0, plan.rows > 0, members > 0.
+// rows, weights [K][n] for the step index in state->step (read on the device, so a captured
+// graph sees the current value): each member's batch rows [first, first + n) (the whole batch:
+// 0, B). One thread per slot (k, j).
+// Preconditions: plan.batch > 0, plan.rows > 0, members > 0, first + n <= plan.batch.
 void launchPlanBatch(const BatchPlanParams& plan, int members, const DeviceStepState* state,
-                     int32_t* rows, float* weights, cudaStream_t stream);
+                     int32_t* rows, float* weights, uint32_t first, uint32_t n,
+                     cudaStream_t stream);
 
 // x[s][c] = trainX[rows[s]][c] for s < slotCount (slotCount = G * B). One thread per element of x.
 // Preconditions: features > 0, every rows[s] a valid train row.

@@ -329,17 +329,25 @@ void enqueueConvGradients(Exec& ex, const LayerSlot& slot, int members, int rows
 
 // One training step of all K CNN members; the same contract as enqueueTrainingStep (the
 // categorical head: the CPU's ConvNetCpu trains classifiers).
+// The arena is planned for the replica's rows (shard.rows, or the whole batch).
 template <class Exec>
 void enqueueConvTrainingStep(Exec& ex, const ParamLayout& layout, const BatchPlanParams& plan,
                              Activation act, const StepBuffers& b, const ConvArena& arena,
-                             const ConvBuffers& c) {
+                             const ConvBuffers& c, StepShard shard = {},
+                             StepPhase phase = StepPhase::All) {
+    if (phase == StepPhase::Update) {
+        ex.applyUpdates(b, static_cast<int64_t>(layout.size()));
+        ex.advanceState(b.state);
+        return;
+    }
     const Architecture& a = layout.architecture();
     const std::vector<StackLayer>& stack = a.layers();
     const int members = layout.members();
-    const int batch = static_cast<int>(plan.batch);
+    const int batch = static_cast<int>(shard.rows > 0 ? shard.rows : plan.batch);
 
     ex.prepareRules(b.baseRules, b.rules, members, b.state);
-    ex.planBatch(plan, members, b.state, b.rows, b.weights);
+    ex.planBatch(plan, members, b.state, b.rows, b.weights, shard.first,
+                 static_cast<uint32_t>(batch));
     ex.gatherRows(b.trainX, a.inputs(), b.rows, static_cast<int64_t>(arena.inputGroups) * batch,
                   c.x);
     if (c.ones != nullptr) {
@@ -347,7 +355,7 @@ void enqueueConvTrainingStep(Exec& ex, const ParamLayout& layout, const BatchPla
     }
     const float* logits = enqueueConvForward(ex, layout, act, b.params, arena, c);
     ex.softmaxCrossEntropy(logits, b.trainY, b.rows, b.weights, members, batch, layout.classes(),
-                           b.delta, b.rowLoss);
+                           b.delta, b.rowLoss, static_cast<int>(plan.batch));
     ex.memberLoss(b.rowLoss, b.active, members, batch, b.loss);
 
     // The first parameterised layer: nothing below it needs a gradient.
@@ -414,8 +422,10 @@ void enqueueConvTrainingStep(Exec& ex, const ParamLayout& layout, const BatchPla
         }
     }
 
-    ex.applyUpdates(b, static_cast<int64_t>(layout.size()));
-    ex.advanceState(b.state);
+    if (phase == StepPhase::All) {
+        ex.applyUpdates(b, static_cast<int64_t>(layout.size()));
+        ex.advanceState(b.state);
+    }
 }
 
 // Log-probabilities [K][rows][C] of every member for the examples already in c.x ([rows][D],

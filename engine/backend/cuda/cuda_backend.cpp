@@ -69,8 +69,8 @@ class DeviceExecutor {
         launchPrepareRules(base, rules, members, state, m_stream);
     }
     void planBatch(const BatchPlanParams& plan, int members, const DeviceStepState* state,
-                   int32_t* rows, float* weights) {
-        launchPlanBatch(plan, members, state, rows, weights, m_stream);
+                   int32_t* rows, float* weights, uint32_t first, uint32_t n) {
+        launchPlanBatch(plan, members, state, rows, weights, first, n, m_stream);
     }
     void gatherRows(const float* trainX, int features, const int32_t* rows, int64_t slotCount,
                     float* x) {
@@ -94,15 +94,15 @@ class DeviceExecutor {
     }
     void softmaxCrossEntropy(const float* logits, const int32_t* trainY, const int32_t* rows,
                              const float* weights, int members, int batch, int classes,
-                             float* dLogits, float* rowLoss) {
+                             float* dLogits, float* rowLoss, int normaliser) {
         launchSoftmaxCrossEntropy(logits, trainY, rows, weights, members, batch, classes, dLogits,
-                                  rowLoss, m_stream);
+                                  rowLoss, normaliser, m_stream);
     }
     void regressionLoss(const float* outputs, const float* trainTargets, const int32_t* rows,
                         const float* weights, int members, int batch, int outputCount,
-                        Likelihood likelihood, float* dOutputs, float* rowLoss) {
+                        Likelihood likelihood, float* dOutputs, float* rowLoss, int normaliser) {
         launchRegressionLoss(outputs, trainTargets, rows, weights, members, batch, outputCount,
-                             likelihood, dOutputs, rowLoss, m_stream);
+                             likelihood, dOutputs, rowLoss, normaliser, m_stream);
     }
     void headPredictive(float* z, int64_t rows, int outputCount, Likelihood likelihood) {
         launchHeadPredictive(z, rows, outputCount, likelihood, m_stream);
@@ -207,9 +207,12 @@ class CudaBackend final : public Backend {
     }
     void release();
     void checkMemory(const MemoryEstimate& estimate) const;
-    void captureStep();
-    // One training step's operations on the stream (MLP or CNN program).
-    void enqueueStep(DeviceExecutor& ex);
+    // Records `phase` of a step as a graph (the whole step, or one side of the data axis's sum).
+    GraphExecHandle captureStep(StepPhase phase);
+    // `phase` of one training step's operations on the stream (MLP or CNN program).
+    void enqueueStep(DeviceExecutor& ex, StepPhase phase);
+    // Runs `phase` from its graph (captured after the first, eager, step) or eagerly.
+    void runPhase(StepPhase phase, GraphExecHandle& graph);
     // The members' outputs for the `n` rows already uploaded to predictInput(); returns the
     // device buffer holding them ([K][n][C]).
     float* enqueuePredictChunk(DeviceExecutor& ex, int n);
@@ -268,7 +271,15 @@ class CudaBackend final : public Backend {
     uint64_t m_deviceStep = 0;            // the index state.step holds
     std::vector<uint8_t> m_deviceActive;  // the flags d_active holds (0/1)
 
-    GraphExecHandle m_graph;  // declared last: destroyed first
+    // The data axis (TrainingProblem::shard, count > 1): this replica's rows of every batch, and
+    // the host buffer its gradients and losses are summed in between the two phases.
+    bool m_sharded = false;
+    StepShard m_shard;
+    PinnedBuffer<float> m_hostSum;
+    bool m_warm = false;  // a step ran eagerly: every kernel is loaded, graphs may be captured
+
+    GraphExecHandle m_updateGraph;  // the update phase, when sharded
+    GraphExecHandle m_graph;        // declared last: destroyed first
 };
 
 CudaBackend::CudaBackend(int device) : m_device(device) {
@@ -301,6 +312,10 @@ CudaBackend::~CudaBackend() {
 
 void CudaBackend::release() {
     m_graph.reset();
+    m_updateGraph.reset();
+    m_warm = false;
+    m_sharded = false;
+    m_shard = StepShard{};
     m_bound = false;
     m_training = false;
     m_mirrorValid = false;
@@ -370,15 +385,18 @@ void CudaBackend::bind(const TrainingProblem& problem) {
     if (problem.rules.size() != static_cast<std::size_t>(members)) {
         throw std::invalid_argument("CudaBackend::bind: one optimizer rule per member needed");
     }
-    if (problem.shard.count > 1) {
-        // The step is one captured graph with the update fused in: there is no point between
-        // gradient and update for the data axis's allreduce (the registry sends such runs to
-        // the CPU; this is the backstop).
-        throw ConfigError("backend.mesh",
-                          "the data axis (data = " + std::to_string(problem.shard.count) +
-                              ") trains on the CPU backend; the CUDA backend runs the ensemble "
-                              "axis only (set backend.kind to cpu or auto)");
+    const DataShard& shard = problem.shard;
+    if (shard.count > 1 &&
+        (problem.plan.batch % static_cast<uint32_t>(shard.count) != 0 || !shard.sum ||
+         shard.index < 0 || shard.index >= shard.count)) {
+        throw ConfigError("backend.mesh", "the data axis (data = " + std::to_string(shard.count) +
+                                              ") needs a batch divisible by it, a replica index "
+                                              "below it and a sum over the replicas");
     }
+    // A replica's rows of every batch (the whole batch without a data axis).
+    const uint32_t stepRows =
+        shard.count > 1 ? problem.plan.batch / static_cast<uint32_t>(shard.count)
+                        : problem.plan.batch;
     const bool training = problem.trainX != nullptr && problem.trainRows > 0;
     if (training) {
         const bool targets = isRegression(problem.likelihood) ? problem.trainTargets != nullptr
@@ -397,9 +415,9 @@ void CudaBackend::bind(const TrainingProblem& problem) {
     release();
     const int64_t convChunk = conv ? convPredictChunkRows(layout) : 0;
     const MemoryEstimate estimate =
-        conv ? estimateConvDeviceMemory(layout, training ? problem.trainRows : 0,
-                                        problem.plan.batch, problem.plan.mode, convChunk)
-             : estimateDeviceMemory(layout, training ? problem.trainRows : 0, problem.plan.batch,
+        conv ? estimateConvDeviceMemory(layout, training ? problem.trainRows : 0, stepRows,
+                                        problem.plan.mode, convChunk)
+             : estimateDeviceMemory(layout, training ? problem.trainRows : 0, stepRows,
                                     problem.plan.mode);
     checkMemory(estimate);
 
@@ -479,14 +497,14 @@ void CudaBackend::bind(const TrainingProblem& problem) {
                                                 cudaMemcpyHostToDevice, stream));
         }
         if (conv) {
-            m_convStep = planConvArena(layout, problem.plan.batch,
+            m_convStep = planConvArena(layout, stepRows,
                                        problem.plan.mode != BootstrapMode::Resample, true);
             m_stepArena = DeviceBuffer<float>(m_convStep.floats);
             m_rows = DeviceBuffer<int32_t>(m_convStep.rowSlots);
             placeConvStepBuffers(m_convStep, m_stepArena.data(), m_rows.data(), m_buffers,
                                  m_convStepBuffers);
         } else {
-            const StepArena arena = planStepArena(layout, problem.plan.batch, problem.plan.mode);
+            const StepArena arena = planStepArena(layout, stepRows, problem.plan.mode);
             m_stepArena = DeviceBuffer<float>(arena.floats);
             m_rows = DeviceBuffer<int32_t>(arena.rowSlots);
             placeStepBuffers(arena, m_stepArena.data(), m_rows.data(), m_buffers);
@@ -494,6 +512,12 @@ void CudaBackend::bind(const TrainingProblem& problem) {
         m_buffers.trainX = m_trainX.data();
         m_buffers.trainY = m_trainY.data();
         m_buffers.trainTargets = m_trainTargets.data();
+    }
+    m_sharded = shard.count > 1;
+    if (m_sharded) {
+        m_shard.first = static_cast<uint32_t>(shard.index) * stepRows;
+        m_shard.rows = stepRows;
+        m_hostSum = PinnedBuffer<float>(size + static_cast<std::size_t>(members));
     }
     sync();
     m_deviceActive.assign(static_cast<std::size_t>(members), 1);
@@ -574,13 +598,24 @@ void CudaBackend::setOptimizerState(const OptimizerState& state) {
     sync();  // `state` may go away
 }
 
-void CudaBackend::enqueueStep(DeviceExecutor& ex) {
+void CudaBackend::enqueueStep(DeviceExecutor& ex, StepPhase phase) {
     if (m_conv) {
         enqueueConvTrainingStep(ex, m_problem.layout, m_problem.plan, m_problem.activation,
-                                m_buffers, m_convStep, m_convStepBuffers);
+                                m_buffers, m_convStep, m_convStepBuffers, m_shard, phase);
     } else {
         enqueueTrainingStep(ex, m_problem.layout, m_problem.plan, m_problem.activation, m_buffers,
-                            m_problem.likelihood);
+                            m_problem.likelihood, m_shard, phase);
+    }
+}
+
+void CudaBackend::runPhase(StepPhase phase, GraphExecHandle& graph) {
+    if (graph) {
+        ENSEMBLE_CUDA_CHECK(cudaGraphLaunch(graph.get(), m_stream.get()));
+    } else {
+        // Eager: the first step (a warm-up that loads every kernel before any capture), or
+        // every step with ENSEMBLE_CUDA_GRAPHS=0.
+        DeviceExecutor ex(m_cublas.get(), m_stream.get());
+        enqueueStep(ex, phase);
     }
 }
 
@@ -601,14 +636,14 @@ float* CudaBackend::enqueuePredictChunk(DeviceExecutor& ex, int n) {
                              arena + m_predict.bufB, m_problem.likelihood);
 }
 
-void CudaBackend::captureStep() {
+GraphExecHandle CudaBackend::captureStep(StepPhase phase) {
     cudaStream_t stream = m_stream.get();
     // Thread-local mode: other threads' CUDA calls (a GUI thread, another backend) neither
     // break this capture nor get caught in it.
     ENSEMBLE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
     try {
         DeviceExecutor ex(m_cublas.get(), stream);
-        enqueueStep(ex);
+        enqueueStep(ex, phase);
     } catch (...) {
         cudaGraph_t broken = nullptr;
         (void)cudaStreamEndCapture(stream, &broken);
@@ -623,7 +658,7 @@ void CudaBackend::captureStep() {
     const GraphHandle owned(graph);
     cudaGraphExec_t exec = nullptr;
     ENSEMBLE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    m_graph.reset(exec);
+    return GraphExecHandle(exec);
 }
 
 void CudaBackend::step(uint64_t step, const uint8_t* active, float* losses) {
@@ -654,26 +689,48 @@ void CudaBackend::step(uint64_t step, const uint8_t* active, float* losses) {
                                             sizeof(uint64_t), cudaMemcpyHostToDevice, stream));
     }
 
-    const bool captureAfter = m_useGraphs && !m_graph;
-    if (m_graph) {
-        ENSEMBLE_CUDA_CHECK(cudaGraphLaunch(m_graph.get(), stream));
+    if (!m_sharded) {
+        runPhase(StepPhase::All, m_graph);
+        ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(m_hostLoss.data(), m_loss.data(),
+                                            members * sizeof(float), cudaMemcpyDeviceToHost,
+                                            stream));
+        sync();
+        std::copy(m_hostLoss.data(), m_hostLoss.data() + members, losses);
     } else {
-        // Eager: the first step (a warm-up that loads every kernel before any capture), or
-        // every step with ENSEMBLE_CUDA_GRAPHS=0.
-        DeviceExecutor ex(m_cublas.get(), stream);
-        enqueueStep(ex);
+        // The data axis: this replica's gradients and losses (its rows, scaled by the whole
+        // batch's 1/B) are summed over the replicas on the host, in the collective's fixed
+        // order, and every replica applies the same update from the same sums.
+        runPhase(StepPhase::Gradient, m_graph);
+        const std::size_t size = m_grad.size();
+        float* host = m_hostSum.data();
+        ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(host, m_grad.data(), m_grad.bytes(),
+                                            cudaMemcpyDeviceToHost, stream));
+        ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(host + size, m_loss.data(), members * sizeof(float),
+                                            cudaMemcpyDeviceToHost, stream));
+        sync();
+        m_problem.shard.sum(host, size + members);
+        ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(m_grad.data(), host, m_grad.bytes(),
+                                            cudaMemcpyHostToDevice, stream));
+        ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(m_loss.data(), host + size, members * sizeof(float),
+                                            cudaMemcpyHostToDevice, stream));
+        runPhase(StepPhase::Update, m_updateGraph);
+        sync();
+        std::copy(host + size, host + size + members, losses);
     }
-    ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(m_hostLoss.data(), m_loss.data(), members * sizeof(float),
-                                        cudaMemcpyDeviceToHost, stream));
-    sync();
-    std::copy(m_hostLoss.data(), m_hostLoss.data() + members, losses);
     std::copy(m_hostActive.data(), m_hostActive.data() + members, m_deviceActive.begin());
     m_deviceStep = step + 1;
     m_mirrorValid = true;
 
-    if (captureAfter) {
-        captureStep();  // records only; the next step() replays it
+    if (m_useGraphs && !m_warm) {
+        // Records only; the next step() replays them.
+        if (m_sharded) {
+            m_graph = captureStep(StepPhase::Gradient);
+            m_updateGraph = captureStep(StepPhase::Update);
+        } else {
+            m_graph = captureStep(StepPhase::All);
+        }
     }
+    m_warm = true;
 }
 
 void CudaBackend::predictLogProbs(const float* x, int64_t rows, float* out) {

@@ -50,20 +50,21 @@ __global__ void logSoftmaxKernel(float* z, int classes, int64_t rows) {
 
 void launchSoftmaxCrossEntropy(const float* logits, const int32_t* trainY, const int32_t* rows,
                                const float* weights, int members, int batch, int classes,
-                               float* dLogits, float* rowLoss, cudaStream_t stream) {
+                               float* dLogits, float* rowLoss, int normaliser,
+                               cudaStream_t stream) {
     const int64_t slotCount = static_cast<int64_t>(members) * batch;
     softmaxCrossEntropyKernel<<<blocksFor(slotCount), kBlockThreads, 0, stream>>>(
-        logits, trainY, rows, weights, batch, classes, dLogits, rowLoss, slotCount);
+        logits, trainY, rows, weights, normaliser, classes, dLogits, rowLoss, slotCount);
     ENSEMBLE_CUDA_CHECK_LAUNCH();
 }
 
 void launchRegressionLoss(const float* outputs, const float* trainTargets, const int32_t* rows,
                           const float* weights, int members, int batch, int outputCount,
-                          Likelihood likelihood, float* dOutputs, float* rowLoss,
+                          Likelihood likelihood, float* dOutputs, float* rowLoss, int normaliser,
                           cudaStream_t stream) {
     const int64_t slotCount = static_cast<int64_t>(members) * batch;
     regressionLossKernel<<<blocksFor(slotCount), kBlockThreads, 0, stream>>>(
-        outputs, trainTargets, rows, weights, batch, outputCount, likelihood, dOutputs, rowLoss,
+        outputs, trainTargets, rows, weights, normaliser, outputCount, likelihood, dOutputs, rowLoss,
         slotCount);
     ENSEMBLE_CUDA_CHECK_LAUNCH();
 }

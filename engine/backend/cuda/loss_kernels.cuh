@@ -11,16 +11,18 @@
 
 namespace ensemble::gpu {
 
-// Per slot r = k * B + b: rowLoss[r] and dLogits[r][:] from logits [K][B][C], the label
-// trainY[rows[r]] and weight weights[r]. One thread per slot.
+// Per slot r = k * n + j: rowLoss[r] and dLogits[r][:] from logits [K][n][C], the label
+// trainY[rows[r]] and weight weights[r], scaled by 1 / normaliser (the whole batch's size).
+// One thread per slot.
 void launchSoftmaxCrossEntropy(const float* logits, const int32_t* trainY, const int32_t* rows,
                                const float* weights, int members, int batch, int classes,
-                               float* dLogits, float* rowLoss, cudaStream_t stream);
+                               float* dLogits, float* rowLoss, int normaliser,
+                               cudaStream_t stream);
 
 // Per slot r: a regression head's rowLoss[r] and dOutputs[r][:] (regressionLossElement).
 void launchRegressionLoss(const float* outputs, const float* trainTargets, const int32_t* rows,
                           const float* weights, int members, int batch, int outputCount,
-                          Likelihood likelihood, float* dOutputs, float* rowLoss,
+                          Likelihood likelihood, float* dOutputs, float* rowLoss, int normaliser,
                           cudaStream_t stream);
 
 // z [rows][O]: a regression head's predictive in place (headPredictiveElement).

@@ -94,12 +94,15 @@ ENSEMBLE_HD inline void advanceStateElement(DeviceStepState& state) {
 
 // --- batch plan and gather ----------------------------------------------------------------
 
-// Slot i = k * B + b: the row member k reads at (step, b) and its example weight (Poisson
-// count under `poisson`, else 1), from the same planRow the CPU's planMember runs.
+// Slot i = k * n + j of a replica's n rows [first, first + n) of the batch (the data axis;
+// first 0 and n = B without one): the row member k reads at (step, first + j) and its example
+// weight (Poisson count under `poisson`, else 1), from the same planRow the CPU's planMember
+// runs, so a row's draw does not depend on how the batch is shared.
 ENSEMBLE_HD inline void planSlotElement(int64_t i, const BatchPlanParams& plan, uint64_t step,
-                                        int32_t* rows, float* weights) {
-    const uint32_t k = static_cast<uint32_t>(i / plan.batch);
-    const uint32_t b = static_cast<uint32_t>(i % plan.batch);
+                                        int32_t* rows, float* weights, uint32_t first,
+                                        uint32_t n) {
+    const uint32_t k = static_cast<uint32_t>(i / n);
+    const uint32_t b = first + static_cast<uint32_t>(i % n);
     float w = 1.0f;
     rows[i] = static_cast<int32_t>(planRow(plan, plan.memberOffset + k, step, b, w));
     weights[i] = w;
@@ -154,8 +157,9 @@ ENSEMBLE_HD inline void biasGradientElement(int64_t j, const float* delta, float
 
 // --- loss ---------------------------------------------------------------------------------
 
-// Slot r = k * B + b: weighted softmax cross-entropy of its logits (scale 1/B), gradient into
-// dLogits, the slot's loss into rowLoss[r].
+// Slot r: weighted softmax cross-entropy of its logits (scale 1/batch, the whole batch's size
+// even where a replica holds part of it), gradient into dLogits, the slot's loss into
+// rowLoss[r].
 ENSEMBLE_HD inline void softmaxCrossEntropyElement(int64_t r, const float* logits,
                                                    const int32_t* trainY, const int32_t* rows,
                                                    const float* weights, int batch, int classes,

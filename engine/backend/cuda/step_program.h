@@ -319,15 +319,26 @@ inline void placeStepBuffers(const StepArena& arena, float* base, int32_t* rows,
     b.rows = rows;
 }
 
+// A replica's share of every batch on the data axis (backend.h DataShard): batch rows
+// [first, first + rows). rows 0: the whole batch (no data axis).
+struct StepShard {
+    uint32_t first = 0;
+    uint32_t rows = 0;
+};
+
+// Which part of a step to enqueue. The data axis sums the gradients and losses of the replicas
+// between the two (CudaBackend::step); without it a step is both, back to back.
+enum class StepPhase : uint8_t { All, Gradient, Update };
+
 // One training step of all K members, as a sequence of calls on `ex`, which provides
 //   prepareRules(base, rules, K, state)            per member: bias corrections for this step
-//   planBatch(plan, K, state, rows, weights)       per slot (k, b)
+//   planBatch(plan, K, state, rows, weights, first, n)  per slot (k, b) of rows [first, first + n)
 //   gatherRows(trainX, D, rows, slotCount, x)          per element of x; slotCount = G * B
 //   gemm(args, A, B, C)                            C = op(A) op(B), strided batched
 //   biasActivate(z, post, bias, K, rows, out, act) per element of z
-//   softmaxCrossEntropy(logits, trainY, rows, weights, K, B, C, dLogits, rowLoss)  per slot
-//   regressionLoss(outputs, trainTargets, rows, weights, K, B, O, likelihood, dOutputs,
-//                  rowLoss)                      per slot, instead, for a regression head
+//   softmaxCrossEntropy(logits, trainY, rows, weights, K, n, C, dLogits, rowLoss, B)  per slot
+//   regressionLoss(outputs, trainTargets, rows, weights, K, n, O, likelihood, dOutputs,
+//                  rowLoss, B)                   per slot, instead, for a regression head
 //   memberLoss(rowLoss, active, K, B, loss)        per member
 //   biasGradient(delta, gradBias, K, rows, out)    per (k, o)
 //   activationBackward(delta, pre, post, count, act)  per element
@@ -336,18 +347,28 @@ inline void placeStepBuffers(const StepArena& arena, float* base, int32_t* rows,
 // Everything stays on the device; the host reads only `loss` afterwards. Math per layer l
 // (row-major, per member): Z_l = A_{l-1} W_l^T + b_l, A_l = f(Z_l); dZ_L = w/B (softmax - 1_y);
 // dW_l = dZ_l^T A_{l-1}; db_l = sum_b dZ_l; dZ_{l-1} = (dZ_l W_l) .* f'(Z_{l-1}).
+// With a shard, every buffer holds the replica's n rows and the losses are still scaled by the
+// whole batch's 1/B, so the replicas' gradients and losses add up to the whole batch's.
 template <class Exec>
 void enqueueTrainingStep(Exec& ex, const ParamLayout& layout, const BatchPlanParams& plan,
                          Activation act, const StepBuffers& b,
-                         Likelihood likelihood = Likelihood::Categorical) {
+                         Likelihood likelihood = Likelihood::Categorical, StepShard shard = {},
+                         StepPhase phase = StepPhase::All) {
+    if (phase == StepPhase::Update) {
+        ex.applyUpdates(b, static_cast<int64_t>(layout.size()));
+        ex.advanceState(b.state);
+        return;
+    }
     const int members = layout.members();
-    const int batch = static_cast<int>(plan.batch);
+    const int batch = static_cast<int>(shard.rows > 0 ? shard.rows : plan.batch);
+    const int normaliser = static_cast<int>(plan.batch);
     const int layers = layout.layerCount();
     const bool shared = plan.mode != BootstrapMode::Resample;
     const int groups = shared ? 1 : members;
 
     ex.prepareRules(b.baseRules, b.rules, members, b.state);
-    ex.planBatch(plan, members, b.state, b.rows, b.weights);
+    ex.planBatch(plan, members, b.state, b.rows, b.weights, shard.first,
+                 static_cast<uint32_t>(batch));
     ex.gatherRows(b.trainX, layout.inputs(), b.rows, static_cast<int64_t>(groups) * batch, b.x);
 
     const float* prev = b.x;
@@ -363,10 +384,10 @@ void enqueueTrainingStep(Exec& ex, const ParamLayout& layout, const BatchPlanPar
     const std::size_t last = static_cast<std::size_t>(layers - 1);
     if (likelihood == Likelihood::Categorical) {
         ex.softmaxCrossEntropy(b.pre[last], b.trainY, b.rows, b.weights, members, batch,
-                               layout.classes(), b.delta, b.rowLoss);
+                               layout.classes(), b.delta, b.rowLoss, normaliser);
     } else {
         ex.regressionLoss(b.pre[last], b.trainTargets, b.rows, b.weights, members, batch,
-                          layout.classes(), likelihood, b.delta, b.rowLoss);
+                          layout.classes(), likelihood, b.delta, b.rowLoss, normaliser);
     }
     ex.memberLoss(b.rowLoss, b.active, members, batch, b.loss);
 
@@ -388,8 +409,10 @@ void enqueueTrainingStep(Exec& ex, const ParamLayout& layout, const BatchPlanPar
         }
     }
 
-    ex.applyUpdates(b, static_cast<int64_t>(layout.size()));
-    ex.advanceState(b.state);
+    if (phase == StepPhase::All) {
+        ex.applyUpdates(b, static_cast<int64_t>(layout.size()));
+        ex.advanceState(b.state);
+    }
 }
 
 // Log-probabilities of every member for `rows` inputs x [rows][D] (rows <= the arena's
