@@ -800,8 +800,12 @@ void EngineWorker::saveCheckpoint(const QString& path) {
         curves.push_back(std::move(e));
     }
     try {
+        // The stored length is where this run ends (Stop after, moved by Continue), so the CLI
+        // and a reopened window continue to the same step; until paused has no end: the
+        // steps trained.
         writeCheckpoint(QFile::encodeName(path).toStdString(), *m_trainer, curves,
-                        trainerReport(*m_trainer, m_enabled).json);
+                        trainerReport(*m_trainer, m_enabled).json,
+                        m_untilPaused ? m_trainer->step() : -1);
     } catch (const std::exception& e) {
         Q_EMIT checkpointSaved(false, QString::fromStdString(e.what()), path, m_trainer->step());
         return;
