@@ -129,11 +129,13 @@ class TestCheckpoint : public QObject {
     void resumeRefusesOtherData();
     void malformedCheckpointsFailCleanly();
     void curvesRoundTrip();
+    void checkpointStoresTheRunsLength();
     void periodicHookRunsEveryNSteps();
     void cliResumeEqualsStraightRun();
     void cliPredictAndEvalReadACheckpoint();
     void cliResumeErrors();
     void cliEvalComparesSeveralFiles();
+    void cliEvalComparesRegressionModels();
 
   private:
     QTemporaryDir m_dir;
@@ -519,6 +521,64 @@ void TestCheckpoint::curvesRoundTrip() {
     QVERIFY_THROWS_EXCEPTION(DataError, curvesFromJson(bad, "x"));
 }
 
+// The stored config's length is where the run ends: after Continue (the end moved past the
+// configured length) the steps trained, so the stored config replays the checkpoint's weights
+// and a resume without --set has nothing left; paused before its end, that end, so a resume
+// finishes the run; an explicit length (the app's until paused) as given.
+void TestCheckpoint::checkpointStoresTheRunsLength() {
+    json root = smallConfigJson();
+    root["training"]["steps"] = 0;
+    root["training"]["epochs"] = 2;  // 300 rows, test 20 %: 240 train rows, 15 steps an epoch
+    const ExperimentConfig config = parseConfig(root);
+    auto t = makeCpuTrainer(config);
+    const int64_t configured = t->totalSteps();
+    QCOMPARE(configured, int64_t{30});
+    t->runSteps(1000);
+    QCOMPARE(t->step(), configured);
+    t->setTotalSteps(2 * configured);  // Continue: another block of the same length
+    t->runSteps(1000);
+    QCOMPARE(t->step(), 2 * configured);
+    const std::string continued = m_dir.filePath("length_continued.safetensors").toStdString();
+    writeCheckpoint(continued, *t, {});
+    const Checkpoint c = readCheckpoint(continued);
+    QCOMPARE(c.ensemble.config.json["training"]["steps"].get<int64_t>(), 2 * configured);
+    QCOMPARE(c.ensemble.config.json["training"]["epochs"].get<int64_t>(), int64_t{0});
+    // Replayed from scratch, the stored config trains to the checkpoint's weights.
+    auto replay = makeCpuTrainer(parseConfig(c.ensemble.config.json));
+    replay->runSteps(1000);
+    QCOMPARE(replay->step(), 2 * configured);
+    QVERIFY(sameBits(replay->parameters(), t->parameters()));
+    // Resumed as stored: at its end.
+    auto resumed = makeCpuTrainer(resumeConfig(c, {}));
+    resumeTrainer(*resumed, c);
+    QVERIFY(resumed->finished());
+
+    // Paused at 70 of a run moved to 90: stored 90, and a resume finishes the run there.
+    t->setTotalSteps(90);
+    t->runSteps(10);
+    QCOMPARE(t->step(), int64_t{70});
+    const std::string paused = m_dir.filePath("length_paused.safetensors").toStdString();
+    writeCheckpoint(paused, *t, {});
+    const Checkpoint p = readCheckpoint(paused);
+    QCOMPARE(p.ensemble.config.json["training"]["steps"].get<int64_t>(), int64_t{90});
+    auto finishing = makeCpuTrainer(resumeConfig(p, {}));
+    resumeTrainer(*finishing, p);
+    finishing->runSteps(1000);
+    QCOMPARE(finishing->step(), int64_t{90});
+    t->runSteps(1000);
+    QVERIFY(sameBits(finishing->parameters(), t->parameters()));
+
+    // An explicit length (until paused: the steps trained) and an untouched run (the config
+    // as given: the configured epochs stay).
+    writeCheckpoint(paused, *t, {}, nullptr, t->step());
+    QCOMPARE(readCheckpoint(paused).ensemble.config.json["training"]["steps"].get<int64_t>(),
+             int64_t{90});
+    auto plain = makeCpuTrainer(config);
+    plain->runSteps(7);
+    writeCheckpoint(paused, *plain, {});
+    QCOMPARE(readCheckpoint(paused).ensemble.config.json, config.json);
+}
+
 void TestCheckpoint::periodicHookRunsEveryNSteps() {
     auto t = makeCpuTrainer(
         parseConfig(smallConfigJson(R"({"training": {"steps": 100, "eval_every": 40}})")));
@@ -697,6 +757,73 @@ void TestCheckpoint::cliEvalComparesSeveralFiles() {
     QVERIFY2(r.code == 2 && r.err.contains(a) && r.err.contains(other) &&
                  r.err.contains(QStringLiteral("dataset.noise")),
              qPrintable(describe(r)));
+}
+
+// Regression ensembles compare too: RMSE and NLL of each file as eval of that file alone prints
+// them, and the differences to the first.
+void TestCheckpoint::cliEvalComparesRegressionModels() {
+    const QStringList sine = {"--config", "sine",
+                              "--set",    "dataset.n=200",
+                              "--set",    "model.hidden=[16]",
+                              "--set",    "backend.kind=cpu",
+                              "--set",    "training.eval_every=0",
+                              "--quiet"};
+    const QString a = m_dir.filePath("reg_a.safetensors");
+    const QString b = m_dir.filePath("reg_b.safetensors");
+    const QString c = m_dir.filePath("reg_mse.safetensors");
+    const QString spirals = m_dir.filePath("reg_spirals.safetensors");
+    Run r = runCli(
+        QStringList{"train"} + sine +
+        QStringList{"--set", "training.steps=20", "--set", "ensemble.members=3", "--export", a});
+    QVERIFY2(r.code == 0, qPrintable(describe(r)));
+    r = runCli(QStringList{"train"} + sine +
+               QStringList{"--set", "training.steps=400", "--set", "ensemble.members=6", "--set",
+                           "ensemble.bootstrap=resample", "--checkpoint", b});
+    QVERIFY2(r.code == 0, qPrintable(describe(r)));
+    r = runCli(
+        QStringList{"train"} + sine +
+        QStringList{"--set", "training.steps=50", "--set", "model.likelihood=mse", "--export", c});
+    QVERIFY2(r.code == 0, qPrintable(describe(r)));
+
+    // Each file's ensemble row alone: rmse mae nll cover90 cal gap sharpness.
+    const Run ra = runCli({"eval", "--weights", a});
+    const Run rb = runCli({"eval", "--weights", b});
+    QVERIFY2(ra.code == 0 && rb.code == 0, qPrintable(describe(ra) + describe(rb)));
+    const QList<double> ea = numbersOf(ra.out, QStringLiteral("ensemble"));
+    const QList<double> eb = numbersOf(rb.out, QStringLiteral("ensemble"));
+    QCOMPARE(ea.size(), 6);
+    QCOMPARE(eb.size(), 6);
+
+    const Run all = runCli({"eval", "--weights", a, "--weights", b, "--weights", c});
+    QVERIFY2(all.code == 0, qPrintable(describe(all)));
+    QVERIFY2(all.out.contains(QStringLiteral("rmse")) && all.out.contains(QStringLiteral("d nll")),
+             qPrintable(all.out));
+    // Rows: members, step, likelihood, rmse, nll, then d rmse, d nll.
+    const QList<double> rowA = numbersOf(all.out, a);
+    const QList<double> rowB = numbersOf(all.out, b);
+    QCOMPARE(rowA.size(), 3);  // step, rmse, nll; the differences are "-"
+    QCOMPARE(rowB.size(), 5);
+    QCOMPARE(rowA[0], 20.0);
+    QCOMPARE(rowB[0], 400.0);
+    QVERIFY2(all.out.contains(QStringLiteral("6/6")), qPrintable(all.out));
+    ENSEMBLE_COMPARE_NEAR(rowA[1], ea[0], 1e-4);
+    ENSEMBLE_COMPARE_NEAR(rowA[2], ea[2], 1e-4);
+    ENSEMBLE_COMPARE_NEAR(rowB[1], eb[0], 1e-4);
+    ENSEMBLE_COMPARE_NEAR(rowB[2], eb[2], 1e-4);
+    ENSEMBLE_COMPARE_NEAR(rowB[3], eb[0] - ea[0], 2e-4);
+    ENSEMBLE_COMPARE_NEAR(rowB[4], eb[2] - ea[2], 2e-4);
+    QVERIFY(rowB[3] < 0.0);  // 400 steps fit better than 20
+    // The mse model's row names its likelihood and has an RMSE.
+    const QString mseLine = all.out.split('\n').filter(c).value(0);
+    QVERIFY2(mseLine.contains(QStringLiteral(" mse ")), qPrintable(all.out));
+    QVERIFY(numbersOf(all.out, c).size() >= 3);
+
+    // A classifier next to a regression model: different datasets, exit 2 naming both.
+    r = runCli(QStringList{"train"} + kSmall +
+               QStringList{"--set", "training.steps=5", "--export", spirals});
+    QVERIFY2(r.code == 0, qPrintable(describe(r)));
+    r = runCli({"eval", "--weights", a, "--weights", spirals});
+    QVERIFY2(r.code == 2 && r.err.contains(a) && r.err.contains(spirals), qPrintable(describe(r)));
 }
 
 QTEST_GUILESS_MAIN(TestCheckpoint)

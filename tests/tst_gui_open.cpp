@@ -3,6 +3,7 @@
 // bit for bit as the CLI's --resume does), draws them without training, keeps the current
 // experiment when a file cannot be used, and renders one unattended with --weights.
 #include <QApplication>
+#include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QImage>
@@ -10,6 +11,7 @@
 #include <QProcess>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTimer>
 #include <QtTest>
@@ -27,6 +29,7 @@
 #include "panels/experiment_panel.h"
 #include "test_support.h"
 #include "views/boundary_view.h"
+#include "views/calibration_view.h"
 
 using ensemble::test::makeWindow;
 using ensemble::test::waitFresh;
@@ -133,6 +136,71 @@ void checkBoundaryShowsFile(MainWindow& w, const QString& path) {
     }
 }
 
+QByteArray be32(uint32_t v) {
+    QByteArray s(4, '\0');
+    for (int i = 0; i < 4; ++i) {
+        s[i] = static_cast<char>((v >> (24 - 8 * i)) & 0xff);
+    }
+    return s;
+}
+
+// `count` 28x28 MNIST-format images (as tst_gui_cnn writes them): class c = i mod 10 is a
+// bright bar at rows 2c + 3 and 2c + 4 over faint noise.
+void writeIdx(const QString& folder, const char* images, const char* labels, uint32_t count,
+              uint32_t seed) {
+    QByteArray pix = be32(0x00000803) + be32(count) + be32(28) + be32(28);
+    QByteArray lab = be32(0x00000801) + be32(count);
+    uint32_t state = seed;
+    for (uint32_t i = 0; i < count; ++i) {
+        const int c = static_cast<int>(i % 10);
+        lab.append(static_cast<char>(c));
+        for (int y = 0; y < 28; ++y) {
+            for (int x = 0; x < 28; ++x) {
+                state = state * 1664525u + 1013904223u;
+                int v = static_cast<int>(state >> 27);
+                if ((y == 2 * c + 3 || y == 2 * c + 4) && x >= 4 && x < 24) {
+                    v = 200 + v;
+                }
+                pix.append(static_cast<char>(v));
+            }
+        }
+    }
+    for (const auto& [name, bytes] : {std::pair{images, pix}, std::pair{labels, lab}}) {
+        QFile f(QDir(folder).filePath(QString::fromLatin1(name)));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        QCOMPARE(f.write(bytes), bytes.size());
+    }
+}
+
+// The numbers of ensemble-cli eval's line that starts with `label` (accuracy nll brier ece).
+QList<double> evalRow(const QString& weights, const QString& label) {
+    QProcess cli;
+    cli.start(ensemble::test::cliPath(),
+              {QStringLiteral("eval"), QStringLiteral("--weights"), weights});
+    if (!cli.waitForFinished(60000) || cli.exitCode() != 0) {
+        return {};
+    }
+    for (const QString& line : QString::fromUtf8(cli.readAllStandardOutput()).split('\n')) {
+        if (line.startsWith(label + ' ')) {
+            QList<double> values;
+            for (const QString& word : line.mid(label.size()).split(' ', Qt::SkipEmptyParts)) {
+                values.push_back(word.toDouble());
+            }
+            return values;
+        }
+    }
+    return {};
+}
+
+// A table cell's number ("84.50 %" -> 84.5, "+0.0123" -> 0.0123).
+double cellNumber(QTableWidget* table, int row, int column) {
+    QString text = table->item(row, column)->text();
+    text.remove(QStringLiteral(" %"));
+    bool ok = false;
+    const double v = text.toDouble(&ok);
+    return ok ? v : std::nan("");
+}
+
 }  // namespace
 
 class TestGuiOpen : public QObject {
@@ -145,9 +213,11 @@ class TestGuiOpen : public QObject {
     void savedCheckpointContinuesInTheCliAndReopens();
     void closingAsksToSaveACheckpoint();
     void unreadableFileKeepsTheCurrentExperiment();
-    void missingDatasetKeepsTheCurrentExperiment();
+    void missingCsvOpensWithoutData();
+    void missingMnistFolderOpensWithoutData();
     void rendersWeightsUnattended();
     void exportsAJob();
+    void comparesASecondEnsembleInCalibration();
 
   private:
     QTemporaryDir m_dir;
@@ -265,11 +335,44 @@ void TestGuiOpen::savedCheckpointContinuesInTheCliAndReopens() {
     QVERIFY2(sameBits(app, ensemble::importEnsemble(resumed.toStdString()).params),
              err.constData());
 
+    // Saved after Continue: the stored config has the run's new length (40, not the 20
+    // configured), so the CLI's resume without --set has nothing left to train and its export
+    // holds the app's weights; the config replayed from scratch gives them too.
+    const QString continued = dir.filePath(QStringLiteral("app40.ckpt.safetensors"));
+    done.clear();
+    w->saveCheckpoint(continued);
+    QVERIFY(done.wait(20000));
+    QVERIFY2(done.at(0).at(0).toBool(), qPrintable(done.at(0).at(1).toString()));
+    const ensemble::LoadedEnsemble stored = ensemble::importEnsemble(continued.toStdString());
+    QCOMPARE(stored.step, int64_t{40});
+    QCOMPARE(stored.config.json["training"]["steps"].get<int64_t>(), int64_t{40});
+    const QString asStored = dir.filePath(QStringLiteral("as_stored.safetensors"));
+    QCOMPARE(runCli({QStringLiteral("train"), QStringLiteral("--resume"), continued,
+                     QStringLiteral("--export"), asStored, QStringLiteral("--quiet")},
+                    &err),
+             0);
+    const ensemble::LoadedEnsemble asStoredFile = ensemble::importEnsemble(asStored.toStdString());
+    QCOMPARE(asStoredFile.step, int64_t{40});
+    QVERIFY(sameBits(app, asStoredFile.params));
+    const QString replayConfig = dir.filePath(QStringLiteral("replay.json"));
+    {
+        QFile f(replayConfig);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(QByteArray::fromStdString(stored.config.json.dump()));
+    }
+    const QString replayed = dir.filePath(QStringLiteral("replayed.safetensors"));
+    QCOMPARE(runCli({QStringLiteral("train"), QStringLiteral("--config"), replayConfig,
+                     QStringLiteral("--export"), replayed, QStringLiteral("--quiet")},
+                    &err),
+             0);
+    QVERIFY(sameBits(app, ensemble::importEnsemble(replayed.toStdString()).params));
+
     // Opened again (through Open Recent's path): at step 20 with the curves it was saved with.
     auto again = makeWindow();
     QSignalSpy opened(again.get(), &MainWindow::ensembleOpened);
     QString error;
-    QVERIFY2(again->openFile(w->recentFiles().value(0), &error), qPrintable(error));
+    QCOMPARE(w->recentFiles().value(1), QFileInfo(saved).absoluteFilePath());
+    QVERIFY2(again->openFile(w->recentFiles().value(1), &error), qPrintable(error));
     QVERIFY(opened.wait(20000));
     QVERIFY(waitSnapshot(*again, [](const auto& s) { return s.step == 20; }));
     const SnapshotPtr s = again->controller()->snapshot();
@@ -404,32 +507,34 @@ void TestGuiOpen::unreadableFileKeepsTheCurrentExperiment() {
     QCOMPARE(w->controller()->currentRunId(), run);
 }
 
-// An ensemble trained on a CSV file that is gone: the window says which file is missing and
-// goes on with the experiment it had.
-void TestGuiOpen::missingDatasetKeepsTheCurrentExperiment() {
+// An ensemble trained on a CSV file that is gone opens anyway: its config in the panel, its
+// members, a banner naming the missing file; it cannot train. A CSV that is there but holds
+// other rows is another dataset: refused, and the experiment before it stands.
+void TestGuiOpen::missingCsvOpensWithoutData() {
     QTemporaryDir dir;
     const QString csv = dir.filePath(QStringLiteral("points.csv"));
-    {
+    auto writeCsv = [&](int rows) {
         QFile f(csv);
         QVERIFY(f.open(QIODevice::WriteOnly));
         f.write("x0,x1,label\n");
-        for (int i = 0; i < 60; ++i) {
+        for (int i = 0; i < rows; ++i) {
             const double x = std::cos(i * 0.7);
             const double y = std::sin(i * 1.3);
             f.write(QStringLiteral("%1,%2,%3\n").arg(x).arg(y).arg(x + y > 0 ? 1 : 0).toUtf8());
         }
-    }
+    };
+    writeCsv(60);
     const QString weights = dir.filePath(QStringLiteral("csv.safetensors"));
     QByteArray err;
     QCOMPARE(runCli({QStringLiteral("train"), QStringLiteral("--set"),
                      QStringLiteral("dataset.kind=\"csv\""), QStringLiteral("--set"),
                      QStringLiteral("dataset.path=\"%1\"").arg(csv), QStringLiteral("--set"),
+                     QStringLiteral("ensemble.members=3"), QStringLiteral("--set"),
                      QStringLiteral("training.steps=5"), QStringLiteral("--set"),
                      QStringLiteral("backend.kind=\"cpu\""), QStringLiteral("--export"), weights,
                      QStringLiteral("--quiet")},
                     &err),
              0);
-    QVERIFY(QFile::remove(csv));
 
     auto w = makeWindow();
     nlohmann::json config = nlohmann::json::parse(ensemble::presetText("spirals"));
@@ -438,20 +543,125 @@ void TestGuiOpen::missingDatasetKeepsTheCurrentExperiment() {
     QVERIFY(w->panel()->untilPaused());
     QVERIFY(waitFresh(*w));
     const uint64_t run = w->controller()->currentRunId();
+
+    // Other rows in the file: another dataset, refused; the experiment before it stands.
+    writeCsv(80);
     QSignalSpy failed(w.get(), &MainWindow::openFailed);
     QString error;
     QVERIFY2(w->openEnsemble(weights, &error), qPrintable(error));
     QVERIFY(failed.wait(20000));
     const QString message = failed.at(0).at(0).toString();
-    QVERIFY2(message.contains(QStringLiteral("points.csv")), qPrintable(message));
+    QVERIFY2(message.contains(QStringLiteral("not the one")), qPrintable(message));
     QCOMPARE(w->lastError(), message);
-    // The experiment before it stands and still trains.
     QCOMPARE(w->controller()->currentRunId(), run);
     QCOMPARE(w->panel()->config()["ensemble"]["members"].get<int>(), 2);
-    QCOMPARE(w->controller()->snapshot()->run->runId, run);
+    QVERIFY(w->missingDataMessage().isEmpty());
     w->controller()->trainTo(3);
     QVERIFY(waitSnapshot(
         *w, [&](const auto& s) { return s.run->runId == run && s.step == 3 && s.untilPaused; }));
+    w->controller()->pause();
+
+    // The file gone: it opens without data.
+    QVERIFY(QFile::remove(csv));
+    QSignalSpy opened(w.get(), &MainWindow::ensembleOpened);
+    QVERIFY2(w->openEnsemble(weights, &error), qPrintable(error));
+    QVERIFY(opened.wait(20000));
+    QVERIFY(waitSnapshot(*w, [&](const auto& s) { return s.run->runId != run && s.step == 5; }));
+    const SnapshotPtr s = w->controller()->snapshot();
+    QVERIFY2(QString::fromStdString(s->run->missingData).contains(QStringLiteral("points.csv")),
+             s->run->missingData.c_str());
+    QCOMPARE(s->run->members, 3);
+    QCOMPARE(s->run->lr.size(), std::size_t{3});
+    QCOMPARE(w->panel()->config()["ensemble"]["members"].get<int>(), 3);
+    QCOMPARE(w->panel()->config()["dataset"]["path"].get<std::string>(), csv.toStdString());
+    QVERIFY2(w->missingDataMessage().contains(QStringLiteral("points.csv")) &&
+                 w->missingDataMessage().contains(QStringLiteral("csv.safetensors")),
+             qPrintable(w->missingDataMessage()));
+    QVERIFY2(w->statusMessage().contains(QStringLiteral("without its dataset")),
+             qPrintable(w->statusMessage()));
+    QCoreApplication::processEvents();
+    QVERIFY(!w->trainAction()->isEnabled());
+    QVERIFY(!w->stepAction()->isEnabled());
+    QVERIFY(!w->saveCheckpointAction()->isEnabled());
+    for (const QString& view :
+         {QStringLiteral("members"), QStringLiteral("curves"), QStringLiteral("calibration")}) {
+        QVERIFY(w->setView(view));
+        QVERIFY(!w->grab().isNull());  // drawn without data
+    }
+    // A new experiment (the panel's Reset) leaves the banner.
+    w->loadExperiment(config, QString());
+    QVERIFY(waitFresh(*w));
+    QCoreApplication::processEvents();
+    QVERIFY(w->missingDataMessage().isEmpty());
+    QVERIFY(w->trainAction()->isEnabled());
+}
+
+// A CNN checkpoint whose MNIST folder is missing here: it opens at its step with its stored
+// curves and its filters; the banner names the folder and how to get the data.
+void TestGuiOpen::missingMnistFolderOpensWithoutData() {
+    QTemporaryDir data;
+    writeIdx(data.path(), "train-images-idx3-ubyte", "train-labels-idx1-ubyte", 200, 1);
+    writeIdx(data.path(), "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte", 60, 2);
+    QTemporaryDir dir;
+    const QString ckpt = dir.filePath(QStringLiteral("cnn.ckpt.safetensors"));
+    QByteArray err;
+    QCOMPARE(runCli({QStringLiteral("train"),
+                     QStringLiteral("--config"),
+                     QStringLiteral("mnist-cnn"),
+                     QStringLiteral("--set"),
+                     QStringLiteral("dataset.path=\"%1\"").arg(data.path()),
+                     QStringLiteral("--set"),
+                     QStringLiteral("model.layers=[{\"type\":\"conv\",\"filters\":4,"
+                                    "\"kernel\":3},{\"type\":\"pool\",\"kind\":\"max\","
+                                    "\"size\":2},{\"type\":\"dense\",\"units\":16}]"),
+                     QStringLiteral("--set"),
+                     QStringLiteral("ensemble.members=2"),
+                     QStringLiteral("--set"),
+                     QStringLiteral("training.batch_size=20"),
+                     QStringLiteral("--set"),
+                     QStringLiteral("training.epochs=0"),
+                     QStringLiteral("--set"),
+                     QStringLiteral("training.steps=10"),
+                     QStringLiteral("--set"),
+                     QStringLiteral("training.eval_every=5"),
+                     QStringLiteral("--set"),
+                     QStringLiteral("backend.kind=\"cpu\""),
+                     QStringLiteral("--checkpoint"),
+                     ckpt,
+                     QStringLiteral("--quiet")},
+                    &err),
+             0);
+    const QString folder = data.path();
+    QVERIFY(data.remove());
+
+    auto w = makeWindow({1400, 900});
+    QSignalSpy opened(w.get(), &MainWindow::ensembleOpened);
+    QString error;
+    QVERIFY2(w->openEnsemble(ckpt, &error), qPrintable(error));
+    QVERIFY(opened.wait(20000));
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 10; }));
+    QCoreApplication::processEvents();
+    const SnapshotPtr s = w->controller()->snapshot();
+    QVERIFY(!s->run->missingData.empty());
+    const QString banner = w->missingDataMessage();
+    QVERIFY2(banner.contains(folder) && banner.contains(QStringLiteral("dataset.path")),
+             qPrintable(banner));
+    // The stored curves (steps 5 and 10) and the filters, bit for bit the file's first layer.
+    QCOMPARE(s->history.size(), std::size_t{2});
+    QCOMPARE(s->history.back()->step, int64_t{10});
+    QCOMPARE(s->history.back()->memberTest.size(), std::size_t{2});
+    QVERIFY(s->firstConv != nullptr);
+    QCOMPARE(s->firstConv->members, 2);
+    QCOMPARE(s->firstConv->layer.out.channels, 4);
+    const ensemble::LoadedEnsemble file = ensemble::importEnsemble(ckpt.toStdString());
+    QVERIFY(std::memcmp(s->firstConv->weights.data(),
+                        file.params.data() + file.layout.layer(0).weightOffset,
+                        s->firstConv->weights.size() * sizeof(float)) == 0);
+    QVERIFY(w->setView(QStringLiteral("filters")));
+    QVERIFY(!w->grab().isNull());
+    QVERIFY(!w->setView(QStringLiteral("images")));  // no test images to show
+    QVERIFY(!w->trainAction()->isEnabled());
+    QCOMPARE(w->panel()->config()["dataset"]["path"].get<std::string>(), folder.toStdString());
 }
 
 // ensemble-lab --weights W --screenshot: the file's step, no training, a picture.
@@ -479,6 +689,108 @@ void TestGuiOpen::rendersWeightsUnattended() {
                                                   QStringLiteral("--screenshot"), shot});
     QVERIFY(lab.waitForFinished(60000));
     QCOMPARE(lab.exitCode(), 3);
+}
+
+// Calibration > Compare with…: a second ensemble of the same dataset (K = 5 without bootstrap
+// beside K = 3 resampled) measured on the same test rows, both headline rows with their
+// difference, its members, its reliability curve; each ensemble's figures equal what
+// `ensemble-cli eval` prints for its file. A file of another dataset is refused with both
+// values named; a new run on other data removes the comparison.
+void TestGuiOpen::comparesASecondEnsembleInCalibration() {
+    QTemporaryDir dir;
+    const QString other = dir.filePath(QStringLiteral("k5.safetensors"));
+    const QString noisy = dir.filePath(QStringLiteral("noisy.safetensors"));
+    QByteArray err;
+    QCOMPARE(runCli(trainArgs(120)
+                        << QStringLiteral("--set") << QStringLiteral("ensemble.members=5")
+                        << QStringLiteral("--set") << QStringLiteral("ensemble.bootstrap=\"none\"")
+                        << QStringLiteral("--export") << other,
+                    &err),
+             0);
+    QCOMPARE(runCli(trainArgs(10) << QStringLiteral("--set") << QStringLiteral("dataset.noise=0.3")
+                                  << QStringLiteral("--export") << noisy,
+                    &err),
+             0);
+    const QList<double> ours = evalRow(m_export, QStringLiteral("ensemble"));
+    const QList<double> theirs = evalRow(other, QStringLiteral("ensemble"));
+    QCOMPARE(ours.size(), 4);  // accuracy nll brier ece
+    QCOMPARE(theirs.size(), 4);
+
+    auto w = makeWindow();
+    QVERIFY(openAndWait(*w, m_export, 0));
+    QVERIFY(w->setView(QStringLiteral("calibration")));
+    ensemble::ui::CalibrationView* view = w->calibrationView();
+    QVERIFY(view->compareButton()->isVisible());
+    QSignalSpy done(w.get(), &MainWindow::comparisonFinished);
+    w->compareWith(other);
+    QVERIFY(done.wait(30000));
+    QVERIFY2(done.at(0).at(0).toBool(), qPrintable(done.at(0).at(1).toString()));
+    QVERIFY2(view->comparisonMessage().contains(QStringLiteral("k5.safetensors")),
+             qPrintable(view->comparisonMessage()));
+    const auto c = view->comparison();
+    QVERIFY(c != nullptr);
+    QCOMPARE(c->members, 5);
+    QCOMPARE(c->step, int64_t{120});
+    const double measured[4] = {c->ensembleMetrics.accuracy, c->ensembleMetrics.nll,
+                                c->ensembleMetrics.brier, c->ensembleMetrics.ece};
+    for (int i = 0; i < 4; ++i) {
+        QVERIFY2(std::abs(measured[i] - theirs[i]) < 1e-4,
+                 qPrintable(
+                     QStringLiteral("%1: app %2, eval %3").arg(i).arg(measured[i]).arg(theirs[i])));
+    }
+    QVERIFY(!c->reliability.bins.empty());
+
+    // The table: ours, theirs, the difference; the mean members likewise; 3 + 5 members.
+    QTableWidget* table = view->table();
+    QCOMPARE(table->rowCount(), 3 + 3 + 3 + 5);
+    QVERIFY(table->item(0, 0)->text().startsWith(QStringLiteral("ensemble (3 members)")));
+    QVERIFY2(table->item(1, 0)->text().contains(QStringLiteral("k5.safetensors: ensemble (5")),
+             qPrintable(table->item(1, 0)->text()));
+    QVERIFY(table->item(2, 0)->text().contains(QStringLiteral("difference")));
+    QVERIFY(table->item(4, 0)->text().contains(QStringLiteral("k5.safetensors: mean member")));
+    QVERIFY(table->item(13, 0)->text().startsWith(QStringLiteral("k5.safetensors member #4")));
+    // Columns accuracy NLL Brier ECE: each file's row as eval prints it (3 significant
+    // digits), the difference as theirs - ours.
+    for (int col = 1; col <= 4; ++col) {
+        const double scale = col == 1 ? 100.0 : 1.0;
+        const double a = ours[col - 1] * scale;
+        const double b = theirs[col - 1] * scale;
+        // The table rounds to 3 significant digits, eval to 4 decimals.
+        const double printed = 5e-5 * scale;
+        QVERIFY2(std::abs(cellNumber(table, 0, col) - a) <= 0.006 * std::abs(a) + printed,
+                 qPrintable(table->item(0, col)->text()));
+        QVERIFY2(std::abs(cellNumber(table, 1, col) - b) <= 0.006 * std::abs(b) + printed,
+                 qPrintable(table->item(1, col)->text()));
+        const double d = cellNumber(table, 2, col);
+        QVERIFY2(std::abs(d - (b - a)) <= 0.006 * std::abs(b - a) + 2 * printed,
+                 qPrintable(table->item(2, col)->text()));
+    }
+    QVERIFY(table->item(2, 1)->text().startsWith(QStringLiteral("+")));  // 120 steps beat 40
+
+    // Another dataset: refused, naming the file and the key; the comparison stays.
+    done.clear();
+    w->compareWith(noisy);
+    QVERIFY(done.wait(30000));
+    QVERIFY(!done.at(0).at(0).toBool());
+    const QString refused = done.at(0).at(1).toString();
+    QVERIFY2(refused.contains(QStringLiteral("noisy.safetensors")) &&
+                 refused.contains(QStringLiteral("dataset.noise")) &&
+                 refused.contains(QStringLiteral("0.3")),
+             qPrintable(refused));
+    QCOMPARE(view->comparisonMessage(), refused);
+    QCOMPARE(view->comparison(), c);
+
+    // A new run on other data: the comparison goes, and says so.
+    nlohmann::json config = nlohmann::json::parse(ensemble::presetText("spirals"));
+    config["dataset"]["n"] = 200;
+    config["ensemble"]["members"] = 2;
+    w->loadExperiment(config, QString());
+    QVERIFY(waitFresh(*w));
+    QTest::qWait(50);
+    QVERIFY(view->comparison() == nullptr);
+    QVERIFY2(view->comparisonMessage().contains(QStringLiteral("removed")),
+             qPrintable(view->comparisonMessage()));
+    QCOMPARE(table->rowCount(), 2 + 2);
 }
 
 QTEST_MAIN(TestGuiOpen)

@@ -31,12 +31,14 @@
 #include <QStatusBar>
 #include <QStyle>
 #include <QTabWidget>
+#include <QThread>
 #include <QToolBar>
 #include <QVBoxLayout>
 
 #include <cmath>
 
 #include "action_reason.h"
+#include "controller/comparison.h"
 #include "core/errors.h"
 #include "data/dataset.h"
 #include "help_text.h"
@@ -195,8 +197,66 @@ MainWindow::MainWindow(Options options, QWidget* parent)
 }
 
 MainWindow::~MainWindow() {
+    if (m_compareThread != nullptr) {
+        m_compareThread->wait();  // a measurement under way finishes; its result is dropped
+        delete m_compareThread;
+    }
     // Stop and join the engine thread before the views it feeds go away.
     m_controller.reset();
+}
+
+void MainWindow::chooseCompare() {
+    QSettings settings;
+    const QString dir =
+        settings.value(QStringLiteral("files/exports"), QDir::homePath()).toString();
+    const QString path =
+        QFileDialog::getOpenFileName(this, tr("Compare with a trained ensemble"), dir,
+                                     tr("Trained ensembles (*.safetensors);;All files (*)"));
+    if (!path.isEmpty()) {
+        compareWith(path);
+    }
+}
+
+void MainWindow::compareWith(const QString& path) {
+    const SnapshotPtr s = m_controller->snapshot();
+    if (!s) {
+        const QString message = tr("There is no run to compare with yet.");
+        m_calibration->setComparisonMessage(message, true);
+        Q_EMIT comparisonFinished(false, message);
+        return;
+    }
+    if (m_compareThread != nullptr) {
+        return;  // one at a time: the button is disabled meanwhile
+    }
+    struct Result {
+        std::shared_ptr<const Comparison> comparison;
+        QString error;
+    };
+    auto result = std::make_shared<Result>();
+    const nlohmann::json dataset = s->run->config.json.value("dataset", nlohmann::json::object());
+    m_compareThread = QThread::create([result, path, dataset] {
+        try {
+            result->comparison = measureComparison(path, dataset);
+        } catch (const std::exception& e) {
+            result->error = QString::fromStdString(e.what());
+        }
+    });
+    m_calibration->compareButton()->setEnabled(false);
+    m_calibration->setComparisonMessage(
+        tr("Measuring %1 on this run's test rows…").arg(QFileInfo(path).fileName()));
+    connect(m_compareThread, &QThread::finished, this, [this, result] {
+        m_compareThread->deleteLater();
+        m_compareThread = nullptr;
+        m_calibration->compareButton()->setEnabled(true);
+        if (!result->comparison) {
+            m_calibration->setComparisonMessage(result->error, true);
+            Q_EMIT comparisonFinished(false, result->error);
+            return;
+        }
+        m_calibration->setComparison(result->comparison);
+        Q_EMIT comparisonFinished(true, m_calibration->comparisonMessage());
+    });
+    m_compareThread->start();
 }
 
 void MainWindow::buildViews() {
@@ -253,14 +313,28 @@ void MainWindow::buildViews() {
     bannerRow->addWidget(m_bannerText, 1);
     bannerRow->addWidget(bannerReset);
     m_banner->setVisible(false);
+    m_dataBanner = new QFrame;
+    m_dataBanner->setObjectName(QStringLiteral("MissingDataBanner"));
+    m_dataBanner->setStyleSheet(
+        QStringLiteral("#MissingDataBanner { background: #fde8e6; border-bottom: 1px solid "
+                       "#f0b4ae; } #MissingDataBanner QLabel { color: #7a1f16; }"));
+    auto* dataRow = new QHBoxLayout(m_dataBanner);
+    dataRow->setContentsMargins(10, 4, 10, 4);
+    m_dataBannerText = new QLabel;
+    m_dataBannerText->setWordWrap(true);
+    m_dataBannerText->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    dataRow->addWidget(m_dataBannerText, 1);
+    m_dataBanner->setVisible(false);
     auto* central = new QWidget;
     auto* centralColumn = new QVBoxLayout(central);
     centralColumn->setContentsMargins(0, 0, 0, 0);
     centralColumn->setSpacing(0);
+    centralColumn->addWidget(m_dataBanner);
     centralColumn->addWidget(m_banner);
     centralColumn->addWidget(m_tabs, 1);
     setCentralWidget(central);
 
+    connect(m_calibration, &CalibrationView::compareRequested, this, &MainWindow::chooseCompare);
     connect(m_panel, &ExperimentPanel::edited, this, &MainWindow::onPanelEdited);
     connect(m_panel, &ExperimentPanel::validityChanged, this, [this] { updateActions(); });
     connect(m_panel, &ExperimentPanel::presetChosen, this, [this](const QString& name) {
@@ -1096,7 +1170,8 @@ void MainWindow::updateTabs() {
     }
     m_tabsFor = s->run->runId;
     const bool grid = s->run->hasGrid;
-    const bool images = s->run->isImage;
+    // Opened without its data: no test images to show.
+    const bool images = s->run->isImage && s->run->missingData.empty();
     const bool curve = s->run->hasCurve;
     const QString current = currentViewName();
     m_tabs->setTabVisible(0, grid);
@@ -1123,11 +1198,35 @@ void MainWindow::updateTabs() {
     }
 }
 
+QString MainWindow::missingDataMessage() const {
+    return m_dataBanner->isHidden() ? QString() : m_dataBannerText->text();
+}
+
 void MainWindow::onSnapshot() {
     const SnapshotPtr s = m_controller->snapshot();
     if (s) {
         updateTabs();
     }
+    const bool noData = s && !s->run->missingData.empty();
+    if (noData) {
+        const RunInfo& run = *s->run;
+        const QString file = QFileInfo(windowFilePath()).fileName();
+        // The loader's message names what is missing and how to get it (scripts/fetch-mnist.sh,
+        // dataset.path).
+        m_dataBannerText->setText(
+            tr("%1 opened without its data. %2\nShown: its config, its members' settings, the "
+               "curves it stored and (CNN) its filters; the views that measure the data stay "
+               "empty and it cannot train. Once the data is there, open the file again.")
+                .arg(file, str(run.missingData)));
+        if (m_dataBannerFor != run.runId) {
+            m_dataBannerFor = run.runId;
+            showStatus(tr("%1: opened at step %2 without its dataset, which cannot be loaded "
+                          "here")
+                           .arg(file)
+                           .arg(s->step));
+        }
+    }
+    m_dataBanner->setVisible(noData);
     m_boundary->setSnapshot(s);
     m_members->setSnapshot(s);
     m_curves->setSnapshot(s);
@@ -1157,17 +1256,23 @@ void MainWindow::updateActions() {
     m_train->setIcon(style()->standardIcon(running ? QStyle::SP_MediaPause : QStyle::SP_MediaPlay));
     setActionToolTip(m_train, continues ? tr("Train another block of the same length (Space)")
                                         : tr("Train / Pause (Space)"));
-    setActionEnabled(m_train,
-                     running || (valid && (!finished || continues) && (s || !m_configuring)),
-                     !valid ? fixFields : (finished ? tr("Reset to apply the edits") : settingUp));
+    // An ensemble opened without its data has no trainer: it is shown, not trained.
+    const bool noData = s && !s->run->missingData.empty() && !restartPending();
+    const QString missing = tr("its dataset is missing on this machine (see the banner)");
     setActionEnabled(
-        m_step, !running && valid && s && !finished,
-        running ? tr("pause first (Space)") : (!valid ? fixFields : (!s ? noRun : atLimit)));
+        m_train,
+        !noData && (running || (valid && (!finished || continues) && (s || !m_configuring))),
+        noData ? missing
+               : (!valid ? fixFields : (finished ? tr("Reset to apply the edits") : settingUp)));
+    setActionEnabled(m_step, !noData && !running && valid && s && !finished,
+                     noData ? missing
+                            : (running ? tr("pause first (Space)")
+                                       : (!valid ? fixFields : (!s ? noRun : atLimit))));
     setActionEnabled(m_reset, valid, fixFields);
     // An untrained ensemble is its seed's initial weights: nothing to export yet.
-    setActionEnabled(m_export, s != nullptr && s->step > 0,
-                     !s ? noRun : tr("train at least one step first"));
-    setActionEnabled(m_saveCheckpoint, s != nullptr, noRun);
+    setActionEnabled(m_export, !noData && s != nullptr && s->step > 0,
+                     noData ? missing : (!s ? noRun : tr("train at least one step first")));
+    setActionEnabled(m_saveCheckpoint, !noData && s != nullptr, noData ? missing : noRun);
 }
 
 void MainWindow::updateStatus() {

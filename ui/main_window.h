@@ -21,6 +21,7 @@ class QLabel;
 class QMenu;
 class QProgressBar;
 class QTabWidget;
+class QThread;
 
 namespace ensemble::ui {
 
@@ -82,6 +83,10 @@ class MainWindow : public QMainWindow {
     // `format`), <base>.metrics.json, <base>.metrics.csv and <base>.png (the current view);
     // exportFinished() reports. Nothing is left behind on failure.
     void exportTo(const QString& basePath, ExportFormat format = ExportFormat::Safetensors);
+    // The Calibration view's Compare with…: measures the trained ensemble in `path` on the
+    // current run's test split, off the GUI thread, and shows it beside the run;
+    // comparisonFinished() reports (a file of another dataset: false, with the reason).
+    void compareWith(const QString& path);
 
     // Views by name: boundary, members, curves, calibration, sweep, images, regression.
     static QStringList viewNames();
@@ -114,6 +119,8 @@ class MainWindow : public QMainWindow {
     // `timeoutMs` (0: until replaced). Empty clears it.
     void showStatus(const QString& text, int timeoutMs = 0);
     QString statusMessage() const;
+    // The banner naming what an ensemble opened without its data is missing (empty: hidden).
+    QString missingDataMessage() const;
 
   Q_SIGNALS:
     void exportFinished(bool ok, const QString& message, const QStringList& files);
@@ -122,6 +129,7 @@ class MainWindow : public QMainWindow {
     void ensembleOpened(const QString& path, bool checkpoint, qint64 step);
     void openFailed(const QString& message);
     void checkpointSaved(bool ok, const QString& message, const QString& path);
+    void comparisonFinished(bool ok, const QString& message);
 
   protected:
     void closeEvent(QCloseEvent* event) override;
@@ -158,6 +166,7 @@ class MainWindow : public QMainWindow {
     void chooseExport();
     void chooseExportJob();
     void chooseSaveCheckpoint();
+    void chooseCompare();
     QString askCheckpointPath();
     // Whether the run has trained steps that no checkpoint saved or opened holds.
     bool hasUnsavedTraining() const;
@@ -188,13 +197,18 @@ class MainWindow : public QMainWindow {
     ImagesView* m_images = nullptr;
     FiltersView* m_filters = nullptr;
     RegressionView* m_regression = nullptr;
-    bool m_tabsRegression = false;  // the tabs were set up for a regression run
+    QThread* m_compareThread = nullptr;  // measuring a comparison, joined on destruction
+    bool m_tabsRegression = false;       // the tabs were set up for a regression run
 
     QAction* m_train = nullptr;
     QAction* m_step = nullptr;
     QAction* m_reset = nullptr;
     QFrame* m_banner = nullptr;
     QLabel* m_bannerText = nullptr;
+    // Above the views while the run was opened without its data: what is missing, how to get it.
+    QFrame* m_dataBanner = nullptr;
+    QLabel* m_dataBannerText = nullptr;
+    uint64_t m_dataBannerFor = 0;  // the run whose missing data the status bar last named
     QAction* m_export = nullptr;
     QAction* m_open = nullptr;
     QAction* m_save = nullptr;

@@ -1,6 +1,7 @@
 // ensemble-cli eval: every measurement of engine/metrics for an exported ensemble, on the test
 // split of the dataset it was trained on.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <numeric>
@@ -230,6 +231,75 @@ std::string signedText(double v) {
     return buf;
 }
 
+std::size_t fileColumnWidth(const std::vector<std::string>& files) {
+    std::size_t width = 4;
+    for (const std::string& f : files) {
+        width = std::max(width, f.size());
+    }
+    return width;
+}
+
+// A table cell of a value that may be NaN (an mse model has no NLL where a sigma is 0).
+std::string cellText(double v, int width, bool sign = false) {
+    char buf[32];
+    if (std::isfinite(v)) {
+        std::snprintf(buf, sizeof buf, sign ? "%+*.4f" : "%*.4f", width, v);
+    } else {
+        std::snprintf(buf, sizeof buf, "%*s", width, "-");
+    }
+    return buf;
+}
+
+// eval with several regression --weights: a row per file with the ensemble's RMSE and NLL (in
+// the target's own units, as eval of one file prints them) and their difference to the first.
+int compareRegressions(const CliArgs& args, const std::vector<std::string>& files,
+                       const std::vector<LoadedEnsemble>& ensembles,
+                       const std::vector<ExperimentConfig>& configs, const DataSplit& data,
+                       const Dataset& evaluated, bool useTest) {
+    if (args.has("--ood")) {
+        std::fprintf(stderr, "--ood: out-of-distribution scores are for classification; skipped\n");
+    }
+    std::vector<int> used;
+    std::vector<RegressionMetrics> rows;
+    for (std::size_t i = 0; i < files.size(); ++i) {
+        const LoadedEnsemble& e = ensembles[i];
+        const std::vector<uint8_t> include = includedOf(e);
+        used.push_back(static_cast<int>(std::count(include.begin(), include.end(), uint8_t{1})));
+        if (used.back() == 0) {
+            throw RuntimeError(files[i] +
+                               ": every member diverged, so there is no ensemble to "
+                               "evaluate");
+        }
+        const MemberPredictions p = predict(e, evaluated, configs[i].backend.threads);
+        rows.push_back(evaluateRegression(p, evaluated.target, include, e.normalization.targetMean,
+                                          e.normalization.targetStd, useTest ? "test" : "train")
+                           .ensemble);
+    }
+    const int width = static_cast<int>(fileColumnWidth(files));
+    std::printf("%s split of %s: %lld rows, regression; differences to %s\n\n",
+                useTest ? "test" : "train", data.name.c_str(),
+                static_cast<long long>(evaluated.rows), files[0].c_str());
+    std::printf("%-*s %9s %9s %10s %9s %9s %10s %10s\n", width, "file", "members", "step",
+                "likelihood", "rmse", "nll", "d rmse", "d nll");
+    for (std::size_t i = 0; i < files.size(); ++i) {
+        const RegressionMetrics& m = rows[i];
+        char members[32];
+        std::snprintf(members, sizeof members, "%d/%d", used[i], ensembles[i].layout.members());
+        const char* likelihood =
+            ensembles[i].config.model.likelihood == Likelihood::Gaussian ? "gaussian" : "mse";
+        std::printf("%-*s %9s %9lld %10s %s %s", width, files[i].c_str(), members,
+                    static_cast<long long>(ensembles[i].step), likelihood,
+                    cellText(m.rmse, 9).c_str(), cellText(m.nll, 9).c_str());
+        if (i == 0) {
+            std::printf(" %10s %10s\n", "-", "-");
+            continue;
+        }
+        std::printf(" %s %s\n", cellText(m.rmse - rows[0].rmse, 10, true).c_str(),
+                    cellText(m.nll - rows[0].nll, 10, true).c_str());
+    }
+    return 0;
+}
+
 // eval with several --weights: one table, a row per file with the ensemble's headline metrics
 // and their difference to the first file's, all on the test split of their shared dataset.
 int compareEnsembles(const CliArgs& args, const std::vector<std::string>& files) {
@@ -263,17 +333,17 @@ int compareEnsembles(const CliArgs& args, const std::vector<std::string>& files)
     }
     const DataSplit data = loadDataSplit(configs[0].dataset);
     for (std::size_t i = 0; i < files.size(); ++i) {
+        // The files share the dataset, so this also makes them all classifiers or all
+        // regression models.
         checkFits(ensembles[i], data, files[i]);
-        if (isRegression(ensembles[i].config.model.likelihood)) {
-            throw ConfigError("--weights: " + files[i] +
-                              " is a regression model; eval compares classifiers side by side, "
-                              "so run it once per regression model");
-        }
     }
     const bool useTest = data.test.rows > 0;
     const Dataset& evaluated = useTest ? data.test : data.train;
     if (!useTest) {
         std::fprintf(stderr, "the test split is empty: evaluating the train split\n");
+    }
+    if (data.regression) {
+        return compareRegressions(args, files, ensembles, configs, data, evaluated, useTest);
     }
     Dataset oodData;
     std::string oodName;
@@ -308,10 +378,7 @@ int compareEnsembles(const CliArgs& args, const std::vector<std::string>& files)
         rows.push_back(row);
     }
 
-    std::size_t width = 4;
-    for (const std::string& f : files) {
-        width = std::max(width, f.size());
-    }
+    const std::size_t width = fileColumnWidth(files);
     const bool ood = args.has("--ood");
     std::printf("%s split of %s: %lld rows, %d classes; differences to %s\n\n",
                 useTest ? "test" : "train", data.name.c_str(),

@@ -303,6 +303,11 @@ int main(int argc, char** argv) {
         }
         if (!started) {
             started = true;
+            if (!s->run->missingData.empty()) {
+                // Opened without its data: the picture holds the views that need none.
+                std::fprintf(stderr, "ensemble-lab: drawn without its dataset: %s\n",
+                             s->run->missingData.c_str());
+            }
             if (!view.isEmpty()) {
                 window.setView(view);
             }

@@ -8,6 +8,7 @@
 #include "core/errors.h"
 #include "io/config.h"
 #include "io/config_schema.h"
+#include "train/trainer_report.h"
 
 namespace ensemble {
 
@@ -243,8 +244,12 @@ std::vector<Evaluation> curvesFromJson(const json& curves, const std::string& or
 }
 
 void writeCheckpoint(const std::string& path, const Trainer& trainer,
-                     const std::vector<Evaluation>& curves, const json& metrics) {
+                     const std::vector<Evaluation>& curves, const json& metrics,
+                     int64_t runLength) {
     SafetensorsFile file = exportFile(trainer, metrics);
+    const int64_t length =
+        runLength >= 0 ? runLength : std::max(trainer.step(), trainer.totalSteps());
+    file.metadata["config"] = configWithLength(trainer, std::max(length, trainer.step())).dump();
     const TrainingState state = trainer.trainingState();
     const ParamLayout& layout = trainer.layout();
     const int k = layout.members();

@@ -49,10 +49,14 @@ std::vector<Evaluation> curvesFromJson(const nlohmann::json& curves, const std::
 
 // Writes the trainer's state after its last finished step as a checkpoint (atomically, as an
 // export): exportFile(trainer, metrics) plus the optimizer state, the curves so far and the
-// format version. RuntimeError when the file cannot be written.
+// format version. The stored config's length (training.steps, training.epochs 0 when it
+// changes) is `runLength`: where the run ends, so a resume without --set goes on to the same
+// end and a finished run's config replays its weights. runLength < 0: the trainer's end
+// (Trainer::totalSteps, moved by the app's Stop after and Continue), or its step when it
+// trained past that. RuntimeError when the file cannot be written.
 void writeCheckpoint(const std::string& path, const Trainer& trainer,
-                     const std::vector<Evaluation>& curves,
-                     const nlohmann::json& metrics = nullptr);
+                     const std::vector<Evaluation>& curves, const nlohmann::json& metrics = nullptr,
+                     int64_t runLength = -1);
 
 // A checkpoint read back: the export it is (what predict and eval read) and the rest.
 struct Checkpoint {

@@ -65,9 +65,13 @@ TrainerReport trainerReport(Trainer& trainer, const std::vector<uint8_t>& switch
 }
 
 nlohmann::json configAsTrained(const Trainer& trainer) {
+    return configWithLength(trainer, trainer.step());
+}
+
+nlohmann::json configWithLength(const Trainer& trainer, int64_t steps) {
     nlohmann::json json = trainer.config().json;
-    if (trainer.config().totalSteps(trainer.data().train.rows) != trainer.step()) {
-        json["training"]["steps"] = trainer.step();
+    if (trainer.config().totalSteps(trainer.data().train.rows) != steps) {
+        json["training"]["steps"] = steps;
         json["training"]["epochs"] = 0;
     }
     return json;

@@ -37,6 +37,10 @@ TrainerReport trainerReport(Trainer& trainer, const std::vector<uint8_t>& switch
 // a run paused early or continued), live edits in training.schedule. What the app's export
 // stores, so the CLI replay of it gives the exported weights.
 nlohmann::json configAsTrained(const Trainer& trainer);
+// The trainer's config with the run's length set to `steps` (training.steps, and
+// training.epochs 0) when it differs from the configured one; configAsTrained is this at the
+// trainer's step.
+nlohmann::json configWithLength(const Trainer& trainer, int64_t steps);
 
 // The trainer's current ensemble on `bounds`, the members with include[k] != 0 (empty: the
 // trainer's non-diverged ones). Where the backend computes the per-point measures itself

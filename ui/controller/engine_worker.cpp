@@ -133,8 +133,7 @@ void EngineWorker::open(std::shared_ptr<const OpenedEnsemble> opened, uint64_t r
     try {
         data = std::make_shared<const DataSplit>(loadDataSplit(opened->config.dataset));
     } catch (const std::exception& e) {
-        Q_EMIT openFailed(runId, QStringLiteral("%1: its dataset cannot be loaded here: %2")
-                                     .arg(name, QString::fromStdString(e.what())));
+        openWithoutData(*opened, runId, e.what());
         return;
     }
     // The weights work on inputs normalised as when they were trained: the same data.
@@ -153,6 +152,92 @@ void EngineWorker::open(std::shared_ptr<const OpenedEnsemble> opened, uint64_t r
     }
     m_untilPaused = false;  // an opened run stops at its own length (Continue extends it)
     build(opened->config.json, std::move(data), runId, opened.get());
+}
+
+void EngineWorker::openWithoutData(const OpenedEnsemble& opened, uint64_t runId,
+                                   const std::string& why) {
+    setRunning(false);
+    m_pauseRequested.store(false);
+    m_trainer.reset();
+    m_cacheValid = false;
+    m_fullTestPredictions = MemberPredictions{};
+    m_fullTestStep = -1;
+    m_firstConv.reset();
+    m_gridPoints.clear();
+    m_history.clear();
+    m_untilPaused = false;
+    const LoadedEnsemble& e = opened.checkpoint.ensemble;
+    const ExperimentConfig& config = opened.config;
+    const int k = e.layout.members();
+    auto run = std::make_shared<RunInfo>();
+    run->runId = runId;
+    run->config = config;
+    run->datasetName = e.datasetName;
+    run->backendName = "none";
+    run->members = k;
+    run->regression = isRegression(config.model.likelihood);
+    run->classes = run->regression ? 0 : e.layout.classes();
+    run->features = e.layout.inputs();
+    const Shape input = e.layout.architecture().input();
+    run->isImage = input.height > 1 || input.width > 1;
+    run->imageWidth = run->isImage ? input.width : 0;
+    run->imageHeight = run->isImage ? input.height : 0;
+    run->trainRows = opened.checkpoint.trainRows;
+    run->totalSteps = std::max(e.step, config.totalSteps(std::max<int64_t>(1, run->trainRows)));
+    run->likelihood = config.model.likelihood;
+    run->targetMean = e.normalization.targetMean;
+    run->targetStd = e.normalization.targetStd;
+    run->lr = config.optimizer.lr;
+    run->momentum = config.optimizer.momentum;
+    run->weightDecay = config.optimizer.weightDecay;
+    run->missingData = why;
+
+    auto s = std::make_shared<Snapshot>();
+    s->run = run;
+    s->serial = ++m_serial;
+    s->step = e.step;
+    s->finished = true;
+    s->totalSteps = run->totalSteps;
+    if (config.json.contains("training") && config.json["training"].contains("schedule")) {
+        s->schedule = config.json["training"]["schedule"];
+    }
+    s->diverged = e.diverged;
+    s->enabled.assign(static_cast<std::size_t>(k), 1);
+    s->included.resize(static_cast<std::size_t>(k));
+    for (int m = 0; m < k; ++m) {
+        s->included[static_cast<std::size_t>(m)] = e.diverged[static_cast<std::size_t>(m)] ? 0 : 1;
+    }
+    s->includedCount =
+        static_cast<int>(std::count(s->included.begin(), s->included.end(), uint8_t{1}));
+    s->lastLosses.assign(static_cast<std::size_t>(k), std::numeric_limits<float>::quiet_NaN());
+    // A checkpoint's curves, every one of them: nothing can be evaluated here.
+    appendStoredCurves(opened.checkpoint.curves, std::numeric_limits<int64_t>::max(), m_history);
+    s->history = m_history;
+    // The figures: the last stored evaluation's test accuracy and loss where the file has
+    // curves; unknown ("–") otherwise.
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const ClassificationMetrics unknown{0, nan, nan, nan, nan, nan};
+    s->memberMetrics.assign(static_cast<std::size_t>(k), unknown);
+    s->meanMember = unknown;
+    s->ensembleMetrics = unknown;
+    if (!m_history.empty() && m_history.back()->step == e.step && !run->regression) {
+        const HistoryPoint& last = *m_history.back();
+        for (std::size_t m = 0; m < last.memberTest.size() && m < s->memberMetrics.size(); ++m) {
+            s->memberMetrics[m].accuracy = last.memberTest[m].accuracy;
+            s->memberMetrics[m].nll = last.memberTest[m].loss;
+        }
+        s->ensembleMetrics.accuracy = last.ensembleTest.accuracy;
+        s->ensembleMetrics.nll = last.ensembleTest.loss;
+    }
+    const auto& layers = e.layout.architecture().layers();
+    if (!layers.empty() && layers.front().kind == LayerKind::Conv) {
+        s->firstConv = std::make_shared<const FirstConv>(firstConvOf(e.layout, e.params.data()));
+    }
+    m_run = run;
+    m_enabled = s->enabled;
+    Q_EMIT configured(runId, QString());
+    m_mailbox->put(std::move(s));
+    Q_EMIT snapshotReady();
 }
 
 void EngineWorker::build(const nlohmann::json& config, std::shared_ptr<const DataSplit> data,
@@ -800,8 +885,12 @@ void EngineWorker::saveCheckpoint(const QString& path) {
         curves.push_back(std::move(e));
     }
     try {
+        // The stored length is where this run ends (Stop after, moved by Continue), so the CLI
+        // and a reopened window continue to the same step; until paused has no end: the
+        // steps trained.
         writeCheckpoint(QFile::encodeName(path).toStdString(), *m_trainer, curves,
-                        trainerReport(*m_trainer, m_enabled).json);
+                        trainerReport(*m_trainer, m_enabled).json,
+                        m_untilPaused ? m_trainer->step() : -1);
     } catch (const std::exception& e) {
         Q_EMIT checkpointSaved(false, QString::fromStdString(e.what()), path, m_trainer->step());
         return;

@@ -100,7 +100,9 @@ class EngineWorker : public QObject {
     // Builds a new run from an opened ensemble: its config and dataset, its members' weights
     // (a checkpoint: its whole training state and curves) and publishes its first snapshot,
     // without training. The dataset is loaded and checked against the file before the current
-    // run is dropped: when it cannot be, openFailed() says why and the current run stays.
+    // run is dropped: when it is another one (other rows or normalisation), openFailed() says
+    // why and the current run stays; when it cannot be loaded here (a missing MNIST folder or
+    // CSV file), the file opens without data (RunInfo::missingData; no trainer).
     void open(std::shared_ptr<const OpenedEnsemble> opened, uint64_t runId);
     // Trains until the run ends (target < 0) or the step `target` is reached.
     void start(int64_t target);
@@ -154,6 +156,9 @@ class EngineWorker : public QObject {
     // configure() and open(): `opened` (may be null) sets the new trainer's state and curves.
     void build(const nlohmann::json& config, std::shared_ptr<const DataSplit> data, uint64_t runId,
                const OpenedEnsemble* opened);
+    // open() without the dataset: publishes the one snapshot the file gives by itself (its
+    // members, stored curves, first conv layer) and holds no trainer.
+    void openWithoutData(const OpenedEnsemble& opened, uint64_t runId, const std::string& why);
     void trainChunk();
     void queueChunk();
     void setRunning(bool running);

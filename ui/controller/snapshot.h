@@ -75,6 +75,10 @@ struct RunInfo {
     std::vector<float> curveX;
     double trainMin = 0.0;
     double trainMax = 0.0;
+    // Opened without its data (EngineWorker::open when the dataset cannot be loaded here):
+    // what the loader said is missing; empty for every run that has its data. Such a run has
+    // no trainer: its snapshot holds the file's members, stored curves and filters only.
+    std::string missingData;
     // Per-member hyperparameters, in member order.
     std::vector<double> lr;
     std::vector<double> momentum;

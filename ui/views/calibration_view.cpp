@@ -2,10 +2,13 @@
 
 #include <QChart>
 #include <QChartView>
+#include <QHBoxLayout>
 #include <QHeaderView>
+#include <QLabel>
 #include <QLegendMarker>
 #include <QLineSeries>
 #include <QPainter>
+#include <QPushButton>
 #include <QSplitter>
 #include <QTableWidget>
 #include <QVBoxLayout>
@@ -14,9 +17,56 @@
 #include <algorithm>
 #include <cmath>
 
+#include "io/config_schema.h"
 #include "render/plot_helpers.h"
 
 namespace ensemble::ui {
+
+namespace {
+
+// The compared ensemble's colour: its curve, its legend entry and its rows.
+const QColor kCompared(222, 128, 30);
+
+// A difference as the table shows it: signed; "–" when either side is not finite.
+QString signedValue(double v, double scale = 1.0, const QString& suffix = {}) {
+    if (!std::isfinite(v)) {
+        return QStringLiteral("–");
+    }
+    return (v >= 0 ? QStringLiteral("+") : QString()) + formatValue(v * scale) + suffix;
+}
+
+// The included members' regression figures averaged (the table's mean member).
+RegressionMetrics meanRegressionMember(const RegressionReport& report,
+                                       const std::vector<uint8_t>& included) {
+    RegressionMetrics mean;
+    int n = 0;
+    for (std::size_t k = 0; k < report.members.size(); ++k) {
+        if (k < included.size() && included[k]) {
+            const RegressionMetrics& m = report.members[k];
+            mean.rmse += m.rmse;
+            mean.nll += m.nll;
+            mean.coverage[2] += m.coverage[2];
+            mean.calibrationGap += m.calibrationGap;
+            ++n;
+        }
+    }
+    if (n > 0) {
+        mean.rmse /= n;
+        mean.nll /= n;
+        mean.coverage[2] /= n;
+        mean.calibrationGap /= n;
+    }
+    return mean;
+}
+
+// Whether a comparison was measured on the data `run` uses.
+bool sameDataset(const Comparison& c, const RunInfo& run) {
+    const nlohmann::json here = run.config.json.value("dataset", nlohmann::json::object());
+    return changedKeys(nlohmann::json{{"dataset", here}}, nlohmann::json{{"dataset", c.dataset}})
+        .empty();
+}
+
+}  // namespace
 
 ReliabilityPlot::ReliabilityPlot(QWidget* parent) : QWidget(parent) {
     setMinimumSize(360, 320);
@@ -25,6 +75,68 @@ ReliabilityPlot::ReliabilityPlot(QWidget* parent) : QWidget(parent) {
 void ReliabilityPlot::setSnapshot(SnapshotPtr snapshot) {
     m_snapshot = std::move(snapshot);
     update();
+}
+
+void ReliabilityPlot::setComparison(std::shared_ptr<const Comparison> comparison) {
+    m_comparison = std::move(comparison);
+    update();
+}
+
+void ReliabilityPlot::paintComparison(QPainter& p, const QRectF& area, bool regression) const {
+    if (!m_comparison || m_comparison->regression != regression) {
+        return;
+    }
+    const Comparison& c = *m_comparison;
+    auto at = [&](double x, double y) {
+        return QPointF(area.left() + x * area.width(), area.bottom() - y * area.height());
+    };
+    QPolygonF curve;
+    if (regression) {
+        const RegressionMetrics& m = c.regressionReport.ensemble;
+        if (!m.probabilistic() || m.calibrationObserved.size() !=
+                                      static_cast<std::size_t>(kRegressionCalibrationLevels)) {
+            return;
+        }
+        curve << at(0, 0);
+        for (int j = 0; j < kRegressionCalibrationLevels; ++j) {
+            curve << at(regressionCalibrationLevel(j),
+                        m.calibrationObserved[static_cast<std::size_t>(j)]);
+        }
+        curve << at(1, 1);
+    } else {
+        // Accuracy at each non-empty bin's mean confidence, as a line over the run's bars.
+        for (const ReliabilityBin& b : c.reliability.bins) {
+            if (b.count > 0) {
+                curve << at(b.confidence, b.accuracy);
+            }
+        }
+    }
+    p.setPen(QPen(kCompared, 2.2));
+    p.setBrush(Qt::NoBrush);
+    p.drawPolyline(curve);
+    p.setBrush(kCompared);
+    for (int i = regression ? 1 : 0; i < static_cast<int>(curve.size()) - (regression ? 1 : 0);
+         ++i) {
+        p.drawEllipse(curve[i], 3.0, 3.0);
+    }
+    // Its legend entry, at the bottom right of the plot.
+    const QString text = regression
+                             ? tr("%1: gap %2")
+                                   .arg(c.name)
+                                   .arg(c.regressionReport.ensemble.calibrationGap, 0, 'f', 3)
+                             : tr("%1: ECE %2").arg(c.name).arg(c.reliability.ece, 0, 'f', 3);
+    const QFontMetricsF fm(p.font());
+    const double w = std::min(area.width() - 16, fm.horizontalAdvance(text) + 34);
+    const QRectF box(area.right() - w - 8, area.bottom() - 26, w, 20);
+    p.setPen(Qt::NoPen);
+    p.setBrush(QColor(255, 255, 255, 225));
+    p.drawRect(box);
+    p.setPen(QPen(kCompared, 2.2));
+    p.drawLine(QPointF(box.left() + 6, box.center().y()),
+               QPointF(box.left() + 20, box.center().y()));
+    p.setPen(plot::kText);
+    p.drawText(box.adjusted(26, 0, -2, 0), Qt::AlignVCenter | Qt::AlignLeft,
+               fm.elidedText(text, Qt::ElideMiddle, box.width() - 28));
 }
 
 void ReliabilityPlot::paintEvent(QPaintEvent* /*event*/) {
@@ -108,6 +220,7 @@ void ReliabilityPlot::paintEvent(QPaintEvent* /*event*/) {
     // The diagonal: perfect calibration.
     p.setPen(QPen(QColor(60, 60, 60), 1.2, Qt::DashLine));
     p.drawLine(QPointF(rel.left(), rel.bottom()), QPointF(rel.right(), rel.top()));
+    paintComparison(p, rel, false);
     p.setPen(QPen(plot::kAxis, 1));
     p.setBrush(Qt::NoBrush);
     p.drawRect(rel);
@@ -224,6 +337,7 @@ void ReliabilityPlot::paintRegression(QPainter& p) const {
     for (int i = 1; i + 1 < static_cast<int>(curve.size()); ++i) {
         p.drawEllipse(curve[i], 2.6, 2.6);
     }
+    paintComparison(p, rel, true);
     p.setPen(QPen(plot::kAxis, 1));
     p.setBrush(Qt::NoBrush);
     p.drawRect(rel);
@@ -276,7 +390,58 @@ CalibrationView::CalibrationView(QWidget* parent) : QWidget(parent) {
     vertical->addWidget(m_table);
     vertical->setStretchFactor(0, 3);
     vertical->setStretchFactor(1, 2);
-    layout->addWidget(vertical);
+    auto* compareRow = new QHBoxLayout;
+    m_compareButton = new QPushButton(tr("Compare with…"));
+    m_compareButton->setObjectName(QStringLiteral("CompareButton"));
+    m_compareButton->setToolTip(
+        tr("Add a second trained ensemble (.safetensors, trained on the same dataset) to the "
+           "table and the reliability plot, with its difference to this run"));
+    m_clearButton = new QPushButton(tr("Clear"));
+    m_clearButton->setToolTip(tr("Remove the compared ensemble"));
+    m_clearButton->setVisible(false);
+    m_compareLabel = new QLabel;
+    m_compareLabel->setWordWrap(true);
+    m_compareLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    connect(m_compareButton, &QPushButton::clicked, this, &CalibrationView::compareRequested);
+    connect(m_clearButton, &QPushButton::clicked, this, [this] {
+        setComparison(nullptr);
+        setComparisonMessage({});
+    });
+    compareRow->addWidget(m_compareButton);
+    compareRow->addWidget(m_clearButton);
+    compareRow->addWidget(m_compareLabel, 1);
+    layout->addLayout(compareRow);
+    layout->addWidget(vertical, 1);
+}
+
+void CalibrationView::setComparison(std::shared_ptr<const Comparison> comparison) {
+    m_comparison = std::move(comparison);
+    m_clearButton->setVisible(m_comparison != nullptr);
+    if (m_comparison) {
+        const Comparison& c = *m_comparison;
+        setComparisonMessage(tr("Comparing with %1: %2 of %3 members, step %4, measured on %5 "
+                                "test rows (rows in orange; differences are file − this run)")
+                                 .arg(c.name)
+                                 .arg(c.includedCount)
+                                 .arg(c.members)
+                                 .arg(formatCount(c.step))
+                                 .arg(formatCount(c.rows)));
+    }
+    if (m_snapshot) {
+        refresh();
+    } else {
+        m_plot->setComparison(m_comparison);
+    }
+}
+
+void CalibrationView::setComparisonMessage(const QString& text, bool error) {
+    m_compareLabel->setText(text);
+    m_compareLabel->setToolTip(text);
+    m_compareLabel->setStyleSheet(error ? QStringLiteral("color: #a12b22;") : QString());
+}
+
+QString CalibrationView::comparisonMessage() const {
+    return m_compareLabel->text();
 }
 
 void CalibrationView::setSnapshot(SnapshotPtr snapshot) {
@@ -307,6 +472,17 @@ void CalibrationView::showEvent(QShowEvent* event) {
 
 void CalibrationView::refresh() {
     m_stale = false;
+    if (m_snapshot && m_comparison && !sameDataset(*m_comparison, *m_snapshot->run)) {
+        // A new run on other data: the compared figures were measured on other rows.
+        const QString name = m_comparison->name;
+        m_comparison.reset();
+        m_clearButton->setVisible(false);
+        setComparisonMessage(tr("The comparison with %1 was removed: this run's dataset is not "
+                                "the one it was measured on.")
+                                 .arg(name),
+                             true);
+    }
+    m_plot->setComparison(m_comparison);
     m_plot->setSnapshot(m_snapshot);
     if (!m_snapshot) {
         return;
@@ -316,38 +492,64 @@ void CalibrationView::refresh() {
         refreshRegression();
         return;
     }
+    const Comparison* c = m_comparison && !m_comparison->regression ? m_comparison.get() : nullptr;
     // Figures on the live subset (while training) say so; a stopped run has every test row.
     const QString note = liveSubsetNote(*s.run, s.testRowsMeasured);
     m_table->setHorizontalHeaderLabels({note.isEmpty() ? tr("model") : tr("model (%1)").arg(note),
                                         tr("accuracy"), tr("NLL"), tr("Brier"), tr("ECE")});
     const int members = s.run->members;
-    m_table->setRowCount(members + 2);
-    auto setRow = [this](int row, const QString& name, const ClassificationMetrics& m, bool bold,
-                         bool muted) {
-        const QStringList values{
-            name,
-            std::isfinite(m.accuracy)
-                ? QString::number(m.accuracy * 100, 'f', 2) + QStringLiteral(" %")
-                : QStringLiteral("–"),
-            formatValue(m.nll), formatValue(m.brier), formatValue(m.ece)};
-        for (int c = 0; c < values.size(); ++c) {
-            QTableWidgetItem* item = m_table->item(row, c);
+    // With a comparison: each headline row, the file's, then their difference; then the run's
+    // members and the file's.
+    m_table->setRowCount(members + 2 + (c != nullptr ? 4 + c->members : 0));
+    auto setCells = [this](int row, const QStringList& values, bool bold, const QColor& colour) {
+        for (int col = 0; col < values.size(); ++col) {
+            QTableWidgetItem* item = m_table->item(row, col);
             if (item == nullptr) {
                 item = new QTableWidgetItem;
-                m_table->setItem(row, c, item);
+                m_table->setItem(row, col, item);
             }
-            item->setText(values.at(c));
+            item->setText(values.at(col));
             QFont f = item->font();
             f.setBold(bold);
             item->setFont(f);
-            item->setForeground(muted ? QColor(150, 150, 150) : QColor(30, 30, 30));
-            item->setTextAlignment(c == 0 ? (Qt::AlignLeft | Qt::AlignVCenter)
-                                          : (Qt::AlignRight | Qt::AlignVCenter));
+            item->setForeground(colour);
+            item->setTextAlignment(col == 0 ? (Qt::AlignLeft | Qt::AlignVCenter)
+                                            : (Qt::AlignRight | Qt::AlignVCenter));
         }
     };
-    setRow(0, tr("ensemble (%1 members)").arg(s.includedCount), s.ensembleMetrics, true,
+    auto setRow = [&](int row, const QString& name, const ClassificationMetrics& m, bool bold,
+                      bool muted, const QColor& colour = QColor(30, 30, 30)) {
+        setCells(row,
+                 {name,
+                  std::isfinite(m.accuracy)
+                      ? QString::number(m.accuracy * 100, 'f', 2) + QStringLiteral(" %")
+                      : QStringLiteral("–"),
+                  formatValue(m.nll), formatValue(m.brier), formatValue(m.ece)},
+                 bold, muted ? QColor(150, 150, 150) : colour);
+    };
+    auto setDifference = [&](int row, const ClassificationMetrics& theirs,
+                             const ClassificationMetrics& ours) {
+        setCells(row,
+                 {tr("   difference (%1 − this run)").arg(c->name),
+                  signedValue(theirs.accuracy - ours.accuracy, 100, QStringLiteral(" %")),
+                  signedValue(theirs.nll - ours.nll), signedValue(theirs.brier - ours.brier),
+                  signedValue(theirs.ece - ours.ece)},
+                 false, QColor(90, 90, 90));
+    };
+    int row = 0;
+    setRow(row++, tr("ensemble (%1 members)").arg(s.includedCount), s.ensembleMetrics, true,
            !s.hasEnsemble);
-    setRow(1, tr("mean member"), s.meanMember, true, false);
+    if (c != nullptr) {
+        setRow(row++, tr("%1: ensemble (%2 members)").arg(c->name).arg(c->includedCount),
+               c->ensembleMetrics, true, false, kCompared.darker(130));
+        setDifference(row++, c->ensembleMetrics, s.ensembleMetrics);
+    }
+    setRow(row++, tr("mean member"), s.meanMember, true, false);
+    if (c != nullptr) {
+        setRow(row++, tr("%1: mean member").arg(c->name), c->meanMember, true, false,
+               kCompared.darker(130));
+        setDifference(row++, c->meanMember, s.meanMember);
+    }
     for (int k = 0; k < members; ++k) {
         const std::size_t ku = static_cast<std::size_t>(k);
         QString name = tr("member #%1 (lr %2)").arg(k).arg(formatValue(s.run->lr[ku]));
@@ -356,9 +558,17 @@ void CalibrationView::refresh() {
         } else if (!s.enabled[ku]) {
             name += tr(" — off");
         }
-        setRow(k + 2, name,
+        setRow(row++, name,
                ku < s.memberMetrics.size() ? s.memberMetrics[ku] : ClassificationMetrics{}, false,
                !s.included[ku]);
+    }
+    for (int k = 0; c != nullptr && k < c->members; ++k) {
+        const std::size_t ku = static_cast<std::size_t>(k);
+        QString name = tr("%1 member #%2 (lr %3)").arg(c->name).arg(k).arg(formatValue(c->lr[ku]));
+        if (!c->included[ku]) {
+            name += tr(" — diverged");
+        }
+        setRow(row++, name, c->memberMetrics[ku], false, !c->included[ku], kCompared.darker(130));
     }
     refreshSizeCurve();
 }
@@ -368,56 +578,83 @@ void CalibrationView::refreshRegression() {
     const int members = s.run->members;
     m_table->setHorizontalHeaderLabels(
         {tr("model"), tr("RMSE"), tr("NLL"), tr("95 % coverage"), tr("calibration gap")});
-    m_table->setRowCount(members + 2);
+    const Comparison* c = m_comparison && m_comparison->regression ? m_comparison.get() : nullptr;
+    m_table->setRowCount(members + 2 + (c != nullptr ? 4 + c->members : 0));
     auto optional = [](double v, double scale, const QString& suffix) {
         return std::isfinite(v) ? formatValue(v * scale) + suffix : QStringLiteral("–");
     };
+    const QColor theirColour = kCompared.darker(130);
     auto setRow = [&](int row, const QString& name, const RegressionMetrics* m, bool bold,
-                      bool muted) {
+                      bool muted, const QColor& colour = QColor(30, 30, 30)) {
         const QStringList values{
             name, m != nullptr ? optional(m->rmse, 1, {}) : QStringLiteral("–"),
             m != nullptr ? optional(m->nll, 1, {}) : QStringLiteral("–"),
             m != nullptr ? optional(m->coverage[2], 100, QStringLiteral(" %"))
                          : QStringLiteral("–"),
             m != nullptr ? optional(m->calibrationGap, 1, {}) : QStringLiteral("–")};
-        for (int c = 0; c < values.size(); ++c) {
-            QTableWidgetItem* item = m_table->item(row, c);
+        for (int col = 0; col < values.size(); ++col) {
+            QTableWidgetItem* item = m_table->item(row, col);
             if (item == nullptr) {
                 item = new QTableWidgetItem;
-                m_table->setItem(row, c, item);
+                m_table->setItem(row, col, item);
             }
-            item->setText(values.at(c));
+            item->setText(values.at(col));
             QFont f = item->font();
             f.setBold(bold);
             item->setFont(f);
-            item->setForeground(muted ? QColor(150, 150, 150) : QColor(30, 30, 30));
-            item->setTextAlignment(c == 0 ? (Qt::AlignLeft | Qt::AlignVCenter)
-                                          : (Qt::AlignRight | Qt::AlignVCenter));
+            item->setForeground(muted ? QColor(150, 150, 150) : colour);
+            item->setTextAlignment(col == 0 ? (Qt::AlignLeft | Qt::AlignVCenter)
+                                            : (Qt::AlignRight | Qt::AlignVCenter));
+        }
+    };
+    auto setDifference = [&](int row, const RegressionMetrics& theirs,
+                             const RegressionMetrics* ours) {
+        const QStringList values{
+            tr("   difference (%1 − this run)").arg(c->name),
+            ours != nullptr ? signedValue(theirs.rmse - ours->rmse) : QStringLiteral("–"),
+            ours != nullptr ? signedValue(theirs.nll - ours->nll) : QStringLiteral("–"),
+            ours != nullptr
+                ? signedValue(theirs.coverage[2] - ours->coverage[2], 100, QStringLiteral(" %"))
+                : QStringLiteral("–"),
+            ours != nullptr ? signedValue(theirs.calibrationGap - ours->calibrationGap)
+                            : QStringLiteral("–")};
+        for (int col = 0; col < values.size(); ++col) {
+            QTableWidgetItem* item = m_table->item(row, col);
+            if (item == nullptr) {
+                item = new QTableWidgetItem;
+                m_table->setItem(row, col, item);
+            }
+            item->setText(values.at(col));
+            QFont f = item->font();
+            f.setBold(false);
+            item->setFont(f);
+            item->setForeground(QColor(90, 90, 90));
+            item->setTextAlignment(col == 0 ? (Qt::AlignLeft | Qt::AlignVCenter)
+                                            : (Qt::AlignRight | Qt::AlignVCenter));
         }
     };
     const bool measured = s.hasEnsemble && s.regression.ensemble.rows > 0;
-    setRow(0, tr("ensemble (%1 members)").arg(s.includedCount),
+    int row = 0;
+    setRow(row++, tr("ensemble (%1 members)").arg(s.includedCount),
            measured ? &s.regression.ensemble : nullptr, true, !s.hasEnsemble);
+    if (c != nullptr) {
+        setRow(row++, tr("%1: ensemble (%2 members)").arg(c->name).arg(c->includedCount),
+               &c->regressionReport.ensemble, true, false, theirColour);
+        setDifference(row++, c->regressionReport.ensemble,
+                      measured ? &s.regression.ensemble : nullptr);
+    }
     // The mean member: the included members' figures averaged.
-    RegressionMetrics mean;
-    int n = 0;
-    for (std::size_t k = 0; measured && k < s.regression.members.size(); ++k) {
-        if (k < s.included.size() && s.included[k]) {
-            const RegressionMetrics& m = s.regression.members[k];
-            mean.rmse += m.rmse;
-            mean.nll += m.nll;
-            mean.coverage[2] += m.coverage[2];
-            mean.calibrationGap += m.calibrationGap;
-            ++n;
-        }
+    const int n =
+        measured ? static_cast<int>(std::count(s.included.begin(), s.included.end(), uint8_t{1}))
+                 : 0;
+    const RegressionMetrics mean =
+        n > 0 ? meanRegressionMember(s.regression, s.included) : RegressionMetrics{};
+    setRow(row++, tr("mean member"), n > 0 ? &mean : nullptr, true, false);
+    if (c != nullptr) {
+        const RegressionMetrics theirs = meanRegressionMember(c->regressionReport, c->included);
+        setRow(row++, tr("%1: mean member").arg(c->name), &theirs, true, false, theirColour);
+        setDifference(row++, theirs, n > 0 ? &mean : nullptr);
     }
-    if (n > 0) {
-        mean.rmse /= n;
-        mean.nll /= n;
-        mean.coverage[2] /= n;
-        mean.calibrationGap /= n;
-    }
-    setRow(1, tr("mean member"), n > 0 ? &mean : nullptr, true, false);
     for (int k = 0; k < members; ++k) {
         const std::size_t ku = static_cast<std::size_t>(k);
         QString name = tr("member #%1 (lr %2)").arg(k).arg(formatValue(s.run->lr[ku]));
@@ -426,9 +663,19 @@ void CalibrationView::refreshRegression() {
         } else if (!s.enabled[ku]) {
             name += tr(" — off");
         }
-        setRow(k + 2, name,
+        setRow(row++, name,
                measured && ku < s.regression.members.size() ? &s.regression.members[ku] : nullptr,
                false, !s.included[ku]);
+    }
+    for (int k = 0; c != nullptr && k < c->members; ++k) {
+        const std::size_t ku = static_cast<std::size_t>(k);
+        QString name = tr("%1 member #%2 (lr %3)").arg(c->name).arg(k).arg(formatValue(c->lr[ku]));
+        if (!c->included[ku]) {
+            name += tr(" — diverged");
+        }
+        setRow(row++, name,
+               ku < c->regressionReport.members.size() ? &c->regressionReport.members[ku] : nullptr,
+               false, !c->included[ku], theirColour);
     }
     // The size curve: NLL and RMSE of the first m included members.
     m_sizeChart->removeAllSeries();

@@ -5,14 +5,24 @@
 // confidence histogram; a table of accuracy, NLL, Brier and ECE for every member, the mean
 // member and the ensemble; and the ensemble-size curve (test NLL of the first m members and of
 // random m-subsets).
+//
+// Compare with… adds a second trained ensemble (a .safetensors file, controller/comparison.h)
+// measured on the same test rows: its headline rows and members under the run's in the table,
+// each headline followed by the difference (file − run), and its reliability (or regression
+// calibration) curve drawn over the run's.
 
 #include <QWidget>
 
+#include <memory>
+
+#include "controller/comparison.h"
 #include "controller/snapshot.h"
 
 class QChart;
+class QLabel;
 class QPainter;
 class QChartView;
+class QPushButton;
 class QTableWidget;
 
 class QSplitter;
@@ -25,6 +35,8 @@ class ReliabilityPlot : public QWidget {
   public:
     explicit ReliabilityPlot(QWidget* parent = nullptr);
     void setSnapshot(SnapshotPtr snapshot);
+    // The compared ensemble's curve over the run's (null: none).
+    void setComparison(std::shared_ptr<const Comparison> comparison);
     QSize sizeHint() const override { return {520, 460}; }
 
   protected:
@@ -34,7 +46,12 @@ class ReliabilityPlot : public QWidget {
     // A regression run: the coverage (calibration) curve instead of the reliability bars.
     void paintRegression(QPainter& p) const;
 
+    // The compared ensemble's curve and legend entry over the plot `area` (a regression run's
+    // calibration curve when `regression`).
+    void paintComparison(QPainter& p, const QRectF& area, bool regression) const;
+
     SnapshotPtr m_snapshot;
+    std::shared_ptr<const Comparison> m_comparison;
 };
 
 class CalibrationView : public QWidget {
@@ -44,6 +61,18 @@ class CalibrationView : public QWidget {
     explicit CalibrationView(QWidget* parent = nullptr);
     void setSnapshot(SnapshotPtr snapshot);
     QTableWidget* table() const { return m_table; }
+    // The second ensemble shown beside the run (null clears it). Dropped by itself, with a
+    // message, when a later run uses another dataset.
+    void setComparison(std::shared_ptr<const Comparison> comparison);
+    std::shared_ptr<const Comparison> comparison() const { return m_comparison; }
+    // The line above the plot: what is compared, a measurement under way, or why not.
+    void setComparisonMessage(const QString& text, bool error = false);
+    QString comparisonMessage() const;
+    QPushButton* compareButton() const { return m_compareButton; }
+
+  Q_SIGNALS:
+    // Compare with… was clicked: the window asks for a file and measures it.
+    void compareRequested();
 
   protected:
     void showEvent(QShowEvent* event) override;
@@ -59,7 +88,11 @@ class CalibrationView : public QWidget {
     void refreshRegression();
 
     SnapshotPtr m_snapshot;
+    std::shared_ptr<const Comparison> m_comparison;
     bool m_stale = false;
+    QPushButton* m_compareButton = nullptr;
+    QPushButton* m_clearButton = nullptr;
+    QLabel* m_compareLabel = nullptr;
     ReliabilityPlot* m_plot = nullptr;
     QTableWidget* m_table = nullptr;
     QChart* m_sizeChart = nullptr;

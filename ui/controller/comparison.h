@@ -1,0 +1,50 @@
+#pragma once
+
+// The Calibration view's second ensemble: a trained ensemble read from a file and measured on
+// the test split of the dataset the current run uses, so both stand side by side (e.g. with
+// and without bootstrap, K = 5 vs K = 50). Plain engine code behind a QString path; it runs
+// off the GUI thread (MainWindow::compareWith).
+
+#include <QString>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "metrics/metrics.h"
+#include "metrics/regression.h"
+
+namespace ensemble::ui {
+
+struct Comparison {
+    QString path;
+    QString name;            // the file name, as the table and the legend show it
+    nlohmann::json dataset;  // the `dataset` section it was measured with (the run's)
+    int members = 0;
+    int includedCount = 0;  // the members that did not diverge: its ensemble
+    int64_t step = 0;
+    int64_t rows = 0;        // test rows measured
+    std::vector<double> lr;  // per member
+    std::vector<uint8_t> included;
+    bool regression = false;
+    // Classification: as Snapshot's figures, on every test row.
+    std::vector<ClassificationMetrics> memberMetrics;
+    ClassificationMetrics meanMember;
+    ClassificationMetrics ensembleMetrics;
+    Calibration reliability;
+    // Regression: its report (ensemble, members, calibration curve).
+    RegressionReport regressionReport;
+};
+
+// Reads the ensemble in `path` (an export or a checkpoint) and measures it on the test split
+// (the train split when there is none) of `runDataset`, the current run's `dataset` section.
+// DataError naming the file when it was trained on another dataset (the first key that
+// differs, both values), on data of another shape or kind, or when every member diverged;
+// whatever the reader or the dataset loader throws otherwise.
+std::shared_ptr<const Comparison> measureComparison(const QString& path,
+                                                    const nlohmann::json& runDataset);
+
+}  // namespace ensemble::ui
