@@ -124,6 +124,7 @@ class TestCheckpoint : public QObject {
     void checkpointIsAnExport();
     void divergedMembersStayFrozenAfterResume();
     void liveChangeBeforeTheCheckpointIsReplayed();
+    void memberSwitchesCarryThroughACheckpoint();
     void resumeOverrideOfALiveKeyEqualsItsScheduledReplay();
     void resumeConfigRefusesChangesToModelDataAndK();
     void resumeRefusesOtherData();
@@ -338,6 +339,44 @@ void TestCheckpoint::liveChangeBeforeTheCheckpointIsReplayed() {
     QCOMPARE(resumed->step(), int64_t(90));
     QVERIFY(sameBits(resumed->parameters(), live->parameters()));
     QCOMPARE(resumed->rules()[0].lr, 0.05f);
+}
+
+// Member switches before a checkpoint (one at its very step, made after the last step trained)
+// are in its stored schedule: the resumed run has them from the start and goes on as the
+// straight run; `--set ensemble.switched_off=...` on resume is a switch at the checkpoint's step.
+void TestCheckpoint::memberSwitchesCarryThroughACheckpoint() {
+    const ExperimentConfig c = parseConfig(smallConfigJson(R"({"training": {"steps": 60}})"));
+    const int k = c.ensemble.members;
+    QVERIFY(k >= 3);
+    auto live = makeCpuTrainer(c);
+    live->runSteps(20);
+    live->changeHyperparameters(json{{"ensemble.switched_off", {0}}});
+    live->runSteps(20);
+    live->changeHyperparameters(json{{"ensemble.switched_off", {0, 2}}});
+    const std::string path = m_dir.filePath("switched.safetensors").toStdString();
+    writeCheckpoint(path, *live, {});
+    live->runSteps(20);
+
+    const Checkpoint checkpoint = readCheckpoint(path);
+    auto resumed = makeCpuTrainer(resumeConfig(checkpoint, {}));
+    resumeTrainer(*resumed, checkpoint);
+    resumed->applyDueChanges();
+    std::vector<uint8_t> expected(static_cast<std::size_t>(k), 1);
+    expected[0] = expected[2] = 0;
+    QCOMPARE(resumed->included(), expected);
+    resumed->runSteps(20);
+    QVERIFY(sameBits(resumed->parameters(), live->parameters()));
+    QCOMPARE(resumed->evaluate().ensembleTest.loss, live->evaluate().ensembleTest.loss);
+
+    auto changed = makeCpuTrainer(resumeConfig(checkpoint, {"ensemble.switched_off=[1]"}));
+    const json& schedule = changed->config().json["training"]["schedule"];
+    QCOMPARE(schedule.back(),
+             json::parse(R"({"step": 40, "set": {"ensemble.switched_off": [1]}})"));
+    resumeTrainer(*changed, checkpoint);
+    changed->applyDueChanges();
+    expected.assign(static_cast<std::size_t>(k), 1);
+    expected[1] = 0;
+    QCOMPARE(changed->included(), expected);
 }
 
 // --set optimizer.lr=... on resume is a schedule entry at the checkpoint's step: the stored

@@ -60,6 +60,7 @@ class TestCli : public QObject {
     void initTestCase();
     void usageErrorsExitTwo();
     void configErrorsExitTwoAndNameTheKey();
+    void switchedOffMembersLeaveTheEnsemble();
     void badDataExitsThree();
     void badWeightsExitThree();
     void cudaWithoutDeviceExitsFour();
@@ -110,6 +111,79 @@ void TestCli::configErrorsExitTwoAndNameTheKey() {
         {QStringLiteral("train"), QStringLiteral("--set"), QStringLiteral("ensemble.members=-4")});
     QCOMPARE(r.code, 2);
     QVERIFY(r.err.contains(QStringLiteral("ensemble.members")));
+    // A switched-off member that does not exist, directly or in a schedule entry.
+    QStringList args = {QStringLiteral("train")};
+    args << kSmallSpirals << QStringLiteral("--set") << QStringLiteral("ensemble.switched_off=[3]");
+    r = runCli(args);
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("ensemble.switched_off[0]: expected a member index in "
+                                           "[0, 2]")),
+             qPrintable(describe(r)));
+    args = QStringList{QStringLiteral("train")}
+           << kSmallSpirals << QStringLiteral("--set")
+           << QStringLiteral(
+                  R"(training.schedule=[{"step": 4, "set": {"ensemble.switched_off": [0, 7]}}])");
+    r = runCli(args);
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("training.schedule[0].set.ensemble.switched_off[1]")),
+             qPrintable(describe(r)));
+}
+
+// A member switched off during the run (a schedule entry) trains as before but leaves the
+// ensemble: the train report, its summary and `eval` of the export leave it out alike.
+void TestCli::switchedOffMembersLeaveTheEnsemble() {
+    const QString on = m_dir.filePath(QStringLiteral("on.safetensors"));
+    const QString off = m_dir.filePath(QStringLiteral("off.safetensors"));
+    const QString metrics = m_dir.filePath(QStringLiteral("off.json"));
+    QStringList args = {QStringLiteral("train")};
+    args << kSmallSpirals << QStringLiteral("--set") << QStringLiteral("training.steps=40")
+         << QStringLiteral("--export") << on;
+    Run r = runCli(args);
+    QVERIFY2(r.code == 0, qPrintable(describe(r)));
+    args = QStringList{QStringLiteral("train")}
+           << kSmallSpirals << QStringLiteral("--set") << QStringLiteral("training.steps=40")
+           << QStringLiteral("--set")
+           << QStringLiteral(
+                  R"(training.schedule=[{"step": 20, "set": {"ensemble.switched_off": [1]}}])")
+           << QStringLiteral("--export") << off << QStringLiteral("--metrics") << metrics;
+    r = runCli(args);
+    QVERIFY2(r.code == 0, qPrintable(describe(r)));
+    const ensemble::LoadedEnsemble a = ensemble::importEnsemble(on.toStdString());
+    const ensemble::LoadedEnsemble b = ensemble::importEnsemble(off.toStdString());
+    QVERIFY(a.params == b.params);  // training is the same
+    QFile mf(metrics);
+    QVERIFY(mf.open(QIODevice::ReadOnly));
+    const auto trained = nlohmann::json::parse(mf.readAll().toStdString());
+    QVERIFY(!trained["members"][1]["switched_on"].get<bool>());
+    QVERIFY(!trained["members"][1]["included"].get<bool>());
+    QCOMPARE(trained["members_included"].get<int>(), 2);
+
+    const auto evalReport = [&](const QString& weights, const char* name) {
+        const QString report = m_dir.filePath(QString::fromLatin1(name));
+        const Run e = runCli({QStringLiteral("eval"), QStringLiteral("--weights"), weights,
+                              QStringLiteral("--report"), report});
+        if (e.code != 0) {
+            qWarning("%s", qPrintable(describe(e)));
+            return std::pair{nlohmann::json(), e};
+        }
+        QFile f(report);
+        f.open(QIODevice::ReadOnly);
+        return std::pair{nlohmann::json::parse(f.readAll().toStdString()), e};
+    };
+    const auto [offEval, offRun] = evalReport(off, "off-eval.json");
+    const auto [onEval, onRun] = evalReport(on, "on-eval.json");
+    QVERIFY(!offEval.is_null() && !onEval.is_null());
+    QVERIFY2(offRun.out.contains(QStringLiteral("member 1")) &&
+                 offRun.out.contains(QStringLiteral("(switched off: left out)")),
+             qPrintable(describe(offRun)));
+    QVERIFY(!offEval["members"][1]["switched_on"].get<bool>());
+    QVERIFY(!offEval["members"][1]["included"].get<bool>());
+    QCOMPARE(offEval["members_included"].get<int>(), 2);
+    QCOMPARE(onEval["members_included"].get<int>(), 3);
+    QCOMPARE(offEval["ensemble"]["accuracy"], trained["ensemble"]["accuracy"]);
+    ENSEMBLE_COMPARE_NEAR(offEval["ensemble"]["nll"].get<double>(),
+                          trained["ensemble"]["nll"].get<double>(), 1e-6);
+    QVERIFY(offEval["ensemble"]["nll"] != onEval["ensemble"]["nll"]);
 }
 
 void TestCli::badDataExitsThree() {

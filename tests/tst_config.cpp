@@ -20,6 +20,7 @@ class TestConfig : public QObject {
     void errorsNameTheKey_data();
     void errorsNameTheKey();
     void perMemberHyperparameters();
+    void switchedOffMembers();
     void overridesSetDottedKeys();
     void everyPresetParses();
     void unknownConfigNamesThePresets();
@@ -75,6 +76,22 @@ void TestConfig::errorsNameTheKey_data() {
                            << "optimizer.betas";
     QTest::newRow("not an object") << R"([1, 2])"
                                    << "config: expected a JSON object";
+    QTest::newRow("switched off: no such member")
+        << R"({"ensemble": {"members": 3, "switched_off": [0, 3]}})"
+        << "ensemble.switched_off[1]: expected a member index in [0, 2] (ensemble.members is 3), "
+           "got 3";
+    QTest::newRow("switched off: twice") << R"({"ensemble": {"switched_off": [1, 1]}})"
+                                         << "ensemble.switched_off[1]: member 1 is listed twice";
+    QTest::newRow("switched off: not a list") << R"({"ensemble": {"switched_off": 2}})"
+                                              << "ensemble.switched_off: expected a list";
+    QTest::newRow("switched off: in the schedule")
+        << R"({"ensemble": {"members": 3}, "training": {"schedule": [
+               {"step": 5, "set": {"ensemble.switched_off": [-1]}}]}})"
+        << "training.schedule[0].set.ensemble.switched_off[0]: expected a member index";
+    QTest::newRow("schedule: a key that needs a new run")
+        << R"({"training": {"schedule": [{"step": 5, "set": {"ensemble.seed": 2}}]}})"
+        << "training.schedule[0].set.ensemble.seed: cannot change during a run (these can: "
+           "ensemble.switched_off, optimizer.lr, optimizer.momentum, optimizer.weight_decay)";
 }
 
 void TestConfig::errorsNameTheKey() {
@@ -86,6 +103,26 @@ void TestConfig::errorsNameTheKey() {
     } catch (const ConfigError& e) {
         QVERIFY2(QString::fromStdString(e.what()).contains(expected), e.what());
     }
+}
+
+// ensemble.switched_off: indices in any order (kept ascending), changed by schedule entries at
+// their steps; an entry's list replaces the one before.
+void TestConfig::switchedOffMembers() {
+    const ExperimentConfig c = parseConfig(json::parse(R"({
+        "ensemble": {"members": 4, "switched_off": [3, 0]},
+        "training": {"schedule": [
+            {"step": 30, "set": {"ensemble.switched_off": []}},
+            {"step": 10, "set": {"optimizer.lr": 0.5}},
+            {"step": 10, "set": {"ensemble.switched_off": [2]}}]}})"));
+    QCOMPARE(c.ensemble.switchedOff, (std::vector<int>{0, 3}));
+    QCOMPARE(c.switchedOffAt(0), (std::vector<int>{0, 3}));
+    QCOMPARE(c.switchedOffAt(10), std::vector<int>{2});
+    QCOMPARE(c.switchedOnAt(29), (std::vector<uint8_t>{1, 1, 0, 1}));
+    QCOMPARE(c.switchedOnAt(30), (std::vector<uint8_t>{1, 1, 1, 1}));
+    QVERIFY(c.training.schedule[0].lr.size() == 4 && !c.training.schedule[0].switchedOff);
+    QCOMPARE(*c.training.schedule[1].switchedOff, std::vector<int>{2});
+    QVERIFY(keySpec("ensemble.switched_off").live);
+    QVERIFY(schedulable(keySpec("ensemble.switched_off")));
 }
 
 void TestConfig::perMemberHyperparameters() {

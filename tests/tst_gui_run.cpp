@@ -159,6 +159,7 @@ class TestGuiRun : public QObject {
     void raisingTheLimitReenablesTrainWithoutReset();
     void twoDimensionalPresetPlaysUntilPaused();
     void liveLearningRateEditEqualsItsReplay();
+    void memberSwitchesEqualTheirReplay();
     void restartKeyRaisesTheBanner();
     void exportWaitsForATrainedStep();
     void exportedConfigReplaysToItsWeights();
@@ -282,6 +283,90 @@ void TestGuiRun::liveLearningRateEditEqualsItsReplay() {
     QVERIFY(cli.waitForFinished(60000));
     QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
     QVERIFY(sameBits(app, ensemble::importEnsemble(exported.toStdString()).params));
+}
+
+// Members switched off and on mid-run (Members' check boxes) are recorded in the run's
+// schedule, switches between the same two steps as one entry and one made after the last step
+// too. The CLI run of Copy as Command gives the app's weights and the app's report: the same
+// ensemble figures and switches; `eval` of the app's export leaves the same members out.
+void TestGuiRun::memberSwitchesEqualTheirReplay() {
+    QTemporaryDir dir;
+    auto w = makeWindow();
+    w->loadExperiment(smallConfig(60), QString());
+    QVERIFY(waitFresh(*w));
+    auto* controller = w->controller();
+    controller->trainTo(20);
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 20 && !s.running; }));
+    controller->setMemberEnabled(1, false);
+    controller->setMemberEnabled(2, false);  // the same step: one entry
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.includedCount == 1; }));
+    controller->trainTo(40);
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 40 && !s.running; }));
+    controller->setMemberEnabled(1, true);
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.includedCount == 2; }));
+    w->trainAction()->trigger();
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 60 && !s.running; }));
+    controller->setMemberEnabled(0, false);  // after the last step, while stopped
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.includedCount == 1; }));
+    const SnapshotPtr s = controller->snapshot();
+    QCOMPARE(s->schedule, nlohmann::json::parse(R"([
+        {"step": 20, "set": {"ensemble.switched_off": [1, 2]}},
+        {"step": 40, "set": {"ensemble.switched_off": [2]}},
+        {"step": 60, "set": {"ensemble.switched_off": [0, 2]}}])"));
+    QCOMPARE(s->included, (std::vector<uint8_t>{0, 1, 0}));
+    const std::vector<float> app = exportedParameters(*w, dir, "switched");
+    // Switches do not change training.
+    QVERIFY(sameBits(app, engineParameters(smallConfig(60), 60)));
+    QFile appMetricsFile(dir.filePath(QStringLiteral("switched.metrics.json")));
+    QVERIFY(appMetricsFile.open(QIODevice::ReadOnly));
+    const nlohmann::json appMetrics = nlohmann::json::parse(appMetricsFile.readAll().toStdString());
+    QCOMPARE(appMetrics["members_included"].get<int>(), 1);
+
+    const QString path = dir.filePath(QStringLiteral("switched.json"));
+    QString error;
+    QVERIFY2(w->saveExperiment(path, &error), qPrintable(error));
+    const nlohmann::json saved = ensemble::loadConfigJson(path.toStdString());
+    QCOMPARE(saved["training"]["schedule"], s->schedule);
+
+    // Run > Copy as Command: the CLI run of it gives the app's weights and report.
+    const QString command = w->commandLine();
+    QVERIFY2(command.contains(QStringLiteral("ensemble.switched_off")), qPrintable(command));
+    QStringList args = shellWords(command);
+    args.removeFirst();
+    const QString exported = dir.filePath(QStringLiteral("cli.safetensors"));
+    const QString metrics = dir.filePath(QStringLiteral("cli.json"));
+    args << QStringLiteral("--export") << exported << QStringLiteral("--metrics") << metrics
+         << QStringLiteral("--quiet");
+    QProcess cli;
+    cli.start(ensemble::test::cliPath(), args);
+    QVERIFY(cli.waitForFinished(60000));
+    QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
+    QVERIFY(sameBits(app, ensemble::importEnsemble(exported.toStdString()).params));
+    QFile cliMetricsFile(metrics);
+    QVERIFY(cliMetricsFile.open(QIODevice::ReadOnly));
+    const nlohmann::json cliMetrics = nlohmann::json::parse(cliMetricsFile.readAll().toStdString());
+    QCOMPARE(cliMetrics["ensemble"], appMetrics["ensemble"]);
+    QCOMPARE(cliMetrics["members"], appMetrics["members"]);
+    QCOMPARE(cliMetrics["size_curve"], appMetrics["size_curve"]);
+
+    // eval of the app's export: its switches at the stored step.
+    const QString report = dir.filePath(QStringLiteral("eval.json"));
+    QProcess eval;
+    eval.start(ensemble::test::cliPath(), {QStringLiteral("eval"), QStringLiteral("--weights"),
+                                           dir.filePath(QStringLiteral("switched.safetensors")),
+                                           QStringLiteral("--report"), report});
+    QVERIFY(eval.waitForFinished(60000));
+    QVERIFY2(eval.exitCode() == 0, eval.readAllStandardError().constData());
+    QFile f(report);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const nlohmann::json r = nlohmann::json::parse(f.readAll().toStdString());
+    QCOMPARE(r["members_included"].get<int>(), 1);
+    QCOMPARE(r["ensemble"]["accuracy"], appMetrics["ensemble"]["accuracy"]);
+    QVERIFY(std::abs(r["ensemble"]["nll"].get<double>() -
+                     appMetrics["ensemble"]["nll"].get<double>()) <= 1e-6);
+    for (int k = 0; k < 3; ++k) {
+        QCOMPARE(r["members"][k]["switched_on"], appMetrics["members"][k]["switched_on"]);
+    }
 }
 
 // An edit that needs a new run (the dataset's noise) leaves the run as it is, raises one banner

@@ -15,6 +15,7 @@
 #include "sys/allocator.h"
 #include "test_support.h"
 #include "train/trainer.h"
+#include "train/trainer_report.h"
 
 using namespace ensemble;
 using nlohmann::json;
@@ -59,6 +60,7 @@ class TestTrainer : public QObject {
     void continuingAfterTheEndEqualsOneLongerRun_data();
     void continuingAfterTheEndEqualsOneLongerRun();
     void liveChangeEqualsItsScheduledReplay();
+    void memberSwitchesLeaveTheEnsembleNotTraining();
     void regressionLearnsAndIsThreadIndependent();
 };
 
@@ -401,6 +403,96 @@ void TestTrainer::liveChangeEqualsItsScheduledReplay() {
     }
     QVERIFY_THROWS_EXCEPTION(ConfigError,
                              live->changeHyperparameters(json{{"optimizer.lr", -1.0}}));
+}
+
+// Members switched off during a run (the app's switches) are recorded in training.schedule:
+// switches between the same two steps merge into one entry, one made after the last step
+// applies before the final figures. Training is not affected (the weights are those of a run
+// with every member on); the ensemble's figures leave them out, and the replay of the config
+// gives the same weights and the same report. A config that switches a member off from the
+// start does the same from step 0.
+void TestTrainer::memberSwitchesLeaveTheEnsembleNotTraining() {
+    const ExperimentConfig c = smallConfig(R"({"ensemble": {"members": 4}})");
+    auto live = makeCpuTrainer(c, 2);
+    live->runSteps(20);
+    live->changeHyperparameters(json{{"ensemble.switched_off", {1}}});
+    live->changeHyperparameters(json{{"ensemble.switched_off", {1, 3}}});  // merges
+    QCOMPARE(live->included(), (std::vector<uint8_t>{1, 0, 1, 0}));
+    live->runSteps(15);
+    live->changeHyperparameters(json{{"optimizer.lr", 0.02}});
+    live->changeHyperparameters(json{{"ensemble.switched_off", {3}}});  // merges with the lr
+    live->runSteps(1000);                                               // to the configured 60
+    QCOMPARE(live->step(), int64_t(60));
+    live->changeHyperparameters(json{{"ensemble.switched_off", {0, 3}}});  // after the last step
+    QCOMPARE(live->included(), (std::vector<uint8_t>{0, 1, 1, 0}));
+    QCOMPARE(live->switchedOn(), (std::vector<uint8_t>{0, 1, 1, 0}));
+
+    const json stored = live->config().json["training"]["schedule"];
+    QCOMPARE(stored.size(), std::size_t(3));
+    QCOMPARE(stored[0], json::parse(R"({"step": 20, "set": {"ensemble.switched_off": [1, 3]}})"));
+    QCOMPARE(stored[1],
+             json::parse(
+                 R"({"step": 35, "set": {"optimizer.lr": 0.02, "ensemble.switched_off": [3]}})"));
+    QCOMPARE(stored[2], json::parse(R"({"step": 60, "set": {"ensemble.switched_off": [0, 3]}})"));
+
+    const ExperimentConfig replayed = parseConfig(live->config().json);
+    QCOMPARE(replayed.switchedOffAt(19), std::vector<int>{});
+    QCOMPARE(replayed.switchedOffAt(20), (std::vector<int>{1, 3}));
+    QCOMPARE(replayed.switchedOffAt(59), std::vector<int>{3});
+    QCOMPARE(replayed.switchedOffAt(60), (std::vector<int>{0, 3}));
+    auto replay = makeCpuTrainer(replayed, 1);
+    Evaluation last;
+    QVERIFY(replay->run(nullptr, [&](const Evaluation& e) { last = e; }));
+    QCOMPARE(replay->included(), live->included());
+    const std::vector<float> a = live->parameters();
+    const std::vector<float> b = replay->parameters();
+    QVERIFY(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+    // The same weights as the run with the lr change and no switch at all: switches do not
+    // train differently.
+    auto unswitched =
+        makeCpuTrainer(smallConfig(R"({"ensemble": {"members": 4}, "training": {"schedule": [
+            {"step": 35, "set": {"optimizer.lr": 0.02}}]}})"),
+                       1);
+    unswitched->runSteps(60);
+    const std::vector<float> u = unswitched->parameters();
+    QVERIFY(std::memcmp(a.data(), u.data(), a.size() * sizeof(float)) == 0);
+
+    // The figures: the ensemble of members 1 and 2, in the live run, its replay and its report.
+    const Evaluation fromLive = live->evaluate();
+    QCOMPARE(last.ensembleTest.accuracy, fromLive.ensembleTest.accuracy);
+    QCOMPARE(last.ensembleTest.loss, fromLive.ensembleTest.loss);
+    const Evaluation members12 = unswitched->evaluate(
+        unswitched->predictTrain(), unswitched->predictTest(), std::vector<uint8_t>{0, 1, 1, 0});
+    QCOMPARE(fromLive.ensembleTest.loss, members12.ensembleTest.loss);
+    const Evaluation all = unswitched->evaluate();
+    QVERIFY(all.ensembleTest.loss != fromLive.ensembleTest.loss);
+    const json liveReport = trainerReport(*live).json;
+    const json replayReport = trainerReport(*replay).json;
+    QCOMPARE(liveReport, replayReport);
+    QVERIFY(!liveReport["members"][0]["switched_on"].get<bool>());
+    QVERIFY(liveReport["members"][1]["switched_on"].get<bool>());
+
+    // Switched off from the start: the same weights as every member on, the ensemble without it.
+    auto fromStart = makeCpuTrainer(smallConfig(R"({"ensemble": {"members": 4,
+        "switched_off": [2]}, "training": {"schedule": [
+            {"step": 35, "set": {"optimizer.lr": 0.02}}]}})"),
+                                    1);
+    QCOMPARE(fromStart->included(), (std::vector<uint8_t>{1, 1, 0, 1}));
+    fromStart->runSteps(60);
+    const std::vector<float> f = fromStart->parameters();
+    QVERIFY(std::memcmp(f.data(), u.data(), f.size() * sizeof(float)) == 0);
+    QCOMPARE(fromStart->evaluate().ensembleTest.loss,
+             unswitched
+                 ->evaluate(unswitched->predictTrain(), unswitched->predictTest(),
+                            std::vector<uint8_t>{1, 1, 0, 1})
+                 .ensembleTest.loss);
+    // A member that does not exist is a config error naming the key.
+    try {
+        live->changeHyperparameters(json{{"ensemble.switched_off", {4}}});
+        QFAIL("expected a ConfigError");
+    } catch (const ConfigError& e) {
+        QVERIFY2(e.key().find("ensemble.switched_off[0]") != std::string::npos, e.what());
+    }
 }
 
 QTEST_APPLESS_MAIN(TestTrainer)

@@ -79,6 +79,7 @@ void printRegressionSummary(const Trainer& trainer, const Evaluation& e) {
         return std::string(buf);
     };
     const std::size_t k = e.members.size();
+    const std::vector<uint8_t> on = trainer.switchedOn();
     for (std::size_t i = 0; i < k; ++i) {
         const MemberEvaluation& m = e.members[i];
         if (i >= 8 && i + 3 < k) {
@@ -92,9 +93,9 @@ void printRegressionSummary(const Trainer& trainer, const Evaluation& e) {
                         "-", "-", "-", lr[i]);
             continue;
         }
-        std::printf("member %-3zu %s %s %s %s %8.2g\n", i, cell(m.train.loss).c_str(),
+        std::printf("member %-3zu %s %s %s %s %8.2g%s\n", i, cell(m.train.loss).c_str(),
                     cell(m.train.rmse).c_str(), cell(m.test.loss).c_str(),
-                    cell(m.test.rmse).c_str(), lr[i]);
+                    cell(m.test.rmse).c_str(), lr[i], on[i] ? "" : "  (switched off: left out)");
     }
     std::printf("%-10s %s %s %s %s\n", "ensemble", cell(e.ensembleTrain.loss).c_str(),
                 cell(e.ensembleTrain.rmse).c_str(), cell(e.ensembleTest.loss).c_str(),
@@ -110,6 +111,7 @@ void printSummary(const Trainer& trainer, const Evaluation& e) {
                 "test acc", "lr");
     const auto& lr = trainer.config().optimizer.lr;
     const std::size_t k = e.members.size();
+    const std::vector<uint8_t> on = trainer.switchedOn();
     auto row = [&](std::size_t i) {
         const MemberEvaluation& m = e.members[i];
         if (m.diverged) {
@@ -117,8 +119,9 @@ void printSummary(const Trainer& trainer, const Evaluation& e) {
                         "-", "-", "-", lr[i]);
             return;
         }
-        std::printf("member %-3zu %10.4f %10.4f %10.4f %10.4f %8.2g\n", i, m.train.loss,
-                    m.train.accuracy, m.test.loss, m.test.accuracy, lr[i]);
+        std::printf("member %-3zu %10.4f %10.4f %10.4f %10.4f %8.2g%s\n", i, m.train.loss,
+                    m.train.accuracy, m.test.loss, m.test.accuracy, lr[i],
+                    on[i] ? "" : "  (switched off: left out)");
     };
     if (k <= 16) {
         for (std::size_t i = 0; i < k; ++i) {
@@ -141,9 +144,9 @@ void printSummary(const Trainer& trainer, const Evaluation& e) {
     }
     double meanTest = 0.0;
     int used = 0;
-    for (const auto& m : e.members) {
-        if (!m.diverged) {
-            meanTest += m.test.accuracy;
+    for (std::size_t i = 0; i < k; ++i) {
+        if (!e.members[i].diverged && on[i]) {
+            meanTest += e.members[i].test.accuracy;
             ++used;
         }
     }
@@ -630,9 +633,10 @@ int predictRegression(const LoadedEnsemble& ensemble, const CliArgs& args) {
     p.logProbs = predictLogProbs(ensemble, input.x.data(), input.rows, threads);
     const MemberGaussians g =
         memberGaussians(p, ensemble.normalization.targetMean, ensemble.normalization.targetStd);
+    const std::vector<uint8_t> include = includedMembers(ensemble);
     std::vector<int> used;
     for (int m = 0; m < p.members; ++m) {
-        if (!ensemble.diverged[static_cast<std::size_t>(m)]) {
+        if (include[static_cast<std::size_t>(m)] != 0) {
             used.push_back(m);
         }
     }
@@ -683,10 +687,9 @@ int commandPredict(const CliArgs& args) {
     const int k = ensemble.layout.members();
     const int c = ensemble.layout.classes();
     const int64_t rows = input.rows;
-    int used = 0;
-    for (int m = 0; m < k; ++m) {
-        used += ensemble.diverged[static_cast<std::size_t>(m)] ? 0 : 1;
-    }
+    // The ensemble's average: its switched-on, non-diverged members.
+    const std::vector<uint8_t> include = includedMembers(ensemble);
+    const int used = static_cast<int>(std::count(include.begin(), include.end(), uint8_t{1}));
     std::string out;
     out.reserve(static_cast<std::size_t>(rows) * (k + 1) * c * 12);
     for (int j = 0; j < c; ++j) {
@@ -703,7 +706,7 @@ int commandPredict(const CliArgs& args) {
     for (int64_t i = 0; i < rows; ++i) {
         std::fill(ens.begin(), ens.end(), 0.0);
         for (int m = 0; m < k; ++m) {
-            if (ensemble.diverged[static_cast<std::size_t>(m)]) {
+            if (include[static_cast<std::size_t>(m)] == 0) {
                 continue;
             }
             for (int j = 0; j < c; ++j) {

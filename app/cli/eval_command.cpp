@@ -92,12 +92,22 @@ Dataset loadOod(const std::string& what, const DatasetConfig& base, int features
     return split.test.rows > 0 ? std::move(split.test) : std::move(split.train);
 }
 
+// Why member k is not in the ensemble (`on`: its switches), for the summary's member rows.
+const char* leftOutNote(const std::vector<uint8_t>& included, const std::vector<uint8_t>& on,
+                        std::size_t k) {
+    if (included[k] != 0) {
+        return "";
+    }
+    return k < on.size() && on[k] == 0 ? "  (switched off: left out)" : "  (diverged: left out)";
+}
+
 void printMetricsRow(const char* label, const ClassificationMetrics& m, const char* note = "") {
     std::printf("%-12s %9.4f %9.4f %9.4f %9.4f%s\n", label, m.accuracy, m.nll, m.brier, m.ece,
                 note);
 }
 
-void printSummary(const EnsembleReport& r, const std::string& dataset) {
+void printSummary(const EnsembleReport& r, const std::string& dataset,
+                  const std::vector<uint8_t>& on) {
     const std::size_t k = r.members.size();
     std::printf("%s split of %s: %lld rows, %d classes, %d of %zu members in the ensemble\n\n",
                 r.split.c_str(), dataset.c_str(), static_cast<long long>(r.points.rows), r.classes,
@@ -106,7 +116,7 @@ void printSummary(const EnsembleReport& r, const std::string& dataset) {
     auto memberRow = [&](std::size_t i) {
         char label[32];
         std::snprintf(label, sizeof label, "member %zu", i);
-        printMetricsRow(label, r.members[i], r.included[i] ? "" : "  (diverged: left out)");
+        printMetricsRow(label, r.members[i], leftOutNote(r.included, on, i));
     };
     if (k <= 10) {
         for (std::size_t i = 0; i < k; ++i) {
@@ -177,17 +187,8 @@ void printSummary(const EnsembleReport& r, const std::string& dataset) {
     }
 }
 
-// Every member's include flag: those that did not diverge.
-std::vector<uint8_t> includedOf(const LoadedEnsemble& ensemble) {
-    std::vector<uint8_t> include(ensemble.diverged.size());
-    for (std::size_t k = 0; k < include.size(); ++k) {
-        include[k] = ensemble.diverged[k] ? 0 : 1;
-    }
-    return include;
-}
-
 // The run facts of a loaded ensemble for the report builder (metrics/report.h): it has no epoch
-// and no training-time loss, and every member is switched on.
+// and no training-time loss; its switches are those at the stored step.
 RunFacts runFactsOf(const LoadedEnsemble& ensemble, const DataSplit& data) {
     RunFacts run;
     run.dataset = data.name;
@@ -196,6 +197,7 @@ RunFacts runFactsOf(const LoadedEnsemble& ensemble, const DataSplit& data) {
     run.momentum = ensemble.config.optimizer.momentum;
     run.weightDecay = ensemble.config.optimizer.weightDecay;
     run.diverged = ensemble.diverged;
+    run.switchedOn = switchedOnMembers(ensemble);
     return run;
 }
 
@@ -360,13 +362,13 @@ int compareEnsembles(const CliArgs& args, const std::vector<std::string>& files)
     std::vector<Row> rows;
     for (std::size_t i = 0; i < files.size(); ++i) {
         const LoadedEnsemble& e = ensembles[i];
-        const std::vector<uint8_t> include = includedOf(e);
+        const std::vector<uint8_t> include = includedMembers(e);
         Row row;
         row.used = static_cast<int>(std::count(include.begin(), include.end(), uint8_t{1}));
         if (row.used == 0) {
             throw RuntimeError(files[i] +
-                               ": every member diverged, so there is no ensemble to "
-                               "evaluate");
+                               ": no member is left in the ensemble (each diverged or is "
+                               "switched off), so there is no ensemble to evaluate");
         }
         const MemberPredictions p = predict(e, evaluated, configs[i].backend.threads);
         const PointStatistics stats = pointStatistics(p, include, evaluated.y);
@@ -414,7 +416,8 @@ int compareEnsembles(const CliArgs& args, const std::vector<std::string>& files)
     return 0;
 }
 
-void printRegressionSummary(const RegressionReport& r, const std::string& dataset) {
+void printRegressionSummary(const RegressionReport& r, const std::string& dataset,
+                            const std::vector<uint8_t>& on) {
     const std::size_t k = r.members.size();
     std::printf("%s split of %s: %lld rows, %s likelihood, %d of %zu members in the ensemble\n\n",
                 r.split.c_str(), dataset.c_str(), static_cast<long long>(r.points.rows),
@@ -442,8 +445,7 @@ void printRegressionSummary(const RegressionReport& r, const std::string& datase
             }
             continue;
         }
-        row("member " + std::to_string(i), r.members[i],
-            r.included[i] ? "" : "  (diverged: left out)");
+        row("member " + std::to_string(i), r.members[i], leftOutNote(r.included, on, i));
     }
     row("ensemble", r.ensemble, "");
     std::printf("\nmean std: aleatoric %.4f, epistemic %.4f (raw target units)\n",
@@ -458,14 +460,14 @@ int evalRegression(const LoadedEnsemble& ensemble, const ExperimentConfig& confi
         std::fprintf(stderr, "the test split is empty: evaluating the train split\n");
     }
     const MemberPredictions predictions = predict(ensemble, evaluated, config.backend.threads);
-    const std::vector<uint8_t> include = includedOf(ensemble);
+    const std::vector<uint8_t> include = includedMembers(ensemble);
     // The model's own target units, as stored with the weights.
     const RegressionReport report = evaluateRegression(
         predictions, evaluated.target, include, ensemble.normalization.targetMean,
         ensemble.normalization.targetStd, useTest ? "test" : "train");
     json j = reportJson(report, runFactsOf(ensemble, data));
     j["weights"] = weights;
-    printRegressionSummary(report, data.name);
+    printRegressionSummary(report, data.name, switchedOnMembers(ensemble));
     if (args.has("--ood")) {
         std::fprintf(stderr, "--ood: out-of-distribution scores are for classification; skipped\n");
     }
@@ -512,7 +514,7 @@ int commandEval(const CliArgs& args) {
     EvaluationInput input;
     input.predictions = &predictions;
     input.labels = &evaluated.y;
-    input.include = includedOf(ensemble);
+    input.include = includedMembers(ensemble);
 
     // Out-of-bag needs the train rows the counts were drawn for.
     MemberPredictions train;
@@ -552,13 +554,13 @@ int commandEval(const CliArgs& args) {
     const EnsembleReport report = evaluateEnsemble(input, options);
 
     // The same builder as `train --metrics` and the app's export (metrics/report.h); a loaded
-    // ensemble has no epoch and no training-time loss, and every member is switched on.
+    // ensemble has no epoch and no training-time loss; its switches are those at its step.
     json j = reportJson(report, runFactsOf(ensemble, data));
     j["weights"] = weights;
     if (!oobNote.empty()) {
         j["oob"]["reason"] = oobNote;
     }
-    printSummary(report, data.name);
+    printSummary(report, data.name, switchedOnMembers(ensemble));
     if (args.has("--report")) {
         writeFileAtomic(args.get("--report"), j.dump(2) + "\n");
         std::fprintf(stderr, "wrote the report to %s\n", args.get("--report").c_str());

@@ -171,6 +171,35 @@ class ConfigValues {
         return out;
     }
 
+    // A list of distinct member indices in [0, ensemble.members), returned ascending.
+    std::vector<int> memberList(std::string_view key) const {
+        const KeySpec& spec = expect(key, KeyType::Members);
+        const int members = static_cast<int>(integer("ensemble.members"));
+        const json& v = raw(spec);
+        if (!v.is_array()) {
+            throw ConfigError(spec.key, "expected a list of member indices such as [0, 2], got " +
+                                            jsonForMessage(v));
+        }
+        std::vector<int> out;
+        for (std::size_t i = 0; i < v.size(); ++i) {
+            const std::string where = spec.key + "[" + std::to_string(i) + "]";
+            if (!v[i].is_number_integer() || v[i].get<int64_t>() < 0 ||
+                v[i].get<int64_t>() >= members) {
+                throw ConfigError(where, "expected a member index in [0, " +
+                                             std::to_string(members - 1) +
+                                             "] (ensemble.members is " + std::to_string(members) +
+                                             "), got " + jsonForMessage(v[i]));
+            }
+            const int m = static_cast<int>(v[i].get<int64_t>());
+            if (std::find(out.begin(), out.end(), m) != out.end()) {
+                throw ConfigError(where, "member " + std::to_string(m) + " is listed twice");
+            }
+            out.push_back(m);
+        }
+        std::sort(out.begin(), out.end());
+        return out;
+    }
+
     std::vector<LayerSpec> layers(std::string_view key) const {
         const KeySpec& spec = expect(key, KeyType::Layers);
         return parseLayers(raw(spec), spec.key);
@@ -289,6 +318,9 @@ class ConfigValues {
                 case KeyType::Mesh:
                     mesh(spec.key);
                     break;
+                case KeyType::Members:
+                    memberList(spec.key);
+                    break;
             }
         }
     }
@@ -329,15 +361,19 @@ ScheduledChange parseScheduledChange(const json& configJson, int64_t step, const
     for (auto it = set.begin(); it != set.end(); ++it) {
         const KeySpec* spec = findKeySpec(it.key());
         if (spec == nullptr || !schedulable(*spec)) {
-            throw ConfigError(where + ".set." + it.key(),
-                              "cannot change during a run (these can: optimizer.lr, "
-                              "optimizer.momentum, optimizer.weight_decay)");
+            throw ConfigError(
+                where + ".set." + it.key(),
+                "cannot change during a run (these can: " + schedulableKeysText() + ")");
         }
         root[spec->section()][spec->name()] = it.value();
     }
     const ConfigValues values(root);
     try {
         for (auto it = set.begin(); it != set.end(); ++it) {
+            if (keySpec(it.key()).type == KeyType::Members) {
+                change.switchedOff = values.memberList(it.key());
+                continue;
+            }
             std::vector<double> resolved = values.perMember(it.key());
             if (it.key() == "optimizer.lr") {
                 change.lr = std::move(resolved);
@@ -363,6 +399,27 @@ int64_t ExperimentConfig::totalSteps(int64_t trainRows) const {
         return static_cast<int64_t>(std::ceil(samples / training.batchSize));
     }
     return training.steps;
+}
+
+std::vector<int> ExperimentConfig::switchedOffAt(int64_t step) const {
+    std::vector<int> off = ensemble.switchedOff;
+    for (const ScheduledChange& change : training.schedule) {  // by step, stable
+        if (change.step > step) {
+            break;
+        }
+        if (change.switchedOff) {
+            off = *change.switchedOff;
+        }
+    }
+    return off;
+}
+
+std::vector<uint8_t> ExperimentConfig::switchedOnAt(int64_t step) const {
+    std::vector<uint8_t> on(static_cast<std::size_t>(ensemble.members), 1);
+    for (int m : switchedOffAt(step)) {
+        on[static_cast<std::size_t>(m)] = 0;
+    }
+    return on;
 }
 
 Architecture modelArchitecture(const ModelConfig& model, Shape input, int classes) {
@@ -446,6 +503,7 @@ ExperimentConfig parseConfig(const json& input) {
     c.ensemble.members = static_cast<int>(v.integer("ensemble.members"));
     c.ensemble.bootstrap = v.choice<BootstrapMode>("ensemble.bootstrap");
     c.ensemble.seed = v.seed("ensemble.seed");
+    c.ensemble.switchedOff = v.memberList("ensemble.switched_off");
 
     OptimizerConfig& o = c.optimizer;
     o.kind = v.choice<OptimizerKind>("optimizer.kind");

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,9 @@ struct EnsembleConfig {
     int members = 0;
     BootstrapMode bootstrap = BootstrapMode::None;
     uint64_t seed = 0;
+    // Members left out of the ensemble's figures from step 0 (ascending, distinct); they train
+    // all the same. training.schedule may change the list during the run.
+    std::vector<int> switchedOff;
 };
 
 // Per-member hyperparameters are resolved to K values (member order) when the config is read.
@@ -62,12 +66,14 @@ struct OptimizerConfig {
 };
 
 // One entry of training.schedule: before step `step`, the members' hyperparameters become these
-// (K values each; empty: unchanged).
+// (K values each; empty: unchanged), and the switched-off members this list (the whole list,
+// ascending; absent: unchanged).
 struct ScheduledChange {
     int64_t step = 0;
     std::vector<double> lr;
     std::vector<double> momentum;
     std::vector<double> weightDecay;
+    std::optional<std::vector<int>> switchedOff;
 };
 
 struct TrainingConfig {
@@ -102,6 +108,12 @@ struct ExperimentConfig {
 
     // Steps the run takes: `training.steps`, or ceil(epochs * N / B) when epochs are given.
     int64_t totalSteps(int64_t trainRows) const;
+    // The members switched off after `step` steps: ensemble.switched_off with the schedule's
+    // entries at steps <= `step` applied in order (what a run that trained `step` steps and
+    // then evaluated leaves out). Ascending.
+    std::vector<int> switchedOffAt(int64_t step) const;
+    // Per member (K flags): 1 unless switched off after `step` steps.
+    std::vector<uint8_t> switchedOnAt(int64_t step) const;
 };
 
 // The members' architecture for inputs of shape `input` and a dataset of `classes` classes:

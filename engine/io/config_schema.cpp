@@ -133,6 +133,12 @@ std::vector<KeySpec> buildSchema() {
                "bootstrap resample; `poisson`: same batches, per-member Poisson(1) example "
                "weights fixed per row"),
         row("ensemble.seed", T::Seed, 0, "initialisation, batch order, resamples, Poisson weights"),
+        live(row("ensemble.switched_off", T::Members, json::array(),
+                 "members left out of the ensemble, by index from 0 (`[2, 5]`): its average, "
+                 "the ensemble's metrics, the report and `eval` leave them out; they still "
+                 "train, so the weights are those of a run with every member on. The app's "
+                 "member switches set it; a switch during a run is recorded in "
+                 "`training.schedule`")),
         // Optimizer.
         choice("optimizer.kind", "adam", choicesOf<OptimizerKind>(), "the update rule (PyTorch's)"),
         live(row("optimizer.lr", T::PerMember, 0.01,
@@ -155,8 +161,11 @@ std::vector<KeySpec> buildSchema() {
         row("training.schedule", T::Schedule, json::array(),
             "changes during the run: `[{\"step\": 500, \"set\": {\"optimizer.lr\": 0.001}}]` "
             "sets the learning rate (per member, in any form `optimizer.lr` takes) before step "
-            "500; `optimizer.lr`, `optimizer.momentum` and `optimizer.weight_decay` can change. "
-            "The app records its live edits here, so the CLI replays them"),
+            "500; `optimizer.lr`, `optimizer.momentum`, `optimizer.weight_decay` and "
+            "`ensemble.switched_off` can change (an entry's `ensemble.switched_off` is the whole "
+            "list of members off from that step on). The app records its live edits and member "
+            "switches here, so the CLI replays them; entries at the last step apply before the "
+            "final evaluation"),
         row("training.eval_every", T::Integer, 100,
             "evaluate (per-member and ensemble loss and accuracy on train and test) every N "
             "steps; 0: only at the end",
@@ -258,6 +267,8 @@ std::string rangeText(const KeySpec& spec) {
         case KeyType::Mesh:
             return "`auto`, or E, D each in [" + numberText(spec.min) + ", " +
                    numberText(spec.max) + "]";
+        case KeyType::Members:
+            return "each in [0, K - 1], distinct";
         case KeyType::String:
         case KeyType::Schedule:
         case KeyType::Layers:
@@ -290,6 +301,8 @@ const char* typeName(KeyType t) {
             return "layers";
         case KeyType::Mesh:
             return "mesh";
+        case KeyType::Members:
+            return "members";
     }
     return "?";
 }
@@ -316,6 +329,16 @@ const std::vector<std::string>& configSections() {
         return out;
     }();
     return sections;
+}
+
+std::string schedulableKeysText() {
+    std::string out;
+    for (const KeySpec& k : configSchema()) {
+        if (schedulable(k)) {
+            out += (out.empty() ? "" : ", ") + k.key;
+        }
+    }
+    return out;
 }
 
 const KeySpec* findKeySpec(std::string_view key) {

@@ -130,9 +130,10 @@ enum class KeyType {
     Widths,      // a list of integers, each in [min, max]
     PerMember,   // per member: a number, a list of K numbers, or {"log_uniform": [lo, hi]}
     NumberPair,  // [a, b], each in [min, max) (max excluded)
-    Schedule,    // [{"step": t, "set": {"<live per-member key>": value, ...}}, ...]
+    Schedule,    // [{"step": t, "set": {"<live key>": value, ...}}, ...]
     Layers,      // [{"type": "conv" | "pool" | "dense", ...}, ...] (model/architecture.h)
-    Mesh         // "auto" or {"ensemble": E, "data": D}, each in [min, max]
+    Mesh,        // "auto" or {"ensemble": E, "data": D}, each in [min, max]
+    Members      // a list of distinct member indices, each in [0, ensemble.members)
 };
 
 // A key applies only when another key (earlier in the table) has one of `values`.
@@ -171,10 +172,13 @@ std::string jsonForMessage(const nlohmann::json& value);
 // The row of a dotted key, or null when the schema has none (a person's typo).
 const KeySpec* findKeySpec(std::string_view key);
 // Whether a key may change during a run through training.schedule (the live per-member
-// hyperparameters: optimizer.lr, optimizer.momentum, optimizer.weight_decay).
+// hyperparameters optimizer.lr, optimizer.momentum, optimizer.weight_decay, and the member
+// switches ensemble.switched_off).
 inline bool schedulable(const KeySpec& spec) {
-    return spec.live && spec.type == KeyType::PerMember;
+    return spec.live && (spec.type == KeyType::PerMember || spec.type == KeyType::Members);
 }
+// The schedulable keys in table order, "optimizer.lr, ..., ensemble.switched_off" (messages).
+std::string schedulableKeysText();
 // The row of a dotted key. Throws std::logic_error for a key that is not in the table (a
 // programming error, not a user's).
 const KeySpec& keySpec(std::string_view key);

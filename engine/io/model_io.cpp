@@ -143,6 +143,20 @@ LoadedEnsemble importEnsemble(const std::string& path) {
     return importEnsemble(readSafetensors(path));
 }
 
+std::vector<uint8_t> switchedOnMembers(const LoadedEnsemble& ensemble) {
+    std::vector<uint8_t> on = ensemble.config.switchedOnAt(ensemble.step);
+    on.resize(ensemble.diverged.size(), 1);
+    return on;
+}
+
+std::vector<uint8_t> includedMembers(const LoadedEnsemble& ensemble) {
+    std::vector<uint8_t> include = switchedOnMembers(ensemble);
+    for (std::size_t k = 0; k < include.size(); ++k) {
+        include[k] = include[k] != 0 && ensemble.diverged[k] == 0 ? 1 : 0;
+    }
+    return include;
+}
+
 LoadedEnsemble importEnsemble(const SafetensorsFile& file) {
     const std::string& path = file.origin;
     LoadedEnsemble e;

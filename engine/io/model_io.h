@@ -52,6 +52,13 @@ void exportEnsemble(const std::string& path, const Trainer& trainer,
 // The file exportEnsemble writes, in memory (a checkpoint adds its tensors and metadata to it).
 SafetensorsFile exportFile(const Trainer& trainer, const nlohmann::json& metrics = nullptr);
 
+// Per member (K flags): 1 for members switched on at the stored step (ensemble.switched_off
+// with training.schedule's entries up to `step`: the app's member switches).
+std::vector<uint8_t> switchedOnMembers(const LoadedEnsemble& ensemble);
+// Per member: 1 for the members in the ensemble's average (switched on and not diverged), the
+// ensemble that eval, predict and the ONNX export use.
+std::vector<uint8_t> includedMembers(const LoadedEnsemble& ensemble);
+
 // Reads and validates a weights file (shapes against the config's architecture, dtypes,
 // metadata). Throws DataError naming the file and the problem.
 LoadedEnsemble importEnsemble(const std::string& path);

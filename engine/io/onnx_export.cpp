@@ -387,9 +387,10 @@ std::string onnxModel(const LoadedEnsemble& ensemble, const SafetensorsFile& fil
     }
     // h: the head's outputs, [K, N, outputs].
 
+    const std::vector<uint8_t> include = includedMembers(ensemble);
     std::vector<int64_t> used;
     for (int64_t m = 0; m < k; ++m) {
-        if (!ensemble.diverged[static_cast<std::size_t>(m)]) {
+        if (include[static_cast<std::size_t>(m)] != 0) {
             used.push_back(m);
         }
     }

@@ -14,11 +14,12 @@ namespace ensemble {
 //                         input normalisation is the graph's first two nodes
 //   categorical:
 //   output ens_probs      float32 [N, C]: mean of the member softmax probabilities over the
-//                         members that did not diverge (NaN when every member diverged)
+//                         members in the ensemble (includedMembers: switched on, not
+//                         diverged; NaN when there is none)
 //   output member_probs   float32 [K, N, C]
 //   gaussian / mse:
 //   output ens_mean, ens_std, ens_aleatoric_std, ens_epistemic_std   float32 [N], raw target
-//                         units: the mixture of the members that did not diverge
+//                         units: the mixture of the members in the ensemble
 //                         (metrics/regression.h), computed in float64 and rounded once
 //   output member_mean, member_std   float32 [K, N]
 // The members are batched inside the graph: dense layers are one MatMul of the stacked

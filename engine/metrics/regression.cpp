@@ -220,7 +220,9 @@ RegressionReport evaluateRegression(const MemberPredictions& p, const std::vecto
     }
     const std::vector<int> members = chosenMembers(p.members, include);
     if (members.empty()) {
-        throw RuntimeError("every member diverged: there is no ensemble to evaluate");
+        throw RuntimeError(
+            "no member is left in the ensemble (each diverged or is switched off): there is no "
+            "ensemble to evaluate");
     }
     const MemberGaussians g = memberGaussians(p, targetMean, targetStd);
     RegressionReport r;

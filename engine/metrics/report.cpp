@@ -129,7 +129,9 @@ EnsembleReport evaluateEnsemble(const EvaluationInput& input, const EvaluationOp
     const std::vector<int32_t>& labels = *input.labels;
     const std::vector<int> members = includedMembers(p, input.include);
     if (members.empty()) {
-        throw RuntimeError("every member diverged: there is no ensemble to evaluate");
+        throw RuntimeError(
+            "no member is left in the ensemble (each diverged or is switched off): there is no "
+            "ensemble to evaluate");
     }
     EnsembleReport r;
     r.split = options.split;
@@ -175,7 +177,7 @@ nlohmann::json reportJson(const EnsembleReport& r) {
     j["members_included"] = r.points.members;
     j["brier_definition"] = "sum over classes";
     j["definitions"] = {
-        {"ensemble", "p(x) = mean over included (non-diverged) members of P_k(x)"},
+        {"ensemble", "p(x) = mean over included (switched-on, non-diverged) members of P_k(x)"},
         {"nll", "mean over points of -ln p(y|x); ensemble: -logsumexp_k ln P_k(y|x) + ln K"},
         {"brier", "mean over points of sum over classes (p_c - [c = y])^2, range 0..2"},
         {"ece", "top-label, equal-width bins (a, b] of max_c p_c; sum_b n_b/N |acc_b - conf_b|"},

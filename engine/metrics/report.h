@@ -82,7 +82,7 @@ struct EnsembleReport {
 };
 
 // Throws std::invalid_argument when predictions or labels are missing or inconsistent, and
-// RuntimeError when no member is included (every member diverged).
+// RuntimeError when no member is included (each diverged or is switched off).
 EnsembleReport evaluateEnsemble(const EvaluationInput& input,
                                 const EvaluationOptions& options = {});
 

@@ -202,6 +202,13 @@ double Trainer::epoch() const {
 }
 
 void Trainer::applyChange(const ScheduledChange& change) {
+    if (change.switchedOff) {
+        // Only the ensemble's figures change: training goes on for every member.
+        m_config.ensemble.switchedOff = *change.switchedOff;
+    }
+    if (change.lr.empty() && change.momentum.empty() && change.weightDecay.empty()) {
+        return;
+    }
     OptimizerConfig& o = m_config.optimizer;
     if (!change.lr.empty()) {
         o.lr = change.lr;
@@ -233,14 +240,43 @@ void Trainer::changeHyperparameters(const nlohmann::json& set) {
         "training.schedule[" + std::to_string(m_config.training.schedule.size()) + "]";
     const ScheduledChange change = parseScheduledChange(m_config.json, m_step, set, where);
     applySchedule();  // entries due now come first, as a replay would apply them
-    // Inserted after every entry at or before this step: a replay applies them in this order.
     auto& schedule = m_config.training.schedule;
-    schedule.insert(schedule.begin() + static_cast<std::ptrdiff_t>(m_nextChange), change);
     nlohmann::json& stored = m_config.json["training"]["schedule"];
+    if (m_nextChange > 0 && schedule[m_nextChange - 1].step == m_step) {
+        // Edits between the same two steps (a member switched on and off again, a value typed
+        // twice) are one entry: the last one's keys over the earlier ones'. Nothing ran in
+        // between, so the replay is the same.
+        nlohmann::json& last = stored[m_nextChange - 1]["set"];
+        nlohmann::json merged = last;
+        for (auto it = set.begin(); it != set.end(); ++it) {
+            merged[it.key()] = it.value();
+        }
+        schedule[m_nextChange - 1] = parseScheduledChange(m_config.json, m_step, merged, where);
+        last = std::move(merged);
+        applyChange(change);
+        return;
+    }
+    // Inserted after every entry at or before this step: a replay applies them in this order.
+    schedule.insert(schedule.begin() + static_cast<std::ptrdiff_t>(m_nextChange), change);
     stored.insert(stored.begin() + static_cast<std::ptrdiff_t>(m_nextChange),
                   nlohmann::json{{"step", m_step}, {"set", set}});
     applyChange(change);
     ++m_nextChange;
+}
+
+void Trainer::applyDueChanges() {
+    applySchedule();
+}
+
+std::vector<uint8_t> Trainer::switchedOn() const {
+    std::vector<uint8_t> on(m_diverged.size(), 1);
+    for (int g : m_config.ensemble.switchedOff) {
+        const int k = g - m_share.begin;  // this trainer's member
+        if (k >= 0 && k < static_cast<int>(on.size())) {
+            on[static_cast<std::size_t>(k)] = 0;
+        }
+    }
+    return on;
 }
 
 TrainingState Trainer::trainingState() const {
@@ -434,6 +470,9 @@ bool Trainer::run(const std::function<void(const TrainingProgress&)>& onProgress
             windowSteps = 0;
         }
     }
+    // Entries recorded at the last step (a member switched while the app was paused at the
+    // end) change nothing more in training, but the final figures show them.
+    applySchedule();
     if (onEvaluation) {
         onEvaluation(evaluate());
     }
@@ -488,9 +527,9 @@ MemberPredictions Trainer::predictTrain() {
 }
 
 std::vector<uint8_t> Trainer::included() const {
-    std::vector<uint8_t> in(m_diverged.size());
+    std::vector<uint8_t> in = switchedOn();
     for (std::size_t k = 0; k < in.size(); ++k) {
-        in[k] = m_diverged[k] ? 0 : 1;
+        in[k] = in[k] != 0 && m_diverged[k] == 0 ? 1 : 0;
     }
     return in;
 }

@@ -95,11 +95,16 @@ class Trainer {
     // next step) while the run has steps left: the CLI's periodic checkpoint. 0: never.
     void setPeriodicHook(int64_t every, std::function<void()> hook);
 
-    // Changes live keys now, before the next step (the app's live edit): `set` is
-    // {"optimizer.lr": value, ...} in any form the key takes. The change is appended to
-    // training.schedule of config() (JSON and parsed), so an export, a saved experiment and a
-    // CLI replay of it give the same weights. Throws ConfigError naming the key.
+    // Changes live keys now, before the next step (the app's live edit or member switch): `set`
+    // is {"optimizer.lr": value, "ensemble.switched_off": [..], ...} in any form the key takes.
+    // The change is recorded in training.schedule of config() (JSON and parsed) at the current
+    // step, merged into an entry already recorded there, so an export, a saved experiment and
+    // a CLI replay of it give the same weights and figures. Throws ConfigError naming the key.
     void changeHyperparameters(const nlohmann::json& set);
+    // Applies the schedule's entries due at the current step now rather than before the next
+    // step (training is the same either way): the figures of a run that ends here show them.
+    // run() does this before its final evaluation.
+    void applyDueChanges();
 
     // Trains `n` steps (fewer when the run ends). Members whose loss turns non-finite are
     // frozen and flagged; the run goes on.
@@ -138,7 +143,11 @@ class Trainer {
 
     const std::vector<float>& lastLosses() const { return m_lastLosses; }
     const std::vector<uint8_t>& diverged() const { return m_diverged; }
-    std::vector<uint8_t> included() const;  // 1 for members in the ensemble (not diverged)
+    // 1 for members in the ensemble: switched on (ensemble.switched_off and its schedule
+    // entries applied so far) and not diverged. Every member trains either way.
+    std::vector<uint8_t> included() const;
+    // 1 for members not switched off (this trainer's members, in order).
+    std::vector<uint8_t> switchedOn() const;
     // Each member's optimizer hyperparameters (for display and export).
     const std::vector<OptimizerRule>& rules() const { return m_rules; }
 

@@ -14,9 +14,12 @@ TrainerReport trainerReport(Trainer& trainer, const std::vector<uint8_t>& switch
                                     std::to_string(switchedOn.size()) + " entries for " +
                                     std::to_string(members) + " members");
     }
+    trainer.applyDueChanges();  // a switch recorded at the last step shows in the figures
     std::vector<uint8_t> include = trainer.included();
+    std::vector<uint8_t> on = trainer.switchedOn();
     for (std::size_t k = 0; k < switchedOn.size(); ++k) {
         include[k] = include[k] != 0 && switchedOn[k] != 0 ? 1 : 0;
+        on[k] = on[k] != 0 && switchedOn[k] != 0 ? 1 : 0;
     }
     const ExperimentConfig& config = trainer.config();
     const DataSplit& data = trainer.data();
@@ -36,7 +39,7 @@ TrainerReport trainerReport(Trainer& trainer, const std::vector<uint8_t>& switch
     run.momentum = config.optimizer.momentum;
     run.weightDecay = config.optimizer.weightDecay;
     run.diverged = trainer.diverged();
-    run.switchedOn = switchedOn;
+    run.switchedOn = on;
     run.evaluation = trainer.evaluate(train, test, include);
     if (data.regression) {
         TrainerReport out;

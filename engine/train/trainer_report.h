@@ -27,7 +27,8 @@ struct TrainerReport {
 // split), out-of-bag estimates from the train split, and the run's facts (RunFacts: step,
 // epoch, dataset, per-member hyperparameters, diverged, switched_on, and train/test loss and
 // accuracy of every member and of the ensemble). The ensemble is the members that are switched
-// on and have not diverged; `switchedOn` empty means every member is on. Every member is
+// on (ensemble.switched_off with the schedule's entries up to the trainer's step, which are
+// applied first; and `switchedOn`, when not empty) and have not diverged. Every member is
 // predicted once per split. Throws RuntimeError when no member is left in the ensemble.
 TrainerReport trainerReport(Trainer& trainer, const std::vector<uint8_t>& switchedOn = {},
                             EvaluationOptions options = {});

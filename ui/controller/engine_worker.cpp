@@ -98,11 +98,7 @@ EngineWorker::EngineWorker(SnapshotMailbox* mailbox, WorkerTuning tuning)
 EngineWorker::~EngineWorker() = default;
 
 std::vector<uint8_t> EngineWorker::included() const {
-    std::vector<uint8_t> in = m_trainer->included();
-    for (std::size_t k = 0; k < in.size(); ++k) {
-        in[k] = in[k] && k < m_enabled.size() && m_enabled[k];
-    }
-    return in;
+    return m_trainer->included();  // the trainer knows the switches (ensemble.switched_off)
 }
 
 std::shared_ptr<const OpenedEnsemble> readOpenedEnsemble(const QString& path) {
@@ -324,7 +320,10 @@ void EngineWorker::build(const nlohmann::json& config, std::shared_ptr<const Dat
         }
         m_trainer = std::move(trainer);
         m_run = std::move(run);
-        m_enabled.assign(static_cast<std::size_t>(m_run->members), 1);
+        // The switches as the run has them: the config's ensemble.switched_off, and for a
+        // checkpoint its schedule's entries up to its step.
+        m_trainer->applyDueChanges();
+        m_enabled = m_trainer->switchedOn();
         m_history.clear();
         if (opened != nullptr && opened->isCheckpoint) {
             appendStoredCurves(opened->checkpoint.curves, m_trainer->step(), m_history);
@@ -461,7 +460,22 @@ void EngineWorker::setEnabled(std::vector<uint8_t> enabled) {
     if (!m_trainer || enabled.size() != m_enabled.size() || enabled == m_enabled) {
         return;
     }
-    m_enabled = std::move(enabled);
+    // A switch is a live edit of ensemble.switched_off: recorded in training.schedule at this
+    // step (merged with other switches between the same steps), so Save, Copy as Command, the
+    // export and a checkpoint replay the figures too. Training is not affected.
+    nlohmann::json off = nlohmann::json::array();
+    for (std::size_t k = 0; k < enabled.size(); ++k) {
+        if (enabled[k] == 0) {
+            off.push_back(static_cast<int>(k));
+        }
+    }
+    try {
+        m_trainer->changeHyperparameters({{"ensemble.switched_off", off}});
+    } catch (const std::exception& e) {
+        Q_EMIT liveEditFailed(QString::fromStdString(e.what()));
+        return;
+    }
+    m_enabled = m_trainer->switchedOn();
     m_dirty = true;
     publish();
 }
@@ -837,8 +851,8 @@ void EngineWorker::exportTo(const QString& basePath, ExportFormat format) {
     QStringList written;
     try {
         // The engine's report (the same as `ensemble-cli train --metrics`) of the ensemble as
-        // the app shows it: the switched-on members only.
-        const TrainerReport metrics = trainerReport(*m_trainer, m_enabled);
+        // the app shows it: the switched-on members only (the trainer holds the switches).
+        const TrainerReport metrics = trainerReport(*m_trainer);
         // The config with the steps trained, so the CLI replay of it gives these weights.
         exportEnsemble(weights, *m_trainer, metrics.json,
                        {{"config", configAsTrained(*m_trainer).dump()}});
@@ -889,8 +903,7 @@ void EngineWorker::saveCheckpoint(const QString& path) {
         // and a reopened window continue to the same step; until paused has no end: the
         // steps trained.
         writeCheckpoint(QFile::encodeName(path).toStdString(), *m_trainer, curves,
-                        trainerReport(*m_trainer, m_enabled).json,
-                        m_untilPaused ? m_trainer->step() : -1);
+                        trainerReport(*m_trainer).json, m_untilPaused ? m_trainer->step() : -1);
     } catch (const std::exception& e) {
         Q_EMIT checkpointSaved(false, QString::fromStdString(e.what()), path, m_trainer->step());
         return;

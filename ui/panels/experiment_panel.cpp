@@ -702,6 +702,17 @@ json ExperimentPanel::config() const {
     storeModelSection(c);
 
     c["ensemble"]["members"] = m_members->value();
+    if (c["ensemble"].contains("switched_off") && c["ensemble"]["switched_off"].is_array()) {
+        // The switches have no field here (Members holds them): members beyond a smaller K
+        // are gone, so their switches go too rather than making the experiment invalid.
+        json kept = json::array();
+        for (const json& m : c["ensemble"]["switched_off"]) {
+            if (!m.is_number_integer() || m.get<int64_t>() < m_members->value()) {
+                kept.push_back(m);
+            }
+        }
+        c["ensemble"]["switched_off"] = kept;
+    }
     c["ensemble"]["bootstrap"] = m_bootstrap->currentData().toString().toStdString();
     c["ensemble"]["seed"] = m_ensembleSeed->value();
 
