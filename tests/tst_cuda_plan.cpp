@@ -460,19 +460,19 @@ class EmulatedConvCudaBackend {
         std::vector<float> out(k * static_cast<std::size_t>(rows) * c, std::nanf(""));
         for (int64_t begin = 0; begin < rows; begin += m_predict.rows) {
             const int64_t n = std::min<int64_t>(m_predict.rows, rows - begin);
-            std::copy(x + begin * static_cast<int64_t>(d), x + (begin + n) * static_cast<int64_t>(d),
-                      m_predictBuffers.x);
+            std::copy(x + begin * static_cast<int64_t>(d),
+                      x + (begin + n) * static_cast<int64_t>(d), m_predictBuffers.x);
             ConvArena chunk = m_predict;
             chunk.rows = n;
             const float* logProbs = enqueueConvPrediction(m_ex, layout, m_problem.activation,
                                                           m_params.data(), chunk, m_predictBuffers);
             const std::size_t block = static_cast<std::size_t>(n) * c;
             for (std::size_t m = 0; m < k; ++m) {
-                std::copy(logProbs + m * block, logProbs + (m + 1) * block,
-                          out.begin() + static_cast<std::ptrdiff_t>(
-                                            (m * static_cast<std::size_t>(rows) +
-                                             static_cast<std::size_t>(begin)) *
-                                            c));
+                std::copy(
+                    logProbs + m * block, logProbs + (m + 1) * block,
+                    out.begin() + static_cast<std::ptrdiff_t>((m * static_cast<std::size_t>(rows) +
+                                                               static_cast<std::size_t>(begin)) *
+                                                              c));
             }
         }
         return out;
@@ -575,19 +575,19 @@ struct ConvCase {
 
 ConvCase convCase(int which) {
     switch (which) {
-    case 0:
-        return {{1, 8, 8},
-                {convSpec(4, 3, 1, Padding::Same), poolSpec(PoolKind::Avg, 2),
-                 convSpec(6, 3, 1, Padding::Valid), poolSpec(PoolKind::Max, 2), denseSpec(5)}};
-    case 1:
-        return {{1, 9, 9},
-                {convSpec(3, 3, 2, Padding::Same), convSpec(4, 2, 1, Padding::Valid),
-                 denseSpec(7)}};
-    case 2:
-        return {{1, 8, 8},
-                {poolSpec(PoolKind::Max, 3), convSpec(5, 2, 1, Padding::Same), denseSpec(6)}};
-    default:
-        return {{2, 6, 6}, {convSpec(3, 3, 1, Padding::Same), poolSpec(PoolKind::Avg, 2)}};
+        case 0:
+            return {{1, 8, 8},
+                    {convSpec(4, 3, 1, Padding::Same), poolSpec(PoolKind::Avg, 2),
+                     convSpec(6, 3, 1, Padding::Valid), poolSpec(PoolKind::Max, 2), denseSpec(5)}};
+        case 1:
+            return {{1, 9, 9},
+                    {convSpec(3, 3, 2, Padding::Same), convSpec(4, 2, 1, Padding::Valid),
+                     denseSpec(7)}};
+        case 2:
+            return {{1, 8, 8},
+                    {poolSpec(PoolKind::Max, 3), convSpec(5, 2, 1, Padding::Same), denseSpec(6)}};
+        default:
+            return {{2, 6, 6}, {convSpec(3, 3, 1, Padding::Same), poolSpec(PoolKind::Avg, 2)}};
     }
 }
 
@@ -1093,7 +1093,7 @@ void TestCudaPlan::emulatedConvStepMatchesCpuBackend_data() {
         QTest::addRow("none adam relu arch%d shared", arch)
             << static_cast<int>(BootstrapMode::None) << static_cast<int>(OptimizerKind::Adam)
             << static_cast<int>(Activation::Relu) << arch;
-    }    // Each member's own columns through the split gradient (one batched product).
+    }  // Each member's own columns through the split gradient (one batched product).
     QTest::addRow("resample adam relu arch0 split")
         << static_cast<int>(BootstrapMode::Resample) << static_cast<int>(OptimizerKind::Adam)
         << static_cast<int>(Activation::Relu) << 0;
@@ -1229,8 +1229,8 @@ void TestCudaPlan::emulatedDataAxisMatchesFullBatch_data() {
 void TestCudaPlan::emulatedDataAxisMatchesFullBatch() {
     QFETCH(int, mode);
     QFETCH(int, replicas);
-    const Problem p = makeProblem(static_cast<BootstrapMode>(mode), OptimizerKind::Adam,
-                                  Activation::Relu);
+    const Problem p =
+        makeProblem(static_cast<BootstrapMode>(mode), OptimizerKind::Adam, Activation::Relu);
     const ParamLayout& layout = p.training.layout;
     const int members = layout.members();
     std::vector<float> init(layout.size());

@@ -7,6 +7,7 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QImage>
+#include <QLabel>
 #include <QMessageBox>
 #include <QProcess>
 #include <QPushButton>
@@ -16,6 +17,7 @@
 #include <QTimer>
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -24,12 +26,14 @@
 
 #include "gui_test_support.h"
 #include "io/model_io.h"
+#include "io/safetensors.h"
 #include "main_window.h"
 #include "metrics/grid.h"
 #include "panels/experiment_panel.h"
 #include "test_support.h"
 #include "views/boundary_view.h"
 #include "views/calibration_view.h"
+#include "views/members_view.h"
 
 using ensemble::test::makeWindow;
 using ensemble::test::waitFresh;
@@ -217,6 +221,7 @@ class TestGuiOpen : public QObject {
     void missingMnistFolderOpensWithoutData();
     void rendersWeightsUnattended();
     void exportsAJob();
+    void membersShowWhereAMeshTrainedThem();
     void comparesASecondEnsembleInCalibration();
 
   private:
@@ -254,6 +259,37 @@ void TestGuiOpen::opensAnExportAsTheStartingPoint() {
     // Nothing trained: the window holds the file's weights, bit for bit.
     QVERIFY(sameBits(windowParameters(*w, dir, "held"),
                      ensemble::importEnsemble(m_export.toStdString()).params));
+}
+
+void TestGuiOpen::membersShowWhereAMeshTrainedThem() {
+    // An export as ensemble-cli writes it under mpirun (metadata mesh, member_ranks and
+    // member_devices; tst_mpi checks the CLI writes them): the Members view names each
+    // member's rank and device, on its tile and in the view's note. The file's own export stands
+    // in, with that metadata added.
+    QTemporaryDir dir;
+    ensemble::SafetensorsFile file = ensemble::readSafetensors(m_export.toStdString());
+    file.metadata["mesh"] = R"({"ensemble": 3, "data": 1, "ranks": 3})";
+    file.metadata["member_ranks"] = "[0, 1, 2]";
+    file.metadata["member_devices"] = R"(["cuda:0", "cuda:1", "cuda:0"])";
+    const QString meshExport = dir.filePath(QStringLiteral("mesh.safetensors"));
+    ensemble::writeSafetensors(meshExport.toStdString(), file);
+    auto w = makeWindow();
+    QVERIFY(openAndWait(*w, meshExport, 0));
+    const SnapshotPtr s = w->controller()->snapshot();
+    QCOMPARE(s->run->mesh, std::string("3 × 1 ranks"));
+    QCOMPARE(s->run->memberOrigins,
+             (std::vector<std::string>{"rank 0 · cuda:0", "rank 1 · cuda:1", "rank 2 · cuda:0"}));
+    QVERIFY(w->setView(QStringLiteral("members")));
+    w->membersView()->setSnapshot(s);
+    const auto labels = w->membersView()->findChildren<QLabel*>();
+    const bool noted = std::any_of(labels.begin(), labels.end(), [](const QLabel* l) {
+        return l->text().contains(QStringLiteral("mesh of 3 × 1 ranks"));
+    });
+    QVERIFY(noted);
+    // A file trained in one process says nothing of the kind.
+    auto plain = makeWindow();
+    QVERIFY(openAndWait(*plain, m_export, 0));
+    QVERIFY(plain->controller()->snapshot()->run->memberOrigins.empty());
 }
 
 void TestGuiOpen::opensACheckpointAndContinuesItAsTheCliResumes() {

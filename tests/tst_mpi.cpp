@@ -500,9 +500,8 @@ void TestMpi::dataAxisRefusals() {
              qPrintable(describe(odd)));
     // The data axis runs on either backend: with backend.kind=cuda and no usable GPU the job
     // fails as any CUDA run does (exit 4, naming the device), with one it trains.
-    const Run cuda = train(
-        2, spirals + setsOf({"backend.mesh={\"ensemble\": 1, \"data\": 2}", "backend.kind=cuda",
-                             "training.steps=5"}));
+    const Run cuda = train(2, spirals + setsOf({"backend.mesh={\"ensemble\": 1, \"data\": 2}",
+                                                "backend.kind=cuda", "training.steps=5"}));
     QVERIFY2(cuda.code == 0 || (cuda.code == 4 && cuda.err.contains(QStringLiteral("CUDA"))),
              qPrintable(describe(cuda)));
 }

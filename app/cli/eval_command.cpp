@@ -265,12 +265,12 @@ int compareRegressions(const CliArgs& args, const std::vector<std::string>& file
     std::vector<RegressionMetrics> rows;
     for (std::size_t i = 0; i < files.size(); ++i) {
         const LoadedEnsemble& e = ensembles[i];
-        const std::vector<uint8_t> include = includedOf(e);
+        const std::vector<uint8_t> include = includedMembers(e);
         used.push_back(static_cast<int>(std::count(include.begin(), include.end(), uint8_t{1})));
         if (used.back() == 0) {
             throw RuntimeError(files[i] +
-                               ": every member diverged, so there is no ensemble to "
-                               "evaluate");
+                               ": no member is left in the ensemble (each diverged or is "
+                               "switched off), so there is nothing to evaluate");
         }
         const MemberPredictions p = predict(e, evaluated, configs[i].backend.threads);
         rows.push_back(evaluateRegression(p, evaluated.target, include, e.normalization.targetMean,

@@ -117,6 +117,37 @@ std::shared_ptr<const OpenedEnsemble> readOpenedEnsemble(const QString& path) {
     return opened;
 }
 
+namespace {
+
+// Where an opened file's members were trained, from the metadata ensemble-cli writes under
+// mpirun (mesh, member_ranks, member_devices); nothing for a file trained in one process.
+void setMemberOrigins(const LoadedEnsemble& e, RunInfo& run) {
+    const nlohmann::json& meta = e.metadata;
+    const auto ranks = meta.find("member_ranks");
+    if (ranks == meta.end() || !ranks->is_array() ||
+        ranks->size() != static_cast<std::size_t>(e.layout.members())) {
+        return;
+    }
+    const auto devices = meta.find("member_devices");
+    const bool haveDevices =
+        devices != meta.end() && devices->is_array() && devices->size() == ranks->size();
+    for (std::size_t k = 0; k < ranks->size(); ++k) {
+        std::string origin = "rank " + (*ranks)[k].dump();
+        if (haveDevices) {
+            const nlohmann::json& d = (*devices)[k];
+            origin += " · " + (d.is_string() ? d.get<std::string>() : d.dump());
+        }
+        run.memberOrigins.push_back(origin);
+    }
+    const auto mesh = meta.find("mesh");
+    if (mesh != meta.end() && mesh->is_object() && mesh->contains("ensemble") &&
+        mesh->contains("data")) {
+        run.mesh = (*mesh)["ensemble"].dump() + " × " + (*mesh)["data"].dump() + " ranks";
+    }
+}
+
+}  // namespace
+
 void EngineWorker::configure(const nlohmann::json& config, std::shared_ptr<const DataSplit> data,
                              uint64_t runId) {
     build(config, std::move(data), runId, nullptr);
@@ -187,6 +218,7 @@ void EngineWorker::openWithoutData(const OpenedEnsemble& opened, uint64_t runId,
     run->momentum = config.optimizer.momentum;
     run->weightDecay = config.optimizer.weightDecay;
     run->missingData = why;
+    setMemberOrigins(e, *run);
 
     auto s = std::make_shared<Snapshot>();
     s->run = run;
@@ -317,6 +349,9 @@ void EngineWorker::build(const nlohmann::json& config, std::shared_ptr<const Dat
         }
         if (m_untilPaused) {
             trainer->setTotalSteps(kUnbounded);
+        }
+        if (opened != nullptr) {
+            setMemberOrigins(opened->checkpoint.ensemble, *run);
         }
         m_trainer = std::move(trainer);
         m_run = std::move(run);

@@ -79,6 +79,10 @@ struct RunInfo {
     // what the loader said is missing; empty for every run that has its data. Such a run has
     // no trainer: its snapshot holds the file's members, stored curves and filters only.
     std::string missingData;
+    // An opened file trained on an MPI mesh (its metadata's mesh, member_ranks and
+    // member_devices): "2 × 1 ranks" and per member "rank 1 · cuda:0"; empty otherwise.
+    std::string mesh;
+    std::vector<std::string> memberOrigins;
     // Per-member hyperparameters, in member order.
     std::vector<double> lr;
     std::vector<double> momentum;

@@ -228,6 +228,20 @@ void MembersGrid::paintEvent(QPaintEvent* event) {
         p.setFont(bold);
         p.drawText(QRect(tile.left() + 5, textTop, tile.width() - 10, 16),
                    Qt::AlignLeft | Qt::AlignVCenter, tr("#%1").arg(k));
+        if (ku < run.memberOrigins.size()) {
+            // Where it was trained (an opened file from an MPI mesh), over the thumbnail.
+            p.setFont(small);
+            const QString origin = QString::fromStdString(run.memberOrigins[ku]);
+            const int w = QFontMetrics(small).horizontalAdvance(origin) + 8;
+            const QRect badge(thumb.left() + 3, thumb.bottom() - 17, std::min(w, thumb.width() - 6),
+                              15);
+            p.setPen(Qt::NoPen);
+            p.setBrush(QColor(255, 255, 255, 215));
+            p.drawRect(badge);
+            p.setPen(plot::kText);
+            p.drawText(badge, Qt::AlignCenter, origin);
+            p.setFont(bold);
+        }
         p.setFont(small);
         p.drawText(QRect(tile.left() + 5, textTop, tile.width() - 10, 16),
                    Qt::AlignRight | Qt::AlignVCenter, tr("lr %1").arg(formatValue(run.lr[ku])));
@@ -268,6 +282,11 @@ bool MembersGrid::event(QEvent* event) {
         lines << tr("lr %1 · momentum %2 · weight decay %3")
                      .arg(formatValue(run.lr[ku]), formatValue(run.momentum[ku]),
                           formatValue(run.weightDecay[ku]));
+        if (ku < run.memberOrigins.size()) {
+            lines << tr("trained on %1 of a %2 mesh")
+                         .arg(QString::fromStdString(run.memberOrigins[ku]),
+                              QString::fromStdString(run.mesh));
+        }
         lines << tr("last batch loss %1").arg(formatValue(s.lastLosses[ku]));
         if (ku < s.memberMetrics.size()) {
             lines << tr("test: accuracy %1 %, NLL %2, ECE %3")
@@ -343,6 +362,20 @@ MembersView::MembersView(QWidget* parent) : QWidget(parent) {
 }
 
 void MembersView::setSnapshot(SnapshotPtr snapshot) {
+    if (snapshot && snapshot->run) {
+        const std::string& mesh = snapshot->run->mesh;
+        const QString text =
+            mesh.empty()
+                ? tr("Click a member to draw it in Boundary; its box switches it in or out of "
+                     "the ensemble.")
+                : tr("Trained on a mesh of %1: each tile shows the rank (and device) that "
+                     "trained the member. Click a member to draw it in Boundary; its box "
+                     "switches it in or out of the ensemble.")
+                      .arg(QString::fromStdString(mesh));
+        if (m_info->text() != text) {
+            m_info->setText(text);
+        }
+    }
     m_grid->setSnapshot(std::move(snapshot));
 }
 

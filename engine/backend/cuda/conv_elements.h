@@ -99,8 +99,8 @@ ENSEMBLE_HD inline void col2imElement(I i, const SpatialGeometry& g, const float
 // The window of output (oy, ox)'s first maximum, as dy * size + dx: strictly greater wins, so
 // the first maximum in (dy, dx) order is kept and a NaN never is (ConvNetCpu's rule).
 template <class I>
-ENSEMBLE_HD inline int poolArgmax(const SpatialGeometry& g, const float* in, I example,
-                                  int oy, int ox, int c, float& best) {
+ENSEMBLE_HD inline int poolArgmax(const SpatialGeometry& g, const float* in, I example, int oy,
+                                  int ox, int c, float& best) {
     const int s = g.kernel;
     int arg = 0;
     best = in[((example * g.inH + oy * s) * g.inW + ox * s) * g.inC + c];
@@ -174,8 +174,7 @@ ENSEMBLE_HD inline void poolBackwardElement(I i, const SpatialGeometry& g, const
 
 // Flatten: element i of out [G][B][C H W] (PyTorch's order) from in [G][B][H][W][C].
 template <class I>
-ENSEMBLE_HD inline void flattenElement(I i, int channels, I plane, const float* in,
-                                       float* out) {
+ENSEMBLE_HD inline void flattenElement(I i, int channels, I plane, const float* in, float* out) {
     const I features = channels * plane;
     const I example = i / features;
     const I f = i % features;
@@ -187,8 +186,7 @@ ENSEMBLE_HD inline void flattenElement(I i, int channels, I plane, const float* 
 // The inverse permutation: element i of out [G][B][H][W][C] from in [G][B][C H W]. Carries a
 // flattened gradient back to channels-last, and raw input rows ([C][H][W]) to channels-last.
 template <class I>
-ENSEMBLE_HD inline void unflattenElement(I i, int channels, I plane, const float* in,
-                                         float* out) {
+ENSEMBLE_HD inline void unflattenElement(I i, int channels, I plane, const float* in, float* out) {
     const I c = i % channels;
     const I p = (i / channels) % plane;
     const I example = i / (channels * plane);
@@ -198,8 +196,7 @@ ENSEMBLE_HD inline void unflattenElement(I i, int channels, I plane, const float
 // Element i of out [K][n]: the sum over s of partial [K][S][n], in s order (the split
 // weight and bias gradients of a conv, conv_program.h).
 template <class I>
-ENSEMBLE_HD inline void sumPartialsElement(I i, const float* partial, int splits, I n,
-                                           float* out) {
+ENSEMBLE_HD inline void sumPartialsElement(I i, const float* partial, int splits, I n, float* out) {
     const I k = i / n;
     const I j = i % n;
     const float* p = partial + k * splits * n + j;

@@ -118,8 +118,8 @@ void launchCol2im(const SpatialGeometry& g, const float* dCols, int64_t examples
     const int64_t columns = examples * g.outH * g.outW * g.inC * g.kernel * g.kernel;
     launchIndexed(std::max(count, columns), [&](auto index) {
         using I = decltype(index);
-        col2imKernel<I><<<blocksFor(count), kBlockThreads, 0, stream>>>(g, dCols, dIn,
-                                                                       static_cast<I>(count));
+        col2imKernel<I>
+            <<<blocksFor(count), kBlockThreads, 0, stream>>>(g, dCols, dIn, static_cast<I>(count));
     });
 }
 
@@ -128,8 +128,8 @@ void launchPoolForward(const SpatialGeometry& g, const float* in, int64_t exampl
     const int64_t count = examples * g.outC * g.outH * g.outW;
     launchIndexed(std::max(count, examples * inputSize(g)), [&](auto index) {
         using I = decltype(index);
-        poolForwardKernel<I><<<blocksFor(count), kBlockThreads, 0, stream>>>(g, in, out,
-                                                                            static_cast<I>(count));
+        poolForwardKernel<I>
+            <<<blocksFor(count), kBlockThreads, 0, stream>>>(g, in, out, static_cast<I>(count));
     });
 }
 

@@ -58,8 +58,8 @@ struct ConvArena {
     static constexpr std::size_t kNone = ~std::size_t{0};
     int64_t rows = 0;
     int inputGroups = 1;
-    std::size_t x = 0;        // [G][rows][D], the gathered (training) or uploaded (prediction)
-    std::size_t xLast = kNone;  // [G][rows][H][W][C], when the input has C > 1 channels
+    std::size_t x = 0;            // [G][rows][D], the gathered (training) or uploaded (prediction)
+    std::size_t xLast = kNone;    // [G][rows][H][W][C], when the input has C > 1 channels
     std::size_t weights = kNone;  // training: [K][rows]
     std::size_t rowLoss = kNone;  // training: [K][rows]
     std::vector<std::size_t> pre, post, cols;  // per stack layer (kNone where absent)
@@ -145,8 +145,8 @@ inline ConvArena planConvArena(const ParamLayout& layout, int64_t rows, bool sha
             arena.colCopies.push_back(0);
         }
         if (s.kind == LayerKind::Dense && i > 0 && stack[i - 1].kind != LayerKind::Dense) {
-            arena.flat = take(static_cast<std::size_t>(groups) * b *
-                              static_cast<std::size_t>(s.in.size()));
+            arena.flat =
+                take(static_cast<std::size_t>(groups) * b * static_cast<std::size_t>(s.in.size()));
         }
         widest = std::max({widest, k * b * static_cast<std::size_t>(s.out.size()),
                            k * b * static_cast<std::size_t>(s.in.size())});
@@ -200,8 +200,8 @@ inline ConvBuffers placeConvBuffers(const ConvArena& arena, float* base) {
 // A CNN step keeps the step's StepBuffers (parameters, optimizer state, rows, weights, losses,
 // rules, counters; b.x, b.weights, b.rowLoss, b.delta, b.deltaPrev point into the conv arena)
 // and the per-layer buffers here.
-inline void placeConvStepBuffers(const ConvArena& arena, float* base, int32_t* rows,
-                                 StepBuffers& b, ConvBuffers& c) {
+inline void placeConvStepBuffers(const ConvArena& arena, float* base, int32_t* rows, StepBuffers& b,
+                                 ConvBuffers& c) {
     c = placeConvBuffers(arena, base);
     b.x = c.x;
     b.weights = base + arena.weights;
@@ -220,8 +220,8 @@ constexpr std::size_t kConvPredictBudgetBytes = std::size_t{512} << 20;
 inline int64_t convPredictChunkRows(const ParamLayout& layout,
                                     std::size_t budgetBytes = kConvPredictBudgetBytes) {
     const std::size_t perRow = planConvArena(layout, 1, true, false).floats * sizeof(float);
-    const std::size_t rows = std::clamp<std::size_t>(budgetBytes / std::max<std::size_t>(perRow, 1),
-                                                     8, 4096);
+    const std::size_t rows =
+        std::clamp<std::size_t>(budgetBytes / std::max<std::size_t>(perRow, 1), 8, 4096);
     return static_cast<int64_t>(rows / 8 * 8);
 }
 
@@ -233,8 +233,7 @@ inline MemoryEstimate estimateConvDeviceMemory(const ParamLayout& layout, int64_
         const std::size_t n = static_cast<std::size_t>(trainRows);
         e.trainSet = align256(n * static_cast<std::size_t>(layout.inputs()) * sizeof(float)) +
                      align256(n * sizeof(int32_t));
-        const ConvArena arena =
-            planConvArena(layout, batch, mode != BootstrapMode::Resample, true);
+        const ConvArena arena = planConvArena(layout, batch, mode != BootstrapMode::Resample, true);
         e.stepWorkspace =
             align256(arena.floats * sizeof(float)) + align256(arena.rowSlots * sizeof(int32_t));
     }
@@ -388,8 +387,8 @@ void enqueueConvTrainingStep(Exec& ex, const ParamLayout& layout, const BatchPla
             ex.activationBackward(delta, c.pre[i], c.post[i],
                                   static_cast<int64_t>(members) * gemmRows * slot.out, act);
         }
-        const bool flattened = !conv && c.flat != nullptr && i > 0 &&
-                               stack[i - 1].kind != LayerKind::Dense;
+        const bool flattened =
+            !conv && c.flat != nullptr && i > 0 && stack[i - 1].kind != LayerKind::Dense;
         const float* operand = conv ? c.cols[i] : flattened ? c.flat : input;
         if (conv) {
             const bool sharedCols = arena.colCopies[i] == 1 && members > 1;
@@ -405,13 +404,13 @@ void enqueueConvTrainingStep(Exec& ex, const ParamLayout& layout, const BatchPla
         }
         if (conv) {
             // dCols = dY W into the columns (their forward values are no longer needed).
-            ex.gemm(inputGradGemm(slot.in, slot.out, gemmRows, members), b.params + slot.weightOffset,
-                    delta, c.cols[i]);
+            ex.gemm(inputGradGemm(slot.in, slot.out, gemmRows, members),
+                    b.params + slot.weightOffset, delta, c.cols[i]);
             ex.col2im(spatialGeometry(s), c.cols[i], examples, deltaPrev);
             std::swap(delta, deltaPrev);
         } else {
-            ex.gemm(inputGradGemm(slot.in, slot.out, gemmRows, members), b.params + slot.weightOffset,
-                    delta, deltaPrev);
+            ex.gemm(inputGradGemm(slot.in, slot.out, gemmRows, members),
+                    b.params + slot.weightOffset, delta, deltaPrev);
             if (flattened) {
                 // Back from (channel, row, column) to channels-last, into the free buffer.
                 const Shape maps = stack[i - 1].out;

@@ -217,9 +217,7 @@ class CudaBackend final : public Backend {
     // device buffer holding them ([K][n][C]).
     float* enqueuePredictChunk(DeviceExecutor& ex, int n);
     float* predictInput();
-    int64_t predictChunkRows() const {
-        return m_conv ? m_convPredict.rows : m_predict.chunkRows;
-    }
+    int64_t predictChunkRows() const { return m_conv ? m_convPredict.rows : m_predict.chunkRows; }
     void sync() { ENSEMBLE_CUDA_CHECK(cudaStreamSynchronize(m_stream.get())); }
 
     int m_device = 0;
@@ -386,17 +384,16 @@ void CudaBackend::bind(const TrainingProblem& problem) {
         throw std::invalid_argument("CudaBackend::bind: one optimizer rule per member needed");
     }
     const DataShard& shard = problem.shard;
-    if (shard.count > 1 &&
-        (problem.plan.batch % static_cast<uint32_t>(shard.count) != 0 || !shard.sum ||
-         shard.index < 0 || shard.index >= shard.count)) {
+    if (shard.count > 1 && (problem.plan.batch % static_cast<uint32_t>(shard.count) != 0 ||
+                            !shard.sum || shard.index < 0 || shard.index >= shard.count)) {
         throw ConfigError("backend.mesh", "the data axis (data = " + std::to_string(shard.count) +
                                               ") needs a batch divisible by it, a replica index "
                                               "below it and a sum over the replicas");
     }
     // A replica's rows of every batch (the whole batch without a data axis).
-    const uint32_t stepRows =
-        shard.count > 1 ? problem.plan.batch / static_cast<uint32_t>(shard.count)
-                        : problem.plan.batch;
+    const uint32_t stepRows = shard.count > 1
+                                  ? problem.plan.batch / static_cast<uint32_t>(shard.count)
+                                  : problem.plan.batch;
     const bool training = problem.trainX != nullptr && problem.trainRows > 0;
     if (training) {
         const bool targets = isRegression(problem.likelihood) ? problem.trainTargets != nullptr
@@ -497,8 +494,8 @@ void CudaBackend::bind(const TrainingProblem& problem) {
                                                 cudaMemcpyHostToDevice, stream));
         }
         if (conv) {
-            m_convStep = planConvArena(layout, stepRows,
-                                       problem.plan.mode != BootstrapMode::Resample, true);
+            m_convStep =
+                planConvArena(layout, stepRows, problem.plan.mode != BootstrapMode::Resample, true);
             m_stepArena = DeviceBuffer<float>(m_convStep.floats);
             m_rows = DeviceBuffer<int32_t>(m_convStep.rowSlots);
             placeConvStepBuffers(m_convStep, m_stepArena.data(), m_rows.data(), m_buffers,
@@ -632,8 +629,8 @@ float* CudaBackend::enqueuePredictChunk(DeviceExecutor& ex, int n) {
     }
     float* arena = m_predictArena.data();
     return enqueuePrediction(ex, m_problem.layout, m_problem.activation, m_params.data(),
-                             arena + m_predict.x, n, arena + m_predict.bufA,
-                             arena + m_predict.bufB, m_problem.likelihood);
+                             arena + m_predict.x, n, arena + m_predict.bufA, arena + m_predict.bufB,
+                             m_problem.likelihood);
 }
 
 GraphExecHandle CudaBackend::captureStep(StepPhase phase) {
@@ -703,14 +700,14 @@ void CudaBackend::step(uint64_t step, const uint8_t* active, float* losses) {
         runPhase(StepPhase::Gradient, m_graph);
         const std::size_t size = m_grad.size();
         float* host = m_hostSum.data();
-        ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(host, m_grad.data(), m_grad.bytes(),
-                                            cudaMemcpyDeviceToHost, stream));
+        ENSEMBLE_CUDA_CHECK(
+            cudaMemcpyAsync(host, m_grad.data(), m_grad.bytes(), cudaMemcpyDeviceToHost, stream));
         ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(host + size, m_loss.data(), members * sizeof(float),
                                             cudaMemcpyDeviceToHost, stream));
         sync();
         m_problem.shard.sum(host, size + members);
-        ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(m_grad.data(), host, m_grad.bytes(),
-                                            cudaMemcpyHostToDevice, stream));
+        ENSEMBLE_CUDA_CHECK(
+            cudaMemcpyAsync(m_grad.data(), host, m_grad.bytes(), cudaMemcpyHostToDevice, stream));
         ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(m_loss.data(), host + size, members * sizeof(float),
                                             cudaMemcpyHostToDevice, stream));
         runPhase(StepPhase::Update, m_updateGraph);

@@ -64,8 +64,8 @@ void launchRegressionLoss(const float* outputs, const float* trainTargets, const
                           cudaStream_t stream) {
     const int64_t slotCount = static_cast<int64_t>(members) * batch;
     regressionLossKernel<<<blocksFor(slotCount), kBlockThreads, 0, stream>>>(
-        outputs, trainTargets, rows, weights, normaliser, outputCount, likelihood, dOutputs, rowLoss,
-        slotCount);
+        outputs, trainTargets, rows, weights, normaliser, outputCount, likelihood, dOutputs,
+        rowLoss, slotCount);
     ENSEMBLE_CUDA_CHECK_LAUNCH();
 }
 

@@ -16,8 +16,7 @@ namespace ensemble::gpu {
 // One thread per slot.
 void launchSoftmaxCrossEntropy(const float* logits, const int32_t* trainY, const int32_t* rows,
                                const float* weights, int members, int batch, int classes,
-                               float* dLogits, float* rowLoss, int normaliser,
-                               cudaStream_t stream);
+                               float* dLogits, float* rowLoss, int normaliser, cudaStream_t stream);
 
 // Per slot r: a regression head's rowLoss[r] and dOutputs[r][:] (regressionLossElement).
 void launchRegressionLoss(const float* outputs, const float* trainTargets, const int32_t* rows,

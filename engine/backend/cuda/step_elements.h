@@ -99,8 +99,7 @@ ENSEMBLE_HD inline void advanceStateElement(DeviceStepState& state) {
 // weight (Poisson count under `poisson`, else 1), from the same planRow the CPU's planMember
 // runs, so a row's draw does not depend on how the batch is shared.
 ENSEMBLE_HD inline void planSlotElement(int64_t i, const BatchPlanParams& plan, uint64_t step,
-                                        int32_t* rows, float* weights, uint32_t first,
-                                        uint32_t n) {
+                                        int32_t* rows, float* weights, uint32_t first, uint32_t n) {
     const uint32_t k = static_cast<uint32_t>(i / n);
     const uint32_t b = first + static_cast<uint32_t>(i % n);
     float w = 1.0f;
@@ -124,8 +123,8 @@ ENSEMBLE_HD inline void gatherElement(int64_t i, const float* trainX, int featur
 // `post` may equal `z` (prediction keeps no pre-activations), so no __restrict__ here.
 // I: the index type (int32_t where the element count allows; see conv_kernels.cuh).
 template <class I>
-ENSEMBLE_HD inline void biasActivateElement(I i, float* z, float* post, const float* bias,
-                                            int rows, int out, Activation act) {
+ENSEMBLE_HD inline void biasActivateElement(I i, float* z, float* post, const float* bias, int rows,
+                                            int out, Activation act) {
     const I perMember = static_cast<I>(rows) * out;
     const I k = i / perMember;
     const I o = i % out;
