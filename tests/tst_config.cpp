@@ -75,6 +75,13 @@ void TestConfig::errorsNameTheKey_data() {
                            << "optimizer.betas";
     QTest::newRow("not an object") << R"([1, 2])"
                                    << "config: expected a JSON object";
+    QTest::newRow("negative adversarial eps") << R"({"training": {"adversarial_eps": -0.1}})"
+                                              << "training.adversarial_eps";
+    QTest::newRow("adversarial cnn")
+        << R"({"dataset": {"kind": "mnist"}, "model": {"kind": "cnn"},
+               "training": {"adversarial_eps": 0.01}})"
+        << "training.adversarial_eps: adversarial training is implemented for model.kind mlp; "
+           "model.kind is cnn";
 }
 
 void TestConfig::errorsNameTheKey() {

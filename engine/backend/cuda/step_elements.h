@@ -121,8 +121,8 @@ ENSEMBLE_HD inline void gatherElement(int64_t i, const float* trainX, int featur
 // `post` may equal `z` (prediction keeps no pre-activations), so no __restrict__ here.
 // I: the index type (int32_t where the element count allows; see conv_kernels.cuh).
 template <class I>
-ENSEMBLE_HD inline void biasActivateElement(I i, float* z, float* post, const float* bias,
-                                            int rows, int out, Activation act) {
+ENSEMBLE_HD inline void biasActivateElement(I i, float* z, float* post, const float* bias, int rows,
+                                            int out, Activation act) {
     const I perMember = static_cast<I>(rows) * out;
     const I k = i / perMember;
     const I o = i % out;
@@ -139,9 +139,10 @@ ENSEMBLE_HD inline void activationBackwardElement(int64_t i, float* delta, const
     delta[i] *= activateGrad(act, pre[i], post[i]);
 }
 
-// db[k][o] = sum_b delta[k][b][o], summed in b order (deterministic, no atomics).
+// db[k][o] = sum_b delta[k][b][o], summed in b order (deterministic, no atomics); added to
+// what gradBias holds when `accumulate` (the adversarial pass).
 ENSEMBLE_HD inline void biasGradientElement(int64_t j, const float* delta, float* gradBias,
-                                            int rows, int out) {
+                                            int rows, int out, bool accumulate = false) {
     const int64_t k = j / out;
     const int64_t o = j % out;
     const float* d = delta + k * rows * out + o;
@@ -149,7 +150,26 @@ ENSEMBLE_HD inline void biasGradientElement(int64_t j, const float* delta, float
     for (int b = 0; b < rows; ++b) {
         sum += d[static_cast<int64_t>(b) * out];
     }
-    gradBias[j] = sum;
+    gradBias[j] = accumulate ? gradBias[j] + sum : sum;
+}
+
+// --- adversarial training -----------------------------------------------------------------
+
+// Element i of xAdv [K][B][D], which holds dLoss/dX on entry: member k's input moved by eps *
+// sign(dX) (adversarialInput, math/loss.h), from x [G][B][D] (G = 1 when `shared`).
+ENSEMBLE_HD inline void adversarialInputElement(int64_t i, const float* x, bool shared, int batch,
+                                                int features, float eps, float* xAdv) {
+    const int64_t perMember = static_cast<int64_t>(batch) * features;
+    const float v = shared ? x[i % perMember] : x[i];
+    xAdv[i] = adversarialInput(v, xAdv[i], eps);
+}
+
+// Member k: the reported loss stays the clean one unless the adversarial loss is not finite
+// (then that one, so the update is skipped and the member frozen, as on the CPU).
+ENSEMBLE_HD inline void adversarialLossElement(int64_t k, const float* lossAdv, float* loss) {
+    if (!isFiniteHD(lossAdv[k])) {
+        loss[k] = lossAdv[k];
+    }
 }
 
 // --- loss ---------------------------------------------------------------------------------
