@@ -528,13 +528,17 @@ void adversarialBatch(const ParamLayout& layout, const FastBatch& in, const floa
     const float* xb = in.xb.data();  // B-major: fastGather always fills it
     float* ob = out.xb.data();
     float* ot = out.xt.data();
+    // As in fastGather: the feature-major copy only feeds the small-layer kernels.
+    const bool transposed = !useEigen(inputs, layout.layer(0).out, in.batch);
     for (int b = 0; b < in.batch; ++b) {
         for (int f = 0; f < inputs; ++f) {
             const std::ptrdiff_t major = static_cast<std::ptrdiff_t>(b) * ip + f;
             const std::ptrdiff_t feature = static_cast<std::ptrdiff_t>(f) * bp + b;
             const float v = adversarialInput(xb[major], inputGrad[feature], eps);
             ob[major] = v;
-            ot[feature] = v;
+            if (transposed) {
+                ot[feature] = v;
+            }
         }
     }
 }
