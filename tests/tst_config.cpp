@@ -92,6 +92,13 @@ void TestConfig::errorsNameTheKey_data() {
         << R"({"training": {"schedule": [{"step": 5, "set": {"ensemble.seed": 2}}]}})"
         << "training.schedule[0].set.ensemble.seed: cannot change during a run (these can: "
            "ensemble.switched_off, optimizer.lr, optimizer.momentum, optimizer.weight_decay)";
+    QTest::newRow("negative adversarial eps") << R"({"training": {"adversarial_eps": -0.1}})"
+                                              << "training.adversarial_eps";
+    QTest::newRow("adversarial cnn")
+        << R"({"dataset": {"kind": "mnist"}, "model": {"kind": "cnn"},
+               "training": {"adversarial_eps": 0.01}})"
+        << "training.adversarial_eps: adversarial training is implemented for model.kind mlp; "
+           "model.kind is cnn";
 }
 
 void TestConfig::errorsNameTheKey() {

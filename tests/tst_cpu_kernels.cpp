@@ -34,6 +34,12 @@ class TestCpuKernels : public QObject {
     void fastRegressionGradientMatchesReference_data();
     void fastRegressionGradientMatchesReference();
     void fastRegressionPredictionMatchesReference();
+    // training.adversarial_eps: the reference input gradient against finite differences, the
+    // objective loss(x) + loss(x + eps sign(dloss/dx)) (sign held fixed) against finite
+    // differences, the fast path against that reference; eps = 0 is the plain step, bit for bit.
+    void adversarialGradientMatchesFiniteDifferences_data();
+    void adversarialGradientMatchesFiniteDifferences();
+    void adversarialZeroIsThePlainStep();
 };
 
 namespace {
@@ -380,4 +386,188 @@ void TestCpuKernels::fastRegressionPredictionMatchesReference() {
 }
 
 QTEST_APPLESS_MAIN(TestCpuKernels)
+void TestCpuKernels::adversarialGradientMatchesFiniteDifferences_data() {
+    QTest::addColumn<QVector<int>>("widths");  // the last one is the head's outputs
+    QTest::addColumn<int>("batch");
+    QTest::addColumn<int>("activation");
+    QTest::addColumn<int>("likelihood");
+    QTest::addColumn<double>("eps");
+    const int relu = static_cast<int>(Activation::Relu);
+    const int tanh = static_cast<int>(Activation::Tanh);
+    const int gelu = static_cast<int>(Activation::Gelu);
+    const int categorical = static_cast<int>(Likelihood::Categorical);
+    const int gaussian = static_cast<int>(Likelihood::Gaussian);
+    const int mse = static_cast<int>(Likelihood::Mse);
+    QTest::newRow("2-32-32-2 relu categorical")
+        << QVector<int>{2, 32, 32, 2} << 32 << relu << categorical << 0.1;
+    QTest::newRow("3-5-4-3 tanh categorical")
+        << QVector<int>{3, 5, 4, 3} << 6 << tanh << categorical << 0.3;
+    QTest::newRow("1-100-2 tanh gaussian (cubic)")
+        << QVector<int>{1, 100, 2} << 20 << tanh << gaussian << 0.05;
+    QTest::newRow("2-16-1 gelu mse") << QVector<int>{2, 16, 1} << 19 << gelu << mse << 0.2;
+    QTest::newRow("5-1 mse (linear model)") << QVector<int>{5, 1} << 19 << tanh << mse << 0.1;
+    QTest::newRow("300-64-10 relu categorical (GEMM path)")
+        << QVector<int>{300, 64, 10} << 64 << relu << categorical << 0.02;
+}
+
+void TestCpuKernels::adversarialGradientMatchesFiniteDifferences() {
+    QFETCH(QVector<int>, widths);
+    QFETCH(int, batch);
+    QFETCH(int, activation);
+    QFETCH(int, likelihood);
+    QFETCH(double, eps);
+    const auto act = static_cast<Activation>(activation);
+    const auto head = static_cast<Likelihood>(likelihood);
+    const KernelCase c(std::vector<int>(widths.begin(), widths.end()), 3, batch, 1);
+    const ParamLayout& layout = c.layout;
+    const int inputs = layout.inputs();
+    std::vector<float> targets;
+    for (int b = 0; b < batch; ++b) {
+        targets.push_back(static_cast<float>(3.0 * uniformAt(17, static_cast<uint64_t>(b)) - 1.5));
+    }
+    const bool regression = isRegression(head);
+    const int32_t* labels = regression ? nullptr : c.labels.data();
+    const std::vector<double> td = c.toDouble(targets);
+    const std::vector<double> wd = c.toDouble(c.weights);
+    MemberWorkspace<double> ref;
+    ref.resize(layout, batch);
+    // The reference loss (double) at parameters p and inputs x; its gradients if asked.
+    const auto loss = [&](const std::vector<double>& p, const std::vector<double>& x,
+                          double* grad = nullptr, double* inputGrad = nullptr) {
+        std::vector<double> scratch(layout.perMember());
+        return memberForwardBackward(layout, c.member, act, head, p.data(), x.data(), labels,
+                                     regression ? td.data() : nullptr, wd.data(), batch, ref,
+                                     grad != nullptr ? grad : scratch.data(), inputGrad);
+    };
+    const std::vector<double> pd = c.toDouble(c.params);
+    const std::vector<double> xd = c.toDouble(c.x);
+    std::vector<double> cleanGrad(layout.perMember());
+    std::vector<double> dx(xd.size());
+    const double cleanLoss = loss(pd, xd, cleanGrad.data(), dx.data());
+
+    // 1. dloss/dx against central differences.
+    const double h = 1e-6;
+    std::vector<double> fdx, dxSample;
+    const std::size_t xStride = std::max<std::size_t>(1, xd.size() / 300);  // a sample if large
+    for (std::size_t i = 0; i < xd.size(); i += xStride) {
+        std::vector<double> up = xd, down = xd;
+        up[i] += h;
+        down[i] -= h;
+        fdx.push_back((loss(pd, up) - loss(pd, down)) / (2 * h));
+        dxSample.push_back(dx[i]);
+    }
+    const double inputError = test::relativeDifference(fdx, dxSample);
+    QVERIFY2(inputError < test::kFiniteDifference,
+             qPrintable(QStringLiteral("input gradient error %1").arg(inputError)));
+    // Examples of weight 0 do not move (sign 0); the others do in every feature.
+    for (int b = 0; b < batch; ++b) {
+        for (int f = 0; f < inputs; ++f) {
+            const double g = dx[static_cast<std::size_t>(b * inputs + f)];
+            QCOMPARE(g == 0.0, c.weights[static_cast<std::size_t>(b)] == 0.0f);
+        }
+    }
+
+    // 2. The objective J(p) = loss(p, x) + loss(p, x'), x' = x + eps sign(dx) held fixed: its
+    // gradient (the two reference gradients added) against central differences in p.
+    std::vector<double> xAdv(xd.size());
+    for (std::size_t i = 0; i < xd.size(); ++i) {
+        xAdv[i] = adversarialInput(xd[i], dx[i], eps);
+    }
+    std::vector<double> advGrad(layout.perMember());
+    loss(pd, xAdv, advGrad.data());
+    std::vector<double> expected(layout.perMember());
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+        expected[i] = cleanGrad[i] + advGrad[i];
+    }
+    // Member parameters in the packed gradient's order: per layer W (out x in), then b.
+    std::vector<std::size_t> where;
+    for (int l = 0; l < layout.layerCount(); ++l) {
+        const LayerSlot& s = layout.layer(l);
+        for (int i = 0; i < s.out * s.in; ++i) {
+            where.push_back(layout.weightOffset(l, c.member) + static_cast<std::size_t>(i));
+        }
+        for (int o = 0; o < s.out; ++o) {
+            where.push_back(layout.biasOffset(l, c.member) + static_cast<std::size_t>(o));
+        }
+    }
+    QCOMPARE(where.size(), layout.perMember());
+    const std::size_t stride = std::max<std::size_t>(1, where.size() / 300);  // a sample if large
+    std::vector<double> fdSample, expectedSample;
+    for (std::size_t j = 0; j < where.size(); j += stride) {
+        std::vector<double> up = pd, down = pd;
+        up[where[j]] += h;
+        down[where[j]] -= h;
+        fdSample.push_back((loss(up, xd) + loss(up, xAdv) - loss(down, xd) - loss(down, xAdv)) /
+                           (2 * h));
+        expectedSample.push_back(expected[j]);
+    }
+    const double objectiveError = test::relativeDifference(fdSample, expectedSample);
+    QVERIFY2(objectiveError < test::kFiniteDifference,
+             qPrintable(QStringLiteral("objective gradient error %1").arg(objectiveError)));
+    QVERIFY(test::relativeDifference(advGrad, std::vector<double>(advGrad.size(), 0.0)) > 0.0);
+
+    // 3. The fast float path (fastMemberGradient with eps) against the reference.
+    FastBatch in;
+    in.resize(layout, batch);
+    const std::vector<int32_t> rows = c.identityRows();
+    fastGather(layout, c.x.data(), rows.data(), batch, in);
+    FastWorkspace ws;
+    ws.resize(layout, batch, true);
+    std::vector<float> grad(layout.perMember());
+    const float fastLoss = fastMemberGradient(
+        layout, c.member, act, c.params.data(), in, labels, c.weights.data(), ws, grad.data(), head,
+        regression ? targets.data() : nullptr, 0, static_cast<float>(eps));
+    // The loss reported is the clean batch's.
+    ENSEMBLE_COMPARE_NEAR(fastLoss, cleanLoss, test::kFloatRounding * (1.0 + std::abs(cleanLoss)));
+    const double fastError = test::relativeDifference(c.toDouble(grad), expected);
+    QVERIFY2(fastError < test::kFloatRounding,
+             qPrintable(QStringLiteral("fast adversarial gradient error %1").arg(fastError)));
+
+    // 4. fastTrainMember with eps is that gradient, then the update.
+    OptimizerRule rule = makeRule(OptimizerKind::Sgd, 0.1, 0.0, 0.0);
+    prepareStep(rule, 1);
+    std::vector<float> params = c.params;
+    std::vector<float> m1(layout.size(), 0.0f), m2(layout.size(), 0.0f);
+    fastTrainMember(layout, c.member, act, params.data(), m1.data(), m2.data(), rule, true, in,
+                    labels, c.weights.data(), ws, head, regression ? targets.data() : nullptr,
+                    static_cast<float>(eps));
+    double worst = 0.0;
+    for (std::size_t j = 0; j < where.size(); ++j) {
+        const double stepped = static_cast<double>(c.params[where[j]]) - 0.1 * grad[j];
+        worst = std::max(worst, std::abs(params[where[j]] - stepped));
+    }
+    QVERIFY2(worst < test::kFloatInput,
+             qPrintable(QStringLiteral("largest update difference %1").arg(worst)));
+}
+
+void TestCpuKernels::adversarialZeroIsThePlainStep() {
+    // A workspace sized for adversarial training, eps 0: the same bits as the plain step.
+    for (const bool large : {false, true}) {
+        const KernelCase c(large ? std::vector<int>{300, 64, 10} : std::vector<int>{2, 32, 32, 2},
+                           4, large ? 64 : 32, 2);
+        FastBatch in;
+        in.resize(c.layout, c.batch);
+        const std::vector<int32_t> rows = c.identityRows();
+        fastGather(c.layout, c.x.data(), rows.data(), c.batch, in);
+        OptimizerRule rule = makeRule(OptimizerKind::Adam, 0.01, 0.0, 0.0);
+        prepareStep(rule, 1);
+        std::vector<float> results[2];
+        for (int adversarialWorkspace = 0; adversarialWorkspace < 2; ++adversarialWorkspace) {
+            FastWorkspace ws;
+            ws.resize(c.layout, c.batch, adversarialWorkspace == 1);
+            std::vector<float> params = c.params;
+            std::vector<float> m1(c.layout.size(), 0.0f), m2(c.layout.size(), 0.0f);
+            for (int step = 0; step < 3; ++step) {
+                fastTrainMember(c.layout, c.member, Activation::Relu, params.data(), m1.data(),
+                                m2.data(), rule, step == 0, in, c.labels.data(), c.weights.data(),
+                                ws, Likelihood::Categorical, nullptr, 0.0f);
+            }
+            results[adversarialWorkspace] = params;
+        }
+        QVERIFY(results[0] != c.params);
+        QVERIFY(std::memcmp(results[0].data(), results[1].data(),
+                            results[0].size() * sizeof(float)) == 0);
+    }
+}
+
 #include "tst_cpu_kernels.moc"

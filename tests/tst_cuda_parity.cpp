@@ -187,6 +187,7 @@ void TestCudaParity::parityWithCpu_data() {
     QTest::addColumn<int>("mode");
     QTest::addColumn<int>("kind");
     QTest::addColumn<int>("activation");
+    QTest::addColumn<double>("eps");  // training.adversarial_eps
     const struct {
         const char* name;
         BootstrapMode mode;
@@ -205,8 +206,13 @@ void TestCudaParity::parityWithCpu_data() {
         for (const auto& k : kinds) {
             const Activation act = acts[a++ % 3];
             QTest::addRow("%s %s act%d", m.name, k.name, static_cast<int>(act))
-                << static_cast<int>(m.mode) << static_cast<int>(k.kind) << static_cast<int>(act);
+                << static_cast<int>(m.mode) << static_cast<int>(k.kind) << static_cast<int>(act)
+                << 0.0;
         }
+        // Adversarial training: the step program's second pass (tst_cuda_plan emulates it).
+        QTest::addRow("%s adam relu adversarial", m.name)
+            << static_cast<int>(m.mode) << static_cast<int>(OptimizerKind::Adam)
+            << static_cast<int>(Activation::Relu) << 0.05;
     }
 }
 
@@ -214,9 +220,10 @@ void TestCudaParity::parityWithCpu() {
     QFETCH(int, mode);
     QFETCH(int, kind);
     QFETCH(int, activation);
-    const Problem p =
-        makeProblem(static_cast<BootstrapMode>(mode), static_cast<OptimizerKind>(kind),
-                    static_cast<Activation>(activation));
+    QFETCH(double, eps);
+    Problem p = makeProblem(static_cast<BootstrapMode>(mode), static_cast<OptimizerKind>(kind),
+                            static_cast<Activation>(activation));
+    p.training.adversarialEps = static_cast<float>(eps);
     const ParamLayout& layout = p.training.layout;
     std::vector<float> init(layout.size());
     initParameters(layout, 2024, init.data());

@@ -53,8 +53,9 @@ struct Region {
     std::size_t size;
 };
 
-// Reference strided-batched SGEMM with cuBLAS's semantics (column-major, alpha 1, beta 0):
-//   C_p[i + j*ldc] = sum_l opA_p(i, l) * opB_p(l, j),
+// Reference strided-batched SGEMM with cuBLAS's semantics (column-major, alpha 1, beta 0 or 1;
+// beta 0 never reads C):
+//   C_p[i + j*ldc] = sum_l opA_p(i, l) * opB_p(l, j) (+ beta * C_p[i + j*ldc]),
 //   opA_p(i, l) = transA ? A_p[l + i*lda] : A_p[i + l*lda]   (A_p = A + p*strideA),
 //   opB_p(l, j) = transB ? B_p[j + l*ldb] : B_p[l + j*ldb].
 // Returns an empty string, or what cuBLAS would reject or what would read or write outside
@@ -98,7 +99,8 @@ std::string referenceGemm(const GemmArgs& g, Region a, Region b, float* c, std::
                                               : bp[l + static_cast<int64_t>(j) * g.ldb];
                     sum += av * bv;
                 }
-                cp[i + static_cast<int64_t>(j) * g.ldc] = sum;
+                float& out = cp[i + static_cast<int64_t>(j) * g.ldc];
+                out = g.beta == 0.0f ? sum : sum + g.beta * out;
             }
         }
     }
@@ -176,9 +178,21 @@ class HostExecutor {
             memberLossElement(k, rowLoss, active, batch, loss);
         }
     }
-    void biasGradient(const float* delta, float* gradBias, int members, int rows, int out) {
+    void biasGradient(const float* delta, float* gradBias, int members, int rows, int out,
+                      bool accumulate = false) {
         for (int64_t j = 0; j < static_cast<int64_t>(members) * out; ++j) {
-            biasGradientElement(j, delta, gradBias, rows, out);
+            biasGradientElement(j, delta, gradBias, rows, out, accumulate);
+        }
+    }
+    void adversarialInputs(const float* x, bool shared, int members, int batch, int features,
+                           float eps, float* xAdv) {
+        for (int64_t i = 0; i < static_cast<int64_t>(members) * batch * features; ++i) {
+            adversarialInputElement(i, x, shared, batch, features, eps, xAdv);
+        }
+    }
+    void adversarialLoss(const float* lossAdv, int members, float* loss) {
+        for (int64_t k = 0; k < members; ++k) {
+            adversarialLossElement(k, lossAdv, loss);
         }
     }
     void activationBackward(float* delta, const float* pre, const float* post, int64_t count,
@@ -283,7 +297,8 @@ class EmulatedCudaBackend {
         m_loss.assign(problem.rules.size(), 0.0f);
         m_segments = paramSegments(layout);
         const uint32_t stepRows = shard.rows > 0 ? shard.rows : problem.plan.batch;
-        const StepArena arena = planStepArena(layout, stepRows, problem.plan.mode);
+        const StepArena arena = planStepArena(layout, stepRows, problem.plan.mode,
+                                              problem.adversarialEps > 0.0f);
         // Poison the arena: a buffer read before it is written shows up as NaN.
         m_arena.assign(arena.floats, std::nanf(""));
         m_rows.assign(arena.rowSlots, -1);
@@ -325,7 +340,7 @@ class EmulatedCudaBackend {
             m_active[k] = active[k] != 0 ? 1 : 0;
         }
         enqueueTrainingStep(m_ex, m_problem.layout, m_problem.plan, m_problem.activation, m_buffers,
-                            m_problem.likelihood);
+                            m_problem.likelihood, m_problem.adversarialEps);
         std::copy(m_loss.begin(), m_loss.end(), losses);
     }
 
@@ -336,11 +351,13 @@ class EmulatedCudaBackend {
             m_active[k] = active[k] != 0 ? 1 : 0;
         }
         enqueueTrainingStep(m_ex, m_problem.layout, m_problem.plan, m_problem.activation, m_buffers,
-                            m_problem.likelihood, m_shard, StepPhase::Gradient);
+                            m_problem.likelihood, m_problem.adversarialEps, m_shard,
+                            StepPhase::Gradient);
     }
     void updatePhase() {
         enqueueTrainingStep(m_ex, m_problem.layout, m_problem.plan, m_problem.activation, m_buffers,
-                            m_problem.likelihood, m_shard, StepPhase::Update);
+                            m_problem.likelihood, m_problem.adversarialEps, m_shard,
+                            StepPhase::Update);
     }
     std::vector<float>& grad() { return m_grad; }
     std::vector<float>& loss() { return m_loss; }
@@ -739,38 +756,44 @@ void TestCudaPlan::memberOfParamCoversTheLayout() {
 void TestCudaPlan::stepArenaBuffersAreDisjointAndAligned() {
     for (BootstrapMode mode :
          {BootstrapMode::None, BootstrapMode::Resample, BootstrapMode::Poisson}) {
-        const ParamLayout layout({5, 7, 3, 4}, 3);
-        const uint32_t batch = 11;
-        const StepArena a = planStepArena(layout, batch, mode);
-        const std::size_t k = 3;
-        QCOMPARE(a.groups, mode == BootstrapMode::Resample ? 3 : 1);
-        struct Span {
-            std::size_t begin, size;
-        };
-        std::vector<Span> spans = {{a.x, static_cast<std::size_t>(a.groups) * batch * 5},
-                                   {a.weights, k * batch},
-                                   {a.rowLoss, k * batch},
-                                   {a.delta, k * batch * 7},
-                                   {a.deltaPrev, k * batch * 7}};
-        QCOMPARE(a.pre.size(), std::size_t{3});
-        QCOMPARE(a.post.size(), std::size_t{2});
-        for (int l = 0; l < 3; ++l) {
-            const std::size_t n = k * batch * static_cast<std::size_t>(layout.layer(l).out);
-            spans.push_back({a.pre[static_cast<std::size_t>(l)], n});
-            if (l < 2) {
-                spans.push_back({a.post[static_cast<std::size_t>(l)], n});
+        for (bool adversarial : {false, true}) {
+            const ParamLayout layout({5, 7, 3, 4}, 3);
+            const uint32_t batch = 11;
+            const StepArena a = planStepArena(layout, batch, mode, adversarial);
+            const std::size_t k = 3;
+            QCOMPARE(a.groups, mode == BootstrapMode::Resample ? 3 : 1);
+            struct Span {
+                std::size_t begin, size;
+            };
+            std::vector<Span> spans = {{a.x, static_cast<std::size_t>(a.groups) * batch * 5},
+                                       {a.weights, k * batch},
+                                       {a.rowLoss, k * batch},
+                                       {a.delta, k * batch * 7},
+                                       {a.deltaPrev, k * batch * 7}};
+            if (adversarial) {  // every member's own moved inputs, and their losses
+                spans.push_back({a.xAdv, k * batch * 5});
+                spans.push_back({a.lossAdv, k});
             }
-        }
-        for (std::size_t i = 0; i < spans.size(); ++i) {
-            QCOMPARE(spans[i].begin % kArenaAlignFloats, std::size_t{0});
-            QVERIFY(spans[i].begin + spans[i].size <= a.floats);
-            for (std::size_t j = i + 1; j < spans.size(); ++j) {
-                const bool apart = spans[i].begin + spans[i].size <= spans[j].begin ||
-                                   spans[j].begin + spans[j].size <= spans[i].begin;
-                QVERIFY2(apart, "two step buffers overlap");
+            QCOMPARE(a.pre.size(), std::size_t{3});
+            QCOMPARE(a.post.size(), std::size_t{2});
+            for (int l = 0; l < 3; ++l) {
+                const std::size_t n = k * batch * static_cast<std::size_t>(layout.layer(l).out);
+                spans.push_back({a.pre[static_cast<std::size_t>(l)], n});
+                if (l < 2) {
+                    spans.push_back({a.post[static_cast<std::size_t>(l)], n});
+                }
             }
+            for (std::size_t i = 0; i < spans.size(); ++i) {
+                QCOMPARE(spans[i].begin % kArenaAlignFloats, std::size_t{0});
+                QVERIFY(spans[i].begin + spans[i].size <= a.floats);
+                for (std::size_t j = i + 1; j < spans.size(); ++j) {
+                    const bool apart = spans[i].begin + spans[i].size <= spans[j].begin ||
+                                       spans[j].begin + spans[j].size <= spans[i].begin;
+                    QVERIFY2(apart, "two step buffers overlap");
+                }
+            }
+            QCOMPARE(a.rowSlots, k * batch);
         }
-        QCOMPARE(a.rowSlots, k * batch);
     }
 }
 
@@ -893,6 +916,7 @@ void TestCudaPlan::emulatedStepMatchesCpuBackend_data() {
     QTest::addColumn<int>("mode");
     QTest::addColumn<int>("kind");
     QTest::addColumn<int>("activation");
+    QTest::addColumn<double>("eps");  // training.adversarial_eps
     const Activation acts[] = {Activation::Relu, Activation::Tanh, Activation::Gelu};
     int a = 0;
     for (BootstrapMode mode :
@@ -900,8 +924,12 @@ void TestCudaPlan::emulatedStepMatchesCpuBackend_data() {
         for (OptimizerKind kind : {OptimizerKind::Adam, OptimizerKind::Sgd, OptimizerKind::AdamW}) {
             const Activation act = acts[a++ % 3];
             QTest::addRow("%s %s act%d", modeName(mode), kindName(kind), static_cast<int>(act))
-                << static_cast<int>(mode) << static_cast<int>(kind) << static_cast<int>(act);
+                << static_cast<int>(mode) << static_cast<int>(kind) << static_cast<int>(act) << 0.0;
         }
+        // Adversarial training: the second pass on per-member inputs, gradients added.
+        QTest::addRow("%s adam relu adversarial", modeName(mode))
+            << static_cast<int>(mode) << static_cast<int>(OptimizerKind::Adam)
+            << static_cast<int>(Activation::Relu) << 0.05;
     }
 }
 
@@ -909,9 +937,10 @@ void TestCudaPlan::emulatedStepMatchesCpuBackend() {
     QFETCH(int, mode);
     QFETCH(int, kind);
     QFETCH(int, activation);
-    const Problem p =
-        makeProblem(static_cast<BootstrapMode>(mode), static_cast<OptimizerKind>(kind),
-                    static_cast<Activation>(activation));
+    QFETCH(double, eps);
+    Problem p = makeProblem(static_cast<BootstrapMode>(mode), static_cast<OptimizerKind>(kind),
+                            static_cast<Activation>(activation));
+    p.training.adversarialEps = static_cast<float>(eps);
     const ParamLayout& layout = p.training.layout;
     const int members = layout.members();
     std::vector<float> init(layout.size());
@@ -983,12 +1012,17 @@ void TestCudaPlan::emulatedRegressionStepMatchesCpuBackend_data() {
     QTest::addColumn<int>("mode");
     QTest::addColumn<int>("likelihood");
     QTest::addColumn<int>("activation");
+    QTest::addColumn<double>("eps");  // training.adversarial_eps
     for (BootstrapMode mode :
          {BootstrapMode::None, BootstrapMode::Resample, BootstrapMode::Poisson}) {
         for (Likelihood l : {Likelihood::Gaussian, Likelihood::Mse}) {
             const Activation act = l == Likelihood::Gaussian ? Activation::Relu : Activation::Tanh;
-            QTest::addRow("%s %s", modeName(mode), l == Likelihood::Gaussian ? "gaussian" : "mse")
-                << static_cast<int>(mode) << static_cast<int>(l) << static_cast<int>(act);
+            const char* head = l == Likelihood::Gaussian ? "gaussian" : "mse";
+            for (double eps : {0.0, 0.1}) {
+                QTest::addRow("%s %s%s", modeName(mode), head, eps > 0 ? " adversarial" : "")
+                    << static_cast<int>(mode) << static_cast<int>(l) << static_cast<int>(act)
+                    << eps;
+            }
         }
     }
 }
@@ -997,6 +1031,7 @@ void TestCudaPlan::emulatedRegressionStepMatchesCpuBackend() {
     QFETCH(int, mode);
     QFETCH(int, likelihood);
     QFETCH(int, activation);
+    QFETCH(double, eps);
     const auto head = static_cast<Likelihood>(likelihood);
     // A 2-D linear regression problem (targets roughly standard already), Adam.
     const Dataset data = makeLinear(250, 2, 0.3, 7);
@@ -1012,6 +1047,7 @@ void TestCudaPlan::emulatedRegressionStepMatchesCpuBackend() {
     problem.plan.rows = static_cast<uint32_t>(data.rows);
     problem.plan.batch = 24;
     problem.plan.mode = static_cast<BootstrapMode>(mode);
+    problem.adversarialEps = static_cast<float>(eps);
     for (int k = 0; k < members; ++k) {
         problem.rules.push_back(makeRule(OptimizerKind::Adam, 0.004 * (1 + k % 3), 0.0, 0.0));
     }

@@ -415,6 +415,12 @@ void TestMpi::dataAxisMatchesOneProcess_data() {
         << 1 << 4 << sgd
         << setsOf({"dataset.kind=sine", "model.likelihood=gaussian", "ensemble.members=2",
                    "ensemble.bootstrap=poisson", "optimizer.kind=sgd", "optimizer.lr=0.02"});
+    // Adversarial training: each replica moves its own rows (x' depends on the example alone),
+    // so the shards' gradients of loss(x) + loss(x') still add up to the whole batch's.
+    QTest::newRow("data 2, K=3, SGD, poisson, adversarial")
+        << 1 << 2 << sgd
+        << setsOf({"ensemble.members=3", "ensemble.bootstrap=poisson", "optimizer.kind=sgd",
+                   "optimizer.lr=0.05", "training.adversarial_eps=0.05"});
     // Adam divides by the gradient's running RMS, so a component whose gradient is near zero
     // turns a rounding difference into a step of up to lr: the spirals preset's seed 0 shows
     // 1.3e-4 after 100 steps (other seeds 5e-7). Adam is scale-invariant, so only the SGD rows

@@ -62,6 +62,7 @@ class TestTrainer : public QObject {
     void liveChangeEqualsItsScheduledReplay();
     void memberSwitchesLeaveTheEnsembleNotTraining();
     void regressionLearnsAndIsThreadIndependent();
+    void adversarialTrainingLearnsBothTasks();
 };
 
 void TestTrainer::learnsTwoSpirals() {
@@ -525,6 +526,49 @@ void TestTrainer::regressionLearnsAndIsThreadIndependent() {
                            .arg(after.ensembleTest.rmse)));
         QVERIFY(after.ensembleTrain.loss < before.ensembleTrain.loss);
     }
+}
+
+void TestTrainer::adversarialTrainingLearnsBothTasks() {
+    // training.adversarial_eps > 0 (loss(x) + loss(x + eps sign(dloss/dx)) per step) trains a
+    // classifier and a regressor, stays independent of the thread count, and really changes
+    // the run.
+    const ExperimentConfig spirals =
+        smallConfig(R"({"training": {"steps": 600, "adversarial_eps": 0.05},
+                        "ensemble": {"bootstrap": "poisson"}})");
+    auto one = makeCpuTrainer(spirals, 1);
+    auto two = makeCpuTrainer(spirals, 2);
+    const Evaluation before = one->evaluate();
+    one->runSteps(600);
+    two->runSteps(600);
+    QVERIFY(one->parameters() == two->parameters());  // bit for bit
+    const Evaluation after = one->evaluate();
+    QVERIFY2(after.ensembleTrain.loss < 0.5 * before.ensembleTrain.loss &&
+                 after.ensembleTest.accuracy > 0.85,
+             qPrintable(QStringLiteral("loss %1 -> %2, accuracy %3")
+                            .arg(before.ensembleTrain.loss)
+                            .arg(after.ensembleTrain.loss)
+                            .arg(after.ensembleTest.accuracy)));
+    auto plain = makeCpuTrainer(
+        smallConfig(R"({"training": {"steps": 600}, "ensemble": {"bootstrap": "poisson"}})"), 1);
+    plain->runSteps(600);
+    QVERIFY(plain->parameters() != one->parameters());
+
+    const ExperimentConfig sine = parseConfig(json::parse(R"({
+        "dataset": {"kind": "sine", "n": 400, "seed": 2},
+        "model": {"hidden": [32], "activation": "relu", "likelihood": "gaussian"},
+        "ensemble": {"members": 4, "bootstrap": "resample", "seed": 1},
+        "optimizer": {"kind": "adam", "lr": 0.01},
+        "training": {"batch_size": 32, "steps": 400, "eval_every": 0, "adversarial_eps": 0.05},
+        "backend": {"kind": "cpu"}})"));
+    auto regressor = makeCpuTrainer(sine, 2);
+    const Evaluation r0 = regressor->evaluate();
+    regressor->runSteps(400);
+    const Evaluation r1 = regressor->evaluate();
+    QVERIFY2(r1.ensembleTrain.loss < r0.ensembleTrain.loss && r1.ensembleTest.rmse < 0.5,
+             qPrintable(QStringLiteral("loss %1 -> %2, rmse %3")
+                            .arg(r0.ensembleTrain.loss)
+                            .arg(r1.ensembleTrain.loss)
+                            .arg(r1.ensembleTest.rmse)));
 }
 
 #include "tst_trainer.moc"

@@ -44,6 +44,10 @@ struct TrainingProblem {
     const float* trainTargets = nullptr;
     BatchPlanParams plan;
     std::vector<OptimizerRule> rules;  // one per member; bias corrections are set per step
+    // training.adversarial_eps: > 0 trains every member on loss(X) + loss(X + eps *
+    // sign(dloss/dX)) (fast_mlp.h, fastTrainMember), eps in normalised input units. MLP members
+    // only: a backend throws ConfigError (key training.adversarial_eps) from bind() otherwise.
+    float adversarialEps = 0.0f;
     // This replica's share of every batch. A backend that cannot train shards throws
     // ConfigError (key backend.mesh) from bind() when count > 1.
     DataShard shard;

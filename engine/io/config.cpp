@@ -518,6 +518,12 @@ ExperimentConfig parseConfig(const json& input) {
     t.steps = v.integer("training.steps");
     t.epochs = v.number("training.epochs");
     t.evalEvery = v.integer("training.eval_every");
+    t.adversarialEps = v.number("training.adversarial_eps");
+    if (t.adversarialEps > 0.0 && c.model.kind != "mlp") {
+        throw ConfigError("training.adversarial_eps",
+                          "adversarial training is implemented for model.kind mlp; model.kind is " +
+                              c.model.kind + " (set training.adversarial_eps to 0)");
+    }
     t.schedule = v.schedule("training.schedule");
 
     c.backend.kind = v.choice<BackendKind>("backend.kind");

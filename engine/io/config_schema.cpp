@@ -158,6 +158,12 @@ std::vector<KeySpec> buildSchema() {
                  maxSteps)),
         live(row("training.epochs", T::Number, 0,
                  "when > 0: train ceil(epochs * N / batch) steps instead", 0, 1e6)),
+        row("training.adversarial_eps", T::Number, 0,
+            "adversarial training (Deep Ensembles, after Goodfellow et al.): when > 0 every step "
+            "trains each member on loss(x) + loss(x + eps * sign(dloss/dx)), the adversarial "
+            "inputs from the member's own current parameters; eps in standardised input units "
+            "(the inputs have std 1); 0: off. MLP members only",
+            0, 100),
         row("training.schedule", T::Schedule, json::array(),
             "changes during the run: `[{\"step\": 500, \"set\": {\"optimizer.lr\": 0.001}}]` "
             "sets the learning rate (per member, in any form `optimizer.lr` takes) before step "

@@ -150,4 +150,12 @@ ENSEMBLE_HD inline void headPredictiveInPlace(Likelihood likelihood, T* out, int
     }
 }
 
+// The adversarial input of training.adversarial_eps (Goodfellow et al. 2015, as Deep
+// Ensembles uses it): one input feature moved by eps against the loss, x + eps * sign(dLoss/dx).
+// sign(0) = 0 (torch.sign): a feature the loss does not depend on (an example of weight 0) stays.
+template <typename T>
+ENSEMBLE_HD inline T adversarialInput(T x, T inputGrad, T eps) {
+    return inputGrad > T(0) ? x + eps : inputGrad < T(0) ? x - eps : x;
+}
+
 }  // namespace ensemble

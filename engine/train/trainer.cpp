@@ -182,6 +182,7 @@ Trainer::Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backen
     problem.plan.mode = m_config.ensemble.bootstrap;
     problem.plan.memberOffset = static_cast<uint32_t>(m_share.begin);
     problem.rules = m_rules;
+    problem.adversarialEps = static_cast<float>(m_config.training.adversarialEps);
     if (mesh.data > 1) {
         Collective* c = m_collective;
         problem.shard.index = c->dataIndex();

@@ -390,6 +390,11 @@ void ExperimentPanel::build() {
     m_editors.insert(QStringLiteral("training.epochs"), stopRow);
     m_errorLabels.insert(QStringLiteral("training.epochs"),
                          m_errorLabels.value(QStringLiteral("training.steps")));
+    // The paper's adversarial training (0: off), in standardised input units.
+    m_adversarialEps = doubleSpinFor("training.adversarial_eps", 0.01, 4);
+    m_adversarialEps->setSpecialValueText(tr("off"));
+    addField(opt, QStringLiteral("training.adversarial_eps"), tr("Adversarial ε"),
+             m_adversarialEps);
 
     // Backend.
     QFormLayout* be = section(tr("Backend"));
@@ -435,7 +440,7 @@ void ExperimentPanel::build() {
                         m_threads, m_device}) {
         connect(s, &QSpinBox::valueChanged, this, &ExperimentPanel::onEdited);
     }
-    for (QDoubleSpinBox* s : {m_noise, m_rotations, m_testFraction, m_epochs}) {
+    for (QDoubleSpinBox* s : {m_noise, m_rotations, m_testFraction, m_epochs, m_adversarialEps}) {
         connect(s, &QDoubleSpinBox::valueChanged, this, &ExperimentPanel::onEdited);
     }
     for (QLineEdit* e :
@@ -592,6 +597,7 @@ void ExperimentPanel::setConfig(const json& input, const QString& preset) {
     m_blockEpochs = epochs > 0 ? epochs : 1.0;
     m_epochs->setValue(epochs > 0 ? epochs : 1.0);
     setCombo(m_stopMode, epochs > 0 ? QStringLiteral("epochs") : QStringLiteral("steps"));
+    m_adversarialEps->setValue(doubleOf(c, "training.adversarial_eps"));
 
     setCombo(m_backend, textOf(c, "backend.kind"));
     m_threads->setValue(intOf(c, "backend.threads"));
@@ -746,6 +752,12 @@ json ExperimentPanel::config() const {
     } else {
         t["steps"] = m_steps->value();
         t["epochs"] = 0;
+    }
+    // 0 as the schema's default writes it (an integer), so an untouched config is unchanged.
+    if (m_adversarialEps->value() > 0.0) {
+        t["adversarial_eps"] = m_adversarialEps->value();
+    } else {
+        t["adversarial_eps"] = 0;
     }
     json& b = c["backend"];
     b["kind"] = m_backend->currentData().toString().toStdString();

@@ -148,6 +148,7 @@ class ExperimentPanel : public QWidget {
     QLineEdit* m_momentum = nullptr;
     QLineEdit* m_weightDecay = nullptr;
     QSpinBox* m_batch = nullptr;
+    QDoubleSpinBox* m_adversarialEps = nullptr;  // training.adversarial_eps
     QComboBox* m_stopMode = nullptr;
     QString m_finiteStopMode = QStringLiteral("steps");  // the mode before "until paused"
     int m_blockSteps = 1;  // Stop after as loaded: the length Continue adds

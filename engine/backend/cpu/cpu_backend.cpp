@@ -99,6 +99,11 @@ void CpuBackend::bind(const TrainingProblem& problem) {
     m_shardBuffer.clear();
     m_predictWorkspaces.clear();
     if (!layout.isMlp()) {
+        if (problem.adversarialEps > 0.0f) {
+            throw ConfigError("training.adversarial_eps",
+                              "adversarial training is implemented for mlp members; set it to 0 "
+                              "for model.kind cnn");
+        }
         m_conv = std::make_unique<ConvNetCpu>();
         m_conv->bind(layout, problem.activation, rows, m_threads, batch);
         m_workspaces.clear();
@@ -121,7 +126,7 @@ void CpuBackend::bind(const TrainingProblem& problem) {
         ws.labels.resize(static_cast<std::size_t>(rows));
         ws.targets.resize(static_cast<std::size_t>(rows));
         ws.weights.resize(static_cast<std::size_t>(batch));
-        ws.fast.resize(layout, rows);
+        ws.fast.resize(layout, rows, problem.adversarialEps > 0.0f);
     }
     m_sharedRows.resize(static_cast<std::size_t>(batch));
     m_sharedWeights.resize(static_cast<std::size_t>(batch));
@@ -301,9 +306,9 @@ void CpuBackend::stepShard(uint64_t step, const uint8_t* active, float* losses) 
                                ws.weights.data());
             weights = ws.weights.data();
         }
-        shardLosses[k] =
-            fastMemberGradient(layout, k, m_problem.activation, m_params.data(), *input, labels,
-                               weights, ws.fast, grad, m_problem.likelihood, targets, batch);
+        shardLosses[k] = fastMemberGradient(
+            layout, k, m_problem.activation, m_params.data(), *input, labels, weights, ws.fast,
+            grad, m_problem.likelihood, targets, batch, m_problem.adversarialEps);
     }
 
     // The pmean of gradients: the shards' sums over the whole batch, added up (the sum of a
@@ -441,7 +446,7 @@ float CpuBackend::trainMember(int k, uint64_t step, Workspace& ws, const Optimiz
     // leaves the member's parameters as they are.
     return fastTrainMember(layout, k, m_problem.activation, m_params.data(), m_moment1.data(),
                            m_moment2.data(), rule, firstUpdate, *input, labels, weights, ws.fast,
-                           m_problem.likelihood, targets);
+                           m_problem.likelihood, targets, m_problem.adversarialEps);
 }
 
 void CpuBackend::predictLogProbs(const float* x, int64_t rows, float* out) {

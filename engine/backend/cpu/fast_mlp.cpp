@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -411,13 +413,15 @@ float regressionLoss(const float* outputs, Likelihood likelihood, const float* t
 }
 
 // The shared backward pass: for each layer from the last, dW and db into ws.gradW / ws.gradB,
-// dA of the layer below (with the old W), then sink(l, dW, db), which may update layer l.
+// dA of the layer below (with the old W), then sink(l, dW, db), which may update layer l (or
+// change dW and db first: they are scratch). With `inputGrad` (paddedInputs x Bp, adversarial
+// training only) also dLoss/dX^T = W_0^T dZ_0^T, before layer 0's sink.
 // Returns the loss (not finite: stops before the backward pass).
 template <typename Sink>
 float forwardBackward(const ParamLayout& layout, int k, Activation act, const float* params,
                       const FastBatch& in, const int32_t* labels, const float* weights,
                       FastWorkspace& ws, Likelihood likelihood, const float* targets,
-                      int normaliser, Sink&& sink) {
+                      int normaliser, Sink&& sink, float* inputGrad = nullptr) {
     const int batch = in.batch;
     const int bp = in.paddedBatch;
     const int layers = layout.layerCount();
@@ -499,11 +503,98 @@ float forwardBackward(const ParamLayout& layout, int k, Activation act, const fl
             activateGradRows(act, ws.pre[static_cast<std::size_t>(l - 1)].data(),
                              ws.post[static_cast<std::size_t>(l - 1)].data(), deltaPrev,
                              static_cast<std::size_t>(s.in) * bp);
+        } else if (inputGrad != nullptr) {
+            // dX^T = W^T dZ^T, as dA^T above (zero in the padding, since dZ is).
+            if (!useEigen(s.in, s.out, batch)) {
+                smallProduct(s.in, vectors, s.out, w, 1, s.in, delta, bp, nullptr, inputGrad, bp);
+            } else {
+                gemm<Eigen::ColMajor, Eigen::RowMajor>(s.in, bp, s.out, w, s.in, delta, bp,
+                                                       inputGrad, bp, ws);
+            }
         }
         sink(l, dw, db);
         std::swap(delta, deltaPrev);
     }
     return loss;
+}
+
+// out = in moved by eps * sign(inputGrad) (adversarialInput, math/loss.h), in both layouts;
+// the padding of out stays zero. Precondition: out.resize(layout, in.batch) was called.
+void adversarialBatch(const ParamLayout& layout, const FastBatch& in, const float* inputGrad,
+                      float eps, FastBatch& out) {
+    const int inputs = layout.inputs();
+    const int bp = in.paddedBatch;
+    const int ip = in.paddedInputs;
+    const float* xb = in.xb.data();  // B-major: fastGather always fills it
+    float* ob = out.xb.data();
+    float* ot = out.xt.data();
+    // As in fastGather: the feature-major copy only feeds the small-layer kernels.
+    const bool transposed = !useEigen(inputs, layout.layer(0).out, in.batch);
+    for (int b = 0; b < in.batch; ++b) {
+        for (int f = 0; f < inputs; ++f) {
+            const std::ptrdiff_t major = static_cast<std::ptrdiff_t>(b) * ip + f;
+            const std::ptrdiff_t feature = static_cast<std::ptrdiff_t>(f) * bp + b;
+            const float v = adversarialInput(xb[major], inputGrad[feature], eps);
+            ob[major] = v;
+            if (transposed) {
+                ot[feature] = v;
+            }
+        }
+    }
+}
+
+// Offset of layer l in a member's packed gradient: the layers below, each [W (out x in), b].
+std::size_t packedLayerOffset(const ParamLayout& layout, int l) {
+    std::size_t offset = 0;
+    for (int j = 0; j < l; ++j) {
+        offset += static_cast<std::size_t>(layout.layer(j).out) * (layout.layer(j).in + 1);
+    }
+    return offset;
+}
+
+// forwardBackward of the adversarial objective loss(X) + loss(X'), X' = X + eps *
+// sign(dloss(X)/dX), both with the current parameters: the clean pass keeps its gradient in
+// ws.gradSum and dX in ws.inputGrad, the adversarial pass adds the clean gradient to its own
+// before each sink(l, dW, db). Returns loss(X), or loss(X') when that one is not finite.
+template <typename Sink>
+float adversarialForwardBackward(const ParamLayout& layout, int k, Activation act,
+                                 const float* params, const FastBatch& in, const int32_t* labels,
+                                 const float* weights, FastWorkspace& ws, Likelihood likelihood,
+                                 const float* targets, int normaliser, float eps, Sink&& sink) {
+    if (ws.adversarial.batch != in.batch || ws.gradSum.size() != layout.perMember()) {
+        throw std::logic_error("adversarial training needs FastWorkspace::resize(layout, " +
+                               std::to_string(in.batch) + ", true)");
+    }
+    float* sum = ws.gradSum.data();
+    const float clean = forwardBackward(
+        layout, k, act, params, in, labels, weights, ws, likelihood, targets, normaliser,
+        [&](int l, const float* dw, const float* db) {
+            const LayerSlot& s = layout.layer(l);
+            const std::size_t n = static_cast<std::size_t>(s.out) * s.in;
+            float* dst = sum + packedLayerOffset(layout, l);
+            std::copy(dw, dw + n, dst);
+            std::copy(db, db + s.out, dst + n);
+        },
+        ws.inputGrad.data());
+    if (!std::isfinite(clean)) {
+        return clean;
+    }
+    adversarialBatch(layout, in, ws.inputGrad.data(), eps, ws.adversarial);
+    const float adversarial =
+        forwardBackward(layout, k, act, params, ws.adversarial, labels, weights, ws, likelihood,
+                        targets, normaliser, [&](int l, float* dw, float* db) {
+                            const LayerSlot& s = layout.layer(l);
+                            const std::size_t n = static_cast<std::size_t>(s.out) * s.in;
+                            const float* c = sum + packedLayerOffset(layout, l);
+                            for (std::size_t i = 0; i < n; ++i) {
+                                dw[i] = c[i] + dw[i];
+                            }
+                            for (int o = 0; o < s.out; ++o) {
+                                db[o] = c[n + static_cast<std::size_t>(o)] + db[o];
+                            }
+                            sink(l, dw, db);
+                        });
+    return std::isfinite(adversarial) ? clean : adversarial;
 }
 
 }  // namespace
@@ -615,7 +706,7 @@ void fastGather(const ParamLayout& layout, const float* data, const int32_t* row
     }
 }
 
-void FastWorkspace::resize(const ParamLayout& layout, int rows) {
+void FastWorkspace::resize(const ParamLayout& layout, int rows, bool adversarialTraining) {
     batch = rows;
     paddedBatch = padded(rows);
     const int layers = layout.layerCount();
@@ -650,8 +741,8 @@ void FastWorkspace::resize(const ParamLayout& layout, int rows) {
         if (useEigen(s.in, s.out, rows)) {
             buffers.need(s.out, paddedBatch, s.in);  // forward
             buffers.need(s.out, s.in, rows);         // dW
-            if (l > 0) {
-                buffers.need(s.in, paddedBatch, s.out);  // dA
+            if (l > 0 || adversarialTraining) {
+                buffers.need(s.in, paddedBatch, s.out);  // dA (layer 0: dX)
             }
         }
     }
@@ -665,6 +756,15 @@ void FastWorkspace::resize(const ParamLayout& layout, int rows) {
     exampleLabels.assign(static_cast<std::size_t>(paddedBatch), -1.0f);
     exampleTargets.assign(static_cast<std::size_t>(paddedBatch), 0.0f);
     input.resize(layout, rows);
+    if (adversarialTraining) {
+        inputGrad.assign(static_cast<std::size_t>(padded(layout.inputs())) * paddedBatch, 0.0f);
+        gradSum.assign(layout.perMember(), 0.0f);
+        adversarial.resize(layout, rows);
+    } else {
+        inputGrad.assign(0, 0.0f);
+        gradSum.assign(0, 0.0f);
+        adversarial = FastBatch{};
+    }
 }
 
 void fastApplyUpdate(const OptimizerRule& r, bool firstUpdate, float* p, const float* g, float* m,
@@ -719,18 +819,23 @@ void fastApplyUpdate(const OptimizerRule& r, bool firstUpdate, float* p, const f
 float fastTrainMember(const ParamLayout& layout, int k, Activation act, float* params,
                       float* moment1, float* moment2, const OptimizerRule& rule, bool firstUpdate,
                       const FastBatch& batch, const int32_t* labels, const float* weights,
-                      FastWorkspace& ws, Likelihood likelihood, const float* targets) {
+                      FastWorkspace& ws, Likelihood likelihood, const float* targets,
+                      float adversarialEps) {
+    const auto update = [&](int l, const float* dw, const float* db) {
+        const LayerSlot& s = layout.layer(l);
+        const std::size_t wOff = layout.weightOffset(l, k);
+        const std::size_t bOff = layout.biasOffset(l, k);
+        fastApplyUpdate(rule, firstUpdate, params + wOff, dw, moment1 + wOff, moment2 + wOff,
+                        static_cast<std::size_t>(s.out) * s.in);
+        fastApplyUpdate(rule, firstUpdate, params + bOff, db, moment1 + bOff, moment2 + bOff,
+                        static_cast<std::size_t>(s.out));
+    };
+    if (adversarialEps > 0.0f) {
+        return adversarialForwardBackward(layout, k, act, params, batch, labels, weights, ws,
+                                          likelihood, targets, batch.batch, adversarialEps, update);
+    }
     return forwardBackward(layout, k, act, params, batch, labels, weights, ws, likelihood, targets,
-                           batch.batch, [&](int l, const float* dw, const float* db) {
-                               const LayerSlot& s = layout.layer(l);
-                               const std::size_t wOff = layout.weightOffset(l, k);
-                               const std::size_t bOff = layout.biasOffset(l, k);
-                               fastApplyUpdate(rule, firstUpdate, params + wOff, dw, moment1 + wOff,
-                                               moment2 + wOff,
-                                               static_cast<std::size_t>(s.out) * s.in);
-                               fastApplyUpdate(rule, firstUpdate, params + bOff, db, moment1 + bOff,
-                                               moment2 + bOff, static_cast<std::size_t>(s.out));
-                           });
+                           batch.batch, update);
 }
 
 void fastPrefetchMember(const ParamLayout& layout, int k, const float* params, const float* moment1,
@@ -755,20 +860,21 @@ void fastPrefetchMember(const ParamLayout& layout, int k, const float* params, c
 float fastMemberGradient(const ParamLayout& layout, int k, Activation act, const float* params,
                          const FastBatch& batch, const int32_t* labels, const float* weights,
                          FastWorkspace& ws, float* grad, Likelihood likelihood,
-                         const float* targets, int normaliser) {
-    return forwardBackward(
-        layout, k, act, params, batch, labels, weights, ws, likelihood, targets,
-        normaliser > 0 ? normaliser : batch.batch, [&](int l, const float* dw, const float* db) {
-            // Layer l's packed offset: the layers below it, each [W (out x in), b (out)].
-            std::size_t offset = 0;
-            for (int j = 0; j < l; ++j) {
-                offset += static_cast<std::size_t>(layout.layer(j).out) * (layout.layer(j).in + 1);
-            }
-            const LayerSlot& s = layout.layer(l);
-            const std::size_t n = static_cast<std::size_t>(s.out) * s.in;
-            std::copy(dw, dw + n, grad + offset);
-            std::copy(db, db + s.out, grad + offset + n);
-        });
+                         const float* targets, int normaliser, float adversarialEps) {
+    const auto store = [&](int l, const float* dw, const float* db) {
+        const std::size_t offset = packedLayerOffset(layout, l);
+        const LayerSlot& s = layout.layer(l);
+        const std::size_t n = static_cast<std::size_t>(s.out) * s.in;
+        std::copy(dw, dw + n, grad + offset);
+        std::copy(db, db + s.out, grad + offset + n);
+    };
+    const int divisor = normaliser > 0 ? normaliser : batch.batch;
+    if (adversarialEps > 0.0f) {
+        return adversarialForwardBackward(layout, k, act, params, batch, labels, weights, ws,
+                                          likelihood, targets, divisor, adversarialEps, store);
+    }
+    return forwardBackward(layout, k, act, params, batch, labels, weights, ws, likelihood, targets,
+                           divisor, store);
 }
 
 void fastPredictLogProbs(const ParamLayout& layout, int k, Activation act, const float* params,

@@ -89,8 +89,12 @@ struct FastWorkspace {
     FloatBuffer gemmA;              // Eigen GEMM packing buffers of the large layers
     FloatBuffer gemmB;
     FastBatch input;  // a member's own batch (resample, prediction)
+    // Adversarial training only (resize's `adversarial`; empty otherwise):
+    FloatBuffer inputGrad;  // paddedInputs x Bp: dLoss/dX of the batch, feature-major
+    FloatBuffer gradSum;    // layout.perMember(): the clean batch's packed gradient
+    FastBatch adversarial;  // the batch moved by eps * sign(inputGrad)
 
-    void resize(const ParamLayout& layout, int batch);
+    void resize(const ParamLayout& layout, int batch, bool adversarial = false);
 };
 
 // One optimizer update of n contiguous parameters: applyUpdate (optim/update_rules.h) on each,
@@ -103,11 +107,17 @@ void fastApplyUpdate(const OptimizerRule& rule, bool firstUpdate, float* params,
 // place. Returns the loss; when it is not finite nothing is updated. A regression head
 // (`likelihood` gaussian or mse) reads the batch's standardised `targets` instead of `labels`
 // and trains on its loss (math/loss.h: gaussianNllLanes, squaredErrorLanes).
+//
+// adversarialEps > 0 (training.adversarial_eps; ws resized with `adversarial`): the step's
+// objective is loss(X) + loss(X'), X' = X + eps * sign(dloss(X)/dX) per example and feature
+// (adversarialInput, math/loss.h) with the member's current parameters, so the update follows
+// the sum of both gradients. The loss returned is still loss(X), the clean batch's (or
+// loss(X') when that one is not finite, so the member is frozen either way).
 float fastTrainMember(const ParamLayout& layout, int k, Activation act, float* params,
                       float* moment1, float* moment2, const OptimizerRule& rule, bool firstUpdate,
                       const FastBatch& batch, const int32_t* labels, const float* weights,
                       FastWorkspace& ws, Likelihood likelihood = Likelihood::Categorical,
-                      const float* targets = nullptr);
+                      const float* targets = nullptr, float adversarialEps = 0.0f);
 
 // Asks the caches for member k's parameters and optimizer moments (the next member a thread
 // will train): at large K they live in L3 or memory, in 18 short runs the hardware prefetcher
@@ -119,12 +129,15 @@ void fastPrefetchMember(const ParamLayout& layout, int k, const float* params, c
 // memberForwardBackward does ([W_l (out x in), b_l (out)], layout.perMember() floats). The loss
 // and gradient are sums over the batch divided by `normaliser` (0: batch.batch, the mean): a
 // data-axis shard of a batch of B rows passes B, so the shards' results sum to the whole
-// batch's. When the loss is not finite the gradient is not written.
+// batch's. When the loss is not finite the gradient is not written. adversarialEps > 0: the
+// gradient of loss(X) + loss(X') as in fastTrainMember (X' depends on each example alone, so
+// shards of a batch still add up to the whole batch's).
 float fastMemberGradient(const ParamLayout& layout, int k, Activation act, const float* params,
                          const FastBatch& batch, const int32_t* labels, const float* weights,
                          FastWorkspace& ws, float* grad,
                          Likelihood likelihood = Likelihood::Categorical,
-                         const float* targets = nullptr, int normaliser = 0);
+                         const float* targets = nullptr, int normaliser = 0,
+                         float adversarialEps = 0.0f);
 
 // Log-probabilities of member k for `rows` inputs x (rows x inputs, row-major):
 // out[i * classes + c]; for a regression head its predictive instead (headPredictiveInPlace,

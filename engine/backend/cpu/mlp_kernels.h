@@ -81,10 +81,12 @@ const T* memberForward(const ParamLayout& layout, int k, Activation act, const T
 // The loss is the head's: softmax cross-entropy of `labels` (categorical) or regressionLoss
 // (math/loss.h) of the standardised `targets` (gaussian, mse).
 // Stops after the loss and returns it when it is not finite (grad is then unspecified).
+// With `inputGrad` (batch x inputs, row-major) also dLoss/dX = dZ_0 W_0 (adversarial training).
 template <typename T>
 T memberForwardBackward(const ParamLayout& layout, int k, Activation act, Likelihood likelihood,
                         const T* params, const T* x, const int32_t* labels, const T* targets,
-                        const T* weights, int batch, MemberWorkspace<T>& ws, T* grad) {
+                        const T* weights, int batch, MemberWorkspace<T>& ws, T* grad,
+                        T* inputGrad = nullptr) {
     using ConstMap = Eigen::Map<const RowMatrixT<T>>;
     using Map = Eigen::Map<RowMatrixT<T>>;
     using VecMap = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>>;
@@ -128,6 +130,10 @@ T memberForwardBackward(const ParamLayout& layout, int k, Activation act, Likeli
                 d[i] *= activateGrad(act, zp[i], ap[i]);
             }
             std::swap(ws.delta, ws.deltaPrev);
+        } else if (inputGrad != nullptr) {
+            ConstMap w(params + layout.weightOffset(l, k), s.out, s.in);
+            Map dx(inputGrad, batch, s.in);
+            dx.noalias() = dz * w;
         }
     }
     return loss;

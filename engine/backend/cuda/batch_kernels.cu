@@ -22,7 +22,22 @@ __global__ void gatherRowsKernel(const float* trainX, int features, const int32_
     }
 }
 
+__global__ void adversarialInputsKernel(const float* x, bool shared, int batch, int features,
+                                        float eps, int64_t count, float* xAdv) {
+    for (int64_t i = firstThread(); i < count; i += threadStride()) {
+        adversarialInputElement(i, x, shared, batch, features, eps, xAdv);
+    }
+}
+
 }  // namespace
+
+void launchAdversarialInputs(const float* x, bool shared, int members, int batch, int features,
+                             float eps, float* xAdv, cudaStream_t stream) {
+    const int64_t count = static_cast<int64_t>(members) * batch * features;
+    adversarialInputsKernel<<<blocksFor(count), kBlockThreads, 0, stream>>>(
+        x, shared, batch, features, eps, count, xAdv);
+    ENSEMBLE_CUDA_CHECK_LAUNCH();
+}
 
 void launchPlanBatch(const BatchPlanParams& plan, int members, const DeviceStepState* state,
                      int32_t* rows, float* weights, uint32_t first, uint32_t n,

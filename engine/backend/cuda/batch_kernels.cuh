@@ -25,6 +25,11 @@ void launchPlanBatch(const BatchPlanParams& plan, int members, const DeviceStepS
 void launchGatherRows(const float* trainX, int features, const int32_t* rows, int64_t slotCount,
                       float* x, cudaStream_t stream);
 
+// Adversarial training: xAdv [K][B][D] holds dLoss/dX and becomes member k's inputs moved by
+// eps * sign(dX), from x [G][B][D] (G = 1 when `shared`). One thread per element of xAdv.
+void launchAdversarialInputs(const float* x, bool shared, int members, int batch, int features,
+                             float eps, float* xAdv, cudaStream_t stream);
+
 // Whether this binary holds code the current device can run (sm_80/sm_90 SASS, PTX 90);
 // false with the CUDA error string in `reason` otherwise. Clears the error it provokes.
 bool kernelsRunnable(std::string& reason);

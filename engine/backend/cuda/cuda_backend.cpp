@@ -81,11 +81,11 @@ class DeviceExecutor {
     // their values.
     void gemm(const GemmArgs& g, const float* a, const float* b, float* c) {
         const float one = 1.0f;
-        const float zero = 0.0f;
+        const float beta = g.beta;
         ENSEMBLE_CUBLAS_CHECK(cublas().sgemmStridedBatched(
             m_cublas, g.transA ? CUBLAS_OP_T : CUBLAS_OP_N, g.transB ? CUBLAS_OP_T : CUBLAS_OP_N,
             g.m, g.n, g.k, &one, a, g.lda, static_cast<long long>(g.strideA), b, g.ldb,
-            static_cast<long long>(g.strideB), &zero, c, g.ldc, static_cast<long long>(g.strideC),
+            static_cast<long long>(g.strideB), &beta, c, g.ldc, static_cast<long long>(g.strideC),
             g.batchCount));
     }
     void biasActivate(float* z, float* post, const float* bias, int members, int rows, int out,
@@ -111,8 +111,16 @@ class DeviceExecutor {
                     float* loss) {
         launchMemberLoss(rowLoss, active, members, batch, loss, m_stream);
     }
-    void biasGradient(const float* delta, float* gradBias, int members, int rows, int out) {
-        launchBiasGradient(delta, gradBias, members, rows, out, m_stream);
+    void biasGradient(const float* delta, float* gradBias, int members, int rows, int out,
+                      bool accumulate = false) {
+        launchBiasGradient(delta, gradBias, members, rows, out, accumulate, m_stream);
+    }
+    void adversarialInputs(const float* x, bool shared, int members, int batch, int features,
+                           float eps, float* xAdv) {
+        launchAdversarialInputs(x, shared, members, batch, features, eps, xAdv, m_stream);
+    }
+    void adversarialLoss(const float* lossAdv, int members, float* loss) {
+        launchAdversarialLoss(lossAdv, members, loss, m_stream);
     }
     void activationBackward(float* delta, const float* pre, const float* post, int64_t count,
                             Activation act) {
@@ -380,6 +388,12 @@ void CudaBackend::bind(const TrainingProblem& problem) {
     if (conv && problem.likelihood != Likelihood::Categorical) {
         throw std::invalid_argument("CudaBackend::bind: CNN members train classifiers");
     }
+    if (conv && problem.adversarialEps > 0.0f) {
+        throw ConfigError("training.adversarial_eps",
+                          "adversarial training is implemented for mlp members; set it to 0 "
+                          "for model.kind cnn");
+    }
+    const bool adversarial = problem.adversarialEps > 0.0f;
     if (problem.rules.size() != static_cast<std::size_t>(members)) {
         throw std::invalid_argument("CudaBackend::bind: one optimizer rule per member needed");
     }
@@ -415,7 +429,7 @@ void CudaBackend::bind(const TrainingProblem& problem) {
         conv ? estimateConvDeviceMemory(layout, training ? problem.trainRows : 0, stepRows,
                                         problem.plan.mode, convChunk)
              : estimateDeviceMemory(layout, training ? problem.trainRows : 0, stepRows,
-                                    problem.plan.mode);
+                                    problem.plan.mode, adversarial);
     checkMemory(estimate);
 
     m_problem = problem;
@@ -501,7 +515,8 @@ void CudaBackend::bind(const TrainingProblem& problem) {
             placeConvStepBuffers(m_convStep, m_stepArena.data(), m_rows.data(), m_buffers,
                                  m_convStepBuffers);
         } else {
-            const StepArena arena = planStepArena(layout, stepRows, problem.plan.mode);
+            const StepArena arena =
+                planStepArena(layout, stepRows, problem.plan.mode, adversarial);
             m_stepArena = DeviceBuffer<float>(arena.floats);
             m_rows = DeviceBuffer<int32_t>(arena.rowSlots);
             placeStepBuffers(arena, m_stepArena.data(), m_rows.data(), m_buffers);
@@ -601,7 +616,7 @@ void CudaBackend::enqueueStep(DeviceExecutor& ex, StepPhase phase) {
                                 m_buffers, m_convStep, m_convStepBuffers, m_shard, phase);
     } else {
         enqueueTrainingStep(ex, m_problem.layout, m_problem.plan, m_problem.activation, m_buffers,
-                            m_problem.likelihood, m_shard, phase);
+                            m_problem.likelihood, m_problem.adversarialEps, m_shard, phase);
     }
 }
 

@@ -24,9 +24,9 @@ __global__ void activationBackwardKernel(float* delta, const float* pre, const f
 }
 
 __global__ void biasGradientKernel(const float* delta, float* gradBias, int rows, int out,
-                                   int64_t count) {
+                                   bool accumulate, int64_t count) {
     for (int64_t j = firstThread(); j < count; j += threadStride()) {
-        biasGradientElement(j, delta, gradBias, rows, out);
+        biasGradientElement(j, delta, gradBias, rows, out, accumulate);
     }
 }
 
@@ -55,12 +55,12 @@ void launchActivationBackward(float* delta, const float* pre, const float* post,
 }
 
 void launchBiasGradient(const float* delta, float* gradBias, int members, int rows, int out,
-                        cudaStream_t stream) {
+                        bool accumulate, cudaStream_t stream) {
     // Adjacent threads own adjacent o, so each step of the row loop reads a coalesced run of
     // one delta row.
     const int64_t count = static_cast<int64_t>(members) * out;
     biasGradientKernel<<<blocksFor(count), kBlockThreads, 0, stream>>>(delta, gradBias, rows, out,
-                                                                       count);
+                                                                       accumulate, count);
     ENSEMBLE_CUDA_CHECK_LAUNCH();
 }
 

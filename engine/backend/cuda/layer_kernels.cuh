@@ -23,6 +23,6 @@ void launchActivationBackward(float* delta, const float* pre, const float* post,
 // gradBias [K][out] = sum over rows of delta [K][rows][out], in row order (deterministic).
 // One thread per (k, o).
 void launchBiasGradient(const float* delta, float* gradBias, int members, int rows, int out,
-                        cudaStream_t stream);
+                        bool accumulate, cudaStream_t stream);
 
 }  // namespace ensemble::gpu

@@ -40,6 +40,12 @@ __global__ void memberLossKernel(const float* rowLoss, const uint8_t* active, in
     }
 }
 
+__global__ void adversarialLossKernel(const float* lossAdv, float* loss, int64_t members) {
+    for (int64_t k = firstThread(); k < members; k += threadStride()) {
+        adversarialLossElement(k, lossAdv, loss);
+    }
+}
+
 __global__ void logSoftmaxKernel(float* z, int classes, int64_t rows) {
     for (int64_t r = firstThread(); r < rows; r += threadStride()) {
         logSoftmaxElement(r, z, classes);
@@ -80,6 +86,11 @@ void launchMemberLoss(const float* rowLoss, const uint8_t* active, int members, 
                       float* loss, cudaStream_t stream) {
     memberLossKernel<<<blocksFor(members), kBlockThreads, 0, stream>>>(rowLoss, active, batch, loss,
                                                                        members);
+    ENSEMBLE_CUDA_CHECK_LAUNCH();
+}
+
+void launchAdversarialLoss(const float* lossAdv, int members, float* loss, cudaStream_t stream) {
+    adversarialLossKernel<<<blocksFor(members), kBlockThreads, 0, stream>>>(lossAdv, loss, members);
     ENSEMBLE_CUDA_CHECK_LAUNCH();
 }
 

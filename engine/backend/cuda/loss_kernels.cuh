@@ -34,6 +34,9 @@ void launchMemberLoss(const float* rowLoss, const uint8_t* active, int members, 
                       float* loss, cudaStream_t stream);
 
 // z [rows][C] -= logsumexp per row, in place. One thread per row.
+// Adversarial training, per member: loss[k] = lossAdv[k] when that is not finite.
+void launchAdversarialLoss(const float* lossAdv, int members, float* loss, cudaStream_t stream);
+
 void launchLogSoftmax(float* z, int64_t rows, int classes, cudaStream_t stream);
 
 }  // namespace ensemble::gpu

@@ -141,9 +141,10 @@ ENSEMBLE_HD inline void activationBackwardElement(int64_t i, float* delta, const
     delta[i] *= activateGrad(act, pre[i], post[i]);
 }
 
-// db[k][o] = sum_b delta[k][b][o], summed in b order (deterministic, no atomics).
+// db[k][o] = sum_b delta[k][b][o], summed in b order (deterministic, no atomics); added to
+// what gradBias holds when `accumulate` (the adversarial pass).
 ENSEMBLE_HD inline void biasGradientElement(int64_t j, const float* delta, float* gradBias,
-                                            int rows, int out) {
+                                            int rows, int out, bool accumulate = false) {
     const int64_t k = j / out;
     const int64_t o = j % out;
     const float* d = delta + k * rows * out + o;
@@ -151,7 +152,26 @@ ENSEMBLE_HD inline void biasGradientElement(int64_t j, const float* delta, float
     for (int b = 0; b < rows; ++b) {
         sum += d[static_cast<int64_t>(b) * out];
     }
-    gradBias[j] = sum;
+    gradBias[j] = accumulate ? gradBias[j] + sum : sum;
+}
+
+// --- adversarial training -----------------------------------------------------------------
+
+// Element i of xAdv [K][B][D], which holds dLoss/dX on entry: member k's input moved by eps *
+// sign(dX) (adversarialInput, math/loss.h), from x [G][B][D] (G = 1 when `shared`).
+ENSEMBLE_HD inline void adversarialInputElement(int64_t i, const float* x, bool shared, int batch,
+                                                int features, float eps, float* xAdv) {
+    const int64_t perMember = static_cast<int64_t>(batch) * features;
+    const float v = shared ? x[i % perMember] : x[i];
+    xAdv[i] = adversarialInput(v, xAdv[i], eps);
+}
+
+// Member k: the reported loss stays the clean one unless the adversarial loss is not finite
+// (then that one, so the update is skipped and the member frozen, as on the CPU).
+ENSEMBLE_HD inline void adversarialLossElement(int64_t k, const float* lossAdv, float* loss) {
+    if (!isFiniteHD(lossAdv[k])) {
+        loss[k] = lossAdv[k];
+    }
 }
 
 // --- loss ---------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ namespace ensemble::gpu {
 // --- batched GEMM arguments -----------------------------------------------------------------
 //
 // Arguments of one cublasSgemmStridedBatched call computing, for every batch entry p,
-//   C_p = op(A_p) * op(B_p)   (alpha = 1, beta = 0)
+//   C_p = op(A_p) * op(B_p) + beta * C_p   (alpha = 1; beta = 0 does not read C)
 // with column-major A_p = A + p * strideA (lda), op(A_p) m x k; op(B_p) k x n; C_p m x n.
 //
 // Our matrices are row-major. A row-major r x c matrix M with leading dimension c is, read
@@ -43,7 +43,14 @@ struct GemmArgs {
     int64_t strideB = 0;
     int64_t strideC = 0;
     int batchCount = 0;
+    float beta = 0.0f;  // 1: add the product to C (the adversarial pass's gradient)
 };
+
+// The same product added to what C holds.
+inline GemmArgs accumulating(GemmArgs g) {
+    g.beta = 1.0f;
+    return g;
+}
 
 // Forward of one layer for all members: Z_k = X_k W_k^T (row-major: X_k rows x in,
 // W_k out x in, Z_k rows x out). Column-major: Z_k^T (out x rows, ld out) = W_k X_k^T, where
@@ -148,9 +155,14 @@ inline int maxOutputWidth(const ParamLayout& layout) {
 // Offsets (in floats) of the training step's float buffers inside one arena, plus the int32
 // row buffer, which lives apart. Sizes, K members, batch B, G = 1 (shared) or K (resample):
 //   x [G][B][D], weights [K][B], rowLoss [K][B], pre_l [K][B][out_l] for every layer,
-//   post_l [K][B][out_l] for hidden layers, delta and deltaPrev [K][B][maxOut] each.
+//   post_l [K][B][out_l] for hidden layers, delta and deltaPrev [K][B][maxOut] each;
+//   with adversarial training also xAdv [K][B][D] (dLoss/dX, then the moved inputs: every
+//   member its own) and lossAdv [K].
 struct StepArena {
     int groups = 1;
+    bool adversarial = false;
+    std::size_t xAdv = 0;
+    std::size_t lossAdv = 0;
     std::size_t x = 0;
     std::size_t weights = 0;
     std::size_t rowLoss = 0;
@@ -162,8 +174,10 @@ struct StepArena {
     std::size_t rowSlots = 0;  // int32 rows: K * B
 };
 
-inline StepArena planStepArena(const ParamLayout& layout, uint32_t batch, BootstrapMode mode) {
+inline StepArena planStepArena(const ParamLayout& layout, uint32_t batch, BootstrapMode mode,
+                               bool adversarial = false) {
     StepArena a;
+    a.adversarial = adversarial;
     const std::size_t k = static_cast<std::size_t>(layout.members());
     const std::size_t b = batch;
     a.groups = mode == BootstrapMode::Resample ? layout.members() : 1;
@@ -186,6 +200,10 @@ inline StepArena planStepArena(const ParamLayout& layout, uint32_t batch, Bootst
     const std::size_t widest = k * b * static_cast<std::size_t>(maxOutputWidth(layout));
     a.delta = take(widest);
     a.deltaPrev = take(widest);
+    if (adversarial) {
+        a.xAdv = take(k * b * static_cast<std::size_t>(layout.inputs()));
+        a.lossAdv = take(k);
+    }
     a.floats = at;
     a.rowSlots = k * b;
     return a;
@@ -254,7 +272,8 @@ inline std::size_t align256(std::size_t bytes) {
 }
 
 inline MemoryEstimate estimateDeviceMemory(const ParamLayout& layout, int64_t trainRows,
-                                           uint32_t batch, BootstrapMode mode) {
+                                           uint32_t batch, BootstrapMode mode,
+                                           bool adversarial = false) {
     MemoryEstimate e;
     const std::size_t k = static_cast<std::size_t>(layout.members());
     const bool training = trainRows > 0 && batch > 0;
@@ -263,7 +282,7 @@ inline MemoryEstimate estimateDeviceMemory(const ParamLayout& layout, int64_t tr
         const std::size_t n = static_cast<std::size_t>(trainRows);
         e.trainSet = align256(n * static_cast<std::size_t>(layout.inputs()) * sizeof(float)) +
                      align256(n * sizeof(int32_t));
-        const StepArena arena = planStepArena(layout, batch, mode);
+        const StepArena arena = planStepArena(layout, batch, mode, adversarial);
         e.stepWorkspace =
             align256(arena.floats * sizeof(float)) + align256(arena.rowSlots * sizeof(int32_t));
     }
@@ -294,6 +313,8 @@ struct StepBuffers {
     float* delta = nullptr;
     float* deltaPrev = nullptr;
     float* rowLoss = nullptr;
+    float* xAdv = nullptr;            // adversarial training only: [K][B][D]
+    float* lossAdv = nullptr;         // adversarial training only: [K]
     float* loss = nullptr;            // [K]
     const uint8_t* active = nullptr;  // [K]
     const OptimizerRule* baseRules = nullptr;
@@ -316,6 +337,8 @@ inline void placeStepBuffers(const StepArena& arena, float* base, int32_t* rows,
     }
     b.delta = base + arena.delta;
     b.deltaPrev = base + arena.deltaPrev;
+    b.xAdv = arena.adversarial ? base + arena.xAdv : nullptr;
+    b.lossAdv = arena.adversarial ? base + arena.lossAdv : nullptr;
     b.rows = rows;
 }
 
@@ -334,25 +357,35 @@ enum class StepPhase : uint8_t { All, Gradient, Update };
 //   prepareRules(base, rules, K, state)            per member: bias corrections for this step
 //   planBatch(plan, K, state, rows, weights, first, n)  per slot (k, b) of rows [first, first + n)
 //   gatherRows(trainX, D, rows, slotCount, x)          per element of x; slotCount = G * B
-//   gemm(args, A, B, C)                            C = op(A) op(B), strided batched
+//   gemm(args, A, B, C)                            C = op(A) op(B) (+ C when args.beta is 1)
 //   biasActivate(z, post, bias, K, rows, out, act) per element of z
 //   softmaxCrossEntropy(logits, trainY, rows, weights, K, n, C, dLogits, rowLoss, B)  per slot
 //   regressionLoss(outputs, trainTargets, rows, weights, K, n, O, likelihood, dOutputs,
 //                  rowLoss, B)                   per slot, instead, for a regression head
 //   memberLoss(rowLoss, active, K, B, loss)        per member
-//   biasGradient(delta, gradBias, K, rows, out)    per (k, o)
+//   biasGradient(delta, gradBias, K, rows, out, accumulate)  per (k, o)
 //   activationBackward(delta, pre, post, count, act)  per element
+//   adversarialInputs(x, shared, K, B, D, eps, xAdv)  per element of xAdv (adversarial only)
+//   adversarialLoss(lossAdv, K, loss)              per member (adversarial only)
 //   applyUpdates(buffers, total)                   per parameter
 //   advanceState(state)                            once
 // Everything stays on the device; the host reads only `loss` afterwards. Math per layer l
 // (row-major, per member): Z_l = A_{l-1} W_l^T + b_l, A_l = f(Z_l); dZ_L = w/B (softmax - 1_y);
 // dW_l = dZ_l^T A_{l-1}; db_l = sum_b dZ_l; dZ_{l-1} = (dZ_l W_l) .* f'(Z_{l-1}).
+//
+// adversarialEps > 0 (the arena planned with `adversarial`): the gradient is that of
+// loss(X) + loss(X'), as CpuBackend trains it (fastTrainMember): the clean pass also computes
+// dX = dZ_0 W_0 into xAdv, which becomes X' = X + eps * sign(dX) per member; a second forward
+// and backward on X' adds its gradient to the clean one (GEMMs with beta 1, accumulated bias
+// sums). `loss` stays the clean loss unless the adversarial one is not finite.
+//
 // With a shard, every buffer holds the replica's n rows and the losses are still scaled by the
 // whole batch's 1/B, so the replicas' gradients and losses add up to the whole batch's.
 template <class Exec>
 void enqueueTrainingStep(Exec& ex, const ParamLayout& layout, const BatchPlanParams& plan,
                          Activation act, const StepBuffers& b,
-                         Likelihood likelihood = Likelihood::Categorical, StepShard shard = {},
+                         Likelihood likelihood = Likelihood::Categorical,
+                         float adversarialEps = 0.0f, StepShard shard = {},
                          StepPhase phase = StepPhase::All) {
     if (phase == StepPhase::Update) {
         ex.applyUpdates(b, static_cast<int64_t>(layout.size()));
@@ -365,48 +398,67 @@ void enqueueTrainingStep(Exec& ex, const ParamLayout& layout, const BatchPlanPar
     const int layers = layout.layerCount();
     const bool shared = plan.mode != BootstrapMode::Resample;
     const int groups = shared ? 1 : members;
+    const bool adversarial = adversarialEps > 0.0f;
 
     ex.prepareRules(b.baseRules, b.rules, members, b.state);
     ex.planBatch(plan, members, b.state, b.rows, b.weights, shard.first,
                  static_cast<uint32_t>(batch));
     ex.gatherRows(b.trainX, layout.inputs(), b.rows, static_cast<int64_t>(groups) * batch, b.x);
 
-    const float* prev = b.x;
-    for (int l = 0; l < layers; ++l) {
-        const LayerSlot& s = layout.layer(l);
-        const std::size_t li = static_cast<std::size_t>(l);
-        ex.gemm(forwardGemm(s.in, s.out, batch, members, l == 0 && shared),
-                b.params + s.weightOffset, prev, b.pre[li]);
-        ex.biasActivate(b.pre[li], b.post[li], b.params + s.biasOffset, members, batch, s.out, act);
-        prev = b.post[li];
-    }
-
-    const std::size_t last = static_cast<std::size_t>(layers - 1);
-    if (likelihood == Likelihood::Categorical) {
-        ex.softmaxCrossEntropy(b.pre[last], b.trainY, b.rows, b.weights, members, batch,
-                               layout.classes(), b.delta, b.rowLoss, normaliser);
-    } else {
-        ex.regressionLoss(b.pre[last], b.trainTargets, b.rows, b.weights, members, batch,
-                          layout.classes(), likelihood, b.delta, b.rowLoss, normaliser);
-    }
-    ex.memberLoss(b.rowLoss, b.active, members, batch, b.loss);
-
-    float* delta = b.delta;
-    float* deltaPrev = b.deltaPrev;
-    for (int l = layers - 1; l >= 0; --l) {
-        const LayerSlot& s = layout.layer(l);
-        const float* input = l > 0 ? b.post[static_cast<std::size_t>(l - 1)] : b.x;
-        ex.gemm(weightGradGemm(s.in, s.out, batch, members, l == 0 && shared), input, delta,
-                b.grad + s.weightOffset);
-        ex.biasGradient(delta, b.grad + s.biasOffset, members, batch, s.out);
-        if (l > 0) {
-            const std::size_t below = static_cast<std::size_t>(l - 1);
-            ex.gemm(inputGradGemm(s.in, s.out, batch, members), b.params + s.weightOffset, delta,
-                    deltaPrev);
-            ex.activationBackward(deltaPrev, b.pre[below], b.post[below],
-                                  static_cast<int64_t>(members) * batch * s.in, act);
-            std::swap(delta, deltaPrev);
+    // Forward from `input` ([G][B][D], stride 0 when `sharedInput`), the loss into `loss`.
+    const auto forwardAndLoss = [&](const float* input, bool sharedInput, float* loss) {
+        const float* prev = input;
+        for (int l = 0; l < layers; ++l) {
+            const LayerSlot& s = layout.layer(l);
+            const std::size_t li = static_cast<std::size_t>(l);
+            ex.gemm(forwardGemm(s.in, s.out, batch, members, l == 0 && sharedInput),
+                    b.params + s.weightOffset, prev, b.pre[li]);
+            ex.biasActivate(b.pre[li], b.post[li], b.params + s.biasOffset, members, batch, s.out,
+                            act);
+            prev = b.post[li];
         }
+        const std::size_t last = static_cast<std::size_t>(layers - 1);
+        if (likelihood == Likelihood::Categorical) {
+            ex.softmaxCrossEntropy(b.pre[last], b.trainY, b.rows, b.weights, members, batch,
+                                   layout.classes(), b.delta, b.rowLoss, normaliser);
+        } else {
+            ex.regressionLoss(b.pre[last], b.trainTargets, b.rows, b.weights, members, batch,
+                              layout.classes(), likelihood, b.delta, b.rowLoss, normaliser);
+        }
+        ex.memberLoss(b.rowLoss, b.active, members, batch, loss);
+    };
+    // Backward into the gradient (added to it when `accumulate`); dX into inputGrad if given.
+    const auto backward = [&](const float* input, bool sharedInput, bool accumulate,
+                              float* inputGrad) {
+        float* delta = b.delta;
+        float* deltaPrev = b.deltaPrev;
+        for (int l = layers - 1; l >= 0; --l) {
+            const LayerSlot& s = layout.layer(l);
+            const float* a = l > 0 ? b.post[static_cast<std::size_t>(l - 1)] : input;
+            const GemmArgs dw = weightGradGemm(s.in, s.out, batch, members, l == 0 && sharedInput);
+            ex.gemm(accumulate ? accumulating(dw) : dw, a, delta, b.grad + s.weightOffset);
+            ex.biasGradient(delta, b.grad + s.biasOffset, members, batch, s.out, accumulate);
+            if (l > 0) {
+                const std::size_t below = static_cast<std::size_t>(l - 1);
+                ex.gemm(inputGradGemm(s.in, s.out, batch, members), b.params + s.weightOffset,
+                        delta, deltaPrev);
+                ex.activationBackward(deltaPrev, b.pre[below], b.post[below],
+                                      static_cast<int64_t>(members) * batch * s.in, act);
+                std::swap(delta, deltaPrev);
+            } else if (inputGrad != nullptr) {
+                ex.gemm(inputGradGemm(s.in, s.out, batch, members), b.params + s.weightOffset,
+                        delta, inputGrad);
+            }
+        }
+    };
+
+    forwardAndLoss(b.x, shared, b.loss);
+    backward(b.x, shared, false, adversarial ? b.xAdv : nullptr);
+    if (adversarial) {
+        ex.adversarialInputs(b.x, shared, members, batch, layout.inputs(), adversarialEps, b.xAdv);
+        forwardAndLoss(b.xAdv, false, b.lossAdv);
+        ex.adversarialLoss(b.lossAdv, members, b.loss);
+        backward(b.xAdv, false, true, nullptr);
     }
 
     if (phase == StepPhase::All) {
