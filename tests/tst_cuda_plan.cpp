@@ -297,8 +297,8 @@ class EmulatedCudaBackend {
         m_loss.assign(problem.rules.size(), 0.0f);
         m_segments = paramSegments(layout);
         const uint32_t stepRows = shard.rows > 0 ? shard.rows : problem.plan.batch;
-        const StepArena arena = planStepArena(layout, stepRows, problem.plan.mode,
-                                              problem.adversarialEps > 0.0f);
+        const StepArena arena =
+            planStepArena(layout, stepRows, problem.plan.mode, problem.adversarialEps > 0.0f);
         // Poison the arena: a buffer read before it is written shows up as NaN.
         m_arena.assign(arena.floats, std::nanf(""));
         m_rows.assign(arena.rowSlots, -1);

@@ -515,8 +515,7 @@ void CudaBackend::bind(const TrainingProblem& problem) {
             placeConvStepBuffers(m_convStep, m_stepArena.data(), m_rows.data(), m_buffers,
                                  m_convStepBuffers);
         } else {
-            const StepArena arena =
-                planStepArena(layout, stepRows, problem.plan.mode, adversarial);
+            const StepArena arena = planStepArena(layout, stepRows, problem.plan.mode, adversarial);
             m_stepArena = DeviceBuffer<float>(arena.floats);
             m_rows = DeviceBuffer<int32_t>(arena.rowSlots);
             placeStepBuffers(arena, m_stepArena.data(), m_rows.data(), m_buffers);
