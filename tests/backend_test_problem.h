@@ -10,11 +10,38 @@
 
 #include "backend/backend.h"
 #include "data/dataset.h"
+#include "model/architecture.h"
 #include "model/mlp.h"
 #include "optim/update_rules.h"
 #include "test_support.h"
 
 namespace ensemble::test {
+
+// model.layers entries, as a test writes a layer stack.
+inline LayerSpec conv(int filters, int kernel, int stride = 1, Padding padding = Padding::Same) {
+    LayerSpec s;
+    s.kind = LayerKind::Conv;
+    s.filters = filters;
+    s.kernel = kernel;
+    s.stride = stride;
+    s.padding = padding;
+    return s;
+}
+
+inline LayerSpec pool(PoolKind kind, int size) {
+    LayerSpec s;
+    s.kind = LayerKind::Pool;
+    s.pool = kind;
+    s.size = size;
+    return s;
+}
+
+inline LayerSpec dense(int units) {
+    LayerSpec s;
+    s.kind = LayerKind::Dense;
+    s.units = units;
+    return s;
+}
 
 struct ProblemShape {
     int64_t rows = 250;

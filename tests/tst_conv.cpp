@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend_test_problem.h"
 #include "core/errors.h"
 #include "io/config.h"
 #include "io/model_io.h"
@@ -170,30 +171,9 @@ Problem makeProblem(Shape input, const std::vector<LayerSpec>& layers, int class
     return p;
 }
 
-LayerSpec conv(int filters, int kernel, int stride = 1, Padding padding = Padding::Same) {
-    LayerSpec s;
-    s.kind = LayerKind::Conv;
-    s.filters = filters;
-    s.kernel = kernel;
-    s.stride = stride;
-    s.padding = padding;
-    return s;
-}
-
-LayerSpec pool(PoolKind kind, int size) {
-    LayerSpec s;
-    s.kind = LayerKind::Pool;
-    s.pool = kind;
-    s.size = size;
-    return s;
-}
-
-LayerSpec dense(int units) {
-    LayerSpec s;
-    s.kind = LayerKind::Dense;
-    s.units = units;
-    return s;
-}
+using test::conv;
+using test::dense;
+using test::pool;
 
 // A small image dataset: 10x10 images of class 0 (a bright vertical bar) or 1 (horizontal), at
 // random positions, with noise.

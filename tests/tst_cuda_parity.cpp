@@ -66,10 +66,12 @@ struct Run {
     std::vector<std::vector<float>> losses;
 };
 
-Run train(Backend& backend, const Problem& p, const std::vector<float>& init, int steps) {
-    backend.bind(p.training);
+// `steps` steps of `problem` from `init` (any model kind, a data-axis replica too).
+Run train(Backend& backend, const TrainingProblem& problem, const std::vector<float>& init,
+          int steps) {
+    backend.bind(problem);
     backend.setParameters(init.data());
-    const std::size_t members = static_cast<std::size_t>(p.training.layout.members());
+    const std::size_t members = static_cast<std::size_t>(problem.layout.members());
     std::vector<uint8_t> active(members, 1);
     Run run;
     for (int i = 0; i < steps; ++i) {
@@ -78,9 +80,13 @@ Run train(Backend& backend, const Problem& p, const std::vector<float>& init, in
         backend.step(stepIndex(i), active.data(), loss.data());
         run.losses.push_back(loss);
     }
-    run.params.resize(p.training.layout.size());
+    run.params.resize(problem.layout.size());
     backend.parameters(run.params.data());
     return run;
+}
+
+Run train(Backend& backend, const Problem& p, const std::vector<float>& init, int steps) {
+    return train(backend, p.training, init, steps);
 }
 
 // CNN members (model.kind cnn): the recipe's layer stack on 28 x 28 images whose class
@@ -121,23 +127,6 @@ ImageProblem makeCnnProblem(BootstrapMode mode) {
         t.rules.push_back(makeRule(OptimizerKind::Sgd, 0.02 * (1 + k), 0.0, k == 0 ? 0.9 : 0.0));
     }
     return p;
-}
-
-Run trainCnn(Backend& backend, const ImageProblem& p, const std::vector<float>& init, int steps) {
-    backend.bind(p.training);
-    backend.setParameters(init.data());
-    const std::size_t members = static_cast<std::size_t>(p.training.layout.members());
-    std::vector<uint8_t> active(members, 1);
-    Run run;
-    for (int i = 0; i < steps; ++i) {
-        setActive(i, active);
-        std::vector<float> loss(members);
-        backend.step(stepIndex(i), active.data(), loss.data());
-        run.losses.push_back(loss);
-    }
-    run.params.resize(p.training.layout.size());
-    backend.parameters(run.params.data());
-    return run;
 }
 
 std::unique_ptr<Backend> makeCuda(bool graphs) {
@@ -497,8 +486,8 @@ void TestCudaParity::cnnParityWithCpu() {
     const int steps = 30;
     CpuBackend cpuBackend;
     const std::unique_ptr<Backend> cudaBackend = makeCudaBackend(kDevice);
-    const Run cpu = trainCnn(cpuBackend, p, init, steps);
-    const Run gpu = trainCnn(*cudaBackend, p, init, steps);
+    const Run cpu = train(cpuBackend, p.training, init, steps);
+    const Run gpu = train(*cudaBackend, p.training, init, steps);
     for (int i = 0; i < steps; ++i) {
         for (std::size_t k = 0; k < cpu.losses[0].size(); ++k) {
             const float c = cpu.losses[static_cast<std::size_t>(i)][k];
@@ -535,11 +524,11 @@ void TestCudaParity::cnnGraphReplayEqualsEagerAndReproduces() {
     initParameters(p.training.layout, 5, init.data());
     const std::unique_ptr<Backend> graphed = makeCuda(true);
     const std::unique_ptr<Backend> eager = makeCuda(false);
-    const Run a = trainCnn(*graphed, p, init, 20);
-    const Run b = trainCnn(*eager, p, init, 20);
+    const Run a = train(*graphed, p.training, init, 20);
+    const Run b = train(*eager, p.training, init, 20);
     QVERIFY(a.losses == b.losses);
     QVERIFY(a.params == b.params);
-    const Run c = trainCnn(*graphed, p, init, 20);  // bound again: the same run
+    const Run c = train(*graphed, p.training, init, 20);  // bound again: the same run
     QVERIFY(a.params == c.params);
 }
 
@@ -588,24 +577,10 @@ void TestCudaParity::dataAxisReplicasMatchOneBackend() {
     const int steps = 20;
     const std::size_t members = static_cast<std::size_t>(base.layout.members());
 
-    auto run = [&](Backend& backend, const TrainingProblem& problem, Run& out) {
-        backend.bind(problem);
-        backend.setParameters(init.data());
-        std::vector<uint8_t> active(members, 1);
-        for (int i = 0; i < steps; ++i) {
-            setActive(i, active);
-            std::vector<float> loss(members);
-            backend.step(stepIndex(i), active.data(), loss.data());
-            out.losses.push_back(loss);
-        }
-        out.params.resize(problem.layout.size());
-        backend.parameters(out.params.data());
-    };
-
     Run one;
     {
         const std::unique_ptr<Backend> backend = makeCudaBackend(kDevice);
-        run(*backend, base, one);
+        one = train(*backend, base, init, steps);
     }
     const int replicas = 2;
     ThreadSum sum(replicas);
@@ -620,7 +595,7 @@ void TestCudaParity::dataAxisReplicasMatchOneBackend() {
                 problem.shard.count = replicas;
                 problem.shard.sum = [&sum, d](float* v, std::size_t n) { sum.sum(d, v, n); };
                 const std::unique_ptr<Backend> backend = makeCudaBackend(kDevice);
-                run(*backend, problem, shards[static_cast<std::size_t>(d)]);
+                shards[static_cast<std::size_t>(d)] = train(*backend, problem, init, steps);
             } catch (const std::exception& e) {
                 errors[static_cast<std::size_t>(d)] = e.what();
             }

@@ -557,31 +557,6 @@ ImageProblem makeImageProblem(Shape input, const std::vector<LayerSpec>& layers,
     return p;
 }
 
-LayerSpec convSpec(int filters, int kernel, int stride, Padding padding) {
-    LayerSpec s;
-    s.kind = LayerKind::Conv;
-    s.filters = filters;
-    s.kernel = kernel;
-    s.stride = stride;
-    s.padding = padding;
-    return s;
-}
-
-LayerSpec poolSpec(PoolKind kind, int size) {
-    LayerSpec s;
-    s.kind = LayerKind::Pool;
-    s.pool = kind;
-    s.size = size;
-    return s;
-}
-
-LayerSpec denseSpec(int units) {
-    LayerSpec s;
-    s.kind = LayerKind::Dense;
-    s.units = units;
-    return s;
-}
-
 // The architectures the CNN emulation runs: the recipe's shape in small, strides and valid
 // padding, a pool first (shared input copies up to the first conv) with a floor division and
 // an even "same" kernel, and a two-channel input (the channels-last conversion).
@@ -594,17 +569,19 @@ ConvCase convCase(int which) {
     switch (which) {
         case 0:
             return {{1, 8, 8},
-                    {convSpec(4, 3, 1, Padding::Same), poolSpec(PoolKind::Avg, 2),
-                     convSpec(6, 3, 1, Padding::Valid), poolSpec(PoolKind::Max, 2), denseSpec(5)}};
+                    {test::conv(4, 3, 1, Padding::Same), test::pool(PoolKind::Avg, 2),
+                     test::conv(6, 3, 1, Padding::Valid), test::pool(PoolKind::Max, 2),
+                     test::dense(5)}};
         case 1:
             return {{1, 9, 9},
-                    {convSpec(3, 3, 2, Padding::Same), convSpec(4, 2, 1, Padding::Valid),
-                     denseSpec(7)}};
+                    {test::conv(3, 3, 2, Padding::Same), test::conv(4, 2, 1, Padding::Valid),
+                     test::dense(7)}};
         case 2:
-            return {{1, 8, 8},
-                    {poolSpec(PoolKind::Max, 3), convSpec(5, 2, 1, Padding::Same), denseSpec(6)}};
+            return {
+                {1, 8, 8},
+                {test::pool(PoolKind::Max, 3), test::conv(5, 2, 1, Padding::Same), test::dense(6)}};
         default:
-            return {{2, 6, 6}, {convSpec(3, 3, 1, Padding::Same), poolSpec(PoolKind::Avg, 2)}};
+            return {{2, 6, 6}, {test::conv(3, 3, 1, Padding::Same), test::pool(PoolKind::Avg, 2)}};
     }
 }
 
