@@ -39,7 +39,7 @@ class TestConfig : public QObject {
 
 void TestConfig::emptyConfigTakesDefaults() {
     const ExperimentConfig c = parseConfig(json::object());
-    QCOMPARE(c.dataset.kind, std::string("spirals"));
+    QVERIFY(c.dataset.kind == DatasetKind::Spirals);
     QCOMPARE(c.ensemble.members, 8);
     QCOMPARE(c.optimizer.lr.size(), std::size_t(8));
     QCOMPARE(c.model.hidden, (std::vector<int>{32, 32}));
@@ -160,7 +160,7 @@ void TestConfig::overridesSetDottedKeys() {
     QVERIFY_THROWS_EXCEPTION(ConfigError, applyOverride(root, "ensemble.members.x=1"));
     const ExperimentConfig c = parseConfig(root);
     QCOMPARE(c.ensemble.members, 100);
-    QCOMPARE(c.dataset.kind, std::string("moons"));
+    QVERIFY(c.dataset.kind == DatasetKind::Moons);
 }
 
 void TestConfig::everyPresetParses() {
@@ -179,7 +179,7 @@ void TestConfig::everyPresetParses() {
     // The CNN presets are the recipe (seed 000): K = 4, SGD 0.1 / 0.9, batch 128.
     for (const char* name : {"mnist-cnn", "fashion-mnist-cnn"}) {
         const ExperimentConfig cnn = parseConfig(loadConfigJson(name));
-        QCOMPARE(cnn.model.kind, std::string("cnn"));
+        QVERIFY(cnn.model.kind == ModelKind::Cnn);
         QCOMPARE(cnn.model.layers, recipeLayers());
         QCOMPARE(cnn.ensemble.members, 4);
         QVERIFY(cnn.optimizer.kind == OptimizerKind::Sgd);
@@ -291,7 +291,7 @@ void TestConfig::enumNamesRoundTrip() {
 void TestConfig::conditionalKeysApplyOnlyWhenTheirConditionHolds() {
     // model.hidden applies only to MLPs: today's files (no model.kind) keep loading.
     const ExperimentConfig mlp = parseConfig(json::parse(R"({"model": {"hidden": [4]}})"));
-    QCOMPARE(mlp.model.kind, std::string("mlp"));
+    QVERIFY(mlp.model.kind == ModelKind::Mlp);
     QCOMPARE(mlp.model.hidden, std::vector<int>{4});
     QVERIFY(keyApplies(keySpec("model.hidden"), mlp.json));
     // A condition that does not hold: the key is neither filled nor accepted.

@@ -525,7 +525,7 @@ class TestData : public QObject {
 
     void loadGeneratedSplit() {
         DatasetConfig c;
-        c.kind = "moons";
+        c.kind = DatasetKind::Moons;
         c.n = 500;
         c.noise = 0.1;
         c.testFraction = 0.2;
@@ -556,20 +556,19 @@ class TestData : public QObject {
         QCOMPARE(labelCounts(limited.train).size(), std::size_t(2));
 
         c = DatasetConfig{};
-        c.kind = "blobs";
+        c.kind = DatasetKind::Blobs;
         c.classes = 6;
         c.n = 600;
         QCOMPARE(loadDataSplit(c).classes, 6);
-        for (const char* kind : {"spirals", "circles", "xor"}) {
+        for (const DatasetKind kind :
+             {DatasetKind::Spirals, DatasetKind::Circles, DatasetKind::Xor}) {
             c.kind = kind;
             const DataSplit k = loadDataSplit(c);
             QCOMPARE(k.classes, 2);
-            QCOMPARE(k.name, std::string(kind));
+            QCOMPARE(k.name, std::string(toString(kind)));
             QCOMPARE(k.train.rows + k.test.rows, int64_t(600));
         }
-        c.kind = "nope";
-        EXPECT_PARTS(errorOf<ConfigError>([&] { loadDataSplit(c); }), "dataset.kind", "nope");
-        c.kind = "spirals";
+        c.kind = DatasetKind::Spirals;
         c.testFraction = 1.5;
         EXPECT_PARTS(errorOf<ConfigError>([&] { loadDataSplit(c); }), "test_fraction");
     }
@@ -745,7 +744,7 @@ class TestData : public QObject {
             writeCsvText("train.csv", "a,b,label\n1,2,0\n3,4,1\n5,6,0\n7,8,1\n");
         const std::string test = writeCsvText("test.csv", "a,b,label\n1,1,3\n");
         DatasetConfig c;
-        c.kind = "csv";
+        c.kind = DatasetKind::Csv;
         c.path = train;
         c.testPath = test;
         const DataSplit s = loadDataSplit(c);
@@ -894,7 +893,7 @@ class TestData : public QObject {
         writeBytes(folder + "/t10k-images-idx3-ubyte", idxImages(10, 4, 3, imagePixels(10, 4, 3)));
         writeBytes(folder + "/t10k-labels-idx1-ubyte", idxLabels(10, labelBytes(10)));
         DatasetConfig c;
-        c.kind = "mnist";
+        c.kind = DatasetKind::Mnist;
         c.path = folder;
         const DataSplit s = loadDataSplit(c);
         QCOMPARE(s.name, std::string("mnist"));
@@ -918,7 +917,7 @@ class TestData : public QObject {
         // Kaggle's spelling is accepted too.
         QVERIFY(QFile::rename(dir.filePath(QStringLiteral("t10k-images-idx3-ubyte")),
                               dir.filePath(QStringLiteral("t10k-images.idx3-ubyte"))));
-        c.kind = "fashion-mnist";
+        c.kind = DatasetKind::FashionMnist;
         QCOMPARE(loadDataSplit(c).name, std::string("fashion-mnist"));
 
         // Labels beyond the ten classes.
@@ -944,14 +943,15 @@ class TestData : public QObject {
         qputenv("XDG_DATA_HOME", QByteArray::fromStdString(xdg));
         qputenv("HOME", QByteArray::fromStdString(home));
 
-        QCOMPARE(defaultDataFolders("mnist"), std::vector<std::string>{xdg + "/ensemblelab/mnist"});
-        const std::vector<std::string> fashion = defaultDataFolders("fashion-mnist");
+        QCOMPARE(defaultDataFolders(DatasetKind::Mnist),
+                 std::vector<std::string>{xdg + "/ensemblelab/mnist"});
+        const std::vector<std::string> fashion = defaultDataFolders(DatasetKind::FashionMnist);
         QCOMPARE(fashion.size(), std::size_t(2));
         QCOMPARE(fashion[0], xdg + "/ensemblelab/fashion-mnist");
         QCOMPARE(fashion[1], std::string("/usr/share/datasets/fashion-mnist"));
 
         DatasetConfig c;
-        c.kind = "mnist";
+        c.kind = DatasetKind::Mnist;
         EXPECT_PARTS(errorOf<DataError>([&] { loadDataSplit(c); }), "mnist",
                      xdg + "/ensemblelab/mnist", "no such folder", "scripts/fetch-mnist.sh",
                      "dataset.path");
@@ -964,13 +964,13 @@ class TestData : public QObject {
         QVERIFY2(partial.find("missing train-images") == std::string::npos, partial.c_str());
 
         if (!hasMnistFiles("/usr/share/datasets/fashion-mnist")) {
-            c.kind = "fashion-mnist";
+            c.kind = DatasetKind::FashionMnist;
             EXPECT_PARTS(errorOf<DataError>([&] { loadDataSplit(c); }), "fashion-mnist",
                          xdg + "/ensemblelab/fashion-mnist", "/usr/share/datasets/fashion-mnist",
                          "apt install dataset-fashion-mnist", "dataset.path");
         }
 
-        c.kind = "mnist";
+        c.kind = DatasetKind::Mnist;
         c.path = dir.filePath(QStringLiteral("elsewhere")).toStdString();
         const std::string explicitPath = errorOf<DataError>([&] { loadDataSplit(c); });
         EXPECT_PARTS(explicitPath, c.path, "dataset.path");
@@ -978,10 +978,10 @@ class TestData : public QObject {
 
         // A relative XDG_DATA_HOME is invalid (XDG base directory spec): HOME is used.
         qputenv("XDG_DATA_HOME", "relative/dir");
-        QCOMPARE(defaultDataFolders("mnist"),
+        QCOMPARE(defaultDataFolders(DatasetKind::Mnist),
                  std::vector<std::string>{home + "/.local/share/ensemblelab/mnist"});
         qunsetenv("XDG_DATA_HOME");
-        QCOMPARE(defaultDataFolders("mnist"),
+        QCOMPARE(defaultDataFolders(DatasetKind::Mnist),
                  std::vector<std::string>{home + "/.local/share/ensemblelab/mnist"});
     }
 
@@ -989,7 +989,7 @@ class TestData : public QObject {
     // dataset-fashion-mnist); skipped otherwise.
     void realMnistIfPresent() {
         bool any = false;
-        for (const char* kind : {"mnist", "fashion-mnist"}) {
+        for (const DatasetKind kind : {DatasetKind::Mnist, DatasetKind::FashionMnist}) {
             std::string folder;
             for (const std::string& f : defaultDataFolders(kind)) {
                 if (hasMnistFiles(f)) {
@@ -1082,11 +1082,11 @@ class TestData : public QObject {
         // A regression split: targets follow their rows; the target normalisation is the
         // train split's mean and population std.
         DatasetConfig cfg;
-        cfg.kind = "cubic";
+        cfg.kind = DatasetKind::Cubic;
         cfg.n = 220;
         cfg.noise = 3.0;
         cfg.testFraction = 0.9090909;
-        cfg.task = "regression";
+        cfg.task = DataTask::Regression;
         const DataSplit split = loadDataSplit(cfg);
         QVERIFY(split.regression);
         QCOMPARE(split.classes, 0);
@@ -1139,8 +1139,8 @@ class TestData : public QObject {
 
         // Through loadDataSplit, and a train split whose target is constant.
         DatasetConfig c;
-        c.kind = "csv";
-        c.task = "regression";
+        c.kind = DatasetKind::Csv;
+        c.task = DataTask::Regression;
         c.target = "y";
         c.path = ok;
         c.testFraction = 0.0;

@@ -79,7 +79,7 @@ void TestMnist::evalFlagsFashionMnistAsOutOfDistribution() {
         QSKIP("the MNIST ensemble was not trained");
     }
     DatasetConfig fashion;
-    fashion.kind = "fashion-mnist";
+    fashion.kind = DatasetKind::FashionMnist;
     try {
         loadDataSplit(fashion);
     } catch (const std::exception& e) {

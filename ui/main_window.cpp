@@ -54,6 +54,7 @@
 #include "views/images_view.h"
 #include "views/members_view.h"
 #include "views/regression_view.h"
+#include "data_kinds.h"
 #include "views/sweep_view.h"
 #include "widgets/elided_label.h"
 
@@ -560,7 +561,7 @@ void MainWindow::loadExperiment(const nlohmann::json& config, const QString& pre
     const nlohmann::json loaded = m_panel->config();
     const nlohmann::json& kind = loaded["dataset"]["kind"];
     m_panel->setUntilPaused(!preset.isEmpty() && kind.is_string() &&
-                            isGenerated(kind.get<std::string>()));
+                            datasetKindNamed(QString::fromStdString(kind.get<std::string>())).planar);
     if (m_panel->isValid()) {
         startRun();
     } else {

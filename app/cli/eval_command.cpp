@@ -73,7 +73,10 @@ Dataset loadOod(const std::string& what, const DatasetConfig& base, int features
         return readCsvFeatures(what, features);
     }
     DatasetConfig c = base;
-    c.kind = what;
+    if (!enumFromName(what, c.kind)) {
+        throw ConfigError("--ood: '" + what + "' is neither a readable file nor a dataset kind (" +
+                          namesText<DatasetKind>() + ")");
+    }
     c.path.clear();
     c.testPath.clear();
     c.limit = 0;
@@ -81,8 +84,7 @@ Dataset loadOod(const std::string& what, const DatasetConfig& base, int features
     try {
         split = loadDataSplit(c);
     } catch (const ConfigError& e) {
-        throw ConfigError("--ood: '" + what + "' is neither a readable file nor a dataset kind (" +
-                          e.what() + ")");
+        throw ConfigError("--ood " + what + ": " + e.what());
     }
     if (split.train.features != features) {
         throw DataError("--ood " + what + ": " + std::to_string(split.train.features) +

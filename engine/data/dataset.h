@@ -56,6 +56,10 @@ struct DataSplit {
     Dataset test;
     Normalization normalization;
 
+    // Whether the inputs are points in the plane (two features, not images): the data the
+    // Boundary view and the uncertainty maps draw over a grid.
+    bool planar() const { return !isImage && train.features == 2; }
+
     // The shape of one input: [1, height, width] for images, [features, 1, 1] otherwise.
     Shape inputShape() const {
         return isImage ? Shape{1, imageHeight, imageWidth} : Shape{train.features, 1, 1};
@@ -70,10 +74,6 @@ DataSplit loadDataSplit(const DatasetConfig& config);
 
 // The train split's standardised targets, (target - targetMean) / targetStd.
 std::vector<float> standardizedTargets(const Dataset& data, const Normalization& n);
-
-// Whether `kind` (dataset.kind) is one of the 2-D generators (spirals, moons, circles, xor,
-// blobs), as opposed to a file (csv) or an image dataset.
-bool isGenerated(const std::string& kind);
 
 // The 2-D generators. Labels in [0, classes). Deterministic in `seed`.
 // Two spirals exactly as Whitney (2021): t = linspace(0,1,n); r = sqrt(t);
@@ -93,8 +93,6 @@ Dataset makeSine(int64_t n, uint64_t seed);
 // linear: x ~ N(0, I_d), y = x . w + b + noise * N(0, 1), with w_j, b ~ N(0, 1) drawn from
 // `seed` (the same w and b for every n).
 Dataset makeLinear(int64_t n, int features, double noise, uint64_t seed);
-// Whether `kind` is a regression generator (cubic, sine, linear).
-bool isRegressionGenerator(const std::string& kind);
 
 // CSV with a header row, numeric feature columns and an integer `label` column (any position).
 // Labels must be 0..C-1. `classes` is set to max label + 1.
@@ -143,7 +141,8 @@ struct TrainTest {
 // are fewer than 2 rows.
 TrainTest splitTrainTest(const Dataset& data, double testFraction, uint64_t seed);
 
-// Where MNIST-like data is looked for when dataset.path is empty, in order.
-std::vector<std::string> defaultDataFolders(const std::string& kind);
+// Where MNIST-like data of `kind` (an IdxImages kind) is looked for when dataset.path is empty,
+// in order.
+std::vector<std::string> defaultDataFolders(DatasetKind kind);
 
 }  // namespace ensemble

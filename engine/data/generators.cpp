@@ -205,10 +205,6 @@ double uniformAt(uint64_t seed, GenStream stream, int64_t i, double lo, double h
 
 }  // namespace
 
-bool isRegressionGenerator(const std::string& kind) {
-    return kind == "cubic" || kind == "sine" || kind == "linear";
-}
-
 Dataset makeCubic(int64_t n, double noise, uint64_t seed) {
     checkParameters("cubic", n, noise);
     Dataset d = emptyRegression(n, 1);
@@ -262,6 +258,43 @@ Dataset makeLinear(int64_t n, int features, double noise, uint64_t seed) {
         d.target[static_cast<std::size_t>(i)] = static_cast<float>(y + noise * e.a);
     }
     return d;
+}
+
+// The rows' generators (data/dataset_kinds.h): the config's parameters for each kind.
+Dataset generateSpirals(const DatasetConfig& c) {
+    return makeSpirals(c.n, c.noise, c.rotations, c.seed);
+}
+
+Dataset generateMoons(const DatasetConfig& c) {
+    return makeMoons(c.n, c.noise, c.seed);
+}
+
+Dataset generateCircles(const DatasetConfig& c) {
+    return makeCircles(c.n, c.noise, c.seed);
+}
+
+Dataset generateXor(const DatasetConfig& c) {
+    return makeXor(c.n, c.noise, c.seed);
+}
+
+Dataset generateBlobs(const DatasetConfig& c) {
+    if (c.classes < 2) {
+        throw ConfigError("dataset.classes: blobs need at least 2 classes, got " +
+                          std::to_string(c.classes));
+    }
+    return makeBlobs(c.n, c.classes, c.noise, c.seed);
+}
+
+Dataset generateCubic(const DatasetConfig& c) {
+    return makeCubic(c.n, c.noise, c.seed);
+}
+
+Dataset generateSine(const DatasetConfig& c) {
+    return makeSine(c.n, c.seed);
+}
+
+Dataset generateLinear(const DatasetConfig& c) {
+    return makeLinear(c.n, c.features, c.noise, c.seed);
 }
 
 }  // namespace ensemble

@@ -24,17 +24,11 @@ constexpr const char* kTrainImages = "train-images-idx3-ubyte";
 constexpr const char* kTrainLabels = "train-labels-idx1-ubyte";
 constexpr const char* kTestImages = "t10k-images-idx3-ubyte";
 constexpr const char* kTestLabels = "t10k-labels-idx1-ubyte";
-constexpr int kMnistClasses = 10;
 
 // Constant columns (population std below this) are only centred, not scaled.
 constexpr double kMinStd = 1e-6;
 
 }  // namespace
-
-bool isGenerated(const std::string& kind) {
-    return kind == "spirals" || kind == "moons" || kind == "circles" || kind == "xor" ||
-           kind == "blobs";
-}
 
 namespace {
 
@@ -57,8 +51,7 @@ struct IdxFiles {
 
 // The first folder that holds all four files; otherwise a DataError that lists every folder
 // looked in, what each lacked, and how to get the data.
-IdxFiles locateMnist(const std::string& kind, const std::vector<std::string>& folders,
-                     bool fromConfig) {
+IdxFiles locateMnist(DatasetKind kind, const std::vector<std::string>& folders, bool fromConfig) {
     std::string looked;
     for (const std::string& folder : folders) {
         std::error_code ec;
@@ -89,21 +82,13 @@ IdxFiles locateMnist(const std::string& kind, const std::vector<std::string>& fo
     std::string how;
     if (fromConfig) {
         how = "Point dataset.path at a folder holding " + fileList + ".";
-    } else if (kind == "fashion-mnist") {
-        how =
-            "Get it with `sudo apt install dataset-fashion-mnist` (installs "
-            "/usr/share/datasets/fashion-mnist), or put " +
-            fileList + " from https://github.com/zalandoresearch/fashion-mnist into " +
-            (folders.empty() ? std::string("a folder") : folders.front()) +
-            ", or set dataset.path to the folder holding them.";
     } else {
-        how =
-            "Get it with `scripts/fetch-mnist.sh` (downloads into " +
-            (folders.empty() ? std::string("~/.local/share/ensemblelab/mnist") : folders.front()) +
-            "), or set dataset.path to a folder holding " + fileList + ".";
+        how = std::string(datasetKindInfo(kind).howToGet) + ", or put " + fileList + " into " +
+              (folders.empty() ? std::string("a folder") : folders.front()) +
+              ", or set dataset.path to the folder holding them.";
     }
-    throw DataError(ErrorKind::ImageData,
-                    kind + ": data not found. Looked in:" + looked + "\n" + how);
+    throw DataError(ErrorKind::ImageData, std::string(datasetKindInfo(kind).name) +
+                                              ": data not found. Looked in:" + looked + "\n" + how);
 }
 
 void checkLabels(const Dataset& data, int classes, const std::string& what) {
@@ -115,32 +100,6 @@ void checkLabels(const Dataset& data, int classes, const std::string& what) {
                                                       std::to_string(classes - 1));
         }
     }
-}
-
-Dataset generate(const DatasetConfig& c) {
-    if (c.kind == "spirals") {
-        return makeSpirals(c.n, c.noise, c.rotations, c.seed);
-    }
-    if (c.kind == "moons") {
-        return makeMoons(c.n, c.noise, c.seed);
-    }
-    if (c.kind == "circles") {
-        return makeCircles(c.n, c.noise, c.seed);
-    }
-    if (c.kind == "xor") {
-        return makeXor(c.n, c.noise, c.seed);
-    }
-    return makeBlobs(c.n, c.classes, c.noise, c.seed);
-}
-
-Dataset generateRegression(const DatasetConfig& c) {
-    if (c.kind == "cubic") {
-        return makeCubic(c.n, c.noise, c.seed);
-    }
-    if (c.kind == "sine") {
-        return makeSine(c.n, c.seed);
-    }
-    return makeLinear(c.n, c.features, c.noise, c.seed);
 }
 
 void loadRegressionCsv(const DatasetConfig& c, DataSplit& split) {
@@ -221,9 +180,9 @@ void loadMnist(const DatasetConfig& c, DataSplit& split) {
                             std::to_string(height) + "x" + std::to_string(width) + " as in " +
                             files.trainImages);
     }
-    split.classes = kMnistClasses;
-    checkLabels(split.train, kMnistClasses, files.trainLabels);
-    checkLabels(split.test, kMnistClasses, files.testLabels);
+    split.classes = datasetKindInfo(c.kind).classes;
+    checkLabels(split.train, split.classes, files.trainLabels);
+    checkLabels(split.test, split.classes, files.testLabels);
     split.isImage = true;
     split.imageWidth = width;
     split.imageHeight = height;
@@ -244,7 +203,8 @@ void fitTargetNormalization(DataSplit& split, const DatasetConfig& config) {
     }
     const double sd = t.empty() ? 0.0 : std::sqrt(squares / static_cast<double>(t.size()));
     if (!(sd > 0.0) || !std::isfinite(sd)) {
-        const std::string origin = config.kind == "csv" ? config.path : split.name;
+        const std::string origin =
+            datasetKindInfo(config.kind).source == DataSource::CsvFile ? config.path : split.name;
         throw DataError(ErrorKind::Csv,
                         origin + ": column '" + split.train.targetName +
                             "': the train split's target is constant (std 0), so it cannot be "
@@ -377,18 +337,19 @@ TrainTest splitTrainTest(const Dataset& data, double testFraction, uint64_t seed
     return parts;
 }
 
-std::vector<std::string> defaultDataFolders(const std::string& kind) {
+std::vector<std::string> defaultDataFolders(DatasetKind kind) {
+    const DatasetKindInfo& info = datasetKindInfo(kind);
     std::vector<std::string> folders;
     // XDG base directories: a relative XDG_DATA_HOME is invalid and must be ignored.
     const char* xdg = std::getenv("XDG_DATA_HOME");
     const char* home = std::getenv("HOME");
     if (xdg != nullptr && xdg[0] == '/') {
-        folders.push_back((fs::path(xdg) / "ensemblelab" / kind).string());
+        folders.push_back((fs::path(xdg) / "ensemblelab" / info.name).string());
     } else if (home != nullptr && home[0] != '\0') {
-        folders.push_back((fs::path(home) / ".local/share/ensemblelab" / kind).string());
+        folders.push_back((fs::path(home) / ".local/share/ensemblelab" / info.name).string());
     }
-    if (kind == "fashion-mnist") {
-        folders.push_back("/usr/share/datasets/fashion-mnist");  // Debian's dataset-fashion-mnist
+    if (info.systemFolder[0] != '\0') {
+        folders.push_back(info.systemFolder);
     }
     return folders;
 }
@@ -402,31 +363,26 @@ DataSplit loadDataSplit(const DatasetConfig& config) {
         throw ConfigError("dataset.limit: expected 0 (all rows) or more, got " +
                           std::to_string(config.limit));
     }
+    const DatasetKindInfo& info = datasetKindInfo(config.kind);
     DataSplit split;
-    split.name = config.kind;
-    if (isGenerated(config.kind)) {
-        if (config.kind == "blobs" && config.classes < 2) {
-            throw ConfigError("dataset.classes: blobs need at least 2 classes, got " +
-                              std::to_string(config.classes));
+    split.name = info.name;
+    switch (info.source) {
+        case DataSource::Generator: {
+            split.regression = info.task == DataTask::Regression;
+            split.classes =
+                split.regression ? 0 : (info.classes > 0 ? info.classes : config.classes);
+            TrainTest parts =
+                splitTrainTest(info.generate(config), config.testFraction, config.seed);
+            split.train = std::move(parts.train);
+            split.test = std::move(parts.test);
+            break;
         }
-        split.classes = config.kind == "blobs" ? config.classes : 2;
-        TrainTest parts = splitTrainTest(generate(config), config.testFraction, config.seed);
-        split.train = std::move(parts.train);
-        split.test = std::move(parts.test);
-    } else if (isRegressionGenerator(config.kind)) {
-        split.regression = true;
-        TrainTest parts =
-            splitTrainTest(generateRegression(config), config.testFraction, config.seed);
-        split.train = std::move(parts.train);
-        split.test = std::move(parts.test);
-    } else if (config.kind == "csv") {
-        loadCsv(config, split);
-    } else if (config.kind == "mnist" || config.kind == "fashion-mnist") {
-        loadMnist(config, split);
-    } else {
-        throw ConfigError("dataset.kind: unknown kind '" + config.kind +
-                          "' (expected spirals, moons, circles, xor, blobs, cubic, sine, linear, "
-                          "csv, mnist or fashion-mnist)");
+        case DataSource::CsvFile:
+            loadCsv(config, split);
+            break;
+        case DataSource::IdxImages:
+            loadMnist(config, split);
+            break;
     }
 
     if (config.limit > 0 && config.limit < split.train.rows) {

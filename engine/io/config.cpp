@@ -389,10 +389,6 @@ ScheduledChange parseScheduledChange(const json& configJson, int64_t step, const
     return change;
 }
 
-bool DatasetConfig::regression() const {
-    return task == "regression";
-}
-
 int64_t ExperimentConfig::totalSteps(int64_t trainRows) const {
     if (training.epochs > 0.0) {
         const double samples = training.epochs * static_cast<double>(trainRows);
@@ -425,13 +421,17 @@ std::vector<uint8_t> ExperimentConfig::switchedOnAt(int64_t step) const {
 Architecture modelArchitecture(const ModelConfig& model, Shape input, int classes) {
     // The head's width follows the likelihood (model/likelihood.h).
     const int outputs = headOutputs(model.likelihood, classes);
-    if (model.kind == "cnn") {
-        return Architecture::stack(input, model.layers, outputs);
+    switch (model.kind) {
+        case ModelKind::Cnn:
+            return Architecture::stack(input, model.layers, outputs);
+        case ModelKind::Mlp: {
+            std::vector<int> widths{static_cast<int>(input.size())};
+            widths.insert(widths.end(), model.hidden.begin(), model.hidden.end());
+            widths.push_back(outputs);
+            return Architecture::mlp(widths);
+        }
     }
-    std::vector<int> widths{static_cast<int>(input.size())};
-    widths.insert(widths.end(), model.hidden.begin(), model.hidden.end());
-    widths.push_back(outputs);
-    return Architecture::mlp(widths);
+    throw std::logic_error("modelArchitecture: a model.kind without a case");
 }
 
 json defaultConfigJson() {
@@ -446,7 +446,8 @@ ExperimentConfig parseConfig(const json& input) {
 
     ExperimentConfig c;
     DatasetConfig& d = c.dataset;
-    d.kind = v.choice("dataset.kind");
+    d.kind = v.choice<DatasetKind>("dataset.kind");
+    const DatasetKindInfo& dataKind = datasetKindInfo(d.kind);
     d.n = v.integer("dataset.n");
     d.noise = v.number("dataset.noise");
     d.rotations = v.number("dataset.rotations");
@@ -457,41 +458,47 @@ ExperimentConfig parseConfig(const json& input) {
     d.testPath = v.text("dataset.test_path");
     d.limit = v.integer("dataset.limit");
     d.features = static_cast<int>(v.integer("dataset.features"));
-    d.task = d.kind == "csv"
-                 ? v.choice("dataset.task")
-                 : (d.kind == "cubic" || d.kind == "sine" || d.kind == "linear" ? "regression"
-                                                                                : "classification");
-    d.target = d.task == "regression" ? (d.kind == "csv" ? v.text("dataset.target") : "y") : "";
-    if (d.kind == "csv" && d.path.empty()) {
+    d.task = dataKind.taskFromConfig ? v.choice<DataTask>("dataset.task") : dataKind.task;
+    d.target = d.regression() ? (dataKind.taskFromConfig ? v.text("dataset.target") : "y") : "";
+    if (dataKind.source == DataSource::CsvFile && d.path.empty()) {
         throw ConfigError("dataset.path", "the csv dataset needs the path of a CSV file");
     }
-    if (d.kind == "csv" && d.task == "regression" && d.target.empty()) {
+    if (d.regression() && d.target.empty()) {
         throw ConfigError("dataset.target", "a regression CSV needs the name of its target column");
     }
 
-    c.model.kind = v.choice("model.kind");
+    c.model.kind = v.choice<ModelKind>("model.kind");
+    const ModelKindInfo& modelKind = modelKindInfo(c.model.kind);
     c.model.activation = v.choice<Activation>("model.activation");
     c.model.likelihood = v.choice<Likelihood>("model.likelihood");
     // The head has to fit the task: probabilities of classes or a distribution over a number.
     if (d.regression() != isRegression(c.model.likelihood)) {
-        const std::string what = d.kind == "csv" ? "dataset.task is " + d.task
-                                                 : "dataset.kind " + d.kind + " is " + d.task;
+        const std::string task = toString(d.task);
+        const std::string what = dataKind.taskFromConfig
+                                     ? "dataset.task is " + task
+                                     : "dataset.kind " + std::string(dataKind.name) + " is " + task;
         throw ConfigError("model.likelihood",
-                          d.regression()
-                              ? "categorical does not fit a regression dataset (" + what +
-                                    "): use gaussian or mse"
-                              : std::string(toString(c.model.likelihood)) +
-                                    " needs a regression dataset (" + what +
-                                    "): use categorical, or a regression dataset (cubic, sine, "
-                                    "linear, or csv with dataset.task regression)");
+                          d.regression() ? "categorical does not fit a regression dataset (" +
+                                               what + "): use gaussian or mse"
+                                         : std::string(toString(c.model.likelihood)) +
+                                               " needs a regression dataset (" + what +
+                                               "): use categorical, or a regression dataset (" +
+                                               datasetKindNames([](const DatasetKindInfo& k) {
+                                                   return k.task == DataTask::Regression ||
+                                                          k.taskFromConfig;
+                                               }) +
+                                               ", the last with dataset.task regression)");
     }
-    if (c.model.kind == "cnn") {
-        if (d.kind != "mnist" && d.kind != "fashion-mnist") {
-            throw ConfigError("model.kind",
-                              "cnn members need an image dataset (dataset.kind "
-                              "mnist or fashion-mnist); dataset.kind is " +
-                                  d.kind);
-        }
+    const auto isImages = [](const DatasetKindInfo& k) {
+        return k.source == DataSource::IdxImages;
+    };
+    if (modelKind.needsImages && !isImages(dataKind)) {
+        throw ConfigError("model.kind", std::string(modelKind.name) +
+                                            " members need an image dataset (dataset.kind " +
+                                            datasetKindNames(isImages) + "); dataset.kind is " +
+                                            dataKind.name);
+    }
+    if (c.model.kind == ModelKind::Cnn) {
         c.model.layers = v.layers("model.layers");
         // Shapes checked now, before any data is read: both image datasets hold [1, 28, 28]
         // images of 10 classes (the trainer checks again against the data it loads).
@@ -519,10 +526,17 @@ ExperimentConfig parseConfig(const json& input) {
     t.epochs = v.number("training.epochs");
     t.evalEvery = v.integer("training.eval_every");
     t.adversarialEps = v.number("training.adversarial_eps");
-    if (t.adversarialEps > 0.0 && c.model.kind != "mlp") {
+    if (t.adversarialEps > 0.0 && !modelKind.adversarialTraining) {
+        std::string kinds;
+        for (const ModelKindInfo& k : EnumNames<ModelKind>::table) {
+            if (k.adversarialTraining) {
+                kinds += (kinds.empty() ? "" : ", ") + std::string(k.name);
+            }
+        }
         throw ConfigError("training.adversarial_eps",
-                          "adversarial training is implemented for model.kind mlp; model.kind is " +
-                              c.model.kind + " (set training.adversarial_eps to 0)");
+                          "adversarial training is implemented for model.kind " + kinds +
+                              "; model.kind is " + modelKind.name +
+                              " (set training.adversarial_eps to 0)");
     }
     t.schedule = v.schedule("training.schedule");
 

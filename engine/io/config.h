@@ -7,8 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "data/dataset_kinds.h"
 #include "io/config_schema.h"
 #include "model/architecture.h"
+#include "model/model_kinds.h"
 
 namespace ensemble {
 
@@ -17,7 +19,7 @@ namespace ensemble {
 // of their own, so a config that did not come from parseConfig() is visibly unset.
 
 struct DatasetConfig {
-    std::string kind;
+    DatasetKind kind = DatasetKind::Spirals;
     int64_t n = 0;
     double noise = 0.0;
     double rotations = 0.0;
@@ -27,18 +29,17 @@ struct DatasetConfig {
     std::string path;
     std::string testPath;
     int64_t limit = 0;
-    int features = 0;    // linear: d
-    std::string task;    // csv: "classification" or "regression"; else the kind's own task
-    std::string target;  // regression csv: the target column
-    // Whether the dataset is a regression one (cubic, sine, linear, csv with task regression).
-    bool regression() const;
+    int features = 0;                          // linear: d
+    DataTask task = DataTask::Classification;  // csv: dataset.task; else the kind's own task
+    std::string target;                        // regression csv: the target column
+    bool regression() const { return task == DataTask::Regression; }
 };
 
 // The shape the image datasets (mnist, fashion-mnist) give a cnn: [1, 28, 28].
 inline constexpr Shape kImageInput{1, 28, 28};
 
 struct ModelConfig {
-    std::string kind;               // "mlp" or "cnn"
+    ModelKind kind = ModelKind::Mlp;
     std::vector<int> hidden;        // mlp
     std::vector<LayerSpec> layers;  // cnn
     Activation activation = Activation::Relu;

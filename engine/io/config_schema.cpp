@@ -6,31 +6,15 @@
 #include <map>
 #include <stdexcept>
 
+#include "data/dataset_kinds.h"
 #include "model/architecture.h"
+#include "model/model_kinds.h"
 
 namespace ensemble {
 
 namespace {
 
 using nlohmann::json;
-
-std::vector<Choice> datasetKinds() {
-    return {{"spirals", "Two spirals"},
-            {"moons", "Two moons"},
-            {"circles", "Circles"},
-            {"xor", "XOR"},
-            {"blobs", "Gaussian blobs"},
-            {"cubic", "Cubic (regression)"},
-            {"sine", "Sine (regression)"},
-            {"linear", "Linear (regression)"},
-            {"csv", "CSV file"},
-            {"mnist", "MNIST"},
-            {"fashion-mnist", "Fashion-MNIST"}};
-}
-
-std::vector<Choice> modelKinds() {
-    return {{"mlp", "MLP"}, {"cnn", "CNN"}};
-}
 
 // Row builders: one call per key keeps the table readable.
 KeySpec row(const char* key, KeyType type, json defaultValue, const char* help, double min = 0.0,
@@ -72,7 +56,7 @@ std::vector<KeySpec> buildSchema() {
     const double maxSteps = static_cast<double>(int64_t{1} << 40);
     std::vector<KeySpec> s = {
         // Dataset.
-        choice("dataset.kind", "spirals", datasetKinds(),
+        choice("dataset.kind", "spirals", choicesOf<DatasetKind>(),
                "2-D generators, the regression generators `cubic`, `sine` and `linear`, a `csv` "
                "file, or the image datasets (see Datasets below)"),
         row("dataset.n", T::Integer, 1000, "points generated (generated kinds)", 4, 50'000'000),
@@ -83,7 +67,7 @@ std::vector<KeySpec> buildSchema() {
             0, 100),
         onlyWhen(row("dataset.features", T::Integer, 1, "linear: the number of input features d", 1,
                      10000),
-                 "dataset.kind", {"linear"}),
+                 "dataset.kind", {toString(DatasetKind::Linear)}),
         row("dataset.rotations", T::Number, 1.0, "spirals: turns of each arm", 0, 100),
         row("dataset.classes", T::Integer, 2, "blobs: number of classes", 2, 1000),
         row("dataset.test_fraction", T::Number, 0.2,
@@ -95,20 +79,19 @@ std::vector<KeySpec> buildSchema() {
             "csv: a separate test file (then `test_fraction` is not used)"),
         row("dataset.limit", T::Integer, 0, "use only the first `limit` train rows (0: all)", 0,
             1e9),
-        onlyWhen(choice("dataset.task", "classification",
-                        {{"classification", "Classification"}, {"regression", "Regression"}},
+        onlyWhen(choice("dataset.task", "classification", choicesOf<DataTask>(),
                         "csv: `classification` (an integer `label` column) or `regression` (a "
                         "numeric target column, `dataset.target`)"),
-                 "dataset.kind", {"csv"}),
+                 "dataset.kind", {toString(DatasetKind::Csv)}),
         onlyWhen(row("dataset.target", T::String, "y", "the name of the CSV's target column"),
-                 "dataset.task", {"regression"}),
+                 "dataset.task", {toString(DataTask::Regression)}),
         // Model.
-        choice("model.kind", "mlp", modelKinds(),
+        choice("model.kind", "mlp", choicesOf<ModelKind>(),
                "the members' architecture: `mlp`, dense layers of widths `model.hidden`; `cnn`, "
                "the layer stack `model.layers` on [1, 28, 28] images (mnist, fashion-mnist)"),
         onlyWhen(row("model.hidden", T::Widths, json::array({32, 32}),
                      "hidden layer widths (any number of layers; `[]`: a linear model)", 1, 65536),
-                 "model.kind", {"mlp"}),
+                 "model.kind", {toString(ModelKind::Mlp)}),
         onlyWhen(row("model.layers", T::Layers, layersToJson(recipeLayers()),
                      "the layers in order: `{\"type\": \"conv\", \"filters\": F, \"kernel\": k, "
                      "\"stride\": 1, \"padding\": \"same\"}` (padding `same` or `valid`), "
@@ -117,7 +100,7 @@ std::vector<KeySpec> buildSchema() {
                      "`model.activation` follows every conv and hidden dense, the input is "
                      "flattened (channel, row, column) before the first dense, and the output "
                      "layer is implicit. Default: Flax's MNIST CNN"),
-                 "model.kind", {"cnn"}),
+                 "model.kind", {toString(ModelKind::Cnn)}),
         choice("model.activation", "relu", choicesOf<Activation>(),
                "activation of the hidden layers (`gelu`: the exact erf form)"),
         choice("model.likelihood", "categorical", choicesOf<Likelihood>(),

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
+#include "core/named_enum.h"
 #include "math/activations.h"
 #include "model/likelihood.h"
 #include "optim/update_rules.h"
@@ -21,24 +22,6 @@
 namespace ensemble {
 
 enum class BackendKind { Auto, Cpu, Cuda };
-
-// One accepted value of a choice key: its name in JSON and a label for people (the app).
-struct Choice {
-    const char* name;
-    const char* label;
-};
-
-// One name table per enum: EnumNames<E>::table lists {value, name, label}. toString and
-// enumFromName derive from it, so a name is spelled once.
-template <typename E>
-struct EnumName {
-    E value;
-    const char* name;
-    const char* label;
-};
-
-template <typename E>
-struct EnumNames;
 
 template <>
 struct EnumNames<BootstrapMode> {
@@ -84,42 +67,6 @@ struct EnumNames<BackendKind> {
         {BackendKind::Cuda, "cuda", "CUDA"},
     };
 };
-
-template <typename E>
-concept NamedEnum = requires {
-    EnumNames<E>::table[0].name;
-};
-
-template <NamedEnum E>
-const char* toString(E value) {
-    for (const auto& entry : EnumNames<E>::table) {
-        if (entry.value == value) {
-            return entry.name;
-        }
-    }
-    return "?";
-}
-
-// The value named `name`; false when no entry has that name.
-template <NamedEnum E>
-bool enumFromName(std::string_view name, E& out) {
-    for (const auto& entry : EnumNames<E>::table) {
-        if (name == entry.name) {
-            out = entry.value;
-            return true;
-        }
-    }
-    return false;
-}
-
-template <NamedEnum E>
-std::vector<Choice> choicesOf() {
-    std::vector<Choice> out;
-    for (const auto& entry : EnumNames<E>::table) {
-        out.push_back({entry.name, entry.label});
-    }
-    return out;
-}
 
 enum class KeyType {
     Integer,     // a whole number in [min, max]

@@ -181,7 +181,7 @@ LoadedEnsemble importEnsemble(const SafetensorsFile& file) {
         invalid(path, std::string("the stored config is invalid: ") + err.what());
     }
     const int k = e.config.ensemble.members;
-    if (e.config.model.kind == "cnn") {
+    if (e.config.model.kind == ModelKind::Cnn) {
         // The architecture follows from the stored model section, the image shape and the
         // number of classes.
         const json& shape = metaJson(meta, path, "image_shape");

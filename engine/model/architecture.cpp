@@ -48,24 +48,26 @@ int integerField(const json& layer, const std::string& key, std::size_t index, c
     return static_cast<int>(value);
 }
 
-std::string choiceField(const json& layer, const std::string& key, std::size_t index,
-                        const char* name, const std::vector<std::string>& choices,
-                        const char* fallback) {
+// The field `name` of a layer, one of E's names (EnumNames<E>); `fallback` when absent, or a
+// ConfigError when there is no fallback.
+template <NamedEnum E>
+E enumField(const json& layer, const std::string& key, std::size_t index, const char* name,
+            const E* fallback) {
     const std::string where = field(key, index, name);
     std::string list;
-    for (const std::string& c : choices) {
-        list += (list.empty() ? "" : " | ") + c;
+    for (const auto& row : EnumNames<E>::table) {
+        list += (list.empty() ? "" : " | ") + std::string(row.name);
     }
     if (!layer.contains(name)) {
         if (fallback != nullptr) {
-            return fallback;
+            return *fallback;
         }
         throw ConfigError(where, "missing; expected one of " + list);
     }
     const json& v = layer[name];
-    if (v.is_string() &&
-        std::find(choices.begin(), choices.end(), v.get<std::string>()) != choices.end()) {
-        return v.get<std::string>();
+    E out{};
+    if (v.is_string() && enumFromName(v.get<std::string>(), out)) {
+        return out;
     }
     throw ConfigError(where, "expected one of " + list + ", got " + jsonForMessage(v));
 }
@@ -127,30 +129,28 @@ std::vector<LayerSpec> parseLayers(const json& value, const std::string& key) {
                               "expected an object with a \"type\" (conv, pool or dense), got " +
                                   jsonForMessage(layer));
         }
-        const std::string type =
-            choiceField(layer, key, i, "type", {"conv", "pool", "dense"}, nullptr);
         LayerSpec s;
-        if (type == "conv") {
-            checkFields(layer, key, i, {"type", "filters", "kernel", "stride", "padding"});
-            s.kind = LayerKind::Conv;
-            s.filters = integerField(layer, key, i, "filters", 1, kMaxUnits);
-            s.kernel = integerField(layer, key, i, "kernel", 1, kMaxKernel);
-            const int one = 1;
-            s.stride = integerField(layer, key, i, "stride", 1, kMaxKernel, &one);
-            s.padding = choiceField(layer, key, i, "padding", {"same", "valid"}, "same") == "same"
-                            ? Padding::Same
-                            : Padding::Valid;
-        } else if (type == "pool") {
-            checkFields(layer, key, i, {"type", "kind", "size"});
-            s.kind = LayerKind::Pool;
-            s.pool = choiceField(layer, key, i, "kind", {"avg", "max"}, nullptr) == "avg"
-                         ? PoolKind::Avg
-                         : PoolKind::Max;
-            s.size = integerField(layer, key, i, "size", 1, kMaxKernel);
-        } else {
-            checkFields(layer, key, i, {"type", "units"});
-            s.kind = LayerKind::Dense;
-            s.units = integerField(layer, key, i, "units", 1, kMaxUnits);
+        s.kind = enumField<LayerKind>(layer, key, i, "type", nullptr);
+        switch (s.kind) {
+            case LayerKind::Conv: {
+                checkFields(layer, key, i, {"type", "filters", "kernel", "stride", "padding"});
+                s.filters = integerField(layer, key, i, "filters", 1, kMaxUnits);
+                s.kernel = integerField(layer, key, i, "kernel", 1, kMaxKernel);
+                const int one = 1;
+                s.stride = integerField(layer, key, i, "stride", 1, kMaxKernel, &one);
+                const Padding same = Padding::Same;
+                s.padding = enumField<Padding>(layer, key, i, "padding", &same);
+                break;
+            }
+            case LayerKind::Pool:
+                checkFields(layer, key, i, {"type", "kind", "size"});
+                s.pool = enumField<PoolKind>(layer, key, i, "kind", nullptr);
+                s.size = integerField(layer, key, i, "size", 1, kMaxKernel);
+                break;
+            case LayerKind::Dense:
+                checkFields(layer, key, i, {"type", "units"});
+                s.units = integerField(layer, key, i, "units", 1, kMaxUnits);
+                break;
         }
         out.push_back(s);
     }
@@ -162,19 +162,18 @@ json layersToJson(const std::vector<LayerSpec>& layers) {
     for (const LayerSpec& s : layers) {
         switch (s.kind) {
             case LayerKind::Conv:
-                out.push_back({{"type", "conv"},
+                out.push_back({{"type", toString(s.kind)},
                                {"filters", s.filters},
                                {"kernel", s.kernel},
                                {"stride", s.stride},
-                               {"padding", s.padding == Padding::Same ? "same" : "valid"}});
+                               {"padding", toString(s.padding)}});
                 break;
             case LayerKind::Pool:
-                out.push_back({{"type", "pool"},
-                               {"kind", s.pool == PoolKind::Avg ? "avg" : "max"},
-                               {"size", s.size}});
+                out.push_back(
+                    {{"type", toString(s.kind)}, {"kind", toString(s.pool)}, {"size", s.size}});
                 break;
             case LayerKind::Dense:
-                out.push_back({{"type", "dense"}, {"units", s.units}});
+                out.push_back({{"type", toString(s.kind)}, {"units", s.units}});
                 break;
         }
     }

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/named_enum.h"
+
 namespace ensemble {
 
 // A member's architecture as a stack of layers over an input of shape [channels, height,
@@ -16,6 +18,32 @@ namespace ensemble {
 enum class LayerKind : uint8_t { Conv, Pool, Dense };
 enum class PoolKind : uint8_t { Avg, Max };
 enum class Padding : uint8_t { Same, Valid };
+
+// Their names in `model.layers` (the layer editor's lists read the same rows).
+template <>
+struct EnumNames<LayerKind> {
+    static constexpr EnumName<LayerKind> table[] = {
+        {LayerKind::Conv, "conv", "Convolution"},
+        {LayerKind::Pool, "pool", "Pooling"},
+        {LayerKind::Dense, "dense", "Dense"},
+    };
+};
+
+template <>
+struct EnumNames<PoolKind> {
+    static constexpr EnumName<PoolKind> table[] = {
+        {PoolKind::Avg, "avg", "Average"},
+        {PoolKind::Max, "max", "Max"},
+    };
+};
+
+template <>
+struct EnumNames<Padding> {
+    static constexpr EnumName<Padding> table[] = {
+        {Padding::Same, "same", "Same"},
+        {Padding::Valid, "valid", "Valid"},
+    };
+};
 
 // One entry of `model.layers`, as written.
 struct LayerSpec {

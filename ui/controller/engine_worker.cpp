@@ -334,7 +334,7 @@ void EngineWorker::build(const nlohmann::json& config, std::shared_ptr<const Dat
         if (d.regression && d.train.features == 1) {
             setUpCurve(*run, d.train);
         }
-        if (d.train.features == 2 && !d.isImage) {
+        if (d.planar()) {
             run->train = d.train;
             run->counts = trainer->bootstrapCounts();
             run->hasGrid = true;

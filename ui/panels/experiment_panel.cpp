@@ -30,6 +30,7 @@
 #include "backend/registry.h"
 #include "core/errors.h"
 #include "data/dataset.h"
+#include "data_kinds.h"
 #include "io/config.h"
 #include "panels/field_input.h"
 #include "panels/layer_list_editor.h"
@@ -487,9 +488,10 @@ void ExperimentPanel::storeTaskFields(json& c) const {
 
 bool ExperimentPanel::regressionTask() const {
     const QString kind = m_kind->currentData().toString();
-    return isRegressionGenerator(kind.toStdString()) ||
-           (kind == QStringLiteral("csv") &&
-            m_task->currentData().toString() == QStringLiteral("regression"));
+    const DatasetKindInfo& info = datasetKindNamed(kind);
+    return info.taskFromConfig ? m_task->currentData().toString() ==
+                                     QString::fromUtf8(toString(DataTask::Regression))
+                               : info.task == DataTask::Regression;
 }
 
 void ExperimentPanel::syncLikelihood() {
@@ -509,10 +511,11 @@ void ExperimentPanel::syncLikelihood() {
 
 void ExperimentPanel::updateTaskEnabled() {
     const QString kind = m_kind->currentData().toString();
-    const bool csv = kind == QStringLiteral("csv");
-    const bool regressionGenerator = isRegressionGenerator(kind.toStdString());
-    m_task->setEnabled(csv);
-    m_target->setEnabled(csv && regressionTask());
+    const DatasetKindInfo& info = datasetKindNamed(kind);
+    const bool regressionGenerator =
+        info.source == DataSource::Generator && info.task == DataTask::Regression;
+    m_task->setEnabled(info.taskFromConfig);
+    m_target->setEnabled(info.taskFromConfig && regressionTask());
     m_features->setEnabled(kind == QStringLiteral("linear"));
     if (regressionGenerator) {
         m_n->setEnabled(true);
@@ -645,13 +648,13 @@ QString ExperimentPanel::presetName() const {
 
 void ExperimentPanel::updateEnabled() {
     const QString kind = m_kind->currentData().toString();
-    const bool generated = isGenerated(kind.toStdString());
+    const DatasetKindInfo& info = datasetKindNamed(kind);
+    const bool generated = info.source == DataSource::Generator;
     m_n->setEnabled(generated);
     m_noise->setEnabled(generated);
     m_rotations->setEnabled(kind == QStringLiteral("spirals"));
     m_classes->setEnabled(kind == QStringLiteral("blobs"));
-    m_testFraction->setEnabled(kind != QStringLiteral("mnist") &&
-                               kind != QStringLiteral("fashion-mnist"));
+    m_testFraction->setEnabled(info.source != DataSource::IdxImages);
     m_regenerate->setEnabled(generated);
     m_path->setEnabled(!generated);
     m_browse->setEnabled(!generated);
@@ -928,7 +931,7 @@ QLabel* ExperimentPanel::errorLabel(const QString& key) const {
 namespace {
 
 bool isImageKind(const QString& kind) {
-    return kind == QStringLiteral("mnist") || kind == QStringLiteral("fashion-mnist");
+    return datasetKindNamed(kind).source == DataSource::IdxImages;
 }
 
 // "model.layers[2].kernel: reason" -> row 2, field "kernel" (-1 when it names no row).

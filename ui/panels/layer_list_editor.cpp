@@ -27,8 +27,30 @@ using nlohmann::json;
 constexpr int kMaxUnits = 65536;
 constexpr int kMaxKernel = 64;
 
-const QStringList kTypes = {QStringLiteral("conv"), QStringLiteral("pool"),
-                            QStringLiteral("dense")};
+// The names of E's rows (model/architecture.h), in table order.
+template <NamedEnum E>
+QStringList namesOf() {
+    QStringList names;
+    for (const auto& row : EnumNames<E>::table) {
+        names << QString::fromUtf8(row.name);
+    }
+    return names;
+}
+
+QString nameOf(auto value) {
+    return QString::fromUtf8(toString(value));
+}
+
+// The layer a "+ type" button adds: Flax's conv and pool, a dense of 128 units.
+json newLayer(LayerKind kind) {
+    LayerSpec s;
+    s.kind = kind;
+    s.filters = 32;
+    s.kernel = 3;
+    s.size = 2;
+    s.units = 128;
+    return layersToJson({s})[0];
+}
 
 QSpinBox* spin(int lo, int hi, const QString& name, const QString& tip) {
     auto* s = new QSpinBox;
@@ -86,13 +108,15 @@ LayerListEditor::LayerListEditor(QWidget* parent) : QWidget(parent) {
     auto* buttons = new QHBoxLayout;
     buttons->setContentsMargins(0, 0, 0, 0);
     buttons->setSpacing(4);
-    for (const QString& type : kTypes) {
+    for (const auto& row : EnumNames<LayerKind>::table) {
+        const QString type = QString::fromUtf8(row.name);
         auto* add = new QPushButton(tr("+ %1").arg(type));
         add->setObjectName(QStringLiteral("addLayer.%1").arg(type));
-        add->setToolTip(type == QStringLiteral("dense")
+        add->setToolTip(row.value == LayerKind::Dense
                             ? tr("Add a dense layer at the end (before the implicit output layer)")
                             : tr("Add a %1 layer after the last conv or pool layer").arg(type));
-        connect(add, &QPushButton::clicked, this, [this, type] { addLayer(type); });
+        const LayerKind kind = row.value;
+        connect(add, &QPushButton::clicked, this, [this, kind] { addLayer(kind); });
         buttons->addWidget(add);
     }
     auto* recipe = new QPushButton(tr("Recipe"));
@@ -120,7 +144,7 @@ LayerListEditor::Row LayerListEditor::makeRow() {
     head->setSpacing(4);
     r.index = new QLabel;
     r.index->setMinimumWidth(r.index->fontMetrics().horizontalAdvance(QStringLiteral("[00]")));
-    r.type = choices(kTypes, QStringLiteral("type"), tr("The layer's type"));
+    r.type = choices(namesOf<LayerKind>(), QStringLiteral("type"), tr("The layer's type"));
     r.up = new QToolButton;
     r.up->setIcon(style()->standardIcon(QStyle::SP_ArrowUp));
     r.up->setToolTip(tr("Move up"));
@@ -154,10 +178,9 @@ LayerListEditor::Row LayerListEditor::makeRow() {
     r.filters = spin(1, kMaxUnits, QStringLiteral("filters"), tr("Output channels F"));
     r.kernel = spin(1, kMaxKernel, QStringLiteral("kernel"), tr("Kernel size k (k x k)"));
     r.stride = spin(1, kMaxKernel, QStringLiteral("stride"), tr("Stride"));
-    r.padding =
-        choices({QStringLiteral("same"), QStringLiteral("valid")}, QStringLiteral("padding"),
-                tr("same: the output keeps ceil(in / stride) positions; valid: no "
-                   "padding"));
+    r.padding = choices(namesOf<Padding>(), QStringLiteral("padding"),
+                        tr("same: the output keeps ceil(in / stride) positions; valid: no "
+                           "padding"));
     cg->addWidget(new QLabel(tr("filters")), 0, 0);
     cg->addWidget(r.filters, 0, 1);
     cg->addWidget(new QLabel(tr("kernel")), 0, 2);
@@ -170,7 +193,7 @@ LayerListEditor::Row LayerListEditor::makeRow() {
     cg->setColumnStretch(3, 1);
     auto* pool = new QWidget;
     QGridLayout* pg = grid(pool);
-    r.poolKind = choices({QStringLiteral("avg"), QStringLiteral("max")}, QStringLiteral("kind"),
+    r.poolKind = choices(namesOf<PoolKind>(), QStringLiteral("kind"),
                          tr("Average or maximum over each window"));
     r.size = spin(1, kMaxKernel, QStringLiteral("size"), tr("Window size s (stride s)"));
     pg->addWidget(new QLabel(tr("kind")), 0, 0);
@@ -232,16 +255,16 @@ LayerListEditor::Row LayerListEditor::makeRow() {
 }
 
 void LayerListEditor::setRow(Row& r, const json& layer) {
-    const QString type = textField(layer, "type", QStringLiteral("conv"));
-    const int t = std::max<qsizetype>(0, kTypes.indexOf(type));
+    const QString type = textField(layer, "type", nameOf(LayerKind::Conv));
+    const int t = std::max<qsizetype>(0, namesOf<LayerKind>().indexOf(type));
     // Every type's fields get a value, so switching a row's type shows sensible numbers.
     r.filters->setValue(intField(layer, "filters", 32));
     r.kernel->setValue(intField(layer, "kernel", 3));
     r.stride->setValue(intField(layer, "stride", 1));
     r.padding->setCurrentIndex(
-        std::max(0, r.padding->findData(textField(layer, "padding", QStringLiteral("same")))));
+        std::max(0, r.padding->findData(textField(layer, "padding", nameOf(Padding::Same)))));
     r.poolKind->setCurrentIndex(
-        std::max(0, r.poolKind->findData(textField(layer, "kind", QStringLiteral("avg")))));
+        std::max(0, r.poolKind->findData(textField(layer, "kind", nameOf(PoolKind::Avg)))));
     r.size->setValue(intField(layer, "size", 2));
     r.units->setValue(intField(layer, "units", 128));
     r.type->setCurrentIndex(t);
@@ -249,20 +272,16 @@ void LayerListEditor::setRow(Row& r, const json& layer) {
 }
 
 json LayerListEditor::rowJson(const Row& r) const {
-    const QString type = r.type->currentData().toString();
-    if (type == QStringLiteral("conv")) {
-        return {{"type", "conv"},
-                {"filters", r.filters->value()},
-                {"kernel", r.kernel->value()},
-                {"stride", r.stride->value()},
-                {"padding", r.padding->currentData().toString().toStdString()}};
-    }
-    if (type == QStringLiteral("pool")) {
-        return {{"type", "pool"},
-                {"kind", r.poolKind->currentData().toString().toStdString()},
-                {"size", r.size->value()}};
-    }
-    return {{"type", "dense"}, {"units", r.units->value()}};
+    LayerSpec s;
+    enumFromName(r.type->currentData().toString().toStdString(), s.kind);
+    s.filters = r.filters->value();
+    s.kernel = r.kernel->value();
+    s.stride = r.stride->value();
+    enumFromName(r.padding->currentData().toString().toStdString(), s.padding);
+    enumFromName(r.poolKind->currentData().toString().toStdString(), s.pool);
+    s.size = r.size->value();
+    s.units = r.units->value();
+    return layersToJson({s})[0];
 }
 
 void LayerListEditor::rebuild(const json& layers) {
@@ -349,27 +368,19 @@ QWidget* LayerListEditor::rowWidget(int row) const {
     return row >= 0 && row < rowCount() ? m_rows[row].frame : nullptr;
 }
 
-void LayerListEditor::addLayer(const QString& type) {
+void LayerListEditor::addLayer(LayerKind kind) {
     json list = layers();
     if (!list.is_array()) {
         list = json::array();
     }
-    json layer;
+    const json layer = newLayer(kind);
     std::size_t at = list.size();
-    if (type == QStringLiteral("dense")) {
-        layer = {{"type", "dense"}, {"units", 128}};
-    } else {
-        layer = type == QStringLiteral("pool")
-                    ? json{{"type", "pool"}, {"kind", "avg"}, {"size", 2}}
-                    : json{{"type", "conv"},
-                           {"filters", 32},
-                           {"kernel", 3},
-                           {"stride", 1},
-                           {"padding", "same"}};
+    if (kind != LayerKind::Dense) {
         // Convolutions and pools come before the flatten: after the last of them.
+        const std::string dense = toString(LayerKind::Dense);
         at = 0;
         for (std::size_t i = 0; i < list.size(); ++i) {
-            if (!(list[i].is_object() && list[i].value("type", std::string()) == "dense")) {
+            if (!(list[i].is_object() && list[i].value("type", std::string()) == dense)) {
                 at = i + 1;
             }
         }

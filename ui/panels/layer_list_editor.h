@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/architecture.h"
+
 class QComboBox;
 class QFrame;
 class QLabel;
@@ -44,7 +46,7 @@ class LayerListEditor : public QWidget {
     QWidget* rowWidget(int row) const;
 
     // Row and field actions, as the buttons do them.
-    void addLayer(const QString& type);
+    void addLayer(LayerKind kind);
     void removeLayer(int row);
     void moveLayer(int row, int delta);
     void resetToRecipe();

@@ -32,11 +32,12 @@ constexpr int kCellHeight = kCellImage + 32;
 
 QStringList classNames(const RunInfo& run) {
     QStringList names;
-    if (run.config.dataset.kind == "fashion-mnist" && run.classes == 10) {
-        names = {QStringLiteral("T-shirt"), QStringLiteral("Trouser"), QStringLiteral("Pullover"),
-                 QStringLiteral("Dress"),   QStringLiteral("Coat"),    QStringLiteral("Sandal"),
-                 QStringLiteral("Shirt"),   QStringLiteral("Sneaker"), QStringLiteral("Bag"),
-                 QStringLiteral("Boot")};
+    // Names exist for the kind's own class count (classNames has `classes` entries).
+    const DatasetKindInfo& kind = datasetKindInfo(run.config.dataset.kind);
+    if (kind.classNames != nullptr && run.classes == kind.classes) {
+        for (int c = 0; c < run.classes; ++c) {
+            names << QString::fromUtf8(kind.classNames[c]);
+        }
         return names;
     }
     for (int c = 0; c < run.classes; ++c) {

@@ -1,0 +1,57 @@
+#include "io/kind_tables.h"
+
+#include "data/dataset_kinds.h"
+#include "model/model_kinds.h"
+
+namespace ensemble {
+
+namespace {
+
+const char* sourceText(DataSource source) {
+    switch (source) {
+        case DataSource::Generator:
+            return "generated (`dataset.n`, `dataset.seed`)";
+        case DataSource::CsvFile:
+            return "a CSV file (`dataset.path`)";
+        case DataSource::IdxImages:
+            return "IDX files (`dataset.path` or the default folders)";
+    }
+    return "";
+}
+
+std::string taskText(const DatasetKindInfo& row) {
+    return row.taskFromConfig ? "`dataset.task`" : toString(row.task);
+}
+
+std::string inputsText(const DatasetKindInfo& row) {
+    if (row.source == DataSource::IdxImages) {
+        return "images";
+    }
+    if (row.planar) {
+        return "points in the plane";
+    }
+    return row.source == DataSource::CsvFile ? "the CSV's feature columns" : "numbers";
+}
+
+}  // namespace
+
+std::string kindTablesMarkdown() {
+    std::string out =
+        "| `dataset.kind` | what it is | task | inputs | rows |\n"
+        "|---|---|---|---|---|\n";
+    for (const DatasetKindInfo& row : EnumNames<DatasetKind>::table) {
+        out += "| `" + std::string(row.name) + "` | " + row.help + " | " + taskText(row) + " | " +
+               inputsText(row) + " | " + sourceText(row.source) + " |\n";
+    }
+    out +=
+        "\n| `model.kind` | what it is | needs |\n"
+        "|---|---|---|\n";
+    for (const ModelKindInfo& row : EnumNames<ModelKind>::table) {
+        out += "| `" + std::string(row.name) + "` | " + row.help + " | " +
+               (row.needsImages ? "an image dataset" : "any dataset") +
+               (row.adversarialTraining ? "" : "; no `training.adversarial_eps`") + " |\n";
+    }
+    return out;
+}
+
+}  // namespace ensemble
