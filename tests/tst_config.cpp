@@ -245,21 +245,21 @@ void TestConfig::errorsCarryKeyAndReason() {
     }
 }
 
-// README.md's configuration table is the schema's, word for word: `ensemble-cli schema` prints
-// it. On a mismatch the expected table is shown, ready to paste.
+// docs/configuration.md's configuration table is the schema's, word for word: `ensemble-cli
+// schema` prints it. On a mismatch the expected table is shown, ready to paste.
 void TestConfig::readmeTableMatchesTheSchema() {
-    QFile readme(ensemble::test::sourceDir() + QStringLiteral("/README.md"));
+    QFile readme(ensemble::test::sourceDir() + QStringLiteral("/docs/configuration.md"));
     QVERIFY2(readme.open(QIODevice::ReadOnly), qPrintable(readme.fileName()));
     const QString text = QString::fromUtf8(readme.readAll());
     const QString begin = QStringLiteral("<!-- config-table:begin -->\n");
     const QString end = QStringLiteral("<!-- config-table:end -->");
     const qsizetype from = text.indexOf(begin);
     const qsizetype to = text.indexOf(end);
-    QVERIFY2(from >= 0 && to > from, "README.md has no config-table markers");
+    QVERIFY2(from >= 0 && to > from, "docs/configuration.md has no config-table markers");
     const QString table = text.mid(from + begin.size(), to - from - begin.size());
     const QString expected = QString::fromStdString(configTableMarkdown());
     QVERIFY2(table == expected,
-             qPrintable(QStringLiteral("README.md's table differs from the schema; expected:\n") +
+             qPrintable(QStringLiteral("docs/configuration.md's table differs from the schema; expected:\n") +
                         expected));
     // Every conditional key's row says when it applies, with the word "only".
     for (const KeySpec& spec : configSchema()) {

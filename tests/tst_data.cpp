@@ -666,7 +666,7 @@ class TestData : public QObject {
         const std::string folder = m_dir.path().toStdString();
         EXPECT_PARTS(errorOf<DataError>([&] { readCsv(folder, classes); }), folder, "directory");
 
-        // Resource bound (README, Limits): a line of more than a million columns is refused
+        // Resource bound (docs/reliability.md, Input limits): a line of more than a million columns is refused
         // with its line number; a million exactly is read.
         std::string wide;
         for (int c = 0; c < 1'000'000; ++c) {

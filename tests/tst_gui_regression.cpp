@@ -148,7 +148,7 @@ void TestGuiRegression::cubicDrawsTheDeepEnsemblesFigure() {
     QCOMPARE(w->panel()->config()["training"]["adversarial_eps"].get<double>(), 0.1);
     // The trained ensemble: narrower inside the train range [-4, 4] than outside (the preset's
     // 150 steps with adversarial training give about 3.0 inside, the noise, and 18.7 at
-    // 5 <= |x| <= 6.5; training is deterministic; README, the figure's table).
+    // 5 <= |x| <= 6.5; training is deterministic; docs/regression.md, the figure's table).
     QCOMPARE(s->curve.rows, static_cast<int64_t>(s->run->curveX.size()));
     QVERIFY(s->run->trainMin > -4.01 && s->run->trainMax < 4.01);
     const double inside = meanStd(*s, 0.0, 3.0);

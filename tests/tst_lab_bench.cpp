@@ -627,9 +627,9 @@ void TestLabBench::logAxesNeverGetZeroOrLess() {
     QVERIFY2(logs.isEmpty(), qPrintable(logs.join(QLatin1Char('\n'))));
 }
 
-// The README's key table (its GUI section) names every shortcut the window's actions have.
+// The key table of docs/app.md names every shortcut the window's actions have.
 void TestLabBench::readmeListsEveryShortcut() {
-    QFile readme(QDir(qEnvironmentVariable("ENSEMBLE_SOURCE_DIR")).filePath("README.md"));
+    QFile readme(QDir(qEnvironmentVariable("ENSEMBLE_SOURCE_DIR")).filePath("docs/app.md"));
     QVERIFY2(readme.open(QIODevice::ReadOnly), qPrintable(readme.fileName()));
     const QString text = QString::fromUtf8(readme.readAll());
     const qsizetype from = text.indexOf(QStringLiteral("| Key |"), text.indexOf("**Keys**"));

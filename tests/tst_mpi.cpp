@@ -306,7 +306,7 @@ void TestMpi::interruptStopsEveryRankAtOneStep() {
     QProcessEnvironment env = mpiEnvironment();
     // mpirun passes SIGTERM odls_base_sigkill_timeout seconds after it got the signal and
     // SIGKILL as long again later (1 s by default): 5 s gives rank 0 time to write on a loaded
-    // machine, as README says to set it.
+    // machine, as docs/scaling.md says to set it.
     env.insert(QStringLiteral("OMPI_MCA_odls_base_sigkill_timeout"), QStringLiteral("5"));
     p.setProcessEnvironment(env);
     p.start(mpirun(),
@@ -397,7 +397,7 @@ void TestMpi::dataAxisMatchesOneProcess_data() {
     QTest::addColumn<QStringList>("sets");
     // SGD's update is linear in the gradient, so a mis-scaled gradient (a shard's normaliser, a
     // replica counted twice) moves the weights by far more than 1e-5: the tight bound tests the
-    // pmean itself. Measured after 100 steps: at most 3e-7 (README, "Data axis").
+    // pmean itself. Measured after 100 steps: at most 3e-7 (docs/scaling.md, "Exactness of the data axis").
     const double sgd = 1e-5;
     QTest::newRow("data 2, K=3, SGD, none")
         << 1 << 2 << sgd
@@ -548,7 +548,7 @@ void TestMpi::dataAxisCnnMembers() {
 }
 
 void TestMpi::dataParallelLinearRegression() {
-    // README's simulated-devices demo: one linear model, its batch split over 4 ranks
+    // docs/scaling.md's simulated-devices demo: one linear model, its batch split over 4 ranks
     // (oversubscribed on this machine), gradients averaged; the same fit as one process.
     QTemporaryDir dir;
     QVERIFY(dir.isValid());

@@ -70,7 +70,7 @@ JobFiles makeJobFiles(nlohmann::json config, int ensemble, int data, const std::
       << "cd \"$(dirname \"$0\")\"\n"
       << "CLI=${ENSEMBLE_CLI:-ensemble-cli}\n"
       << "export OMP_NUM_THREADS=" << threads << "\n"
-      << "# Time for rank 0 to write the export after Ctrl-C (README, Interrupts).\n"
+      << "# Time for rank 0 to write the export after Ctrl-C (docs/scaling.md, Errors).\n"
       << "export OMPI_MCA_odls_base_sigkill_timeout=30\n"
       << "exec mpirun -n " << ranks << " " << train << "\n";
     files.mpirun = m.str();

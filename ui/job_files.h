@@ -1,7 +1,7 @@
 #pragma once
 
 // File > Export job…: the current experiment as a cluster job, for `mpirun` on a machine or a
-// Slurm allocation (README, "Scale-out with MPI"). Plain C++ (no widgets): the window writes
+// Slurm allocation (docs/scaling.md). Plain C++ (no widgets): the window writes
 // what this returns.
 
 #include <string>

@@ -64,7 +64,7 @@ int commandEval(const CliArgs& args);
 // Validates --config and --set and prints the config that results: exactly the keys that apply,
 // defaults filled in (what an export stores).
 int commandConfig(const CliArgs& args);
-// Prints the config schema: the README's Markdown table, or JSON for tools.
+// Prints the config schema: docs/configuration.md's Markdown table, or JSON for tools.
 int commandSchema(const CliArgs& args);
 
 }  // namespace ensemble::cli

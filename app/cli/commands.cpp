@@ -832,7 +832,7 @@ int commandBench(const CliArgs& args) {
     const double median = sorted[sorted.size() / 2];
     const double memberRate = median * trainer->globalMembers();
     // Useful work of a step: forward, weight gradients and the input gradients of every layer
-    // but the first, two FLOP per multiply-add (what the README's FLOP rates count).
+    // but the first, two FLOP per multiply-add (what docs/performance.md's FLOP rates count).
     const Architecture& arch = trainer->layout().architecture();
     double trainMacs = 2.0 * arch.forwardMacsPerExample();
     for (const StackLayer& s : arch.layers()) {

@@ -102,7 +102,7 @@ void printUsage(std::FILE* to) {
     std::fprintf(
         to,
         "\n--config takes a JSON file or a built-in preset name; --set key=value overrides "
-        "a\ndotted config key (the value is read as JSON when it parses). See README.md.\n"
+        "a\ndotted config key (the value is read as JSON when it parses). See docs/cli.md.\n"
         "Exit codes: 0 ok, 2 usage/config error, 3 bad data or weights file, 4 runtime "
         "failure,\n130 interrupted by Ctrl-C (SIGINT), 143 by SIGTERM.\n");
 }

@@ -4,7 +4,7 @@
 //   ensemble-lab --weights W.safetensors [--view NAME] [--screenshot OUT.png]
 //   ensemble-lab FILE.json|FILE.safetensors
 // With --screenshot it opens, trains N steps, saves a picture of the window and exits (the
-// README's pictures are made this way); with --weights it opens a trained ensemble (an export
+// pictures in docs/ are made this way); with --weights it opens a trained ensemble (an export
 // or a checkpoint) instead and draws it without training. Without arguments it starts on the
 // spirals preset.
 #include <QApplication>

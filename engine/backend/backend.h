@@ -17,7 +17,7 @@
 
 namespace ensemble {
 
-// The data axis of an MPI mesh (DESIGN.md, Scale-out): the `count` replicas of a group of
+// The data axis of an MPI mesh (docs/scaling.md): the `count` replicas of a group of
 // members each take rows [index*B/count, (index+1)*B/count) of every member's batch of B rows,
 // after the batch plan chose them (so resamples and Poisson weights do not depend on count). A
 // replica's loss and gradient are its shard's sums divided by the whole batch's B, `sum` adds a

@@ -1,6 +1,6 @@
 #pragma once
 
-// What the trainer needs from the other processes of a run (DESIGN.md, Scale-out). The base
+// What the trainer needs from the other processes of a run (docs/scaling.md). The base
 // class is a run of one process: every call returns at once and a gather returns its input, so
 // a trainer without MPI pays nothing. dist/mpi_collective.h implements it over MPI (built only
 // with ENSEMBLE_MPI). Every call is collective: all ranks make the same calls in the same order.

@@ -202,7 +202,7 @@ std::string valueText(const json& v) {
     return v.is_string() ? v.get<std::string>() : jsonForMessage(v);
 }
 
-// "1e-08" -> "1e-8", [32,32] -> [32, 32]: the README's spelling of a default.
+// "1e-08" -> "1e-8", [32,32] -> [32, 32]: the config table's spelling of a default.
 std::string readableJson(const json& v) {
     if (v.is_array()) {
         std::string out = "[";

@@ -1,9 +1,9 @@
 #pragma once
 
 // The config schema: every key a config may hold, written once. Parsing, defaults, the
-// "unknown key" error, keys that apply only under a condition, the README's configuration
-// table (checked by tst_config) and the app's form (ranges, tooltips, choices) all read this
-// table. Adding a key is one row here plus its use in parseConfig.
+// "unknown key" error, keys that apply only under a condition, the table in
+// docs/configuration.md (checked by tst_config) and the app's form (ranges, tooltips,
+// choices) all read this table. Adding a key is one row here plus its use in parseConfig.
 
 #include <cstdint>
 #include <string>
@@ -94,7 +94,7 @@ struct KeySpec {
     std::string key;  // dotted: "dataset.n"
     KeyType type;
     nlohmann::json defaultValue;
-    std::string help;  // what it means, Markdown (the README's table and the app's tooltips)
+    std::string help;  // what it means, Markdown (the docs' config table, the app's tooltips)
     double min = 0.0;
     double max = 0.0;
     bool minExclusive = false;
@@ -155,7 +155,7 @@ nlohmann::json overlayConfig(const nlohmann::json& base, const nlohmann::json& l
 // The keys whose values differ between two configs (defaults filled in), in table order.
 std::vector<std::string> changedKeys(const nlohmann::json& a, const nlohmann::json& b);
 
-// The README's configuration table (Markdown), generated from the schema.
+// The configuration table of docs/configuration.md (Markdown), generated from the schema.
 std::string configTableMarkdown();
 // The schema as JSON, for tools: [{"key", "type", "default", "min", "max", "choices", "help",
 // "only_when"}].

@@ -30,7 +30,7 @@ namespace ensemble {
 // plus "ensemblelab_version".
 //
 // The protobuf wire format is written here directly (no protobuf library; the messages used
-// are few and stable): see README "Exports for other tools" for why. The tests check every
+// are few and stable): see docs/formats.md (ONNX) for why. The tests check every
 // model kind with onnx.checker and run it in ONNX Runtime against predict.
 //
 // Preconditions: `ensemble` is importEnsemble(file). RuntimeError when the model would not fit

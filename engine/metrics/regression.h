@@ -117,7 +117,7 @@ SplitEvaluation evaluateRegressionSplit(const MemberPredictions& p,
 
 // {"task": "regression", "likelihood", "split", "rows", "members_total", "members_included",
 //  "definitions", "calibration_levels", "ensemble": {...}, "members": [...], "size_curve"};
-// NaN numbers become null. README.md ("Metrics") documents every key.
+// NaN numbers become null. docs/cli.md (report) documents every key.
 nlohmann::json regressionReportJson(const RegressionReport& report);
 
 // CSV texts: per point (row,target,mean,std,aleatoric_std,epistemic_std), per member

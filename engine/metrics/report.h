@@ -1,7 +1,7 @@
 #pragma once
 
 // The evaluation report of an ensemble: every measurement of metrics/ on one split, as a
-// value, as JSON (the layout is documented in README.md, "Metrics") and as CSV. The one JSON
+// value, as JSON (the layout is documented in docs/cli.md, the report) and as CSV. The one JSON
 // builder: `ensemble-cli train --metrics`, `eval --report` and the app's export all go through
 // reportJson (a live trainer's through trainerReport, train/trainer_report.h).
 
@@ -103,7 +103,7 @@ struct RunFacts {
 
 // {"split", "classes", "brier_definition", "ensemble": {...}, "members": [...], "gibbs_nll",
 //  "diversity", "reliability": [...], "size_curve": [...], "oob": {...}, "ood": {...},
-//  "temperature": {...}}; NaN numbers become null. See README.md ("Metrics") for every key.
+//  "temperature": {...}}; NaN numbers become null. See docs/cli.md (report) for every key.
 nlohmann::json reportJson(const EnsembleReport& report);
 // The report of a run: reportJson plus `run`'s keys ("step", "epoch", "dataset"; per member
 // "member", "lr", "momentum", "weight_decay", "diverged", "switched_on", "train", "test").

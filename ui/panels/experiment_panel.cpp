@@ -179,7 +179,7 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
 
 QLabel* ExperimentPanel::addField(QFormLayout* form, const QString& key, const QString& label,
                                   QWidget* editor) {
-    // The tooltip is the key's meaning from the schema, the README's words.
+    // The tooltip is the key's meaning from the schema, the words of docs/configuration.md.
     const KeySpec& spec = keySpec(key.toStdString());
     editor->setToolTip(QStringLiteral("%1 (%2)").arg(str(plainHelp(spec)), key));
     editor->setObjectName(key);
