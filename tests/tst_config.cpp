@@ -7,6 +7,7 @@
 #include "core/errors.h"
 #include "io/config.h"
 #include "io/config_schema.h"
+#include "io/kind_tables.h"
 #include "test_support.h"
 
 using namespace ensemble;
@@ -27,7 +28,8 @@ class TestConfig : public QObject {
     void epochsDetermineSteps();
     void defaultsComeFromTheSchema();
     void errorsCarryKeyAndReason();
-    void readmeTableMatchesTheSchema();
+    void docsTableMatchesTheSchema();
+    void docsKindTablesMatchTheRegistries();
     void enumNamesRoundTrip();
     void conditionalKeysApplyOnlyWhenTheirConditionHolds();
     void overridesDropBaseKeysTheyRuleOut();
@@ -247,7 +249,7 @@ void TestConfig::errorsCarryKeyAndReason() {
 
 // docs/configuration.md's configuration table is the schema's, word for word: `ensemble-cli
 // schema` prints it. On a mismatch the expected table is shown, ready to paste.
-void TestConfig::readmeTableMatchesTheSchema() {
+void TestConfig::docsTableMatchesTheSchema() {
     QFile readme(ensemble::test::sourceDir() + QStringLiteral("/docs/configuration.md"));
     QVERIFY2(readme.open(QIODevice::ReadOnly), qPrintable(readme.fileName()));
     const QString text = QString::fromUtf8(readme.readAll());
@@ -259,7 +261,8 @@ void TestConfig::readmeTableMatchesTheSchema() {
     const QString table = text.mid(from + begin.size(), to - from - begin.size());
     const QString expected = QString::fromStdString(configTableMarkdown());
     QVERIFY2(table == expected,
-             qPrintable(QStringLiteral("docs/configuration.md's table differs from the schema; expected:\n") +
+             qPrintable(QStringLiteral(
+                            "docs/configuration.md's table differs from the schema; expected:\n") +
                         expected));
     // Every conditional key's row says when it applies, with the word "only".
     for (const KeySpec& spec : configSchema()) {
@@ -270,6 +273,27 @@ void TestConfig::readmeTableMatchesTheSchema() {
             QVERIFY(table.mid(row, table.indexOf(QLatin1Char('\n'), row) - row)
                         .contains(QStringLiteral("only when")));
         }
+    }
+}
+
+// docs/configuration.md's dataset and model kind tables are the registries' rows
+// (io/kind_tables.h): a new kind shows up there, or this test prints the table to paste.
+void TestConfig::docsKindTablesMatchTheRegistries() {
+    QFile doc(ensemble::test::sourceDir() + QStringLiteral("/docs/configuration.md"));
+    QVERIFY2(doc.open(QIODevice::ReadOnly), qPrintable(doc.fileName()));
+    const QString text = QString::fromUtf8(doc.readAll());
+    const QString begin = QStringLiteral("<!-- kind-tables:begin -->\n");
+    const qsizetype from = text.indexOf(begin);
+    const qsizetype to = text.indexOf(QStringLiteral("<!-- kind-tables:end -->"));
+    QVERIFY2(from >= 0 && to > from, "docs/configuration.md has no kind-tables markers");
+    const QString tables = text.mid(from + begin.size(), to - from - begin.size());
+    const QString expected = QString::fromStdString(kindTablesMarkdown());
+    QVERIFY2(tables == expected,
+             qPrintable(QStringLiteral("docs/configuration.md's kind tables differ from the "
+                                       "registries; expected:\n") +
+                        expected));
+    for (const DatasetKindInfo& row : EnumNames<DatasetKind>::table) {
+        QVERIFY(tables.contains(QStringLiteral("| `%1` |").arg(QString::fromUtf8(row.name))));
     }
 }
 

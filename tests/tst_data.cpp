@@ -431,6 +431,60 @@ class TestData : public QObject {
         }
     }
 
+    // Every row of the dataset registry says what its data is: a generated kind's split has
+    // the row's task, class count and planarity, and the schema offers exactly the rows' names.
+    void registryRowsDescribeTheirData() {
+        std::vector<std::string> names;
+        for (const DatasetKindInfo& row : EnumNames<DatasetKind>::table) {
+            names.emplace_back(row.name);
+            QVERIFY(row.label[0] != '\0' && row.help[0] != '\0');
+            QCOMPARE(row.source == DataSource::Generator, row.generate != nullptr);
+            // The keys a kind reads are schema keys, and the schema's conditional dataset keys
+            // agree: dataset.features is linear's alone, dataset.task csv's.
+            for (const KeySpec& spec : configSchema()) {
+                if (spec.section() == "dataset" && spec.name() != "kind" &&
+                    datasetKindReads(row, spec.name())) {
+                    QVERIFY2(spec.when.always() || spec.when.key != "dataset.kind" ||
+                                 std::find(spec.when.values.begin(), spec.when.values.end(),
+                                           row.name) != spec.when.values.end(),
+                             spec.key.c_str());
+                }
+            }
+            std::string keys = row.keys;
+            for (std::size_t at = 0; at < keys.size();) {
+                const std::size_t space = std::min(keys.find(' ', at), keys.size());
+                QVERIFY2(findKeySpec("dataset." + keys.substr(at, space - at)) != nullptr,
+                         row.name);
+                at = space + 1;
+            }
+            if (row.source != DataSource::Generator) {
+                continue;
+            }
+            DatasetConfig c;
+            c.kind = row.value;
+            c.n = 64;
+            c.noise = 0.1;
+            c.rotations = 1.0;
+            c.classes = 3;
+            c.features = 2;
+            c.testFraction = 0.25;
+            c.task = row.task;
+            const DataSplit split = loadDataSplit(c);
+            QCOMPARE(split.name, std::string(row.name));
+            QCOMPARE(split.regression, row.task == DataTask::Regression);
+            QCOMPARE(split.classes,
+                     split.regression ? 0 : (row.classes > 0 ? row.classes : c.classes));
+            if (row.planar) {
+                QVERIFY(split.planar());
+            }
+        }
+        std::vector<std::string> offered;
+        for (const Choice& choice : keySpec("dataset.kind").choices) {
+            offered.emplace_back(choice.name);
+        }
+        QCOMPARE(offered, names);
+    }
+
     void generatorsRejectBadParameters() {
         EXPECT_PARTS(errorOf<ConfigError>([] { makeSpirals(0, 0.1, 1.0, 0); }), "spirals", "n");
         EXPECT_PARTS(errorOf<ConfigError>([] { makeMoons(10, -1.0, 0); }), "noise");
@@ -666,8 +720,8 @@ class TestData : public QObject {
         const std::string folder = m_dir.path().toStdString();
         EXPECT_PARTS(errorOf<DataError>([&] { readCsv(folder, classes); }), folder, "directory");
 
-        // Resource bound (docs/reliability.md, Input limits): a line of more than a million columns is refused
-        // with its line number; a million exactly is read.
+        // Resource bound (docs/reliability.md, Input limits): a line of more than a million columns
+        // is refused with its line number; a million exactly is read.
         std::string wide;
         for (int c = 0; c < 1'000'000; ++c) {
             wide += c == 0 ? "1" : ",1";

@@ -8,6 +8,7 @@
 // (docs/extending.md).
 
 #include <cstddef>
+#include <string_view>
 
 #include "core/named_enum.h"
 
@@ -66,52 +67,80 @@ struct DatasetKindInfo {
     DatasetKind value;
     const char* name;   // dataset.kind
     const char* label;  // for people (the panel's list)
-    const char* help;   // one line (the docs' dataset list, tooltips)
+    const char* help;   // one line (the docs' dataset table, tooltips)
     DataSource source;
-    DataTask task;
-    bool taskFromConfig;  // dataset.task decides the task (csv); else `task`
+    DataTask task = DataTask::Classification;
+    bool taskFromConfig = false;  // dataset.task decides the task (csv); else `task`
     // Inputs are points in the plane, drawn as the Boundary view and the uncertainty maps.
     // (A CSV of two feature columns is drawn so too: DataSplit::planar() asks the loaded data.)
-    bool planar;
-    Dataset (*generate)(const DatasetConfig&);  // Generator kinds; else null
-    int classes;  // generated classification kinds (0: dataset.classes)
+    bool planar = false;
+    // The dataset.* keys the kind reads, space-separated ("n noise seed"): the panel offers
+    // these fields for the kind and greys out the others.
+    const char* keys = "";
+    Dataset (*generate)(const DatasetConfig&) = nullptr;  // Generator kinds
+    int classes =
+        0;  // classification kinds of a fixed class count (0: dataset.classes or the file's)
     // IdxImages kinds: a system folder searched after the XDG data folder (empty: none), and
     // how a person gets the files, for the "not found" message.
-    const char* systemFolder;
-    const char* howToGet;
-    const char* const* classNames;  // names of the classes for people, or null (their indices)
+    const char* systemFolder = "";
+    const char* howToGet = "";
+    const char* const* classNames = nullptr;  // `classes` names for people, or null (indices)
 };
+
+// Whether `row` reads the key `dataset.<name>` (`name` without the section).
+bool datasetKindReads(const DatasetKindInfo& row, std::string_view name);
 
 template <>
 struct EnumNames<DatasetKind> {
     // clang-format off
     static constexpr DatasetKindInfo table[] = {
-        {DatasetKind::Spirals, "spirals", "Two spirals", "two interleaved spirals (Whitney 2021), 2 classes",
-         DataSource::Generator, DataTask::Classification, false, true, generateSpirals, 2, "", "", nullptr},
-        {DatasetKind::Moons, "moons", "Two moons", "two interleaving half circles, 2 classes",
-         DataSource::Generator, DataTask::Classification, false, true, generateMoons, 2, "", "", nullptr},
-        {DatasetKind::Circles, "circles", "Circles", "a circle inside a ring, 2 classes",
-         DataSource::Generator, DataTask::Classification, false, true, generateCircles, 2, "", "", nullptr},
-        {DatasetKind::Xor, "xor", "XOR", "four quadrants, opposite ones alike, 2 classes",
-         DataSource::Generator, DataTask::Classification, false, true, generateXor, 2, "", "", nullptr},
-        {DatasetKind::Blobs, "blobs", "Gaussian blobs", "Gaussian blobs, dataset.classes classes",
-         DataSource::Generator, DataTask::Classification, false, true, generateBlobs, 0, "", "", nullptr},
-        {DatasetKind::Cubic, "cubic", "Cubic (regression)", "y = x^3 + noise on [-4, 4] (Lakshminarayanan et al. 2017)",
-         DataSource::Generator, DataTask::Regression, false, false, generateCubic, 0, "", "", nullptr},
-        {DatasetKind::Sine, "sine", "Sine (regression)", "y = sin(2x) with noise growing with |x|, on [-3, 3]",
-         DataSource::Generator, DataTask::Regression, false, false, generateSine, 0, "", "", nullptr},
-        {DatasetKind::Linear, "linear", "Linear (regression)", "y = x . w + b + noise, dataset.features inputs",
-         DataSource::Generator, DataTask::Regression, false, false, generateLinear, 0, "", "", nullptr},
-        {DatasetKind::Csv, "csv", "CSV file", "your own CSV file (dataset.path), classification or regression",
-         DataSource::CsvFile, DataTask::Classification, true, false, nullptr, 0, "", "", nullptr},
-        {DatasetKind::Mnist, "mnist", "MNIST", "handwritten digits, 28 x 28 images, 10 classes",
-         DataSource::IdxImages, DataTask::Classification, false, false, nullptr, 10, "",
-         "Get it with `scripts/fetch-mnist.sh`", nullptr},
-        {DatasetKind::FashionMnist, "fashion-mnist", "Fashion-MNIST", "Zalando's clothing images, 28 x 28, 10 classes",
-         DataSource::IdxImages, DataTask::Classification, false, false, nullptr, 10,
-         "/usr/share/datasets/fashion-mnist",  // Debian's dataset-fashion-mnist
-         "Get it with `sudo apt install dataset-fashion-mnist` (installs "
-         "/usr/share/datasets/fashion-mnist)", kFashionMnistClassNames},
+        {.value = DatasetKind::Spirals, .name = "spirals", .label = "Two spirals",
+         .help = "two interleaved spirals (Whitney 2021), 2 classes",
+         .source = DataSource::Generator, .planar = true,
+         .keys = "n noise rotations test_fraction seed limit", .generate = generateSpirals, .classes = 2},
+        {.value = DatasetKind::Moons, .name = "moons", .label = "Two moons",
+         .help = "two interleaving half circles, 2 classes",
+         .source = DataSource::Generator, .planar = true,
+         .keys = "n noise test_fraction seed limit", .generate = generateMoons, .classes = 2},
+        {.value = DatasetKind::Circles, .name = "circles", .label = "Circles",
+         .help = "a circle inside a ring, 2 classes",
+         .source = DataSource::Generator, .planar = true,
+         .keys = "n noise test_fraction seed limit", .generate = generateCircles, .classes = 2},
+        {.value = DatasetKind::Xor, .name = "xor", .label = "XOR",
+         .help = "four quadrants, opposite ones alike, 2 classes",
+         .source = DataSource::Generator, .planar = true,
+         .keys = "n noise test_fraction seed limit", .generate = generateXor, .classes = 2},
+        {.value = DatasetKind::Blobs, .name = "blobs", .label = "Gaussian blobs",
+         .help = "Gaussian blobs, dataset.classes classes",
+         .source = DataSource::Generator, .planar = true,
+         .keys = "n noise classes test_fraction seed limit", .generate = generateBlobs},
+        {.value = DatasetKind::Cubic, .name = "cubic", .label = "Cubic (regression)",
+         .help = "y = x^3 + noise on [-4, 4] (Lakshminarayanan et al. 2017)",
+         .source = DataSource::Generator, .task = DataTask::Regression,
+         .keys = "n noise test_fraction seed limit", .generate = generateCubic},
+        {.value = DatasetKind::Sine, .name = "sine", .label = "Sine (regression)",
+         .help = "y = sin(2x), its noise growing away from 0, on [-3, 3]",
+         .source = DataSource::Generator, .task = DataTask::Regression,
+         .keys = "n test_fraction seed limit", .generate = generateSine},
+        {.value = DatasetKind::Linear, .name = "linear", .label = "Linear (regression)",
+         .help = "y = x . w + b + noise, dataset.features inputs",
+         .source = DataSource::Generator, .task = DataTask::Regression,
+         .keys = "n noise features test_fraction seed limit", .generate = generateLinear},
+        {.value = DatasetKind::Csv, .name = "csv", .label = "CSV file",
+         .help = "your own CSV file (dataset.path), classification or regression",
+         .source = DataSource::CsvFile, .taskFromConfig = true,
+         .keys = "path test_path test_fraction seed limit task target"},
+        {.value = DatasetKind::Mnist, .name = "mnist", .label = "MNIST",
+         .help = "handwritten digits, 28 x 28 images, 10 classes",
+         .source = DataSource::IdxImages, .keys = "path limit", .classes = 10,
+         .howToGet = "Get it with `scripts/fetch-mnist.sh`"},
+        {.value = DatasetKind::FashionMnist, .name = "fashion-mnist", .label = "Fashion-MNIST",
+         .help = "Zalando's clothing images, 28 x 28, 10 classes",
+         .source = DataSource::IdxImages, .keys = "path limit", .classes = 10,
+         .systemFolder = "/usr/share/datasets/fashion-mnist",  // Debian's dataset-fashion-mnist
+         .howToGet = "Get it with `sudo apt install dataset-fashion-mnist` (installs "
+                     "/usr/share/datasets/fashion-mnist)",
+         .classNames = kFashionMnistClassNames},
     };
     // clang-format on
 };

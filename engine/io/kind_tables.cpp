@@ -30,7 +30,8 @@ std::string inputsText(const DatasetKindInfo& row) {
     if (row.planar) {
         return "points in the plane";
     }
-    return row.source == DataSource::CsvFile ? "the CSV's feature columns" : "numbers";
+    return row.source == DataSource::CsvFile ? "the CSV's feature columns"
+                                             : "numbers (`x0`, `x1`, ...)";
 }
 
 }  // namespace
