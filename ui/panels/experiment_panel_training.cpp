@@ -127,18 +127,12 @@ void ExperimentPanel::buildOptimizerSection(QFormLayout* opt) {
         }
     };
     lr.check = [mode, value, low, high, list] {
-        json v;
-        QString error;
         if (currentName(mode) == QStringLiteral("log")) {
-            QString lowError;
-            const bool lowOk = parseNumbers(low->text(), v, lowError);
             // The upper end's reason wins when both are wrong.
-            return parseNumbers(high->text(), v, error) ? (lowOk ? QString() : lowError) : error;
+            const QString highError = numbersError(high->text());
+            return highError.isEmpty() ? numbersError(low->text()) : highError;
         }
-        return parseNumbers((currentName(mode) == QStringLiteral("list") ? list : value)->text(), v,
-                            error)
-                   ? QString()
-                   : error;
+        return numbersError((currentName(mode) == QStringLiteral("list") ? list : value)->text());
     };
     lr.refresh = [mode, stack](const json&) { stack->setCurrentIndex(mode->currentIndex()); };
     m_form->watch(mode);
@@ -215,7 +209,7 @@ void ExperimentPanel::buildBackendSection(QFormLayout* be) {
     m_form->addSpin(be, "backend.device", tr("CUDA device"));
     // CUDA stays listed where it cannot run, saying why.
     std::string reason;
-    const int cuda = m_backend->findData(QStringLiteral("cuda"));
+    const int cuda = m_backend->findData(QString::fromUtf8(toString(BackendKind::Cuda)));
     auto* items = qobject_cast<QStandardItemModel*>(m_backend->model());
     if (cuda >= 0 && items != nullptr && !cudaAvailable(0, reason)) {
         const QString why = tr("Unavailable: %1").arg(QString::fromStdString(reason));

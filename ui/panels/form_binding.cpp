@@ -39,6 +39,7 @@ bool coversKey(const QString& field, const QString& key) {
            key.startsWith(field + QLatin1Char('['));
 }
 
+// keyApplies() for a condition the schema does not hold (the form's own).
 bool conditionHolds(const Condition& when, const json& config) {
     if (when.always()) {
         return true;
@@ -63,7 +64,7 @@ void setStyleProperty(QWidget* w, const char* name, bool on) {
 }  // namespace
 
 bool rowApplies(const KeySpec& spec, const json& config) {
-    return conditionHolds(spec.when.always() ? formCondition(spec.key) : spec.when, config);
+    return keyApplies(spec, config) && conditionHolds(formCondition(spec.key), config);
 }
 
 FormBinding::FormBinding(QWidget* owner, std::function<void()> edited)
@@ -104,7 +105,7 @@ FormRow& FormBinding::addRow(QFormLayout* form, const QString& key, const QStrin
     row->editor = input;
     row->cell = cell;
     row->form = form;
-    row->name = name;
+    row->label = name;
     row->error = error;
     row->marked = {input};
     m_rows.push_back(std::move(row));
@@ -175,11 +176,7 @@ QLineEdit* FormBinding::addNumbers(QFormLayout* form, const char* key, const QSt
         c[spec->section()][spec->name()] =
             parseNumbers(edit->text(), v, error) ? v : json(edit->text().toStdString());
     };
-    row.check = [edit] {
-        json v;
-        QString error;
-        return parseNumbers(edit->text(), v, error) ? QString() : error;
-    };
+    row.check = [edit] { return numbersError(edit->text()); };
     watch(edit);
     return edit;
 }
@@ -270,9 +267,9 @@ void FormBinding::setPending(const QStringList& keys, const QString& tooltip) co
         const QStringList own = row->keys();
         const bool pending =
             std::any_of(own.begin(), own.end(), [&](const QString& k) { return keys.contains(k); });
-        if (row->name->property("pending").toBool() != pending) {
-            row->name->setToolTip(pending ? tooltip : QString());
-            setStyleProperty(row->name, "pending", pending);
+        if (row->label->property("pending").toBool() != pending) {
+            row->label->setToolTip(pending ? tooltip : QString());
+            setStyleProperty(row->label, "pending", pending);
         }
     }
 }
@@ -280,7 +277,7 @@ void FormBinding::setPending(const QStringList& keys, const QString& tooltip) co
 QStringList FormBinding::pendingKeys() const {
     QStringList keys;
     for (const auto& row : m_rows) {
-        if (row->name->property("pending").toBool()) {
+        if (row->label->property("pending").toBool()) {
             keys << row->key;
         }
     }
@@ -396,6 +393,12 @@ bool parseNumbers(const QString& text, json& out, QString& error) {
     }
     out = list.size() == 1 ? list[0] : list;
     return true;
+}
+
+QString numbersError(const QString& text) {
+    json v;
+    QString error;
+    return parseNumbers(text, v, error) ? QString() : error;
 }
 
 void setCombo(QComboBox* box, const QString& data) {

@@ -3,8 +3,8 @@
 // The Experiment form's rows bound to config keys. A row is built once with everything about
 // its key: the schema's range, tooltip and choices, how it loads from and stores into a config,
 // the form's own check, how it refreshes. Which rows apply is one rule for all of them: the
-// schema's condition (KeySpec::when), or the form's own where the schema has none
-// (formCondition, panel_kinds.h), read from the form's config. A row that does not apply is
+// schema's condition (KeySpec::when), plus the form's own for keys the schema leaves open
+// (formCondition, panel_kinds.h), both read from the form's config. A row that does not apply is
 // disabled, or hidden where another row takes its place (model.hidden and model.layers).
 
 #include <QList>
@@ -30,6 +30,7 @@ class QWidget;
 
 namespace ensemble::ui {
 
+// One row of the form: a config key (or keys edited together), its editor and its hooks.
 struct FormRow {
     QString key;               // "dataset.n"
     QStringList otherKeys;     // further keys the row edits (training.epochs beside training.steps)
@@ -37,7 +38,7 @@ struct FormRow {
     QWidget* editor = nullptr;  // what ExperimentPanel::editor(key) returns (default: input)
     QWidget* cell = nullptr;    // input and error label: the row shown or hidden
     QFormLayout* form = nullptr;
-    QLabel* name = nullptr;
+    QLabel* label = nullptr;  // the row's name; bold while its edit waits for Reset
     QLabel* error = nullptr;
     QList<QWidget*> marked;  // outlined while the row has an error (default: editor)
     bool hideWhenInapplicable = false;
@@ -56,8 +57,8 @@ struct FormRow {
     QStringList keys() const { return QStringList{key} + otherKeys; }
 };
 
-// Whether a key's row applies to `config`: the schema's condition when it has one, else the
-// form's own, the decider read with its default (and itself applying).
+// Whether a key's row applies to `config`: the schema's condition (keyApplies), and the form's
+// own where it has one, its decider read the same way (with its default, itself applying).
 bool rowApplies(const KeySpec& spec, const nlohmann::json& config);
 
 class FormBinding {
@@ -124,6 +125,8 @@ QString formatNumber(double v);
 QString numbersText(const nlohmann::json& v);
 // "0.1" -> 0.1; "0.1, 0.2" -> [0.1, 0.2]. False with `error` set when not numbers.
 bool parseNumbers(const QString& text, nlohmann::json& out, QString& error);
+// Why `text` is not numbers; empty when it is.
+QString numbersError(const QString& text);
 // Splits a list the person typed ("32, 32", "32 32").
 QStringList listItems(const QString& text);
 // Selects the item whose data is `data` (unchanged when none has it).

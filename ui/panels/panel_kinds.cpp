@@ -26,16 +26,23 @@ bool datasetHasOwnSplit(const std::string& kind) {
     return isImageDataset(kind);  // the image datasets come with their test files
 }
 
+// Whether `name` is the engine's name of `value` (the schema's enum name tables).
+template <NamedEnum E>
+bool isNameOf(const std::string& name, E value) {
+    E named{};
+    return enumFromName(name, named) && named == value;
+}
+
 bool optimizerReadsMomentum(const std::string& kind) {
-    return kind == "sgd";
+    return isNameOf(kind, OptimizerKind::Sgd);
 }
 
 bool backendReadsThreads(const std::string& kind) {
-    return kind != "cuda";
+    return !isNameOf(kind, BackendKind::Cuda);
 }
 
 bool backendReadsDevice(const std::string& kind) {
-    return kind != "cpu";
+    return !isNameOf(kind, BackendKind::Cpu);
 }
 
 // The condition "`decider` is one of the kinds `reads` accepts", over the schema's choices.
@@ -73,11 +80,11 @@ bool modelNeedsImages(const std::string& modelKind) {
 }
 
 bool isRegressionLikelihood(const std::string& likelihood) {
-    return likelihood != "categorical";
+    return !isNameOf(likelihood, Likelihood::Categorical);
 }
 
 std::string defaultLikelihood(bool regression) {
-    return regression ? "gaussian" : "categorical";
+    return toString(regression ? Likelihood::Gaussian : Likelihood::Categorical);
 }
 
 const Condition& formCondition(const std::string& key) {
