@@ -31,14 +31,6 @@ QComboBox* modeCombo(const QList<QPair<QString, QString>>& items) {
     return box;
 }
 
-// A number typed in one of the learning rate's fields, or the text as typed (the form's check
-// names it first).
-json numberOrText(const QLineEdit* edit) {
-    json v;
-    QString error;
-    return parseNumbers(edit->text(), v, error) ? v : json(edit->text().toStdString());
-}
-
 }  // namespace
 
 void ExperimentPanel::buildEnsembleSection(QFormLayout* ens) {
@@ -123,7 +115,8 @@ void ExperimentPanel::buildOptimizerSection(QFormLayout* opt) {
                                          {ok ? lo : json(low->text().toStdString()),
                                           ok ? hi : json(high->text().toStdString())}}};
         } else {
-            c["optimizer"]["lr"] = numberOrText(m == QStringLiteral("list") ? list : value);
+            c["optimizer"]["lr"] =
+                numbersOrText((m == QStringLiteral("list") ? list : value)->text());
         }
     };
     lr.check = [mode, value, low, high, list] {

@@ -169,12 +169,8 @@ QLineEdit* FormBinding::addNumbers(QFormLayout* form, const char* key, const QSt
     row.load = [edit, spec = &spec](const json& c) {
         edit->setText(numbersText(*valueOrDefault(c, *spec)));
     };
-    // Text that is not numbers is stored as typed; check() names it first.
     row.store = [edit, spec = &spec](json& c) {
-        json v;
-        QString error;
-        c[spec->section()][spec->name()] =
-            parseNumbers(edit->text(), v, error) ? v : json(edit->text().toStdString());
+        c[spec->section()][spec->name()] = numbersOrText(edit->text());
     };
     row.check = [edit] { return numbersError(edit->text()); };
     watch(edit);
@@ -393,6 +389,12 @@ bool parseNumbers(const QString& text, json& out, QString& error) {
     }
     out = list.size() == 1 ? list[0] : list;
     return true;
+}
+
+json numbersOrText(const QString& text) {
+    json v;
+    QString error;
+    return parseNumbers(text, v, error) ? v : json(text.toStdString());
 }
 
 QString numbersError(const QString& text) {

@@ -125,6 +125,9 @@ QString formatNumber(double v);
 QString numbersText(const nlohmann::json& v);
 // "0.1" -> 0.1; "0.1, 0.2" -> [0.1, 0.2]. False with `error` set when not numbers.
 bool parseNumbers(const QString& text, nlohmann::json& out, QString& error);
+// The numbers in `text`, or `text` as typed when it is not numbers (the form's check names
+// it before the parser sees it).
+nlohmann::json numbersOrText(const QString& text);
 // Why `text` is not numbers; empty when it is.
 QString numbersError(const QString& text);
 // Splits a list the person typed ("32, 32", "32 32").
