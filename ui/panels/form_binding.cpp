@@ -72,7 +72,7 @@ FormBinding::FormBinding(QWidget* owner, std::function<void()> edited)
 
 FormRow& FormBinding::addRow(QFormLayout* form, const QString& key, const QString& label,
                              QWidget* input) {
-    // The tooltip is the key's meaning from the schema, the README's words.
+    // The tooltip is the key's meaning from the schema, the words of docs/configuration.md.
     const KeySpec& spec = keySpec(key.toStdString());
     input->setToolTip(QStringLiteral("%1 (%2)").arg(str(plainHelp(spec)), key));
     input->setObjectName(key);
