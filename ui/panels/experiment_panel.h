@@ -10,22 +10,20 @@
 #include <QString>
 #include <QWidget>
 
+#include <memory>
+
 #include <nlohmann/json.hpp>
 
-class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QFormLayout;
 class QLabel;
-class QLineEdit;
-class QPushButton;
 class QScrollArea;
 class QSpinBox;
-class QStackedWidget;
-class QToolButton;
 
 namespace ensemble::ui {
 
+class FormBinding;
 class LayerListEditor;
 
 class ExperimentPanel : public QWidget {
@@ -33,6 +31,7 @@ class ExperimentPanel : public QWidget {
 
   public:
     explicit ExperimentPanel(QWidget* parent = nullptr);
+    ~ExperimentPanel() override;
 
     // Shows `config` (missing keys at their defaults). `preset` selects the preset combo's
     // entry; empty shows "Custom".
@@ -76,79 +75,41 @@ class ExperimentPanel : public QWidget {
 
   private:
     void build();
+    // One function per section, each in its own file (experiment_panel_dataset.cpp,
+    // _model.cpp, _training.cpp): it builds the section's rows, and each row says how its key
+    // loads, stores, checks and refreshes (FormBinding). Which rows apply is the binding's one
+    // rule: the schema's conditions, and the form's own for the keys the schema leaves open.
+    void buildDatasetSection(QFormLayout* form);
+    void buildModelSection(QFormLayout* form);
+    void buildEnsembleSection(QFormLayout* form);
+    // The optimizer's keys and training's batch size, stop and adversarial training.
+    void buildOptimizerSection(QFormLayout* form);
+    void buildBackendSection(QFormLayout* form);
     // The scroll area never scrolls sideways, so it must be as wide as the widest label and
     // editor need in the current font; recomputed when the font changes.
     void updateMinimumWidth();
     void updateEnabled();
     void onEdited();
     void validate();
-    void markErrors();
-    QString fieldFor(const QString& errorKey) const;
-    QLabel* addField(QFormLayout* form, const QString& key, const QString& label, QWidget* editor);
-    // The Model section (model.kind, model.hidden for mlp, the layer list for cnn), kept apart
-    // from the other sections: build, load from a config, store into one, enable.
-    void buildModelSection(QFormLayout* form);
-    void loadModelSection(const nlohmann::json& config);
-    void storeModelSection(nlohmann::json& config) const;
-    void updateModelSection();
-    // New layer rows get the form's wheel and key rules (FieldInputFilter).
-    void installLayerInput();
-    // The form's own check of the Model section (text that is not a width).
-    void checkModelSection();
-    // Shows an error of model.layers at the row and field it names.
-    void markLayerErrors();
-    // The task rows of the Dataset section (dataset.task, dataset.target, model.likelihood,
-    // dataset.features): built, loaded, stored and enabled apart from the rest of the form.
-    void buildTaskFields(QFormLayout* data);
-    void loadTaskFields(const nlohmann::json& c);
-    void storeTaskFields(nlohmann::json& c) const;
-    void updateTaskEnabled();
     // Whether the dataset as chosen is a regression one (cubic, sine, linear, csv regression).
     bool regressionTask() const;
     // Switches model.likelihood to the dataset's task (gaussian for regression, categorical
     // for classification) when the current one does not fit it.
     void syncLikelihood();
+    // New layer rows get the form's wheel and key rules (FieldInputFilter).
+    void installLayerInput();
 
     nlohmann::json m_base;
     bool m_loading = false;
     QMap<QString, QString> m_errors;
-    QMap<QString, QWidget*> m_editors;
-    QMap<QString, QLabel*> m_errorLabels;
+    std::unique_ptr<FormBinding> m_form;
 
     QComboBox* m_preset = nullptr;
     QComboBox* m_kind = nullptr;
-    QSpinBox* m_n = nullptr;
-    QDoubleSpinBox* m_noise = nullptr;
-    QDoubleSpinBox* m_rotations = nullptr;
-    QSpinBox* m_classes = nullptr;
-    QDoubleSpinBox* m_testFraction = nullptr;
-    QSpinBox* m_dataSeed = nullptr;
-    QLineEdit* m_path = nullptr;
-    QToolButton* m_browse = nullptr;
-    QPushButton* m_regenerate = nullptr;
     QComboBox* m_task = nullptr;
-    QLineEdit* m_target = nullptr;
     QComboBox* m_likelihood = nullptr;
-    QSpinBox* m_features = nullptr;
     QComboBox* m_modelKind = nullptr;
-    QFormLayout* m_modelForm = nullptr;
-    QLineEdit* m_hidden = nullptr;
     LayerListEditor* m_layers = nullptr;
-    QComboBox* m_activation = nullptr;
-    QSpinBox* m_members = nullptr;
-    QComboBox* m_bootstrap = nullptr;
-    QSpinBox* m_ensembleSeed = nullptr;
-    QComboBox* m_optimizer = nullptr;
-    QComboBox* m_lrMode = nullptr;
-    QStackedWidget* m_lrStack = nullptr;
-    QLineEdit* m_lrValue = nullptr;
-    QLineEdit* m_lrLow = nullptr;
-    QLineEdit* m_lrHigh = nullptr;
-    QLineEdit* m_lrList = nullptr;
-    QLineEdit* m_momentum = nullptr;
-    QLineEdit* m_weightDecay = nullptr;
-    QSpinBox* m_batch = nullptr;
-    QDoubleSpinBox* m_adversarialEps = nullptr;  // training.adversarial_eps
     QComboBox* m_stopMode = nullptr;
     QString m_finiteStopMode = QStringLiteral("steps");  // the mode before "until paused"
     int m_blockSteps = 1;  // Stop after as loaded: the length Continue adds
@@ -156,8 +117,6 @@ class ExperimentPanel : public QWidget {
     QSpinBox* m_steps = nullptr;
     QDoubleSpinBox* m_epochs = nullptr;
     QComboBox* m_backend = nullptr;
-    QSpinBox* m_threads = nullptr;
-    QSpinBox* m_device = nullptr;
     QScrollArea* m_scroll = nullptr;
     QWidget* m_content = nullptr;
     QLabel* m_summary = nullptr;

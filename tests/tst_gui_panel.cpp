@@ -1,0 +1,133 @@
+// The Experiment panel's rows against the schema: a row can be edited exactly when its key
+// applies (the schema's condition, or the form's own for keys the schema leaves open), the
+// form's own conditions name real choices, and every dataset kind is one the panel can place.
+#include <QApplication>
+#include <QComboBox>
+#include <QtTest>
+
+#include <algorithm>
+#include <string>
+
+#include "io/config.h"
+#include "io/config_schema.h"
+#include "panels/experiment_panel.h"
+#include "panels/panel_kinds.h"
+
+using ensemble::Choice;
+using ensemble::Condition;
+using ensemble::configSchema;
+using ensemble::KeySpec;
+using ensemble::keySpec;
+using ensemble::KeyType;
+using ensemble::ui::ExperimentPanel;
+using nlohmann::json;
+
+namespace {
+
+QString qstr(const std::string& s) {
+    return QString::fromStdString(s);
+}
+
+bool editable(ExperimentPanel& panel, QWidget* editor) {
+    return editor->isEnabled() && editor->isVisibleTo(&panel);
+}
+
+const Condition& conditionOf(const KeySpec& spec) {
+    return spec.when.always() ? ensemble::ui::formCondition(spec.key) : spec.when;
+}
+
+}  // namespace
+
+class TestGuiPanel : public QObject {
+    Q_OBJECT
+
+  private Q_SLOTS:
+    void rowsFollowTheirConditions();
+    void formConditionsNameSchemaChoices();
+    void everyDatasetKindHasOneFamily();
+};
+
+void TestGuiPanel::rowsFollowTheirConditions() {
+    ExperimentPanel panel;
+    auto* kind = panel.findChild<QComboBox*>(QStringLiteral("dataset.kind"));
+    QVERIFY(kind != nullptr);
+    int conditional = 0;
+    for (const KeySpec& spec : configSchema()) {
+        QWidget* editor = panel.editor(qstr(spec.key));
+        if (editor == nullptr) {
+            continue;  // a key the form does not show
+        }
+        panel.setConfig(ensemble::defaultConfigJson());
+        const Condition& when = conditionOf(spec);
+        if (when.always()) {
+            QVERIFY2(editable(panel, editor), spec.key.c_str());
+            continue;
+        }
+        ++conditional;
+        auto* decider = panel.findChild<QComboBox*>(qstr(when.key));
+        QVERIFY2(decider != nullptr, when.key.c_str());
+        // Under every dataset kind, so that chains (dataset.target <- dataset.task <-
+        // dataset.kind) are reached, every value of the decider, chosen as a person would.
+        for (int k = 0; k < kind->count(); ++k) {
+            kind->setCurrentIndex(k);
+            for (int i = 0; i < decider->count(); ++i) {
+                decider->setCurrentIndex(i);
+                const json config = panel.config();
+                const std::string value = decider->currentData().toString().toStdString();
+                const bool applies =
+                    ensemble::keyApplies(keySpec(when.key), config) &&
+                    std::find(when.values.begin(), when.values.end(), value) != when.values.end();
+                const QByteArray where = QStringLiteral("%1 with %2 = %3, dataset.kind = %4")
+                                             .arg(qstr(spec.key), qstr(when.key), qstr(value),
+                                                  kind->currentData().toString())
+                                             .toUtf8();
+                QVERIFY2(editable(panel, editor) == applies, where.constData());
+                if (!spec.when.always()) {
+                    // The engine agrees: the form's config keeps the key exactly then.
+                    QVERIFY2(config[spec.section()].contains(spec.name()) == applies,
+                             where.constData());
+                }
+            }
+        }
+    }
+    QVERIFY(conditional >= 10);
+}
+
+void TestGuiPanel::formConditionsNameSchemaChoices() {
+    for (const KeySpec& spec : configSchema()) {
+        const Condition& own = ensemble::ui::formCondition(spec.key);
+        if (own.always()) {
+            continue;
+        }
+        // One condition per key: where the schema has one, the form adds none.
+        QVERIFY2(spec.when.always(), spec.key.c_str());
+        const KeySpec& decider = keySpec(own.key);
+        QVERIFY2(decider.type == KeyType::Choice, spec.key.c_str());
+        // Some kinds read the key and some do not (else it needs no condition).
+        QVERIFY2(!own.values.empty() && own.values.size() < decider.choices.size(),
+                 spec.key.c_str());
+        for (const std::string& v : own.values) {
+            QVERIFY2(std::any_of(decider.choices.begin(), decider.choices.end(),
+                                 [&](const Choice& c) { return v == c.name; }),
+                     (spec.key + ": " + v).c_str());
+        }
+    }
+}
+
+void TestGuiPanel::everyDatasetKindHasOneFamily() {
+    // A dataset kind the panel cannot place (generated, a CSV file, images) would get the
+    // wrong rows: a new kind needs its answer in panel_kinds.cpp.
+    for (const Choice& c : keySpec("dataset.kind").choices) {
+        const int families = int{ensemble::ui::isGeneratedDataset(c.name)} +
+                             int{ensemble::ui::isCsvDataset(c.name)} +
+                             int{ensemble::ui::isImageDataset(c.name)};
+        QVERIFY2(families == 1, c.name);
+    }
+    for (const bool regression : {false, true}) {
+        QCOMPARE(ensemble::ui::isRegressionLikelihood(ensemble::ui::defaultLikelihood(regression)),
+                 regression);
+    }
+}
+
+QTEST_MAIN(TestGuiPanel)
+#include "tst_gui_panel.moc"
