@@ -40,7 +40,7 @@
 #include "action_reason.h"
 #include "controller/comparison.h"
 #include "core/errors.h"
-#include "data/dataset.h"
+#include "data_traits.h"
 #include "help_text.h"
 #include "io/atomic_file.h"
 #include "io/config.h"
@@ -560,7 +560,7 @@ void MainWindow::loadExperiment(const nlohmann::json& config, const QString& pre
     const nlohmann::json loaded = m_panel->config();
     const nlohmann::json& kind = loaded["dataset"]["kind"];
     m_panel->setUntilPaused(!preset.isEmpty() && kind.is_string() &&
-                            isGenerated(kind.get<std::string>()));
+                            isTwoDimensional(kind.get<std::string>()));
     if (m_panel->isValid()) {
         startRun();
     } else {
