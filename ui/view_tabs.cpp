@@ -19,6 +19,7 @@ ViewTabs::ViewTabs(QWidget* parent) : QTabWidget(parent) {
         area->setWidgetResizable(true);
         area->setFrameShape(QFrame::NoFrame);
         area->setWidget(view);
+        m_areas[static_cast<std::size_t>(row.id)] = area;
         const int tab = addTab(area, viewTitle(row.id));
         // Until a run says otherwise, only the views that apply to any data (and the
         // Boundary view, which the 2-D preset the app starts on shows).
@@ -27,7 +28,7 @@ ViewTabs::ViewTabs(QWidget* parent) : QTabWidget(parent) {
 }
 
 int ViewTabs::tabOf(ViewId id) const {
-    return indexOf(view(id)->parentWidget()->parentWidget());  // the view's scroll area
+    return indexOf(m_areas[static_cast<std::size_t>(id)]);
 }
 
 bool ViewTabs::setView(ViewId id) {

@@ -47,8 +47,9 @@ class ViewTabs : public QTabWidget {
     int tabOf(ViewId id) const;
 
     std::array<QWidget*, kViewCount> m_views{};
-    uint64_t m_runFor = 0;      // RunInfo::runId the tabs were set up for
-    bool m_regression = false;  // they were set up for a regression run
+    std::array<QWidget*, kViewCount> m_areas{};  // each view's scroll area: its tab's page
+    uint64_t m_runFor = 0;                       // RunInfo::runId the tabs were set up for
+    bool m_regression = false;                   // they were set up for a regression run
 };
 
 }  // namespace ensemble::ui
