@@ -15,6 +15,7 @@ namespace ensemble::ui {
 
 namespace {
 
+// The translation context of the rows (lupdate reads the literal in each QT_TRANSLATE_NOOP).
 constexpr const char* kContext = "ensemble::ui::ViewTable";
 
 template <typename View>
@@ -36,43 +37,49 @@ constexpr ViewRow row(ViewId id, const char* key, const char* title, QKeyCombina
 // Ctrl+1 … Ctrl+8 are documented (README's key table): today's views keep them. A ninth view
 // takes Ctrl+9; later ones a key of their own (say Ctrl+Shift+1), added to that table.
 constexpr std::array<ViewRow, kViewCount> kViews{{
-    row<BoundaryView>(ViewId::Boundary, "boundary", QT_TRANSLATE_NOOP(kContext, "Boundary"),
+    row<BoundaryView>(ViewId::Boundary, "boundary",
+                      QT_TRANSLATE_NOOP("ensemble::ui::ViewTable", "Boundary"),
                       Qt::CTRL | Qt::Key_1, ViewData::TwoDimensional,
-                      QT_TRANSLATE_NOOP(kContext,
+                      QT_TRANSLATE_NOOP("ensemble::ui::ViewTable",
                                         "the ensemble's decision boundary and uncertainty maps "
                                         "over the plane")),
-    row<MembersView>(ViewId::Members, "members", QT_TRANSLATE_NOOP(kContext, "Members"),
-                     Qt::CTRL | Qt::Key_2, ViewData::Any,
-                     QT_TRANSLATE_NOOP(kContext,
+    row<MembersView>(ViewId::Members, "members",
+                     QT_TRANSLATE_NOOP("ensemble::ui::ViewTable", "Members"), Qt::CTRL | Qt::Key_2,
+                     ViewData::Any,
+                     QT_TRANSLATE_NOOP("ensemble::ui::ViewTable",
                                        "every member's boundary and figures; switch members in "
                                        "or out")),
-    row<CurvesView>(
-        ViewId::Curves, "curves", QT_TRANSLATE_NOOP(kContext, "Curves"), Qt::CTRL | Qt::Key_3,
-        ViewData::Any,
-        QT_TRANSLATE_NOOP(kContext, "train and test loss and accuracy against the step")),
+    row<CurvesView>(ViewId::Curves, "curves",
+                    QT_TRANSLATE_NOOP("ensemble::ui::ViewTable", "Curves"), Qt::CTRL | Qt::Key_3,
+                    ViewData::Any,
+                    QT_TRANSLATE_NOOP("ensemble::ui::ViewTable",
+                                      "train and test loss and accuracy against the step")),
     row<CalibrationView>(ViewId::Calibration, "calibration",
-                         QT_TRANSLATE_NOOP(kContext, "Calibration"), Qt::CTRL | Qt::Key_4,
-                         ViewData::Any,
-                         QT_TRANSLATE_NOOP(kContext,
+                         QT_TRANSLATE_NOOP("ensemble::ui::ViewTable", "Calibration"),
+                         Qt::CTRL | Qt::Key_4, ViewData::Any,
+                         QT_TRANSLATE_NOOP("ensemble::ui::ViewTable",
                                            "reliability diagram, per-member figures, ensemble "
                                            "size curve; compare with a trained ensemble")),
-    row<SweepView>(
-        ViewId::Sweep, "sweep", QT_TRANSLATE_NOOP(kContext, "Sweep"), Qt::CTRL | Qt::Key_5,
-        ViewData::Any,
-        QT_TRANSLATE_NOOP(kContext, "each member's test figures against its hyperparameter")),
-    row<ImagesView>(ViewId::Images, "images", QT_TRANSLATE_NOOP(kContext, "Images"),
-                    Qt::CTRL | Qt::Key_6, ViewData::Images,
-                    QT_TRANSLATE_NOOP(kContext,
+    row<SweepView>(ViewId::Sweep, "sweep", QT_TRANSLATE_NOOP("ensemble::ui::ViewTable", "Sweep"),
+                   Qt::CTRL | Qt::Key_5, ViewData::Any,
+                   QT_TRANSLATE_NOOP("ensemble::ui::ViewTable",
+                                     "each member's test figures against its hyperparameter")),
+    row<ImagesView>(ViewId::Images, "images",
+                    QT_TRANSLATE_NOOP("ensemble::ui::ViewTable", "Images"), Qt::CTRL | Qt::Key_6,
+                    ViewData::Images,
+                    QT_TRANSLATE_NOOP("ensemble::ui::ViewTable",
                                       "the least certain test images, the confusion matrix and "
                                       "a digit to draw")),
-    row<FiltersView>(ViewId::Filters, "filters", QT_TRANSLATE_NOOP(kContext, "Filters"),
-                     Qt::CTRL | Qt::Key_7, ViewData::ConvMembers,
-                     QT_TRANSLATE_NOOP(kContext,
+    row<FiltersView>(ViewId::Filters, "filters",
+                     QT_TRANSLATE_NOOP("ensemble::ui::ViewTable", "Filters"), Qt::CTRL | Qt::Key_7,
+                     ViewData::ConvMembers,
+                     QT_TRANSLATE_NOOP("ensemble::ui::ViewTable",
                                        "each member's first-layer kernels and feature maps of a "
                                        "drawn digit")),
-    row<RegressionView>(ViewId::Regression, "regression", QT_TRANSLATE_NOOP(kContext, "Regression"),
+    row<RegressionView>(ViewId::Regression, "regression",
+                        QT_TRANSLATE_NOOP("ensemble::ui::ViewTable", "Regression"),
                         Qt::CTRL | Qt::Key_8, ViewData::OneDimensionalRegression,
-                        QT_TRANSLATE_NOOP(kContext,
+                        QT_TRANSLATE_NOOP("ensemble::ui::ViewTable",
                                           "the predictive mean with aleatoric and total bands "
                                           "and every member's curve")),
 }};
@@ -131,13 +138,13 @@ QString viewDataText(ViewData data) {
         case ViewData::Any:
             return {};
         case ViewData::TwoDimensional:
-            return translated(QT_TRANSLATE_NOOP(kContext, "2-D inputs"));
+            return translated(QT_TRANSLATE_NOOP("ensemble::ui::ViewTable", "2-D inputs"));
         case ViewData::Images:
-            return translated(QT_TRANSLATE_NOOP(kContext, "image data"));
+            return translated(QT_TRANSLATE_NOOP("ensemble::ui::ViewTable", "image data"));
         case ViewData::ConvMembers:
-            return translated(QT_TRANSLATE_NOOP(kContext, "CNN members"));
+            return translated(QT_TRANSLATE_NOOP("ensemble::ui::ViewTable", "CNN members"));
         case ViewData::OneDimensionalRegression:
-            return translated(QT_TRANSLATE_NOOP(kContext, "1-D regression"));
+            return translated(QT_TRANSLATE_NOOP("ensemble::ui::ViewTable", "1-D regression"));
     }
     return {};
 }
@@ -166,7 +173,7 @@ QString viewOptionHelp() {
         names << (data.isEmpty() ? QLatin1String(view.key)
                                  : QStringLiteral("%1 (%2)").arg(QLatin1String(view.key), data));
     }
-    return translated(QT_TRANSLATE_NOOP(kContext, "View to show: %1."))
+    return translated(QT_TRANSLATE_NOOP("ensemble::ui::ViewTable", "View to show: %1."))
         .arg(names.join(QStringLiteral(", ")));
 }
 
