@@ -27,6 +27,7 @@
 #include "main_window.h"
 #include "panels/experiment_panel.h"
 #include "sys/allocator.h"
+#include "view_table.h"
 #include "views/boundary_view.h"
 #include "views/filters_view.h"
 #include "views/images_view.h"
@@ -82,7 +83,7 @@ void drawHoverReadout(MainWindow& window, const QString& where, QImage& image) {
 // Draws a "7" on the canvas of the view shown, Images or Filters (for screenshots of the live
 // prediction and of the feature maps).
 void drawDemoDigit(MainWindow& window) {
-    ensemble::ui::DigitCanvas* canvas = window.currentViewName() == QStringLiteral("filters")
+    ensemble::ui::DigitCanvas* canvas = window.currentViewId() == ensemble::ui::ViewId::Filters
                                             ? window.filtersView()->canvas()
                                             : window.imagesView()->canvas();
     const double s = canvas->width() / 224.0;
@@ -113,11 +114,8 @@ int main(int argc, char** argv) {
     const QCommandLineOption stepsOption(QStringLiteral("train-steps"),
                                          QStringLiteral("Train this many steps, then pause."),
                                          QStringLiteral("N"));
-    const QCommandLineOption viewOption(
-        QStringLiteral("view"),
-        QStringLiteral(
-            "View to show: boundary, members, curves, calibration, sweep, images, filters."),
-        QStringLiteral("NAME"));
+    const QCommandLineOption viewOption(QStringLiteral("view"), ensemble::ui::viewOptionHelp(),
+                                        QStringLiteral("NAME"));
     const QCommandLineOption shotOption(
         QStringLiteral("screenshot"),
         QStringLiteral("Save a picture of the window after training, then exit."),
@@ -210,9 +208,9 @@ int main(int argc, char** argv) {
         return 2;
     }
     const QString view = parser.value(viewOption).toLower();
-    if (!view.isEmpty() && !MainWindow::viewNames().contains(view)) {
+    if (!view.isEmpty() && !ensemble::ui::viewByKey(view)) {
         std::fprintf(stderr, "ensemble-lab: --view expects one of %s\n",
-                     qPrintable(MainWindow::viewNames().join(QStringLiteral(", "))));
+                     qPrintable(ensemble::ui::viewKeys().join(QStringLiteral(", "))));
         return 2;
     }
     const QString screenshot = parser.value(shotOption);

@@ -4,6 +4,7 @@
 #include <QFileInfo>
 
 #include <algorithm>
+#include <exception>
 
 #include "controller/snapshot_builder.h"
 #include "core/errors.h"
@@ -93,6 +94,17 @@ std::shared_ptr<const Comparison> measureComparison(const QString& path,
     c->ensembleMetrics = classificationMetrics(stats);
     c->reliability = topLabelCalibration(stats);
     return c;
+}
+
+void ComparisonWorker::measure(const QString& path, const nlohmann::json& runDataset) {
+    ComparisonResult result;
+    result.path = path;
+    try {
+        result.comparison = measureComparison(path, runDataset);
+    } catch (const std::exception& e) {
+        result.error = QString::fromStdString(e.what());
+    }
+    Q_EMIT measured(result);
 }
 
 }  // namespace ensemble::ui

@@ -2,9 +2,10 @@
 
 // The Calibration view's second ensemble: a trained ensemble read from a file and measured on
 // the test split of the dataset the current run uses, so both stand side by side (e.g. with
-// and without bootstrap, K = 5 vs K = 50). Plain engine code behind a QString path; it runs
-// off the GUI thread (MainWindow::compareWith).
+// and without bootstrap, K = 5 vs K = 50). Plain engine code behind a QString path, measured
+// on the engine thread between training chunks (EngineController::compareWith).
 
+#include <QObject>
 #include <QString>
 
 #include <cstdint>
@@ -46,5 +47,25 @@ struct Comparison {
 // whatever the reader or the dataset loader throws otherwise.
 std::shared_ptr<const Comparison> measureComparison(const QString& path,
                                                     const nlohmann::json& runDataset);
+
+// What a comparison sends back to the GUI thread: the measured ensemble, or why there is none.
+struct ComparisonResult {
+    QString path;
+    std::shared_ptr<const Comparison> comparison;  // null when it failed
+    QString error;
+};
+
+// Lives on the engine thread beside the EngineWorker (the controller queues measure() to it),
+// so a comparison runs between training chunks like every other computation there.
+class ComparisonWorker : public QObject {
+    Q_OBJECT
+
+  public:
+    // Worker thread: measureComparison(), reported with measured().
+    void measure(const QString& path, const nlohmann::json& runDataset);
+
+  Q_SIGNALS:
+    void measured(ComparisonResult result);
+};
 
 }  // namespace ensemble::ui

@@ -11,6 +11,8 @@ namespace ensemble::ui {
 EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObject(parent) {
     m_worker = new EngineWorker(&m_mailbox, tuning);
     m_worker->moveToThread(&m_thread);
+    m_comparer = new ComparisonWorker;
+    m_comparer->moveToThread(&m_thread);
     m_thread.setObjectName(QStringLiteral("engine"));
     // For ThreadSanitizer only (no-ops otherwise): the worker's signals and the thread's end
     // hand data to this thread through Qt's event queue and QThread::wait, which TSan cannot
@@ -26,6 +28,7 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
     announceSignal(m_worker, &EngineWorker::featureMapsReady);
     announceSignal(m_worker, &EngineWorker::exportFinished);
     announceSignal(m_worker, &EngineWorker::checkpointSaved);
+    announceSignal(m_comparer, &ComparisonWorker::measured);
     announceSignal(&m_thread, &QThread::finished);
     connect(m_worker, &EngineWorker::snapshotReady, this, &EngineController::takeSnapshot,
             Qt::QueuedConnection);
@@ -68,6 +71,8 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
             Qt::QueuedConnection);
     connect(m_worker, &EngineWorker::checkpointSaved, this, &EngineController::checkpointSaved,
             Qt::QueuedConnection);
+    connect(m_comparer, &ComparisonWorker::measured, this, &EngineController::comparisonMeasured,
+            Qt::QueuedConnection);
     m_thread.start();
 }
 
@@ -80,6 +85,8 @@ EngineController::~EngineController() {
     acceptHandoff();  // what the thread did before `finished` happened before this
     delete m_worker;
     m_worker = nullptr;
+    delete m_comparer;
+    m_comparer = nullptr;
 }
 
 template <typename F>
@@ -178,6 +185,18 @@ void EngineController::exportTo(const QString& basePath, ExportFormat format) {
 void EngineController::saveCheckpoint(const QString& path) {
     EngineWorker* w = m_worker;
     post([w, path] { w->saveCheckpoint(path); });
+}
+
+bool EngineController::compareWith(const QString& path) {
+    if (!m_snapshot) {
+        return false;
+    }
+    const nlohmann::json dataset =
+        m_snapshot->run->config.json.value("dataset", nlohmann::json::object());
+    ComparisonWorker* c = m_comparer;
+    QMetaObject::invokeMethod(c, announced([c, path, dataset] { c->measure(path, dataset); }),
+                              Qt::QueuedConnection);
+    return true;
 }
 
 void EngineController::takeSnapshot() {

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "controller/comparison.h"
 #include "controller/engine_worker.h"
 #include "controller/snapshot.h"
 
@@ -63,6 +64,10 @@ class EngineController : public QObject {
     void exportTo(const QString& basePath, ExportFormat format = ExportFormat::Safetensors);
     // Writes a checkpoint of the current run to `path`; checkpointSaved() tells the result.
     void saveCheckpoint(const QString& path);
+    // Measures the trained ensemble in `path` on the current run's test split (its dataset
+    // section), on the engine thread; comparisonMeasured() tells the result. False (nothing
+    // queued) when there is no run yet.
+    bool compareWith(const QString& path);
 
     SnapshotPtr snapshot() const { return m_snapshot; }
     bool isRunning() const { return m_running; }
@@ -83,6 +88,7 @@ class EngineController : public QObject {
                           int width);
     void exportFinished(bool ok, QString message, QStringList files);
     void checkpointSaved(bool ok, QString message, QString path, qint64 step);
+    void comparisonMeasured(ComparisonResult result);
 
   private:
     void takeSnapshot();
@@ -92,6 +98,7 @@ class EngineController : public QObject {
     SnapshotMailbox m_mailbox;
     QThread m_thread;
     EngineWorker* m_worker = nullptr;
+    ComparisonWorker* m_comparer = nullptr;  // on m_thread beside the worker
     SnapshotPtr m_snapshot;
     std::vector<uint8_t> m_enabled;
     bool m_running = false;

@@ -12,12 +12,10 @@
 #include <sstream>
 
 #include "backend/registry.h"
-#include "controller/snapshot_builder.h"
+#include "controller/run_description.h"
+#include "controller/run_files.h"
 #include "core/errors.h"
-#include "io/atomic_file.h"
-#include "io/model_io.h"
-#include "metrics/report.h"
-#include "train/trainer_report.h"
+#include "metrics/grid.h"
 
 namespace ensemble::ui {
 
@@ -28,52 +26,6 @@ constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max() / 4;
 
 double seconds(std::chrono::steady_clock::duration d) {
     return std::chrono::duration<double>(d).count();
-}
-
-// The Regression view's x positions: the train range widened by half its span on each side.
-constexpr int kCurvePoints = 400;
-
-void setUpCurve(RunInfo& run, const Dataset& train) {
-    run.train = train;
-    run.hasCurve = true;
-    double lo = 0.0;
-    double hi = 1.0;
-    if (train.rows > 0) {
-        const auto [mn, mx] = std::minmax_element(train.x.begin(), train.x.end());
-        lo = *mn;
-        hi = *mx;
-    }
-    run.trainMin = lo;
-    run.trainMax = hi;
-    const double span = std::max(hi - lo, 1e-6);
-    const double from = lo - 0.5 * span;
-    const double to = hi + 0.5 * span;
-    run.curveX.resize(kCurvePoints);
-    for (int i = 0; i < kCurvePoints; ++i) {
-        run.curveX[static_cast<std::size_t>(i)] =
-            static_cast<float>(from + (to - from) * i / (kCurvePoints - 1));
-    }
-}
-
-// A checkpoint's curves as the Curves view's points (those before `step`: the app evaluates
-// the step it opens at itself, on the rows it evaluates live).
-void appendStoredCurves(const std::vector<Evaluation>& curves, int64_t step,
-                        std::vector<std::shared_ptr<const HistoryPoint>>& history) {
-    for (const Evaluation& e : curves) {
-        if (e.step >= step) {
-            continue;
-        }
-        auto point = std::make_shared<HistoryPoint>();
-        point->step = e.step;
-        point->epoch = e.epoch;
-        point->ensembleTrain = e.ensembleTrain;
-        point->ensembleTest = e.ensembleTest;
-        for (const MemberEvaluation& m : e.members) {
-            point->memberTrain.push_back(m.train);
-            point->memberTest.push_back(m.test);
-        }
-        history.push_back(std::move(point));
-    }
 }
 
 }  // namespace
@@ -93,60 +45,13 @@ SnapshotPtr SnapshotMailbox::take() {
 }
 
 EngineWorker::EngineWorker(SnapshotMailbox* mailbox, WorkerTuning tuning)
-    : m_mailbox(mailbox), m_tuning(tuning) {}
+    : m_mailbox(mailbox), m_tuning(tuning), m_measures(tuning) {}
 
 EngineWorker::~EngineWorker() = default;
 
 std::vector<uint8_t> EngineWorker::included() const {
     return m_trainer->included();  // the trainer knows the switches (ensemble.switched_off)
 }
-
-std::shared_ptr<const OpenedEnsemble> readOpenedEnsemble(const QString& path) {
-    const SafetensorsFile file = readSafetensors(QFile::encodeName(path).toStdString());
-    auto opened = std::make_shared<OpenedEnsemble>();
-    opened->path = path;
-    if (isCheckpoint(file)) {
-        opened->isCheckpoint = true;
-        opened->checkpoint = readCheckpoint(file);
-        opened->config = resumeConfig(opened->checkpoint, {});
-    } else {
-        opened->checkpoint.ensemble = importEnsemble(file);
-        opened->checkpoint.trainRows = opened->checkpoint.ensemble.trainRows;
-        opened->config = opened->checkpoint.ensemble.config;
-    }
-    return opened;
-}
-
-namespace {
-
-// Where an opened file's members were trained, from the metadata ensemble-cli writes under
-// mpirun (mesh, member_ranks, member_devices); nothing for a file trained in one process.
-void setMemberOrigins(const LoadedEnsemble& e, RunInfo& run) {
-    const nlohmann::json& meta = e.metadata;
-    const auto ranks = meta.find("member_ranks");
-    if (ranks == meta.end() || !ranks->is_array() ||
-        ranks->size() != static_cast<std::size_t>(e.layout.members())) {
-        return;
-    }
-    const auto devices = meta.find("member_devices");
-    const bool haveDevices =
-        devices != meta.end() && devices->is_array() && devices->size() == ranks->size();
-    for (std::size_t k = 0; k < ranks->size(); ++k) {
-        std::string origin = "rank " + (*ranks)[k].dump();
-        if (haveDevices) {
-            const nlohmann::json& d = (*devices)[k];
-            origin += " · " + (d.is_string() ? d.get<std::string>() : d.dump());
-        }
-        run.memberOrigins.push_back(origin);
-    }
-    const auto mesh = meta.find("mesh");
-    if (mesh != meta.end() && mesh->is_object() && mesh->contains("ensemble") &&
-        mesh->contains("data")) {
-        run.mesh = (*mesh)["ensemble"].dump() + " × " + (*mesh)["data"].dump() + " ranks";
-    }
-}
-
-}  // namespace
 
 void EngineWorker::configure(const nlohmann::json& config, std::shared_ptr<const DataSplit> data,
                              uint64_t runId) {
@@ -186,82 +91,13 @@ void EngineWorker::openWithoutData(const OpenedEnsemble& opened, uint64_t runId,
     setRunning(false);
     m_pauseRequested.store(false);
     m_trainer.reset();
-    m_cacheValid = false;
-    m_fullTestPredictions = MemberPredictions{};
-    m_fullTestStep = -1;
-    m_firstConv.reset();
+    m_measures.reset();
     m_gridPoints.clear();
     m_history.clear();
     m_untilPaused = false;
-    const LoadedEnsemble& e = opened.checkpoint.ensemble;
-    const ExperimentConfig& config = opened.config;
-    const int k = e.layout.members();
-    auto run = std::make_shared<RunInfo>();
-    run->runId = runId;
-    run->config = config;
-    run->datasetName = e.datasetName;
-    run->backendName = "none";
-    run->members = k;
-    run->regression = isRegression(config.model.likelihood);
-    run->classes = run->regression ? 0 : e.layout.classes();
-    run->features = e.layout.inputs();
-    const Shape input = e.layout.architecture().input();
-    run->isImage = input.height > 1 || input.width > 1;
-    run->imageWidth = run->isImage ? input.width : 0;
-    run->imageHeight = run->isImage ? input.height : 0;
-    run->trainRows = opened.checkpoint.trainRows;
-    run->totalSteps = std::max(e.step, config.totalSteps(std::max<int64_t>(1, run->trainRows)));
-    run->likelihood = config.model.likelihood;
-    run->targetMean = e.normalization.targetMean;
-    run->targetStd = e.normalization.targetStd;
-    run->lr = config.optimizer.lr;
-    run->momentum = config.optimizer.momentum;
-    run->weightDecay = config.optimizer.weightDecay;
-    run->missingData = why;
-    setMemberOrigins(e, *run);
-
-    auto s = std::make_shared<Snapshot>();
-    s->run = run;
+    m_run = runWithoutData(opened, runId, why);
+    auto s = snapshotWithoutData(opened, m_run, m_history);
     s->serial = ++m_serial;
-    s->step = e.step;
-    s->finished = true;
-    s->totalSteps = run->totalSteps;
-    if (config.json.contains("training") && config.json["training"].contains("schedule")) {
-        s->schedule = config.json["training"]["schedule"];
-    }
-    s->diverged = e.diverged;
-    s->enabled.assign(static_cast<std::size_t>(k), 1);
-    s->included.resize(static_cast<std::size_t>(k));
-    for (int m = 0; m < k; ++m) {
-        s->included[static_cast<std::size_t>(m)] = e.diverged[static_cast<std::size_t>(m)] ? 0 : 1;
-    }
-    s->includedCount =
-        static_cast<int>(std::count(s->included.begin(), s->included.end(), uint8_t{1}));
-    s->lastLosses.assign(static_cast<std::size_t>(k), std::numeric_limits<float>::quiet_NaN());
-    // A checkpoint's curves, every one of them: nothing can be evaluated here.
-    appendStoredCurves(opened.checkpoint.curves, std::numeric_limits<int64_t>::max(), m_history);
-    s->history = m_history;
-    // The figures: the last stored evaluation's test accuracy and loss where the file has
-    // curves; unknown ("–") otherwise.
-    const double nan = std::numeric_limits<double>::quiet_NaN();
-    const ClassificationMetrics unknown{0, nan, nan, nan, nan, nan};
-    s->memberMetrics.assign(static_cast<std::size_t>(k), unknown);
-    s->meanMember = unknown;
-    s->ensembleMetrics = unknown;
-    if (!m_history.empty() && m_history.back()->step == e.step && !run->regression) {
-        const HistoryPoint& last = *m_history.back();
-        for (std::size_t m = 0; m < last.memberTest.size() && m < s->memberMetrics.size(); ++m) {
-            s->memberMetrics[m].accuracy = last.memberTest[m].accuracy;
-            s->memberMetrics[m].nll = last.memberTest[m].loss;
-        }
-        s->ensembleMetrics.accuracy = last.ensembleTest.accuracy;
-        s->ensembleMetrics.nll = last.ensembleTest.loss;
-    }
-    const auto& layers = e.layout.architecture().layers();
-    if (!layers.empty() && layers.front().kind == LayerKind::Conv) {
-        s->firstConv = std::make_shared<const FirstConv>(firstConvOf(e.layout, e.params.data()));
-    }
-    m_run = run;
     m_enabled = s->enabled;
     Q_EMIT configured(runId, QString());
     m_mailbox->put(std::move(s));
@@ -278,10 +114,7 @@ void EngineWorker::build(const nlohmann::json& config, std::shared_ptr<const Dat
         std::unique_ptr<Trainer> trainer;
         // Free the old run first: two MNIST-sized runs need not fit in memory together.
         m_trainer.reset();
-        m_cacheValid = false;
-        m_fullTestPredictions = MemberPredictions{};
-        m_fullTestStep = -1;
-        m_firstConv.reset();
+        m_measures.reset();
         if (data) {
             BackendChoice choice = makeBackend(parsed);
             notice = choice.notice;
@@ -298,55 +131,8 @@ void EngineWorker::build(const nlohmann::json& config, std::shared_ptr<const Dat
             state.diverged = opened->checkpoint.ensemble.diverged;
             trainer->restoreTrainingState(state);
         }
-        auto run = std::make_shared<RunInfo>();
-        const DataSplit& d = trainer->data();
-        run->runId = runId;
-        run->config = parsed;
-        run->datasetName = d.name;
-        run->backendName = trainer->backend().name();
-        run->notice = notice;
-        run->members = trainer->members();
-        run->classes = d.classes;
-        run->features = d.train.features;
-        run->isImage = d.isImage;
-        run->imageWidth = d.imageWidth;
-        run->imageHeight = d.imageHeight;
-        run->totalSteps = trainer->totalSteps();
-        run->trainRows = d.train.rows;
-        run->testRows = d.test.rows;
-        run->lr = parsed.optimizer.lr;
-        run->momentum = parsed.optimizer.momentum;
-        run->weightDecay = parsed.optimizer.weightDecay;
-        const int64_t evalRows = std::min(d.test.rows, m_tuning.maxEvalRows);
-        if (evalRows == d.test.rows) {
-            run->evalTest = d.test;
-        } else {
-            std::vector<int64_t> first(static_cast<std::size_t>(evalRows));
-            for (int64_t i = 0; i < evalRows; ++i) {
-                first[static_cast<std::size_t>(i)] = i;
-            }
-            run->evalTest = selectRows(d.test, first);
-        }
-        run->regression = d.regression;
-        run->likelihood = parsed.model.likelihood;
-        run->targetMean = d.normalization.targetMean;
-        run->targetStd = d.normalization.targetStd;
-        if (d.regression && d.train.features == 1) {
-            setUpCurve(*run, d.train);
-        }
-        if (d.planar()) {
-            run->train = d.train;
-            run->counts = trainer->bootstrapCounts();
-            run->hasGrid = true;
-            run->bounds = gridBounds(d);
-            const double side = std::sqrt(static_cast<double>(m_tuning.gridMemberPoints) /
-                                          std::max(1, run->members));
-            int g = std::clamp(static_cast<int>(side), m_tuning.minGridSize, m_tuning.maxGridSize);
-            run->gridSize = g - g % 4;
-            m_gridPoints = gridPoints(run->bounds, run->gridSize);
-        } else {
-            m_gridPoints.clear();
-        }
+        auto run = describeRun(*trainer, parsed, runId, notice, m_tuning);
+        m_gridPoints = run->hasGrid ? gridPoints(run->bounds, run->gridSize) : std::vector<float>{};
         if (m_untilPaused) {
             trainer->setTotalSteps(kUnbounded);
         }
@@ -374,7 +160,7 @@ void EngineWorker::build(const nlohmann::json& config, std::shared_ptr<const Dat
     } catch (const std::exception& e) {
         m_trainer.reset();
         m_run.reset();
-        m_cacheValid = false;
+        m_measures.reset();
         const auto* error = dynamic_cast<const Error*>(&e);
         const ErrorKind kind = error != nullptr ? error->kind() : ErrorKind::General;
         Q_EMIT configureFailed(runId, QString::fromStdString(e.what()), static_cast<int>(kind));
@@ -636,30 +422,6 @@ void EngineWorker::recordHistory() {
     m_nextHistory = m_trainer->step() + m_historyEvery;
 }
 
-void EngineWorker::refreshPredictions() {
-    const int64_t step = m_trainer->step();
-    if (m_cacheValid && m_cacheStep == step) {
-        return;
-    }
-    // A backend that computes the grid's measures itself (CUDA) is asked per snapshot instead
-    // (classification only: a regression grid is the members' Gaussians, mixed here).
-    if (m_run->hasGrid && (m_run->regression || !m_trainer->backend().measuresUncertainty())) {
-        m_gridPredictions = m_trainer->predictRaw(
-            m_gridPoints.data(), static_cast<int64_t>(m_run->gridSize) * m_run->gridSize);
-    }
-    if (m_run->evalTest.rows == m_trainer->data().test.rows) {
-        m_testPredictions = m_trainer->predictTest();
-    } else {
-        m_testPredictions = m_trainer->predictRaw(m_run->evalTest.x.data(), m_run->evalTest.rows);
-    }
-    if (m_run->hasCurve) {
-        m_curvePredictions =
-            m_trainer->predictRaw(m_run->curveX.data(), static_cast<int64_t>(m_run->curveX.size()));
-    }
-    m_cacheStep = step;
-    m_cacheValid = true;
-}
-
 SnapshotPtr EngineWorker::buildSnapshot() {
     auto s = std::make_shared<Snapshot>();
     s->run = m_run;
@@ -694,102 +456,11 @@ SnapshotPtr EngineWorker::buildSnapshot() {
     }
     s->meanLoss = active > 0 ? loss / active : std::nan("");
     s->history = m_history;
-    s->firstConv = firstConv();
+    s->firstConv = m_measures.firstConv(*m_trainer);
     s->testRowsMeasured = m_run->evalTest.rows;
 
-    const auto t0 = Clock::now();
-    refreshPredictions();
-    const auto t1 = Clock::now();
-    if (m_run->regression) {
-        buildRegression(*s);
-        return s;
-    }
-    if (m_run->hasGrid) {
-        s->hasGrid = true;
-        s->grid =
-            m_trainer->backend().measuresUncertainty()
-                ? evaluateGrid(*m_trainer, m_run->bounds, m_run->gridSize, s->included)
-                : evaluateGrid(m_gridPredictions, m_run->bounds, m_run->gridSize, s->included);
-    }
-    const auto t2 = Clock::now();
-    if (m_run->hasGrid) {
-        renderGrid(*s);
-    }
-    const auto t3 = Clock::now();
-    measureTest(*s, m_testPredictions, m_run->evalTest.y);
-    const MemberPredictions& figures = measureStoppedFigures(*s);
-    const std::vector<int32_t>& figureLabels =
-        figures.rows == m_run->evalTest.rows ? m_run->evalTest.y : m_trainer->data().test.y;
-    // The size curve costs O(K'^2): while training, re-measure it only within its budget.
-    const auto now = Clock::now();
-    const bool stale = m_sizeCurveRun != m_run->runId || m_sizeCurveIncluded != s->included ||
-                       m_sizeCurveStep != s->step || m_sizeCurveRows != figures.rows;
-    const double due =
-        std::max(m_tuning.sizeCurveMinSeconds, m_sizeCurveSeconds / m_tuning.sizeCurveBudget);
-    m_sizeCurveCostOfLastBuild = 0.0;
-    if (stale && (!m_running || m_sizeCurveRun != m_run->runId ||
-                  m_sizeCurveIncluded != s->included || seconds(now - m_sizeCurveTime) >= due)) {
-        measureSizeCurve(*s, figures, figureLabels, m_run->config.ensemble.seed);
-        m_sizeCurve = s->sizeCurve;
-        m_sizeCurveStep = s->step;
-        m_sizeCurveRows = figures.rows;
-        m_sizeCurveIncluded = s->included;
-        m_sizeCurveRun = m_run->runId;
-        m_sizeCurveTime = Clock::now();
-        m_sizeCurveSeconds = seconds(m_sizeCurveTime - now);
-        m_sizeCurveCostOfLastBuild = m_sizeCurveSeconds;
-    } else {
-        s->sizeCurve = m_sizeCurve;
-        s->sizeCurveStep = m_sizeCurveStep;
-    }
-    const auto t4 = Clock::now();
-    if (qEnvironmentVariableIsSet("ENSEMBLE_UI_PROFILE")) {
-        qDebug("snapshot: predict %.1f ms, grid stats %.1f ms, images %.1f ms, test %.1f ms",
-               seconds(t1 - t0) * 1e3, seconds(t2 - t1) * 1e3, seconds(t3 - t2) * 1e3,
-               seconds(t4 - t3) * 1e3);
-    }
+    m_measures.measure(*s, *m_trainer, m_gridPoints, m_running);
     return s;
-}
-
-const MemberPredictions& EngineWorker::measureStoppedFigures(Snapshot& s) {
-    const Dataset& test = m_trainer->data().test;
-    if (m_running || m_run->evalTest.rows >= test.rows) {
-        return m_testPredictions;
-    }
-    if (m_fullTestRun != m_run->runId || m_fullTestStep != s.step) {
-        m_fullTestPredictions = m_trainer->predictTest();
-        m_fullTestStep = s.step;
-        m_fullTestRun = m_run->runId;
-    }
-    // Measured as the live figures are, on every row; the per-row parts (test, memberPredicted)
-    // stay those of the live rows, which the image grid shows.
-    Snapshot whole;
-    whole.run = s.run;
-    whole.included = s.included;
-    whole.includedCount = s.includedCount;
-    whole.hasEnsemble = s.hasEnsemble;
-    measureTest(whole, m_fullTestPredictions, test.y);
-    s.memberMetrics = std::move(whole.memberMetrics);
-    s.meanMember = whole.meanMember;
-    s.ensembleMetrics = whole.ensembleMetrics;
-    s.reliability = std::move(whole.reliability);
-    s.confusion = std::move(whole.confusion);
-    s.testRowsMeasured = test.rows;
-    return m_fullTestPredictions;
-}
-
-void EngineWorker::buildRegression(Snapshot& s) {
-    // Regression: no class statistics, no size curve of classification's kind (the report
-    // has its own, cheap: O(K' N)).
-    m_sizeCurveCostOfLastBuild = 0.0;
-    if (m_run->hasGrid) {
-        s.hasGrid = true;
-        renderRegressionGrid(s, m_gridPredictions);
-    }
-    if (m_run->hasCurve) {
-        measureRegressionCurve(s, m_curvePredictions);
-    }
-    measureRegressionTest(s, m_testPredictions);
 }
 
 void EngineWorker::publish() {
@@ -804,7 +475,7 @@ void EngineWorker::publish() {
     const double total = seconds(Clock::now() - start);
     m_profile.snapshots += total;
     // The pace of snapshots follows their usual cost; the size curve has a budget of its own.
-    const double cost = std::max(0.0, total - m_sizeCurveCostOfLastBuild);
+    const double cost = std::max(0.0, total - m_measures.sizeCurveCostOfLastBuild());
     m_buildSeconds = m_buildSeconds == 0.0 ? cost : 0.7 * m_buildSeconds + 0.3 * cost;
     m_dirty = false;
     m_lastPublish = Clock::now();
@@ -843,7 +514,7 @@ void EngineWorker::predictPending() {
     const MemberPredictions p = m_trainer->predictRaw(request->second.data(), rows);
     QList<float> out(p.logProbs.begin(), p.logProbs.end());
     Q_EMIT predictionReady(request->first, out, p.members, p.classes);
-    if (const std::shared_ptr<const FirstConv> conv = firstConv()) {
+    if (const std::shared_ptr<const FirstConv> conv = m_measures.firstConv(*m_trainer)) {
         // The drawn digit (the first row), normalised as the members see it.
         std::vector<float> x(request->second.begin(), request->second.begin() + features);
         m_trainer->data().normalization.applyInPlace(x.data(), 1);
@@ -855,54 +526,16 @@ void EngineWorker::predictPending() {
     }
 }
 
-std::shared_ptr<const FirstConv> EngineWorker::firstConv() {
-    if (!m_trainer) {
-        return nullptr;
-    }
-    const auto& layers = m_trainer->layout().architecture().layers();
-    if (layers.empty() || layers.front().kind != LayerKind::Conv) {
-        return nullptr;
-    }
-    if (!m_firstConv || m_firstConvStep != m_trainer->step()) {
-        const std::vector<float> params = m_trainer->parameters();
-        m_firstConv =
-            std::make_shared<const FirstConv>(firstConvOf(m_trainer->layout(), params.data()));
-        m_firstConvStep = m_trainer->step();
-    }
-    return m_firstConv;
-}
-
 void EngineWorker::exportTo(const QString& basePath, ExportFormat format) {
     if (!m_trainer) {
         Q_EMIT exportFinished(false, QStringLiteral("There is no trained ensemble to export yet."),
                               {});
         return;
     }
-    const std::string base = QFile::encodeName(basePath).toStdString();
-    // exportEnsemble picks the format from the extension (io/export_formats.h).
-    const std::string weights = base + "." + exportFormatName(format);
-    const std::string json = base + ".metrics.json";
-    const std::string csv = base + ".metrics.csv";
     QStringList written;
     try {
-        // The engine's report (the same as `ensemble-cli train --metrics`) of the ensemble as
-        // the app shows it: the switched-on members only (the trainer holds the switches).
-        const TrainerReport metrics = trainerReport(*m_trainer);
-        // The config with the steps trained, so the CLI replay of it gives these weights.
-        exportEnsemble(weights, *m_trainer, metrics.json,
-                       {{"config", configAsTrained(*m_trainer).dump()}});
-        written << QString::fromStdString(weights);
-        writeFileAtomic(json, metrics.json.dump(2) + "\n");
-        written << QString::fromStdString(json);
-        writeFileAtomic(csv, metrics.regression ? regressionMembersCsv(*metrics.regression)
-                                                : membersCsv(metrics.report));
-        written << QString::fromStdString(csv);
+        written = exportRun(*m_trainer, basePath, format);
     } catch (const std::exception& e) {
-        // Each file is written atomically; remove the complete ones of this export too, so a
-        // failed export leaves nothing of itself behind.
-        for (const QString& f : written) {
-            QFile::remove(f);
-        }
         Q_EMIT exportFinished(false, QString::fromStdString(e.what()), {});
         return;
     }
@@ -914,31 +547,11 @@ void EngineWorker::saveCheckpoint(const QString& path) {
         Q_EMIT checkpointSaved(false, QStringLiteral("There is no run to save yet."), path, 0);
         return;
     }
-    // The Curves view's points as the checkpoint's curves (measured on the rows the window
-    // evaluates live), so a reopened checkpoint shows them again.
-    std::vector<Evaluation> curves;
-    curves.reserve(m_history.size());
-    for (const auto& point : m_history) {
-        Evaluation e;
-        e.step = point->step;
-        e.epoch = point->epoch;
-        e.ensembleTrain = point->ensembleTrain;
-        e.ensembleTest = point->ensembleTest;
-        for (std::size_t k = 0; k < point->memberTrain.size(); ++k) {
-            MemberEvaluation m;
-            m.train = point->memberTrain[k];
-            m.test = k < point->memberTest.size() ? point->memberTest[k] : SplitMetrics{};
-            m.diverged = !std::isfinite(m.train.loss);
-            e.members.push_back(m);
-        }
-        curves.push_back(std::move(e));
-    }
     try {
         // The stored length is where this run ends (Stop after, moved by Continue), so the CLI
         // and a reopened window continue to the same step; until paused has no end: the
         // steps trained.
-        writeCheckpoint(QFile::encodeName(path).toStdString(), *m_trainer, curves,
-                        trainerReport(*m_trainer).json, m_untilPaused ? m_trainer->step() : -1);
+        writeRunCheckpoint(path, *m_trainer, m_history, m_untilPaused ? m_trainer->step() : -1);
     } catch (const std::exception& e) {
         Q_EMIT checkpointSaved(false, QString::fromStdString(e.what()), path, m_trainer->step());
         return;

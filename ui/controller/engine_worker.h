@@ -3,7 +3,9 @@
 // The engine thread's side of the GUI: owns the Trainer and drives it synchronously in short
 // chunks, so commands queued by the GUI thread (configure, start, pause, step, member
 // switches, predictions, export) run between chunks. Lives in its own QThread; see
-// EngineController for the GUI thread's side.
+// EngineController for the GUI thread's side. What a snapshot measures is RunMeasures', the
+// files it writes run_files.h's, what an opened file holds opened_ensemble.h's; comparisons
+// run beside it on the same thread (ComparisonWorker).
 //
 // Threading contract: every method but requestStop(), requestPause() and the mailbox
 // accessors runs on the worker's thread (the controller queues them as functors). Results
@@ -24,9 +26,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "controller/opened_ensemble.h"
+#include "controller/run_measures.h"
 #include "controller/snapshot.h"
+#include "controller/worker_tuning.h"
 #include "data/dataset.h"
-#include "io/checkpoint.h"
 #include "io/export_formats.h"
 #include "train/trainer.h"
 
@@ -47,37 +51,6 @@ class SnapshotMailbox {
     std::mutex m_mutex;
     SnapshotPtr m_slot;
     std::atomic<bool> m_waiting{false};
-};
-
-// A trained ensemble read from a weights file, for EngineWorker::open: an export (the
-// weights become a new run's initial state) or a checkpoint (the run continues it).
-struct OpenedEnsemble {
-    QString path;
-    bool isCheckpoint = false;
-    // .ensemble: the export either way; .state, .curves, .trainRows: a checkpoint's only.
-    Checkpoint checkpoint;
-    ExperimentConfig config;  // what the run is built with (resumeConfig for a checkpoint)
-};
-
-// Reads and validates `path` (an export or a checkpoint). DataError naming the file.
-std::shared_ptr<const OpenedEnsemble> readOpenedEnsemble(const QString& path);
-
-// Tuning of the live view (the defaults keep the window's cost to about a tenth of training).
-struct WorkerTuning {
-    double chunkSeconds = 0.008;       // train this long between looks at the event queue
-    double callSeconds = 0.002;        // one Trainer::runSteps call at most about this long
-    double minSnapshotSeconds = 0.15;  // at most ~7 snapshots per second
-    double snapshotBudget = 0.08;      // fraction of the time spent building snapshots
-    double sizeCurveBudget = 0.03;     // fraction spent on the ensemble-size curve while training
-    double sizeCurveMinSeconds = 2.0;
-    double historyBudget = 0.08;         // fraction of the time spent on learning-curve points
-    int historyPoints = 150;             // at most about this many curve points per run
-    int minHistoryPoints = 30;           // and at least this many, whatever they cost
-    int64_t gridMemberPoints = 300'000;  // K * G * G budget of the heatmap grid
-    int maxGridSize = 128;
-    int minGridSize = 40;
-    int64_t maxEvalRows = 2000;      // test rows evaluated live (the first ones)
-    int64_t maxTrainEvalRows = 256;  // train rows of the learning curves (the first ones)
 };
 
 class EngineWorker : public QObject {
@@ -167,16 +140,7 @@ class EngineWorker : public QObject {
     void recordHistory();
     void publish();
     SnapshotPtr buildSnapshot();
-    // The regression part of a snapshot (curve, grid maps, test report).
-    void buildRegression(Snapshot& s);
-    void refreshPredictions();
-    // A stopped run whose live subset is smaller than the test split: the figures of `s`
-    // (members', ensemble, reliability, confusion) measured on the whole split instead.
-    // Returns the predictions they were measured on (the live ones when nothing changed).
-    const MemberPredictions& measureStoppedFigures(Snapshot& s);
     std::vector<uint8_t> included() const;
-    // The first conv layer at the current step (null for an MLP), copied once per step.
-    std::shared_ptr<const FirstConv> firstConv();
 
     SnapshotMailbox* m_mailbox;
     WorkerTuning m_tuning;
@@ -199,17 +163,7 @@ class EngineWorker : public QObject {
     int64_t m_historyEvery = 1;
     int64_t m_nextHistory = 0;
 
-    // Predictions at m_cacheStep (reused while paused: member switches only re-average).
-    bool m_cacheValid = false;
-    int64_t m_cacheStep = -1;
-    MemberPredictions m_gridPredictions;
-    MemberPredictions m_testPredictions;
-    MemberPredictions m_curvePredictions;  // 1-D regression: at RunInfo::curveX
-    // The whole test split at m_fullTestStep, when the live subset is smaller (a stopped run's
-    // figures are measured on it, as eval measures them).
-    MemberPredictions m_fullTestPredictions;
-    int64_t m_fullTestStep = -1;
-    uint64_t m_fullTestRun = 0;
+    RunMeasures m_measures;  // what each snapshot measures, cached per step
 
     // Throughput over the last second of training.
     Clock::time_point m_windowStart;
@@ -226,18 +180,6 @@ class EngineWorker : public QObject {
     double m_stepsPerSecond = 0.0;
     Clock::time_point m_lastPublish;
     double m_buildSeconds = 0.0;
-    // The ensemble-size curve, re-measured less often than the rest while training.
-    std::vector<SizeCurvePoint> m_sizeCurve;
-    int64_t m_sizeCurveStep = -1;
-    std::vector<uint8_t> m_sizeCurveIncluded;
-    int64_t m_sizeCurveRows = 0;  // test rows it was measured on
-    uint64_t m_sizeCurveRun = 0;  // RunInfo::runId (addresses can repeat)
-    Clock::time_point m_sizeCurveTime;
-    double m_sizeCurveSeconds = 0.0;
-    double m_sizeCurveCostOfLastBuild = 0.0;  // 0 when the last snapshot reused the curve
-
-    std::shared_ptr<const FirstConv> m_firstConv;
-    int64_t m_firstConvStep = -1;
 
     // The newest unserved prediction request.
     std::mutex m_predictMutex;

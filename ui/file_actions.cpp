@@ -1,0 +1,539 @@
+#include "file_actions.h"
+
+#include <QAction>
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QDir>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QKeySequence>
+#include <QLabel>
+#include <QMainWindow>
+#include <QMenu>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QSaveFile>
+#include <QSettings>
+#include <QSpinBox>
+#include <QStatusBar>
+#include <QStyle>
+
+#include "action_reason.h"
+#include "io/atomic_file.h"
+#include "io/config.h"
+#include "job_files.h"
+#include "panels/experiment_panel.h"
+#include "run_session.h"
+#include "view_tabs.h"
+
+namespace ensemble::ui {
+
+namespace {
+
+QString str(const std::string& s) {
+    return QString::fromStdString(s);
+}
+
+}  // namespace
+
+FileActions::FileActions(EngineController* controller, ExperimentPanel* panel, RunSession* session,
+                         ViewTabs* views, QMainWindow* window, bool useSettings)
+    : QObject(window),
+      m_controller(controller),
+      m_panel(panel),
+      m_session(session),
+      m_views(views),
+      m_window(window),
+      m_useSettings(useSettings) {
+    buildActions();
+    if (m_useSettings) {
+        m_recent = QSettings().value(QStringLiteral("files/recent")).toStringList();
+    }
+    connect(m_controller, &EngineController::exportFinished, this, &FileActions::onExportFinished);
+    connect(m_controller, &EngineController::checkpointSaved, this,
+            &FileActions::onCheckpointSaved);
+    connect(m_panel, &ExperimentPanel::openRequested, this, &FileActions::chooseOpen);
+    connect(m_panel, &ExperimentPanel::saveRequested, this, &FileActions::chooseSave);
+}
+
+void FileActions::buildActions() {
+    QStyle* st = m_window->style();
+    m_export = new QAction(st->standardIcon(QStyle::SP_DialogSaveButton), tr("Export…"), m_window);
+    m_export->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
+    m_export->setToolTip(tr("Export weights, metrics and the current view (Ctrl+E)"));
+    m_open = new QAction(st->standardIcon(QStyle::SP_DialogOpenButton), tr("Open…"), m_window);
+    m_open->setShortcut(QKeySequence::Open);
+    m_open->setToolTip(
+        tr("Open an experiment (.json) or a trained ensemble (.safetensors) (Ctrl+O)"));
+    m_save = new QAction(st->standardIcon(QStyle::SP_FileIcon), tr("Save…"), m_window);
+    m_save->setShortcut(QKeySequence::Save);
+    m_save->setToolTip(tr("Save the experiment (Ctrl+S)"));
+    m_saveCheckpoint = new QAction(tr("Save Checkpoint…"), m_window);
+    m_saveCheckpoint->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S));
+    m_saveCheckpoint->setToolTip(
+        tr("Save the trained state (weights, optimizer, curves) to continue it later "
+           "(Ctrl+Shift+S)"));
+    connect(m_export, &QAction::triggered, this, &FileActions::chooseExport);
+    connect(m_open, &QAction::triggered, this, &FileActions::chooseOpen);
+    connect(m_save, &QAction::triggered, this, &FileActions::chooseSave);
+    connect(m_saveCheckpoint, &QAction::triggered, this, &FileActions::chooseSaveCheckpoint);
+}
+
+void FileActions::addActions(QMenu* file) {
+    file->addAction(m_open);
+    m_recentMenu = file->addMenu(tr("Open Recent"));
+    m_recentMenu->setObjectName(QStringLiteral("OpenRecentMenu"));
+    connect(m_recentMenu, &QMenu::aboutToShow, this, &FileActions::fillRecentMenu);
+    file->addAction(m_save);
+    file->addAction(m_saveCheckpoint);
+    QAction* restore = file->addAction(tr("Restore last experiment"));
+    connect(restore, &QAction::triggered, this, &FileActions::restoreLastExperiment);
+    file->addSeparator();
+    file->addAction(m_export);
+    QAction* exportJob = file->addAction(tr("Export job…"));
+    exportJob->setObjectName(QStringLiteral("ExportJobAction"));
+    exportJob->setToolTip(
+        tr("Write this experiment with an MPI mesh and ready-to-edit mpirun and Slurm scripts"));
+    connect(exportJob, &QAction::triggered, this, &FileActions::chooseExportJob);
+}
+
+bool FileActions::openExperiment(const QString& path, QString* error) {
+    try {
+        const nlohmann::json config = loadConfigJson(QFile::encodeName(path).toStdString());
+        m_session->loadExperiment(config);
+        m_window->setWindowFilePath(path);
+        return true;
+    } catch (const std::exception& e) {
+        if (error != nullptr) {
+            *error = str(e.what());
+        }
+        return false;
+    }
+}
+
+bool FileActions::openEnsemble(const QString& path, QString* error) {
+    std::shared_ptr<const OpenedEnsemble> opened;
+    try {
+        opened = readOpenedEnsemble(path);
+    } catch (const std::exception& e) {
+        if (error != nullptr) {
+            *error = str(e.what());
+        }
+        return false;
+    }
+    m_session->open(std::move(opened));
+    return true;
+}
+
+bool FileActions::openFile(const QString& path, QString* error) {
+    const bool ok = path.endsWith(QStringLiteral(".safetensors"), Qt::CaseInsensitive)
+                        ? openEnsemble(path, error)
+                        : openExperiment(path, error);
+    if (ok) {
+        addRecent(path);
+    }
+    return ok;
+}
+
+void FileActions::addRecent(const QString& path) {
+    constexpr int kRecentFiles = 10;
+    const QString full = QFileInfo(path).absoluteFilePath();
+    m_recent.removeAll(full);
+    m_recent.prepend(full);
+    while (m_recent.size() > kRecentFiles) {
+        m_recent.removeLast();
+    }
+    if (m_useSettings) {
+        QSettings().setValue(QStringLiteral("files/recent"), m_recent);
+    }
+}
+
+void FileActions::fillRecentMenu() {
+    m_recentMenu->clear();
+    for (const QString& path : m_recent) {
+        const bool ensembleFile = path.endsWith(QStringLiteral(".safetensors"));
+        QAction* a = m_recentMenu->addAction(
+            QStringLiteral("%1  (%2)")
+                .arg(QFileInfo(path).fileName(),
+                     ensembleFile ? tr("trained ensemble") : tr("experiment")));
+        a->setToolTip(path);
+        a->setEnabled(QFileInfo::exists(path));
+        connect(a, &QAction::triggered, this, [this, path] {
+            QString error;
+            if (!openFile(path, &error)) {
+                Q_EMIT errorRaised(tr("Could not open the file"), error,
+                                   tr("The file may have moved or changed since it was opened."));
+            }
+        });
+    }
+    if (m_recent.isEmpty()) {
+        m_recentMenu->addAction(tr("No recent files"))->setEnabled(false);
+        return;
+    }
+    m_recentMenu->addSeparator();
+    connect(m_recentMenu->addAction(tr("Clear list")), &QAction::triggered, this, [this] {
+        m_recent.clear();
+        if (m_useSettings) {
+            QSettings().remove(QStringLiteral("files/recent"));
+        }
+    });
+}
+
+void FileActions::restoreLastExperiment() {
+    QSettings settings;
+    const QByteArray text = settings.value(QStringLiteral("experiment/last")).toByteArray();
+    if (text.isEmpty()) {
+        Q_EMIT statusRequested(tr("No experiment was saved yet."), 5000);
+        return;
+    }
+    const nlohmann::json config = nlohmann::json::parse(text.toStdString(), nullptr, false);
+    if (!config.is_discarded()) {
+        m_session->loadExperiment(config);
+    }
+}
+
+QString FileActions::droppedFile(const QMimeData* mime) {
+    if (mime == nullptr || !mime->hasUrls() || mime->urls().size() != 1) {
+        return {};
+    }
+    const QString path = mime->urls().first().toLocalFile();
+    return path.endsWith(QStringLiteral(".json"), Qt::CaseInsensitive) ||
+                   path.endsWith(QStringLiteral(".safetensors"), Qt::CaseInsensitive)
+               ? path
+               : QString();
+}
+
+bool FileActions::saveExperiment(const QString& path, QString* error) {
+    try {
+        writeFileAtomic(QFile::encodeName(path).toStdString(),
+                        m_session->experimentToSave().dump(2) + "\n");
+        m_window->setWindowFilePath(path);
+        addRecent(path);
+        return true;
+    } catch (const std::exception& e) {
+        if (error != nullptr) {
+            *error = str(e.what());
+        }
+        return false;
+    }
+}
+
+void FileActions::chooseOpen() {
+    QSettings settings;
+    const QString dir = settings.value(QStringLiteral("files/experiments")).toString();
+    const QString path = QFileDialog::getOpenFileName(
+        m_window, tr("Open experiment or trained ensemble"), dir,
+        tr("Experiments and ensembles (*.json *.safetensors);;Experiments (*.json);;"
+           "Trained ensembles: exports and checkpoints (*.safetensors);;All files (*)"));
+    if (path.isEmpty()) {
+        return;
+    }
+    settings.setValue(QStringLiteral("files/experiments"), QFileInfo(path).path());
+    QString error;
+    if (!openFile(path, &error)) {
+        Q_EMIT errorRaised(tr("Could not open the file"), error,
+                           tr("Choose a JSON experiment file such as the ones Save writes, or a "
+                              ".safetensors file that Export or ensemble-cli train --export / "
+                              "--checkpoint wrote."));
+    }
+}
+
+void FileActions::chooseSave() {
+    QSettings settings;
+    const QString dir =
+        settings.value(QStringLiteral("files/experiments"), QDir::homePath()).toString();
+    const QString name =
+        m_panel->presetName().isEmpty() ? QStringLiteral("experiment") : m_panel->presetName();
+    QString path = QFileDialog::getSaveFileName(m_window, tr("Save experiment"),
+                                                QDir(dir).filePath(name + QStringLiteral(".json")),
+                                                tr("Experiments (*.json)"));
+    if (path.isEmpty()) {
+        return;
+    }
+    if (!path.endsWith(QStringLiteral(".json"))) {
+        path += QStringLiteral(".json");
+    }
+    settings.setValue(QStringLiteral("files/experiments"), QFileInfo(path).path());
+    QString error;
+    if (!saveExperiment(path, &error)) {
+        Q_EMIT errorRaised(tr("Could not save the experiment"), error,
+                           tr("Choose a folder you can write to."));
+    }
+}
+
+void FileActions::saveCheckpoint(const QString& path) {
+    m_controller->saveCheckpoint(path);
+}
+
+void FileActions::chooseSaveCheckpoint() {
+    const QString path = askCheckpointPath();
+    if (!path.isEmpty()) {
+        saveCheckpoint(path);
+    }
+}
+
+void FileActions::markCheckpoint(uint64_t runId, int64_t step) {
+    m_checkpointRun = runId;
+    m_checkpointStep = step;
+}
+
+bool FileActions::hasUnsavedTraining() const {
+    const SnapshotPtr s = m_controller->snapshot();
+    return s && s->step > 0 && !(s->run->runId == m_checkpointRun && s->step == m_checkpointStep);
+}
+
+QString FileActions::askCheckpointPath() {
+    const SnapshotPtr s = m_controller->snapshot();
+    if (!s) {
+        return {};
+    }
+    QSettings settings;
+    const QString dir =
+        settings.value(QStringLiteral("files/exports"), QDir::homePath()).toString();
+    const QString suggestion = QStringLiteral("%1-k%2-step%3.ckpt.safetensors")
+                                   .arg(str(s->run->datasetName))
+                                   .arg(s->run->members)
+                                   .arg(s->step);
+    QString path = QFileDialog::getSaveFileName(m_window, tr("Save checkpoint"),
+                                                QDir(dir).filePath(suggestion),
+                                                tr("Checkpoints (*.safetensors)"));
+    if (path.isEmpty()) {
+        return {};
+    }
+    if (!path.endsWith(QStringLiteral(".safetensors"))) {
+        path += QStringLiteral(".safetensors");
+    }
+    settings.setValue(QStringLiteral("files/exports"), QFileInfo(path).path());
+    return path;
+}
+
+void FileActions::onCheckpointSaved(bool ok, const QString& message, const QString& path,
+                                    qint64 step) {
+    if (ok) {
+        addRecent(path);
+        markCheckpoint(m_controller->currentRunId(), step);
+        Q_EMIT statusRequested(
+            tr("Saved checkpoint at step %1 to %2").arg(step).arg(QFileInfo(path).fileName()),
+            8000);
+    } else {
+        Q_EMIT errorRaised(tr("Could not save the checkpoint"), message,
+                           tr("Nothing was written. Choose a folder that exists and that you "
+                              "can write to, with free space, and save again."));
+    }
+    Q_EMIT checkpointSaved(ok, message, path);
+    if (m_closeAfterCheckpoint) {
+        m_closeAfterCheckpoint = false;
+        if (ok) {
+            m_closing = true;  // answered: close without asking again
+            m_window->close();
+        }
+    }
+}
+
+bool FileActions::mayClose(bool ask) {
+    if (m_closeAfterCheckpoint) {
+        return false;  // the checkpoint is being written; the window closes after it
+    }
+    if (!ask || m_closing || !hasUnsavedTraining()) {
+        return true;
+    }
+    m_controller->pause();
+    const SnapshotPtr s = m_controller->snapshot();
+    QMessageBox box(QMessageBox::Question, tr("Save a checkpoint?"),
+                    tr("The run has trained to step %1 and no checkpoint holds it.").arg(s->step),
+                    QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, m_window);
+    box.setObjectName(QStringLiteral("SaveCheckpointQuestion"));
+    box.setInformativeText(
+        tr("Save a checkpoint to continue training it later (File > Open, or ensemble-cli "
+           "train --resume)."));
+    box.setDefaultButton(QMessageBox::Save);
+    const int answer = box.exec();
+    if (answer == QMessageBox::Save) {
+        const QString path = askCheckpointPath();
+        if (!path.isEmpty()) {
+            m_closeAfterCheckpoint = true;
+            saveCheckpoint(path);
+        }
+        return false;
+    }
+    return answer == QMessageBox::Discard;
+}
+
+bool FileActions::exportJob(const QString& configPath, int ensemble, int data, QString* error) {
+    QString base = configPath;
+    if (base.endsWith(QStringLiteral(".json"))) {
+        base.chop(5);
+    }
+    const QString name = QFileInfo(base).fileName();
+    try {
+        const JobFiles files =
+            makeJobFiles(m_session->experimentToSave(), ensemble, data, name.toStdString());
+        const QString script = base + QStringLiteral("-mpirun.sh");
+        writeFileAtomic(QFile::encodeName(base + QStringLiteral(".json")).toStdString(),
+                        files.config);
+        writeFileAtomic(QFile::encodeName(script).toStdString(), files.mpirun);
+        writeFileAtomic(QFile::encodeName(base + QStringLiteral(".sbatch")).toStdString(),
+                        files.sbatch);
+        QFile::setPermissions(script, QFile::permissions(script) | QFileDevice::ExeOwner |
+                                          QFileDevice::ExeGroup | QFileDevice::ExeOther);
+        return true;
+    } catch (const std::exception& e) {
+        if (error != nullptr) {
+            *error = str(e.what());
+        }
+        return false;
+    }
+}
+
+void FileActions::chooseExportJob() {
+    // The mesh first: ranks on the ensemble axis (members split) by the data axis (batches
+    // split), as backend.mesh says it.
+    QDialog dialog(m_window);
+    dialog.setWindowTitle(tr("Export job"));
+    auto* form = new QFormLayout(&dialog);
+    auto* ensemble = new QSpinBox;
+    ensemble->setRange(1, 100000);
+    ensemble->setValue(2);
+    ensemble->setToolTip(tr("Ranks that hold different members (members split between them)"));
+    auto* data = new QSpinBox;
+    data->setRange(1, 4096);
+    data->setValue(1);
+    data->setToolTip(
+        tr("Ranks that hold the same members and split every batch (gradients "
+           "averaged); the batch size must be divisible by it"));
+    auto* ranks = new QLabel;
+    const auto showRanks = [&] {
+        ranks->setText(tr("%1 MPI ranks").arg(ensemble->value() * data->value()));
+    };
+    connect(ensemble, &QSpinBox::valueChanged, &dialog, showRanks);
+    connect(data, &QSpinBox::valueChanged, &dialog, showRanks);
+    showRanks();
+    form->addRow(tr("Ensemble axis"), ensemble);
+    form->addRow(tr("Data axis"), data);
+    form->addRow(QString(), ranks);
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
+    connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
+    connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+    form->addRow(buttons);
+    if (dialog.exec() != QDialog::Accepted) {
+        return;
+    }
+    QSettings settings;
+    const QString dir =
+        settings.value(QStringLiteral("files/experiments"), QDir::homePath()).toString();
+    const QString name =
+        m_panel->presetName().isEmpty() ? QStringLiteral("job") : m_panel->presetName();
+    const QString path = QFileDialog::getSaveFileName(
+        m_window, tr("Export job: the experiment file (scripts are written next to it)"),
+        QDir(dir).filePath(name + QStringLiteral(".json")), tr("Experiments (*.json)"));
+    if (path.isEmpty()) {
+        return;
+    }
+    QString error;
+    if (!exportJob(path, ensemble->value(), data->value(), &error)) {
+        Q_EMIT errorRaised(
+            tr("Could not export the job"), error,
+            tr("Choose a mesh that fits the experiment (no more ensemble-axis ranks than "
+               "members, a batch size divisible by the data axis) and a folder you can "
+               "write to."));
+        return;
+    }
+    QString base = path;
+    if (base.endsWith(QStringLiteral(".json"))) {
+        base.chop(5);
+    }
+    m_window->statusBar()->showMessage(tr("Wrote %1.json, %1-mpirun.sh and %1.sbatch").arg(base),
+                                       8000);
+}
+
+void FileActions::chooseExport() {
+    const SnapshotPtr s = m_controller->snapshot();
+    if (!s) {
+        return;
+    }
+    QSettings settings;
+    const QString dir =
+        settings.value(QStringLiteral("files/exports"), QDir::homePath()).toString();
+    const QString suggestion = QStringLiteral("%1-k%2-step%3")
+                                   .arg(str(s->run->datasetName))
+                                   .arg(s->run->members)
+                                   .arg(s->step);
+    // The three formats of `ensemble-cli export`; the filter chosen (or the name's extension)
+    // picks one. Metrics and the view's picture are written next to the weights either way.
+    const QString safetensors = tr("Weights, safetensors (*.safetensors)");
+    const QString onnx = tr("Whole ensemble as one ONNX model (*.onnx)");
+    const QString npz = tr("NumPy arrays (*.npz)");
+    QString filter = safetensors;
+    QString path = QFileDialog::getSaveFileName(
+        m_window, tr("Export ensemble (weights, metrics, view)"), QDir(dir).filePath(suggestion),
+        QStringList{safetensors, onnx, npz}.join(QStringLiteral(";;")), &filter);
+    if (path.isEmpty()) {
+        return;
+    }
+    ExportFormat format = filter == onnx  ? ExportFormat::Onnx
+                          : filter == npz ? ExportFormat::Npz
+                                          : ExportFormat::Safetensors;
+    for (ExportFormat f : {ExportFormat::Safetensors, ExportFormat::Onnx, ExportFormat::Npz}) {
+        const QString suffix = QStringLiteral(".") + QLatin1String(exportFormatName(f));
+        if (path.endsWith(suffix, Qt::CaseInsensitive)) {
+            path.chop(suffix.size());
+            format = f;
+        }
+    }
+    settings.setValue(QStringLiteral("files/exports"), QFileInfo(path).path());
+    exportTo(path, format);
+}
+
+void FileActions::exportTo(const QString& basePath, ExportFormat format) {
+    m_exportBase = basePath;
+    Q_EMIT statusRequested(tr("Exporting…"), 0);
+    m_controller->exportTo(basePath, format);
+}
+
+void FileActions::onExportFinished(bool ok, const QString& message, const QStringList& files) {
+    QStringList written = files;
+    QString error = message;
+    if (ok) {
+        // The picture of the current view, written atomically next to the weights.
+        const QString png = m_exportBase + QStringLiteral(".png");
+        QSaveFile out(png);
+        const QImage image = m_views->currentView()->grab().toImage();
+        if (out.open(QIODevice::WriteOnly) && image.save(&out, "PNG") && out.commit()) {
+            written << png;
+        } else {
+            ok = false;
+            error = tr("%1: %2").arg(png, out.errorString());
+            for (const QString& f : files) {
+                QFile::remove(f);
+            }
+            written.clear();
+        }
+    }
+    if (ok) {
+        Q_EMIT statusRequested(
+            tr("Exported %1 files to %2").arg(written.size()).arg(QFileInfo(m_exportBase).path()),
+            8000);
+    } else {
+        Q_EMIT statusRequested(QString(), 0);
+        Q_EMIT errorRaised(tr("Export failed"), error,
+                           tr("Nothing was written. Choose a folder that exists and that you can "
+                              "write to, with free space, and export again."));
+    }
+    Q_EMIT exportFinished(ok, error, written);
+}
+
+void FileActions::updateActions() {
+    const SnapshotPtr s = m_controller->snapshot();
+    const bool noData = m_session->dataMissing();
+    const QString missing = tr("its dataset is missing on this machine (see the banner)");
+    const QString noRun = m_session->isConfiguring() ? tr("the experiment is still being set up")
+                                                     : tr("no run: fix the experiment and Reset");
+    // An untrained ensemble is its seed's initial weights: nothing to export yet.
+    setActionEnabled(m_export, !noData && s != nullptr && s->step > 0,
+                     noData ? missing : (!s ? noRun : tr("train at least one step first")));
+    setActionEnabled(m_saveCheckpoint, !noData && s != nullptr, noData ? missing : noRun);
+}
+
+}  // namespace ensemble::ui

@@ -1,0 +1,391 @@
+#include "run_session.h"
+
+#include <QAction>
+#include <QFileInfo>
+#include <QKeySequence>
+#include <QStringList>
+#include <QStyle>
+#include <QWidget>
+
+#include "action_reason.h"
+#include "core/errors.h"
+#include "data_kinds.h"
+#include "io/config.h"
+#include "panels/experiment_panel.h"
+
+namespace ensemble::ui {
+
+namespace {
+
+QString str(const std::string& s) {
+    return QString::fromStdString(s);
+}
+
+// What a person can do about a failed run, from the kind of error.
+QString adviceFor(ErrorKind kind) {
+    switch (kind) {
+        case ErrorKind::ImageData:
+            return RunSession::tr(
+                "Choose the folder that holds the MNIST IDX files in Dataset > Path, "
+                "or fetch them with scripts/fetch-mnist.sh.");
+        case ErrorKind::BackendMissing:
+            return RunSession::tr("Choose Auto or CPU in Backend > Device.");
+        case ErrorKind::Memory:
+            return RunSession::tr("Reduce the ensemble size K, the hidden layers or the dataset.");
+        case ErrorKind::Csv:
+            return RunSession::tr(
+                "Check the CSV file: a header row, numeric features and an integer "
+                "'label' column.");
+        default:
+            return RunSession::tr("Fix the experiment settings and press Reset.");
+    }
+}
+
+}  // namespace
+
+RunSession::RunSession(EngineController* controller, ExperimentPanel* panel, QWidget* window)
+    : QObject(window), m_window(window), m_controller(controller), m_panel(panel) {
+    buildActions(window);
+    connect(m_controller, &EngineController::configured, this, &RunSession::onConfigured);
+    connect(m_controller, &EngineController::configureFailed, this, &RunSession::onConfigureFailed);
+    connect(m_controller, &EngineController::openFailed, this, &RunSession::onOpenFailed);
+    connect(m_controller, &EngineController::liveEditFailed, this, [this](const QString& message) {
+        Q_EMIT errorRaised(tr("Could not apply the edit"), message,
+                           tr("Fix the value; the run goes on with the previous one."));
+    });
+    connect(m_panel, &ExperimentPanel::edited, this, &RunSession::onPanelEdited);
+    connect(m_panel, &ExperimentPanel::presetChosen, this, [this](const QString& name) {
+        loadExperiment(nlohmann::json::parse(presetText(name.toStdString())), name);
+    });
+    connect(m_panel, &ExperimentPanel::regenerateRequested, this, [this] {
+        if (m_panel->isValid()) {
+            startRun();
+        }
+    });
+
+    m_applyTimer.setSingleShot(true);
+    m_applyTimer.setInterval(350);
+    connect(&m_applyTimer, &QTimer::timeout, this, [this] {
+        if (m_panel->isValid() && m_panel->config() != m_activeConfig) {
+            startRun();
+        }
+    });
+}
+
+void RunSession::buildActions(QWidget* window) {
+    QStyle* st = window->style();
+    m_train = new QAction(st->standardIcon(QStyle::SP_MediaPlay), tr("Train"), window);
+    m_train->setShortcut(QKeySequence(Qt::Key_Space));
+    m_train->setToolTip(tr("Train / Pause (Space)"));
+    m_step = new QAction(st->standardIcon(QStyle::SP_MediaSeekForward), tr("Step"), window);
+    m_step->setShortcut(QKeySequence(Qt::Key_S));
+    m_step->setToolTip(tr("Train exactly one step (S)"));
+    m_reset = new QAction(st->standardIcon(QStyle::SP_BrowserReload), tr("Reset"), window);
+    m_reset->setShortcut(QKeySequence(Qt::Key_R));
+    m_reset->setToolTip(
+        tr("Back to step 0 with the experiment as edited (R); the initial "
+           "weights change only with the ensemble seed"));
+    connect(m_train, &QAction::triggered, this, &RunSession::train);
+    connect(m_step, &QAction::triggered, this, [this] {
+        if (!m_controller->isRunning()) {
+            m_controller->step();
+        }
+    });
+    connect(m_reset, &QAction::triggered, this, [this] {
+        if (m_panel->isValid()) {
+            startRun();
+        }
+    });
+}
+
+void RunSession::train() {
+    if (m_controller->isRunning()) {
+        m_controller->pause();
+        return;
+    }
+    if (!m_panel->isValid()) {
+        return;
+    }
+    const SnapshotPtr s = m_controller->snapshot();
+    if (!s || (s->step == 0 && restartPending())) {
+        m_applyTimer.stop();
+        startRun();  // queued before start(), so it trains the edited experiment
+    } else if (s->finished && !restartPending()) {
+        // Continue: another block of the same length, from where the run stopped.
+        m_panel->extendStopAfter(s->step, s->epoch);
+        applyLiveEdits();
+    }
+    m_controller->start();
+}
+
+void RunSession::loadExperiment(const nlohmann::json& config, const QString& preset) {
+    m_applyTimer.stop();
+    m_panel->setConfig(config, preset);
+    // A 2-D preset loaded unchanged plays until paused, as TensorFlow Playground does; an
+    // experiment file (or an edited preset) keeps its explicit step count.
+    const nlohmann::json loaded = m_panel->config();
+    const nlohmann::json& kind = loaded["dataset"]["kind"];
+    m_panel->setUntilPaused(
+        !preset.isEmpty() && kind.is_string() &&
+        datasetKindNamed(QString::fromStdString(kind.get<std::string>())).planar);
+    if (m_panel->isValid()) {
+        startRun();
+    } else {
+        Q_EMIT statusRequested(tr("The experiment has invalid values: fix the marked fields."),
+                               8000);
+    }
+    Q_EMIT stateChanged();
+}
+
+void RunSession::startRun() {
+    m_applyTimer.stop();
+    m_activeConfig = m_panel->config();
+    m_configuring = true;
+    m_controller->setUntilPaused(m_panel->untilPaused());
+    m_controller->configure(m_activeConfig);
+    showPendingRestart(false);
+    Q_EMIT stateChanged();
+}
+
+void RunSession::open(std::shared_ptr<const OpenedEnsemble> opened) {
+    m_applyTimer.stop();
+    m_opening = opened;
+    m_configuring = true;
+    m_openingRun = m_controller->open(std::move(opened));
+    Q_EMIT stateChanged();
+}
+
+void RunSession::onConfigured(quint64 runId, const QString& notice) {
+    if (runId == m_controller->currentRunId()) {
+        m_configuring = false;
+        // The backend's fallback notice (CUDA driver too old …) once per session, not on
+        // every Reset; About and the backend label keep it.
+        if (!notice.isEmpty() && !m_noticesShown.contains(notice)) {
+            m_noticesShown.insert(notice);
+            Q_EMIT statusRequested(notice, 15000);
+        }
+        Q_EMIT stateChanged();
+    }
+    if (m_opening && runId == m_openingRun) {
+        onOpened(notice);
+    }
+}
+
+void RunSession::onOpened(const QString& notice) {
+    const std::shared_ptr<const OpenedEnsemble> opened = std::move(m_opening);
+    m_opening.reset();
+    // The panel shows the file's experiment; it is the running one, so nothing is pending.
+    m_activeConfig = opened->config.json;
+    m_panel->setConfig(opened->config.json, QString());
+    m_panel->setUntilPaused(false);
+    m_activeConfig = m_panel->config();
+    m_applyTimer.stop();
+    showPendingRestart(false);
+    Q_EMIT ensembleOpened(opened, notice);
+}
+
+void RunSession::onOpenFailed(quint64 runId, const QString& message) {
+    if (!m_opening || runId != m_openingRun) {
+        return;
+    }
+    m_opening.reset();
+    m_configuring = false;
+    Q_EMIT errorRaised(tr("Could not open the ensemble"), message,
+                       tr("The current experiment is kept. Make the dataset the file names "
+                          "available on this machine (Dataset > Path for files; "
+                          "scripts/fetch-mnist.sh for MNIST) and open it again."));
+    Q_EMIT stateChanged();
+    Q_EMIT openFailed(message);
+}
+
+void RunSession::onConfigureFailed(quint64 runId, const QString& message, int errorKind) {
+    if (runId != m_controller->currentRunId()) {
+        return;
+    }
+    m_configuring = false;
+    if (m_opening && runId == m_openingRun) {
+        m_opening.reset();
+        Q_EMIT errorRaised(tr("Could not open the ensemble"), message,
+                           adviceFor(static_cast<ErrorKind>(errorKind)));
+        Q_EMIT stateChanged();
+        Q_EMIT openFailed(message);
+        return;
+    }
+    Q_EMIT errorRaised(tr("Could not start the experiment"), message,
+                       adviceFor(static_cast<ErrorKind>(errorKind)));
+    Q_EMIT stateChanged();
+}
+
+bool RunSession::restartPending() const {
+    for (const std::string& key : changedKeys(m_activeConfig, m_panel->config())) {
+        if (!keySpec(key).live) {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool RunSession::dataMissing() const {
+    const SnapshotPtr s = m_controller->snapshot();
+    return s && !s->run->missingData.empty() && !restartPending();
+}
+
+void RunSession::applyLiveEdits() {
+    const SnapshotPtr s = m_controller->snapshot();
+    if (!s || !m_panel->isValid() || restartPending()) {
+        return;
+    }
+    const nlohmann::json edited = m_panel->config();
+    // Live optimizer keys change the run at the next step; the run records them in its
+    // training.schedule, so Save, the export and the CLI replay carry them.
+    nlohmann::json set = nlohmann::json::object();
+    for (const std::string& key : changedKeys(m_activeConfig, edited)) {
+        if (schedulable(keySpec(key))) {
+            const KeySpec& spec = keySpec(key);
+            set[key] = edited[spec.section()][spec.name()];
+        }
+    }
+    if (!set.empty()) {
+        m_controller->changeHyperparameters(set);
+    }
+    m_activeConfig = edited;
+    if (m_panel->untilPaused()) {
+        m_controller->setUntilPaused(true);
+        return;
+    }
+    m_controller->setUntilPaused(false);
+    m_controller->setStopAfter(parseConfig(m_activeConfig).totalSteps(s->run->trainRows));
+}
+
+void RunSession::showPendingRestart(bool show) {
+    QStringList keys;
+    QStringList sections;
+    if (show) {
+        for (const std::string& key : changedKeys(m_activeConfig, m_panel->config())) {
+            const KeySpec& spec = keySpec(key);
+            if (spec.live) {
+                continue;
+            }
+            keys << str(key);
+            const QString section = str(spec.section());
+            if (!sections.contains(section)) {
+                sections << section;
+            }
+        }
+    }
+    m_panel->setPendingKeys(keys);
+    if (sections.isEmpty()) {
+        Q_EMIT pendingRestartChanged(QString());
+        return;
+    }
+    // "Dataset changed", "Dataset and model changed", "Dataset, model and backend changed".
+    QString what = sections.first();
+    what[0] = what[0].toUpper();
+    for (int i = 1; i < sections.size(); ++i) {
+        what += (i + 1 == sections.size() ? tr(" and ") : QStringLiteral(", ")) + sections[i];
+    }
+    Q_EMIT pendingRestartChanged(
+        tr("%1 changed — Reset (R) to apply; the run goes on as it was").arg(what));
+}
+
+void RunSession::onPanelEdited() {
+    const SnapshotPtr s = m_controller->snapshot();
+    const bool untouched = !s || (s->step == 0 && !m_controller->isRunning());
+    const bool restart = restartPending();
+    if (m_panel->isValid() && restart && untouched) {
+        m_applyTimer.start();  // nothing trained yet: show the edited experiment right away
+        showPendingRestart(false);
+    } else {
+        // Keys the schema marks live (Stop after) apply to the run as it is.
+        applyLiveEdits();
+        showPendingRestart(restart && !untouched);
+    }
+    Q_EMIT stateChanged();
+}
+
+nlohmann::json RunSession::experimentToSave() const {
+    nlohmann::json config = m_panel->config();
+    const SnapshotPtr s = m_controller->snapshot();
+    if (s && !restartPending() && !s->schedule.empty()) {
+        // Live edits: the run's starting values and the schedule of changes, so the file
+        // replays the run (the panel shows the values as they are now).
+        const nlohmann::json& initial = s->run->config.json;
+        for (const KeySpec& spec : configSchema()) {
+            if (schedulable(spec) && initial[spec.section()].contains(spec.name())) {
+                config[spec.section()][spec.name()] = initial[spec.section()][spec.name()];
+            }
+        }
+        config["training"]["schedule"] = s->schedule;
+    }
+    if (m_panel->untilPaused() && s && s->step > 0 && !restartPending()) {
+        // Until paused has no length of its own: the file carries the steps actually trained.
+        config["training"]["steps"] = s->step;
+        config["training"]["epochs"] = 0;
+    }
+    return config;
+}
+
+QString RunSession::commandLine() const {
+    // The preset the experiment started from (else the defaults), then one --set per key that
+    // differs from it: the schedule of live edits and the steps trained included.
+    const QString preset = m_panel->presetName();
+    const nlohmann::json base = preset.isEmpty()
+                                    ? nlohmann::json::object()
+                                    : nlohmann::json::parse(presetText(preset.toStdString()));
+    const nlohmann::json config = experimentToSave();
+    // Single quotes keep JSON as it is; a single quote inside becomes '\''.
+    auto quoted = [](const std::string& text) {
+        std::string out = "'";
+        for (char c : text) {
+            out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+        }
+        return QString::fromStdString(out + "'");
+    };
+    QStringList parts{QStringLiteral("ensemble-cli train")};
+    if (!preset.isEmpty()) {
+        parts << QStringLiteral("--config %1").arg(preset);
+    }
+    for (const std::string& key : changedKeys(base, config)) {
+        const KeySpec& spec = keySpec(key);
+        if (!config[spec.section()].contains(spec.name())) {
+            continue;  // a key that does not apply here: nothing to set
+        }
+        parts << QStringLiteral("--set %1")
+                     .arg(quoted(key + "=" + config[spec.section()][spec.name()].dump()));
+    }
+    return parts.join(QLatin1Char(' '));
+}
+
+void RunSession::updateActions() {
+    const SnapshotPtr s = m_controller->snapshot();
+    const bool running = m_controller->isRunning();
+    const bool valid = m_panel->isValid();
+    const bool finished = s && s->finished;
+    // The first reason that applies is the one shown.
+    const QString fixFields = tr("fix the marked fields in the Experiment panel");
+    const QString settingUp = tr("the experiment is still being set up");
+    const QString noRun = m_configuring ? settingUp : tr("no run: fix the experiment and Reset");
+    const QString atLimit = tr("the run reached Stop after: Continue (Space) or raise it");
+    // A run that reached its limit continues (same shortcut) with another block of its length.
+    const bool continues = !running && finished && !restartPending();
+    m_train->setText(running ? tr("Pause") : (continues ? tr("Continue") : tr("Train")));
+    m_train->setIcon(
+        m_window->style()->standardIcon(running ? QStyle::SP_MediaPause : QStyle::SP_MediaPlay));
+    setActionToolTip(m_train, continues ? tr("Train another block of the same length (Space)")
+                                        : tr("Train / Pause (Space)"));
+    // An ensemble opened without its data has no trainer: it is shown, not trained.
+    const bool noData = dataMissing();
+    const QString missing = tr("its dataset is missing on this machine (see the banner)");
+    setActionEnabled(
+        m_train,
+        !noData && (running || (valid && (!finished || continues) && (s || !m_configuring))),
+        noData ? missing
+               : (!valid ? fixFields : (finished ? tr("Reset to apply the edits") : settingUp)));
+    setActionEnabled(m_step, !noData && !running && valid && s && !finished,
+                     noData ? missing
+                            : (running ? tr("pause first (Space)")
+                                       : (!valid ? fixFields : (!s ? noRun : atLimit))));
+    setActionEnabled(m_reset, valid, fixFields);
+}
+
+}  // namespace ensemble::ui

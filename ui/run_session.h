@@ -1,0 +1,99 @@
+#pragma once
+
+// The run the window trains: the experiment as it runs (the panel may differ by edits that
+// wait for Reset), Train / Step / Reset and when they apply, live edits, and the experiment as
+// Save and Copy as Command write it. It drives the engine through the EngineController; the
+// window shows what it reports (errors, status messages, the pending-restart banner).
+
+#include <QObject>
+#include <QSet>
+#include <QString>
+#include <QTimer>
+
+#include <cstdint>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "controller/engine_controller.h"
+
+class QAction;
+class QWidget;
+
+namespace ensemble::ui {
+
+class ExperimentPanel;
+
+class RunSession : public QObject {
+    Q_OBJECT
+
+  public:
+    // `window` parents the actions (their shortcuts work anywhere in it).
+    RunSession(EngineController* controller, ExperimentPanel* panel, QWidget* window);
+
+    QAction* trainAction() const { return m_train; }
+    QAction* stepAction() const { return m_step; }
+    QAction* resetAction() const { return m_reset; }
+
+    // Shows `config` in the panel and starts a new run at step 0 (when valid).
+    void loadExperiment(const nlohmann::json& config, const QString& preset = {});
+    // A new run at step 0 from the panel as it is.
+    void startRun();
+    // A new run from a trained ensemble (MainWindow::openEnsemble): ensembleOpened() when it
+    // stands, openFailed() when it cannot be built (the current run stays).
+    void open(std::shared_ptr<const OpenedEnsemble> opened);
+
+    // A run is being built (configure or open under way).
+    bool isConfiguring() const { return m_configuring; }
+    // Whether the panel differs from the running experiment in a key that needs a new run
+    // (the schema's non-live keys).
+    bool restartPending() const;
+    // The current run was opened without its data and no edit waits to replace it: it is
+    // shown, not trained.
+    bool dataMissing() const;
+    // The panel's config as Save writes it: until paused, with the steps actually trained.
+    nlohmann::json experimentToSave() const;
+    // The `ensemble-cli train` command that trains this experiment as the app did.
+    QString commandLine() const;
+    // Train (Pause / Continue), Step and Reset as the run and the panel allow.
+    void updateActions();
+
+  Q_SIGNALS:
+    // Something the actions depend on changed: the window updates every action.
+    void stateChanged();
+    void statusRequested(const QString& text, int timeoutMs);
+    void errorRaised(const QString& title, const QString& message, const QString& advice);
+    // The banner above the views for edits that wait for Reset (empty: hidden).
+    void pendingRestartChanged(const QString& banner);
+    void ensembleOpened(std::shared_ptr<const OpenedEnsemble> opened, const QString& notice);
+    void openFailed(const QString& message);
+
+  private:
+    void buildActions(QWidget* window);
+    void train();
+    void onPanelEdited();
+    void onConfigured(quint64 runId, const QString& notice);
+    void onConfigureFailed(quint64 runId, const QString& message, int errorKind);
+    void onOpenFailed(quint64 runId, const QString& message);
+    void onOpened(const QString& notice);
+    // Applies the panel's live keys (Stop after, until paused, optimizer) to the running run.
+    void applyLiveEdits();
+    // The banner and the panel's marks for edits that wait for Reset.
+    void showPendingRestart(bool show);
+
+    QWidget* m_window;
+    EngineController* m_controller;
+    ExperimentPanel* m_panel;
+    nlohmann::json m_activeConfig;
+    bool m_configuring = false;
+    std::shared_ptr<const OpenedEnsemble> m_opening;  // open() waiting for its run
+    uint64_t m_openingRun = 0;
+    QTimer m_applyTimer;
+    QSet<QString> m_noticesShown;  // backend notices already shown this session
+
+    QAction* m_train = nullptr;
+    QAction* m_step = nullptr;
+    QAction* m_reset = nullptr;
+};
+
+}  // namespace ensemble::ui
