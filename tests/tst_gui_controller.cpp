@@ -149,7 +149,7 @@ void TestGuiController::memberSwitchChangesEnsemble() {
     QVERIFY(waitSnapshot(c, [](const auto& s) { return s.step == 80 && !s.running; }));
     const SnapshotPtr all = c.snapshot();
     QCOMPARE(all->includedCount, 4);
-    c.setMemberEnabled(0, false);
+    c.setMemberSwitchedOn(0, false);
     QVERIFY(waitSnapshot(c, [](const auto& s) { return s.includedCount == 3; }));
     const SnapshotPtr three = c.snapshot();
     QCOMPARE(three->step, int64_t{80});
@@ -158,10 +158,10 @@ void TestGuiController::memberSwitchChangesEnsemble() {
                        three->heat[static_cast<int>(HeatQuantity::Epistemic)].image));
     // Members' own images do not depend on the switches.
     QVERIFY(sameImage(all->memberImages[1], three->memberImages[1]));
-    c.setEnabledMembers({0, 0, 0, 0});
+    c.setSwitchedOnMembers({0, 0, 0, 0});
     QVERIFY(waitSnapshot(c, [](const auto& s) { return s.includedCount == 0; }));
     QVERIFY(!c.snapshot()->hasEnsemble);
-    c.setEnabledMembers({1, 1, 1, 1});
+    c.setSwitchedOnMembers({1, 1, 1, 1});
     QVERIFY(waitSnapshot(c, [](const auto& s) { return s.includedCount == 4; }));
     QVERIFY(sameImage(all->heat[0].image, c.snapshot()->heat[0].image));
 }

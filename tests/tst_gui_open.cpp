@@ -249,7 +249,7 @@ void TestGuiOpen::opensAnExportAsTheStartingPoint() {
     QVERIFY(openAndWait(*w, m_export, 0));
     const SnapshotPtr s = w->controller()->snapshot();
     QCOMPARE(s->run->members, 3);
-    QCOMPARE(s->enabled.size(), std::size_t{3});
+    QCOMPARE(s->switchedOn.size(), std::size_t{3});
     QVERIFY(!s->running);
     QVERIFY2(w->statusMessage().contains(QStringLiteral("loaded weights as the starting point")),
              qPrintable(w->statusMessage()));

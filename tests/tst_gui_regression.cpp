@@ -206,7 +206,7 @@ void TestGuiRegression::memberSwitchesApplyToTheCurve() {
     QVERIFY(trainToEnd(*w));
     const auto before = w->controller()->snapshot();
     QCOMPARE(before->curve.members, 5);
-    w->controller()->setMemberEnabled(0, false);
+    w->controller()->setMemberSwitchedOn(0, false);
     QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.includedCount == 4; }));
     const auto after = w->controller()->snapshot();
     QCOMPARE(after->curve.members, 4);
@@ -222,7 +222,7 @@ void TestGuiRegression::memberSwitchesApplyToTheCurve() {
         QVERIFY(std::abs(mean[i] - after->curve.mean[i]) <= 1e-9 * (1.0 + std::abs(mean[i])));
     }
     // No member: nothing to mix, and nothing crashes.
-    w->controller()->setEnabledMembers(std::vector<uint8_t>(5, 0));
+    w->controller()->setSwitchedOnMembers(std::vector<uint8_t>(5, 0));
     QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.includedCount == 0; }));
     QVERIFY(w->setView(QStringLiteral("regression")));
     w->regressionView()->canvas()->repaint();

@@ -297,16 +297,16 @@ void TestGuiRun::memberSwitchesEqualTheirReplay() {
     auto* controller = w->controller();
     controller->trainTo(20);
     QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 20 && !s.running; }));
-    controller->setMemberEnabled(1, false);
-    controller->setMemberEnabled(2, false);  // the same step: one entry
+    controller->setMemberSwitchedOn(1, false);
+    controller->setMemberSwitchedOn(2, false);  // the same step: one entry
     QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.includedCount == 1; }));
     controller->trainTo(40);
     QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 40 && !s.running; }));
-    controller->setMemberEnabled(1, true);
+    controller->setMemberSwitchedOn(1, true);
     QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.includedCount == 2; }));
     w->trainAction()->trigger();
     QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 60 && !s.running; }));
-    controller->setMemberEnabled(0, false);  // after the last step, while stopped
+    controller->setMemberSwitchedOn(0, false);  // after the last step, while stopped
     QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.includedCount == 1; }));
     const SnapshotPtr s = controller->snapshot();
     QCOMPARE(s->schedule, nlohmann::json::parse(R"([

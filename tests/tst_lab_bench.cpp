@@ -560,7 +560,7 @@ void TestLabBench::logAxesNeverGetZeroOrLess() {
         s->step = history.empty() ? 0 : history.back()->step;
         s->history = std::move(history);
         s->diverged = {0, 0, 0};
-        s->enabled = {1, 1, 1};
+        s->switchedOn = {1, 1, 1};
         s->included = {1, 1, 1};
         s->includedCount = 3;
         s->hasEnsemble = true;

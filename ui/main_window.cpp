@@ -175,11 +175,11 @@ void MainWindow::buildViews() {
     MembersView* members = membersView();
     connect(members, &MembersView::memberSelected, this, &MainWindow::selectMember);
     connect(members, &MembersView::memberToggled, this,
-            [this](int k, bool on) { m_controller->setMemberEnabled(k, on); });
+            [this](int k, bool on) { m_controller->setMemberSwitchedOn(k, on); });
     connect(members, &MembersView::allMembersSet, this, [this](bool on) {
         const SnapshotPtr s = m_controller->snapshot();
         if (s) {
-            m_controller->setEnabledMembers(
+            m_controller->setSwitchedOnMembers(
                 std::vector<uint8_t>(static_cast<std::size_t>(s->run->members), on ? 1 : 0));
         }
     });

@@ -156,18 +156,18 @@ void EngineController::changeHyperparameters(const nlohmann::json& set) {
     post([w, set] { w->changeHyperparameters(set); });
 }
 
-void EngineController::setMemberEnabled(int member, bool enabled) {
-    if (member < 0 || member >= static_cast<int>(m_enabled.size())) {
+void EngineController::setMemberSwitchedOn(int member, bool switchedOn) {
+    if (member < 0 || member >= static_cast<int>(m_switchedOn.size())) {
         return;
     }
-    m_enabled[static_cast<std::size_t>(member)] = enabled ? 1 : 0;
-    setEnabledMembers(m_enabled);
+    m_switchedOn[static_cast<std::size_t>(member)] = switchedOn ? 1 : 0;
+    setSwitchedOnMembers(m_switchedOn);
 }
 
-void EngineController::setEnabledMembers(const std::vector<uint8_t>& enabled) {
-    m_enabled = enabled;
+void EngineController::setSwitchedOnMembers(const std::vector<uint8_t>& switchedOn) {
+    m_switchedOn = switchedOn;
     EngineWorker* w = m_worker;
-    post([w, enabled] { w->setEnabled(enabled); });
+    post([w, switchedOn] { w->setSwitchedOn(switchedOn); });
 }
 
 void EngineController::predict(uint64_t id, std::vector<float> rawRows) {
@@ -207,8 +207,8 @@ void EngineController::takeSnapshot() {
     const bool newRun = !m_snapshot || m_snapshot->run != s->run;
     m_snapshot = std::move(s);
     ++m_received;
-    if (newRun || m_enabled.size() != m_snapshot->enabled.size()) {
-        m_enabled = m_snapshot->enabled;
+    if (newRun || m_switchedOn.size() != m_snapshot->switchedOn.size()) {
+        m_switchedOn = m_snapshot->switchedOn;
     }
     Q_EMIT snapshotChanged();
     // Let the worker publish what changed while this one was on its way.

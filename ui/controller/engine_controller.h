@@ -54,8 +54,8 @@ class EngineController : public QObject {
     // A live edit of the running experiment ({"optimizer.lr": 0.05}), applied before the next
     // step and recorded in its training.schedule.
     void changeHyperparameters(const nlohmann::json& set);
-    void setMemberEnabled(int member, bool enabled);
-    void setEnabledMembers(const std::vector<uint8_t>& enabled);
+    void setMemberSwitchedOn(int member, bool switchedOn);
+    void setSwitchedOnMembers(const std::vector<uint8_t>& switchedOn);
     // Member predictions of raw rows (features each); only the newest unserved request is
     // answered, with predictionReady(id, ...).
     void predict(uint64_t id, std::vector<float> rawRows);
@@ -100,7 +100,7 @@ class EngineController : public QObject {
     EngineWorker* m_worker = nullptr;
     ComparisonWorker* m_comparer = nullptr;  // on m_thread beside the worker
     SnapshotPtr m_snapshot;
-    std::vector<uint8_t> m_enabled;
+    std::vector<uint8_t> m_switchedOn;
     bool m_running = false;
     uint64_t m_received = 0;
     uint64_t m_runId = 0;

@@ -98,7 +98,7 @@ void EngineWorker::openWithoutData(const OpenedEnsemble& opened, uint64_t runId,
     m_run = runWithoutData(opened, runId, why);
     auto s = snapshotWithoutData(opened, m_run, m_history);
     s->serial = ++m_serial;
-    m_enabled = s->enabled;
+    m_switchedOn = s->switchedOn;
     Q_EMIT configured(runId, QString());
     m_mailbox->put(std::move(s));
     Q_EMIT snapshotReady();
@@ -144,7 +144,7 @@ void EngineWorker::build(const nlohmann::json& config, std::shared_ptr<const Dat
         // The switches as the run has them: the config's ensemble.switched_off, and for a
         // checkpoint its schedule's entries up to its step.
         m_trainer->applyDueChanges();
-        m_enabled = m_trainer->switchedOn();
+        m_switchedOn = m_trainer->switchedOn();
         m_history.clear();
         if (opened != nullptr && opened->isCheckpoint) {
             appendStoredCurves(opened->checkpoint.curves, m_trainer->step(), m_history);
@@ -277,16 +277,16 @@ int64_t EngineWorker::historyHorizon() const {
                          : std::max(m_trainer->totalSteps(), m_trainer->step());
 }
 
-void EngineWorker::setEnabled(std::vector<uint8_t> enabled) {
-    if (!m_trainer || enabled.size() != m_enabled.size() || enabled == m_enabled) {
+void EngineWorker::setSwitchedOn(std::vector<uint8_t> switchedOn) {
+    if (!m_trainer || switchedOn.size() != m_switchedOn.size() || switchedOn == m_switchedOn) {
         return;
     }
     // A switch is a live edit of ensemble.switched_off: recorded in training.schedule at this
     // step (merged with other switches between the same steps), so Save, Copy as Command, the
     // export and a checkpoint replay the figures too. Training is not affected.
     nlohmann::json off = nlohmann::json::array();
-    for (std::size_t k = 0; k < enabled.size(); ++k) {
-        if (enabled[k] == 0) {
+    for (std::size_t k = 0; k < switchedOn.size(); ++k) {
+        if (switchedOn[k] == 0) {
             off.push_back(static_cast<int>(k));
         }
     }
@@ -296,7 +296,7 @@ void EngineWorker::setEnabled(std::vector<uint8_t> enabled) {
         Q_EMIT liveEditFailed(QString::fromStdString(e.what()));
         return;
     }
-    m_enabled = m_trainer->switchedOn();
+    m_switchedOn = m_trainer->switchedOn();
     m_dirty = true;
     publish();
 }
@@ -442,7 +442,7 @@ SnapshotPtr EngineWorker::buildSnapshot() {
                   std::numeric_limits<float>::quiet_NaN());
     }
     s->diverged = m_trainer->diverged();
-    s->enabled = m_enabled;
+    s->switchedOn = m_switchedOn;
     s->included = included();
     s->includedCount = static_cast<int>(std::count(s->included.begin(), s->included.end(), 1));
     s->hasEnsemble = s->includedCount > 0;

@@ -91,7 +91,7 @@ class EngineWorker : public QObject {
     // training.schedule (Trainer::changeHyperparameters). A rejected value is reported with
     // liveEditFailed().
     void changeHyperparameters(const nlohmann::json& set);
-    void setEnabled(std::vector<uint8_t> enabled);
+    void setSwitchedOn(std::vector<uint8_t> switchedOn);
     // Coalesced: only the newest request is predicted (see EngineController::predict).
     void predictPending();
     // The weights go to <base>.safetensors, <base>.onnx or <base>.npz (`format`).
@@ -149,7 +149,7 @@ class EngineWorker : public QObject {
 
     std::unique_ptr<Trainer> m_trainer;
     std::shared_ptr<RunInfo> m_run;
-    std::vector<uint8_t> m_enabled;
+    std::vector<uint8_t> m_switchedOn;
     std::vector<float> m_gridPoints;
     bool m_running = false;
     bool m_chunkQueued = false;

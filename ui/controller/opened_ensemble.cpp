@@ -119,7 +119,7 @@ std::shared_ptr<Snapshot> snapshotWithoutData(
         s->schedule = config.json["training"]["schedule"];
     }
     s->diverged = e.diverged;
-    s->enabled.assign(static_cast<std::size_t>(k), 1);
+    s->switchedOn.assign(static_cast<std::size_t>(k), 1);
     s->included.resize(static_cast<std::size_t>(k));
     for (int m = 0; m < k; ++m) {
         s->included[static_cast<std::size_t>(m)] = e.diverged[static_cast<std::size_t>(m)] ? 0 : 1;

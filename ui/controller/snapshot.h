@@ -122,11 +122,11 @@ struct Snapshot {
     nlohmann::json schedule;   // training.schedule so far: the run's live edits, by step
     double stepsPerSecond = 0.0;
     double memberStepsPerSecond = 0.0;
-    double meanLoss = 0.0;          // mean last batch loss of the active members
-    std::vector<float> lastLosses;  // per member
-    std::vector<uint8_t> diverged;  // per member
-    std::vector<uint8_t> enabled;   // per member, the user's on/off switches
-    std::vector<uint8_t> included;  // enabled and not diverged: the ensemble
+    double meanLoss = 0.0;            // mean last batch loss of the active members
+    std::vector<float> lastLosses;    // per member
+    std::vector<uint8_t> diverged;    // per member
+    std::vector<uint8_t> switchedOn;  // per member, the user's on/off switches
+    std::vector<uint8_t> included;    // switched on and not diverged: the ensemble
     int includedCount = 0;
 
     // Learning curves up to this step (shared, immutable points).

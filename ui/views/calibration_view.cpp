@@ -555,7 +555,7 @@ void CalibrationView::refresh() {
         QString name = tr("member #%1 (lr %2)").arg(k).arg(formatValue(s.run->lr[ku]));
         if (s.diverged[ku]) {
             name += tr(" — diverged");
-        } else if (!s.enabled[ku]) {
+        } else if (!s.switchedOn[ku]) {
             name += tr(" — off");
         }
         setRow(row++, name,
@@ -660,7 +660,7 @@ void CalibrationView::refreshRegression() {
         QString name = tr("member #%1 (lr %2)").arg(k).arg(formatValue(s.run->lr[ku]));
         if (s.diverged[ku]) {
             name += tr(" — diverged");
-        } else if (!s.enabled[ku]) {
+        } else if (!s.switchedOn[ku]) {
             name += tr(" — off");
         }
         setRow(row++, name,

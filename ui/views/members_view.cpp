@@ -150,7 +150,7 @@ void MembersGrid::paintEvent(QPaintEvent* event) {
             continue;
         }
         const std::size_t ku = static_cast<std::size_t>(k);
-        const bool enabled = s.enabled[ku] != 0;
+        const bool enabled = s.switchedOn[ku] != 0;
         const bool diverged = s.diverged[ku] != 0;
         const bool selected = k == m_selected;
         p.setRenderHint(QPainter::Antialiasing, false);
@@ -276,9 +276,9 @@ bool MembersGrid::event(QEvent* event) {
         QStringList lines;
         lines << tr("member #%1%2")
                      .arg(k)
-                     .arg(s.diverged[ku]   ? tr(" (diverged, frozen)")
-                          : !s.enabled[ku] ? tr(" (switched off)")
-                                           : QString());
+                     .arg(s.diverged[ku]      ? tr(" (diverged, frozen)")
+                          : !s.switchedOn[ku] ? tr(" (switched off)")
+                                              : QString());
         lines << tr("lr %1 · momentum %2 · weight decay %3")
                      .arg(formatValue(run.lr[ku]), formatValue(run.momentum[ku]),
                           formatValue(run.weightDecay[ku]));
@@ -313,7 +313,7 @@ void MembersGrid::mousePressEvent(QMouseEvent* event) {
     const QPoint pos = event->position().toPoint();
     for (int k = 0; k < m_snapshot->run->members; ++k) {
         if (switchRect(k).adjusted(-3, -3, 3, 3).contains(pos)) {
-            Q_EMIT memberToggled(k, m_snapshot->enabled[static_cast<std::size_t>(k)] == 0);
+            Q_EMIT memberToggled(k, m_snapshot->switchedOn[static_cast<std::size_t>(k)] == 0);
             return;
         }
         if (tileRect(k).contains(pos)) {

@@ -39,7 +39,7 @@ class MembersGrid : public QWidget {
 
   Q_SIGNALS:
     void memberSelected(int member);  // -1: selection cleared
-    void memberToggled(int member, bool enabled);
+    void memberToggled(int member, bool switchedOn);
 
   protected:
     void paintEvent(QPaintEvent* event) override;
@@ -71,8 +71,8 @@ class MembersView : public QWidget {
 
   Q_SIGNALS:
     void memberSelected(int member);
-    void memberToggled(int member, bool enabled);
-    void allMembersSet(bool enabled);
+    void memberToggled(int member, bool switchedOn);
+    void allMembersSet(bool switchedOn);
 
   private:
     MembersGrid* m_grid = nullptr;
