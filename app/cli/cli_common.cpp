@@ -151,7 +151,7 @@ std::optional<ExitCode> agreeOnSetup(Collective& world, const char* command,
         code = exitCodeFor(e);
         message = e.what();
     }
-    const auto worst = static_cast<ExitCode>(world.max(exitStatus(code)));
+    const auto worst = static_cast<ExitCode>(static_cast<int>(world.max(exitStatus(code))));
     if (worst == ExitCode::Ok) {
         return std::nullopt;
     }

@@ -44,8 +44,7 @@ const std::vector<Command>& commands() {
          "(--config FILE.json|PRESET | --resume C.safetensors) [--set key=value]...\n"
          "[--export W.safetensors|.onnx|.npz] [--metrics M.json]\n"
          "[--checkpoint C.safetensors [--checkpoint-every N]] [--quiet]",
-         "train an ensemble (or go on from a checkpoint); write its weights, metrics and "
-         "checkpoints",
+         "train an ensemble, or resume a checkpoint; write its weights, metrics, checkpoints",
          {"--config", "--set", "--export", "--metrics", "--checkpoint", "--checkpoint-every",
           "--resume"},
          {"--quiet"},
@@ -133,9 +132,18 @@ void printUsage(std::FILE* to) {
         "\n--config takes a JSON file or a built-in preset name; --set key=value overrides "
         "a\ndotted config key (the value is read as JSON when it parses). See README.md.\n"
         "Exit codes:");
+    // The rows of core/exit_codes.h, wrapped as a paragraph.
+    int column = 11;
     const char* separator = " ";
     for (const ensemble::ExitCodeRow& row : ensemble::kExitCodeTable) {
-        std::fprintf(to, "%s%d %s", separator, row.status, row.meaning);
+        char item[96];
+        const int width = std::snprintf(item, sizeof item, "%d %s", row.status, row.meaning);
+        if (column + width + 2 > 90) {
+            std::fprintf(to, ",\n");
+            column = 0;
+            separator = "";
+        }
+        column += std::fprintf(to, "%s%s", separator, item);
         separator = ", ";
     }
     std::fprintf(to, ".\n");
