@@ -8,7 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "cli/cli_args.h"
+#include "cli/cli_common.h"
+#include "cli/commands.h"
 #include "core/errors.h"
 #include "data/dataset.h"
 #include "io/atomic_file.h"
@@ -256,10 +257,10 @@ std::string cellText(double v, int width, bool sign = false) {
 
 // eval with several regression --weights: a row per file with the ensemble's RMSE and NLL (in
 // the target's own units, as eval of one file prints them) and their difference to the first.
-int compareRegressions(const CliArgs& args, const std::vector<std::string>& files,
-                       const std::vector<LoadedEnsemble>& ensembles,
-                       const std::vector<ExperimentConfig>& configs, const DataSplit& data,
-                       const Dataset& evaluated, bool useTest) {
+ExitCode compareRegressions(const CliArgs& args, const std::vector<std::string>& files,
+                            const std::vector<LoadedEnsemble>& ensembles,
+                            const std::vector<ExperimentConfig>& configs, const DataSplit& data,
+                            const Dataset& evaluated, bool useTest) {
     if (args.has("--ood")) {
         std::fprintf(stderr, "--ood: out-of-distribution scores are for classification; skipped\n");
     }
@@ -301,12 +302,12 @@ int compareRegressions(const CliArgs& args, const std::vector<std::string>& file
         std::printf(" %s %s\n", cellText(m.rmse - rows[0].rmse, 10, true).c_str(),
                     cellText(m.nll - rows[0].nll, 10, true).c_str());
     }
-    return 0;
+    return ExitCode::Ok;
 }
 
 // eval with several --weights: one table, a row per file with the ensemble's headline metrics
 // and their difference to the first file's, all on the test split of their shared dataset.
-int compareEnsembles(const CliArgs& args, const std::vector<std::string>& files) {
+ExitCode compareEnsembles(const CliArgs& args, const std::vector<std::string>& files) {
     if (args.has("--report") || args.has("--csv")) {
         throw ConfigError(std::string(args.has("--report") ? "--report" : "--csv") +
                           " writes the report of one ensemble, and " +
@@ -415,7 +416,7 @@ int compareEnsembles(const CliArgs& args, const std::vector<std::string>& files)
         }
         std::printf("\n");
     }
-    return 0;
+    return ExitCode::Ok;
 }
 
 void printRegressionSummary(const RegressionReport& r, const std::string& dataset,
@@ -454,8 +455,8 @@ void printRegressionSummary(const RegressionReport& r, const std::string& datase
                 r.aleatoricStdMean, r.epistemicStdMean);
 }
 
-int evalRegression(const LoadedEnsemble& ensemble, const ExperimentConfig& config,
-                   const DataSplit& data, const CliArgs& args, const std::string& weights) {
+ExitCode evalRegression(const LoadedEnsemble& ensemble, const ExperimentConfig& config,
+                        const DataSplit& data, const CliArgs& args, const std::string& weights) {
     const bool useTest = data.test.rows > 0;
     const Dataset& evaluated = useTest ? data.test : data.train;
     if (!useTest) {
@@ -484,12 +485,12 @@ int evalRegression(const LoadedEnsemble& ensemble, const ExperimentConfig& confi
                      "%s\n",
                      args.get("--csv").c_str());
     }
-    return 0;
+    return ExitCode::Ok;
 }
 
 }  // namespace
 
-int commandEval(const CliArgs& args) {
+ExitCode commandEval(const CliArgs& args) {
     const std::vector<std::string> files = args.all("--weights");
     if (files.size() > 1) {
         return compareEnsembles(args, files);
@@ -574,7 +575,7 @@ int commandEval(const CliArgs& args) {
                      "members.csv to %s\n",
                      args.get("--csv").c_str());
     }
-    return 0;
+    return ExitCode::Ok;
 }
 
 }  // namespace ensemble::cli

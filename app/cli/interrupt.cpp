@@ -57,7 +57,7 @@ sigset_t handledSignals() {
                      signalName(signal),
                      removed > 0 ? "; the file being written was not replaced" : "");
         std::fflush(stderr);
-        ::_exit(128 + signal);
+        ::_exit(exitStatus(signalExitCode(signal)));
     }
 }
 
@@ -79,8 +79,8 @@ int interruptSignal() {
     return g_signal.load();
 }
 
-int interruptExitCode() {
-    return 128 + g_signal.load();
+ExitCode interruptExitCode() {
+    return signalExitCode(g_signal.load());
 }
 
 const char* signalName(int signal) {

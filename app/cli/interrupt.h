@@ -12,6 +12,8 @@
 //    are noted and do not cut a write short.
 #include <atomic>
 
+#include "core/exit_codes.h"
+
 namespace ensemble::cli {
 
 // Call first in main(), before any thread starts (threads inherit the blocked signals).
@@ -23,8 +25,8 @@ const std::atomic<bool>& stopRequested();
 
 // The signal that arrived (SIGINT, ...), or 0 when none did.
 int interruptSignal();
-// 128 + interruptSignal(): the exit code of an interrupted command.
-int interruptExitCode();
+// 128 + interruptSignal() (core/exit_codes.h): the exit code of an interrupted command.
+ExitCode interruptExitCode();
 // "SIGINT", "SIGTERM", "SIGHUP".
 const char* signalName(int signal);
 

@@ -1,19 +1,19 @@
-// ensemble-cli: the engine without a window. Exit codes are a public contract:
-// 0 success, 2 usage or config error, 3 unreadable or invalid data/weights file,
-// 4 runtime failure, 128 + N ended by signal N (130 Ctrl-C / SIGINT, 143 SIGTERM; see
-// cli/interrupt.h). Messages go to stderr and say what was expected.
+// ensemble-cli: the engine without a window. One table below names every command (name,
+// synopsis, summary, flags); the help text and the dispatch both read it, so a command is one
+// file (cli/<name>_command.cpp) and one row. Exit codes are a public contract, listed in
+// core/exit_codes.h; messages go to stderr and say what was expected.
 #include <cstdio>
 #include <cstring>
 #include <exception>
-#include <functional>
-#include <iostream>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "cli/cli_args.h"
+#include "cli/cli_common.h"
+#include "cli/commands.h"
 #include "cli/interrupt.h"
-#include "core/errors.h"
+#include "core/exit_codes.h"
 #include "sys/allocator.h"
 #ifdef ENSEMBLE_HAVE_MPI
 #include "dist/mpi_collective.h"
@@ -21,14 +21,18 @@
 
 namespace {
 
+using ensemble::ExitCode;
+using ensemble::exitStatus;
 using ensemble::cli::CliArgs;
 
 struct Command {
     const char* name;
-    const char* usage;
+    // The flags, one form per line; lines after the first continue it.
+    const char* synopsis;
+    const char* summary;
     std::vector<std::string> valueFlags;
     std::vector<std::string> switchFlags;
-    std::function<int(const CliArgs&)> run;
+    ExitCode (*run)(const CliArgs&);
     // Whether the command runs on every rank under mpirun (train, bench); the others run on
     // rank 0 alone, as they would without mpirun.
     bool distributed = false;
@@ -37,54 +41,59 @@ struct Command {
 const std::vector<Command>& commands() {
     static const std::vector<Command> table = {
         {"train",
-         "train   --config FILE.json|PRESET [--set key=value]... [--export "
-         "W.safetensors|.onnx|.npz]\n"
-         "        [--metrics M.json] [--checkpoint C.safetensors [--checkpoint-every N]] "
-         "[--quiet]\n"
-         "  train   --resume C.safetensors [--set key=value]... (the same outputs)",
+         "(--config FILE.json|PRESET | --resume C.safetensors) [--set key=value]...\n"
+         "[--export W.safetensors|.onnx|.npz] [--metrics M.json]\n"
+         "[--checkpoint C.safetensors [--checkpoint-every N]] [--quiet]",
+         "train an ensemble, or resume a checkpoint; write its weights, metrics, checkpoints",
          {"--config", "--set", "--export", "--metrics", "--checkpoint", "--checkpoint-every",
           "--resume"},
          {"--quiet"},
          ensemble::cli::commandTrain,
          true},
         {"predict",
-         "predict --weights W.safetensors --input X.csv --output P.csv",
+         "--weights W.safetensors --input X.csv --output P.csv [--threads N]",
+         "the ensemble's and every member's predictions for the rows of a CSV file",
          {"--weights", "--input", "--output", "--threads"},
          {},
          ensemble::cli::commandPredict},
         {"export",
-         "export  --weights W.safetensors --out F.onnx|F.npz|F.safetensors\n"
-         "        [--format safetensors|onnx|npz]   (default: the --out extension)",
+         "--weights W.safetensors --out F.onnx|F.npz|F.safetensors\n"
+         "[--format safetensors|onnx|npz]   (default: the --out extension)",
+         "convert an export or a checkpoint to safetensors, ONNX or .npz",
          {"--weights", "--out", "--format"},
          {},
          ensemble::cli::commandExport},
         {"dataset",
-         "dataset --config FILE.json|PRESET [--set key=value]... --out D.csv [--split train|test]",
+         "--config FILE.json|PRESET [--set key=value]... --out D.csv [--split train|test]",
+         "write the train or test split of a config's dataset as CSV",
          {"--config", "--set", "--out", "--split"},
          {},
          ensemble::cli::commandDataset},
         {"bench",
-         "bench   --config FILE.json|PRESET [--set key=value]... [--steps N] [--warmup N]\n"
-         "        [--repeat R] [--predict ROWS] [--json OUT.json]",
+         "--config FILE.json|PRESET [--set key=value]... [--steps N] [--warmup N]\n"
+         "[--repeat R] [--predict ROWS] [--json OUT.json]",
+         "training (and prediction) throughput of a config: the median of repeats",
          {"--config", "--set", "--steps", "--warmup", "--repeat", "--predict", "--json"},
          {},
          ensemble::cli::commandBench,
          true},
         {"eval",
-         "eval    --weights W.safetensors [--weights W2.safetensors]... [--config "
-         "FILE.json|PRESET]\n"
-         "        [--set key=value]... [--ood fashion-mnist|mnist|FILE.csv] [--report R.json]\n"
-         "        [--csv DIR]   (--report and --csv: one --weights)",
+         "--weights W.safetensors [--weights W2.safetensors]... [--config FILE.json|PRESET]\n"
+         "[--set key=value]... [--ood fashion-mnist|mnist|FILE.csv] [--report R.json]\n"
+         "[--csv DIR]   (--report and --csv: one --weights)",
+         "every measurement of an exported ensemble on its test split; several side by side",
          {"--weights...", "--config", "--set", "--ood", "--report", "--csv"},
          {},
          ensemble::cli::commandEval},
         {"config",
-         "config  [--config FILE.json|PRESET] [--set key=value]...   (prints the full config)",
+         "[--config FILE.json|PRESET] [--set key=value]...",
+         "print the full config: the keys that apply, defaults filled in",
          {"--config", "--set"},
          {},
          ensemble::cli::commandConfig},
         {"schema",
-         "schema  [--format markdown|json]   (every config key: default, range, meaning)",
+         "[--format markdown|json]",
+         "every config key: default, range, meaning",
          {"--format"},
          {},
          ensemble::cli::commandSchema},
@@ -92,25 +101,64 @@ const std::vector<Command>& commands() {
     return table;
 }
 
+// The synopsis's lines, the first after `lead`, the others under it.
+void printSynopsis(std::FILE* to, const char* lead, const char* synopsis) {
+    const int indent = static_cast<int>(std::strlen(lead));
+    std::string_view rest = synopsis;
+    bool first = true;
+    while (!rest.empty()) {
+        const std::size_t end = rest.find('\n');
+        const std::string_view line = rest.substr(0, end);
+        std::fprintf(to, "%*s%.*s\n", first ? 0 : indent, first ? lead : "",
+                     static_cast<int>(line.size()), line.data());
+        rest = end == std::string_view::npos ? std::string_view{} : rest.substr(end + 1);
+        first = false;
+    }
+}
+
 void printUsage(std::FILE* to) {
     std::fprintf(to,
                  "ensemble-cli: train, evaluate and use ensembles of small neural networks.\n\n"
-                 "usage: ensemble-cli <command> [options]\n\n");
+                 "usage: ensemble-cli <command> [options]   (ensemble-cli <command> --help: "
+                 "its options)\n\n");
     for (const Command& c : commands()) {
-        std::fprintf(to, "  %s\n", c.usage);
+        char lead[32];
+        std::snprintf(lead, sizeof lead, "  %-9s", c.name);
+        std::fprintf(to, "%s%s\n", lead, c.summary);
+        printSynopsis(to, "           ", c.synopsis);
     }
     std::fprintf(
         to,
         "\n--config takes a JSON file or a built-in preset name; --set key=value overrides "
         "a\ndotted config key (the value is read as JSON when it parses). See docs/cli.md.\n"
-        "Exit codes: 0 ok, 2 usage/config error, 3 bad data or weights file, 4 runtime "
-        "failure,\n130 interrupted by Ctrl-C (SIGINT), 143 by SIGTERM.\n");
+        "Exit codes:");
+    // The rows of core/exit_codes.h, wrapped as a paragraph.
+    int column = 11;
+    const char* separator = " ";
+    for (const ensemble::ExitCodeRow& row : ensemble::kExitCodeTable) {
+        char item[96];
+        const int width = std::snprintf(item, sizeof item, "%d %s", row.status, row.meaning);
+        if (column + width + 2 > 90) {
+            std::fprintf(to, ",\n");
+            column = 0;
+            separator = "";
+        }
+        column += std::fprintf(to, "%s%s", separator, item);
+        separator = ", ";
+    }
+    std::fprintf(to, ".\n");
+}
+
+void printCommandUsage(const Command& c) {
+    const std::string lead = std::string("usage: ensemble-cli ") + c.name + " ";
+    printSynopsis(stdout, lead.c_str(), c.synopsis);
+    std::printf("%s\n", c.summary);
 }
 
 // Under mpirun a failure after the ranks stopped agreeing (a file rank 0 cannot write while
 // the others wait in a gather) ends the whole job with this rank's message and exit code,
 // never a hang; in one process it is the exit code.
-int fail(const Command& c, const char* what, int code) {
+ExitCode fail(const Command& c, const char* what, ExitCode code) {
     ensemble::Collective& world = ensemble::cli::world();
     if (!world.distributed()) {
         std::fprintf(stderr, "ensemble-cli %s: %s\n", c.name, what);
@@ -118,17 +166,17 @@ int fail(const Command& c, const char* what, int code) {
     }
     std::fprintf(stderr, "ensemble-cli %s (rank %d of %d): %s\n", c.name, world.rank(),
                  world.ranks(), what);
-    world.abort(code);
+    world.abort(exitStatus(code));
     return code;  // not reached
 }
 
-int runCommand(int argc, char** argv) {
+ExitCode runCommand(int argc, char** argv) {
     if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
         std::strcmp(argv[1], "help") == 0) {
         if (ensemble::launcherRank() <= 0) {
             printUsage(argc < 2 ? stderr : stdout);
         }
-        return argc < 2 ? 2 : 0;
+        return argc < 2 ? ExitCode::Usage : ExitCode::Ok;
     }
     const std::string name = argv[1];
     for (const Command& c : commands()) {
@@ -139,7 +187,7 @@ int runCommand(int argc, char** argv) {
         // process would, without initialising MPI.
         const int launched = ensemble::launcherRank();
         if (!c.distributed && launched > 0) {
-            return 0;
+            return ExitCode::Ok;
         }
         // Before MPI starts its threads: they inherit the blocked signals (cli/interrupt.h).
         ensemble::cli::installInterruptHandling(c.name);
@@ -150,7 +198,7 @@ int runCommand(int argc, char** argv) {
                 mpi = ensemble::startMpi(&argc, &argv);
             } catch (const std::exception& e) {
                 std::fprintf(stderr, "ensemble-cli %s: %s\n", c.name, e.what());
-                return 4;
+                return ExitCode::Runtime;
             }
             ensemble::cli::setWorld(mpi.get());
 #else
@@ -159,7 +207,7 @@ int runCommand(int argc, char** argv) {
                              "ensemble-cli %s: started by mpirun with %d ranks, but this build "
                              "has no MPI (configure with -DENSEMBLE_MPI=ON and libopenmpi-dev)\n",
                              c.name, ensemble::launcherSize());
-                return 2;
+                return ExitCode::Usage;
             }
 #endif
         }
@@ -167,32 +215,28 @@ int runCommand(int argc, char** argv) {
             const CliArgs args = ensemble::cli::parseArgs(argc, argv, c.valueFlags, c.switchFlags);
             if (args.flag("--help")) {
                 if (ensemble::cli::world().root()) {
-                    std::printf("usage: ensemble-cli %s\n", c.usage);
+                    printCommandUsage(c);
                 }
                 ensemble::cli::setWorld(nullptr);
-                return 0;
+                return ExitCode::Ok;
             }
-            const int code = c.run(args);
+            const ExitCode code = c.run(args);
             ensemble::cli::setWorld(nullptr);
             return code;
-        } catch (const ensemble::ConfigError& e) {
-            return fail(c, e.what(), 2);
-        } catch (const ensemble::DataError& e) {
-            return fail(c, e.what(), 3);
         } catch (const std::exception& e) {
-            return fail(c, e.what(), 4);
+            return fail(c, e.what(), ensemble::exitCodeFor(e));
         }
     }
     if (ensemble::launcherRank() <= 0) {
         std::fprintf(stderr, "ensemble-cli: unknown command '%s'\n\n", name.c_str());
         printUsage(stderr);
     }
-    return 2;
+    return ExitCode::Usage;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
     ensemble::keepFreedMemoryForReuse();
-    return runCommand(argc, argv);
+    return exitStatus(runCommand(argc, argv));
 }

@@ -6,7 +6,8 @@
 // With --screenshot it opens, trains N steps, saves a picture of the window and exits (the
 // pictures in docs/ are made this way); with --weights it opens a trained ensemble (an export
 // or a checkpoint) instead and draws it without training. Without arguments it starts on the
-// spirals preset.
+// spirals preset. Exit codes as ensemble-cli's (core/exit_codes.h): 2 a usage or config
+// mistake, 3 a file it cannot open, 4 a screenshot it cannot write.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QElapsedTimer>
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "core/exit_codes.h"
 #include "io/config.h"
 #include "main_window.h"
 #include "panels/experiment_panel.h"
@@ -32,6 +34,8 @@
 #include "views/filters_view.h"
 #include "views/images_view.h"
 
+using ensemble::ExitCode;
+using ensemble::exitStatus;
 using ensemble::ui::MainWindow;
 using ensemble::ui::SnapshotPtr;
 
@@ -157,7 +161,7 @@ int main(int argc, char** argv) {
     const QStringList files = parser.positionalArguments();
     if (files.size() > 1) {
         std::fprintf(stderr, "ensemble-lab: open one file at a time\n");
-        return 2;
+        return exitStatus(ExitCode::Usage);
     }
     if (files.size() == 1) {
         const bool ensembleFile =
@@ -165,7 +169,7 @@ int main(int argc, char** argv) {
         if ((ensembleFile && !weights.isEmpty()) || (!ensembleFile && !configSource.isEmpty())) {
             std::fprintf(stderr, "ensemble-lab: %s and %s both name the file to open\n",
                          qPrintable(files[0]), ensembleFile ? "--weights" : "--config");
-            return 2;
+            return exitStatus(ExitCode::Usage);
         }
         (ensembleFile ? weights : configSource) = files[0];
     }
@@ -175,7 +179,7 @@ int main(int argc, char** argv) {
                      "ensemble-lab: %s is drawn as it was trained, without training: --config, "
                      "--set and --train-steps do not apply to it\n",
                      qPrintable(weights));
-        return 2;
+        return exitStatus(ExitCode::Usage);
     }
 
     nlohmann::json config;
@@ -198,20 +202,20 @@ int main(int argc, char** argv) {
         }
     } catch (const std::exception& e) {
         std::fprintf(stderr, "ensemble-lab: %s\n", e.what());
-        return 2;
+        return exitStatus(ExitCode::Usage);
     }
     bool stepsOk = true;
     const qint64 trainSteps =
         parser.isSet(stepsOption) ? parser.value(stepsOption).toLongLong(&stepsOk) : -1;
     if (!stepsOk || (parser.isSet(stepsOption) && trainSteps < 0)) {
         std::fprintf(stderr, "ensemble-lab: --train-steps expects a non-negative integer\n");
-        return 2;
+        return exitStatus(ExitCode::Usage);
     }
     const QString view = parser.value(viewOption).toLower();
     if (!view.isEmpty() && !ensemble::ui::viewByKey(view)) {
         std::fprintf(stderr, "ensemble-lab: --view expects one of %s\n",
                      qPrintable(ensemble::ui::viewKeys().join(QStringLiteral(", "))));
-        return 2;
+        return exitStatus(ExitCode::Usage);
     }
     const QString screenshot = parser.value(shotOption);
     int quantity = -1;
@@ -225,7 +229,7 @@ int main(int argc, char** argv) {
         if (quantity < 0) {
             std::fprintf(stderr, "ensemble-lab: unknown --quantity %s\n",
                          qPrintable(parser.value(quantityOption)));
-            return 2;
+            return exitStatus(ExitCode::Usage);
         }
     }
     const int member = parser.isSet(memberOption) ? parser.value(memberOption).toInt() : -1;
@@ -261,7 +265,7 @@ int main(int argc, char** argv) {
     });
     bool started = false;
     bool shotScheduled = false;
-    int exitCode = 0;
+    int exitCode = exitStatus(ExitCode::Ok);
     auto takeShot = [&] {
         if (!view.isEmpty()) {
             window.setView(view);
@@ -285,7 +289,7 @@ int main(int argc, char** argv) {
             if (!out.open(QIODevice::WriteOnly) || !image.save(&out, "PNG") || !out.commit()) {
                 std::fprintf(stderr, "ensemble-lab: cannot write %s: %s\n", qPrintable(screenshot),
                              qPrintable(out.errorString()));
-                exitCode = 4;
+                exitCode = exitStatus(ExitCode::Runtime);
             } else {
                 const SnapshotPtr s = window.controller()->snapshot();
                 std::printf("ensemble-lab: step %lld, saved %s\n",
@@ -346,14 +350,14 @@ int main(int argc, char** argv) {
                      [&](quint64, const QString& message) {
                          if (!screenshot.isEmpty()) {
                              std::fprintf(stderr, "ensemble-lab: %s\n", qPrintable(message));
-                             app.exit(3);
+                             app.exit(exitStatus(ExitCode::BadInput));
                          }
                      });
     if (!weights.isEmpty()) {
         QObject::connect(&window, &MainWindow::openFailed, &window, [&](const QString& message) {
             if (!screenshot.isEmpty()) {
                 std::fprintf(stderr, "ensemble-lab: %s\n", qPrintable(message));
-                app.exit(3);
+                app.exit(exitStatus(ExitCode::BadInput));
             } else {
                 window.loadExperiment(config, preset);  // the error box says why; start as usual
             }
@@ -361,7 +365,7 @@ int main(int argc, char** argv) {
         QString error;
         if (!window.openEnsemble(weights, &error)) {
             std::fprintf(stderr, "ensemble-lab: %s\n", qPrintable(error));
-            return 3;
+            return exitStatus(ExitCode::BadInput);
         }
         return app.exec();
     }
@@ -373,7 +377,7 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "ensemble-lab: %s: %s\n", qPrintable(it.key()),
                          qPrintable(it.value()));
         }
-        return 2;
+        return exitStatus(ExitCode::Usage);
     }
     return app.exec();
 }

@@ -53,6 +53,16 @@ struct TrainingProblem {
     DataShard shard;
 };
 
+// The preconditions of Backend::bind() that hold for every backend; each backend's bind()
+// calls it before anything else, so the same problem fails the same way (the same error kind,
+// the same exit code) on the CPU and on CUDA. Throws ConfigError (key backend.mesh) for a data
+// shard that cannot be trained: a replica index outside [0, count), a batch not divisible by
+// the count, or no sum over several replicas; ConfigError (key training.adversarial_eps) for
+// adversarial training of members that are not MLPs; std::invalid_argument for a problem no
+// config can make (an empty layout; training data without its labels or targets, a batch of
+// 0, plan.rows other than trainRows or 2^31 rows or more, other than one rule per member).
+void checkTrainingProblem(const TrainingProblem& problem);
+
 // Every member's probabilities and the ensemble's per-point measures (math/uncertainty.h) for
 // a set of points, as a backend computes them where its predictions are.
 struct PointUncertainties {
@@ -89,7 +99,7 @@ class Backend {
     virtual std::string name() const = 0;
 
     // Takes the problem and allocates everything a step needs; no allocation happens later in
-    // step(). Optimizer state starts at zero.
+    // step(). Optimizer state starts at zero. Begins with checkTrainingProblem(problem).
     virtual void bind(const TrainingProblem& problem) = 0;
 
     // Replaces every member's optimizer hyperparameters (a live edit in the app, an entry of

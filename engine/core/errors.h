@@ -12,7 +12,7 @@
 namespace ensemble {
 
 // What went wrong, as far as a person fixing it cares. The exception's class gives the exit
-// code (ConfigError 2, DataError 3, RuntimeError 4); the kind refines it.
+// code (core/exit_codes.h, exitCodeFor); the kind refines the message, not the code.
 enum class ErrorKind {
     General,         // nothing more specific to say
     Config,          // a config key: unknown, wrong type, out of range, not applicable
@@ -59,7 +59,7 @@ class Error : public std::runtime_error {
 };
 
 // A usage or configuration mistake: unknown key, wrong type, out-of-range value, a key that does
-// not apply (exit code 2).
+// not apply (ExitCode::Usage).
 class ConfigError : public Error {
   public:
     explicit ConfigError(const std::string& message) : Error(ErrorKind::Config, message) {}
@@ -93,7 +93,7 @@ class ConfigError : public Error {
     }
 };
 
-// A data or weights file that cannot be read or is not what it claims to be (exit code 3).
+// A data or weights file that cannot be read or is not what it claims to be (ExitCode::BadInput).
 class DataError : public Error {
   public:
     explicit DataError(const std::string& message) : Error(ErrorKind::General, message) {}
@@ -104,7 +104,8 @@ class DataError : public Error {
     }
 };
 
-// A failure while running: backend unavailable, out of memory, I/O failure on write (exit 4).
+// A failure while running: backend unavailable, out of memory, I/O failure on write
+// (ExitCode::Runtime).
 class RuntimeError : public Error {
   public:
     explicit RuntimeError(const std::string& message) : Error(ErrorKind::General, message) {}

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "core/errors.h"
+#include "core/exit_codes.h"
 
 namespace ensemble {
 
@@ -193,7 +194,7 @@ class MpiCollective final : public Collective {
                              "ensemble-cli: an MPI gather of %lld elements exceeds "
                              "2^31 - 1; evaluate on fewer rows or members\n",
                              static_cast<long long>(total));
-                abort(4);
+                abort(exitStatus(ExitCode::Runtime));
             }
             all.resize(static_cast<std::size_t>(total));
         }

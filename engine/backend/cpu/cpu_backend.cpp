@@ -60,6 +60,7 @@ std::string CpuBackend::name() const {
 }
 
 void CpuBackend::bind(const TrainingProblem& problem) {
+    checkTrainingProblem(problem);
     m_problem = problem;
     const ParamLayout& layout = m_problem.layout;
     const int inputs = layout.inputs();
@@ -69,9 +70,6 @@ void CpuBackend::bind(const TrainingProblem& problem) {
     if (problem.trainX != nullptr && problem.trainRows > 0) {
         m_trainX.assign(problem.trainX, problem.trainX + problem.trainRows * inputs);
         if (isRegression(problem.likelihood)) {
-            if (problem.trainTargets == nullptr) {
-                throw std::invalid_argument("CpuBackend::bind: a regression head needs targets");
-            }
             m_trainTargets.assign(problem.trainTargets, problem.trainTargets + problem.trainRows);
         } else {
             m_trainY.assign(problem.trainY, problem.trainY + problem.trainRows);
@@ -87,23 +85,11 @@ void CpuBackend::bind(const TrainingProblem& problem) {
 
     const int batch = static_cast<int>(problem.plan.batch);
     const int shards = problem.shard.count;
-    if (shards < 1 || problem.shard.index < 0 || problem.shard.index >= shards ||
-        batch % shards != 0 || (shards > 1 && !problem.shard.sum)) {
-        throw std::invalid_argument("CpuBackend::bind: shard " +
-                                    std::to_string(problem.shard.index) + " of " +
-                                    std::to_string(shards) + " of a batch of " +
-                                    std::to_string(batch) + " rows, or no sum for it");
-    }
     // This replica's rows of every batch (all of them without a data axis).
     const int rows = batch / shards;
     m_shardBuffer.clear();
     m_predictWorkspaces.clear();
     if (!layout.isMlp()) {
-        if (problem.adversarialEps > 0.0f) {
-            throw ConfigError("training.adversarial_eps",
-                              "adversarial training is implemented for mlp members; set it to 0 "
-                              "for model.kind cnn");
-        }
         m_conv = std::make_unique<ConvNetCpu>();
         m_conv->bind(layout, problem.activation, rows, m_threads, batch);
         m_workspaces.clear();

@@ -378,49 +378,25 @@ void CudaBackend::checkMemory(const MemoryEstimate& e) const {
 }
 
 void CudaBackend::bind(const TrainingProblem& problem) {
+    checkTrainingProblem(problem);
     useDevice();
     const ParamLayout& layout = problem.layout;
     const int members = layout.members();
-    if (members < 1 || layout.layerCount() < 1) {
-        throw std::invalid_argument("CudaBackend::bind: empty layout");
-    }
     const bool conv = !layout.isMlp();
     if (conv && problem.likelihood != Likelihood::Categorical) {
         throw std::invalid_argument("CudaBackend::bind: CNN members train classifiers");
     }
-    if (conv && problem.adversarialEps > 0.0f) {
-        throw ConfigError("training.adversarial_eps",
-                          "adversarial training is implemented for mlp members; set it to 0 "
-                          "for model.kind cnn");
-    }
     const bool adversarial = problem.adversarialEps > 0.0f;
+    // Uploaded below for prediction alone too (the shared check asks for them when training).
     if (problem.rules.size() != static_cast<std::size_t>(members)) {
         throw std::invalid_argument("CudaBackend::bind: one optimizer rule per member needed");
     }
     const DataShard& shard = problem.shard;
-    if (shard.count > 1 && (problem.plan.batch % static_cast<uint32_t>(shard.count) != 0 ||
-                            !shard.sum || shard.index < 0 || shard.index >= shard.count)) {
-        throw ConfigError("backend.mesh", "the data axis (data = " + std::to_string(shard.count) +
-                                              ") needs a batch divisible by it, a replica index "
-                                              "below it and a sum over the replicas");
-    }
     // A replica's rows of every batch (the whole batch without a data axis).
     const uint32_t stepRows = shard.count > 1
                                   ? problem.plan.batch / static_cast<uint32_t>(shard.count)
                                   : problem.plan.batch;
     const bool training = problem.trainX != nullptr && problem.trainRows > 0;
-    if (training) {
-        const bool targets = isRegression(problem.likelihood) ? problem.trainTargets != nullptr
-                                                              : problem.trainY != nullptr;
-        if (!targets || problem.plan.batch == 0 ||
-            static_cast<int64_t>(problem.plan.rows) != problem.trainRows ||
-            problem.trainRows > std::numeric_limits<int32_t>::max()) {
-            throw std::invalid_argument(
-                "CudaBackend::bind: training needs labels (or targets), batch > 0 and plan.rows == "
-                "trainRows "
-                "< 2^31");
-        }
-    }
 
     sync();
     release();

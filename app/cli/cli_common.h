@@ -1,13 +1,25 @@
 #pragma once
 
+// What the ensemble-cli commands share: the parsed command line, the config it names, the
+// processes of the run (MPI's world or one process), the setup every rank must agree on, and
+// the formatting of rates. The commands themselves are declared in cli/commands.h.
+
+#include <cstdint>
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "core/exit_codes.h"
 #include "dist/collective.h"
 #include "io/config.h"
+
+namespace ensemble {
+class Trainer;
+}
 
 namespace ensemble::cli {
 
@@ -46,25 +58,33 @@ struct CliArgs {
 CliArgs parseArgs(int argc, char** argv, const std::vector<std::string>& valueFlags,
                   const std::vector<std::string>& switchFlags);
 
+// The integer value of `flag`, `fallback` when it is absent; ConfigError naming the flag when
+// it is not an integer >= `lowest`.
+int64_t parseCount(const CliArgs& args, const std::string& flag, int64_t fallback, int64_t lowest);
+
 // --config FILE|PRESET (optional: defaults), then the --set list as one layer over it; notices
 // about keys the layer made inapplicable go to stderr.
 nlohmann::json configJsonFrom(const CliArgs& args);
 ExperimentConfig configFrom(const CliArgs& args);
 
-// Commands; each returns the process exit code and throws ConfigError / DataError /
-// RuntimeError, which main() maps to exit codes 2 / 3 / 4.
-int commandTrain(const CliArgs& args);
-int commandPredict(const CliArgs& args);
-int commandDataset(const CliArgs& args);
-// Converts an export (or a checkpoint's export) to safetensors, ONNX or .npz
-// (io/export_formats.h); --format, else the --out name's extension, picks the format.
-int commandExport(const CliArgs& args);
-int commandBench(const CliArgs& args);
-int commandEval(const CliArgs& args);
-// Validates --config and --set and prints the config that results: exactly the keys that apply,
-// defaults filled in (what an export stores).
-int commandConfig(const CliArgs& args);
-// Prints the config schema: docs/configuration.md's Markdown table, or JSON for tools.
-int commandSchema(const CliArgs& args);
+// "1.23M", "45.6k", "7.8": a rate for a progress line.
+std::string formatRate(double perSecond);
+
+// Every rank runs `setup`; when it threw on any rank, rank 0 prints each failing rank's message
+// (once per distinct message, naming the ranks) and every rank returns the largest exit code
+// (exitCodeFor), so a rank that cannot start never leaves the others waiting. Returns nothing
+// when every rank succeeded, else this rank's exit code (rank 0: the largest, the others Ok).
+// In one process the exception propagates.
+std::optional<ExitCode> agreeOnSetup(Collective& world, const char* command,
+                                     const std::function<void()>& setup);
+
+// backend.mesh against the ranks this run has. Under mpirun E x D must be the rank count (a
+// ConfigError naming both); in one process a mesh other than "auto" is ignored with a notice.
+void resolveMesh(const ExperimentConfig& config, Collective& world);
+
+// Every rank's backend ("cuda:1 (NVIDIA H100 ...)", "cpu (1 thread)") on rank 0, in rank order
+// (empty elsewhere), and, unless `quiet`, one line per rank saying it: each rank's device, once.
+// A collective call.
+std::vector<std::string> logRankDevices(const Trainer& trainer, bool quiet);
 
 }  // namespace ensemble::cli

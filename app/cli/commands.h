@@ -1,0 +1,27 @@
+#pragma once
+
+// The commands of ensemble-cli, one file each (<name>_command.cpp); main.cpp's command table
+// gives each its name, synopsis, summary and flags, and dispatches to it. Each returns the
+// process's exit code and throws ConfigError / DataError / RuntimeError, which main() maps with
+// exitCodeFor (core/exit_codes.h).
+
+#include "cli/cli_common.h"
+#include "core/exit_codes.h"
+
+namespace ensemble::cli {
+
+ExitCode commandTrain(const CliArgs& args);
+ExitCode commandPredict(const CliArgs& args);
+// Converts an export (or a checkpoint's export) to safetensors, ONNX or .npz
+// (io/export_formats.h); --format, else the --out name's extension, picks the format.
+ExitCode commandExport(const CliArgs& args);
+ExitCode commandDataset(const CliArgs& args);
+ExitCode commandBench(const CliArgs& args);
+ExitCode commandEval(const CliArgs& args);
+// Validates --config and --set and prints the config that results: exactly the keys that apply,
+// defaults filled in (what an export stores).
+ExitCode commandConfig(const CliArgs& args);
+// Prints the config schema: docs/configuration.md's Markdown table, or JSON for tools.
+ExitCode commandSchema(const CliArgs& args);
+
+}  // namespace ensemble::cli
