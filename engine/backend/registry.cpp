@@ -1,5 +1,6 @@
 #include "backend/registry.h"
 
+#include <stdexcept>
 #include <string>
 
 #include "backend/cpu/cpu_backend.h"
@@ -34,33 +35,36 @@ bool cudaAvailable(int device, std::string& reason) {
 
 BackendChoice makeBackend(const BackendConfig& config) {
     BackendChoice choice;
-    if (config.kind == BackendKind::Cpu) {
-        choice.backend = std::make_unique<CpuBackend>(config.threads);
-        return choice;
-    }
     std::string reason;
-    const bool usable = cudaAvailable(config.device, reason);
-    if (config.kind == BackendKind::Cuda) {
-        if (!usable) {
-            throw RuntimeError(ErrorKind::BackendMissing, "backend.kind=cuda: CUDA device " +
-                                                              std::to_string(config.device) +
-                                                              " is not usable: " + reason);
-        }
+    switch (config.kind) {
+        case BackendKind::Cpu:
+            choice.backend = std::make_unique<CpuBackend>(config.threads);
+            return choice;
+        case BackendKind::Cuda:
+            if (!cudaAvailable(config.device, reason)) {
+                throw RuntimeError(ErrorKind::BackendMissing, "backend.kind=cuda: CUDA device " +
+                                                                  std::to_string(config.device) +
+                                                                  " is not usable: " + reason);
+            }
 #if defined(ENSEMBLE_HAVE_CUDA)
-        choice.backend = makeCudaBackend(config.device);
+            choice.backend = makeCudaBackend(config.device);
 #endif
-        return choice;
-    }
-    // auto: the GPU when there is one, else the CPU, saying why once.
+            return choice;
+        case BackendKind::Auto:
+            // The GPU when there is one, else the CPU, saying why once.
 #if defined(ENSEMBLE_HAVE_CUDA)
-    if (usable) {
-        choice.backend = makeCudaBackend(config.device);
-        return choice;
-    }
+            if (cudaAvailable(config.device, reason)) {
+                choice.backend = makeCudaBackend(config.device);
+                return choice;
+            }
+#else
+            cudaAvailable(config.device, reason);
 #endif
-    choice.backend = std::make_unique<CpuBackend>(config.threads);
-    choice.notice = "backend auto: using the CPU (" + reason + ")";
-    return choice;
+            choice.backend = std::make_unique<CpuBackend>(config.threads);
+            choice.notice = "backend auto: using the CPU (" + reason + ")";
+            return choice;
+    }
+    throw std::logic_error("makeBackend: a backend.kind without a case");
 }
 
 BackendChoice makeBackend(const ExperimentConfig& config) {
