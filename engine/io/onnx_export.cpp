@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <limits>
 #include <ostream>
+#include <regex>
 #include <set>
 #include <string_view>
 #include <system_error>
@@ -498,22 +499,11 @@ class Fnv64 {
     uint64_t m_hash = 0xcbf29ce484222325ULL;
 };
 
-// "<model>.<16 hex digits>.data": the data file names this writer gives next to `model`.
+// "<model>.<16 hex digits>.data": the names this writer gives data files beside `model`.
 bool isOurDataFile(const std::string& location, const std::string& modelName) {
-    constexpr std::size_t kHex = 16;
-    const std::string_view suffix = ".data";
-    if (location.size() != modelName.size() + 1 + kHex + suffix.size() ||
-        location.compare(0, modelName.size(), modelName) != 0 ||
-        location[modelName.size()] != '.' ||
-        location.compare(location.size() - suffix.size(), suffix.size(), suffix) != 0) {
-        return false;
-    }
-    for (std::size_t i = modelName.size() + 1; i < modelName.size() + 1 + kHex; ++i) {
-        if (std::strchr("0123456789abcdef", location[i]) == nullptr) {
-            return false;
-        }
-    }
-    return true;
+    static const std::regex kTag("[0-9a-f]{16}\\.data");
+    return location.starts_with(modelName + ".") &&
+           std::regex_match(location.substr(modelName.size() + 1), kTag);
 }
 
 // The data files of ours that the model now at `path` refers to, to remove once a new model
