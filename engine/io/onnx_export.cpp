@@ -147,7 +147,7 @@ class GraphBuilder {
                        std::string_view bytes) {
         onnx::TensorProto* t = m_graph.add_initializer();
         *t = tensorProto(name, dataType, dims, {});
-        t->clear_raw_data();
+        t->clear_raw_data();  // no data field yet: inline or external, decided once all are known
         m_weights.push_back({t, bytes});
         return name;
     }
