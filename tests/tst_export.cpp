@@ -271,6 +271,7 @@ class TestExport : public QObject {
             QCOMPARE(le32(b, at), 0x02014b50u);  // the central directory follows
         }
     }
+
     // ONNX's C++ checker (check_model on the file, strict shape inference) on every ONNX model
     // this suite wrote, and on a checkpoint's export.
     void onnxModelsPassTheChecker() {
