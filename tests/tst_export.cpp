@@ -1,7 +1,8 @@
 // `ensemble-cli export` and `train --export` without outside tools (issue 27): the format a
 // name or --format selects, the exit codes of bad input with nothing written, a checkpoint's
-// export part, and the .npz / .npy structure the writer promises (tst_interop has NumPy, the
-// ONNX checker and ONNX Runtime read the files).
+// export part, the .npz / .npy structure the writer promises, ONNX's C++ checker on the ONNX
+// models and their external-data form (tst_interop has NumPy, the Python ONNX checker and ONNX
+// Runtime read the files).
 #include <QtTest/QtTest>
 
 #include <sstream>
@@ -9,7 +10,9 @@
 #include "io/export_formats.h"
 #include "io/model_io.h"
 #include "io/npz.h"
+#include "io/onnx_export.h"
 #include "io/safetensors.h"
+#include "onnx_check.h"
 #include "test_support.h"
 
 using ensemble::test::cliPath;
@@ -267,6 +270,113 @@ class TestExport : public QObject {
             QCOMPARE(seen, file.tensors.size() + 1);
             QCOMPARE(le32(b, at), 0x02014b50u);  // the central directory follows
         }
+    }
+
+    // ONNX's C++ checker (check_model on the file, strict shape inference) on every ONNX model
+    // this suite wrote, and on a checkpoint's export.
+    void onnxModelsPassTheChecker() {
+        const QString fromCheckpoint = path(QStringLiteral("c.onnx"));
+        const Run r = runCli({QStringLiteral("export"), QStringLiteral("--weights"), m_checkpoint,
+                              QStringLiteral("--out"), fromCheckpoint});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        for (const QString& name :
+             {QStringLiteral("m.onnx"), QStringLiteral("t.onnx"), QStringLiteral("c.onnx")}) {
+            const QString failure = ensemble::test::onnxCheckFailure(path(name));
+            QVERIFY2(failure.isEmpty(), qPrintable(failure));
+        }
+        // Not a model: the helper can fail.
+        QVERIFY(!ensemble::test::onnxCheckFailure(m_weights).isEmpty());
+    }
+
+    // The form an ensemble over 2 GiB takes, forced on a small one: the weights in
+    // "<name>.<hash>.data" beside the model, which the checker accepts and which is the
+    // self-contained model byte for byte once the data is put back inline.
+    void onnxExternalData() {
+        const QString folder = path(QStringLiteral("external"));
+        QVERIFY(QDir().mkpath(folder));
+        const QDir dir(folder);
+        const QString model = dir.filePath(QStringLiteral("m.onnx"));
+        const QString single = dir.filePath(QStringLiteral("single.onnx"));
+        const ensemble::SafetensorsFile weights =
+            ensemble::readSafetensors(m_weights.toStdString());
+        ensemble::OnnxOptions external;
+        external.externalDataAbove = 0;
+        ensemble::writeOnnx(single.toStdString(), weights);
+        ensemble::writeOnnx(model.toStdString(), weights, external);
+
+        const auto dataFiles = [&] {
+            return dir.entryList({QStringLiteral("m.onnx.*")}, QDir::Files | QDir::Hidden);
+        };
+        const QRegularExpression dataName(QStringLiteral("^m\\.onnx\\.[0-9a-f]{16}\\.data$"));
+        const QStringList first = dataFiles();
+        QCOMPARE(first.size(), 1);
+        QVERIFY2(dataName.match(first[0]).hasMatch(), qPrintable(first[0]));
+        QVERIFY(QFileInfo(single).size() > 2 * QFileInfo(model).size());
+        QString failure = ensemble::test::onnxCheckFailure(model);
+        QVERIFY2(failure.isEmpty(), qPrintable(failure));
+
+        onnx::ModelProto m;
+        QVERIFY(ensemble::test::readOnnx(model, m));
+        QFile dataFile(dir.filePath(first[0]));
+        QVERIFY(dataFile.open(QIODevice::ReadOnly));
+        const QByteArray data = dataFile.readAll();
+        int externalTensors = 0;
+        for (onnx::TensorProto& t : *m.mutable_graph()->mutable_initializer()) {
+            const ensemble::Tensor* source = weights.find(t.name());
+            // The export's tensors are external, the graph's small constants inline.
+            QCOMPARE(t.data_location() == onnx::TensorProto::EXTERNAL, source != nullptr);
+            if (source == nullptr) {
+                continue;
+            }
+            ++externalTensors;
+            std::map<std::string, std::string> entries;
+            for (const onnx::StringStringEntryProto& e : t.external_data()) {
+                entries[e.key()] = e.value();
+            }
+            QCOMPARE(QString::fromStdString(entries["location"]), first[0]);
+            const qint64 offset = std::stoll(entries["offset"]);
+            const qint64 length = std::stoll(entries["length"]);
+            QCOMPARE(offset % 4096, qint64{0});
+            QCOMPARE(length, static_cast<qint64>(source->data.size()));
+            QVERIFY(offset + length <= data.size());
+            QVERIFY(std::memcmp(data.constData() + offset, source->data.data(),
+                                source->data.size()) == 0);
+            t.set_raw_data(data.constData() + offset, static_cast<std::size_t>(length));
+            t.clear_external_data();
+            t.clear_data_location();
+        }
+        QVERIFY(externalTensors >= 4);
+        QFile singleFile(single);
+        QVERIFY(singleFile.open(QIODevice::ReadOnly));
+        QVERIFY(QByteArray::fromStdString(m.SerializeAsString()) == singleFile.readAll());
+
+        // Other weights to the same name: a new data file, and the old model's one is gone.
+        ensemble::SafetensorsFile changed = weights;
+        for (ensemble::Tensor& t : changed.tensors) {
+            if (t.name == "normalization.mean") {
+                t.data[0] = static_cast<std::byte>(static_cast<unsigned>(t.data[0]) ^ 1U);
+            }
+        }
+        ensemble::writeOnnx(model.toStdString(), changed, external);
+        const QStringList second = dataFiles();
+        QCOMPARE(second.size(), 1);
+        QVERIFY(second[0] != first[0]);
+        failure = ensemble::test::onnxCheckFailure(model);
+        QVERIFY2(failure.isEmpty(), qPrintable(failure));
+        // The same weights again: the same data file.
+        ensemble::writeOnnx(model.toStdString(), changed, external);
+        QCOMPARE(dataFiles(), second);
+        // A self-contained model over it takes its data file away too.
+        ensemble::writeOnnx(model.toStdString(), changed);
+        QCOMPARE(dataFiles(), QStringList());
+        failure = ensemble::test::onnxCheckFailure(model);
+        QVERIFY2(failure.isEmpty(), qPrintable(failure));
+
+        // A stream or device has no "beside": refused before anything is written.
+        QVERIFY_THROWS_EXCEPTION(ensemble::RuntimeError,
+                                 ensemble::writeOnnx("/dev/null", weights, external));
+        QCOMPARE(dir.entryList(QDir::Files | QDir::Hidden),
+                 QStringList({QStringLiteral("m.onnx"), QStringLiteral("single.onnx")}));
     }
 };
 

@@ -4,7 +4,9 @@
 // opset 17, inputs, outputs, metadata_props, initializer bytes) and that ONNX Runtime
 // (onnxruntime-node, tests/interop/ort_run.cjs) runs on the rows `predict` read to the values
 // `predict` wrote, within 1e-5 (relative to max(1, |value|)); and an .npz that numpy.load opens
-// with every tensor bit for bit and the metadata (tests/interop/check_npz.py), zip64 too.
+// with every tensor bit for bit and the metadata (tests/interop/check_npz.py), zip64 too. ONNX's
+// C++ checker accepts each model, and its external-data form (forced on these small models)
+// passes both checkers and gives ONNX Runtime's outputs bit for bit.
 //
 // Needs python3 with onnx and numpy (Debian: python3-onnx python3-numpy) and node with
 // onnxruntime-node, which scripts/fetch-onnxruntime.sh installs into the build tree. Without
@@ -21,7 +23,9 @@
 #include "data/dataset.h"
 #include "io/model_io.h"
 #include "io/npz.h"
+#include "io/onnx_export.h"
 #include "io/safetensors.h"
+#include "onnx_check.h"
 #include "test_support.h"
 
 using ensemble::test::cliPath;
@@ -215,6 +219,37 @@ class TestInterop : public QObject {
             RUN_OK(run(QStringLiteral("node"),
                        {interopScript("ort_run.cjs"), g_ortDir, onnx, x,
                         QString::number(input.rows), QString::number(e.layout.inputs()), outDir}));
+
+            // ONNX's C++ checker; then the same ensemble in the external-data form (meant for
+            // ensembles over 2 GiB, forced here) through both checkers and ONNX Runtime, which
+            // must give the self-contained model's outputs bit for bit.
+            QString failure = ensemble::test::onnxCheckFailure(onnx);
+            QVERIFY2(failure.isEmpty(), qPrintable(failure));
+            const QString externalDir = path(name + QStringLiteral(".external"));
+            QVERIFY(QDir().mkpath(externalDir));
+            const QString external = QDir(externalDir).filePath(name + QStringLiteral(".onnx"));
+            ensemble::OnnxOptions forced;
+            forced.externalDataAbove = 0;
+            ensemble::writeOnnx(external.toStdString(),
+                                ensemble::readSafetensors(weights.toStdString()), forced);
+            QCOMPARE(QDir(externalDir).entryList(QDir::Files).size(), 2);
+            failure = ensemble::test::onnxCheckFailure(external);
+            QVERIFY2(failure.isEmpty(), qPrintable(failure));
+            RUN_OK(run(g_python, {interopScript("check_onnx.py"), external, weights, g_version}));
+            const QString externalOut = path(name + QStringLiteral(".external.ort"));
+            QVERIFY(QDir().mkpath(externalOut));
+            RUN_OK(run(QStringLiteral("node"), {interopScript("ort_run.cjs"), g_ortDir, external, x,
+                                                QString::number(input.rows),
+                                                QString::number(e.layout.inputs()), externalOut}));
+            const QStringList outputs =
+                QDir(outDir).entryList({QStringLiteral("*.f32")}, QDir::Files);
+            QVERIFY(outputs.size() >= 2);
+            for (const QString& output : outputs) {
+                QFile a(QDir(outDir).filePath(output));
+                QFile b(QDir(externalOut).filePath(output));
+                QVERIFY(a.open(QIODevice::ReadOnly) && b.open(QIODevice::ReadOnly));
+                QVERIFY2(a.readAll() == b.readAll(), qPrintable(output));
+            }
 
             const auto csv = readNumbers(predicted);
             const int64_t rows = input.rows;

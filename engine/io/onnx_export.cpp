@@ -1,9 +1,19 @@
 #include "io/onnx_export.h"
 
+#include <onnx/checker.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
 #include <bit>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <limits>
+#include <ostream>
+#include <regex>
+#include <set>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 #include "core/errors.h"
@@ -18,78 +28,24 @@
 namespace ensemble {
 
 static_assert(std::endian::native == std::endian::little,
-              "ONNX raw_data is little-endian, written as in memory");
+              "ONNX raw_data and external data are little-endian, written as in memory");
 
 namespace {
 
-// Protobuf wire format (https://protobuf.dev/programming-guides/encoding/): each field is a
-// varint key (field number << 3 | wire type) and its value; nested messages and bytes are
-// length-delimited. onnx.proto is proto2, so repeated scalars are written unpacked (one key
-// per value), which every protobuf parser reads.
-class Wire {
-  public:
-    void varint(uint64_t v) {
-        while (v >= 0x80) {
-            m_bytes += static_cast<char>((v & 0x7F) | 0x80);
-            v >>= 7;
-        }
-        m_bytes += static_cast<char>(v);
-    }
-    void key(int field, int wireType) {
-        varint((static_cast<uint64_t>(field) << 3) | static_cast<uint64_t>(wireType));
-    }
-    void int64(int field, int64_t v) {
-        key(field, 0);
-        varint(static_cast<uint64_t>(v));  // negative numbers: ten bytes, as protobuf does
-    }
-    void bytes(int field, std::string_view s) {
-        key(field, 2);
-        varint(s.size());
-        m_bytes += s;
-    }
-    void message(int field, const Wire& w) { bytes(field, w.m_bytes); }
-    void float32(int field, float f) {
-        key(field, 5);
-        uint32_t bits = 0;
-        std::memcpy(&bits, &f, 4);
-        for (int i = 0; i < 4; ++i) {
-            m_bytes += static_cast<char>((bits >> (8 * i)) & 0xFF);
-        }
-    }
-    const std::string& str() const { return m_bytes; }
-
-  private:
-    std::string m_bytes;
+enum DataType : int {
+    kFloat = onnx::TensorProto::FLOAT,
+    kUint8 = onnx::TensorProto::UINT8,
+    kInt32 = onnx::TensorProto::INT32,
+    kInt64 = onnx::TensorProto::INT64,
+    kDouble = onnx::TensorProto::DOUBLE,
 };
 
-// onnx.proto field numbers and enums (IR version 8).
-namespace field {
-// ModelProto
-constexpr int kIrVersion = 1, kProducerName = 2, kProducerVersion = 3, kDomain = 4,
-              kModelVersion = 5, kModelDoc = 6, kGraph = 7, kOpsetImport = 8, kMetadataProps = 14;
-// OperatorSetIdProto, StringStringEntryProto
-constexpr int kOpsetDomain = 1, kOpsetVersion = 2, kEntryKey = 1, kEntryValue = 2;
-// GraphProto
-constexpr int kNode = 1, kGraphName = 2, kInitializer = 5, kGraphDoc = 10, kInput = 11,
-              kOutput = 12;
-// NodeProto
-constexpr int kNodeInput = 1, kNodeOutput = 2, kNodeName = 3, kOpType = 4, kAttribute = 5;
-// AttributeProto
-constexpr int kAttrName = 1, kAttrF = 2, kAttrI = 3, kAttrT = 5, kAttrInts = 8, kAttrType = 20;
-// TensorProto
-constexpr int kDims = 1, kDataType = 2, kTensorName = 8, kRawData = 9;
-// ValueInfoProto, TypeProto, TypeProto.Tensor, TensorShapeProto, Dimension
-constexpr int kValueName = 1, kValueType = 2, kTensorType = 1, kElemType = 1, kShape = 2, kDim = 1,
-              kDimValue = 1, kDimParam = 2;
-}  // namespace field
-
-enum AttrType : int { kAttrFloat = 1, kAttrInt = 2, kAttrTensor = 4, kAttrIntList = 7 };
-enum DataType : int { kFloat = 1, kUint8 = 2, kInt32 = 6, kInt64 = 7, kDouble = 11 };
-
-constexpr int kIrVersion8 = 8;
-constexpr int kOpset = 17;
+constexpr int64_t kIrVersion8 = 8;
+constexpr int64_t kOpset = 17;
 // The dimension that stands for the number of rows.
 constexpr int64_t kRows = -1;
+// Offsets in the data file are page-aligned so that readers (ONNX Runtime) can map tensors.
+constexpr uint64_t kDataAlignment = 4096;
 
 int dataTypeOf(DType dtype) {
     switch (dtype) {
@@ -107,155 +63,143 @@ int dataTypeOf(DType dtype) {
     return kFloat;
 }
 
-Wire tensorProto(const std::string& name, int dataType, const std::vector<int64_t>& dims,
-                 std::string_view raw) {
-    Wire t;
-    for (int64_t d : dims) {
-        t.int64(field::kDims, d);
-    }
-    t.int64(field::kDataType, dataType);
-    if (!name.empty()) {
-        t.bytes(field::kTensorName, name);
-    }
-    t.bytes(field::kRawData, raw);
-    return t;
-}
-
 template <typename T>
 std::string_view rawOf(const std::vector<T>& values) {
     return {reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T)};
 }
 
-struct Attribute {
-    Wire wire;
-};
+onnx::TensorProto tensorProto(const std::string& name, int dataType,
+                              const std::vector<int64_t>& dims, std::string_view raw) {
+    onnx::TensorProto t;
+    for (int64_t d : dims) {
+        t.add_dims(d);
+    }
+    t.set_data_type(dataType);
+    if (!name.empty()) {
+        t.set_name(name);
+    }
+    t.set_raw_data(raw.data(), raw.size());
+    return t;
+}
+
+using Attribute = onnx::AttributeProto;
 
 Attribute attrInt(const std::string& name, int64_t v) {
     Attribute a;
-    a.wire.bytes(field::kAttrName, name);
-    a.wire.int64(field::kAttrI, v);
-    a.wire.int64(field::kAttrType, kAttrInt);
+    a.set_name(name);
+    a.set_i(v);
+    a.set_type(onnx::AttributeProto::INT);
     return a;
 }
 
 Attribute attrInts(const std::string& name, const std::vector<int64_t>& values) {
     Attribute a;
-    a.wire.bytes(field::kAttrName, name);
+    a.set_name(name);
     for (int64_t v : values) {
-        a.wire.int64(field::kAttrInts, v);
+        a.add_ints(v);
     }
-    a.wire.int64(field::kAttrType, kAttrIntList);
+    a.set_type(onnx::AttributeProto::INTS);
     return a;
 }
 
-Attribute attrTensor(const std::string& name, const Wire& tensor) {
+Attribute attrTensor(const std::string& name, const onnx::TensorProto& tensor) {
     Attribute a;
-    a.wire.bytes(field::kAttrName, name);
-    a.wire.message(field::kAttrT, tensor);
-    a.wire.int64(field::kAttrType, kAttrTensor);
+    a.set_name(name);
+    *a.mutable_t() = tensor;
+    a.set_type(onnx::AttributeProto::TENSOR);
     return a;
 }
+
+// An initializer whose bytes are the export's own (a view into the SafetensorsFile), stored
+// inline or in the data file once the model's size is known.
+struct Weight {
+    onnx::TensorProto* tensor;  // RepeatedPtrField elements do not move
+    std::string_view bytes;
+};
 
 // A graph under construction: nodes in topological order (each node's inputs exist before it).
 class GraphBuilder {
   public:
+    explicit GraphBuilder(onnx::GraphProto& graph) : m_graph(graph) {}
+
     // Adds a node; returns its output's name (`output`, or a fresh one).
     std::string node(const std::string& op, const std::vector<std::string>& inputs,
                      const std::vector<Attribute>& attributes = {}, std::string output = {}) {
-        const std::string id = std::to_string(m_nodes.size());
+        const std::string id = std::to_string(m_graph.node_size());
         if (output.empty()) {
             output = "t" + id + "_" + op;
         }
-        Wire n;
+        onnx::NodeProto& n = *m_graph.add_node();
         for (const std::string& in : inputs) {
-            n.bytes(field::kNodeInput, in);
+            n.add_input(in);
         }
-        n.bytes(field::kNodeOutput, output);
-        n.bytes(field::kNodeName, op + "_" + id);
-        n.bytes(field::kOpType, op);
+        n.add_output(output);
+        n.set_name(op + "_" + id);
+        n.set_op_type(op);
         for (const Attribute& a : attributes) {
-            n.message(field::kAttribute, a.wire);
+            *n.add_attribute() = a;
         }
-        m_nodes.push_back(std::move(n));
         return output;
     }
 
-    std::string initializer(const std::string& name, int dataType, const std::vector<int64_t>& dims,
-                            std::string_view raw) {
-        m_initializers.push_back(tensorProto(name, dataType, dims, raw));
-        m_initializerBytes += raw.size();
+    // One of the export's tensors; its bytes must outlive the builder.
+    std::string weight(const std::string& name, int dataType, const std::vector<int64_t>& dims,
+                       std::string_view bytes) {
+        onnx::TensorProto* t = m_graph.add_initializer();
+        *t = tensorProto(name, dataType, dims, {});
+        t->clear_raw_data();  // no data field yet: inline or external, decided once all are known
+        m_weights.push_back({t, bytes});
         return name;
     }
     std::string constI64(const std::vector<int64_t>& values, const std::vector<int64_t>& dims) {
-        return initializer("const" + std::to_string(m_constants++) + "_i64", kInt64, dims,
-                           rawOf(values));
+        return constant("const" + std::to_string(m_constants++) + "_i64", kInt64, dims,
+                        rawOf(values));
     }
     std::string constF32(float v) {
-        return initializer("const" + std::to_string(m_constants++) + "_f32", kFloat, {},
-                           rawOf(std::vector<float>{v}));
+        return constant("const" + std::to_string(m_constants++) + "_f32", kFloat, {},
+                        rawOf(std::vector<float>{v}));
     }
     std::string constF64(double v) {
-        return initializer("const" + std::to_string(m_constants++) + "_f64", kDouble, {},
-                           rawOf(std::vector<double>{v}));
+        return constant("const" + std::to_string(m_constants++) + "_f64", kDouble, {},
+                        rawOf(std::vector<double>{v}));
     }
 
     // Dimensions: kRows stands for the symbolic "N".
     void input(const std::string& name, int elemType, const std::vector<int64_t>& dims) {
-        m_inputs.push_back(valueInfo(name, elemType, dims));
+        valueInfo(*m_graph.add_input(), name, elemType, dims);
     }
     void output(const std::string& name, int elemType, const std::vector<int64_t>& dims) {
-        m_outputs.push_back(valueInfo(name, elemType, dims));
+        valueInfo(*m_graph.add_output(), name, elemType, dims);
     }
 
-    std::size_t initializerBytes() const { return m_initializerBytes; }
-
-    Wire graph(const std::string& name, const std::string& doc) const {
-        Wire g;
-        for (const Wire& n : m_nodes) {
-            g.message(field::kNode, n);
-        }
-        g.bytes(field::kGraphName, name);
-        for (const Wire& t : m_initializers) {
-            g.message(field::kInitializer, t);
-        }
-        g.bytes(field::kGraphDoc, doc);
-        for (const Wire& v : m_inputs) {
-            g.message(field::kInput, v);
-        }
-        for (const Wire& v : m_outputs) {
-            g.message(field::kOutput, v);
-        }
-        return g;
-    }
+    std::vector<Weight> weights() const { return m_weights; }
 
   private:
-    static Wire valueInfo(const std::string& name, int elemType, const std::vector<int64_t>& dims) {
-        Wire shape;
-        for (int64_t d : dims) {
-            Wire dim;
-            if (d == kRows) {
-                dim.bytes(field::kDimParam, "N");
-            } else {
-                dim.int64(field::kDimValue, d);
-            }
-            shape.message(field::kDim, dim);
-        }
-        Wire tensor;
-        tensor.int64(field::kElemType, elemType);
-        tensor.message(field::kShape, shape);
-        Wire type;
-        type.message(field::kTensorType, tensor);
-        Wire v;
-        v.bytes(field::kValueName, name);
-        v.message(field::kValueType, type);
-        return v;
+    // Small constants (shapes, axes, scalars) are always inline: shape inference reads them.
+    std::string constant(const std::string& name, int dataType, const std::vector<int64_t>& dims,
+                         std::string_view raw) {
+        *m_graph.add_initializer() = tensorProto(name, dataType, dims, raw);
+        return name;
     }
 
-    std::vector<Wire> m_nodes;
-    std::vector<Wire> m_initializers;
-    std::vector<Wire> m_inputs;
-    std::vector<Wire> m_outputs;
-    std::size_t m_initializerBytes = 0;
+    static void valueInfo(onnx::ValueInfoProto& v, const std::string& name, int elemType,
+                          const std::vector<int64_t>& dims) {
+        v.set_name(name);
+        onnx::TypeProto_Tensor& tensor = *v.mutable_type()->mutable_tensor_type();
+        tensor.set_elem_type(elemType);
+        onnx::TensorShapeProto& shape = *tensor.mutable_shape();
+        for (int64_t d : dims) {
+            onnx::TensorShapeProto_Dimension& dim = *shape.add_dim();
+            if (d == kRows) {
+                dim.set_dim_param("N");
+            } else {
+                dim.set_dim_value(d);
+            }
+        }
+    }
+
+    onnx::GraphProto& m_graph;
+    std::vector<Weight> m_weights;
     int m_constants = 0;
 };
 
@@ -287,9 +231,9 @@ std::string paramName(int l, const char* what) {
     return "layers." + std::to_string(l) + "." + what;
 }
 
-}  // namespace
-
-std::string onnxModel(const LoadedEnsemble& ensemble, const SafetensorsFile& file) {
+// The model, every export tensor an initializer whose data is left to the caller (returned).
+std::vector<Weight> buildModel(onnx::ModelProto& model, const LoadedEnsemble& ensemble,
+                               const SafetensorsFile& file) {
     const ParamLayout& layout = ensemble.layout;
     const Architecture& arch = layout.architecture();
     const int64_t k = layout.members();
@@ -297,13 +241,13 @@ std::string onnxModel(const LoadedEnsemble& ensemble, const SafetensorsFile& fil
     const int64_t outputs = layout.classes();
     const Likelihood likelihood = ensemble.config.model.likelihood;
     const Activation act = ensemble.config.model.activation;
-    GraphBuilder g;
+    GraphBuilder g(*model.mutable_graph());
 
     // The export's own tensors, under their names, with their bytes.
     const auto tensor = [&](const std::string& name) {
         const Tensor& t = file.get(name);
-        return g.initializer(name, dataTypeOf(t.dtype), t.shape,
-                             {reinterpret_cast<const char*>(t.data.data()), t.data.size()});
+        return g.weight(name, dataTypeOf(t.dtype), t.shape,
+                        {reinterpret_cast<const char*>(t.data.data()), t.data.size()});
     };
 
     g.input("x", kFloat, {kRows, d});
@@ -444,7 +388,8 @@ std::string onnxModel(const LoadedEnsemble& ensemble, const SafetensorsFile& fil
                                g.constF32(static_cast<float>(kMinVariance))});
             variance = g.node("Mul", {toDouble(sigma2), g.node("Mul", {targetStd, targetStd})});
         } else {
-            Wire zero = tensorProto({}, kDouble, {1}, rawOf(std::vector<double>{0.0}));
+            const onnx::TensorProto zero =
+                tensorProto({}, kDouble, {1}, rawOf(std::vector<double>{0.0}));
             variance =
                 g.node("ConstantOfShape", {g.node("Shape", {mean})}, {attrTensor("value", zero)});
         }
@@ -476,37 +421,25 @@ std::string onnxModel(const LoadedEnsemble& ensemble, const SafetensorsFile& fil
         g.output("member_std", kFloat, {k, kRows});
     }
 
-    // Protobuf refuses messages of 2 GiB or more; the model is its weights plus a few KB.
-    constexpr std::size_t kLimit = (std::size_t{1} << 31) - (std::size_t{1} << 20);
-    if (g.initializerBytes() > kLimit) {
-        throw RuntimeError("onnx: the ensemble's weights are " +
-                           std::to_string(g.initializerBytes()) +
-                           " bytes; an ONNX model in one file is limited to 2 GiB by protobuf. "
-                           "Export safetensors or npz instead");
-    }
-
-    Wire model;
-    model.int64(field::kIrVersion, kIrVersion8);
-    model.bytes(field::kProducerName, "EnsembleLab");
-    model.bytes(field::kProducerVersion, ENSEMBLE_VERSION);
-    model.bytes(field::kDomain, "ensemblelab");
-    model.int64(field::kModelVersion, 1);
-    model.bytes(field::kModelDoc, "An ensemble of " + std::to_string(k) +
-                                      " members trained with EnsembleLab; "
-                                      "input x: raw features [N, " +
-                                      std::to_string(d) +
-                                      "]; outputs as `ensemble-cli predict` writes them.");
-    model.message(field::kGraph, g.graph("ensemble", "dataset " + ensemble.datasetName + ", step " +
-                                                         std::to_string(ensemble.step)));
-    Wire opset;
-    opset.bytes(field::kOpsetDomain, "");
-    opset.int64(field::kOpsetVersion, kOpset);
-    model.message(field::kOpsetImport, opset);
+    model.set_ir_version(kIrVersion8);
+    model.set_producer_name("EnsembleLab");
+    model.set_producer_version(ENSEMBLE_VERSION);
+    model.set_domain("ensemblelab");
+    model.set_model_version(1);
+    model.set_doc_string("An ensemble of " + std::to_string(k) +
+                         " members trained with EnsembleLab; input x: raw features [N, " +
+                         std::to_string(d) + "]; outputs as `ensemble-cli predict` writes them.");
+    onnx::GraphProto& graph = *model.mutable_graph();
+    graph.set_name("ensemble");
+    graph.set_doc_string("dataset " + ensemble.datasetName + ", step " +
+                         std::to_string(ensemble.step));
+    onnx::OperatorSetIdProto& opset = *model.add_opset_import();
+    opset.set_domain("");
+    opset.set_version(kOpset);
     const auto entry = [&](const std::string& key, const std::string& value) {
-        Wire e;
-        e.bytes(field::kEntryKey, key);
-        e.bytes(field::kEntryValue, value);
-        model.message(field::kMetadataProps, e);
+        onnx::StringStringEntryProto& e = *model.add_metadata_props();
+        e.set_key(key);
+        e.set_value(value);
     };
     for (const auto& [key, value] : file.metadata) {
         entry(key, value);
@@ -514,12 +447,213 @@ std::string onnxModel(const LoadedEnsemble& ensemble, const SafetensorsFile& fil
     if (file.metadata.count("ensemblelab_version") == 0) {
         entry("ensemblelab_version", ENSEMBLE_VERSION);
     }
-    return model.str();
+    return g.weights();
 }
 
-void writeOnnx(const std::string& path, const SafetensorsFile& file) {
+[[noreturn]] void checkerFailed(const std::exception& e) {
+    throw RuntimeError(
+        "onnx: the model built for this ensemble fails ONNX's checker (a bug in "
+        "EnsembleLab; export safetensors or npz instead): " +
+        std::string(e.what()));
+}
+
+// Strict shape inference (every node's types and shapes consistent) on a copy, so the model
+// written carries no inferred value_info. Needs no weight data, only the small constants.
+void inferShapes(const onnx::ModelProto& model) {
+    try {
+        onnx::ModelProto copy = model;
+        onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(),
+                                           onnx::ShapeInferenceOptions(/*check_type=*/true,
+                                                                       /*strict_mode=*/1));
+    } catch (const std::exception& e) {
+        checkerFailed(e);
+    }
+}
+
+void serialize(const onnx::ModelProto& model, std::ostream& out) {
+    if (!model.SerializeToOstream(&out) && out) {
+        throw RuntimeError("onnx: protobuf could not serialise the model");
+    }
+}
+
+// FNV-1a, 64 bits: names the data file after its bytes.
+class Fnv64 {
+  public:
+    void add(std::string_view bytes) {
+        for (const char c : bytes) {
+            m_hash = (m_hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+        }
+    }
+    void add(uint64_t v) {
+        char b[8];
+        std::memcpy(b, &v, 8);
+        add(std::string_view(b, 8));
+    }
+    std::string hex() const {
+        char text[17];
+        std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(m_hash));
+        return text;
+    }
+
+  private:
+    uint64_t m_hash = 0xcbf29ce484222325ULL;
+};
+
+// "<model>.<16 hex digits>.data": the names this writer gives data files beside `model`.
+bool isOurDataFile(const std::string& location, const std::string& modelName) {
+    static const std::regex kTag("[0-9a-f]{16}\\.data");
+    return location.starts_with(modelName + ".") &&
+           std::regex_match(location.substr(modelName.size() + 1), kTag);
+}
+
+// The data files of ours that the model now at `path` refers to, to remove once a new model
+// has replaced it. None for a new name, a stream or a self-contained model (which may be up to
+// 2 GiB, and is not read).
+std::set<std::filesystem::path> dataFilesAt(const std::string& path) {
+    std::set<std::filesystem::path> found;
+    const OutputTarget target = resolveOutputPath(path);
+    std::error_code ec;
+    if (target.kind != OutputTarget::Kind::Atomic ||
+        !std::filesystem::is_regular_file(target.file, ec) ||
+        std::filesystem::file_size(target.file, ec) > (uint64_t{64} << 20) || ec) {
+        return found;
+    }
+    onnx::ModelProto old;
+    try {
+        if (!old.ParseFromString(readFile(target.file))) {
+            return found;
+        }
+    } catch (const Error&) {
+        return found;
+    }
+    const std::filesystem::path modelFile(target.file);
+    const std::string name = modelFile.filename().string();
+    for (const onnx::TensorProto& t : old.graph().initializer()) {
+        for (const onnx::StringStringEntryProto& e : t.external_data()) {
+            if (e.key() == "location" && isOurDataFile(e.value(), name)) {
+                found.insert(modelFile.parent_path() / e.value());
+            }
+        }
+    }
+    return found;
+}
+
+// Best effort: the new model is in place and complete either way.
+void removeDataFiles(const std::set<std::filesystem::path>& files,
+                     const std::filesystem::path& keep = {}) {
+    for (const std::filesystem::path& f : files) {
+        if (f != keep) {
+            std::error_code ec;
+            std::filesystem::remove(f, ec);
+        }
+    }
+}
+
+// The external-data form: the weights to "<name>.<hash>.data", then the model that refers
+// to them, then the old model's data file removed (see onnx_export.h).
+void writeExternal(const std::string& path, onnx::ModelProto& model,
+                   const std::vector<Weight>& weights) {
+    const OutputTarget target = resolveOutputPath(path);
+    if (target.kind != OutputTarget::Kind::Atomic) {
+        throw RuntimeError(ErrorKind::Io,
+                           path +
+                               ": cannot write: an ONNX model this large is two files (the "
+                               "model and its weights' data file beside it); name a file, "
+                               "not a stream or device");
+    }
+    const std::filesystem::path modelFile(target.file);
+    const std::filesystem::path dir = modelFile.parent_path();
+    const std::string modelName = modelFile.filename().string();
+
+    std::vector<uint64_t> offsets;
+    uint64_t end = 0;
+    Fnv64 hash;
+    for (const Weight& w : weights) {
+        const uint64_t offset = (end + kDataAlignment - 1) / kDataAlignment * kDataAlignment;
+        offsets.push_back(offset);
+        hash.add(offset);
+        hash.add(w.bytes);
+        end = offset + w.bytes.size();
+    }
+    const std::string location = modelName + "." + hash.hex() + ".data";
+    for (std::size_t i = 0; i < weights.size(); ++i) {
+        onnx::TensorProto& t = *weights[i].tensor;
+        t.set_data_location(onnx::TensorProto::EXTERNAL);
+        const auto entry = [&](const char* key, const std::string& value) {
+            onnx::StringStringEntryProto& e = *t.add_external_data();
+            e.set_key(key);
+            e.set_value(value);
+        };
+        entry("location", location);
+        entry("offset", std::to_string(offsets[i]));
+        entry("length", std::to_string(weights[i].bytes.size()));
+    }
+    inferShapes(model);
+
+    const std::set<std::filesystem::path> oldData = dataFilesAt(path);
+    const std::filesystem::path dataFile = dir / location;
+    std::error_code ec;
+    // Same name, same bytes: a data file already there is this one (an unchanged re-export).
+    const bool dataExisted = std::filesystem::exists(dataFile, ec);
+    writeFileAtomic(dataFile.string(), [&](std::ostream& out) {
+        uint64_t at = 0;
+        const std::string padding(kDataAlignment, '\0');
+        for (std::size_t i = 0; i < weights.size(); ++i) {
+            out.write(padding.data(), static_cast<std::streamsize>(offsets[i] - at));
+            out.write(weights[i].bytes.data(),
+                      static_cast<std::streamsize>(weights[i].bytes.size()));
+            at = offsets[i] + weights[i].bytes.size();
+        }
+    });
+    try {
+        // check_model(ModelProto) would look for the data file from the working directory. This
+        // is what it runs, with the model's directory in the context as check_model(path) has.
+        try {
+            onnx::checker::CheckerContext ctx;
+            ctx.set_ir_version(static_cast<int>(model.ir_version()));
+            ctx.set_opset_imports({{"", static_cast<int>(kOpset)}});
+            ctx.set_model_dir(dir.empty() ? std::string(".") : dir.string());
+            onnx::checker::LexicalScopeContext lexical;
+            onnx::checker::check_graph(model.graph(), ctx, lexical);
+        } catch (const std::exception& e) {
+            checkerFailed(e);
+        }
+        writeFileAtomic(path, [&](std::ostream& out) { serialize(model, out); });
+    } catch (...) {
+        if (!dataExisted) {
+            std::filesystem::remove(dataFile, ec);
+        }
+        throw;
+    }
+    removeDataFiles(oldData, dataFile);
+}
+
+}  // namespace
+
+void writeOnnx(const std::string& path, const SafetensorsFile& file, const OnnxOptions& options) {
     const LoadedEnsemble ensemble = importEnsemble(file);
-    writeFileAtomic(path, onnxModel(ensemble, file));
+    onnx::ModelProto model;
+    const std::vector<Weight> weights = buildModel(model, ensemble, file);
+    uint64_t bytes = 0;
+    for (const Weight& w : weights) {
+        bytes += w.bytes.size();
+    }
+    if (bytes > options.externalDataAbove) {
+        writeExternal(path, model, weights);
+        return;
+    }
+    inferShapes(model);
+    for (const Weight& w : weights) {
+        w.tensor->set_raw_data(w.bytes.data(), w.bytes.size());
+    }
+    try {
+        onnx::checker::check_model(model);
+    } catch (const std::exception& e) {
+        checkerFailed(e);
+    }
+    const std::set<std::filesystem::path> oldData = dataFilesAt(path);
+    writeFileAtomic(path, [&](std::ostream& out) { serialize(model, out); });
+    removeDataFiles(oldData);
 }
 
 }  // namespace ensemble

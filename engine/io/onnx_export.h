@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "io/model_io.h"
@@ -29,16 +30,31 @@ namespace ensemble {
 // and bytes. metadata_props holds every __metadata__ entry of `file` (same key, same string)
 // plus "ensemblelab_version".
 //
-// The protobuf wire format is written here directly (no protobuf library; the messages used
-// are few and stable): see docs/formats.md (ONNX) for why. The tests check every
-// model kind with onnx.checker and run it in ONNX Runtime against predict.
+// The model is built as an onnx::ModelProto with ONNX's own C++ library (Debian's
+// libonnx-dev) and checked with its checker and strict shape inference before the model file is
+// written; a model that fails them is a bug here, reported as RuntimeError (and no file left). The
+// tests also run onnx.checker and ONNX Runtime on every model kind against predict.
 //
-// Preconditions: `ensemble` is importEnsemble(file). RuntimeError when the model would not fit
-// protobuf's 2 GiB message limit.
-std::string onnxModel(const LoadedEnsemble& ensemble, const SafetensorsFile& file);
+// Protobuf cannot hold a message of 2 GiB or more, so an ensemble whose weights exceed
+// OnnxOptions::externalDataAbove is written in ONNX's external-data form: the export's tensors
+// go to "<name>.<16 hex digits>.data" beside the model (each at a 4096-aligned offset), the
+// model refers to it by that relative name. The hex digits are a hash of the data file's bytes,
+// so a model and its data file are replaced as a pair: the data file is written (atomically)
+// under its new name first, then the model (atomically), then the data file the old model used
+// is removed. A reader never sees a model with another model's data. Smaller ensembles stay one
+// self-contained file.
+//
+// Both files need a directory: external data written to a stream (/dev/stdout, a FIFO) is a
+// RuntimeError (kind Io).
+struct OnnxOptions {
+    // Weights bytes above which the data goes to its own file: protobuf's 2 GiB limit less room
+    // for the graph. Tests lower it to exercise the external form on small models.
+    std::uint64_t externalDataAbove = (std::uint64_t{1} << 31) - (std::uint64_t{1} << 20);
+};
 
-// importEnsemble(file) (DataError for a file that is not an ensemble export), onnxModel, then
-// writeFileAtomic(path).
-void writeOnnx(const std::string& path, const SafetensorsFile& file);
+// importEnsemble(file) (DataError for a file that is not an ensemble export), then the model
+// (and its data file) written by writeFileAtomic's rule.
+void writeOnnx(const std::string& path, const SafetensorsFile& file,
+               const OnnxOptions& options = {});
 
 }  // namespace ensemble
