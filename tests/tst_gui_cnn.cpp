@@ -175,10 +175,10 @@ class TestGuiCnn : public QObject {
         QCOMPARE(panel.config()["model"]["layers"][0]["filters"].get<int>(), 8);
         QCOMPARE(panel.presetCombo()->currentData().toString(), QString());  // now Custom
         // Pools go after the last conv or pool: 28 -> 14 -> 7 -> 3 -> 1 -> 0 at the third.
-        layers->addLayer(LayerKind::Pool);
-        layers->addLayer(LayerKind::Pool);
+        layers->addLayer(ensemble::LayerKind::Pool);
+        layers->addLayer(ensemble::LayerKind::Pool);
         QVERIFY(panel.isValid());
-        layers->addLayer(LayerKind::Pool);
+        layers->addLayer(ensemble::LayerKind::Pool);
         QCOMPARE(layers->rowCount(), 8);
         QCOMPARE(layers->rowType(6), QStringLiteral("pool"));
         QCOMPARE(layers->rowType(7), QStringLiteral("dense"));

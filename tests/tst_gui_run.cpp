@@ -567,7 +567,7 @@ void TestGuiRun::choosingAPresetShowsItsDataWithoutReset() {
     box->setCurrentIndex(moons);
     Q_EMIT box->activated(moons);
     QVERIFY(waitSnapshot(*w, [&](const auto& s) {
-        return s.run->runId != before && s.run->config.dataset.kind == DatasetKind::Moons;
+        return s.run->runId != before && s.run->config.dataset.kind == ensemble::DatasetKind::Moons;
     }));
     const SnapshotPtr s = w->controller()->snapshot();
     QCOMPARE(s->step, int64_t{0});
