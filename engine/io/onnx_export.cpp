@@ -1,3 +1,7 @@
+// An ensemble as one ONNX graph (members batched, normalisation and the ensemble's mixture
+// inside), checked by ONNX's checker and shape inference, written self-contained or with its
+// tensors in an external data file. One piece (~660 lines) because the graph's initializers are
+// what the external-data writer lays out: the two share the weight list and its names.
 #include "io/onnx_export.h"
 
 #include <onnx/checker.h>
@@ -12,6 +16,7 @@
 #include <ostream>
 #include <regex>
 #include <set>
+#include <stdexcept>
 #include <string_view>
 #include <system_error>
 #include <vector>
@@ -60,7 +65,7 @@ int dataTypeOf(DType dtype) {
         case DType::U8:
             return kUint8;
     }
-    return kFloat;
+    throw std::logic_error("dataTypeOf: a DType without an ONNX type");
 }
 
 template <typename T>
