@@ -1,3 +1,8 @@
+// The classification metrics over K members' predictions: per-point statistics (the ensemble's
+// mean, entropy, mutual information), calibration, per-member and ensemble figures, diversity,
+// out-of-bag figures and the ensemble-size curve. One piece (~730 lines) because every figure
+// reads the same per-point statistics and the same member selection (includedMembers); the
+// regression metrics are their own file (regression.cpp).
 #include "metrics/metrics.h"
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+// The Images view for image datasets: the test images the ensemble finds hardest or most
+// uncertain, a pad to draw a digit on, and the confusion matrix. One piece (~670 lines) because
+// the three panes read the same snapshot and class names.
 #include "views/images_view.h"
 
 #include <QHBoxLayout>
