@@ -14,6 +14,7 @@
 
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/simd_lanes.h"
+#include "core/unreachable.h"
 #include "math/loss.h"
 
 namespace ensemble {
@@ -773,6 +774,11 @@ void fastApplyUpdate(const OptimizerRule& r, bool firstUpdate, float* p, const f
     // coefficients are a local copy (made per kind: only the ones it uses are loaded): stores
     // through p, m and v cannot alias them, so they stay in registers.
     std::size_t i = 0;
+    const auto tail = [&] {
+        for (; i < n; ++i) {
+            applyUpdate(r, firstUpdate, p[i], g[i], m[i], v[i]);
+        }
+    };
     switch (r.kind) {
         case OptimizerKind::Sgd: {
             const RuleLanes<Packet> c(r);
@@ -792,11 +798,11 @@ void fastApplyUpdate(const OptimizerRule& r, bool firstUpdate, float* p, const f
                     pstoreu(p + i, pp);
                 }
             }
-            break;
+            tail();
+            return;
         }
         case OptimizerKind::AdamW:
-        case OptimizerKind::Adam:
-        default: {
+        case OptimizerKind::Adam: {
             const RuleLanes<Packet> c(r);
             const bool decoupled = r.kind == OptimizerKind::AdamW;
             for (; i + kLanes <= n; i += kLanes) {
@@ -808,12 +814,11 @@ void fastApplyUpdate(const OptimizerRule& r, bool firstUpdate, float* p, const f
                 pstoreu(v + i, vv);
                 pstoreu(p + i, pp);
             }
-            break;
+            tail();
+            return;
         }
     }
-    for (; i < n; ++i) {
-        applyUpdate(r, firstUpdate, p[i], g[i], m[i], v[i]);
-    }
+    unreachableKind("OptimizerKind");
 }
 
 float fastTrainMember(const ParamLayout& layout, int k, Activation act, float* params,
