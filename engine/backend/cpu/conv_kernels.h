@@ -1,9 +1,9 @@
-#pragma once
-
 // The loops of the CPU conv path (conv_net.cpp): the images' channel-major copy, im2col and its
-// adjoint, pooling forward and backward, activations over a buffer and a fixed-order sum. A header
-// so that the passes keep inlining them; include only from translation units built with the
-// engine's flags.
+// adjoint, pooling forward and backward, activations over a buffer and a fixed-order sum.
+//
+// Included by conv_net.cpp alone, and file-local there (an unnamed namespace, no `inline`): the
+// compiler then makes the same inlining choices as when these were written in conv_net.cpp
+// (im2col a call, the rest inlined). Built with the engine's flags only.
 
 #include <algorithm>
 #include <cstddef>
@@ -15,10 +15,12 @@
 
 namespace ensemble::conv {
 
+namespace {
+
 // im2col of one conv layer for `n` examples of `in` ([C][n][H][W]): cols[(c k + ky) k + kx]
 // [(b Ho + oy) Wo + ox] = in[c][b][oy s + ky - padTop][ox s + kx - padLeft], zero outside.
 // `stride` is the row stride of cols (>= n Ho Wo).
-inline void im2col(const StackLayer& s, const float* in, int n, float* cols, std::size_t stride) {
+void im2col(const StackLayer& s, const float* in, int n, float* cols, std::size_t stride) {
     const int C = s.in.channels;
     const int H = s.in.height;
     const int W = s.in.width;
@@ -71,7 +73,7 @@ inline void im2col(const StackLayer& s, const float* in, int n, float* cols, std
 
 // The adjoint of im2col: dIn ([C][n][H][W], zeroed here) += the columns' gradients, in a fixed
 // order (c, ky, kx, b, oy, ox).
-inline void col2im(const StackLayer& s, const float* cols, int n, float* dIn) {
+void col2im(const StackLayer& s, const float* cols, int n, float* dIn) {
     const int C = s.in.channels;
     const int H = s.in.height;
     const int W = s.in.width;
@@ -122,8 +124,7 @@ inline void col2im(const StackLayer& s, const float* cols, int n, float* dIn) {
 
 // Pooling of `planes` planes of H x W into Ho x Wo (window and stride `size`); for max, the
 // index in its plane of each output's first maximum.
-inline void poolForward(const StackLayer& s, const float* in, int planes, float* out,
-                        int32_t* argmax) {
+void poolForward(const StackLayer& s, const float* in, int planes, float* out, int32_t* argmax) {
     const int H = s.in.height;
     const int W = s.in.width;
     const int Ho = s.out.height;
@@ -166,8 +167,8 @@ inline void poolForward(const StackLayer& s, const float* in, int planes, float*
     }
 }
 
-inline void poolBackward(const StackLayer& s, const float* dOut, const int32_t* argmax, int planes,
-                         float* dIn) {
+void poolBackward(const StackLayer& s, const float* dOut, const int32_t* argmax, int planes,
+                  float* dIn) {
     const int H = s.in.height;
     const int W = s.in.width;
     const int Ho = s.out.height;
@@ -199,7 +200,7 @@ inline void poolBackward(const StackLayer& s, const float* dOut, const int32_t* 
     }
 }
 
-inline void activate(Activation act, const float* pre, float* post, std::size_t n) {
+void activate(Activation act, const float* pre, float* post, std::size_t n) {
     if (act == Activation::Relu) {
         for (std::size_t i = 0; i < n; ++i) {
             post[i] = pre[i] > 0.0f ? pre[i] : 0.0f;
@@ -211,8 +212,8 @@ inline void activate(Activation act, const float* pre, float* post, std::size_t 
     }
 }
 
-inline void activateGrad(Activation act, const float* pre, const float* post, float* delta,
-                         std::size_t n) {
+void activateGrad(Activation act, const float* pre, const float* post, float* delta,
+                  std::size_t n) {
     if (act == Activation::Relu) {
         for (std::size_t i = 0; i < n; ++i) {
             delta[i] = pre[i] > 0.0f ? delta[i] : 0.0f;
@@ -226,7 +227,7 @@ inline void activateGrad(Activation act, const float* pre, const float* post, fl
 
 // The sum of n floats in a fixed order: 16 running sums (one AVX-512 register, two AVX ones),
 // then those in order. Vectorises where a single running sum cannot.
-inline float rowSum(const float* x, std::size_t n) {
+float rowSum(const float* x, std::size_t n) {
     float acc[16] = {};
     std::size_t i = 0;
     for (; i + 16 <= n; i += 16) {
@@ -245,8 +246,7 @@ inline float rowSum(const float* x, std::size_t n) {
 }
 
 // The task's images as [C][n][H][W] (rows of x are [C][H][W]): x itself when C = 1.
-inline const float* channelMajor(const Architecture& a, const float* x, int n,
-                                 FloatBuffer& buffer) {
+const float* channelMajor(const Architecture& a, const float* x, int n, FloatBuffer& buffer) {
     const Shape in = a.input();
     if (in.channels == 1) {
         return x;
@@ -260,5 +260,7 @@ inline const float* channelMajor(const Architecture& a, const float* x, int n,
     }
     return buffer.data();
 }
+
+}  // namespace
 
 }  // namespace ensemble::conv

@@ -1,12 +1,13 @@
 #pragma once
 
-// The SIMD building blocks of the CPU fast path (fast_mlp.h): the register-blocked small
-// product, block transposes, row sums, activations over rows, and when a layer goes to Eigen's
-// GEMM instead. In a header so that the passes (fast_mlp.cpp), the update (fast_update.cpp)
-// and the workspace sizing (fast_workspace.cpp) inline the same code and agree on the padding.
+// The SIMD building blocks of the fast path's passes: the register-blocked small product, block
+// transposes, row sums, activations over rows, and Eigen's GEMM on the workspace's buffers.
 //
-// Include only from translation units built with the engine's flags (-march=native): the
-// packet type and the register blocking follow the instruction set.
+// Included by fast_mlp.cpp alone, and file-local there (an unnamed namespace): the compiler then
+// makes the same inlining choices as when these were written in fast_mlp.cpp (the micro-kernels
+// and smallProduct, rowSums, transposeBlocks calls; the rest inlined into the passes). Built
+// with the engine's flags only: the packet type and the register blocking follow the
+// instruction set.
 
 #include <Eigen/Core>
 #include <cstddef>
@@ -14,12 +15,15 @@
 #include <cstring>
 #include <type_traits>
 
+#include "backend/cpu/fast_layout.h"
 #include "backend/cpu/fast_mlp.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/simd_lanes.h"
 #include "math/activations.h"
 
 namespace ensemble::fast {
+
+namespace {
 
 using Eigen::internal::padd;
 using Eigen::internal::pand;
@@ -36,40 +40,19 @@ using Eigen::internal::pstore;
 using Eigen::internal::pstoreu;
 using Eigen::internal::psub;
 
-using simd::kLanes;
 using simd::Packet;
 // AVX-512 has 32 vector registers, AVX and SSE 16: the register blocking follows.
-inline constexpr bool kManyRegisters = kLanes >= 16;
-
-// Layers with more multiply-adds than this per product go to Eigen's GEMM: its packing pays
-// off there, while below it the per-call overhead (blocking, packing, zeroing) dominates.
-inline constexpr std::size_t kEigenMacs = std::size_t{1} << 20;
+constexpr bool kManyRegisters = kLanes >= 16;
 
 using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using StridedMap = Eigen::Map<RowMatrix, Eigen::Unaligned, Eigen::OuterStride<>>;
 
-inline int padded(int n) {
-    return (n + kLanes - 1) / kLanes * kLanes;
-}
-
-// Whether dW is cheaper as (A^T dZ)^T, vectorised along the outputs: when padding the inputs
-// to whole vectors would waste more than half of the lanes that padding the outputs would.
-inline bool transposedWeightGradient(int in, int out) {
-    return 2 * static_cast<long>(in) * padded(out) <= static_cast<long>(out) * padded(in);
-}
-
-inline bool useEigen(int in, int out, int batch) {
-    return static_cast<std::size_t>(in) * static_cast<std::size_t>(out) *
-               static_cast<std::size_t>(batch) >
-           kEigenMacs;
-}
-
 // Eigen's GEMM for the large layers with the workspace's packing buffers (backend/cpu/gemm.h).
 // Precondition: ws.gemmA / ws.gemmB hold FixedBlocking(rows, cols, depth)'s sizes.
 template <int LhsOrder, int RhsOrder>
-inline void gemm(Eigen::Index rows, Eigen::Index cols, Eigen::Index depth, const float* lhs,
-                 Eigen::Index lhsStride, const float* rhs, Eigen::Index rhsStride, float* res,
-                 Eigen::Index resStride, FastWorkspace& ws) {
+void gemm(Eigen::Index rows, Eigen::Index cols, Eigen::Index depth, const float* lhs,
+          Eigen::Index lhsStride, const float* rhs, Eigen::Index rhsStride, float* res,
+          Eigen::Index resStride, FastWorkspace& ws) {
     cpu::gemm<LhsOrder, RhsOrder>(rows, cols, depth, lhs, lhsStride, rhs, rhsStride, res, resStride,
                                   ws.gemmA.data(), ws.gemmB.data());
 }
@@ -163,9 +146,9 @@ inline void kernelRows(int rows, int count, const float* alpha, std::ptrdiff_t a
 }
 
 // C (rows x vectors*kLanes, stride cs) = bias + alpha * M, in column blocks of 4, 2, 1 vectors.
-inline void smallProduct(int rows, int vectors, int count, const float* alpha, std::ptrdiff_t ar,
-                         std::ptrdiff_t ak, const float* m, std::ptrdiff_t ms, const float* bias,
-                         float* c, std::ptrdiff_t cs) {
+void smallProduct(int rows, int vectors, int count, const float* alpha, std::ptrdiff_t ar,
+                  std::ptrdiff_t ak, const float* m, std::ptrdiff_t ms, const float* bias, float* c,
+                  std::ptrdiff_t cs) {
     int v = 0;
     for (; v + 4 <= vectors; v += 4) {
         kernelRows<4>(rows, count, alpha, ar, ak, m + v * kLanes, ms, bias, c + v * kLanes, cs);
@@ -217,8 +200,7 @@ inline void transposeBlock(Eigen::internal::PacketBlock<Packet, kLanes>& block) 
 
 // dst (cols x rowsP, stride rowsP) = src^T for src rowsP x cols (stride srcStride); rowsP and
 // cols are multiples of kLanes.
-inline void transposeBlocks(const float* src, int rowsP, int cols, std::ptrdiff_t srcStride,
-                            float* dst) {
+void transposeBlocks(const float* src, int rowsP, int cols, std::ptrdiff_t srcStride, float* dst) {
     for (int r0 = 0; r0 < rowsP; r0 += kLanes) {
         for (int c0 = 0; c0 < cols; c0 += kLanes) {
             Eigen::internal::PacketBlock<Packet, kLanes> block;
@@ -235,7 +217,7 @@ inline void transposeBlocks(const float* src, int rowsP, int cols, std::ptrdiff_
 
 // sums[r] = sum over b < batch of m[r * bp + b] for r < rows (m's padded columns are ignored):
 // kLanes rows at a time, their partial sums transposed so one vector add finishes kLanes sums.
-inline void rowSums(const float* m, int rows, int batch, int bp, float* sums) {
+void rowSums(const float* m, int rows, int batch, int bp, float* sums) {
     const int full = batch / kLanes;
     alignas(64) float lastMask[kLanes];
     for (int i = 0; i < kLanes; ++i) {
@@ -273,7 +255,7 @@ inline void rowSums(const float* m, int rows, int batch, int bp, float* sums) {
 }
 
 // post = f(pre) over n floats (n a multiple of kLanes).
-inline void activateRows(Activation act, const float* pre, float* post, std::size_t n) {
+void activateRows(Activation act, const float* pre, float* post, std::size_t n) {
     if (act == Activation::Relu) {
         const Packet zero = pset1<Packet>(0.0f);
         for (std::size_t i = 0; i < n; i += kLanes) {
@@ -289,8 +271,8 @@ inline void activateRows(Activation act, const float* pre, float* post, std::siz
 }
 
 // delta *= f'(pre) (post = f(pre)) over n floats (n a multiple of kLanes).
-inline void activateGradRows(Activation act, const float* pre, const float* post, float* delta,
-                             std::size_t n) {
+void activateGradRows(Activation act, const float* pre, const float* post, float* delta,
+                      std::size_t n) {
     if (act == Activation::Relu) {
         const Packet zero = pset1<Packet>(0.0f);
         const Packet one = pset1<Packet>(1.0f);
@@ -304,5 +286,7 @@ inline void activateGradRows(Activation act, const float* pre, const float* post
         delta[i] *= activateGrad(act, pre[i], post[i]);
     }
 }
+
+}  // namespace
 
 }  // namespace ensemble::fast

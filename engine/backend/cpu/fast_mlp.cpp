@@ -2,7 +2,8 @@
 
 // The passes of the fast path: forward, loss, backward (with its sink: the fused update or the
 // packed gradient), the adversarial objective, and prediction. The kernels they run are in
-// fast_kernels.h, the update in fast_update.cpp, the buffers in fast_workspace.cpp.
+// fast_kernels.h and fast_layout.h, the update in fast_update.cpp, the buffers in
+// fast_workspace.cpp.
 
 #include <Eigen/Core>
 #include <algorithm>
@@ -20,7 +21,7 @@ namespace ensemble {
 
 namespace {
 
-using namespace fast;  // the kernels (fast_kernels.h) read as if they were written here
+using namespace fast;  // the kernels (fast_kernels.h, fast_layout.h), as if written here
 
 // Forward pass of member k over the batch (feature-major): returns the logits, classes x Bp.
 const float* forward(const ParamLayout& layout, int k, Activation act, const float* params,

@@ -11,7 +11,7 @@
 // run in double for the gradient checks); tests/tst_cpu_kernels.cpp compares the two.
 //
 // Everything here is compiled with the engine's flags (-march=native), in fast_mlp.cpp (the
-// passes), fast_update.cpp and fast_workspace.cpp over the kernels of fast_kernels.h: no SIMD
+// passes, over the kernels of fast_kernels.h), fast_update.cpp and fast_workspace.cpp: no SIMD
 // type appears in this header, so test code built with other flags can call it safely.
 // All results depend only on (layout, member, inputs): never on the thread or on K.
 

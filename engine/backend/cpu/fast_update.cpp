@@ -3,17 +3,17 @@
 
 #include <cstddef>
 
-#include "backend/cpu/fast_kernels.h"
 #include "backend/cpu/fast_mlp.h"
+#include "backend/cpu/simd_lanes.h"
 #include "core/unreachable.h"
 #include "optim/update_rules.h"
 
 namespace ensemble {
 
-using fast::kLanes;
-using fast::Packet;
-using fast::ploadu;
-using fast::pstoreu;
+using Eigen::internal::ploadu;
+using Eigen::internal::pstoreu;
+using simd::kLanes;
+using simd::Packet;
 
 void fastApplyUpdate(const OptimizerRule& r, bool firstUpdate, float* p, const float* g, float* m,
                      float* v, std::size_t n) {

@@ -1,5 +1,5 @@
 // The fast path's memory: aligned buffers, gathered batches, the per-thread workspace sized for
-// the kernels' padding and GEMM blocking (fast_kernels.h), and the prefetch of a member's
+// the kernels' padding and GEMM blocking (fast_layout.h), and the prefetch of a member's
 // parameters.
 
 #include <algorithm>
@@ -10,7 +10,7 @@
 #include <new>
 #include <utility>
 
-#include "backend/cpu/fast_kernels.h"
+#include "backend/cpu/fast_layout.h"
 #include "backend/cpu/fast_mlp.h"
 #include "backend/cpu/gemm.h"
 
