@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "core/errors.h"
+#include "core/unreachable.h"
 #include "io/config.h"
 #include "io/config_schema.h"
 #include "train/trainer_report.h"
@@ -152,10 +153,14 @@ json entriesBefore(const json& config, int64_t step) {
 }  // namespace
 
 std::vector<std::string> checkpointMoments(OptimizerKind kind) {
-    if (kind == OptimizerKind::Sgd) {
-        return {"momentum"};
+    switch (kind) {
+        case OptimizerKind::Sgd:
+            return {"momentum"};
+        case OptimizerKind::Adam:
+        case OptimizerKind::AdamW:
+            return {"m", "v"};
     }
-    return {"m", "v"};
+    unreachableKind("OptimizerKind");
 }
 
 json curvesJson(const std::vector<Evaluation>& evaluations) {

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/unreachable.h"
 #include "math/hd.h"
 #include "math/lane.h"
 
@@ -132,10 +133,10 @@ ENSEMBLE_HD inline void applyUpdate(const OptimizerRule& r, bool firstStep, T& p
             return;
         case OptimizerKind::AdamW:
         case OptimizerKind::Adam:
-        default:
             adamLanes(RuleLanes<T>(r), r.kind == OptimizerKind::AdamW, param, grad, slot1, slot2);
             return;
     }
+    unreachableKind("OptimizerKind");
 }
 
 }  // namespace ensemble

@@ -17,6 +17,7 @@
 
 #include "backend/cpu/conv_net.h"
 #include "core/errors.h"
+#include "core/unreachable.h"
 #include "metrics/metrics.h"
 #include "metrics/regression.h"
 
@@ -46,6 +47,26 @@ std::size_t availableMemoryBytes() {
         }
     }
     return 0;
+}
+
+// How often each train row appears in member `member`'s view of the data (n rows into `row`).
+void memberCounts(BootstrapMode mode, uint64_t seed, uint32_t member, uint32_t n, int32_t* row) {
+    switch (mode) {
+        case BootstrapMode::Resample:
+            for (uint32_t j = 0; j < n; ++j) {
+                ++row[resampleRow(seed, member, j, n)];
+            }
+            return;
+        case BootstrapMode::Poisson:
+            for (uint32_t i = 0; i < n; ++i) {
+                row[i] = static_cast<int32_t>(poissonCount(seed, member, i));
+            }
+            return;
+        case BootstrapMode::None:
+            std::fill(row, row + n, 1);
+            return;
+    }
+    unreachableKind("BootstrapMode");
 }
 
 }  // namespace
@@ -652,27 +673,12 @@ std::vector<int32_t> Trainer::bootstrapCounts() const {
     const int k = members();
     const uint32_t n = static_cast<uint32_t>(m_data.train.rows);
     const uint64_t seed = m_config.ensemble.seed;
+    const BootstrapMode mode = m_config.ensemble.bootstrap;
     std::vector<int32_t> counts(static_cast<std::size_t>(k) * n, 0);
 #pragma omp parallel for schedule(static)
     for (int m = 0; m < k; ++m) {
-        int32_t* row = counts.data() + static_cast<std::size_t>(m) * n;
-        switch (m_config.ensemble.bootstrap) {
-            case BootstrapMode::Resample:
-                for (uint32_t j = 0; j < n; ++j) {
-                    ++row[resampleRow(seed, static_cast<uint32_t>(m_share.begin + m), j, n)];
-                }
-                break;
-            case BootstrapMode::Poisson:
-                for (uint32_t i = 0; i < n; ++i) {
-                    row[i] = static_cast<int32_t>(
-                        poissonCount(seed, static_cast<uint32_t>(m_share.begin + m), i));
-                }
-                break;
-            case BootstrapMode::None:
-            default:
-                std::fill(row, row + n, 1);
-                break;
-        }
+        memberCounts(mode, seed, static_cast<uint32_t>(m_share.begin + m), n,
+                     counts.data() + static_cast<std::size_t>(m) * n);
     }
     return counts;
 }

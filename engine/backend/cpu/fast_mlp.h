@@ -10,8 +10,9 @@
 // The templated memberForward / memberForwardBackward in mlp_kernels.h stay the reference (and
 // run in double for the gradient checks); tests/tst_cpu_kernels.cpp compares the two.
 //
-// Everything here is compiled once, in fast_mlp.cpp, with the engine's flags (-march=native):
-// no SIMD type appears in this header, so test code built with other flags can call it safely.
+// Everything here is compiled with the engine's flags (-march=native), in fast_mlp.cpp (the
+// passes, over the kernels of fast_kernels.h), fast_update.cpp and fast_workspace.cpp: no SIMD
+// type appears in this header, so test code built with other flags can call it safely.
 // All results depend only on (layout, member, inputs): never on the thread or on K.
 
 #include <cstddef>
@@ -28,8 +29,8 @@ namespace ensemble {
 // Floats per SIMD register the fast kernels were compiled for (16 with AVX-512, 8 with AVX).
 int fastLanes();
 
-// A float buffer aligned to 64 bytes whose allocation and release live in fast_mlp.cpp. Not an
-// AlignedVector on purpose: Eigen's aligned_allocator picks malloc or its own aligned scheme by
+// A float buffer aligned to 64 bytes whose allocation and release live in fast_workspace.cpp. Not
+// an AlignedVector on purpose: Eigen's aligned_allocator picks malloc or its own aligned scheme by
 // EIGEN_MAX_ALIGN_BYTES, which differs between code built with -march=native (the engine) and
 // without (the tests), so a vector allocated on one side must never be freed on the other.
 class FloatBuffer {

@@ -1,8 +1,8 @@
 #pragma once
 
 // The CUDA backend's public face: plain C++, no CUDA header, so the rest of the engine and
-// the executables can use it without knowing CUDA. Implemented in cuda_backend.cpp (target
-// engine_cuda, built only when nvcc is found).
+// the executables can use it without knowing CUDA. Implemented in cuda_backend.cpp,
+// cuda_step.cpp and cuda_predict.cpp (target engine_cuda, built only when nvcc is found).
 
 #include <memory>
 #include <string>
