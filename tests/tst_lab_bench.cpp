@@ -255,7 +255,9 @@ void TestLabBench::enterReturnsFocusSoShortcutsWork() {
     QTest::keyClick(decay, Qt::Key_Return);
     QVERIFY(!decay->hasFocus());
     QTest::keyClick(w.get(), Qt::Key_Space);
-    QVERIFY(QTest::qWaitFor([&] { return w->controller()->isRunning(); }, 20000));
+    // A snapshot of the running run: the next one that says it is not running is then the
+    // paused run's last (the one before training started says so too).
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.running && s.step > 0; }));
     QTest::keyClick(w.get(), Qt::Key_Space);
     QVERIFY(QTest::qWaitFor([&] { return !w->controller()->isRunning(); }, 20000));
 
@@ -265,13 +267,16 @@ void TestLabBench::enterReturnsFocusSoShortcutsWork() {
     QVERIFY(members->hasFocus());
     QTest::keyClick(members, Qt::Key_Escape);
     QVERIFY(!members->hasFocus());
-    QVERIFY(QTest::qWaitFor([&] { return !w->controller()->snapshot()->running; }, 20000));
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return !s.running; }));
     // Step is enabled once the paused run's last snapshot has arrived.
     QTRY_VERIFY2(w->stepAction()->isEnabled(),
                  qPrintable(ensemble::ui::disabledReason(w->stepAction())));
     const int64_t at = w->controller()->snapshot()->step;
     QTest::keyClick(w.get(), Qt::Key_S);
-    QVERIFY(QTest::qWaitFor([&] { return w->controller()->snapshot()->step == at + 1; }, 20000));
+    QVERIFY2(QTest::qWaitFor([&] { return w->controller()->snapshot()->step == at + 1; }, 20000),
+             qPrintable(QStringLiteral("step %1, expected %2")
+                            .arg(w->controller()->snapshot()->step)
+                            .arg(at + 1)));
 }
 
 void TestLabBench::errorsWrapUnderTheirFieldAndDisabledActionsSayWhy() {
