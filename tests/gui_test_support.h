@@ -1,19 +1,29 @@
 #pragma once
 
-// Helpers shared by the suites that drive the main window (tst_gui, tst_gui_run,
-// tst_lab_bench): a window without QSettings, and waits on its snapshots.
+// Helpers shared by the suites that drive the main window or its engine controller (tst_gui,
+// tst_gui_run, tst_lab_bench, tst_gui_controller, ...): a window without QSettings, waits on
+// snapshots, and a check that the engine thread stopped training that needs no sleep.
 
 #include <QApplication>
+#include <QList>
+#include <QSignalSpy>
 #include <QSize>
 #include <QStandardPaths>
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
+#include <vector>
 
+#include "io/model_io.h"
 #include "main_window.h"
 
 namespace ensemble::test {
+
+// Longer than any test waits: a run that must still be going when the test looks.
+constexpr int64_t kLongRun = 50'000'000;
 
 // QStandardPaths and QSettings in test mode, under a test organisation: a suite never touches
 // the person's settings or folders. Call from initTestCase().
@@ -32,15 +42,70 @@ inline std::unique_ptr<ui::MainWindow> makeWindow(QSize size = {1200, 800}) {
     return w;
 }
 
-// Waits until the window's snapshot satisfies `pred`.
+// Waits until the controller's latest snapshot satisfies `pred`.
 template <typename Pred>
-bool waitSnapshot(ui::MainWindow& w, Pred pred, int timeoutMs = 20000) {
+bool waitSnapshot(ui::EngineController& c, Pred pred, int timeoutMs = 20000) {
     return QTest::qWaitFor(
         [&] {
-            ui::SnapshotPtr s = w.controller()->snapshot();
+            ui::SnapshotPtr s = c.snapshot();
             return s && pred(*s);
         },
         timeoutMs);
+}
+
+// Waits until the window's snapshot satisfies `pred`.
+template <typename Pred>
+bool waitSnapshot(ui::MainWindow& w, Pred pred, int timeoutMs = 20000) {
+    return waitSnapshot(*w.controller(), pred, timeoutMs);
+}
+
+// The members' log-probabilities at one input point (2-D data), as the engine thread computes
+// them between its training chunks. Empty when no answer came.
+inline QList<float> predictionAt(ui::EngineController& c, float x = 0.3f, float y = -0.2f) {
+    static uint64_t next = uint64_t{1} << 40;  // ids apart from the ones the views ask with
+    const uint64_t id = ++next;
+    QList<float> answer;
+    QObject context;
+    QObject::connect(&c, &ui::EngineController::predictionReady, &context,
+                     [&](quint64 got, const QList<float>& logProbs, int, int) {
+                         if (got == id) {
+                             answer = logProbs;
+                         }
+                     });
+    c.predict(id, {x, y});
+    if (!QTest::qWaitFor([&] { return !answer.isEmpty(); }, 20000)) {
+        return {};
+    }
+    return answer;
+}
+
+// Whether the engine thread trains no more: it answers twice with the same weights. While it
+// trains, a chunk is always queued on that thread, so one runs between the two answers (the
+// second question is asked after the first answer) and moves the weights. No wall-clock wait:
+// "nothing happened" is proved by a round trip, not by sleeping.
+inline bool engineIdle(ui::EngineController& c) {
+    const QList<float> first = predictionAt(c);
+    const QList<float> second = predictionAt(c);
+    return !first.isEmpty() && first == second;
+}
+
+// The weights the window holds, through its export to <dir>/<name>.safetensors; empty when the
+// export failed.
+inline std::vector<float> exportedParameters(ui::MainWindow& w, const QTemporaryDir& dir,
+                                             const char* name) {
+    QSignalSpy done(&w, &ui::MainWindow::exportFinished);
+    const QString base = dir.filePath(QString::fromLatin1(name));
+    w.exportTo(base);
+    if (!done.wait(20000) || !done.at(0).at(0).toBool()) {
+        return {};
+    }
+    return importEnsemble((base + QStringLiteral(".safetensors")).toStdString()).params;
+}
+
+// The same weights to the bit (never true of an empty vector: a failed export is not a match).
+inline bool sameBits(const std::vector<float>& a, const std::vector<float>& b) {
+    return !a.empty() && a.size() == b.size() &&
+           std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 // Waits until the window's current run is at step 0.

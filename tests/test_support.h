@@ -1,13 +1,16 @@
 #pragma once
 
-// Shared helpers for the test suites: named tolerances and comparisons with readable messages.
+// Shared helpers for the test suites: named tolerances and comparisons with readable messages,
+// child processes (ensemble-cli), MNIST-format test data.
 
 #include <QtTest/QtTest>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 // ENSEMBLE_TEST_SANITIZED: built with ASan or TSan, by GCC (__SANITIZE_*__) or clang
@@ -129,6 +132,92 @@ inline QString cliPath() {
 
 inline QString sourceDir() {
     return QString::fromLocal8Bit(qgetenv("ENSEMBLE_SOURCE_DIR"));
+}
+
+// How a child process ended: its exit code (-1 when it crashed, did not start or was killed at
+// its deadline) and what it wrote.
+struct Run {
+    int code = -1;
+    QString out;
+    QString err;
+};
+
+inline QString describe(const Run& r) {
+    return QStringLiteral("exit %1\nstdout: %2\nstderr: %3").arg(r.code).arg(r.out, r.err);
+}
+
+// Waits for a started process to end. A hang is a failure, not a stuck job: past `timeoutMs`
+// it is killed, and the run says so.
+inline Run finish(QProcess& p, int timeoutMs = 120000) {
+    Run r;
+    if (!p.waitForFinished(timeoutMs)) {
+        p.kill();
+        p.waitForFinished();
+        r.err = QStringLiteral("%1 timed out after %2 ms (a hang)").arg(p.program()).arg(timeoutMs);
+        return r;
+    }
+    r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+    r.out = QString::fromUtf8(p.readAllStandardOutput());
+    r.err = QString::fromUtf8(p.readAllStandardError());
+    return r;
+}
+
+inline Run runProgram(const QString& program, const QStringList& args, int timeoutMs = 120000,
+                      const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment()) {
+    QProcess p;
+    p.setProcessEnvironment(env);
+    p.start(program, args);
+    if (!p.waitForStarted()) {
+        Run r;
+        r.err = program + QStringLiteral(" did not start: ") + p.errorString();
+        return r;
+    }
+    return finish(p, timeoutMs);
+}
+
+// ensemble-cli with `args`, to the end.
+inline Run runCli(const QStringList& args, int timeoutMs = 120000) {
+    return runProgram(cliPath(), args, timeoutMs);
+}
+
+// MNIST-format IDX files in `folder`: `count` 28x28 images whose class c = i mod 10 is a bright
+// bar at rows 2c + 3 and 2c + 4 over faint noise, a pattern a tiny CNN learns in a few steps.
+// From image `noisyFrom` on, every third label is shifted (wrong), so the first images are
+// easier than the rest. False when a file cannot be written.
+inline bool writeIdx(const QString& folder, const char* images, const char* labels, uint32_t count,
+                     uint32_t seed, uint32_t noisyFrom = UINT32_MAX) {
+    const auto be32 = [](uint32_t v) {
+        QByteArray s(4, '\0');
+        for (int i = 0; i < 4; ++i) {
+            s[i] = static_cast<char>((v >> (24 - 8 * i)) & 0xff);
+        }
+        return s;
+    };
+    QByteArray pix = be32(0x00000803) + be32(count) + be32(28) + be32(28);
+    QByteArray lab = be32(0x00000801) + be32(count);
+    uint32_t state = seed;
+    for (uint32_t i = 0; i < count; ++i) {
+        const int c = static_cast<int>(i % 10);
+        const int label = i >= noisyFrom && i % 3 == 0 ? (c + 1) % 10 : c;
+        lab.append(static_cast<char>(label));
+        for (int y = 0; y < 28; ++y) {
+            for (int x = 0; x < 28; ++x) {
+                state = state * 1664525u + 1013904223u;
+                int v = static_cast<int>(state >> 27);  // 0..31
+                if ((y == 2 * c + 3 || y == 2 * c + 4) && x >= 4 && x < 24) {
+                    v = 200 + v;
+                }
+                pix.append(static_cast<char>(v));
+            }
+        }
+    }
+    for (const auto& [name, bytes] : {std::pair{images, pix}, std::pair{labels, lab}}) {
+        QFile f(QDir(folder).filePath(QString::fromLatin1(name)));
+        if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size()) {
+            return false;
+        }
+    }
+    return true;
 }
 
 }  // namespace ensemble::test

@@ -18,7 +18,9 @@
 #include "train/trainer.h"
 
 using namespace ensemble;
-using ensemble::test::cliPath;
+using ensemble::test::describe;
+using ensemble::test::Run;
+using ensemble::test::runCli;
 using nlohmann::json;
 
 namespace {
@@ -52,32 +54,6 @@ void expectConfigError(F&& f, const std::string& key) {
     } catch (const ConfigError& e) {
         QVERIFY2(e.key() == key || std::string(e.what()).find(key) != std::string::npos, e.what());
     }
-}
-
-struct Run {
-    int code = -1;
-    QString out;
-    QString err;
-};
-
-Run runCli(const QStringList& args, int timeoutMs = 60000) {
-    QProcess p;
-    p.start(cliPath(), args);
-    Run r;
-    if (!p.waitForFinished(timeoutMs)) {
-        p.kill();
-        p.waitForFinished();
-        r.err = QStringLiteral("timed out");
-        return r;
-    }
-    r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-    r.out = QString::fromUtf8(p.readAllStandardOutput());
-    r.err = QString::fromUtf8(p.readAllStandardError());
-    return r;
-}
-
-QString describe(const Run& r) {
-    return QStringLiteral("exit %1\nstdout: %2\nstderr: %3").arg(r.code).arg(r.out, r.err);
 }
 
 QByteArray readAll(const QString& path) {

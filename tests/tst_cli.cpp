@@ -2,42 +2,17 @@
 // 0 ok, 2 usage/config, 3 bad data or weights file, 4 runtime failure).
 #include <QtTest/QtTest>
 
-#include <sys/resource.h>
-
 #include "backend/registry.h"
 #include "io/config_schema.h"
 #include "io/model_io.h"
 #include "test_support.h"
 
 using ensemble::test::cliPath;
+using ensemble::test::describe;
+using ensemble::test::Run;
+using ensemble::test::runCli;
 
 namespace {
-
-struct Run {
-    int code = -1;
-    QString out;
-    QString err;
-};
-
-Run runCli(const QStringList& args, int timeoutMs = 60000) {
-    QProcess p;
-    p.start(cliPath(), args);
-    Run r;
-    if (!p.waitForFinished(timeoutMs)) {
-        p.kill();
-        p.waitForFinished();
-        r.err = QStringLiteral("timed out");
-        return r;
-    }
-    r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-    r.out = QString::fromUtf8(p.readAllStandardOutput());
-    r.err = QString::fromUtf8(p.readAllStandardError());
-    return r;
-}
-
-QString describe(const Run& r) {
-    return QStringLiteral("exit %1\nstdout: %2\nstderr: %3").arg(r.code).arg(r.out, r.err);
-}
 
 void writeText(const QString& path, const QByteArray& text) {
     QFile f(path);
@@ -68,7 +43,6 @@ class TestCli : public QObject {
     void zeroStepsExportsInitialWeights();
     void datasetWritesTheSplit();
     void benchPrintsTheResultLine();
-    void thousandMembersStayUnder100MB();
     void configPrintsTheKeysThatApply();
     void schemaPrintsTheReadmeTable();
     void regressionTrainPredictEval();
@@ -336,30 +310,6 @@ void TestCli::benchPrintsTheResultLine() {
                        "useful_gflops=[0-9.e+-]+$"),
         QRegularExpression::MultilineOption);
     QVERIFY2(line.match(r.out).hasMatch(), qPrintable(r.out));
-}
-
-void TestCli::thousandMembersStayUnder100MB() {
-    // Issue 6's memory target, W1 at K = 1000: no per-member dataset copies, no per-step
-    // allocations, and no GPU library paged in for a CPU run (linking cuBLAS alone used to cost
-    // about 200 MB resident at start-up). Peak resident memory of the largest child so far.
-#if defined(ENSEMBLE_TEST_SANITIZED)
-    // Shadow memory and the freed-memory quarantine multiply resident memory, and the sanitized
-    // Debug child needs minutes for K = 1000: the number would measure the sanitizer.
-    QSKIP("peak memory is not meaningful under ASan/TSan (presets asan, tsan)");
-#endif
-    QStringList args = {QStringLiteral("bench")};
-    args << QStringLiteral("--config") << QStringLiteral("spirals") << QStringLiteral("--set")
-         << QStringLiteral("ensemble.bootstrap=resample") << QStringLiteral("--set")
-         << QStringLiteral("ensemble.members=1000") << QStringLiteral("--steps")
-         << QStringLiteral("30") << QStringLiteral("--warmup") << QStringLiteral("2")
-         << QStringLiteral("--repeat") << QStringLiteral("1");
-    const Run r = runCli(args);
-    QVERIFY2(r.code == 0, qPrintable(describe(r)));
-    rusage usage{};
-    QCOMPARE(getrusage(RUSAGE_CHILDREN, &usage), 0);
-    const double peakMiB = static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB
-    qInfo("peak resident memory of ensemble-cli children: %.1f MiB", peakMiB);
-    QVERIFY2(peakMiB > 1.0 && peakMiB < 100.0, qPrintable(QString::number(peakMiB)));
 }
 
 void TestCli::configPrintsTheKeysThatApply() {

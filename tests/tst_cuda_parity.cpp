@@ -89,6 +89,32 @@ Run train(Backend& backend, const Problem& p, const std::vector<float>& init, in
     return train(backend, p.training, init, steps);
 }
 
+// `other` trained as `reference` did: every member's loss at every step within kDeviceLoss
+// (relative to max(1, |loss|)), the parameters within kDeviceParamNmse, and they moved from
+// `init` by more than `moved`. `names` says which is which ("cpu / cuda"). Its QVERIFYs return
+// from it only: callers check QTest::currentTestFailed() after it.
+void compareRuns(const Run& reference, const Run& other, const std::vector<float>& init,
+                 double moved, const char* names) {
+    QCOMPARE(other.losses.size(), reference.losses.size());
+    for (std::size_t i = 0; i < reference.losses.size(); ++i) {
+        for (std::size_t k = 0; k < reference.losses[i].size(); ++k) {
+            const float a = reference.losses[i][k];
+            const float b = other.losses[i][k];
+            QVERIFY2(test::nearScaled(b, a, test::kDeviceLoss),
+                     qPrintable(QStringLiteral("step %1 member %2 (%3): %4, %5")
+                                    .arg(i)
+                                    .arg(k)
+                                    .arg(QLatin1String(names))
+                                    .arg(double(a))
+                                    .arg(double(b))));
+        }
+    }
+    const double paramError = nmse(reference.params, other.params);
+    qInfo("%s: parameter nMSE after %zu steps %.3g", names, reference.losses.size(), paramError);
+    QVERIFY2(paramError < test::kDeviceParamNmse, qPrintable(QString::number(paramError)));
+    QVERIFY(nmse(init, other.params) > moved);  // it did train
+}
+
 // CNN members (model.kind cnn): the recipe's layer stack on 28 x 28 images whose class
 // depends on which half holds the brighter strokes, K = 3, batch 32, per-member SGD rates.
 struct ImageProblem {
@@ -222,22 +248,10 @@ void TestCudaParity::parityWithCpu() {
     const Run cpu = train(cpuBackend, p, init, kSteps);
     const Run gpu = train(*cudaBackend, p, init, kSteps);
 
-    for (int i = 0; i < kSteps; ++i) {
-        for (std::size_t k = 0; k < cpu.losses[0].size(); ++k) {
-            const float c = cpu.losses[static_cast<std::size_t>(i)][k];
-            const float g = gpu.losses[static_cast<std::size_t>(i)][k];
-            QVERIFY2(std::abs(c - g) <= test::kDeviceLoss * std::max(1.0f, std::abs(c)),
-                     qPrintable(QStringLiteral("step %1 member %2: cpu %3, cuda %4")
-                                    .arg(i)
-                                    .arg(k)
-                                    .arg(double(c))
-                                    .arg(double(g))));
-        }
+    compareRuns(cpu, gpu, init, 1e-4, "cpu / cuda");
+    if (QTest::currentTestFailed()) {
+        return;
     }
-    const double paramError = nmse(cpu.params, gpu.params);
-    qInfo("parameter nMSE after %d steps: %.3g", kSteps, paramError);
-    QVERIFY2(paramError < test::kDeviceParamNmse, qPrintable(QString::number(paramError)));
-    QVERIFY(nmse(init, gpu.params) > 1e-4);  // it did train
 
     // 200 x 200 = 40000 rows: more than one prediction chunk (at most 16384 rows).
     const int side = 200;
@@ -488,22 +502,10 @@ void TestCudaParity::cnnParityWithCpu() {
     const std::unique_ptr<Backend> cudaBackend = makeCudaBackend(kDevice);
     const Run cpu = train(cpuBackend, p.training, init, steps);
     const Run gpu = train(*cudaBackend, p.training, init, steps);
-    for (int i = 0; i < steps; ++i) {
-        for (std::size_t k = 0; k < cpu.losses[0].size(); ++k) {
-            const float c = cpu.losses[static_cast<std::size_t>(i)][k];
-            const float g = gpu.losses[static_cast<std::size_t>(i)][k];
-            QVERIFY2(std::abs(c - g) <= test::kDeviceLoss * std::max(1.0f, std::abs(c)),
-                     qPrintable(QStringLiteral("step %1 member %2: cpu %3, cuda %4")
-                                    .arg(i)
-                                    .arg(k)
-                                    .arg(double(c))
-                                    .arg(double(g))));
-        }
+    compareRuns(cpu, gpu, init, 1e-6, "CNN, cpu / cuda");
+    if (QTest::currentTestFailed()) {
+        return;
     }
-    const double paramError = nmse(cpu.params, gpu.params);
-    qInfo("CNN parameter nMSE after %d steps: %.3g", steps, paramError);
-    QVERIFY2(paramError < test::kDeviceParamNmse, qPrintable(QString::number(paramError)));
-    QVERIFY(nmse(init, gpu.params) > 1e-6);  // it did train
 
     const int64_t rows = 400;  // several prediction chunks
     const std::size_t outSize = static_cast<std::size_t>(layout.members()) *
@@ -575,7 +577,6 @@ void TestCudaParity::dataAxisReplicasMatchOneBackend() {
     std::vector<float> init(base.layout.size());
     initParameters(base.layout, 77, init.data());
     const int steps = 20;
-    const std::size_t members = static_cast<std::size_t>(base.layout.members());
 
     Run one;
     {
@@ -609,23 +610,9 @@ void TestCudaParity::dataAxisReplicasMatchOneBackend() {
     }
     QVERIFY(shards[0].params == shards[1].params);  // every replica the same bits
     QVERIFY(shards[0].losses == shards[1].losses);
-    for (int i = 0; i < steps; ++i) {
-        for (std::size_t k = 0; k < members; ++k) {
-            const float a = one.losses[static_cast<std::size_t>(i)][k];
-            const float b = shards[0].losses[static_cast<std::size_t>(i)][k];
-            QVERIFY2(std::abs(a - b) <= test::kDeviceLoss * std::max(1.0f, std::abs(a)),
-                     qPrintable(QStringLiteral("step %1 member %2: one %3, replicas %4")
-                                    .arg(i)
-                                    .arg(k)
-                                    .arg(double(a))
-                                    .arg(double(b))));
-        }
-    }
-    const double error = nmse(one.params, shards[0].params);
-    qInfo("data axis D = 2 (%s): parameter nMSE against one backend %.3g", cnn ? "cnn" : "mlp",
-          error);
-    QVERIFY2(error < test::kDeviceParamNmse, qPrintable(QString::number(error)));
-    QVERIFY(nmse(init, one.params) > 1e-6);  // it did train
+    compareRuns(
+        one, shards[0], init, 1e-6,
+        cnn ? "data axis D = 2, cnn: one / replicas" : "data axis D = 2, mlp: one / replicas");
 }
 
 int main(int argc, char** argv) {

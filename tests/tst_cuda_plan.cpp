@@ -273,13 +273,19 @@ class HostExecutor {
     }
 };
 
-// What CudaBackend holds on the device, in host memory, driven like CudaBackend drives it.
-class EmulatedCudaBackend {
+// What every emulated step program holds on the device, in host memory: parameters, gradient
+// and Adam moments, the training split, the members' rules, flags and losses, wired into
+// StepBuffers as CudaBackend wires its device buffers. The emulations add their arenas.
+class EmulatedDevice {
   public:
-    // `shard`: a data-axis replica's rows of every batch (rows 0: the whole batch).
-    EmulatedCudaBackend(const TrainingProblem& problem, std::size_t predictBudget,
-                        StepShard shard = {})
-        : m_problem(problem), m_shard(shard) {
+    EmulatedDevice(const EmulatedDevice&) = delete;  // m_buffers points into this object
+    EmulatedDevice& operator=(const EmulatedDevice&) = delete;
+
+    const std::vector<float>& params() const { return m_params; }
+    const std::string& error() const { return m_ex.error; }
+
+  protected:
+    explicit EmulatedDevice(const TrainingProblem& problem) : m_problem(problem) {
         const ParamLayout& layout = problem.layout;
         const std::size_t size = layout.size();
         m_params.assign(size, 0.0f);
@@ -296,16 +302,6 @@ class EmulatedCudaBackend {
         m_active.assign(problem.rules.size(), 1);
         m_loss.assign(problem.rules.size(), 0.0f);
         m_segments = paramSegments(layout);
-        const uint32_t stepRows = shard.rows > 0 ? shard.rows : problem.plan.batch;
-        const StepArena arena =
-            planStepArena(layout, stepRows, problem.plan.mode, problem.adversarialEps > 0.0f);
-        // Poison the arena: a buffer read before it is written shows up as NaN.
-        m_arena.assign(arena.floats, std::nanf(""));
-        m_rows.assign(arena.rowSlots, -1);
-        m_predict = planPredictArena(layout, predictBudget);
-        m_predictArena.assign(m_predict.floats, std::nanf(""));
-
-        placeStepBuffers(arena, m_arena.data(), m_rows.data(), m_buffers);
         m_buffers.params = m_params.data();
         m_buffers.grad = m_grad.data();
         m_buffers.moment1 = m_moment1.data();
@@ -320,9 +316,48 @@ class EmulatedCudaBackend {
         m_buffers.state = &m_state;
         m_buffers.segments = m_segments.data();
         m_buffers.segmentCount = static_cast<int>(m_segments.size());
+    }
+    ~EmulatedDevice() = default;
 
-        m_ex.regions = {{m_params.data(), size},
-                        {m_grad.data(), size},
+    // The step index and the members' flags, as CudaBackend uploads them before a step.
+    void beginStep(uint64_t step, const uint8_t* active) {
+        m_state.step = step;
+        for (std::size_t k = 0; k < m_active.size(); ++k) {
+            m_active[k] = active[k] != 0 ? 1 : 0;
+        }
+    }
+
+    TrainingProblem m_problem;
+    std::vector<float> m_params, m_grad, m_moment1, m_moment2, m_trainX, m_trainTargets, m_loss;
+    std::vector<int32_t> m_trainY, m_rows;
+    std::vector<OptimizerRule> m_rules;
+    std::vector<uint8_t> m_active;
+    std::vector<ParamSegment> m_segments;
+    DeviceStepState m_state;
+    StepBuffers m_buffers;
+    HostExecutor m_ex;
+};
+
+// What CudaBackend holds on the device, in host memory, driven like CudaBackend drives it.
+class EmulatedCudaBackend : public EmulatedDevice {
+  public:
+    // `shard`: a data-axis replica's rows of every batch (rows 0: the whole batch).
+    EmulatedCudaBackend(const TrainingProblem& problem, std::size_t predictBudget,
+                        StepShard shard = {})
+        : EmulatedDevice(problem), m_shard(shard) {
+        const ParamLayout& layout = problem.layout;
+        const uint32_t stepRows = shard.rows > 0 ? shard.rows : problem.plan.batch;
+        const StepArena arena =
+            planStepArena(layout, stepRows, problem.plan.mode, problem.adversarialEps > 0.0f);
+        // Poison the arena: a buffer read before it is written shows up as NaN.
+        m_arena.assign(arena.floats, std::nanf(""));
+        m_rows.assign(arena.rowSlots, -1);
+        m_predict = planPredictArena(layout, predictBudget);
+        m_predictArena.assign(m_predict.floats, std::nanf(""));
+
+        placeStepBuffers(arena, m_arena.data(), m_rows.data(), m_buffers);
+        m_ex.regions = {{m_params.data(), m_params.size()},
+                        {m_grad.data(), m_grad.size()},
                         {m_arena.data(), m_arena.size()},
                         {m_predictArena.data(), m_predictArena.size()}};
     }
@@ -335,10 +370,7 @@ class EmulatedCudaBackend {
     }
 
     void step(uint64_t step, const uint8_t* active, float* losses) {
-        m_state.step = step;
-        for (std::size_t k = 0; k < m_active.size(); ++k) {
-            m_active[k] = active[k] != 0 ? 1 : 0;
-        }
+        beginStep(step, active);
         enqueueTrainingStep(m_ex, m_problem.layout, m_problem.plan, m_problem.activation, m_buffers,
                             m_problem.likelihood, m_problem.adversarialEps);
         std::copy(m_loss.begin(), m_loss.end(), losses);
@@ -346,10 +378,7 @@ class EmulatedCudaBackend {
 
     // The data axis's two phases, as CudaBackend::step runs them around the host sum.
     void gradientPhase(uint64_t step, const uint8_t* active) {
-        m_state.step = step;
-        for (std::size_t k = 0; k < m_active.size(); ++k) {
-            m_active[k] = active[k] != 0 ? 1 : 0;
-        }
+        beginStep(step, active);
         enqueueTrainingStep(m_ex, m_problem.layout, m_problem.plan, m_problem.activation, m_buffers,
                             m_problem.likelihood, m_problem.adversarialEps, m_shard,
                             StepPhase::Gradient);
@@ -391,43 +420,20 @@ class EmulatedCudaBackend {
         return out;
     }
 
-    const std::vector<float>& params() const { return m_params; }
-    const std::string& error() const { return m_ex.error; }
     int64_t chunkRows() const { return m_predict.chunkRows; }
 
   private:
-    TrainingProblem m_problem;
     StepShard m_shard;
-    std::vector<float> m_params, m_grad, m_moment1, m_moment2, m_trainX, m_arena, m_predictArena;
-    std::vector<int32_t> m_trainY, m_rows;
-    std::vector<float> m_trainTargets;
-    std::vector<OptimizerRule> m_rules;
-    std::vector<uint8_t> m_active;
-    std::vector<float> m_loss;
-    std::vector<ParamSegment> m_segments;
-    DeviceStepState m_state;
+    std::vector<float> m_arena, m_predictArena;
     PredictArena m_predict;
-    StepBuffers m_buffers;
-    HostExecutor m_ex;
 };
 
 // What CudaBackend holds for CNN members, in host memory, driven like CudaBackend drives it.
-class EmulatedConvCudaBackend {
+class EmulatedConvCudaBackend : public EmulatedDevice {
   public:
     EmulatedConvCudaBackend(const TrainingProblem& problem, int64_t predictRows)
-        : m_problem(problem) {
+        : EmulatedDevice(problem) {
         const ParamLayout& layout = problem.layout;
-        const std::size_t size = layout.size();
-        m_params.assign(size, 0.0f);
-        m_grad.assign(size, 0.0f);
-        m_moment1.assign(size, 0.0f);
-        m_moment2.assign(size, 0.0f);
-        m_trainX.assign(problem.trainX, problem.trainX + problem.trainRows * layout.inputs());
-        m_trainY.assign(problem.trainY, problem.trainY + problem.trainRows);
-        m_rules.resize(problem.rules.size());
-        m_active.assign(problem.rules.size(), 1);
-        m_loss.assign(problem.rules.size(), 0.0f);
-        m_segments = paramSegments(layout);
         m_arena = planConvArena(layout, problem.plan.batch,
                                 problem.plan.mode != BootstrapMode::Resample, true);
         // Poisoned: a buffer read before it is written shows up as NaN.
@@ -437,21 +443,8 @@ class EmulatedConvCudaBackend {
         m_predict = planConvArena(layout, predictRows, true, false);
         m_predictFloats.assign(m_predict.floats, std::nanf(""));
         m_predictBuffers = placeConvBuffers(m_predict, m_predictFloats.data());
-        m_buffers.params = m_params.data();
-        m_buffers.grad = m_grad.data();
-        m_buffers.moment1 = m_moment1.data();
-        m_buffers.moment2 = m_moment2.data();
-        m_buffers.trainX = m_trainX.data();
-        m_buffers.trainY = m_trainY.data();
-        m_buffers.loss = m_loss.data();
-        m_buffers.active = m_active.data();
-        m_buffers.baseRules = m_problem.rules.data();
-        m_buffers.rules = m_rules.data();
-        m_buffers.state = &m_state;
-        m_buffers.segments = m_segments.data();
-        m_buffers.segmentCount = static_cast<int>(m_segments.size());
-        m_ex.regions = {{m_params.data(), size},
-                        {m_grad.data(), size},
+        m_ex.regions = {{m_params.data(), m_params.size()},
+                        {m_grad.data(), m_grad.size()},
                         {m_arenaFloats.data(), m_arenaFloats.size()},
                         {m_predictFloats.data(), m_predictFloats.size()}};
     }
@@ -459,10 +452,7 @@ class EmulatedConvCudaBackend {
     void setParameters(const std::vector<float>& p) { m_params = p; }
 
     void step(uint64_t step, const uint8_t* active, float* losses) {
-        m_state.step = step;
-        for (std::size_t k = 0; k < m_active.size(); ++k) {
-            m_active[k] = active[k] != 0 ? 1 : 0;
-        }
+        beginStep(step, active);
         enqueueConvTrainingStep(m_ex, m_problem.layout, m_problem.plan, m_problem.activation,
                                 m_buffers, m_arena, m_conv);
         std::copy(m_loss.begin(), m_loss.end(), losses);
@@ -495,23 +485,10 @@ class EmulatedConvCudaBackend {
         return out;
     }
 
-    const std::vector<float>& params() const { return m_params; }
-    const std::string& error() const { return m_ex.error; }
-
   private:
-    TrainingProblem m_problem;
-    std::vector<float> m_params, m_grad, m_moment1, m_moment2, m_trainX, m_arenaFloats,
-        m_predictFloats;
-    std::vector<int32_t> m_trainY, m_rows;
-    std::vector<OptimizerRule> m_rules;
-    std::vector<uint8_t> m_active;
-    std::vector<float> m_loss;
-    std::vector<ParamSegment> m_segments;
-    DeviceStepState m_state;
+    std::vector<float> m_arenaFloats, m_predictFloats;
     ConvArena m_arena, m_predict;
     ConvBuffers m_conv, m_predictBuffers;
-    StepBuffers m_buffers;
-    HostExecutor m_ex;
 };
 
 // Small images whose class depends on where the bright pixels are (3 classes), so a CNN
@@ -593,6 +570,81 @@ const char* modeName(BootstrapMode m) {
 
 const char* kindName(OptimizerKind k) {
     return k == OptimizerKind::Adam ? "adam" : k == OptimizerKind::AdamW ? "adamw" : "sgd";
+}
+
+std::vector<uint64_t> stepRange(uint64_t from, uint64_t to) {
+    std::vector<uint64_t> steps;
+    for (uint64_t s = from; s < to; ++s) {
+        steps.push_back(s);
+    }
+    return steps;
+}
+
+// Trains CpuBackend and an emulated CUDA program, both at `init`, through the step indices
+// `steps`, member `paused` switched off for the steps at positions [pauseFrom, pauseTo): every
+// member's loss agrees at every step (kEmulatedLoss; a switched-off member's is 0), then the
+// parameters (kEmulatedParamNmse), and they moved. Its QVERIFYs return from it only: callers
+// check QTest::currentTestFailed() after it.
+template <typename Emulated>
+void trainBoth(CpuBackend& cpu, Emulated& emu, const ParamLayout& layout,
+               const std::vector<float>& init, const std::vector<uint64_t>& steps, int paused,
+               std::size_t pauseFrom, std::size_t pauseTo) {
+    const std::size_t members = static_cast<std::size_t>(layout.members());
+    std::vector<uint8_t> active(members, 1);
+    std::vector<float> cpuLoss(members);
+    std::vector<float> emuLoss(members);
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+        active[static_cast<std::size_t>(paused)] = (i >= pauseFrom && i < pauseTo) ? 0 : 1;
+        cpu.step(steps[i], active.data(), cpuLoss.data());
+        emu.step(steps[i], active.data(), emuLoss.data());
+        QVERIFY2(emu.error().empty(), emu.error().c_str());
+        for (std::size_t k = 0; k < members; ++k) {
+            const float c = cpuLoss[k];
+            const float e = emuLoss[k];
+            QVERIFY(std::isfinite(e));
+            QVERIFY2(std::abs(c - e) <= test::kEmulatedLoss * std::max(1.0f, std::abs(c)),
+                     qPrintable(QStringLiteral("step %1 member %2: cpu %3, emulated %4")
+                                    .arg(steps[i])
+                                    .arg(k)
+                                    .arg(double(c))
+                                    .arg(double(e))));
+            if (active[k] == 0) {
+                QCOMPARE(e, 0.0f);
+            }
+        }
+    }
+    std::vector<float> cpuParams(init.size());
+    cpu.parameters(cpuParams.data());
+    const double paramError = nmse(cpuParams, emu.params());
+    qInfo("parameter nMSE %.3g", paramError);
+    QVERIFY2(paramError < test::kEmulatedParamNmse, qPrintable(QString::number(paramError)));
+    QVERIFY(nmse(init, emu.params()) > 1e-4);  // it did train
+}
+
+// Both predict `rows` rows of `x`: every emulated value passes `valid(index, value)`, and the
+// two agree by kEmulatedLogProbNmse.
+template <typename Emulated, typename Valid>
+void predictBoth(CpuBackend& cpu, Emulated& emu, const ParamLayout& layout, const float* x,
+                 int64_t rows, Valid valid) {
+    std::vector<float> cpuOut(static_cast<std::size_t>(layout.members()) *
+                              static_cast<std::size_t>(rows) *
+                              static_cast<std::size_t>(layout.classes()));
+    cpu.predictLogProbs(x, rows, cpuOut.data());
+    const std::vector<float> emuOut = emu.predict(x, rows);
+    QVERIFY2(emu.error().empty(), emu.error().c_str());
+    QCOMPARE(emuOut.size(), cpuOut.size());
+    for (std::size_t i = 0; i < emuOut.size(); ++i) {
+        QVERIFY2(std::isfinite(emuOut[i]) && valid(i, emuOut[i]),
+                 qPrintable(QStringLiteral("output %1: %2").arg(i).arg(double(emuOut[i]))));
+    }
+    const double predictError = nmse(cpuOut, emuOut);
+    qInfo("prediction nMSE %.3g", predictError);
+    QVERIFY2(predictError < test::kEmulatedLogProbNmse, qPrintable(QString::number(predictError)));
+}
+
+// A log-probability: at most 0, up to rounding.
+bool logProbability(std::size_t /*index*/, float v) {
+    return v <= 1e-6f;
 }
 
 }  // namespace
@@ -919,7 +971,6 @@ void TestCudaPlan::emulatedStepMatchesCpuBackend() {
                             static_cast<Activation>(activation));
     p.training.adversarialEps = static_cast<float>(eps);
     const ParamLayout& layout = p.training.layout;
-    const int members = layout.members();
     std::vector<float> init(layout.size());
     initParameters(layout, 42, init.data());
 
@@ -932,57 +983,17 @@ void TestCudaPlan::emulatedStepMatchesCpuBackend() {
     QCOMPARE(emu.chunkRows(), int64_t{256});
     emu.setParameters(init);
 
-    std::vector<uint8_t> active(static_cast<std::size_t>(members), 1);
-    std::vector<float> cpuLoss(static_cast<std::size_t>(members));
-    std::vector<float> emuLoss(cpuLoss.size());
     // 40 steps: a jump in the step index, and member 1 paused for a while.
-    std::vector<uint64_t> steps;
-    for (uint64_t s = 0; s < 20; ++s) {
-        steps.push_back(s);
+    std::vector<uint64_t> steps = stepRange(0, 20);
+    const std::vector<uint64_t> later = stepRange(100, 120);
+    steps.insert(steps.end(), later.begin(), later.end());
+    trainBoth(cpu, emu, layout, init, steps, 1, 8, 14);
+    if (QTest::currentTestFailed()) {
+        return;
     }
-    for (uint64_t s = 100; s < 120; ++s) {
-        steps.push_back(s);
-    }
-    for (std::size_t i = 0; i < steps.size(); ++i) {
-        active[1] = (i >= 8 && i < 14) ? 0 : 1;
-        cpu.step(steps[i], active.data(), cpuLoss.data());
-        emu.step(steps[i], active.data(), emuLoss.data());
-        QVERIFY2(emu.error().empty(), emu.error().c_str());
-        for (int k = 0; k < members; ++k) {
-            const float c = cpuLoss[static_cast<std::size_t>(k)];
-            const float e = emuLoss[static_cast<std::size_t>(k)];
-            QVERIFY(std::isfinite(e));
-            QVERIFY2(std::abs(c - e) <= test::kEmulatedLoss * std::max(1.0f, std::abs(c)),
-                     qPrintable(QStringLiteral("step %1 member %2: cpu %3, emulated %4")
-                                    .arg(steps[i])
-                                    .arg(k)
-                                    .arg(double(c))
-                                    .arg(double(e))));
-            if (active[static_cast<std::size_t>(k)] == 0) {
-                QCOMPARE(e, 0.0f);
-            }
-        }
-    }
-    std::vector<float> cpuParams(layout.size());
-    cpu.parameters(cpuParams.data());
-    const double paramError = nmse(cpuParams, emu.params());
-    qInfo("parameter nMSE %.3g", paramError);
-    QVERIFY2(paramError < test::kEmulatedParamNmse, qPrintable(QString::number(paramError)));
-    QVERIFY(nmse(init, emu.params()) > 1e-4);  // it did train
-
     const int side = 23;  // 529 rows: chunks of 256, 256, 17
     const std::vector<float> grid = gridPoints(side);
-    const int64_t rows = static_cast<int64_t>(side) * side;
-    std::vector<float> cpuOut(static_cast<std::size_t>(members * rows * layout.classes()));
-    cpu.predictLogProbs(grid.data(), rows, cpuOut.data());
-    const std::vector<float> emuOut = emu.predict(grid.data(), rows);
-    QVERIFY2(emu.error().empty(), emu.error().c_str());
-    for (float v : emuOut) {
-        QVERIFY(std::isfinite(v) && v <= 1e-6f);
-    }
-    const double predictError = nmse(cpuOut, emuOut);
-    qInfo("log-probability nMSE %.3g", predictError);
-    QVERIFY2(predictError < test::kEmulatedLogProbNmse, qPrintable(QString::number(predictError)));
+    predictBoth(cpu, emu, layout, grid.data(), int64_t{side} * side, logProbability);
 }
 
 void TestCudaPlan::emulatedRegressionStepMatchesCpuBackend_data() {
@@ -1038,48 +1049,15 @@ void TestCudaPlan::emulatedRegressionStepMatchesCpuBackend() {
     EmulatedCudaBackend emu(problem, 1);
     emu.setParameters(init);
 
-    std::vector<uint8_t> active(static_cast<std::size_t>(members), 1);
-    std::vector<float> cpuLoss(static_cast<std::size_t>(members));
-    std::vector<float> emuLoss(cpuLoss.size());
-    for (uint64_t step = 0; step < 30; ++step) {
-        active[2] = (step >= 5 && step < 9) ? 0 : 1;
-        cpu.step(step, active.data(), cpuLoss.data());
-        emu.step(step, active.data(), emuLoss.data());
-        QVERIFY2(emu.error().empty(), emu.error().c_str());
-        for (int k = 0; k < members; ++k) {
-            const float c = cpuLoss[static_cast<std::size_t>(k)];
-            const float e = emuLoss[static_cast<std::size_t>(k)];
-            QVERIFY(std::isfinite(e));
-            QVERIFY2(std::abs(c - e) <= test::kEmulatedLoss * std::max(1.0f, std::abs(c)),
-                     qPrintable(QStringLiteral("step %1 member %2: cpu %3, emulated %4")
-                                    .arg(step)
-                                    .arg(k)
-                                    .arg(double(c))
-                                    .arg(double(e))));
-        }
+    trainBoth(cpu, emu, layout, init, stepRange(0, 30), 2, 5, 9);
+    if (QTest::currentTestFailed()) {
+        return;
     }
-    std::vector<float> cpuParams(layout.size());
-    cpu.parameters(cpuParams.data());
-    const double paramError = nmse(cpuParams, emu.params());
-    qInfo("parameter nMSE %.3g", paramError);
-    QVERIFY2(paramError < test::kEmulatedParamNmse, qPrintable(QString::number(paramError)));
-    QVERIFY(nmse(init, emu.params()) > 1e-4);  // it did train
-
     const std::vector<float> grid = gridPoints(23);
-    const int64_t rows = 23 * 23;
-    std::vector<float> cpuOut(static_cast<std::size_t>(members * rows * layout.classes()));
-    cpu.predictLogProbs(grid.data(), rows, cpuOut.data());
-    const std::vector<float> emuOut = emu.predict(grid.data(), rows);
-    QVERIFY2(emu.error().empty(), emu.error().c_str());
-    for (std::size_t i = 0; i < emuOut.size(); ++i) {
-        QVERIFY(std::isfinite(emuOut[i]));
-        if (head == Likelihood::Gaussian && i % 2 == 1) {
-            QVERIFY(emuOut[i] >= 1e-6f);  // a variance
-        }
-    }
-    const double predictError = nmse(cpuOut, emuOut);
-    qInfo("predictive nMSE %.3g", predictError);
-    QVERIFY2(predictError < test::kEmulatedLogProbNmse, qPrintable(QString::number(predictError)));
+    // The predictive: a mean, and with the Gaussian head a variance after it.
+    predictBoth(cpu, emu, layout, grid.data(), 23 * 23, [&](std::size_t i, float v) {
+        return head != Likelihood::Gaussian || i % 2 == 0 || v >= 1e-6f;
+    });
 }
 
 void TestCudaPlan::emulatedConvStepMatchesCpuBackend_data() {
@@ -1137,44 +1115,11 @@ void TestCudaPlan::emulatedConvStepMatchesCpuBackend() {
     EmulatedConvCudaBackend emu(p.training, 16);
     emu.setParameters(init);
 
-    std::vector<uint8_t> active(static_cast<std::size_t>(members), 1);
-    std::vector<float> cpuLoss(static_cast<std::size_t>(members));
-    std::vector<float> emuLoss(cpuLoss.size());
-    for (uint64_t step = 0; step < 12; ++step) {
-        active[1] = (step >= 4 && step < 7) ? 0 : 1;
-        cpu.step(step, active.data(), cpuLoss.data());
-        emu.step(step, active.data(), emuLoss.data());
-        QVERIFY2(emu.error().empty(), emu.error().c_str());
-        for (int k = 0; k < members; ++k) {
-            const float cl = cpuLoss[static_cast<std::size_t>(k)];
-            const float el = emuLoss[static_cast<std::size_t>(k)];
-            QVERIFY(std::isfinite(el));
-            QVERIFY2(std::abs(cl - el) <= test::kEmulatedLoss * std::max(1.0f, std::abs(cl)),
-                     qPrintable(QStringLiteral("step %1 member %2: cpu %3, emulated %4")
-                                    .arg(step)
-                                    .arg(k)
-                                    .arg(double(cl))
-                                    .arg(double(el))));
-        }
+    trainBoth(cpu, emu, layout, init, stepRange(0, 12), 1, 4, 7);
+    if (QTest::currentTestFailed()) {
+        return;
     }
-    std::vector<float> cpuParams(layout.size());
-    cpu.parameters(cpuParams.data());
-    const double paramError = nmse(cpuParams, emu.params());
-    qInfo("parameter nMSE %.3g", paramError);
-    QVERIFY2(paramError < test::kEmulatedParamNmse, qPrintable(QString::number(paramError)));
-    QVERIFY(nmse(init, emu.params()) > 1e-4);  // it did train
-
-    const int64_t rows = 40;
-    std::vector<float> cpuOut(static_cast<std::size_t>(members * rows * layout.classes()));
-    cpu.predictLogProbs(p.x.data(), rows, cpuOut.data());
-    const std::vector<float> emuOut = emu.predict(p.x.data(), rows);
-    QVERIFY2(emu.error().empty(), emu.error().c_str());
-    for (float v : emuOut) {
-        QVERIFY(std::isfinite(v) && v <= 1e-6f);
-    }
-    const double predictError = nmse(cpuOut, emuOut);
-    qInfo("log-probability nMSE %.3g", predictError);
-    QVERIFY2(predictError < test::kEmulatedLogProbNmse, qPrintable(QString::number(predictError)));
+    predictBoth(cpu, emu, layout, p.x.data(), 40, logProbability);
 }
 
 void TestCudaPlan::convArenaFitsEveryLayer() {

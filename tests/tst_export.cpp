@@ -15,29 +15,10 @@
 #include "onnx_check.h"
 #include "test_support.h"
 
-using ensemble::test::cliPath;
+using ensemble::test::Run;
+using ensemble::test::runCli;
 
 namespace {
-
-struct Run {
-    int code = -1;
-    QString err;
-};
-
-Run runCli(const QStringList& args) {
-    QProcess p;
-    p.start(cliPath(), args);
-    Run r;
-    if (!p.waitForFinished(120000)) {
-        p.kill();
-        p.waitForFinished();
-        r.err = QStringLiteral("timed out");
-        return r;
-    }
-    r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-    r.err = QString::fromUtf8(p.readAllStandardError());
-    return r;
-}
 
 QByteArray head(const QString& path, int n) {
     QFile f(path);

@@ -27,18 +27,11 @@
 #include "test_support.h"
 
 using ensemble::test::cliPath;
+using ensemble::test::describe;
+using ensemble::test::finish;
+using ensemble::test::Run;
 
 namespace {
-
-struct Run {
-    int code = -1;
-    QString out;
-    QString err;
-};
-
-QString describe(const Run& r) {
-    return QStringLiteral("exit %1\nstdout: %2\nstderr: %3").arg(r.code).arg(r.out, r.err);
-}
 
 // Fault settings for the shim (tests/fault_write_shim.cpp); empty: no shim.
 struct Faults {
@@ -72,20 +65,6 @@ void start(QProcess& p, const QStringList& args, const Faults& faults = {}) {
     p.setProcessEnvironment(environmentWith(faults));
     p.start(cliPath(), args);
     QVERIFY2(p.waitForStarted(), qPrintable(p.errorString()));
-}
-
-Run finish(QProcess& p, int timeoutMs = 120000) {
-    Run r;
-    if (!p.waitForFinished(timeoutMs)) {
-        p.kill();
-        p.waitForFinished();
-        r.err = QStringLiteral("timed out");
-        return r;
-    }
-    r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-    r.out = QString::fromUtf8(p.readAllStandardOutput());
-    r.err = QString::fromUtf8(p.readAllStandardError());
-    return r;
 }
 
 Run runCli(const QStringList& args, const Faults& faults = {}) {
@@ -280,12 +259,14 @@ void TestFaults::sigkillDuringExportLeavesTheOldFileOrTheNew() {
                 QVERIFY2(waitForTemporary(p, dir.path(), before),
                          "the export never started writing");
                 break;
+            // These two sleep on purpose, to spread the kills over the write: the checks below
+            // hold wherever a kill lands, and cases 0 and 3 make sure of both outcomes.
             case 1:  // while it fills
                 QVERIFY2(waitForTemporary(p, dir.path(), before),
                          "the export never started writing");
                 QThread::msleep(static_cast<unsigned long>(i * 25));
                 break;
-            case 2:
+            case 2:  // at set times from the start
                 QThread::msleep(static_cast<unsigned long>(i * 100));
                 break;
             default:
@@ -416,7 +397,9 @@ void TestFaults::sigintStopsTrainingWritesTheExportAndExits130() {
                                           QStringLiteral("--metrics"), metrics});
     QString err = waitForStderr(p, QStringLiteral("training 4 members"));
     QVERIFY2(err.contains(QStringLiteral("training 4 members")), qPrintable(err));
-    QThread::msleep(300);  // some steps
+    // Some steps: the first progress line (a log gets one every few seconds) has come.
+    err += waitForStderr(p, QStringLiteral(" member-steps/s"));
+    QVERIFY2(err.contains(QStringLiteral(" member-steps/s")), qPrintable(err));
     sendSignal(p, SIGINT);
     const Run r = finish(p);
     err += r.err;
@@ -444,13 +427,16 @@ void TestFaults::secondSigintWhileWritingLeavesNoPartialFile() {
          << QStringLiteral("--export") << weights;
     QProcess p;
     start(p, args, Faults{-1, 100000});  // every write of the export takes 100 ms
+    // Once it says it trains, a signal stops it after a step (at whichever step).
     QString err = waitForStderr(p, QStringLiteral("training 4 members"));
-    QThread::msleep(200);
+    QVERIFY2(err.contains(QStringLiteral("training 4 members")), qPrintable(err));
     sendSignal(p, SIGINT);
     QVERIFY2(waitForTemporary(p, dir.path()), "the export never started");
-    // Ctrl-C again, twice, while the temporary file is being filled.
+    // Ctrl-C again, twice, while the temporary file is being filled; the third once the second
+    // was handled (two pending SIGINTs would arrive as one).
     sendSignal(p, SIGINT);
-    QThread::msleep(50);
+    err += waitForStderr(p, QStringLiteral("already stopping"));
+    QVERIFY2(err.contains(QStringLiteral("already stopping")), qPrintable(err));
     sendSignal(p, SIGINT);
     const Run r = finish(p);
     err += r.err;

@@ -24,6 +24,7 @@
 #include "model/architecture.h"
 #include "panels/experiment_panel.h"
 #include "panels/layer_list_editor.h"
+#include "test_support.h"
 #include "views/calibration_view.h"
 #include "views/filters_view.h"
 #include "views/images_view.h"
@@ -36,42 +37,6 @@ using ensemble::ui::LayerListEditor;
 using nlohmann::json;
 
 namespace {
-
-QByteArray be32(uint32_t v) {
-    QByteArray s(4, '\0');
-    for (int i = 0; i < 4; ++i) {
-        s[i] = static_cast<char>((v >> (24 - 8 * i)) & 0xff);
-    }
-    return s;
-}
-
-// `count` 28x28 images whose class c = i mod 10 is a bright bar at rows 2c + 3 and 2c + 4
-// over faint noise: a pattern a tiny CNN learns in a few steps.
-void writeIdx(const QString& folder, const char* images, const char* labels, uint32_t count,
-              uint32_t seed) {
-    QByteArray pix = be32(0x00000803) + be32(count) + be32(28) + be32(28);
-    QByteArray lab = be32(0x00000801) + be32(count);
-    uint32_t state = seed;
-    for (uint32_t i = 0; i < count; ++i) {
-        const int c = static_cast<int>(i % 10);
-        lab.append(static_cast<char>(c));
-        for (int y = 0; y < 28; ++y) {
-            for (int x = 0; x < 28; ++x) {
-                state = state * 1664525u + 1013904223u;
-                int v = static_cast<int>(state >> 27);  // 0..31
-                if ((y == 2 * c + 3 || y == 2 * c + 4) && x >= 4 && x < 24) {
-                    v = 200 + v;
-                }
-                pix.append(static_cast<char>(v));
-            }
-        }
-    }
-    for (const auto& [name, data] : {std::pair{images, pix}, std::pair{labels, lab}}) {
-        QFile f(QDir(folder).filePath(QString::fromLatin1(name)));
-        QVERIFY(f.open(QIODevice::WriteOnly));
-        QCOMPARE(f.write(data), data.size());
-    }
-}
 
 json tinyCnnConfig(const QString& folder) {
     json c = ensemble::loadConfigJson("mnist-cnn");
@@ -233,8 +198,10 @@ class TestGuiCnn : public QObject {
 
     void cnnRunInTheViews() {
         QTemporaryDir dir;
-        writeIdx(dir.path(), "train-images-idx3-ubyte", "train-labels-idx1-ubyte", 200, 1);
-        writeIdx(dir.path(), "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte", 60, 2);
+        QVERIFY(ensemble::test::writeIdx(dir.path(), "train-images-idx3-ubyte",
+                                         "train-labels-idx1-ubyte", 200, 1));
+        QVERIFY(ensemble::test::writeIdx(dir.path(), "t10k-images-idx3-ubyte",
+                                         "t10k-labels-idx1-ubyte", 60, 2));
         auto w = makeWindow({1400, 900});
         w->loadExperiment(tinyCnnConfig(dir.path()), QString());
         QVERIFY2(w->panel()->isValid(),

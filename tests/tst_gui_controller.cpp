@@ -1,5 +1,6 @@
 // The engine-thread bridge without a window: snapshots, pause/step/reset semantics, member
-// switches, coalescing, export round trip, shutdown while training.
+// switches, coalescing, export round trip, shutdown while training. How long shutdown takes is
+// measured by bench/gui_latency (ensemble-gui-bench), not asserted here.
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -9,18 +10,20 @@
 
 #include "controller/engine_controller.h"
 #include "core/errors.h"
+#include "gui_test_support.h"
 #include "io/config.h"
 #include "io/model_io.h"
 #include "test_support.h"
 
+using ensemble::test::engineIdle;
+using ensemble::test::kLongRun;
+using ensemble::test::waitSnapshot;
 using ensemble::ui::EngineController;
 using ensemble::ui::HeatQuantity;
 using ensemble::ui::SnapshotPtr;
 
 namespace {
 
-// Longer than any test waits: a run that must still be going when the test looks.
-constexpr int64_t kLongRun = 50'000'000;
 // The first snapshots of a 16-member run take seconds in a Debug + AddressSanitizer build on a
 // busy machine (16 s measured); a generous wait keeps that build's check meaningful.
 constexpr int kSlowBuildWaitMs = 90'000;
@@ -34,17 +37,6 @@ nlohmann::json smallConfig(int members = 4, int64_t steps = 400, uint64_t seed =
     c["training"]["steps"] = steps;
     c["backend"]["kind"] = "cpu";
     return c;
-}
-
-// Waits until the controller's latest snapshot satisfies `pred`.
-template <typename Pred>
-bool waitSnapshot(EngineController& c, Pred pred, int timeoutMs = 20000) {
-    return QTest::qWaitFor(
-        [&] {
-            SnapshotPtr s = c.snapshot();
-            return s && pred(*s);
-        },
-        timeoutMs);
 }
 
 bool sameImage(const QImage& a, const QImage& b) {
@@ -97,7 +89,7 @@ void TestGuiController::trainToPauseAndStep() {
     QVERIFY(!sameImage(initial, c.snapshot()->heat[0].image));
     c.step();
     QVERIFY(waitSnapshot(c, [](const auto& s) { return s.step == 61; }));
-    QTest::qWait(200);
+    QVERIFY(engineIdle(c));  // one step, not a run
     QCOMPARE(c.snapshot()->step, int64_t{61});
     QVERIFY(c.snapshot()->history.back()->step == 61);
 }
@@ -111,11 +103,12 @@ void TestGuiController::pauseStopsProgress() {
     QVERIFY(waitSnapshot(c, [](const auto& s) { return s.step > 100 && s.running; }));
     const uint64_t received = c.snapshotsReceived();
     QVERIFY(received >= 2);
+    QVERIFY(!engineIdle(c));  // while training the check below fails
     c.pause();
     QVERIFY(waitSnapshot(c, [](const auto& s) { return !s.running; }));
     QVERIFY(!c.isRunning());
     const int64_t stopped = c.snapshot()->step;
-    QTest::qWait(300);
+    QVERIFY(engineIdle(c));
     QCOMPARE(c.snapshot()->step, stopped);
     QVERIFY(running.count() >= 2);
 }
@@ -172,7 +165,9 @@ void TestGuiController::snapshotsCoalesce() {
     QVERIFY(waitSnapshot(c, [](const auto& s) { return s.step == 0; }));
     c.start();
     QVERIFY(waitSnapshot(c, [](const auto& s) { return s.running && s.step > 0; }));
-    // Block the GUI thread: the worker keeps training but builds no backlog.
+    // Block the GUI thread, as a long paint would: the worker keeps training but builds no
+    // backlog. The sleep is the stimulus, not a wait for something; the bound below holds
+    // however long it lasts.
     const uint64_t before = c.snapshotsReceived();
     const int64_t stepBefore = c.snapshot()->step;
     QThread::msleep(800);
@@ -262,10 +257,10 @@ void TestGuiController::destroyWhileTraining() {
     c->start();
     QVERIFY(waitSnapshot(
         *c, [](const auto& s) { return s.running && s.step > 50; }, kSlowBuildWaitMs));
-    QElapsedTimer timer;
-    timer.start();
+    // The destructor stops the chunk in flight and joins the engine thread: it returns (a hang
+    // fails at CTest's deadline), and no queued signal reaches a destroyed controller.
     c.reset();
-    QVERIFY2(timer.elapsed() < 2000, qPrintable(QString::number(timer.elapsed())));
+    QCoreApplication::processEvents();
 }
 
 QTEST_MAIN(TestGuiController)

@@ -9,7 +9,6 @@
 #include <QImage>
 #include <QLabel>
 #include <QMessageBox>
-#include <QProcess>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTableWidget>
@@ -35,7 +34,12 @@
 #include "views/calibration_view.h"
 #include "views/members_view.h"
 
+using ensemble::test::describe;
+using ensemble::test::exportedParameters;
 using ensemble::test::makeWindow;
+using ensemble::test::Run;
+using ensemble::test::runProgram;
+using ensemble::test::sameBits;
 using ensemble::test::waitFresh;
 using ensemble::test::waitSnapshot;
 using ensemble::ui::MainWindow;
@@ -67,31 +71,11 @@ QStringList trainArgs(int64_t steps) {
 
 // Runs ensemble-cli; the exit code (-1 when it did not finish), stderr in `err`.
 int runCli(const QStringList& args, QByteArray* err = nullptr) {
-    QProcess cli;
-    cli.start(ensemble::test::cliPath(), args);
-    if (!cli.waitForFinished(60000)) {
-        return -1;
-    }
+    const Run r = ensemble::test::runCli(args);
     if (err != nullptr) {
-        *err = cli.readAllStandardError();
+        *err = r.err.toUtf8();
     }
-    return cli.exitStatus() == QProcess::NormalExit ? cli.exitCode() : -1;
-}
-
-// The weights the window holds, through its export.
-std::vector<float> windowParameters(MainWindow& w, const QTemporaryDir& dir, const char* name) {
-    QSignalSpy done(&w, &MainWindow::exportFinished);
-    const QString base = dir.filePath(QString::fromLatin1(name));
-    w.exportTo(base);
-    if (!done.wait(20000) || !done.at(0).at(0).toBool()) {
-        return {};
-    }
-    return ensemble::importEnsemble((base + QStringLiteral(".safetensors")).toStdString()).params;
-}
-
-bool sameBits(const std::vector<float>& a, const std::vector<float>& b) {
-    return !a.empty() && a.size() == b.size() &&
-           std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+    return r.code;
 }
 
 // Opens `path` and waits for the run it makes to show its first snapshot.
@@ -113,10 +97,9 @@ bool openAndWait(MainWindow& w, const QString& path, int64_t step) {
 // by the engine's CPU path at that grid cell: the heatmap is drawn from the file's weights.
 void checkBoundaryShowsFile(MainWindow& w, const QString& path) {
     QVERIFY(w.setView(QStringLiteral("boundary")));
-    QTest::qWait(50);
     auto* canvas = w.boundaryView()->canvas();
+    QTRY_VERIFY(!canvas->plotRect().isEmpty());  // laid out
     const QRectF plot = canvas->plotRect();
-    QVERIFY(!plot.isEmpty());
     const ensemble::ui::BoundaryReadout r = canvas->readoutAt(plot.center());
     QVERIFY(r.valid && r.hasEnsemble);
     const SnapshotPtr s = w.controller()->snapshot();
@@ -140,51 +123,14 @@ void checkBoundaryShowsFile(MainWindow& w, const QString& path) {
     }
 }
 
-QByteArray be32(uint32_t v) {
-    QByteArray s(4, '\0');
-    for (int i = 0; i < 4; ++i) {
-        s[i] = static_cast<char>((v >> (24 - 8 * i)) & 0xff);
-    }
-    return s;
-}
-
-// `count` 28x28 MNIST-format images (as tst_gui_cnn writes them): class c = i mod 10 is a
-// bright bar at rows 2c + 3 and 2c + 4 over faint noise.
-void writeIdx(const QString& folder, const char* images, const char* labels, uint32_t count,
-              uint32_t seed) {
-    QByteArray pix = be32(0x00000803) + be32(count) + be32(28) + be32(28);
-    QByteArray lab = be32(0x00000801) + be32(count);
-    uint32_t state = seed;
-    for (uint32_t i = 0; i < count; ++i) {
-        const int c = static_cast<int>(i % 10);
-        lab.append(static_cast<char>(c));
-        for (int y = 0; y < 28; ++y) {
-            for (int x = 0; x < 28; ++x) {
-                state = state * 1664525u + 1013904223u;
-                int v = static_cast<int>(state >> 27);
-                if ((y == 2 * c + 3 || y == 2 * c + 4) && x >= 4 && x < 24) {
-                    v = 200 + v;
-                }
-                pix.append(static_cast<char>(v));
-            }
-        }
-    }
-    for (const auto& [name, bytes] : {std::pair{images, pix}, std::pair{labels, lab}}) {
-        QFile f(QDir(folder).filePath(QString::fromLatin1(name)));
-        QVERIFY(f.open(QIODevice::WriteOnly));
-        QCOMPARE(f.write(bytes), bytes.size());
-    }
-}
-
 // The numbers of ensemble-cli eval's line that starts with `label` (accuracy nll brier ece).
 QList<double> evalRow(const QString& weights, const QString& label) {
-    QProcess cli;
-    cli.start(ensemble::test::cliPath(),
-              {QStringLiteral("eval"), QStringLiteral("--weights"), weights});
-    if (!cli.waitForFinished(60000) || cli.exitCode() != 0) {
+    const Run cli =
+        ensemble::test::runCli({QStringLiteral("eval"), QStringLiteral("--weights"), weights});
+    if (cli.code != 0) {
         return {};
     }
-    for (const QString& line : QString::fromUtf8(cli.readAllStandardOutput()).split('\n')) {
+    for (const QString& line : cli.out.split('\n')) {
         if (line.startsWith(label + ' ')) {
             QList<double> values;
             for (const QString& word : line.mid(label.size()).split(' ', Qt::SkipEmptyParts)) {
@@ -257,7 +203,7 @@ void TestGuiOpen::opensAnExportAsTheStartingPoint() {
     QCOMPARE(w->windowFilePath(), m_export);
     checkBoundaryShowsFile(*w, m_export);
     // Nothing trained: the window holds the file's weights, bit for bit.
-    QVERIFY(sameBits(windowParameters(*w, dir, "held"),
+    QVERIFY(sameBits(exportedParameters(*w, dir, "held"),
                      ensemble::importEnsemble(m_export.toStdString()).params));
 }
 
@@ -315,7 +261,7 @@ void TestGuiOpen::opensACheckpointAndContinuesItAsTheCliResumes() {
     QCOMPARE(w->trainAction()->text(), QStringLiteral("Continue"));
     w->trainAction()->trigger();
     QVERIFY(waitSnapshot(*w, [](const auto& sn) { return sn.step == 80 && !sn.running; }));
-    const std::vector<float> app = windowParameters(*w, dir, "continued");
+    const std::vector<float> app = exportedParameters(*w, dir, "continued");
 
     const QString resumed = dir.filePath(QStringLiteral("resumed.safetensors"));
     QByteArray err;
@@ -359,7 +305,7 @@ void TestGuiOpen::savedCheckpointContinuesInTheCliAndReopens() {
     QCoreApplication::processEvents();
     w->trainAction()->trigger();  // Continue: to 40
     QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 40 && !s.running; }));
-    const std::vector<float> app = windowParameters(*w, dir, "app40");
+    const std::vector<float> app = exportedParameters(*w, dir, "app40");
     QVERIFY(sameBits(app, ensemble::importEnsemble(m_export.toStdString()).params));
     const QString resumed = dir.filePath(QStringLiteral("resumed.safetensors"));
     QByteArray err;
@@ -427,9 +373,12 @@ void TestGuiOpen::closingAsksToSaveACheckpoint() {
     options.useSettings = false;
     options.askToSaveCheckpoint = true;
     int asked = 0;
-    // Answers the question when it shows (a modal box runs its own event loop).
+    int looked = 0;  // answerers that have run
+    // Answers the question when it shows (a modal box runs its own event loop); one that runs
+    // after close() returned finds no question, and says so by leaving `asked` as it was.
     auto answerWith = [&](QMessageBox::StandardButton button) {
-        QTimer::singleShot(100, [&asked, button] {
+        QTimer::singleShot(100, [&asked, &looked, button] {
+            ++looked;
             auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
             if (box != nullptr && box->objectName() == QStringLiteral("SaveCheckpointQuestion")) {
                 ++asked;
@@ -443,7 +392,7 @@ void TestGuiOpen::closingAsksToSaveACheckpoint() {
     QVERIFY(waitFresh(*fresh));
     answerWith(QMessageBox::Cancel);
     QVERIFY(fresh->close());  // nothing trained: no question
-    QTest::qWait(200);
+    QTRY_COMPARE(looked, 1);
     QCOMPARE(asked, 0);
 
     MainWindow w(options);
@@ -456,6 +405,7 @@ void TestGuiOpen::closingAsksToSaveACheckpoint() {
     QVERIFY(waitSnapshot(w, [](const auto& s) { return s.step == 5 && !s.running; }));
     answerWith(QMessageBox::Cancel);
     QVERIFY(!w.close());
+    QCOMPARE(looked, 2);
     QCOMPARE(asked, 1);
     QVERIFY(w.isVisible());
 
@@ -466,7 +416,7 @@ void TestGuiOpen::closingAsksToSaveACheckpoint() {
     QVERIFY(saved.at(0).at(0).toBool());
     answerWith(QMessageBox::Cancel);
     QVERIFY(w.close());
-    QTest::qWait(200);
+    QTRY_COMPARE(looked, 3);
     QCOMPARE(asked, 1);
 
     // Trained further after it: asked again; Discard closes.
@@ -636,8 +586,10 @@ void TestGuiOpen::missingCsvOpensWithoutData() {
 // curves and its filters; the banner names the folder and how to get the data.
 void TestGuiOpen::missingMnistFolderOpensWithoutData() {
     QTemporaryDir data;
-    writeIdx(data.path(), "train-images-idx3-ubyte", "train-labels-idx1-ubyte", 200, 1);
-    writeIdx(data.path(), "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte", 60, 2);
+    QVERIFY(ensemble::test::writeIdx(data.path(), "train-images-idx3-ubyte",
+                                     "train-labels-idx1-ubyte", 200, 1));
+    QVERIFY(ensemble::test::writeIdx(data.path(), "t10k-images-idx3-ubyte",
+                                     "t10k-labels-idx1-ubyte", 60, 2));
     QTemporaryDir dir;
     const QString ckpt = dir.filePath(QStringLiteral("cnn.ckpt.safetensors"));
     QByteArray err;
@@ -704,27 +656,25 @@ void TestGuiOpen::missingMnistFolderOpensWithoutData() {
 void TestGuiOpen::rendersWeightsUnattended() {
     QTemporaryDir dir;
     const QString shot = dir.filePath(QStringLiteral("ckpt.png"));
-    QProcess lab;
-    lab.start(QStringLiteral(ENSEMBLE_LAB_PATH),
-              {QStringLiteral("--weights"), m_checkpoint, QStringLiteral("--view"),
-               QStringLiteral("members"), QStringLiteral("--window-size"),
-               QStringLiteral("900x600"), QStringLiteral("--screenshot"), shot});
-    QVERIFY(lab.waitForFinished(60000));
-    const QByteArray out = lab.readAllStandardOutput();
-    QVERIFY2(lab.exitCode() == 0, lab.readAllStandardError().constData());
-    QVERIFY2(out.contains("step 40, saved"), out.constData());
+    const QString lab = QStringLiteral(ENSEMBLE_LAB_PATH);
+    const Run r =
+        runProgram(lab, {QStringLiteral("--weights"), m_checkpoint, QStringLiteral("--view"),
+                         QStringLiteral("members"), QStringLiteral("--window-size"),
+                         QStringLiteral("900x600"), QStringLiteral("--screenshot"), shot});
+    QVERIFY2(r.code == 0, qPrintable(describe(r)));
+    QVERIFY2(r.out.contains(QStringLiteral("step 40, saved")), qPrintable(r.out));
     QCOMPARE(QImage(shot).size(), QSize(900, 600));
 
     // Training does not go with --weights (exit 2), nor does a file that is not weights (3).
-    lab.start(QStringLiteral(ENSEMBLE_LAB_PATH),
-              {QStringLiteral("--weights"), m_checkpoint, QStringLiteral("--train-steps"),
-               QStringLiteral("5"), QStringLiteral("--screenshot"), shot});
-    QVERIFY(lab.waitForFinished(60000));
-    QCOMPARE(lab.exitCode(), 2);
-    lab.start(QStringLiteral(ENSEMBLE_LAB_PATH), {dir.filePath(QStringLiteral("none.safetensors")),
-                                                  QStringLiteral("--screenshot"), shot});
-    QVERIFY(lab.waitForFinished(60000));
-    QCOMPARE(lab.exitCode(), 3);
+    QCOMPARE(
+        runProgram(lab, {QStringLiteral("--weights"), m_checkpoint, QStringLiteral("--train-steps"),
+                         QStringLiteral("5"), QStringLiteral("--screenshot"), shot})
+            .code,
+        2);
+    QCOMPARE(runProgram(lab, {dir.filePath(QStringLiteral("none.safetensors")),
+                              QStringLiteral("--screenshot"), shot})
+                 .code,
+             3);
 }
 
 // Calibration > Compare with…: a second ensemble of the same dataset (K = 5 without bootstrap
@@ -822,8 +772,7 @@ void TestGuiOpen::comparesASecondEnsembleInCalibration() {
     config["ensemble"]["members"] = 2;
     w->loadExperiment(config, QString());
     QVERIFY(waitFresh(*w));
-    QTest::qWait(50);
-    QVERIFY(view->comparison() == nullptr);
+    QTRY_VERIFY(view->comparison() == nullptr);
     QVERIFY2(view->comparisonMessage().contains(QStringLiteral("removed")),
              qPrintable(view->comparisonMessage()));
     QCOMPARE(table->rowCount(), 2 + 2);

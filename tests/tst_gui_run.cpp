@@ -8,7 +8,6 @@
 #include <QFrame>
 #include <QLabel>
 #include <QLineEdit>
-#include <QProcess>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
@@ -29,7 +28,13 @@
 #include "test_support.h"
 #include "train/trainer.h"
 
+using ensemble::test::describe;
+using ensemble::test::engineIdle;
+using ensemble::test::exportedParameters;
 using ensemble::test::makeWindow;
+using ensemble::test::Run;
+using ensemble::test::runCli;
+using ensemble::test::sameBits;
 using ensemble::test::waitFresh;
 using ensemble::test::waitSnapshot;
 using ensemble::ui::MainWindow;
@@ -46,17 +51,6 @@ nlohmann::json smallConfig(int64_t steps) {
     c["backend"]["kind"] = "cpu";
     c["backend"]["threads"] = 1;
     return c;
-}
-
-// The weights the app holds, through its export.
-std::vector<float> exportedParameters(MainWindow& w, const QTemporaryDir& dir, const char* name) {
-    QSignalSpy done(&w, &MainWindow::exportFinished);
-    const QString base = dir.filePath(QString::fromLatin1(name));
-    w.exportTo(base);
-    if (!done.wait(20000) || !done.at(0).at(0).toBool()) {
-        return {};
-    }
-    return ensemble::importEnsemble((base + QStringLiteral(".safetensors")).toStdString()).params;
 }
 
 std::vector<float> engineParameters(const nlohmann::json& config, int64_t steps) {
@@ -100,52 +94,6 @@ QStringList shellWords(const QString& line) {
         words << word;
     }
     return words;
-}
-
-QByteArray be32(uint32_t v) {
-    QByteArray s(4, '\0');
-    for (int i = 0; i < 4; ++i) {
-        s[i] = static_cast<char>((v >> (24 - 8 * i)) & 0xff);
-    }
-    return s;
-}
-
-// MNIST-shaped IDX files: `count` 28x28 images whose class c = i mod 10 is a bright bar at rows
-// 2c + 3 and 2c + 4 over faint noise. From row `noisyFrom` on, every third label is shifted
-// (wrong), so the first rows are easier than the rest: a figure measured on them alone differs
-// from the whole split's.
-bool writeIdx(const QString& folder, const char* images, const char* labels, uint32_t count,
-              uint32_t seed, uint32_t noisyFrom) {
-    QByteArray pix = be32(0x00000803) + be32(count) + be32(28) + be32(28);
-    QByteArray lab = be32(0x00000801) + be32(count);
-    uint32_t state = seed;
-    for (uint32_t i = 0; i < count; ++i) {
-        const int c = static_cast<int>(i % 10);
-        const int label = i >= noisyFrom && i % 3 == 0 ? (c + 1) % 10 : c;
-        lab.append(static_cast<char>(label));
-        for (int y = 0; y < 28; ++y) {
-            for (int x = 0; x < 28; ++x) {
-                state = state * 1664525u + 1013904223u;
-                int v = static_cast<int>(state >> 27);  // 0..31
-                if ((y == 2 * c + 3 || y == 2 * c + 4) && x >= 4 && x < 24) {
-                    v = 200 + v;
-                }
-                pix.append(static_cast<char>(v));
-            }
-        }
-    }
-    for (const auto& [name, data] : {std::pair{images, pix}, std::pair{labels, lab}}) {
-        QFile f(QDir(folder).filePath(QString::fromLatin1(name)));
-        if (!f.open(QIODevice::WriteOnly) || f.write(data) != data.size()) {
-            return false;
-        }
-    }
-    return true;
-}
-
-bool sameBits(const std::vector<float>& a, const std::vector<float>& b) {
-    return !a.empty() && a.size() == b.size() &&
-           std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 }  // namespace
@@ -278,10 +226,8 @@ void TestGuiRun::liveLearningRateEditEqualsItsReplay() {
     args.removeFirst();
     const QString exported = dir.filePath(QStringLiteral("cli.safetensors"));
     args << QStringLiteral("--export") << exported << QStringLiteral("--quiet");
-    QProcess cli;
-    cli.start(ensemble::test::cliPath(), args);
-    QVERIFY(cli.waitForFinished(60000));
-    QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
+    const Run cli = runCli(args);
+    QVERIFY2(cli.code == 0, qPrintable(describe(cli)));
     QVERIFY(sameBits(app, ensemble::importEnsemble(exported.toStdString()).params));
 }
 
@@ -337,10 +283,8 @@ void TestGuiRun::memberSwitchesEqualTheirReplay() {
     const QString metrics = dir.filePath(QStringLiteral("cli.json"));
     args << QStringLiteral("--export") << exported << QStringLiteral("--metrics") << metrics
          << QStringLiteral("--quiet");
-    QProcess cli;
-    cli.start(ensemble::test::cliPath(), args);
-    QVERIFY(cli.waitForFinished(60000));
-    QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
+    const Run cli = runCli(args);
+    QVERIFY2(cli.code == 0, qPrintable(describe(cli)));
     QVERIFY(sameBits(app, ensemble::importEnsemble(exported.toStdString()).params));
     QFile cliMetricsFile(metrics);
     QVERIFY(cliMetricsFile.open(QIODevice::ReadOnly));
@@ -351,12 +295,10 @@ void TestGuiRun::memberSwitchesEqualTheirReplay() {
 
     // eval of the app's export: its switches at the stored step.
     const QString report = dir.filePath(QStringLiteral("eval.json"));
-    QProcess eval;
-    eval.start(ensemble::test::cliPath(), {QStringLiteral("eval"), QStringLiteral("--weights"),
-                                           dir.filePath(QStringLiteral("switched.safetensors")),
-                                           QStringLiteral("--report"), report});
-    QVERIFY(eval.waitForFinished(60000));
-    QVERIFY2(eval.exitCode() == 0, eval.readAllStandardError().constData());
+    const Run eval = runCli({QStringLiteral("eval"), QStringLiteral("--weights"),
+                             dir.filePath(QStringLiteral("switched.safetensors")),
+                             QStringLiteral("--report"), report});
+    QVERIFY2(eval.code == 0, qPrintable(describe(eval)));
     QFile f(report);
     QVERIFY(f.open(QIODevice::ReadOnly));
     const nlohmann::json r = nlohmann::json::parse(f.readAll().toStdString());
@@ -372,25 +314,43 @@ void TestGuiRun::memberSwitchesEqualTheirReplay() {
 // An edit that needs a new run (the dataset's noise) leaves the run as it is, raises one banner
 // above the views naming what changed, and marks the row; Reset applies it and clears both.
 void TestGuiRun::restartKeyRaisesTheBanner() {
+    const auto editNoise = [](MainWindow& window) {
+        auto* noise = window.panel()->findChild<QDoubleSpinBox*>(QStringLiteral("dataset.noise"));
+        QVERIFY(noise != nullptr);
+        noise->setValue(noise->value() + 0.05);
+    };
     auto w = makeWindow();
     w->loadExperiment(smallConfig(1000), QString());
     QVERIFY(waitFresh(*w));
+    // A witness: on an untrained run the same edit applies on its own, after the window's edit
+    // debounce (a new run, no banner).
+    auto witness = makeWindow();
+    witness->loadExperiment(smallConfig(1000), QString());
+    QVERIFY(waitFresh(*witness));
     const uint64_t run = w->controller()->currentRunId();
     w->controller()->trainTo(10);
     QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 10 && !s.running; }));
     auto* banner = w->findChild<QFrame*>(QStringLiteral("RestartBanner"));
     QVERIFY(banner != nullptr);
     QVERIFY(banner->isHidden());
-    auto* noise = w->panel()->findChild<QDoubleSpinBox*>(QStringLiteral("dataset.noise"));
-    QVERIFY(noise != nullptr);
-    noise->setValue(noise->value() + 0.05);
+    editNoise(*w);
     QVERIFY(!banner->isHidden());
     const auto labels = banner->findChildren<QLabel*>();
     QVERIFY(!labels.isEmpty());
     QVERIFY2(labels.first()->text().startsWith(QStringLiteral("Dataset changed")),
              qPrintable(labels.first()->text()));
     QCOMPARE(w->panel()->pendingKeys(), QStringList{QStringLiteral("dataset.noise")});
-    QTest::qWait(100);
+    // Two of the witness's debounces, one after the other, outlast one started by the edit
+    // above, whatever rounding the timers get: had that edit started one, it has fired.
+    for (int round = 0; round < 2; ++round) {
+        const uint64_t before = witness->controller()->currentRunId();
+        editNoise(*witness);
+        // Not at once: no event has been handled since the edit, so the debounce is pending.
+        QCOMPARE(witness->controller()->currentRunId(), before);
+        QTRY_VERIFY(witness->controller()->currentRunId() != before);
+        QVERIFY(witness->findChild<QFrame*>(QStringLiteral("RestartBanner"))->isHidden());
+        QVERIFY(waitFresh(*witness));
+    }
     QCOMPARE(w->controller()->currentRunId(), run);  // nothing restarted on its own
     QCOMPARE(w->controller()->snapshot()->step, int64_t{10});
     auto* reset = banner->findChild<QPushButton*>();
@@ -461,12 +421,9 @@ void TestGuiRun::exportedConfigReplaysToItsWeights() {
         f.write(QByteArray::fromStdString(e.config.json.dump(2)));
     }
     const QString replayed = dir.filePath(QStringLiteral("replayed.safetensors"));
-    QProcess cli;
-    cli.start(ensemble::test::cliPath(),
-              {QStringLiteral("train"), QStringLiteral("--config"), config,
-               QStringLiteral("--export"), replayed, QStringLiteral("--quiet")});
-    QVERIFY(cli.waitForFinished(60000));
-    QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
+    const Run cli = runCli({QStringLiteral("train"), QStringLiteral("--config"), config,
+                            QStringLiteral("--export"), replayed, QStringLiteral("--quiet")});
+    QVERIFY2(cli.code == 0, qPrintable(describe(cli)));
     QVERIFY(sameBits(e.params, ensemble::importEnsemble(replayed.toStdString()).params));
 
     // A finite run paused before its Stop after: the same.
@@ -486,9 +443,12 @@ void TestGuiRun::exportedConfigReplaysToItsWeights() {
 // what `ensemble-cli eval` reports for the exported weights.
 void TestGuiRun::stoppedRunShowsTheFiguresEvalGives() {
     QTemporaryDir dir;
-    QVERIFY(
-        writeIdx(dir.path(), "train-images-idx3-ubyte", "train-labels-idx1-ubyte", 400, 1, 1000));
-    QVERIFY(writeIdx(dir.path(), "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte", 300, 2, 50));
+    // From image 50 on, the test labels are noisier: the live subset's figures differ from the
+    // whole split's.
+    QVERIFY(ensemble::test::writeIdx(dir.path(), "train-images-idx3-ubyte",
+                                     "train-labels-idx1-ubyte", 400, 1));
+    QVERIFY(ensemble::test::writeIdx(dir.path(), "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte",
+                                     300, 2, 50));
     nlohmann::json c = ensemble::loadConfigJson("mnist-mlp");
     c["dataset"]["path"] = dir.path().toStdString();
     c["model"]["hidden"] = {16};
@@ -534,12 +494,10 @@ void TestGuiRun::stoppedRunShowsTheFiguresEvalGives() {
     QVERIFY(done.wait(20000));
     QVERIFY(done.at(0).at(0).toBool());
     const QString report = dir.filePath(QStringLiteral("eval.json"));
-    QProcess cli;
-    cli.start(ensemble::test::cliPath(),
-              {QStringLiteral("eval"), QStringLiteral("--weights"),
-               base + QStringLiteral(".safetensors"), QStringLiteral("--report"), report});
-    QVERIFY(cli.waitForFinished(60000));
-    QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
+    const Run cli =
+        runCli({QStringLiteral("eval"), QStringLiteral("--weights"),
+                base + QStringLiteral(".safetensors"), QStringLiteral("--report"), report});
+    QVERIFY2(cli.code == 0, qPrintable(describe(cli)));
     QFile f(report);
     QVERIFY(f.open(QIODevice::ReadOnly));
     const nlohmann::json r = nlohmann::json::parse(f.readAll().toStdString());
@@ -572,7 +530,9 @@ void TestGuiRun::choosingAPresetShowsItsDataWithoutReset() {
     const SnapshotPtr s = w->controller()->snapshot();
     QCOMPARE(s->step, int64_t{0});
     QVERIFY(s->hasGrid && s->run->train.rows > 0);  // its data, drawn untrained
-    QTest::qWait(200);
+    // Nothing trains: the engine thread answers twice with the same weights, and a start queued
+    // before the question would have said so (runningChanged) before the answer.
+    QVERIFY(engineIdle(*w->controller()));
     QVERIFY(!w->controller()->isRunning());
     QCOMPARE(w->controller()->snapshot()->step, int64_t{0});
     QVERIFY(w->findChild<QFrame*>(QStringLiteral("RestartBanner"))->isHidden());

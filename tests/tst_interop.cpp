@@ -351,47 +351,18 @@ class TestInterop : public QObject {
         return agreement;
     }
 
-    // MNIST-format IDX files of `count` 28x28 images: class c = i mod 10 is a bright bar at
-    // rows 2c + 3 and 2c + 4 over faint noise.
-    static void writeIdx(const QString& folder, const char* images, const char* labels,
-                         uint32_t count, uint32_t seed) {
-        const auto be32 = [](uint32_t v) {
-            QByteArray s(4, '\0');
-            for (int i = 0; i < 4; ++i) {
-                s[i] = static_cast<char>((v >> (24 - 8 * i)) & 0xff);
-            }
-            return s;
-        };
-        QByteArray pix = be32(0x00000803) + be32(count) + be32(28) + be32(28);
-        QByteArray lab = be32(0x00000801) + be32(count);
-        uint32_t state = seed;
-        for (uint32_t i = 0; i < count; ++i) {
-            const int c = static_cast<int>(i % 10);
-            lab.append(static_cast<char>(c));
-            for (int y = 0; y < 28; ++y) {
-                for (int x = 0; x < 28; ++x) {
-                    state = state * 1664525u + 1013904223u;
-                    int v = static_cast<int>(state >> 27);
-                    if ((y == 2 * c + 3 || y == 2 * c + 4) && x >= 4 && x < 24) {
-                        v = 200 + v;
-                    }
-                    pix.append(static_cast<char>(v));
-                }
-            }
-        }
-        for (const auto& [name, bytes] : {std::pair{images, pix}, std::pair{labels, lab}}) {
-            QFile f(QDir(folder).filePath(QString::fromLatin1(name)));
-            QVERIFY(f.open(QIODevice::WriteOnly));
-            QCOMPARE(f.write(bytes), bytes.size());
-        }
-    }
-
     QString mnistFolder() {
         const QString folder = path(QStringLiteral("mnist"));
         if (!QDir(folder).exists()) {
             QDir().mkpath(folder);
-            writeIdx(folder, "train-images-idx3-ubyte", "train-labels-idx1-ubyte", 300, 1);
-            writeIdx(folder, "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte", 60, 2);
+            const bool written = ensemble::test::writeIdx(folder, "train-images-idx3-ubyte",
+                                                          "train-labels-idx1-ubyte", 300, 1) &&
+                                 ensemble::test::writeIdx(folder, "t10k-images-idx3-ubyte",
+                                                          "t10k-labels-idx1-ubyte", 60, 2);
+            if (!written) {
+                qWarning("could not write the MNIST-format files in %s", qPrintable(folder));
+                return {};
+            }
         }
         return folder;
     }

@@ -16,6 +16,7 @@
 #include <QMessageBox>
 #include <QScrollArea>
 #include <QScrollBar>
+#include <QSignalSpy>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QStandardPaths>
@@ -39,6 +40,8 @@
 #include "views/sweep_view.h"
 #include "widgets/elided_label.h"
 
+using ensemble::test::engineIdle;
+using ensemble::test::kLongRun;
 using ensemble::test::makeWindow;
 using ensemble::test::waitFresh;
 using ensemble::test::waitSnapshot;
@@ -46,8 +49,6 @@ using ensemble::ui::MainWindow;
 using ensemble::ui::SnapshotPtr;
 
 namespace {
-
-constexpr int64_t kLongRun = 50'000'000;
 
 nlohmann::json smallConfig(int members = 4) {
     nlohmann::json c = ensemble::loadConfigJson("spirals");
@@ -108,6 +109,13 @@ QStringList tooSmall(QWidget* root) {
         }
     }
     return out;
+}
+
+// Delivers what is pending (layouts, chart updates), then paints `view` now: what a shown view
+// would draw, without waiting for the screen.
+void paint(QWidget* view) {
+    QCoreApplication::processEvents();
+    view->grab();
 }
 
 QAction* menuAction(MainWindow& w, const QString& text) {
@@ -232,11 +240,14 @@ void TestLabBench::enterReturnsFocusSoShortcutsWork() {
     decay->setFocus();
     decay->end(false);
     const QString text = decay->text();
+    QSignalSpy stepped(w->stepAction(), &QAction::triggered);
     QTest::keyClick(decay, Qt::Key_S);
     QCOMPARE(decay->text(), text + QStringLiteral("s"));
     QTest::keyClick(decay, Qt::Key_Backspace);
     QCOMPARE(decay->text(), text);
-    QTest::qWait(100);
+    QCOMPARE(stepped.count(), 0);
+    // Nor did anything reach the engine: it answers twice with the same, untrained weights.
+    QVERIFY(engineIdle(*w->controller()));
     QCOMPARE(w->controller()->snapshot()->step, int64_t(0));
     QVERIFY(!w->controller()->isRunning());
 
@@ -244,7 +255,9 @@ void TestLabBench::enterReturnsFocusSoShortcutsWork() {
     QTest::keyClick(decay, Qt::Key_Return);
     QVERIFY(!decay->hasFocus());
     QTest::keyClick(w.get(), Qt::Key_Space);
-    QVERIFY(QTest::qWaitFor([&] { return w->controller()->isRunning(); }, 20000));
+    // A snapshot of the running run: the next one that says it is not running is then the
+    // paused run's last (the one before training started says so too).
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.running && s.step > 0; }));
     QTest::keyClick(w.get(), Qt::Key_Space);
     QVERIFY(QTest::qWaitFor([&] { return !w->controller()->isRunning(); }, 20000));
 
@@ -254,13 +267,16 @@ void TestLabBench::enterReturnsFocusSoShortcutsWork() {
     QVERIFY(members->hasFocus());
     QTest::keyClick(members, Qt::Key_Escape);
     QVERIFY(!members->hasFocus());
-    QVERIFY(QTest::qWaitFor([&] { return !w->controller()->snapshot()->running; }, 20000));
-    QTest::qWait(300);  // the last snapshot of the paused run has arrived
-    QVERIFY2(w->stepAction()->isEnabled(),
-             qPrintable(ensemble::ui::disabledReason(w->stepAction())));
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return !s.running; }));
+    // Step is enabled once the paused run's last snapshot has arrived.
+    QTRY_VERIFY2(w->stepAction()->isEnabled(),
+                 qPrintable(ensemble::ui::disabledReason(w->stepAction())));
     const int64_t at = w->controller()->snapshot()->step;
     QTest::keyClick(w.get(), Qt::Key_S);
-    QVERIFY(QTest::qWaitFor([&] { return w->controller()->snapshot()->step == at + 1; }, 20000));
+    QVERIFY2(QTest::qWaitFor([&] { return w->controller()->snapshot()->step == at + 1; }, 20000),
+             qPrintable(QStringLiteral("step %1, expected %2")
+                            .arg(w->controller()->snapshot()->step)
+                            .arg(at + 1)));
 }
 
 void TestLabBench::errorsWrapUnderTheirFieldAndDisabledActionsSayWhy() {
@@ -415,10 +431,10 @@ void TestLabBench::everyViewUsableAt900x600() {
         if (!w->setView(name)) {
             continue;  // not shown for this data (Images)
         }
-        QTest::qWait(50);
-        const QStringList small = tooSmall(w->currentView());
-        QVERIFY2(small.isEmpty(),
-                 qPrintable(name + QStringLiteral(": ") + small.join(QStringLiteral("; "))));
+        // Layouts settle through posted events: every widget at its minimum once they have.
+        QTRY_VERIFY2(tooSmall(w->currentView()).isEmpty(),
+                     qPrintable(name + QStringLiteral(": ") +
+                                tooSmall(w->currentView()).join(QStringLiteral("; "))));
     }
     const QStringList panel = tooSmall(w->panel());
     QVERIFY2(panel.isEmpty(), qPrintable(panel.join(QStringLiteral("; "))));
@@ -434,9 +450,8 @@ void TestLabBench::everyViewUsableAt900x600() {
     area.resize(tabs->currentWidget()->size());
     area.show();
     QVERIFY(QTest::qWaitForWindowExposed(&area));
-    QTest::qWait(50);
-    const QStringList small = tooSmall(images);
-    QVERIFY2(small.isEmpty(), qPrintable(small.join(QStringLiteral("; "))));
+    QTRY_VERIFY2(tooSmall(images).isEmpty(),
+                 qPrintable(tooSmall(images).join(QStringLiteral("; "))));
 }
 
 void TestLabBench::statusMessagesElideAndHelpListsShortcuts() {
@@ -496,9 +511,10 @@ void TestLabBench::logAxesPrintNothing() {
     const QtMessageHandler previous = qInstallMessageHandler(collect);
     w->loadExperiment(c, QString());
     QVERIFY(waitStep(*w, 0));
+    // Each view is painted, so the points really go through the axes.
     for (const QString& view : {QStringLiteral("sweep"), QStringLiteral("curves")}) {
         QVERIFY(w->setView(view));
-        QTest::qWait(100);
+        paint(w->currentView());
     }
     // Member lines coloured by learning rate get a colour key with its range.
     auto* key = w->curvesView()->findChild<ensemble::ui::ColorKey*>();
@@ -506,18 +522,18 @@ void TestLabBench::logAxesPrintNothing() {
     QVERIFY(key->isVisible());
     QVERIFY2(key->text().startsWith(QStringLiteral("lr ")), qPrintable(key->text()));
     w->curvesView()->setLogScale(true);
-    QTest::qWait(50);
+    paint(w->curvesView());
     w->controller()->trainTo(200);
     QVERIFY(waitStep(*w, 200));
     for (const QString& view : {QStringLiteral("sweep"), QStringLiteral("curves")}) {
         QVERIFY(w->setView(view));
-        QTest::qWait(100);
+        paint(w->currentView());
     }
     w->resetAction()->trigger();  // a new run: empty series on the log axes
     QVERIFY(waitStep(*w, 0));
-    QTest::qWait(100);
+    paint(w->currentView());
     QVERIFY(w->setView(QStringLiteral("sweep")));
-    QTest::qWait(100);
+    paint(w->currentView());
     w->curvesView()->setLogScale(false);
     qInstallMessageHandler(previous);
     const QStringList logs = g_messages.filter(QStringLiteral("Logarithm"));

@@ -15,18 +15,10 @@
 #include "test_support.h"
 
 using ensemble::test::cliPath;
+using ensemble::test::describe;
+using ensemble::test::Run;
 
 namespace {
-
-struct Run {
-    int code = -1;
-    QString out;
-    QString err;
-};
-
-QString describe(const Run& r) {
-    return QStringLiteral("exit %1\nstdout: %2\nstderr: %3").arg(r.code).arg(r.out, r.err);
-}
 
 QProcessEnvironment mpiEnvironment() {
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
@@ -42,20 +34,7 @@ QProcessEnvironment mpiEnvironment() {
 
 // A hang is a failure, not a stuck CI job: every run has a deadline.
 Run run(const QString& program, const QStringList& args, int timeoutMs = 120000) {
-    QProcess p;
-    p.setProcessEnvironment(mpiEnvironment());
-    p.start(program, args);
-    Run r;
-    if (!p.waitForFinished(timeoutMs)) {
-        p.kill();
-        p.waitForFinished();
-        r.err = QStringLiteral("timed out after %1 ms (a hang)").arg(timeoutMs);
-        return r;
-    }
-    r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-    r.out = QString::fromUtf8(p.readAllStandardOutput());
-    r.err = QString::fromUtf8(p.readAllStandardError());
-    return r;
+    return ensemble::test::runProgram(program, args, timeoutMs, mpiEnvironment());
 }
 
 QString mpirun() {
@@ -327,7 +306,13 @@ void TestMpi::interruptStopsEveryRankAtOneStep() {
         err += p.readAllStandardError();
     }
     QVERIFY2(err.contains("training 5 members"), err.constData());
-    QThread::msleep(1000);
+    // Some steps: rank 0's first progress line (a log gets one every few seconds) has come.
+    while (!err.contains(" member-steps/s") && wait.elapsed() < 60000 &&
+           p.state() == QProcess::Running) {
+        p.waitForReadyRead(200);
+        err += p.readAllStandardError();
+    }
+    QVERIFY2(err.contains(" member-steps/s"), err.constData());
     p.terminate();
     if (!p.waitForFinished(60000)) {
         p.kill();

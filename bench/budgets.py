@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Memory and shutdown budgets, measured and reported against their goals (never asserted).
+
+The tests check behaviour only: that a K = 1000 run completes, that a window or controller let
+go of mid-training goes. How much memory and how long are figures of the machine and its load,
+so they are measured here, each in fresh processes, and printed beside their goals:
+
+  peak RSS      `ensemble-cli bench`, W1 (spirals 2-32-32-2, resampled) at K = 1000, a fresh
+                process per round (os.wait4's ru_maxrss); goal < 100 MiB (issue 6: no
+                per-member dataset copies, no per-step allocations, no GPU library paged in
+                for a CPU run)
+  shutdown      `ensemble-gui-bench` (bench/gui_latency.cpp): an EngineController destroyed,
+                and a MainWindow closed and destroyed, while K = 16 members train; goal < 2 s
+                (the engine thread stops its chunk in flight and is joined)
+
+How late the GUI thread's timers fire while K = 100 members train is bench/gui_throughput.py's.
+The exit status is 0 whether or not a goal is met; 1 when a measurement could not be made.
+
+Usage: bench/budgets.py [--build-dir build] [--rounds 3] [--members 1000] [--gui-members 16]
+"""
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+RSS_GOAL_MIB = 100.0
+SHUTDOWN_GOAL_MS = 2000.0
+
+
+def peak_rss_mib(cli, members):
+    """Peak resident memory of one fresh `ensemble-cli bench` process, in MiB."""
+    argv = [cli, "bench", "--config", "spirals", "--set", "ensemble.bootstrap=resample", "--set",
+            f"ensemble.members={members}", "--steps", "30", "--warmup", "2", "--repeat", "1"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    err = proc.stderr.read().decode(errors="replace")
+    proc.stderr.close()
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed: {err.strip()}")
+    return usage.ru_maxrss / 1024.0  # ru_maxrss is in KiB
+
+
+def shutdown_ms(gui_bench, members, rounds):
+    """{case: (median ms, worst ms)} from ensemble-gui-bench."""
+    env = dict(os.environ)
+    env.setdefault("QT_QPA_PLATFORM", "offscreen")
+    out = subprocess.run([gui_bench, "--members", str(members), "--rounds", str(rounds)],
+                         check=True, capture_output=True, text=True, env=env).stdout
+    found = {}
+    for m in re.finditer(r"^RESULT case=(\w+) .*median_ms=([0-9.]+) worst_ms=([0-9.]+)$", out,
+                         re.MULTILINE):
+        found[m.group(1)] = (float(m.group(2)), float(m.group(3)))
+    return found
+
+
+def verdict(value, goal):
+    return "met" if value < goal else "NOT MET"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--members", type=int, default=1000, help="K of the peak-RSS run")
+    parser.add_argument("--gui-members", type=int, default=16, help="K of the shutdown runs")
+    args = parser.parse_args()
+    cli = os.path.join(args.build_dir, "app", "ensemble-cli")
+    gui_bench = os.path.join(args.build_dir, "bench", "ensemble-gui-bench")
+
+    failed = False
+    try:
+        rss = [peak_rss_mib(cli, args.members) for _ in range(args.rounds)]
+        worst = max(rss)
+        print(f"peak RSS, ensemble-cli bench W1 K = {args.members}: median "
+              f"{statistics.median(rss):.1f} MiB, worst {worst:.1f} MiB over {len(rss)} "
+              f"processes (goal < {RSS_GOAL_MIB:g} MiB: {verdict(worst, RSS_GOAL_MIB)})")
+    except (OSError, RuntimeError) as e:
+        print(f"peak RSS: not measured ({e})", file=sys.stderr)
+        failed = True
+
+    if not os.path.exists(gui_bench):
+        print(f"shutdown: not measured ({gui_bench} is not built; it needs the GUI)",
+              file=sys.stderr)
+        failed = True
+    else:
+        try:
+            cases = shutdown_ms(gui_bench, args.gui_members, args.rounds)
+        except (OSError, subprocess.CalledProcessError) as e:
+            print(f"shutdown: not measured ({e})", file=sys.stderr)
+            cases = {}
+        names = {"controller": "EngineController destroyed", "window": "MainWindow closed"}
+        for case, label in names.items():
+            if case not in cases:
+                print(f"shutdown, {label}: not measured", file=sys.stderr)
+                failed = True
+                continue
+            median, worst = cases[case]
+            print(f"shutdown, {label} while K = {args.gui_members} train: median {median:.1f} ms, "
+                  f"worst {worst:.1f} ms over {args.rounds} rounds (goal < "
+                  f"{SHUTDOWN_GOAL_MS:g} ms: {verdict(worst, SHUTDOWN_GOAL_MS)})")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
