@@ -36,9 +36,14 @@ QString adviceFor(ErrorKind kind) {
             return RunSession::tr(
                 "Check the CSV file: a header row, numeric features and an integer "
                 "'label' column.");
-        default:
+        case ErrorKind::General:
+        case ErrorKind::Config:
+        case ErrorKind::Weights:
+        case ErrorKind::Json:
+        case ErrorKind::Io:
             return RunSession::tr("Fix the experiment settings and press Reset.");
     }
+    return RunSession::tr("Fix the experiment settings and press Reset.");
 }
 
 }  // namespace

@@ -61,9 +61,12 @@ QString quantityUnit(HeatQuantity quantity) {
         case HeatQuantity::Aleatoric:
         case HeatQuantity::Epistemic:
             return QStringLiteral("nats");
-        default:
+        case HeatQuantity::Probability:
+        case HeatQuantity::MemberStd:
+        case HeatQuantity::Disagreement:
             return {};
     }
+    return {};
 }
 
 QString regressionQuantityLabel(HeatQuantity quantity) {
@@ -76,9 +79,11 @@ QString regressionQuantityLabel(HeatQuantity quantity) {
             return QStringLiteral("Aleatoric std √E_k σ_k²");
         case HeatQuantity::Epistemic:
             return QStringLiteral("Epistemic std √Var_k μ_k");
-        default:
-            return {};
+        case HeatQuantity::MemberStd:
+        case HeatQuantity::Disagreement:
+            return {};  // no regression grid of these (regressionHasQuantity)
     }
+    return {};
 }
 
 bool regressionHasQuantity(HeatQuantity quantity) {
