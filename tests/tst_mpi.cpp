@@ -382,7 +382,8 @@ void TestMpi::dataAxisMatchesOneProcess_data() {
     QTest::addColumn<QStringList>("sets");
     // SGD's update is linear in the gradient, so a mis-scaled gradient (a shard's normaliser, a
     // replica counted twice) moves the weights by far more than 1e-5: the tight bound tests the
-    // pmean itself. Measured after 100 steps: at most 3e-7 (docs/scaling.md, "Exactness of the data axis").
+    // pmean itself. Measured after 100 steps: at most 3e-7 (docs/scaling.md, "Exactness of the data
+    // axis").
     const double sgd = 1e-5;
     QTest::newRow("data 2, K=3, SGD, none")
         << 1 << 2 << sgd
