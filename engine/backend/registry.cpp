@@ -1,4 +1,5 @@
 #include "backend/registry.h"
+#include "core/unreachable.h"
 
 #include <stdexcept>
 #include <string>
@@ -64,7 +65,7 @@ BackendChoice makeBackend(const BackendConfig& config) {
             choice.notice = "backend auto: using the CPU (" + reason + ")";
             return choice;
     }
-    throw std::logic_error("makeBackend: a backend.kind without a case");
+    unreachableKind("backend.kind");
 }
 
 BackendChoice makeBackend(const ExperimentConfig& config) {

@@ -3,6 +3,7 @@
 // stored configs. One piece (~710 lines) because each step reads the same schema rows and
 // reports errors the same way (key, file, line); the schema itself is config_schema.cpp.
 #include "io/config.h"
+#include "core/unreachable.h"
 
 #include <algorithm>
 #include <cmath>
@@ -435,7 +436,7 @@ Architecture modelArchitecture(const ModelConfig& model, Shape input, int classe
             return Architecture::mlp(widths);
         }
     }
-    throw std::logic_error("modelArchitecture: a model.kind without a case");
+    unreachableKind("model.kind");
 }
 
 json defaultConfigJson() {

@@ -1,4 +1,5 @@
 #include "io/kind_tables.h"
+#include "core/unreachable.h"
 
 #include "data/dataset_kinds.h"
 #include "model/model_kinds.h"
@@ -16,7 +17,7 @@ const char* sourceText(DataSource source) {
         case DataSource::IdxImages:
             return "IDX files (`dataset.path` or the default folders)";
     }
-    return "";
+    unreachableKind("DataSource");
 }
 
 std::string taskText(const DatasetKindInfo& row) {

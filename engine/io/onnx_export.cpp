@@ -3,6 +3,7 @@
 // tensors in an external data file. One piece (~660 lines) because the graph's initializers are
 // what the external-data writer lays out: the two share the weight list and its names.
 #include "io/onnx_export.h"
+#include "core/unreachable.h"
 
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
@@ -65,7 +66,7 @@ int dataTypeOf(DType dtype) {
         case DType::U8:
             return kUint8;
     }
-    throw std::logic_error("dataTypeOf: a DType without an ONNX type");
+    unreachableKind("DType");
 }
 
 template <typename T>
