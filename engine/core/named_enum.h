@@ -67,18 +67,28 @@ std::vector<Choice> choicesOf() {
     return out;
 }
 
-// "a, b or c": the names of every row, for messages.
-template <NamedEnum E>
-std::string namesText() {
+// "a, b or c": the names of the rows that satisfy `keep` (every row by default), for messages.
+template <NamedEnum E, typename Keep>
+std::string namesText(Keep keep) {
+    std::size_t count = 0;
+    for (const auto& entry : EnumNames<E>::table) {
+        count += keep(entry) ? 1 : 0;
+    }
     std::string out;
     std::size_t i = 0;
-    constexpr std::size_t n = std::size(EnumNames<E>::table);
     for (const auto& entry : EnumNames<E>::table) {
-        out += i == 0 ? "" : (i + 1 == n ? " or " : ", ");
-        out += entry.name;
-        ++i;
+        if (keep(entry)) {
+            out += i == 0 ? "" : (i + 1 == count ? " or " : ", ");
+            out += entry.name;
+            ++i;
+        }
     }
     return out;
+}
+
+template <NamedEnum E>
+std::string namesText() {
+    return namesText<E>([](const auto&) { return true; });
 }
 
 // Whether row i of the table holds the enum's value i and the table has `count` rows: lets a

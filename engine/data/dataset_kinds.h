@@ -151,23 +151,4 @@ inline const DatasetKindInfo& datasetKindInfo(DatasetKind kind) {
     return enumRow(kind);
 }
 
-// The names of the kinds whose row satisfies `pred`, "a, b or c" (messages).
-template <typename Pred>
-std::string datasetKindNames(Pred pred) {
-    std::string out;
-    std::size_t count = 0;
-    for (const DatasetKindInfo& row : EnumNames<DatasetKind>::table) {
-        count += pred(row) ? 1 : 0;
-    }
-    std::size_t i = 0;
-    for (const DatasetKindInfo& row : EnumNames<DatasetKind>::table) {
-        if (pred(row)) {
-            out += i == 0 ? "" : (i + 1 == count ? " or " : ", ");
-            out += row.name;
-            ++i;
-        }
-    }
-    return out;
-}
-
 }  // namespace ensemble

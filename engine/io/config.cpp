@@ -488,7 +488,7 @@ ExperimentConfig parseConfig(const json& input) {
                                          : std::string(toString(c.model.likelihood)) +
                                                " needs a regression dataset (" + what +
                                                "): use categorical, or a regression dataset (" +
-                                               datasetKindNames([](const DatasetKindInfo& k) {
+                                               namesText<DatasetKind>([](const DatasetKindInfo& k) {
                                                    return k.task == DataTask::Regression ||
                                                           k.taskFromConfig;
                                                }) +
@@ -500,8 +500,8 @@ ExperimentConfig parseConfig(const json& input) {
     if (modelKind.needsImages && !isImages(dataKind)) {
         throw ConfigError("model.kind", std::string(modelKind.name) +
                                             " members need an image dataset (dataset.kind " +
-                                            datasetKindNames(isImages) + "); dataset.kind is " +
-                                            dataKind.name);
+                                            namesText<DatasetKind>(isImages) +
+                                            "); dataset.kind is " + dataKind.name);
     }
     if (c.model.kind == ModelKind::Cnn) {
         c.model.layers = v.layers("model.layers");
@@ -532,12 +532,8 @@ ExperimentConfig parseConfig(const json& input) {
     t.evalEvery = v.integer("training.eval_every");
     t.adversarialEps = v.number("training.adversarial_eps");
     if (t.adversarialEps > 0.0 && !modelKind.adversarialTraining) {
-        std::string kinds;
-        for (const ModelKindInfo& k : EnumNames<ModelKind>::table) {
-            if (k.adversarialTraining) {
-                kinds += (kinds.empty() ? "" : ", ") + std::string(k.name);
-            }
-        }
+        const std::string kinds =
+            namesText<ModelKind>([](const ModelKindInfo& k) { return k.adversarialTraining; });
         throw ConfigError("training.adversarial_eps",
                           "adversarial training is implemented for model.kind " + kinds +
                               "; model.kind is " + modelKind.name +

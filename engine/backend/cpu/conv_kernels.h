@@ -17,6 +17,25 @@ namespace ensemble::conv {
 
 namespace {
 
+// The output columns [begin, end) whose input column ox * stride + dx lies inside the image
+// (0 <= it < width); the others read the padding.
+struct ColumnRange {
+    int begin;
+    int end;
+};
+
+ColumnRange insideColumns(int dx, int stride, int outWidth, int width) {
+    int begin = 0;
+    while (begin < outWidth && begin * stride + dx < 0) {
+        ++begin;
+    }
+    int end = outWidth;
+    while (end > begin && (end - 1) * stride + dx >= width) {
+        --end;
+    }
+    return {begin, end};
+}
+
 // im2col of one conv layer for `n` examples of `in` ([C][n][H][W]): cols[(c k + ky) k + kx]
 // [(b Ho + oy) Wo + ox] = in[c][b][oy s + ky - padTop][ox s + kx - padLeft], zero outside.
 // `stride` is the row stride of cols (>= n Ho Wo).
@@ -34,14 +53,7 @@ void im2col(const StackLayer& s, const float* in, int n, float* cols, std::size_
                 float* dst = cols + static_cast<std::size_t>((c * k + ky) * k + kx) * stride;
                 // Output columns whose input column is inside the image.
                 const int dx = kx - s.padLeft;
-                int oxBegin = 0;
-                while (oxBegin < Wo && oxBegin * st + dx < 0) {
-                    ++oxBegin;
-                }
-                int oxEnd = Wo;
-                while (oxEnd > oxBegin && (oxEnd - 1) * st + dx >= W) {
-                    --oxEnd;
-                }
+                const auto [oxBegin, oxEnd] = insideColumns(dx, st, Wo, W);
                 for (int b = 0; b < n; ++b) {
                     const float* plane = in + (static_cast<std::size_t>(c) * n + b) * H * W;
                     for (int oy = 0; oy < Ho; ++oy) {
@@ -88,14 +100,7 @@ void col2im(const StackLayer& s, const float* cols, int n, float* dIn) {
             for (int kx = 0; kx < k; ++kx) {
                 const float* src = cols + static_cast<std::size_t>((c * k + ky) * k + kx) * stride;
                 const int dx = kx - s.padLeft;
-                int oxBegin = 0;
-                while (oxBegin < Wo && oxBegin * st + dx < 0) {
-                    ++oxBegin;
-                }
-                int oxEnd = Wo;
-                while (oxEnd > oxBegin && (oxEnd - 1) * st + dx >= W) {
-                    --oxEnd;
-                }
+                const auto [oxBegin, oxEnd] = insideColumns(dx, st, Wo, W);
                 for (int b = 0; b < n; ++b) {
                     float* plane = dIn + (static_cast<std::size_t>(c) * n + b) * H * W;
                     for (int oy = 0; oy < Ho; ++oy) {
