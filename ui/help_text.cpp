@@ -89,13 +89,21 @@ QString aboutHtml(const SnapshotPtr& snapshot) {
                            .arg(QString::fromStdString(run.notice).toHtmlEscaped());
         }
     }
+    // The program sets the application version to what `ensemble-lab --version` prints (with
+    // git describe); a test that builds the window alone has only project()'s version.
+    QString version = QCoreApplication::applicationVersion();
+    if (version.isEmpty()) {
+        version = QStringLiteral(ENSEMBLE_VERSION);
+    }
     return tr("<b>EnsembleLab %1</b><br>Train K small networks at once as one batched "
               "computation, and watch each member, the ensemble and its uncertainty live."
               "<table style='margin-top:8px'>"
               "<tr><td style='padding-right:12px'>Backend and device</td><td>%2</td></tr>"
               "<tr><td style='padding-right:12px'>CPU threads</td><td>%3</td></tr>"
-              "<tr><td style='padding-right:12px'>Build</td><td>%4</td></tr></table>")
-        .arg(QStringLiteral(ENSEMBLE_VERSION), backend, threads, buildOptions().toHtmlEscaped());
+              "<tr><td style='padding-right:12px'>Build</td><td>%4</td></tr>"
+              "<tr><td style='padding-right:12px'>Licence</td><td>GPL-3.0-or-later</td></tr>"
+              "</table>")
+        .arg(version.toHtmlEscaped(), backend, threads, buildOptions().toHtmlEscaped());
 }
 
 }  // namespace ensemble::ui

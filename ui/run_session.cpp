@@ -12,6 +12,7 @@
 #include "data_kinds.h"
 #include "io/config.h"
 #include "panels/experiment_panel.h"
+#include "sys/script_hints.h"
 
 namespace ensemble::ui {
 
@@ -25,9 +26,10 @@ QString str(const std::string& s) {
 QString adviceFor(ErrorKind kind) {
     switch (kind) {
         case ErrorKind::ImageData:
-            return RunSession::tr(
-                "Choose the folder that holds the MNIST IDX files in Dataset > Path, "
-                "or fetch them with scripts/fetch-mnist.sh.");
+            return QString::fromStdString(scriptHints(
+                RunSession::tr("Choose the folder that holds the MNIST IDX files in Dataset > "
+                               "Path, or fetch them with scripts/fetch-mnist.sh.")
+                    .toStdString()));
         case ErrorKind::BackendMissing:
             return RunSession::tr("Choose Auto or CPU in Backend > Device.");
         case ErrorKind::Memory:
@@ -195,10 +197,13 @@ void RunSession::onOpenFailed(quint64 runId, const QString& message) {
     }
     m_opening.reset();
     m_configuring = false;
-    Q_EMIT errorRaised(tr("Could not open the ensemble"), message,
-                       tr("The current experiment is kept. Make the dataset the file names "
-                          "available on this machine (Dataset > Path for files; "
-                          "scripts/fetch-mnist.sh for MNIST) and open it again."));
+    Q_EMIT errorRaised(
+        tr("Could not open the ensemble"), message,
+        QString::fromStdString(scriptHints(
+            tr("The current experiment is kept. Make the dataset the file names available on "
+               "this machine (Dataset > Path for files; scripts/fetch-mnist.sh for MNIST) and "
+               "open it again.")
+                .toStdString())));
     Q_EMIT stateChanged();
     Q_EMIT openFailed(message);
 }

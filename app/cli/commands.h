@@ -23,5 +23,7 @@ ExitCode commandEval(const CliArgs& args);
 ExitCode commandConfig(const CliArgs& args);
 // Prints the config schema: docs/configuration.md's Markdown table, or JSON for tools.
 ExitCode commandSchema(const CliArgs& args);
+// Lists the built-in presets' names, one a line.
+ExitCode commandPresets(const CliArgs& args);
 
 }  // namespace ensemble::cli

@@ -15,6 +15,7 @@
 #include "cli/interrupt.h"
 #include "core/exit_codes.h"
 #include "sys/allocator.h"
+#include "version.h"
 #ifdef ENSEMBLE_HAVE_MPI
 #include "dist/mpi_collective.h"
 #endif
@@ -97,6 +98,12 @@ const std::vector<Command>& commands() {
          {"--format"},
          {},
          ensemble::cli::commandSchema},
+        {"presets",
+         "",
+         "the built-in presets' names, one a line",
+         {},
+         {},
+         ensemble::cli::commandPresets},
     };
     return table;
 }
@@ -120,7 +127,8 @@ void printUsage(std::FILE* to) {
     std::fprintf(to,
                  "ensemble-cli: train, evaluate and use ensembles of small neural networks.\n\n"
                  "usage: ensemble-cli <command> [options]   (ensemble-cli <command> --help: "
-                 "its options)\n\n");
+                 "its options)\n"
+                 "       ensemble-cli --version\n\n");
     for (const Command& c : commands()) {
         char lead[32];
         std::snprintf(lead, sizeof lead, "  %-9s", c.name);
@@ -151,6 +159,9 @@ void printUsage(std::FILE* to) {
 
 void printCommandUsage(const Command& c) {
     const std::string lead = std::string("usage: ensemble-cli ") + c.name + " ";
+    if (c.synopsis[0] == '\0') {
+        std::printf("usage: ensemble-cli %s\n", c.name);
+    }
     printSynopsis(stdout, lead.c_str(), c.synopsis);
     std::printf("%s\n", c.summary);
 }
@@ -177,6 +188,12 @@ ExitCode runCommand(int argc, char** argv) {
             printUsage(argc < 2 ? stderr : stdout);
         }
         return argc < 2 ? ExitCode::Usage : ExitCode::Ok;
+    }
+    if (std::strcmp(argv[1], "--version") == 0) {
+        if (ensemble::launcherRank() <= 0) {
+            std::printf("ensemble-cli %s\n", ensemble::versionText());
+        }
+        return ExitCode::Ok;
     }
     const std::string name = argv[1];
     for (const Command& c : commands()) {

@@ -12,6 +12,7 @@
 #include <QCommandLineParser>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QIcon>
 #include <QImage>
 #include <QPainter>
 #include <QSaveFile>
@@ -21,6 +22,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <string_view>
 #include <vector>
 
 #include "core/errors.h"
@@ -29,6 +31,7 @@
 #include "main_window.h"
 #include "panels/experiment_panel.h"
 #include "sys/allocator.h"
+#include "version.h"
 #include "view_table.h"
 #include "views/boundary_view.h"
 #include "views/filters_view.h"
@@ -100,15 +103,43 @@ void drawDemoDigit(MainWindow& window) {
 
 int main(int argc, char** argv) {
     ensemble::keepFreedMemoryForReuse();
+    // --version and --help answer from a shell without a display (over ssh, in a package's
+    // checks): the first before Qt starts, the second on the offscreen platform.
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view arg = argv[i];
+        if (arg == "--version") {
+            std::printf("ensemble-lab %s\n", ensemble::versionText());
+            return exitStatus(ExitCode::Ok);
+        }
+        if (arg == "--help" || arg == "-h" || arg == "-?" || arg == "--help-all") {
+            qputenv("QT_QPA_PLATFORM", "offscreen");
+        }
+    }
     QApplication app(argc, argv);
     QApplication::setOrganizationName(QStringLiteral("EnsembleLab"));
     QApplication::setApplicationName(QStringLiteral("EnsembleLab"));
+    QApplication::setApplicationVersion(QString::fromUtf8(ensemble::versionText()));
+    // The installed desktop entry's id (share/applications/org.ensemblelab.EnsembleLab.desktop):
+    // Wayland compositors and task bars match the window to its entry and icon by it.
+    QGuiApplication::setDesktopFileName(QStringLiteral("org.ensemblelab.EnsembleLab"));
+    QIcon icon = QIcon::fromTheme(QStringLiteral("org.ensemblelab.EnsembleLab"));
+    if (icon.isNull()) {
+        for (const int size : {48, 128, 256}) {
+            icon.addFile(QStringLiteral(":/icons/%1/org.ensemblelab.EnsembleLab.png").arg(size));
+        }
+    }
+    QApplication::setWindowIcon(icon);
     QApplication::setStyle(QStyleFactory::create(QStringLiteral("Fusion")));
 
     QCommandLineParser parser;
     parser.setApplicationDescription(QStringLiteral(
         "EnsembleLab: train ensembles of small neural networks and watch their uncertainty."));
     parser.addHelpOption();
+    // Listed for --help; answered before Qt starts (above). Not addVersionOption(): that
+    // prints the application name, "EnsembleLab", where both programs print their own.
+    const QCommandLineOption versionOption(QStringLiteral("version"),
+                                           QStringLiteral("Print the version and exit."));
+    parser.addOption(versionOption);
     const QCommandLineOption configOption(QStringLiteral("config"),
                                           QStringLiteral("Experiment JSON file or preset name."),
                                           QStringLiteral("FILE|PRESET"));
@@ -151,7 +182,8 @@ int main(int argc, char** argv) {
                        memberOption, quantityOption, sizeOption, weightsOption, hoverOption});
     parser.addPositionalArgument(
         QStringLiteral("file"),
-        QStringLiteral("An experiment (.json) or a trained ensemble (.safetensors) to open."),
+        QStringLiteral("An experiment (.ensemble.json or .json) or a trained ensemble "
+                       "(.safetensors) to open."),
         QStringLiteral("[FILE]"));
     parser.process(app);
 

@@ -12,6 +12,7 @@
 #include "core/errors.h"
 #include "data/dataset.h"
 #include "math/philox.h"
+#include "sys/script_hints.h"
 
 namespace ensemble {
 namespace {
@@ -83,7 +84,7 @@ IdxFiles locateMnist(DatasetKind kind, const std::vector<std::string>& folders, 
     if (fromConfig) {
         how = "Point dataset.path at a folder holding " + fileList + ".";
     } else {
-        how = std::string(datasetKindInfo(kind).howToGet) + ", or put " + fileList + " into " +
+        how = scriptHints(datasetKindInfo(kind).howToGet) + ", or put " + fileList + " into " +
               (folders.empty() ? std::string("a folder") : folders.front()) +
               ", or set dataset.path to the folder holding them.";
     }

@@ -1,6 +1,5 @@
 #include "backend/cuda/cublas_loader.h"
 
-#include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
 #include <atomic>
@@ -15,18 +14,13 @@ namespace {
 
 std::atomic<bool> g_loaded{false};
 
-// The folder of the libcudart this process runs with, with a trailing '/'; empty if unknown.
-std::string cudartFolder() {
-    Dl_info info{};
-    if (dladdr(reinterpret_cast<const void*>(&cudaGetDeviceCount), &info) == 0 ||
-        info.dli_fname == nullptr) {
-        return {};
-    }
-    const std::string path = info.dli_fname;
-    const std::size_t slash = path.rfind('/');
-    return slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
-}
+#ifndef ENSEMBLE_CUDA_LIBRARY_DIR
+#define ENSEMBLE_CUDA_LIBRARY_DIR ""
+#endif
 
+// The loader's search path first (LD_LIBRARY_PATH, ld.so.conf: a distribution's cuBLAS), then
+// the toolkit's library folder of the build machine. The CUDA runtime is linked in statically,
+// so there is no libcudart whose folder would say where the toolkit is.
 void* openCublas() {
     const std::string name = "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR);
     std::string tried = name;
@@ -36,9 +30,9 @@ void* openCublas() {
         return h;
     }
     reason = dlerror();
-    const std::string folder = cudartFolder();
+    const std::string folder = ENSEMBLE_CUDA_LIBRARY_DIR;
     if (!folder.empty()) {
-        const std::string path = folder + name;
+        const std::string path = folder + "/" + name;
         tried += ", " + path;
         if (void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) {
             return h;

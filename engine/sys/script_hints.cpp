@@ -1,0 +1,44 @@
+#include "sys/script_hints.h"
+
+#include <unistd.h>
+
+#include <climits>
+#include <string>
+
+namespace ensemble {
+
+namespace {
+
+// The folder of the running executable, with a trailing '/'; empty where /proc is missing.
+std::string executableFolder() {
+    char path[PATH_MAX];
+    const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+    if (n <= 0) {
+        return {};
+    }
+    const std::string exe(path, static_cast<std::size_t>(n));
+    const std::size_t slash = exe.rfind('/');
+    return slash == std::string::npos ? std::string() : exe.substr(0, slash + 1);
+}
+
+bool installedBesideExecutable(const char* command) {
+    static const std::string folder = executableFolder();
+    return !folder.empty() && access((folder + command).c_str(), X_OK) == 0;
+}
+
+}  // namespace
+
+std::string scriptHints(std::string text) {
+    if (!installedBesideExecutable(kFetchMnistCommand)) {
+        return text;
+    }
+    const std::string from = kFetchMnistScript;
+    const std::string to = kFetchMnistCommand;
+    for (std::size_t at = text.find(from); at != std::string::npos;
+         at = text.find(from, at + to.size())) {
+        text.replace(at, from.size(), to);
+    }
+    return text;
+}
+
+}  // namespace ensemble
