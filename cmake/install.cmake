@@ -4,10 +4,10 @@
 # icon theme's icons, AppStream metainfo, a MIME type for experiment files, man pages and bash
 # completion. The programs read nothing from the source or build tree at run time (presets are
 # compiled in), so this is all they need.
-# The documentation folder is the package's name (Debian: /usr/share/doc/PACKAGE), not
-# project()'s.
-set(CMAKE_INSTALL_DOCDIR "share/doc/ensemblelab" CACHE PATH "Documentation (copyright, changelog)")
 include(GNUInstallDirs)
+# The documentation folder is named after the package (Debian: /usr/share/doc/PACKAGE), not
+# after project() as CMAKE_INSTALL_DOCDIR is.
+set(ENSEMBLE_DOCDIR ${CMAKE_INSTALL_DATAROOTDIR}/doc/ensemblelab)
 
 set(ENSEMBLE_APP_ID org.ensemblelab.EnsembleLab)
 set(_pkg ${PROJECT_SOURCE_DIR}/packaging)
@@ -20,24 +20,32 @@ endif()
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/scripts/fetch-mnist.sh
   DESTINATION ${CMAKE_INSTALL_BINDIR} RENAME ensemble-fetch-mnist)
 
-install(FILES ${_pkg}/man/ensemble-cli.1 ${_pkg}/man/ensemble-fetch-mnist.1
+# Debian wants man pages and the changelog compressed with gzip -9n (no name, no time stamp,
+# so the package is reproducible); done at configure time, again when one changes.
+function(ensemble_gzip source out)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${source})
+  get_filename_component(folder ${out} DIRECTORY)
+  file(MAKE_DIRECTORY ${folder})
+  execute_process(COMMAND gzip -9nc ${source} OUTPUT_FILE ${out} RESULT_VARIABLE status)
+  if(NOT status EQUAL 0)
+    message(FATAL_ERROR "gzip failed on ${source}")
+  endif()
+endfunction()
+set(_gz ${PROJECT_BINARY_DIR}/packaging)
+
+ensemble_gzip(${_pkg}/man/ensemble-cli.1 ${_gz}/ensemble-cli.1.gz)
+ensemble_gzip(${_pkg}/man/ensemble-fetch-mnist.1 ${_gz}/ensemble-fetch-mnist.1.gz)
+install(FILES ${_gz}/ensemble-cli.1.gz ${_gz}/ensemble-fetch-mnist.1.gz
   DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 install(FILES ${_pkg}/ensemble-cli.bash-completion
   DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME ensemble-cli)
-install(FILES ${_pkg}/copyright DESTINATION ${CMAKE_INSTALL_DOCDIR})
-# Debian wants the changelog compressed with gzip -9n (no name, no time stamp).
-set(_changelog_gz ${PROJECT_BINARY_DIR}/packaging/changelog.gz)
-set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_pkg}/changelog)
-file(MAKE_DIRECTORY ${PROJECT_BINARY_DIR}/packaging)
-execute_process(COMMAND gzip -9nc ${_pkg}/changelog OUTPUT_FILE ${_changelog_gz}
-  RESULT_VARIABLE _gzip_status)
-if(NOT _gzip_status EQUAL 0)
-  message(FATAL_ERROR "gzip failed on ${_pkg}/changelog")
-endif()
-install(FILES ${_changelog_gz} DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES ${_pkg}/copyright DESTINATION ${ENSEMBLE_DOCDIR})
+ensemble_gzip(${_pkg}/changelog ${_gz}/changelog.gz)
+install(FILES ${_gz}/changelog.gz DESTINATION ${ENSEMBLE_DOCDIR})
 
 if(TARGET ensemble-lab)
-  install(FILES ${_pkg}/man/ensemble-lab.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+  ensemble_gzip(${_pkg}/man/ensemble-lab.1 ${_gz}/ensemble-lab.1.gz)
+  install(FILES ${_gz}/ensemble-lab.1.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
   install(FILES ${_pkg}/${ENSEMBLE_APP_ID}.desktop
     DESTINATION ${CMAKE_INSTALL_DATADIR}/applications)
   install(FILES ${_pkg}/${ENSEMBLE_APP_ID}.metainfo.xml
@@ -63,8 +71,8 @@ set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "ensembles of small neural networks and their uncertainty")
 set(CPACK_PACKAGE_DESCRIPTION
   "EnsembleLab trains ensembles of small neural networks at once, as one batched
-computation on the CPU or a CUDA GPU, and shows each member's decision boundary,
-the ensemble's, where it is unsure and why (aleatoric and epistemic
+computation on the CPU or a CUDA GPU, and shows each member's decision
+boundary, the ensemble's, where it is unsure and why (aleatoric and epistemic
 uncertainty), and how well calibrated it is. Datasets: two spirals and other
 2-D sets, CSV files, MNIST and Fashion-MNIST; exports to safetensors, ONNX and
 NumPy.
