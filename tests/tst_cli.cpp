@@ -3,6 +3,7 @@
 #include <QtTest/QtTest>
 
 #include "backend/registry.h"
+#include "io/config.h"
 #include "io/config_schema.h"
 #include "io/model_io.h"
 #include "test_support.h"
@@ -45,6 +46,7 @@ class TestCli : public QObject {
     void benchPrintsTheResultLine();
     void configPrintsTheKeysThatApply();
     void schemaPrintsTheReadmeTable();
+    void presetsListsEveryPreset();
     void regressionTrainPredictEval();
     void regressionBadInput();
 
@@ -342,6 +344,24 @@ void TestCli::schemaPrintsTheReadmeTable() {
     QCOMPARE(rows.size(), ensemble::configSchema().size());
     const Run wrong =
         runCli({QStringLiteral("schema"), QStringLiteral("--format"), QStringLiteral("yaml")});
+    QCOMPARE(wrong.code, 2);
+}
+
+// `presets` (the bash completion reads it): every built-in preset, one a line, each a name
+// --config accepts.
+void TestCli::presetsListsEveryPreset() {
+    const Run run = runCli({QStringLiteral("presets")});
+    QVERIFY2(run.code == 0, qPrintable(describe(run)));
+    QStringList expected;
+    for (const std::string& name : ensemble::presetNames()) {
+        expected << QString::fromStdString(name);
+    }
+    QVERIFY(expected.contains(QStringLiteral("spirals")));
+    QCOMPARE(run.out.split(QLatin1Char('\n'), Qt::SkipEmptyParts), expected);
+    const Run config =
+        runCli({QStringLiteral("config"), QStringLiteral("--config"), expected.last()});
+    QVERIFY2(config.code == 0, qPrintable(describe(config)));
+    const Run wrong = runCli({QStringLiteral("presets"), QStringLiteral("--format")});
     QCOMPARE(wrong.code, 2);
 }
 
