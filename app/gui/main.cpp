@@ -2,7 +2,8 @@
 //   ensemble-lab [--config FILE|PRESET] [--set key=value]... [--train-steps N] [--view NAME]
 //                [--screenshot OUT.png]
 //   ensemble-lab --weights W.safetensors [--view NAME] [--screenshot OUT.png]
-//   ensemble-lab FILE.json|FILE.safetensors
+//   ensemble-lab FILE.ensemble.json|FILE.json|FILE.safetensors
+//   ensemble-lab --version
 // With --screenshot it opens, trains N steps, saves a picture of the window and exits (the
 // pictures in docs/ are made this way); with --weights it opens a trained ensemble (an export
 // or a checkpoint) instead and draws it without training. Without arguments it starts on the
