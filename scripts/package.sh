@@ -53,12 +53,41 @@ rm -rf "$build/package"
   echo "package: cpack failed (the whole log: $build/package.log)" >&2
   exit 1
 }
-# dpkg-shlibdeps warns where it cannot map a library to a package; such a library would be
-# missing from Depends without anything failing. scripts/check-package.sh checks Depends
-# against every NEEDED entry as well.
-if grep -E "dpkg-shlibdeps: (warning|error)" "$build/package.log" >&2; then
+deb=$(ls "$build"/package/ensemblelab_*.deb)
+
+# CPack runs dpkg-shlibdeps with --ignore-missing-info and discards what it prints, so a
+# library it could not map to a package would be missing from Depends without a word. Run it
+# again here on the packaged programs, without that flag: any warning or error fails, and every
+# dependency it computes must be in the package's Depends. (scripts/check-package.sh also checks
+# each NEEDED library's package against Depends.)
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+# The layout dpkg-shlibdeps expects: debian/control, the files under debian/PACKAGE/.
+mkdir -p "$stage/debian/ensemblelab/DEBIAN"
+: >"$stage/debian/control"
+dpkg-deb -x "$deb" "$stage/debian/ensemblelab"
+programs=()
+for f in "$stage"/debian/ensemblelab/usr/bin/*; do
+  if file -b "$f" | grep -q '^ELF'; then programs+=("debian/ensemblelab/usr/bin/${f##*/}"); fi
+done
+if ! shlibdeps=$(cd "$stage" && dpkg-shlibdeps -O "${programs[@]}" 2>"$stage/shlibdeps.err"); then
+  cat "$stage/shlibdeps.err" >&2
+  echo "package: dpkg-shlibdeps failed on ${programs[*]}" >&2
+  exit 1
+fi
+if [ -s "$stage/shlibdeps.err" ]; then
+  cat "$stage/shlibdeps.err" >&2
   echo "package: dpkg-shlibdeps could not place every library (above)" >&2
   exit 1
 fi
-deb=$(ls "$build"/package/ensemblelab_*.deb)
+depends=$(dpkg-deb -f "$deb" Depends)
+IFS=',' read -r -a computed <<<"${shlibdeps#shlibs:Depends=}"
+for dep in "${computed[@]}"; do
+  dep=$(echo "$dep" | sed 's/^ *//; s/ *$//')
+  [[ ", $depends," == *", $dep,"* ]] || {
+    echo "package: dpkg-shlibdeps computes '$dep', which Depends ($depends) lacks" >&2
+    exit 1
+  }
+done
+echo "package: Depends: $depends"
 echo "$deb"
