@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // ensemble-cli presets: the built-in preset names, one a line (for --config PRESET; the shell
 // completion reads them from here).
 #include <cstdio>
