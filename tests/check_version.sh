@@ -10,7 +10,8 @@ version=$1 source_dir=$2
 shift 2
 failures=0
 describe=""
-if command -v git >/dev/null 2>&1 && git -C "$source_dir" rev-parse --git-dir >/dev/null 2>&1; then
+# The build's rule (cmake/write_version.cmake): a checkout is a source folder with .git in it.
+if command -v git >/dev/null 2>&1 && [ -e "$source_dir/.git" ]; then
   # Without -dirty: whether the tree was clean at the build is not known here.
   describe=$(git -C "$source_dir" describe --always --tags)
 fi

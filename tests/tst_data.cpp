@@ -26,6 +26,7 @@
 
 #include "core/errors.h"
 #include "data/dataset.h"
+#include "sys/script_hints.h"
 #include "test_support.h"
 
 using namespace ensemble;
@@ -985,6 +986,27 @@ class TestData : public QObject {
         writeBytes(folder + "/t10k-images.idx3-ubyte", idxImages(10, 3, 4, imagePixels(10, 3, 4)));
         EXPECT_PARTS(errorOf<DataError>([&] { loadDataSplit(c); }), "t10k-images.idx3-ubyte",
                      "4x3");
+    }
+
+    // An installed program (ensemble-fetch-mnist beside it) names the installed command where
+    // a build tree's names the source script; a non-executable file of that name does not count.
+    void scriptHintsNameWhatThisProgramHas() {
+        const std::string text = "Get it with `scripts/fetch-mnist.sh` (scripts/fetch-mnist.sh)";
+        QTemporaryDir bin;
+        QVERIFY(bin.isValid());
+        const std::string folder = bin.path().toStdString();
+        QCOMPARE(scriptHintsFor(text, folder), text);
+        QCOMPARE(scriptHintsFor(text, ""), text);
+        const std::string command = folder + "/ensemble-fetch-mnist";
+        writeBytes(command, "#!/bin/sh\n");
+        QCOMPARE(scriptHintsFor(text, folder), text);  // not executable
+        QVERIFY(QFile::setPermissions(QString::fromStdString(command),
+                                      QFileDevice::ReadOwner | QFileDevice::ExeOwner));
+        const std::string installed = "Get it with `ensemble-fetch-mnist` (ensemble-fetch-mnist)";
+        QCOMPARE(scriptHintsFor(text, folder), installed);
+        QCOMPARE(scriptHintsFor(text, folder + "/"), installed);
+        // This test's own folder (the build tree) has no such command.
+        QCOMPARE(scriptHints(text), text);
     }
 
     void missingMnistSaysWhereItLooked() {

@@ -5,6 +5,7 @@
 
 #include <climits>
 #include <string>
+#include <utility>
 
 namespace ensemble {
 
@@ -22,15 +23,23 @@ std::string executableFolder() {
     return slash == std::string::npos ? std::string() : exe.substr(0, slash + 1);
 }
 
-bool installedBesideExecutable(const char* command) {
-    static const std::string folder = executableFolder();
-    return !folder.empty() && access((folder + command).c_str(), X_OK) == 0;
+bool installedIn(const std::string& folder, const char* command) {
+    if (folder.empty()) {
+        return false;
+    }
+    const std::string path = folder.back() == '/' ? folder + command : folder + "/" + command;
+    return access(path.c_str(), X_OK) == 0;
 }
 
 }  // namespace
 
 std::string scriptHints(std::string text) {
-    if (!installedBesideExecutable(kFetchMnistCommand)) {
+    static const std::string folder = executableFolder();
+    return scriptHintsFor(std::move(text), folder);
+}
+
+std::string scriptHintsFor(std::string text, const std::string& folder) {
+    if (!installedIn(folder, kFetchMnistCommand)) {
         return text;
     }
     const std::string from = kFetchMnistScript;

@@ -11,6 +11,8 @@ namespace ensemble {
 // as this running program can reach it: unchanged in a build tree, the installed command's
 // name where that command sits beside the executable.
 std::string scriptHints(std::string text);
+// The same for a program whose executable lies in `folder` (with or without a trailing '/').
+std::string scriptHintsFor(std::string text, const std::string& folder);
 
 // The installed name of a source-tree helper script (scripts/fetch-mnist.sh ->
 // ensemble-fetch-mnist); what CMake's install rules install it as.
