@@ -65,7 +65,7 @@ owner() {
   return 1
 }
 for program in "$staged"/usr/bin/*; do
-  file -b "$program" | grep -q '^ELF' || continue
+  [[ $(file -b "$program") == ELF* ]] || continue
   for lib in $(readelf -d "$program" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
     path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ { print $NF; exit }')
     [ -n "$path" ] || fail "$(basename "$program") needs $lib, which the system's loader does not know"
@@ -107,7 +107,7 @@ for program in ensemble-cli ensemble-lab; do
   [[ $out == "$program $version"* ]] || fail "$program --version printed '$out'"
   say "$out"
 done
-run /usr/bin/ensemble-cli presets | grep -qx spirals || fail "ensemble-cli presets does not list spirals"
+grep -qx spirals <<<"$(run /usr/bin/ensemble-cli presets)" || fail "ensemble-cli presets does not list spirals"
 run /usr/bin/ensemble-cli train --config spirals --export spirals.safetensors \
   >train.out 2>train.err || { cat train.err >&2; fail "ensemble-cli train --config spirals failed"; }
 tail -n 2 train.out
@@ -119,7 +119,7 @@ fi
 [ -s spirals.safetensors ] || fail "ensemble-cli train wrote no export"
 run /usr/bin/ensemble-lab --config spirals --train-steps 10 --screenshot spirals.png >lab.out 2>&1 ||
   { cat lab.out >&2; fail "ensemble-lab --config spirals --train-steps 10 --screenshot failed"; }
-file -b spirals.png | grep -q '^PNG image data' || fail "ensemble-lab wrote no PNG"
+[[ $(file -b spirals.png) == "PNG image data"* ]] || fail "ensemble-lab wrote no PNG"
 say "ensemble-lab: $(grep -m1 'saved' lab.out)"
 # An experiment file, opened as the desktop entry's Exec line opens it (%f: the file).
 run /usr/bin/ensemble-cli config --config moons >experiment.ensemble.json
@@ -135,7 +135,7 @@ say "ensemble-lab opens .ensemble.json and .json experiments"
 run /usr/bin/ensemble-cli train --config mnist-mlp >mnist.out 2>&1 && fail "mnist-mlp trained without MNIST?"
 grep -q '`ensemble-fetch-mnist`' mnist.out || fail "the missing-MNIST error does not name ensemble-fetch-mnist: $(cat mnist.out)"
 grep -q 'scripts/fetch-mnist.sh' mnist.out && fail "the missing-MNIST error names the source tree's script"
-run /usr/bin/ensemble-fetch-mnist --help | grep -q '^usage: ensemble-fetch-mnist' ||
+grep -q '^usage: ensemble-fetch-mnist' <<<"$(run /usr/bin/ensemble-fetch-mnist --help)" ||
   fail "ensemble-fetch-mnist --help"
 cd "$checkout"
 
@@ -149,7 +149,7 @@ for icon in scalable/apps/$app_id.svg 48x48/apps/$app_id.png 128x128/apps/$app_i
   [ -s "/usr/share/icons/hicolor/$icon" ] || fail "no icon /usr/share/icons/hicolor/$icon"
 done
 for size in 48 128 256; do
-  file -b "/usr/share/icons/hicolor/${size}x${size}/apps/$app_id.png" | grep -q "$size x $size" ||
+  [[ $(file -b "/usr/share/icons/hicolor/${size}x${size}/apps/$app_id.png") == *"$size x $size"* ]] ||
     fail "the ${size}x${size} icon is not $size px"
 done
 # The MIME type, registered by shared-mime-info's trigger; the desktop entry handles it.
@@ -160,7 +160,7 @@ done
 [ "$(cd "$work" && gio info -a standard::content-type experiment.json |
   sed -n 's/.*standard::content-type: //p')" = "application/json" ] ||
   fail "a plain .json file is no longer application/json"
-gio mime "$mime" | grep -q "$app_id.desktop" || fail "no application handles $mime: $(gio mime "$mime")"
+grep -q "$app_id.desktop" <<<"$(gio mime "$mime")" || fail "no application handles $mime: $(gio mime "$mime")"
 say "$mime: *.ensemble.json, opened by $app_id.desktop"
 for page in ensemble-cli ensemble-lab ensemble-fetch-mnist; do
   [ "$(man -w "$page")" = "/usr/share/man/man1/$page.1.gz" ] || fail "man -w $page: $(man -w "$page" 2>&1)"
@@ -179,8 +179,8 @@ rm -rf "$mandir"
 bash tests/check_completion.sh /usr/bin/ensemble-cli /usr/share/bash-completion/completions/ensemble-cli ||
   fail "the installed bash completion"
 # bash-completion loads it on demand, by the command's name.
-bash -c 'source /usr/share/bash-completion/bash_completion; __load_completion ensemble-cli &&
-  complete -p ensemble-cli' | grep -q _ensemble_cli || fail "bash-completion does not load ensemble-cli's completion"
+grep -q _ensemble_cli <<<"$(bash -c 'source /usr/share/bash-completion/bash_completion
+  __load_completion ensemble-cli && complete -p ensemble-cli')" || fail "bash-completion does not load ensemble-cli's completion"
 say "desktop entry, metainfo, icons, MIME type, man pages and completion are in place"
 
 # --- 5. purge ---

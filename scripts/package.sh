@@ -68,7 +68,7 @@ mkdir -p "$stage/debian/ensemblelab/DEBIAN"
 dpkg-deb -x "$deb" "$stage/debian/ensemblelab"
 programs=()
 for f in "$stage"/debian/ensemblelab/usr/bin/*; do
-  if file -b "$f" | grep -q '^ELF'; then programs+=("debian/ensemblelab/usr/bin/${f##*/}"); fi
+  if [[ $(file -b "$f") == ELF* ]]; then programs+=("debian/ensemblelab/usr/bin/${f##*/}"); fi
 done
 if ! shlibdeps=$(cd "$stage" && dpkg-shlibdeps -O "${programs[@]}" 2>"$stage/shlibdeps.err"); then
   cat "$stage/shlibdeps.err" >&2

@@ -8,6 +8,8 @@
 # - ensemble-fetch-mnist.1 has the script's usage line;
 # - each page's .TH carries the project() version.
 #   check_man_pages.sh ENSEMBLE_CLI ENSEMBLE_LAB|- FETCH_MNIST_SCRIPT MAN_DIR VERSION
+# (No `producer | grep -q`: under pipefail the producer's SIGPIPE, when grep stops early,
+# would fail the pipeline at random.)
 set -euo pipefail
 [ $# -eq 5 ] || { echo "usage: $0 CLI LAB|- FETCH MAN_DIR VERSION" >&2; exit 2; }
 cli=$1 lab=$2 fetch=$3 mandir=$4 version=$5
@@ -56,7 +58,7 @@ contains() {  # contains TEXT PIECE: whether PIECE (blanks collapsed) is in TEXT
 }
 
 th_version() {
-  grep -m1 '^\.TH' "$1" | grep -q "\"EnsembleLab $version\"" ||
+  [[ $(grep -m1 '^\.TH' "$1") == *"\"EnsembleLab $version\""* ]] ||
     fail "$(basename "$1"): .TH does not say \"EnsembleLab $version\" (the project() version)"
 }
 
@@ -82,11 +84,11 @@ for c in $commands; do
   contains "$text" "$summary" || fail "ensemble-cli.1 lacks the summary of '$c': $summary"
 done
 for s in $(grep '^\.SS ' "$page" | cut -d' ' -f2); do
-  printf '%s\n' "$commands" | grep -qx "$s" || fail "ensemble-cli.1 describes '$s', which is no command"
+  grep -qx -- "$s" <<<"$commands" || fail "ensemble-cli.1 describes '$s', which is no command"
 done
 help_flags=$(printf '%s\n' "$all_help" | grep -oE -- '--[a-z][a-z-]*' | sort -u)
 for f in $(printf '%s' "$text" | grep -oE -- '--[a-z][a-z-]*' | sort -u); do
-  printf '%s\n' "$help_flags" | grep -qx -- "$f" || fail "ensemble-cli.1 names $f, which ensemble-cli does not have"
+  grep -qx -- "$f" <<<"$help_flags" || fail "ensemble-cli.1 names $f, which ensemble-cli does not have"
 done
 "$cli" --version >/dev/null || fail "ensemble-cli --version failed"
 
@@ -104,7 +106,7 @@ if [ "$lab" != "-" ]; then
       fail "ensemble-lab.1 does not name '$flag${value:+ $value}' as ensemble-lab --help does"
   done <<<"$options"
   for f in $(printf '%s' "$text" | grep -oE -- '--[a-z][a-z-]*' | sort -u); do
-    printf '%s\n' "$options" | cut -d' ' -f1 | grep -qx -- "$f" ||
+    grep -qx -- "$f" <<<"$(cut -d' ' -f1 <<<"$options")" ||
       fail "ensemble-lab.1 names $f, which ensemble-lab does not have"
   done
 fi
