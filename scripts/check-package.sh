@@ -28,7 +28,7 @@ fail() {
   echo "check-package: FAIL: $*" >&2
   exit 1
 }
-say() { echo "check-package: $*"; }
+say() { echo "check-package [$SECONDS s]: $*"; }
 
 # The checking tools (not the package's dependencies: apt brings those).
 tools=()
@@ -52,27 +52,51 @@ staged=$(mktemp -d)
 trap 'rm -rf "$staged"' EXIT
 dpkg-deb -x "$deb" "$staged"
 depends=$(dpkg-deb -f "$deb" Depends)
-# The package (name) owning a library file; /lib and /usr/lib are one folder (merged /usr).
+# Which package owns a library file: one `dpkg -S` for all of them (each call reads dpkg's
+# whole database). /lib and /usr/lib are one folder (merged /usr), so each file is also asked
+# for by its real path with and without /usr.
+declare -A owner_of
+candidates() {
+  local real
+  real=$(readlink -f "$1")
+  printf '%s\n' "$1" "$real" "${real#/usr}" "/usr$real"
+}
+learn_owners() {
+  local line pkgs
+  mapfile -t paths < <(for p in "$@"; do candidates "$p"; done | sort -u)
+  [ ${#paths[@]} -gt 0 ] || return 0
+  while IFS= read -r line; do
+    [[ $line == diversion* ]] && continue
+    pkgs=${line%: *}
+    pkgs=${pkgs%%,*}
+    owner_of[${line##*: }]=${pkgs%%:*}
+  done < <(dpkg -S "${paths[@]}" 2>/dev/null)
+}
 owner() {
-  local path=$1 real
-  real=$(readlink -f "$path")
-  for p in "$path" "$real" "${real#/usr}" "/usr$real"; do
-    if dpkg -S "$p" >/dev/null 2>&1; then
-      dpkg -S "$p" 2>/dev/null | head -n 1 | cut -d: -f1
+  local c
+  while IFS= read -r c; do
+    if [ -n "${owner_of[$c]:-}" ]; then
+      echo "${owner_of[$c]}"
       return 0
     fi
-  done
+  done < <(candidates "$1")
   return 1
 }
+needed=()  # PROGRAM LIBRARY PATH, one a line
 for program in "$staged"/usr/bin/*; do
   [[ $(file -b "$program") == ELF* ]] || continue
   for lib in $(readelf -d "$program" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
     path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ { print $NF; exit }')
     [ -n "$path" ] || fail "$(basename "$program") needs $lib, which the system's loader does not know"
-    pkg=$(owner "$path") || fail "$(basename "$program") needs $path, which no Debian package owns"
-    [[ ", $depends," == *", $pkg "* || ", $depends," == *", $pkg,"* ]] ||
-      fail "$(basename "$program") needs $lib from $pkg, which Depends ($depends) does not name"
+    needed+=("$(basename "$program") $lib $path")
   done
+done
+learn_owners $(printf '%s\n' "${needed[@]}" | cut -d' ' -f3)
+for entry in "${needed[@]}"; do
+  read -r program lib path <<<"$entry"
+  pkg=$(owner "$path") || fail "$program needs $path, which no Debian package owns"
+  [[ ", $depends," == *", $pkg "* || ", $depends," == *", $pkg,"* ]] ||
+    fail "$program needs $lib from $pkg, which Depends ($depends) does not name"
 done
 say "Depends names the package of every library the programs need: $depends"
 
@@ -80,6 +104,7 @@ say "Depends names the package of every library the programs need: $depends"
 apt-get install -y -qq "$deb" >/dev/null || fail "apt-get install $deb failed"
 mapfile -t files < <(dpkg -L ensemblelab | while read -r f; do [ -d "$f" ] || echo "$f"; done)
 say "installed ${#files[@]} files"
+loaded=()  # PROGRAM PATH, one a line
 for program in /usr/bin/ensemble-cli /usr/bin/ensemble-lab; do
   [ -x "$program" ] || fail "$program is not installed"
   while read -r line; do
@@ -90,8 +115,13 @@ for program in /usr/bin/ensemble-cli /usr/bin/ensemble-lab; do
     path=$(printf '%s\n' "$line" | sed -n 's/.*=> \(\/[^ ]*\).*/\1/p; t; s/^\(\/[^ ]*\) (.*/\1/p')
     [ -n "$path" ] || continue
     case "$path" in /usr/local/*) fail "$program loads $path from /usr/local" ;; esac
-    owner "$path" >/dev/null || fail "$program loads $path, which no Debian package owns"
+    loaded+=("$program $path")
   done < <(env -u LD_LIBRARY_PATH ldd "$program")
+done
+learn_owners $(printf '%s\n' "${loaded[@]}" | cut -d' ' -f2)
+for entry in "${loaded[@]}"; do
+  read -r program path <<<"$entry"
+  owner "$path" >/dev/null || fail "$program loads $path, which no Debian package owns"
 done
 say "every library the installed programs load belongs to a Debian package"
 
