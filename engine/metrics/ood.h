@@ -27,9 +27,16 @@ double auroc(const std::vector<double>& positive, const std::vector<double>& neg
 double fprAtTpr(const std::vector<double>& positive, const std::vector<double>& negative,
                 double tpr = 0.95);
 
+// Area under the precision-recall curve of the positives (average precision): with the
+// distinct thresholds t_1 > t_2 > ... of the pooled scores, sum_j (R_j - R_{j-1}) P_j, where
+// R_j and P_j are the recall and precision of {s >= t_j} (tied scores enter together). The
+// positive class is in-distribution, as everywhere here. NaN when either set is empty.
+double aupr(const std::vector<double>& positive, const std::vector<double>& negative);
+
 struct OodScore {
     double auroc = 0.0;
     double fprAt95Tpr = 0.0;
+    double aupr = 0.0;
 };
 
 // Equal-width histogram counts of entropy over [0, log C] (values above go to the last bin).

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "metrics/conformal.h"
 #include "metrics/metrics.h"
 #include "metrics/ood.h"
 #include "metrics/regression.h"
@@ -30,9 +31,13 @@ struct EvaluationOptions {
     // Two classes only: also the reliability of p(class 1) ("reliability_positive").
     bool positiveClassReliability = false;
     TemperatureMode temperatureMode = TemperatureMode::Ensemble;
-    // Without a separate validation split, the first round(fraction * rows) evaluated rows fit
-    // the temperature and the rest measure it (test rows come in a random order already).
+    // Without a separate validation split, the evaluated rows are split by splitHalves
+    // (metrics/conformal.h; `seed`): round(fraction * rows) of them fit the temperature and
+    // the rest measure it. The conformal calibration uses the same halves.
     double validationFraction = 0.5;
+    // `eval --alpha`: also split conformal sets (LAC, APS) at this alpha and selective
+    // prediction, calibrated and measured on the halves above.
+    std::optional<double> conformalAlpha;
 };
 
 // What to evaluate. Pointers are borrowed; null means "not available". The label vectors
@@ -78,7 +83,10 @@ struct EnsembleReport {
     std::optional<OodMetrics> ood;  // when OOD predictions were given
     std::string oodName;
     TemperatureReport temperature;
-    PointStatistics points;  // per point of the evaluated split
+    RowHalves halves;  // the fitting and measuring halves (empty with a validation split)
+    std::optional<ConformalReport> conformal;  // options.conformalAlpha given
+    std::optional<SelectiveReport> selective;  // options.conformalAlpha given
+    PointStatistics points;                    // per point of the evaluated split
 };
 
 // Throws std::invalid_argument when predictions or labels are missing or inconsistent, and
@@ -118,6 +126,16 @@ nlohmann::json reportJson(const RegressionReport& report, const RunFacts& run);
 void addRunFacts(nlohmann::json& report, std::size_t members, const RunFacts& run, bool regression);
 nlohmann::json evaluationReport(const EvaluationInput& input,
                                 const EvaluationOptions& options = {});
+
+// Pieces of the report other reports reuse (the shift report): a JSON number or null for NaN
+// and infinities (JSON has neither); the halves ({"method", "seed", "calibration",
+// "measure"}); a conformal set's {"threshold", "coverage", "set_size_mean",
+// "coverage_by_size", "count_by_size"}; a selective curve's {"aurc", "accuracy_at_90",
+// "accuracy_at_95", "curve": {"coverage", "risk"}}.
+nlohmann::json jsonNumber(double v);
+nlohmann::json halvesJson(const RowHalves& halves);
+nlohmann::json conformalSetsJson(const ConformalSets& sets, const ConformalThreshold& threshold);
+nlohmann::json selectiveJson(const SelectiveCurve& curve);
 
 // CSV texts (header row, then one row per bin / size / point / member). NaN is written empty.
 std::string reliabilityCsv(const Calibration& calibration);
