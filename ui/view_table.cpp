@@ -9,6 +9,7 @@
 #include "views/images_view.h"
 #include "views/members_view.h"
 #include "views/regression_view.h"
+#include "views/shift_view.h"
 #include "views/sweep_view.h"
 
 namespace ensemble::ui {
@@ -82,6 +83,11 @@ constexpr std::array<ViewRow, kViewCount> kViews{{
                         QT_TRANSLATE_NOOP("ensemble::ui::ViewTable",
                                           "the predictive mean with aleatoric and total bands "
                                           "and every member's curve")),
+    row<ShiftView>(ViewId::Shift, "shift", QT_TRANSLATE_NOOP("ensemble::ui::ViewTable", "Shift"),
+                   Qt::CTRL | Qt::Key_9, ViewData::Any,
+                   QT_TRANSLATE_NOOP("ensemble::ui::ViewTable",
+                                     "the ensemble, its members and temperature scaling as the "
+                                     "test inputs shift (rotation, translation, noise, scale)")),
 }};
 
 constexpr bool rowsInIdOrder() {
