@@ -70,6 +70,41 @@ double fprAtTpr(const std::vector<double>& positive, const std::vector<double>& 
     return static_cast<double>(falsePositives) / static_cast<double>(negative.size());
 }
 
+double aupr(const std::vector<double>& positive, const std::vector<double>& negative) {
+    if (positive.empty() || negative.empty()) {
+        return kNaN;
+    }
+    std::vector<std::pair<double, uint8_t>> all;
+    all.reserve(positive.size() + negative.size());
+    for (double s : positive) {
+        all.emplace_back(s, 1);
+    }
+    for (double s : negative) {
+        all.emplace_back(s, 0);
+    }
+    std::sort(all.begin(), all.end(),
+              [](const auto& a, const auto& b) { return a.first > b.first; });
+    // Walk the thresholds from the highest score down; a group of tied scores enters at once.
+    const double np = static_cast<double>(positive.size());
+    double truePositives = 0.0;
+    double taken = 0.0;
+    double area = 0.0;
+    std::size_t i = 0;
+    while (i < all.size()) {
+        std::size_t j = i;
+        double groupPositives = 0.0;
+        while (j < all.size() && all[j].first == all[i].first) {
+            groupPositives += all[j].second;
+            ++j;
+        }
+        truePositives += groupPositives;
+        taken += static_cast<double>(j - i);
+        area += (groupPositives / np) * (truePositives / taken);
+        i = j;
+    }
+    return area;
+}
+
 OodMetrics oodMetrics(const PointStatistics& in, const PointStatistics& out, int histogramBins) {
     if (in.classes != out.classes || histogramBins < 1) {
         throw std::invalid_argument("oodMetrics: class counts differ or histogramBins < 1");
@@ -83,7 +118,7 @@ OodMetrics oodMetrics(const PointStatistics& in, const PointStatistics& out, int
         return r;
     };
     auto score = [](const std::vector<double>& pos, const std::vector<double>& neg) {
-        return OodScore{auroc(pos, neg), fprAtTpr(pos, neg, 0.95)};
+        return OodScore{auroc(pos, neg), fprAtTpr(pos, neg, 0.95), aupr(pos, neg)};
     };
     m.maxProbability = score(in.confidence, out.confidence);
     m.entropy = score(negated(in.total), negated(out.total));

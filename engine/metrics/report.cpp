@@ -15,26 +15,19 @@ namespace ensemble {
 using detail::idx;
 
 namespace {
+nlohmann::json num(double v) {
+    return jsonNumber(v);
+}
+}  // namespace
 
-// The rows [begin, end) of every member.
-MemberPredictions sliceRows(const MemberPredictions& p, int64_t begin, int64_t end) {
-    MemberPredictions out;
-    out.members = p.members;
-    out.classes = p.classes;
-    out.rows = end - begin;
-    out.logProbs.resize(static_cast<std::size_t>(p.members) * idx(out.rows) * idx(p.classes));
-    const std::size_t c = idx(p.classes);
-    for (int k = 0; k < p.members; ++k) {
-        const float* from =
-            p.logProbs.data() + (static_cast<std::size_t>(k) * idx(p.rows) + idx(begin)) * c;
-        std::copy(from, from + idx(out.rows) * c,
-                  out.logProbs.data() + static_cast<std::size_t>(k) * idx(out.rows) * c);
-    }
-    return out;
+nlohmann::json jsonNumber(double v) {
+    return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
 }
 
-TemperatureReport temperatureReport(const EvaluationInput& input,
-                                    const EvaluationOptions& options) {
+namespace {
+
+TemperatureReport temperatureReport(const EvaluationInput& input, const EvaluationOptions& options,
+                                    const RowHalves& halves) {
     TemperatureReport t;
     const MemberPredictions& p = *input.predictions;
     const std::vector<int32_t>& labels = *input.labels;
@@ -53,15 +46,14 @@ TemperatureReport temperatureReport(const EvaluationInput& input,
         t.available = true;
         return t;
     }
-    const int64_t nVal = static_cast<int64_t>(
-        std::llround(options.validationFraction * static_cast<double>(p.rows)));
+    const int64_t nVal = static_cast<int64_t>(halves.calibration.size());
     if (nVal < 1 || p.rows - nVal < 1) {
         return t;
     }
-    const MemberPredictions val = sliceRows(p, 0, nVal);
-    const MemberPredictions rest = sliceRows(p, nVal, p.rows);
-    const std::vector<int32_t> valLabels(labels.begin(), labels.begin() + nVal);
-    const std::vector<int32_t> restLabels(labels.begin() + nVal, labels.end());
+    const MemberPredictions val = selectPredictionRows(p, halves.calibration);
+    const MemberPredictions rest = selectPredictionRows(p, halves.measure);
+    const std::vector<int32_t> valLabels = selectValues(labels, halves.calibration);
+    const std::vector<int32_t> restLabels = selectValues(labels, halves.measure);
     t.fit = fitTemperature(val, valLabels, input.include, options.temperatureMode);
     t.validationRows = nVal;
     t.evaluationRows = p.rows - nVal;
@@ -71,11 +63,6 @@ TemperatureReport temperatureReport(const EvaluationInput& input,
     t.after = ensembleClassificationMetrics(scaled, restLabels, {}, options.bins);
     t.available = true;
     return t;
-}
-
-// A JSON number, or null for NaN and infinities (JSON has neither).
-nlohmann::json num(double v) {
-    return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
 }
 
 nlohmann::json metricsJson(const ClassificationMetrics& m) {
@@ -99,8 +86,44 @@ nlohmann::json binsJson(const Calibration& c) {
 }
 
 nlohmann::json oodScoreJson(const OodScore& s) {
-    return {{"auroc", num(s.auroc)}, {"fpr_at_95_tpr", num(s.fprAt95Tpr)}};
+    return {{"auroc", num(s.auroc)}, {"fpr_at_95_tpr", num(s.fprAt95Tpr)}, {"aupr", num(s.aupr)}};
 }
+
+}  // namespace
+
+nlohmann::json halvesJson(const RowHalves& h) {
+    return {{"method", "Philox permutation of the evaluated rows"},
+            {"seed", h.seed},
+            {"calibration", h.calibration.size()},
+            {"measure", h.measure.size()}};
+}
+
+nlohmann::json conformalSetsJson(const ConformalSets& s, const ConformalThreshold& t) {
+    nlohmann::json bySize = nlohmann::json::array();
+    for (double v : s.coverageBySize) {
+        bySize.push_back(num(v));
+    }
+    return {{"threshold", num(t.threshold)},
+            {"coverage", num(s.coverage)},
+            {"set_size_mean", num(s.setSizeMean)},
+            {"coverage_by_size", bySize},
+            {"count_by_size", s.countBySize}};
+}
+
+nlohmann::json selectiveJson(const SelectiveCurve& s) {
+    nlohmann::json coverage = nlohmann::json::array();
+    nlohmann::json risk = nlohmann::json::array();
+    for (std::size_t i = 0; i < s.coverage.size(); ++i) {
+        coverage.push_back(num(s.coverage[i]));
+        risk.push_back(num(s.risk[i]));
+    }
+    return {{"aurc", num(s.aurc)},
+            {"accuracy_at_90", num(s.accuracyAt90)},
+            {"accuracy_at_95", num(s.accuracyAt95)},
+            {"curve", {{"coverage", coverage}, {"risk", risk}}}};
+}
+
+namespace {
 
 // Shortest text that reads back to the same double; empty for NaN.
 std::string csvNumber(double v) {
@@ -164,7 +187,22 @@ EnsembleReport evaluateEnsemble(const EvaluationInput& input, const EvaluationOp
         r.ood = oodMetrics(r.points, out, options.histogramBins);
         r.oodName = input.oodName;
     }
-    r.temperature = temperatureReport(input, options);
+    r.halves = splitHalves(p.rows, options.seed, options.validationFraction);
+    r.temperature = temperatureReport(input, options, r.halves);
+    if (options.conformalAlpha) {
+        r.conformal = conformalReport(r.points.probabilities, p.classes, labels, r.halves,
+                                      *options.conformalAlpha);
+        SelectiveReport& sel = r.selective.emplace();
+        const std::vector<int64_t>& rows = r.halves.measure;
+        sel.rows = static_cast<int64_t>(rows.size());
+        const std::vector<uint8_t> correct = selectValues(r.points.correct, rows);
+        std::vector<double> lowMi = selectValues(r.points.epistemic, rows);
+        for (double& v : lowMi) {
+            v = -v;  // least mutual information kept first
+        }
+        sel.maxProbability = selectivePrediction(selectValues(r.points.confidence, rows), correct);
+        sel.mutualInformation = selectivePrediction(lowMi, correct);
+    }
     return r;
 }
 
@@ -275,6 +313,25 @@ nlohmann::json reportJson(const EnsembleReport& r) {
                             {"after", metricsJson(t.after)}};
     } else {
         j["temperature"] = {{"available", false}};
+    }
+    if (t.available && t.validationRows == static_cast<int64_t>(r.halves.calibration.size()) &&
+        t.evaluationRows == static_cast<int64_t>(r.halves.measure.size())) {
+        j["temperature"]["halves"] = halvesJson(r.halves);
+    }
+    if (r.conformal) {
+        const ConformalReport& c = *r.conformal;
+        j["conformal"] = {
+            {"alpha", c.alpha},
+            {"rows", {{"calibration", c.calibrationRows}, {"measure", c.measureRows}}},
+            {"halves", halvesJson(r.halves)},
+            {"lac", conformalSetsJson(c.lac, c.lacThreshold)},
+            {"aps", conformalSetsJson(c.aps, c.apsThreshold)}};
+    }
+    if (r.selective) {
+        j["selective"] = {{"rows", r.selective->rows},
+                          {"ranking", "max_prob: highest first; mutual_information: lowest first"},
+                          {"max_prob", selectiveJson(r.selective->maxProbability)},
+                          {"mutual_information", selectiveJson(r.selective->mutualInformation)}};
     }
     return j;
 }

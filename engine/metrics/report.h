@@ -127,6 +127,16 @@ void addRunFacts(nlohmann::json& report, std::size_t members, const RunFacts& ru
 nlohmann::json evaluationReport(const EvaluationInput& input,
                                 const EvaluationOptions& options = {});
 
+// Pieces of the report other reports reuse (the shift report): a JSON number or null for NaN
+// and infinities (JSON has neither); the halves ({"method", "seed", "calibration",
+// "measure"}); a conformal set's {"threshold", "coverage", "set_size_mean",
+// "coverage_by_size", "count_by_size"}; a selective curve's {"aurc", "accuracy_at_90",
+// "accuracy_at_95", "curve": {"coverage", "risk"}}.
+nlohmann::json jsonNumber(double v);
+nlohmann::json halvesJson(const RowHalves& halves);
+nlohmann::json conformalSetsJson(const ConformalSets& sets, const ConformalThreshold& threshold);
+nlohmann::json selectiveJson(const SelectiveCurve& curve);
+
 // CSV texts (header row, then one row per bin / size / point / member). NaN is written empty.
 std::string reliabilityCsv(const Calibration& calibration);
 std::string sizeCurveCsv(const std::vector<SizeCurvePoint>& curve);
