@@ -89,8 +89,8 @@ class MainWindow : public QMainWindow {
     void compareWith(const QString& path);
 
     // Views by the view table's keys (view_table.h): boundary, members, curves, calibration,
-    // sweep, images, filters, regression. setView is false for a view that does not apply to
-    // the run (its tab is hidden).
+    // sweep, images, filters, regression, shift. setView is false for a view that does not
+    // apply to the run (its tab is hidden).
     static QStringList viewNames();
     bool setView(const QString& name);
     bool setView(ViewId id);

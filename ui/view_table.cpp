@@ -35,8 +35,8 @@ constexpr ViewRow row(ViewId id, const char* key, const char* title, QKeyCombina
     return {id, key, title, shortcut, data, help, &makeView<View>, &showSnapshot<View>};
 }
 
-// Ctrl+1 … Ctrl+8 are documented (docs/app.md's key table): today's views keep them. A ninth view
-// takes Ctrl+9; later ones a key of their own (say Ctrl+Shift+1), added to that table.
+// Ctrl+1 … Ctrl+9 are documented (docs/app.md's key table): the views keep them (Shift, the
+// ninth, took Ctrl+9); later ones a key of their own (say Ctrl+Shift+1), added to that table.
 constexpr std::array<ViewRow, kViewCount> kViews{{
     row<BoundaryView>(ViewId::Boundary, "boundary",
                       QT_TRANSLATE_NOOP("ensemble::ui::ViewTable", "Boundary"),

@@ -1,5 +1,6 @@
 #include "views/shift_view.h"
 
+#include <QBoxLayout>
 #include <QChart>
 #include <QChartView>
 #include <QComboBox>
@@ -84,7 +85,9 @@ ShiftView::ShiftView(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(6, 6, 6, 6);
 
+    // Two rows, so the controls fit a narrow window: what to shift, then how to measure.
     auto* bar = new QHBoxLayout;
+    auto* bar2 = new QHBoxLayout;
     m_shift = new QComboBox;
     m_shift->setToolTip(
         tr("The shift applied to the test inputs (those that apply to this "
@@ -124,14 +127,16 @@ ShiftView::ShiftView(QWidget* parent) : QWidget(parent) {
     bar->addWidget(m_shift);
     bar->addWidget(levelsLabel);
     bar->addWidget(m_levels, 1);
-    bar->addWidget(alphaLabel);
-    bar->addWidget(m_alpha);
-    bar->addWidget(subsetLabel);
-    bar->addWidget(m_subset);
-    bar->addWidget(m_run);
-    bar->addWidget(m_cancel);
-    bar->addWidget(m_export);
+    bar2->addWidget(alphaLabel);
+    bar2->addWidget(m_alpha);
+    bar2->addWidget(subsetLabel);
+    bar2->addWidget(m_subset);
+    bar2->addStretch(1);
+    bar2->addWidget(m_run);
+    bar2->addWidget(m_cancel);
+    bar2->addWidget(m_export);
     layout->addLayout(bar);
+    layout->addLayout(bar2);
 
     auto* statusRow = new QHBoxLayout;
     m_progress = new QProgressBar;
@@ -143,16 +148,17 @@ ShiftView::ShiftView(QWidget* parent) : QWidget(parent) {
     statusRow->addWidget(m_message, 1);
     layout->addLayout(statusRow);
 
-    auto* body = new QHBoxLayout;
+    m_body = new QBoxLayout(QBoxLayout::LeftToRight);
+    QBoxLayout* body = m_body;
     auto* left = new QVBoxLayout;
     m_inputs = new ShiftInputs;
-    m_inputs->setMinimumWidth(200);
+    m_inputs->setMinimumSize(200, 200);
     m_slider = new QSlider(Qt::Horizontal);
     m_slider->setRange(0, 0);
     m_slider->setPageStep(1);
     m_slider->setTickPosition(QSlider::TicksBelow);
     m_slider->setToolTip(tr("The level shown (arrow keys, Home, End)"));
-    m_levelLabel = new QLabel;
+    m_levelLabel = new ElidedLabel;
     auto* levelRow = new QHBoxLayout;
     auto* sliderLabel = new QLabel(tr("Le&vel"));
     sliderLabel->setBuddy(m_slider);
@@ -248,7 +254,9 @@ void ShiftView::resizeEvent(QResizeEvent* event) {
 }
 
 void ShiftView::arrangeCharts() {
-    // Three charts a row when there is room, else two (900 × 600 stays readable).
+    // Narrow (900 × 600): the inputs above the charts, two charts a row; wide: beside them,
+    // three a row.
+    m_body->setDirection(width() >= 1000 ? QBoxLayout::LeftToRight : QBoxLayout::TopToBottom);
     const int columns = width() >= 1150 ? 3 : 2;
     if (columns == m_columns) {
         return;
@@ -397,7 +405,7 @@ QString ShiftView::levelText(int index) const {
 
 void ShiftView::refreshLevel() {
     if (!m_outcome || !m_snapshot) {
-        m_levelLabel->clear();
+        m_levelLabel->setFullText(QString());
         return;
     }
     const int i = levelIndex();
@@ -414,9 +422,7 @@ void ShiftView::refreshLevel() {
                  iu < f.coverage.ensembleTs.size() ? formatValue(f.coverage.ensembleTs[iu])
                                                    : QStringLiteral("–"),
                  formatValue(1.0 - f.alpha));
-    m_levelLabel->setText(
-        fontMetrics().elidedText(text, Qt::ElideRight, std::max(60, m_inputs->width())));
-    m_levelLabel->setToolTip(text);
+    m_levelLabel->setFullText(text);
     m_inputs->setCaption(levelText(i));
     if (iu >= m_outcome->previews.size()) {
         m_inputs->clear();

@@ -17,6 +17,7 @@
 #include "controller/shift_job.h"
 #include "controller/snapshot.h"
 
+class QBoxLayout;
 class QChart;
 class QChartView;
 class QComboBox;
@@ -110,7 +111,8 @@ class ShiftView : public QWidget {
     ElidedLabel* m_message = nullptr;
     ShiftInputs* m_inputs = nullptr;
     QSlider* m_slider = nullptr;
-    QLabel* m_levelLabel = nullptr;
+    ElidedLabel* m_levelLabel = nullptr;
+    QBoxLayout* m_body = nullptr;  // the inputs beside the charts, or above when narrow
     QGridLayout* m_grid = nullptr;
     // Accuracy, NLL, Brier, ECE, coverage, risk–coverage.
     static constexpr int kCharts = 6;
