@@ -31,16 +31,22 @@ enum class ShiftMetric { Accuracy, Nll, Brier, Ece };
 inline constexpr int kShiftMetricCount = 4;
 
 struct ShiftFigures {
+    bool regression = false;  // the four charts: RMSE, NLL, 90% coverage, interval width
+    std::array<QString, kShiftMetricCount> titles;  // the four charts' titles
+    std::array<bool, kShiftMetricCount> rates{};    // whose values lie in 0..1
+    QString coverageTitle;
     QString shift;  // "rotate", "translate", "noise" or "scale"
     QString unit;   // the level's unit for the axis ("°", "px", "σ", "×")
     std::vector<double> levels;
     double alpha = 0.1;
     std::array<ShiftSeries, kShiftMetricCount> metrics;
-    // The conformal set's coverage (LAC) on the measuring half, against 1 − alpha.
+    // The conformal set's coverage (LAC; regression: the interval's) on the measuring half,
+    // against 1 − alpha.
     ShiftSeries coverage;
     ShiftSeries setSize;
     ShiftSeries aurc;
-    // Per level: the ensemble's risk–coverage curve (coverage, risk), most confident first.
+    // Per level: the ensemble's risk–coverage curve (coverage, risk), most confident first
+    // (empty for regression).
     std::vector<std::vector<QPointF>> riskCoverage;
 };
 

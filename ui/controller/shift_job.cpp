@@ -1,6 +1,7 @@
 #include "controller/shift_job.h"
 
 #include <algorithm>
+#include <cmath>
 #include <exception>
 
 #include "core/errors.h"
@@ -46,6 +47,61 @@ ShiftSeries tsSeriesOf(const ShiftReport& report, double ShiftMetrics::*field) {
     return s;
 }
 
+// The median and range of `values` as memberSpread (shift_report.h) takes them: NaN skipped,
+// the median of an even count the mean of the middle two.
+MemberSpread spreadOf(std::vector<double> values) {
+    values.erase(
+        std::remove_if(values.begin(), values.end(), [](double v) { return std::isnan(v); }),
+        values.end());
+    MemberSpread s;
+    if (values.empty()) {
+        return s;
+    }
+    std::sort(values.begin(), values.end());
+    const std::size_t n = values.size();
+    s.median = n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+    s.min = values.front();
+    s.max = values.back();
+    return s;
+}
+
+// A regression report's value of every level (the ensemble and the members' spread; no
+// temperature-scaled variants).
+ShiftSeries regressionSeriesOf(const ShiftReport& report, double ShiftRegressionMetrics::*field,
+                               bool members) {
+    ShiftSeries s;
+    for (const ShiftLevelReport& level : report.levels) {
+        s.ensemble.push_back(level.regressionEnsemble.*field);
+        if (!members) {
+            continue;
+        }
+        std::vector<double> values;
+        for (const ShiftRegressionMetrics& m : level.regressionMembers) {
+            values.push_back(m.*field);
+        }
+        const MemberSpread spread = spreadOf(std::move(values));
+        s.membersMedian.push_back(spread.median);
+        s.membersMin.push_back(spread.min);
+        s.membersMax.push_back(spread.max);
+    }
+    return s;
+}
+
+void fillRegression(const ShiftReport& report, ShiftFigures& f) {
+    f.regression = true;
+    f.titles = {QObject::tr("RMSE"), QObject::tr("NLL"),
+                QObject::tr("90% Gaussian interval coverage"),
+                QObject::tr("Conformal interval width")};
+    f.rates = {false, false, true, false};
+    f.coverageTitle = QObject::tr("Conformal interval coverage (measuring half)");
+    f.metrics[0] = regressionSeriesOf(report, &ShiftRegressionMetrics::rmse, true);
+    f.metrics[1] = regressionSeriesOf(report, &ShiftRegressionMetrics::nll, true);
+    f.metrics[2] = regressionSeriesOf(report, &ShiftRegressionMetrics::coverage90, true);
+    f.metrics[3] = regressionSeriesOf(report, &ShiftRegressionMetrics::intervalWidthMean, false);
+    f.coverage = regressionSeriesOf(report, &ShiftRegressionMetrics::intervalCoverage, false);
+    f.riskCoverage.assign(report.levels.size(), {});
+}
+
 ShiftFigures figuresOf(const ShiftReport& report) {
     ShiftFigures f;
     const ShiftKindInfo& info = shiftKindInfo(report.kind);
@@ -54,6 +110,16 @@ ShiftFigures figuresOf(const ShiftReport& report) {
     f.alpha = report.alpha;
     for (const ShiftLevelReport& level : report.levels) {
         f.levels.push_back(level.level);
+    }
+    if (report.regression) {
+        fillRegression(report, f);
+        return f;
+    }
+    f.titles = {QObject::tr("Accuracy"), QObject::tr("NLL"), QObject::tr("Brier"),
+                QObject::tr("ECE")};
+    f.rates = {true, false, false, true};
+    f.coverageTitle = QObject::tr("Conformal coverage (LAC, measuring half)");
+    for (const ShiftLevelReport& level : report.levels) {
         std::vector<QPointF> curve;
         const SelectiveCurve& c = level.selectiveMaxProbability;
         for (std::size_t i = 0; i < c.coverage.size() && i < c.risk.size(); ++i) {

@@ -2,7 +2,6 @@
 
 #include <QAreaSeries>
 #include <QChart>
-#include <QLegendMarker>
 #include <QLineSeries>
 #include <QValueAxis>
 
@@ -56,6 +55,25 @@ void widen(double& lo, double& hi, const std::vector<double>& values) {
 }
 
 }  // namespace
+
+QString shiftChartsKey() {
+    const auto swatch = [](const QColor& c, const QString& glyph, const QString& name) {
+        return QStringLiteral("<span style=\"color:%1\"><b>%2</b></span>&nbsp;%3")
+            .arg(c.name(), glyph,
+                 QString(name).replace(QLatin1Char(' '), QStringLiteral("&nbsp;")));
+    };
+    QColor band = kMembers;
+    band = band.lighter(150);
+    return QStringList{
+        swatch(kEnsemble, QStringLiteral("━━"), QObject::tr("ensemble")),
+        swatch(kEnsemble, QStringLiteral("╍╍"), QObject::tr("ensemble, TS")),
+        swatch(kMembers, QStringLiteral("━━"), QObject::tr("member median")),
+        swatch(band, QStringLiteral("██"), QObject::tr("members' range")),
+        swatch(kMembers, QStringLiteral("╍╍"), QObject::tr("member median, TS")),
+        swatch(kReference, QStringLiteral("┄┄"), QObject::tr("1 − α")),
+        swatch(QColor(230, 126, 34), QStringLiteral("┃"), QObject::tr("level shown"))}
+        .join(QStringLiteral(" &nbsp; "));
+}
 
 QString shiftMetricTitle(ShiftMetric metric) {
     switch (metric) {
@@ -144,10 +162,13 @@ void fillShiftChart(QChart* chart, const QString& title, const std::vector<doubl
         hi = 1.0;
     }
     const double pad = 0.06 * std::max(hi - lo, 1e-3);
+    // Every figure here is a rate or a non-negative loss: the axis never goes below 0.
+    const double yLo = std::max(0.0, lo - pad);
+    const double yHi = probabilityAxis ? std::min(1.0, hi + pad) : hi + pad;
     auto* marker = new QLineSeries;  // the slider's level
     marker->setPen(QPen(QColor(230, 126, 34), 1.2));
-    marker->append(current, lo - pad);
-    marker->append(current, hi + pad);
+    marker->append(current, yLo);
+    marker->append(current, yHi);
     all.push_back(marker);
 
     auto* x = new QValueAxis;
@@ -156,9 +177,10 @@ void fillShiftChart(QChart* chart, const QString& title, const std::vector<doubl
     setNiceRange(x, xLo, xHi > xLo ? xHi : xLo + 1.0, 5);
     x->setTitleText(xTitle);
     auto* y = new QValueAxis;
-    setNiceRange(y, lo - pad, hi + pad, 4, false, probabilityAxis ? 0.0 : -1e300,
-                 probabilityAxis ? 1.0 : 1e300);
-    y->setTitleText(yTitle);
+    setNiceRange(y, yLo, yHi, 4, false, 0.0, probabilityAxis ? 1.0 : 1e300);
+    if (!yTitle.isEmpty()) {
+        y->setTitleText(yTitle);
+    }
     chart->addAxis(x, Qt::AlignBottom);
     chart->addAxis(y, Qt::AlignLeft);
     for (QAbstractSeries* s : all) {
@@ -166,9 +188,7 @@ void fillShiftChart(QChart* chart, const QString& title, const std::vector<doubl
         s->attachAxis(x);
         s->attachAxis(y);
     }
-    for (QLegendMarker* m : chart->legend()->markers(marker)) {
-        m->setVisible(false);
-    }
+    chart->legend()->setVisible(false);  // one legend for all charts: ShiftView's key
 }
 
 void fillRiskCoverageChart(QChart* chart, const std::vector<QPointF>& curve, const QString& title) {
@@ -195,6 +215,7 @@ void fillRiskCoverageChart(QChart* chart, const std::vector<QPointF>& curve, con
     chart->addSeries(s);
     s->attachAxis(x);
     s->attachAxis(y);
+    chart->legend()->setVisible(false);
 }
 
 }  // namespace ensemble::ui

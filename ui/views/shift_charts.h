@@ -16,6 +16,9 @@ class QChart;
 
 namespace ensemble::ui {
 
+// The key of every chart's lines (rich text): one legend for all of them.
+QString shiftChartsKey();
+
 // The metric's title for people ("accuracy", "NLL", ...) and its CSV column stem.
 QString shiftMetricTitle(ShiftMetric metric);
 const char* shiftMetricKey(ShiftMetric metric);

@@ -181,8 +181,15 @@ ShiftView::ShiftView(QWidget* parent) : QWidget(parent) {
         m_charts[static_cast<std::size_t>(i)] = chart;
         m_chartViews[static_cast<std::size_t>(i)] = view;
     }
-    m_charts[0]->legend()->setVisible(true);
-    body->addLayout(m_grid, 5);
+    auto* right = new QVBoxLayout;
+    auto* chartsKey = new QLabel(shiftChartsKey());
+    chartsKey->setWordWrap(true);  // a narrow window wraps the key instead of widening the view
+    chartsKey->setToolTip(
+        tr("TS: after temperature scaling, fitted on the unshifted calibration half "
+           "and measured on the other half"));
+    right->addWidget(chartsKey);
+    right->addLayout(m_grid, 1);
+    body->addLayout(right, 5);
     layout->addLayout(body, 1);
     arrangeCharts();
 
@@ -414,13 +421,15 @@ void ShiftView::refreshLevel() {
     if (iu >= f.levels.size()) {
         return;
     }
-    const auto& accuracy = f.metrics[static_cast<std::size_t>(ShiftMetric::Accuracy)];
-    const auto& nll = f.metrics[static_cast<std::size_t>(ShiftMetric::Nll)];
+    const auto& first = f.metrics[0];
+    const auto& second = f.metrics[1];
+    const std::vector<double>& coverage =
+        f.coverage.ensembleTs.empty() ? f.coverage.ensemble : f.coverage.ensembleTs;
     const QString text =
-        tr("%1: ensemble accuracy %2, NLL %3; coverage %4 (target %5)")
-            .arg(levelText(i), formatValue(accuracy.ensemble[iu]), formatValue(nll.ensemble[iu]),
-                 iu < f.coverage.ensembleTs.size() ? formatValue(f.coverage.ensembleTs[iu])
-                                                   : QStringLiteral("–"),
+        tr("%1, ensemble: %2 %3, %4 %5, coverage %6 (target %7)")
+            .arg(levelText(i), f.titles[0], formatValue(first.ensemble[iu]), f.titles[1],
+                 formatValue(second.ensemble[iu]),
+                 iu < coverage.size() ? formatValue(coverage[iu]) : QStringLiteral("–"),
                  formatValue(1.0 - f.alpha));
     m_levelLabel->setFullText(text);
     m_inputs->setCaption(levelText(i));
@@ -459,13 +468,15 @@ void ShiftView::refreshCharts() {
     const QString xTitle =
         f.levels.empty() ? QString() : QStringLiteral("%1 (%2)").arg(f.shift, f.unit);
     for (int m = 0; m < kShiftMetricCount; ++m) {
-        const auto metric = static_cast<ShiftMetric>(m);
-        fillShiftChart(m_charts[static_cast<std::size_t>(m)], shiftMetricTitle(metric), f.levels,
-                       f.metrics[static_cast<std::size_t>(m)], xTitle, shiftMetricTitle(metric),
-                       current, metric == ShiftMetric::Accuracy || metric == ShiftMetric::Ece);
+        const std::size_t mu = static_cast<std::size_t>(m);
+        const QString title =
+            f.titles[mu].isEmpty() ? shiftMetricTitle(static_cast<ShiftMetric>(m)) : f.titles[mu];
+        fillShiftChart(m_charts[mu], title, f.levels, f.metrics[mu], xTitle, QString(), current,
+                       f.titles[mu].isEmpty() ? m == 0 || m == 3 : f.rates[mu]);
     }
-    fillShiftChart(m_charts[4], tr("Conformal coverage (LAC, measuring half)"), f.levels,
-                   f.coverage, xTitle, tr("coverage"), current, true,
+    fillShiftChart(m_charts[4],
+                   f.coverageTitle.isEmpty() ? tr("Conformal coverage") : f.coverageTitle, f.levels,
+                   f.coverage, xTitle, QString(), current, true,
                    f.levels.empty() ? std::numeric_limits<double>::quiet_NaN() : 1.0 - f.alpha,
                    tr("1 − α = %1").arg(formatValue(1.0 - f.alpha)));
     const std::size_t i = static_cast<std::size_t>(levelIndex());
@@ -473,10 +484,6 @@ void ShiftView::refreshCharts() {
         m_charts[5], i < f.riskCoverage.size() ? f.riskCoverage[i] : std::vector<QPointF>{},
         f.levels.empty() ? tr("Risk–coverage")
                          : tr("Risk–coverage at %1").arg(levelText(levelIndex())));
-    for (int c = 0; c < kCharts; ++c) {
-        // Only the first chart carries the legend: the series are the same in each.
-        m_charts[static_cast<std::size_t>(c)]->legend()->setVisible(c == 0 || c == 4);
-    }
 }
 
 void ShiftView::setMessage(const QString& text, bool error) {
