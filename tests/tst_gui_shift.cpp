@@ -43,6 +43,7 @@ class TestGuiShift : public QObject {
     void initTestCase();
     void viewShowsTheEngineReportOfTheExportedWeights();
     void cancelStopsAMeasurement();
+    void imagesShowTheShiftedTestImages();
 
   private:
     // A trained tiny 2-D ensemble in `w`, shown in the Shift view.
@@ -235,6 +236,65 @@ void TestGuiShift::cancelStopsAMeasurement() {
     const ShiftOutcomePtr next = runShift(*w, view);
     QVERIFY(next != nullptr && !next->cancelled && next->error.isEmpty());
     QCOMPARE(next->figures.levels.size(), std::size_t{2});
+}
+
+// Image data (MNIST-format IDX files): translation applies (scaling does not), and the
+// slider's images are the test images rolled along the width: numpy.roll(img, s, axis=1),
+// checked pixel by pixel against the raw test images; a roll by 28 is the identity.
+void TestGuiShift::imagesShowTheShiftedTestImages() {
+    QTemporaryDir dir;
+    QVERIFY(ensemble::test::writeIdx(dir.path(), "train-images-idx3-ubyte",
+                                     "train-labels-idx1-ubyte", 200, 1));
+    QVERIFY(ensemble::test::writeIdx(dir.path(), "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte",
+                                     100, 2));
+    nlohmann::json c = ensemble::loadConfigJson("mnist-mlp");
+    c["dataset"]["path"] = dir.path().toStdString();
+    c["model"]["hidden"] = {16};
+    c["ensemble"]["members"] = 2;
+    c["training"]["batch_size"] = 20;
+    c["training"]["epochs"] = 0;
+    c["training"]["steps"] = 20;
+    c["backend"]["kind"] = "cpu";
+    c["backend"]["threads"] = 1;
+    auto w = makeWindow({900, 600});
+    w->loadExperiment(c, QString());
+    QVERIFY(waitFresh(*w));
+    w->trainAction()->trigger();
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 20 && s.finished; }));
+    QVERIFY(w->setView(QStringLiteral("shift")));
+    ShiftView* view = w->shiftView();
+    QVERIFY(view->shiftBox()->findData(QStringLiteral("translate")) >= 0);
+    QCOMPARE(view->shiftBox()->findData(QStringLiteral("scale")), -1);
+    view->shiftBox()->setCurrentIndex(view->shiftBox()->findData(QStringLiteral("translate")));
+    view->levelsEdit()->setText(QStringLiteral("0,2,28"));
+    const ShiftOutcomePtr outcome = runShift(*w, view);
+    QVERIFY(outcome != nullptr);
+    QVERIFY2(outcome->error.isEmpty(), qPrintable(outcome->error));
+    QCOMPARE(outcome->report.at("shift").get<std::string>(), std::string("translate"));
+    QCOMPARE(outcome->previews.size(), std::size_t{3});
+
+    const ensemble::DataSplit data = ensemble::loadDataSplit(ensemble::parseConfig(c).dataset);
+    const auto pixel = [&](int64_t image, int r, int col) {
+        return static_cast<int>(data.test.row(image)[r * 28 + col]);
+    };
+    for (int level = 0; level < 3; ++level) {
+        view->setLevelIndex(level);
+        QCOMPARE(view->inputs()->imageCount(), ensemble::ui::kShiftPreviewImages);
+    }
+    const auto& previews = outcome->previews;
+    for (int i = 0; i < ensemble::ui::kShiftPreviewImages; ++i) {
+        const QImage& still = previews[0].images[static_cast<std::size_t>(i)];
+        const QImage& rolled = previews[1].images[static_cast<std::size_t>(i)];
+        const QImage& around = previews[2].images[static_cast<std::size_t>(i)];
+        QCOMPARE(still.size(), QSize(28, 28));
+        for (int r = 0; r < 28; ++r) {
+            for (int col = 0; col < 28; ++col) {
+                QCOMPARE(qGray(still.pixel(col, r)), pixel(i, r, col));
+                QCOMPARE(qGray(rolled.pixel(col, r)), pixel(i, r, (col + 26) % 28));
+                QCOMPARE(qGray(around.pixel(col, r)), pixel(i, r, col));
+            }
+        }
+    }
 }
 
 QTEST_MAIN(TestGuiShift)
