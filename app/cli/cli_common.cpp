@@ -125,6 +125,21 @@ int64_t parseCount(const CliArgs& args, const std::string& flag, int64_t fallbac
     return value;
 }
 
+double parseAlpha(const CliArgs& args, const std::string& flag, double fallback) {
+    if (!args.has(flag)) {
+        return fallback;
+    }
+    const std::string text = args.get(flag);
+    char* end = nullptr;
+    const double value = std::strtod(text.c_str(), &end);
+    if (end == text.c_str() || *end != '\0' || !(value > 0.0 && value < 1.0)) {
+        throw ConfigError(flag +
+                          ": expected a number between 0 and 1 (exclusive), such as 0.1, got '" +
+                          text + "'");
+    }
+    return value;
+}
+
 std::string formatRate(double perSecond) {
     char buf[32];
     if (perSecond >= 1e6) {

@@ -62,6 +62,10 @@ CliArgs parseArgs(int argc, char** argv, const std::vector<std::string>& valueFl
 // it is not an integer >= `lowest`.
 int64_t parseCount(const CliArgs& args, const std::string& flag, int64_t fallback, int64_t lowest);
 
+// The conformal alpha of `flag` (--alpha), `fallback` when absent; ConfigError naming the flag
+// unless it is a number strictly between 0 and 1.
+double parseAlpha(const CliArgs& args, const std::string& flag, double fallback);
+
 // --config FILE|PRESET (optional: defaults), then the --set list as one layer over it; notices
 // about keys the layer made inapplicable go to stderr.
 nlohmann::json configJsonFrom(const CliArgs& args);

@@ -18,6 +18,8 @@ ExitCode commandExport(const CliArgs& args);
 ExitCode commandDataset(const CliArgs& args);
 ExitCode commandBench(const CliArgs& args);
 ExitCode commandEval(const CliArgs& args);
+// The ensemble under a shift of its test split, level by level (engine/shift/shift_report.h).
+ExitCode commandShift(const CliArgs& args);
 // Validates --config and --set and prints the config that results: exactly the keys that apply,
 // defaults filled in (what an export stores).
 ExitCode commandConfig(const CliArgs& args);

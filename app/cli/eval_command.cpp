@@ -19,6 +19,7 @@
 #include "metrics/metrics.h"
 #include "metrics/ood.h"
 #include "metrics/report.h"
+#include "shift/transforms.h"
 
 namespace ensemble::cli {
 
@@ -64,6 +65,31 @@ MemberPredictions predict(const LoadedEnsemble& ensemble, const Dataset& data, i
     return p;
 }
 
+// --ood uniform-noise (images: as many uniform-noise images as evaluated rows) or ring (2-D
+// data: points on a circle at 1.5x the data's radius about the train mean); ConfigError for
+// other data. False when `what` names neither.
+bool generatedOod(const std::string& what, const DataSplit& data, const Normalization& n,
+                  int64_t rows, uint64_t seed, Dataset& out) {
+    if (what == "uniform-noise") {
+        if (!data.isImage) {
+            throw ConfigError("--ood uniform-noise: uniform-noise images need image data, and " +
+                              data.name + " is not images (for 2-D data use --ood ring)");
+        }
+        out = uniformNoiseImages(rows, data.imageWidth, data.imageHeight, n.std[0], seed);
+        return true;
+    }
+    if (what == "ring") {
+        if (!data.planar()) {
+            throw ConfigError("--ood ring: the ring is for 2-D points, and " + data.name + " has " +
+                              std::to_string(data.train.features) + " features" +
+                              (data.isImage ? " (for images use --ood uniform-noise)" : ""));
+        }
+        out = ringPoints(rows, data.train, n.mean, kRingRadiusFactor, seed);
+        return true;
+    }
+    return false;
+}
+
 // --ood: a CSV file of raw features (a label column is ignored) or a dataset kind
 // (fashion-mnist, mnist, or a 2-D generator), whose test split is used.
 Dataset loadOod(const std::string& what, const DatasetConfig& base, int features,
@@ -75,7 +101,8 @@ Dataset loadOod(const std::string& what, const DatasetConfig& base, int features
     }
     DatasetConfig c = base;
     if (!enumFromName(what, c.kind)) {
-        throw ConfigError("--ood: '" + what + "' is neither a readable file nor a dataset kind (" +
+        throw ConfigError("--ood: '" + what +
+                          "' is neither a readable file, uniform-noise, ring nor a dataset kind (" +
                           namesText<DatasetKind>() + ")");
     }
     c.path.clear();
@@ -187,6 +214,24 @@ void printSummary(const EnsembleReport& r, const std::string& dataset,
             t.fit.temperature, static_cast<long long>(t.validationRows),
             static_cast<long long>(t.evaluationRows), t.before.nll, t.after.nll, t.before.ece,
             t.after.ece);
+    }
+    if (r.conformal) {
+        const ConformalReport& c = *r.conformal;
+        std::printf(
+            "conformal (alpha %.3g, %lld rows calibrate, %lld measure): LAC coverage %.4f, mean "
+            "set size %.3f; APS coverage %.4f, mean set size %.3f\n",
+            c.alpha, static_cast<long long>(c.calibrationRows),
+            static_cast<long long>(c.measureRows), c.lac.coverage, c.lac.setSizeMean,
+            c.aps.coverage, c.aps.setSizeMean);
+    }
+    if (r.selective) {
+        const SelectiveReport& s = *r.selective;
+        std::printf(
+            "selective (%lld rows): AURC max-prob %.4f, MI %.4f; accuracy at 90%% coverage "
+            "%.4f / %.4f, at 95%% %.4f / %.4f\n",
+            static_cast<long long>(s.rows), s.maxProbability.aurc, s.mutualInformation.aurc,
+            s.maxProbability.accuracyAt90, s.mutualInformation.accuracyAt90,
+            s.maxProbability.accuracyAt95, s.mutualInformation.accuracyAt95);
     }
 }
 
@@ -471,6 +516,37 @@ ExitCode evalRegression(const LoadedEnsemble& ensemble, const ExperimentConfig& 
     json j = reportJson(report, runFactsOf(ensemble, data));
     j["weights"] = weights;
     printRegressionSummary(report, data.name, switchedOnMembers(ensemble));
+    if (args.has("--alpha")) {
+        // Split conformal intervals mu +- q sigma (metrics/conformal.h) on the seeded halves.
+        const double alpha = parseAlpha(args, "--alpha", kDefaultConformalAlpha);
+        const RowHalves halves = splitHalves(evaluated.rows, ensemble.config.ensemble.seed);
+        const auto pick = [&](const std::vector<double>& v, const std::vector<int64_t>& rows) {
+            return selectValues(v, rows);
+        };
+        const double q =
+            calibrateIntervals(pick(report.points.mean, halves.calibration),
+                               pick(report.points.variance, halves.calibration),
+                               selectValues(evaluated.target, halves.calibration), alpha);
+        const ConformalIntervals iv = measureIntervals(
+            q, alpha, static_cast<int64_t>(halves.calibration.size()),
+            pick(report.points.mean, halves.measure), pick(report.points.variance, halves.measure),
+            selectValues(evaluated.target, halves.measure));
+        j["conformal"] = {
+            {"alpha", alpha},
+            {"rows",
+             {{"calibration", halves.calibration.size()}, {"measure", halves.measure.size()}}},
+            {"halves", halvesJson(halves)},
+            {"intervals",
+             {{"score", "|y - mu| / sigma"},
+              {"threshold", jsonNumber(iv.threshold)},
+              {"coverage", jsonNumber(iv.coverage)},
+              {"width_mean", jsonNumber(iv.widthMean)}}}};
+        std::printf(
+            "conformal intervals (alpha %.3g, %zu rows calibrate, %lld measure): mu +- %.4f "
+            "sigma, coverage %.4f, mean width %.4f\n",
+            alpha, halves.calibration.size(), static_cast<long long>(iv.rows), iv.threshold,
+            iv.coverage, iv.widthMean);
+    }
     if (args.has("--ood")) {
         std::fprintf(stderr, "--ood: out-of-distribution scores are for classification; skipped\n");
     }
@@ -543,8 +619,12 @@ ExitCode commandEval(const CliArgs& args) {
 
     MemberPredictions ood;
     if (args.has("--ood")) {
-        std::string name;
-        const Dataset oodData = loadOod(args.get("--ood"), config.dataset, features, name);
+        std::string name = args.get("--ood");
+        Dataset oodData;
+        if (!generatedOod(name, data, ensemble.normalization, evaluated.rows,
+                          ensemble.config.ensemble.seed, oodData)) {
+            oodData = loadOod(args.get("--ood"), config.dataset, features, name);
+        }
         ood = predict(ensemble, oodData, threads);
         input.ood = &ood;
         input.oodName = name;
@@ -554,6 +634,9 @@ ExitCode commandEval(const CliArgs& args) {
     options.split = useTest ? "test" : "train";
     options.seed = ensemble.config.ensemble.seed;
     options.positiveClassReliability = classes == 2;
+    if (args.has("--alpha")) {
+        options.conformalAlpha = parseAlpha(args, "--alpha", kDefaultConformalAlpha);
+    }
     const EnsembleReport report = evaluateEnsemble(input, options);
 
     // The same builder as `train --metrics` and the app's export (metrics/report.h); a loaded

@@ -79,12 +79,19 @@ const std::vector<Command>& commands() {
          true},
         {"eval",
          "--weights W.safetensors [--weights W2.safetensors]... [--config FILE.json|PRESET]\n"
-         "[--set key=value]... [--ood fashion-mnist|mnist|FILE.csv] [--report R.json]\n"
-         "[--csv DIR]   (--report and --csv: one --weights)",
+         "[--set key=value]... [--ood fashion-mnist|mnist|uniform-noise|ring|FILE.csv]\n"
+         "[--alpha A] [--report R.json] [--csv DIR]   (--report and --csv: one --weights)",
          "every measurement of an exported ensemble on its test split; several side by side",
-         {"--weights...", "--config", "--set", "--ood", "--report", "--csv"},
+         {"--weights...", "--config", "--set", "--ood", "--alpha", "--report", "--csv"},
          {},
          ensemble::cli::commandEval},
+        {"shift",
+         "--weights W.safetensors --shift rotate|translate|noise|scale [--levels a,b,...]\n"
+         "[--alpha 0.1] [--subset N] [--report R.json] [--csv DIR]",
+         "the ensemble on its test split under a dataset shift, level by level",
+         {"--weights", "--shift", "--levels", "--alpha", "--subset", "--report", "--csv"},
+         {},
+         ensemble::cli::commandShift},
         {"config",
          "[--config FILE.json|PRESET] [--set key=value]...",
          "print the full config: the keys that apply, defaults filled in",

@@ -122,13 +122,13 @@ std::vector<uint8_t> conformalSet(ConformalScore score, const double* p, int cla
             }
             break;
         case ConformalScore::Aps: {
-            double before = 0.0;  // the mass of the classes ranked before this one
+            double mass = 0.0;  // the mass of the classes ranked up to and including this one
             for (int c : rankClasses(p, classes)) {
-                if (!(before < threshold)) {
+                mass += p[c];
+                if (!(mass <= threshold)) {
                     break;
                 }
                 in[idx(c)] = 1;
-                before += p[c];
             }
             break;
         }

@@ -14,9 +14,9 @@
 // probability in [1 - alpha, 1 - alpha + 1/(n+1)] (the upper bound without ties).
 //   LAC  s = 1 - p_y; set {c : 1 - p_c <= q}.
 //   APS  non-randomised: classes ranked by p descending (ties: lower index first); s = the mass
-//        of the classes ranked up to and including y; the set takes classes in rank order
-//        while the mass before the class is < q, so it includes the class that crosses q
-//        (the tutorial's algorithm; never smaller than {c : s_c <= q}, so coverage holds).
+//        of the classes ranked up to and including y; the set is {c : s_c <= q}, the classes
+//        in rank order while their cumulative mass stays <= q (Romano et al. 2020 without the
+//        randomisation; exactly the classes whose score passes, so both coverage bounds hold).
 //   Regression: s = |y - mu| / sigma with the ensemble's predictive sigma; interval
 //        mu +- q sigma.
 //
