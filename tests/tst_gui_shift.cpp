@@ -117,11 +117,27 @@ void TestGuiShift::viewShowsTheEngineReportOfTheExportedWeights() {
     QVERIFY(view->runButton()->isEnabled());
     QVERIFY(view->exportButton()->isEnabled());
 
-    // The same weights through an export, measured as `ensemble-cli shift --weights W
-    // --shift rotate --levels 0,90,180 --alpha 0.2` measures them: the data rebuilt from the
-    // stored config, the ensemble's seed.
+    // The same weights through an export: `ensemble-cli shift` reports the view's numbers.
     QTemporaryDir dir;
     QVERIFY(!exportedParameters(*w, dir, "weights").empty());
+    const QString weights = dir.filePath(QStringLiteral("weights.safetensors"));
+    const QString cliReport = dir.filePath(QStringLiteral("cli.json"));
+    const QString cliCsv = dir.filePath(QStringLiteral("cli-csv"));
+    const ensemble::test::Run cli = ensemble::test::runCli(
+        {QStringLiteral("shift"), QStringLiteral("--weights"), weights, QStringLiteral("--shift"),
+         QStringLiteral("rotate"), QStringLiteral("--levels"), QStringLiteral("0,90,180"),
+         QStringLiteral("--alpha"), QStringLiteral("0.2"), QStringLiteral("--report"), cliReport,
+         QStringLiteral("--csv"), cliCsv});
+    QVERIFY2(cli.code == 0, qPrintable(ensemble::test::describe(cli)));
+    QFile cliFile(cliReport);
+    QVERIFY(cliFile.open(QIODevice::ReadOnly));
+    nlohmann::json fromCli = nlohmann::json::parse(cliFile.readAll().toStdString());
+    QVERIFY(fromCli.contains("weights"));
+    fromCli.erase("weights");  // the CLI names its file; the rest is the engine's report
+    QCOMPARE(QString::fromStdString(outcome->report.dump()),
+             QString::fromStdString(fromCli.dump()));
+    // And the engine's function itself on those weights, as the CLI calls it: the data rebuilt
+    // from the stored config, the ensemble's seed.
     const ensemble::LoadedEnsemble e =
         ensemble::importEnsemble(dir.filePath(QStringLiteral("weights.safetensors")).toStdString());
     const ensemble::DataSplit data = ensemble::loadDataSplit(e.config.dataset);
@@ -191,11 +207,14 @@ void TestGuiShift::viewShowsTheEngineReportOfTheExportedWeights() {
         const QImage image(path);
         QVERIFY2(!image.isNull() && image.width() > 50 && image.height() > 50, name);
     }
-    QFile levels(out.filePath(QStringLiteral("shift_levels.csv")));
-    QVERIFY(levels.open(QIODevice::ReadOnly));
-    QCOMPARE(levels.readAll(), QByteArray::fromStdString(ensemble::shiftLevelsCsv(report)));
-    for (const char* name : {"risk_coverage.csv", "set_sizes.csv"}) {
-        QVERIFY2(QFile::exists(out.filePath(QLatin1String(name))), name);
+    // The CSVs are the CLI's `--csv` files, byte for byte.
+    for (const char* name : {"shift_levels.csv", "risk_coverage.csv", "set_sizes.csv"}) {
+        QFile mine(out.filePath(QLatin1String(name)));
+        QFile theirs(QDir(cliCsv).filePath(QLatin1String(name)));
+        QVERIFY2(mine.open(QIODevice::ReadOnly) && theirs.open(QIODevice::ReadOnly), name);
+        const QByteArray bytes = mine.readAll();
+        QVERIFY2(bytes.count('\n') >= 4, name);  // a header and a row per level at least
+        QCOMPARE(bytes, theirs.readAll());
     }
     QFile json(out.filePath(QStringLiteral("shift.json")));
     QVERIFY(json.open(QIODevice::ReadOnly));

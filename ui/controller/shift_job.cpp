@@ -212,7 +212,9 @@ ShiftOutcome measureShift(const LoadedEnsemble& ensemble, const DataSplit& data,
         options.levels = request.levels;
         options.alpha = request.alpha;
         options.subset = request.subset;
-        options.seed = ensemble.config.ensemble.seed;  // as `ensemble-cli shift` does
+        // As `ensemble-cli shift` sets them (app/cli/shift_command.cpp).
+        options.seed = ensemble.config.ensemble.seed;
+        options.threads = ensemble.config.backend.threads;
         auto engineReport = std::make_shared<ShiftReport>(computeShiftReport(
             ensemble, data, options,
             [&](const ShiftProgress& p) {
