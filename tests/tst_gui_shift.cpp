@@ -15,6 +15,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 
@@ -44,6 +45,7 @@ class TestGuiShift : public QObject {
     void viewShowsTheEngineReportOfTheExportedWeights();
     void cancelStopsAMeasurement();
     void imagesShowTheShiftedTestImages();
+    void regressionChartsReadTheRegressionReport();
 
   private:
     // A trained tiny 2-D ensemble in `w`, shown in the Shift view.
@@ -314,6 +316,52 @@ void TestGuiShift::imagesShowTheShiftedTestImages() {
             }
         }
     }
+}
+
+// A regression run (the `cubic` preset): scaling and noise apply, rotation does not; the
+// charts read the report's RMSE, NLL, 90% coverage and conformal interval coverage.
+void TestGuiShift::regressionChartsReadTheRegressionReport() {
+    nlohmann::json c = ensemble::loadConfigJson("cubic");
+    c["ensemble"]["members"] = 3;
+    c["training"]["epochs"] = 0;
+    c["training"]["steps"] = 30;
+    c["backend"]["kind"] = "cpu";
+    c["backend"]["threads"] = 1;
+    auto w = makeWindow({900, 600});
+    w->loadExperiment(c, QString());
+    QVERIFY(waitFresh(*w));
+    w->trainAction()->trigger();
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 30 && s.finished; }));
+    QVERIFY(w->setView(QStringLiteral("shift")));
+    ShiftView* view = w->shiftView();
+    QCOMPARE(view->shiftBox()->findData(QStringLiteral("rotate")), -1);
+    QVERIFY(view->shiftBox()->findData(QStringLiteral("noise")) >= 0);
+    view->shiftBox()->setCurrentIndex(view->shiftBox()->findData(QStringLiteral("scale")));
+    QVERIFY(view->shiftBox()->currentIndex() >= 0);
+    view->levelsEdit()->setText(QStringLiteral("1,2,3"));
+    const ShiftOutcomePtr outcome = runShift(*w, view);
+    QVERIFY(outcome != nullptr);
+    QVERIFY2(outcome->error.isEmpty(), qPrintable(outcome->error));
+    const ensemble::ShiftReport& report = *outcome->engineReport;
+    QVERIFY(report.regression);
+    const ensemble::ui::ShiftFigures& f = outcome->figures;
+    QVERIFY(f.regression);
+    for (std::size_t l = 0; l < 3; ++l) {
+        const ensemble::ShiftLevelReport& level = report.levels[l];
+        QCOMPARE(f.metrics[0].ensemble[l], level.regressionEnsemble.rmse);
+        QCOMPARE(f.metrics[1].ensemble[l], level.regressionEnsemble.nll);
+        QCOMPARE(f.coverage.ensemble[l], level.regressionEnsemble.intervalCoverage);
+        double lo = 1e300;
+        double hi = -1e300;
+        for (const ensemble::ShiftRegressionMetrics& m : level.regressionMembers) {
+            lo = std::min(lo, m.rmse);
+            hi = std::max(hi, m.rmse);
+        }
+        QCOMPARE(f.metrics[0].membersMin[l], lo);
+        QCOMPARE(f.metrics[0].membersMax[l], hi);
+    }
+    // Extrapolating three times as far from the training mean: the cubic's error grows.
+    QVERIFY(f.metrics[0].ensemble[2] > f.metrics[0].ensemble[0]);
 }
 
 QTEST_MAIN(TestGuiShift)
