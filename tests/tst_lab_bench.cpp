@@ -658,9 +658,9 @@ void TestLabBench::readmeListsEveryShortcut() {
             continue;
         }
         QString keys = a->shortcut().toString(QKeySequence::PortableText);
-        // The view keys are one row, "Ctrl+1 … Ctrl+8".
+        // The view keys are one row, "Ctrl+1 … Ctrl+9".
         if (keys.size() == 6 && keys.startsWith(QStringLiteral("Ctrl+")) && keys[5].isDigit()) {
-            keys = QStringLiteral("Ctrl+1 … Ctrl+8");
+            keys = QStringLiteral("Ctrl+1 … Ctrl+9");
         }
         QVERIFY2(table.contains(QStringLiteral("| ") + keys + QStringLiteral(" |")),
                  qPrintable(keys + QStringLiteral(" (") + a->text() + QStringLiteral(")")));

@@ -37,6 +37,7 @@
 #include "views/images_view.h"
 #include "views/members_view.h"
 #include "views/regression_view.h"
+#include "views/shift_view.h"
 #include "views/sweep_view.h"
 
 namespace ensemble::ui {
@@ -183,6 +184,12 @@ void MainWindow::buildViews() {
                 std::vector<uint8_t>(static_cast<std::size_t>(s->run->members), on ? 1 : 0));
         }
     });
+    ShiftView* shift = shiftView();
+    connect(shift, &ShiftView::shiftRequested, m_controller.get(), &EngineController::runShift);
+    connect(shift, &ShiftView::cancelRequested, m_controller.get(), &EngineController::cancelShift);
+    connect(shift, &ShiftView::exportRequested, this, &MainWindow::chooseShiftExport);
+    connect(m_controller.get(), &EngineController::shiftProgress, shift, &ShiftView::setProgress);
+    connect(m_controller.get(), &EngineController::shiftFinished, shift, &ShiftView::setOutcome);
     connect(imagesView(), &ImagesView::predictionRequested, this,
             [this](quint64 id, const std::vector<float>& pixels) {
                 m_controller->predict(id, pixels);
@@ -339,6 +346,9 @@ FiltersView* MainWindow::filtersView() const {
 RegressionView* MainWindow::regressionView() const {
     return m_tabs->viewAs<RegressionView>(ViewId::Regression);
 }
+ShiftView* MainWindow::shiftView() const {
+    return m_tabs->viewAs<ShiftView>(ViewId::Shift);
+}
 QAction* MainWindow::trainAction() const {
     return m_session->trainAction();
 }
@@ -390,6 +400,26 @@ void MainWindow::compareWith(const QString& path) {
     view->compareButton()->setEnabled(false);
     view->setComparisonMessage(
         tr("Measuring %1 on this run's test rows…").arg(QFileInfo(path).fileName()));
+}
+
+void MainWindow::chooseShiftExport() {
+    QSettings settings;
+    const QString dir = QFileDialog::getExistingDirectory(
+        this, tr("Export the shift's figures and data to a folder"),
+        settings.value(QStringLiteral("files/exports"), QDir::homePath()).toString());
+    if (dir.isEmpty()) {
+        return;
+    }
+    settings.setValue(QStringLiteral("files/exports"), dir);
+    QStringList written;
+    QString error;
+    if (shiftView()->exportTo(dir, &written, &error)) {
+        showStatus(tr("Exported %1 files to %2").arg(written.size()).arg(dir), 8000);
+    } else {
+        showError(tr("Export failed"), error,
+                  tr("Nothing was written. Choose a folder that exists and that you can write "
+                     "to, and export again."));
+    }
 }
 
 // --- the run as the window shows it -------------------------------------------------------

@@ -30,6 +30,7 @@ class FiltersView;
 class ImagesView;
 class MembersView;
 class RegressionView;
+class ShiftView;
 class RunSession;
 class RunStatus;
 class SweepView;
@@ -88,8 +89,8 @@ class MainWindow : public QMainWindow {
     void compareWith(const QString& path);
 
     // Views by the view table's keys (view_table.h): boundary, members, curves, calibration,
-    // sweep, images, filters, regression. setView is false for a view that does not apply to
-    // the run (its tab is hidden).
+    // sweep, images, filters, regression, shift. setView is false for a view that does not
+    // apply to the run (its tab is hidden).
     static QStringList viewNames();
     bool setView(const QString& name);
     bool setView(ViewId id);
@@ -108,6 +109,7 @@ class MainWindow : public QMainWindow {
     ImagesView* imagesView() const;
     FiltersView* filtersView() const;
     RegressionView* regressionView() const;
+    ShiftView* shiftView() const;
     RunSession* session() const { return m_session; }
     FileActions* files() const { return m_files; }
     QAction* trainAction() const;
@@ -153,6 +155,8 @@ class MainWindow : public QMainWindow {
     void updateActions();
     void showError(const QString& title, const QString& message, const QString& advice);
     void chooseCompare();
+    // The Shift view's Export…: a folder, then ShiftView::exportTo.
+    void chooseShiftExport();
     void showHelpBox(const QString& name, const QString& title, const QString& html);
 
     Options m_options;

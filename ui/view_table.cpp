@@ -9,6 +9,7 @@
 #include "views/images_view.h"
 #include "views/members_view.h"
 #include "views/regression_view.h"
+#include "views/shift_view.h"
 #include "views/sweep_view.h"
 
 namespace ensemble::ui {
@@ -34,8 +35,8 @@ constexpr ViewRow row(ViewId id, const char* key, const char* title, QKeyCombina
     return {id, key, title, shortcut, data, help, &makeView<View>, &showSnapshot<View>};
 }
 
-// Ctrl+1 … Ctrl+8 are documented (docs/app.md's key table): today's views keep them. A ninth view
-// takes Ctrl+9; later ones a key of their own (say Ctrl+Shift+1), added to that table.
+// Ctrl+1 … Ctrl+9 are documented (docs/app.md's key table): the views keep them (Shift, the
+// ninth, took Ctrl+9); later ones a key of their own (say Ctrl+Shift+1), added to that table.
 constexpr std::array<ViewRow, kViewCount> kViews{{
     row<BoundaryView>(ViewId::Boundary, "boundary",
                       QT_TRANSLATE_NOOP("ensemble::ui::ViewTable", "Boundary"),
@@ -82,6 +83,11 @@ constexpr std::array<ViewRow, kViewCount> kViews{{
                         QT_TRANSLATE_NOOP("ensemble::ui::ViewTable",
                                           "the predictive mean with aleatoric and total bands "
                                           "and every member's curve")),
+    row<ShiftView>(ViewId::Shift, "shift", QT_TRANSLATE_NOOP("ensemble::ui::ViewTable", "Shift"),
+                   Qt::CTRL | Qt::Key_9, ViewData::Any,
+                   QT_TRANSLATE_NOOP("ensemble::ui::ViewTable",
+                                     "the ensemble, its members and temperature scaling as the "
+                                     "test inputs shift (rotation, translation, noise, scale)")),
 }};
 
 constexpr bool rowsInIdOrder() {

@@ -21,8 +21,18 @@ namespace ensemble::ui {
 
 // In tab order (the rows' order). Settings and the command line name views by their key, so
 // ids may be renumbered freely.
-enum class ViewId { Boundary, Members, Curves, Calibration, Sweep, Images, Filters, Regression };
-inline constexpr int kViewCount = 8;
+enum class ViewId {
+    Boundary,
+    Members,
+    Curves,
+    Calibration,
+    Sweep,
+    Images,
+    Filters,
+    Regression,
+    Shift
+};
+inline constexpr int kViewCount = 9;
 
 // The runs a view applies to; its tab is hidden for the others.
 enum class ViewData {

@@ -1,9 +1,11 @@
 #include "controller/engine_controller.h"
 
 #include "controller/thread_handoff.h"
+#include "io/model_io.h"
 
 #include <QMetaObject>
 
+#include <exception>
 #include <utility>
 
 namespace ensemble::ui {
@@ -13,6 +15,8 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
     m_worker->moveToThread(&m_thread);
     m_comparer = new ComparisonWorker;
     m_comparer->moveToThread(&m_thread);
+    m_shifter = new ShiftWorker;
+    m_shifter->moveToThread(&m_thread);
     m_thread.setObjectName(QStringLiteral("engine"));
     // For ThreadSanitizer only (no-ops otherwise): the worker's signals and the thread's end
     // hand data to this thread through Qt's event queue and QThread::wait, which TSan cannot
@@ -29,6 +33,8 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
     announceSignal(m_worker, &EngineWorker::exportFinished);
     announceSignal(m_worker, &EngineWorker::checkpointSaved);
     announceSignal(m_comparer, &ComparisonWorker::measured);
+    announceSignal(m_shifter, &ShiftWorker::progressed);
+    announceSignal(m_shifter, &ShiftWorker::finished);
     announceSignal(&m_thread, &QThread::finished);
     connect(m_worker, &EngineWorker::snapshotReady, this, &EngineController::takeSnapshot,
             Qt::QueuedConnection);
@@ -73,6 +79,10 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
             Qt::QueuedConnection);
     connect(m_comparer, &ComparisonWorker::measured, this, &EngineController::comparisonMeasured,
             Qt::QueuedConnection);
+    connect(m_shifter, &ShiftWorker::progressed, this, &EngineController::shiftProgress,
+            Qt::QueuedConnection);
+    connect(m_shifter, &ShiftWorker::finished, this, &EngineController::shiftFinished,
+            Qt::QueuedConnection);
     m_thread.start();
 }
 
@@ -80,6 +90,7 @@ EngineController::~EngineController() {
     // Stop the current chunk, end the thread's event loop (queued commands are dropped) and
     // join it; then the worker and its Trainer can be destroyed from here.
     m_worker->requestStop();
+    cancelShift();
     m_thread.quit();
     m_thread.wait();
     acceptHandoff();  // what the thread did before `finished` happened before this
@@ -87,6 +98,8 @@ EngineController::~EngineController() {
     m_worker = nullptr;
     delete m_comparer;
     m_comparer = nullptr;
+    delete m_shifter;
+    m_shifter = nullptr;
 }
 
 template <typename F>
@@ -197,6 +210,41 @@ bool EngineController::compareWith(const QString& path) {
     QMetaObject::invokeMethod(c, announced([c, path, dataset] { c->measure(path, dataset); }),
                               Qt::QueuedConnection);
     return true;
+}
+
+void EngineController::runShift(const ShiftRequest& request) {
+    cancelShift();
+    auto cancel = std::make_shared<std::atomic<bool>>(false);
+    m_shiftCancel = cancel;
+    EngineWorker* w = m_worker;
+    ShiftWorker* s = m_shifter;
+    const uint64_t runId = m_runId;
+    const QString noRun =
+        tr("There is no ensemble with its data to shift: train one, or open "
+           "one whose dataset is on this machine.");
+    post([w, s, request, runId, cancel, noRun] {
+        const Trainer* trainer = w->trainer();
+        if (trainer == nullptr) {
+            s->refuse(request, runId, noRun);
+            return;
+        }
+        LoadedEnsemble ensemble;
+        try {
+            // The weights as an export writes them and `ensemble-cli shift --weights` reads.
+            ensemble = importEnsemble(exportFile(*trainer));
+        } catch (const std::exception& e) {
+            s->refuse(request, runId, QString::fromStdString(e.what()));
+            return;
+        }
+        s->run(ensemble, trainer->data(), request, runId, cancel);
+    });
+}
+
+void EngineController::cancelShift() {
+    if (m_shiftCancel) {
+        m_shiftCancel->store(true, std::memory_order_release);
+        m_shiftCancel.reset();
+    }
 }
 
 void EngineController::takeSnapshot() {

@@ -12,6 +12,7 @@
 #include <QStringList>
 #include <QThread>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -20,6 +21,7 @@
 
 #include "controller/comparison.h"
 #include "controller/engine_worker.h"
+#include "controller/shift_job.h"
 #include "controller/snapshot.h"
 
 namespace ensemble::ui {
@@ -69,6 +71,14 @@ class EngineController : public QObject {
     // queued) when there is no run yet.
     bool compareWith(const QString& path);
 
+    // Measures the run's ensemble (the weights an export would write now) on its test split
+    // moved by a shift, on the engine thread: the report `ensemble-cli shift` gives for those
+    // weights. shiftProgress() while it runs, then shiftFinished() (with the report, or
+    // cancelled, or why not). A new request cancels the one under way.
+    void runShift(const ShiftRequest& request);
+    // Stops the shift under way (it finishes with outcome->cancelled); nothing when none.
+    void cancelShift();
+
     SnapshotPtr snapshot() const { return m_snapshot; }
     bool isRunning() const { return m_running; }
     bool isConfigured() const { return m_snapshot != nullptr; }
@@ -89,6 +99,8 @@ class EngineController : public QObject {
     void exportFinished(bool ok, QString message, QStringList files);
     void checkpointSaved(bool ok, QString message, QString path, qint64 step);
     void comparisonMeasured(ComparisonResult result);
+    void shiftProgress(qint64 done, qint64 total);
+    void shiftFinished(ShiftOutcomePtr outcome);
 
   private:
     void takeSnapshot();
@@ -98,7 +110,9 @@ class EngineController : public QObject {
     SnapshotMailbox m_mailbox;
     QThread m_thread;
     EngineWorker* m_worker = nullptr;
-    ComparisonWorker* m_comparer = nullptr;  // on m_thread beside the worker
+    ComparisonWorker* m_comparer = nullptr;            // on m_thread beside the worker
+    ShiftWorker* m_shifter = nullptr;                  // on m_thread beside the worker
+    std::shared_ptr<std::atomic<bool>> m_shiftCancel;  // the latest shift's
     SnapshotPtr m_snapshot;
     std::vector<uint8_t> m_switchedOn;
     bool m_running = false;

@@ -102,6 +102,9 @@ class EngineWorker : public QObject {
     // The GUI took the last snapshot: publish again if something changed meanwhile.
     void snapshotTaken();
 
+    // The run's trainer: null before a run and for a file opened without its data.
+    const Trainer* trainer() const { return m_trainer.get(); }
+
     // Any thread: queue a prediction of raw rows (replaces an unserved one).
     // Returns true when the caller must queue predictPending().
     bool offerPrediction(uint64_t id, std::vector<float> rawRows);
