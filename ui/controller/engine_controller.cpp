@@ -151,6 +151,11 @@ void EngineController::setUntilPaused(bool untilPaused) {
     post([w, untilPaused] { w->setUntilPaused(untilPaused); });
 }
 
+void EngineController::setStepsPerSecond(double stepsPerSecond) {
+    EngineWorker* w = m_worker;
+    post([w, stepsPerSecond] { w->setStepsPerSecond(stepsPerSecond); });
+}
+
 void EngineController::changeHyperparameters(const nlohmann::json& set) {
     EngineWorker* w = m_worker;
     post([w, set] { w->changeHyperparameters(set); });
