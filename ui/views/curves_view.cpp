@@ -119,8 +119,7 @@ CurvesView::CurvesView(QWidget* parent) : QWidget(parent) {
     // Drag across a chart to zoom into those steps (drawn from the finer stored buckets);
     // right-click or this button shows the whole run again.
     m_resetZoom = new QPushButton(tr("Whole run"));
-    m_resetZoom->setToolTip(tr("Show every step again (Escape)"));
-    m_resetZoom->setShortcut(QKeySequence(Qt::Key_Escape));
+    m_resetZoom->setToolTip(tr("Show every step again (or right-click the chart)"));
     m_resetZoom->setVisible(false);
     connect(m_resetZoom, &QPushButton::clicked, this, &CurvesView::resetZoom);
     bar->addWidget(m_resetZoom);

@@ -60,9 +60,11 @@ void SpeedControl::addMenu(QMenu* run) {
     QMenu* menu = run->addMenu(tr("Speed until paused"));
     auto* faster = menu->addAction(tr("Faster"));
     faster->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Up));
+    faster->setToolTip(tr("Train faster until paused"));
     connect(faster, &QAction::triggered, this, &SpeedControl::faster);
     auto* slower = menu->addAction(tr("Slower"));
     slower->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Down));
+    slower->setToolTip(tr("Train slower until paused, to watch the boundary form"));
     connect(slower, &QAction::triggered, this, &SpeedControl::slower);
     menu->addSeparator();
     menu->addActions(m_group->actions());
