@@ -11,6 +11,7 @@
 #include <QLogValueAxis>
 #include <QPainter>
 #include <QPushButton>
+#include <QTimer>
 #include <QToolTip>
 #include <QVBoxLayout>
 #include <QValueAxis>
@@ -33,6 +34,8 @@ namespace {
 constexpr int kMaxMemberLines = 48;
 // The lowest loss the log axis shows: a loss at or below zero is drawn here.
 constexpr double kLogFloor = 1e-6;
+// While training, the charts are redrawn at most every this many milliseconds.
+constexpr qint64 kMinDrawMs = 250;
 
 QColor memberColor(const RunInfo& run, int k) {
     // Members coloured by their learning rate along viridis (log scale), so a sweep reads at a
@@ -139,6 +142,14 @@ CurvesView::CurvesView(QWidget* parent) : QWidget(parent) {
         refresh();
     });
     connect(m_logBox, &QCheckBox::toggled, this, &CurvesView::setLogScale);
+    m_drawTimer.setSingleShot(true);
+    connect(&m_drawTimer, &QTimer::timeout, this, [this] {
+        if (isVisible()) {
+            refresh();
+        } else {
+            m_stale = true;
+        }
+    });
 }
 
 void CurvesView::setupChart(Chart& c, bool loss) {
@@ -219,11 +230,21 @@ void CurvesView::setLogScale(bool log) {
 
 void CurvesView::setSnapshot(SnapshotPtr snapshot) {
     m_snapshot = std::move(snapshot);
-    if (isVisible()) {
-        refresh();
-    } else {
+    if (!isVisible()) {
         m_stale = true;
+        return;
     }
+    // While training, at most a few redraws a second (a curve point can come with every
+    // snapshot); a run that stops is drawn at once.
+    const qint64 since = m_lastDraw.isValid() ? m_lastDraw.elapsed() : kMinDrawMs;
+    if (m_snapshot && m_snapshot->running && since < kMinDrawMs) {
+        if (!m_drawTimer.isActive()) {
+            m_drawTimer.start(static_cast<int>(kMinDrawMs - since));
+        }
+        return;
+    }
+    m_drawTimer.stop();
+    refresh();
 }
 
 void CurvesView::showEvent(QShowEvent* event) {
@@ -379,6 +400,7 @@ void CurvesView::refresh() {
     if (curves == m_drawnCurves && budget == m_pointBudget && m_drawnZoom == m_zoomed) {
         return;  // nothing new: a refresh costs nothing between curve points
     }
+    m_lastDraw.start();
     m_drawnCurves = curves;
     m_pointBudget = budget;
     m_drawnZoom = m_zoomed;

@@ -4,6 +4,8 @@
 // member as a thin line and the ensemble bold; a log-scale toggle for the loss; hovering a
 // line reads its value.
 
+#include <QElapsedTimer>
+#include <QTimer>
 #include <QWidget>
 
 #include <QList>
@@ -100,7 +102,9 @@ class CurvesView : public QWidget {
     double m_zoomTo = 0.0;
     bool m_settingRange = false;
     QPushButton* m_resetZoom = nullptr;
-    int m_memberSplit = 1;  // 0 none, 1 test, 2 train
+    QElapsedTimer m_lastDraw;  // since the last redraw of the series
+    QTimer m_drawTimer;        // the next redraw, when snapshots come faster than kMinDrawMs
+    int m_memberSplit = 1;     // 0 none, 1 test, 2 train
     bool m_log = false;
     bool m_stale = false;
     std::vector<int> m_shownMembers;  // members drawn as lines (at most kMaxMemberLines)
