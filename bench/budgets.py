@@ -13,10 +13,20 @@ so they are measured here, each in fresh processes, and printed beside their goa
                 and a MainWindow closed and destroyed, while K = 16 members train; goal < 2 s
                 (the engine thread stops its chunk in flight and is joined)
 
+  long runs     `--long-runs`: `ensemble-lab --config spirals --view V --train-steps N
+                --screenshot` (offscreen) for every view of spirals and N = 10^4, 10^5, 10^6:
+                the screenshot mode's worst GUI timer lateness, the process's peak RSS and
+                its training steps/s, as a Markdown table with the Boundary view as the
+                reference; goals (issue 33): lateness < 250 ms in every view, memory flat over
+                a run (peak RSS at 10^6 within 1.25x of 10^4's), speed >= half the Boundary
+                view's at the same N
+
 How late the GUI thread's timers fire while K = 100 members train is bench/gui_throughput.py's.
 The exit status is 0 whether or not a goal is met; 1 when a measurement could not be made.
 
 Usage: bench/budgets.py [--build-dir build] [--rounds 3] [--members 1000] [--gui-members 16]
+       bench/budgets.py --long-runs [--lab PATH] [--views boundary,curves] [--steps 1e4,1e5]
+                        [--cap-seconds 600]
 """
 
 import argparse
@@ -25,11 +35,71 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 RSS_GOAL_MIB = 100.0
 SHUTDOWN_GOAL_MS = 2000.0
+LATENESS_GOAL_MS = 250.0
+SPIRALS_VIEWS = ["boundary", "members", "curves", "calibration", "sweep"]
+
+
+def long_run(lab, view, steps, cap_seconds):
+    """(worst lateness ms, peak RSS MiB, steps/s) of one fresh ensemble-lab screenshot run;
+    None for a run that did not finish within `cap_seconds`."""
+    env = dict(os.environ)
+    env.setdefault("QT_QPA_PLATFORM", "offscreen")
+    with tempfile.TemporaryDirectory() as tmp:
+        env.setdefault("XDG_RUNTIME_DIR", tmp)
+        argv = [lab, "--config", "spirals", "--view", view, "--train-steps", str(steps),
+                "--screenshot", os.path.join(tmp, "shot.png")]
+        with open(os.path.join(tmp, "out.txt"), "w+") as out:
+            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.DEVNULL, env=env)
+            deadline = time.monotonic() + cap_seconds
+            while True:
+                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+                if pid != 0:
+                    break
+                if time.monotonic() > deadline:
+                    proc.kill()
+                    os.wait4(proc.pid, 0)
+                    return None
+                time.sleep(0.2)
+            out.seek(0)
+            text = out.read()
+    rate = re.search(r"trained \d+ steps in [0-9.]+ s: ([0-9.]+) steps/s", text)
+    late = re.search(r"lateness: worst ([0-9]+) ms", text)
+    if os.waitstatus_to_exitcode(status) != 0 or not rate or not late:
+        raise RuntimeError(f"{' '.join(argv)} failed or printed no figures: {text.strip()}")
+    return float(late.group(1)), usage.ru_maxrss / 1024.0, float(rate.group(1))
+
+
+def long_runs(lab, views, step_counts, cap_seconds):
+    """Prints the per-view table; returns False when a run failed."""
+    print(f"| view | steps | worst lateness (ms) | peak RSS (MiB) | steps/s | speed / Boundary |")
+    print("|---|---:|---:|---:|---:|---:|")
+    reference = {}
+    ok = True
+    for view in views:
+        for steps in step_counts:
+            try:
+                result = long_run(lab, view, steps, cap_seconds)
+            except (OSError, RuntimeError) as e:
+                print(f"long run {view} {steps}: not measured ({e})", file=sys.stderr)
+                ok = False
+                continue
+            if result is None:
+                print(f"| {view} | {steps:,} | did not finish in {cap_seconds:g} s | | | |")
+                continue
+            late, rss, rate = result
+            if view == "boundary":
+                reference[steps] = rate
+            ratio = f"{rate / reference[steps]:.2f}" if steps in reference else "–"
+            print(f"| {view} | {steps:,} | {late:,.0f} | {rss:.0f} | {rate:,.0f} | {ratio} |",
+                  flush=True)
+    return ok
 
 
 def peak_rss_mib(cli, members):
@@ -68,7 +138,18 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--members", type=int, default=1000, help="K of the peak-RSS run")
     parser.add_argument("--gui-members", type=int, default=16, help="K of the shutdown runs")
+    parser.add_argument("--long-runs", action="store_true",
+                        help="only the per-view long-run table (lateness, peak RSS, steps/s)")
+    parser.add_argument("--lab", help="the ensemble-lab to run (default: the build's)")
+    parser.add_argument("--views", default=",".join(SPIRALS_VIEWS))
+    parser.add_argument("--steps", default="1e4,1e5,1e6", help="the run lengths, comma-separated")
+    parser.add_argument("--cap-seconds", type=float, default=900.0,
+                        help="a long run still going after this long is reported as such")
     args = parser.parse_args()
+    if args.long_runs:
+        lab = args.lab or os.path.join(args.build_dir, "app", "ensemble-lab")
+        steps = [int(float(n)) for n in args.steps.split(",")]
+        return 0 if long_runs(lab, args.views.split(","), steps, args.cap_seconds) else 1
     cli = os.path.join(args.build_dir, "app", "ensemble-cli")
     gui_bench = os.path.join(args.build_dir, "bench", "ensemble-gui-bench")
 

@@ -58,6 +58,8 @@ QString shortcutsHtml(const QWidget* window) {
     html += row(tr("Wheel over the panel"),
                 tr("scrolls; a field changes with the wheel only once it has focus (click it)"));
     html += row(tr("Boundary: wheel"), tr("zoom in or out at the pointer"));
+    html +=
+        row(tr("Curves: drag across a chart"), tr("zoom into those steps (right-click: zoom out)"));
     html += row(tr("Boundary: drag"), tr("pan"));
     html += row(tr("Boundary: double-click"), tr("back to the whole data"));
     html += row(tr("Boundary: hover"),

@@ -4,6 +4,7 @@
 #include <QApplication>
 #include <QClipboard>
 #include <QCloseEvent>
+#include <QComboBox>
 #include <QDir>
 #include <QDockWidget>
 #include <QDragEnterEvent>
@@ -39,6 +40,7 @@
 #include "views/regression_view.h"
 #include "views/shift_view.h"
 #include "views/sweep_view.h"
+#include "widgets/speed_control.h"
 
 namespace ensemble::ui {
 
@@ -61,6 +63,10 @@ MainWindow::MainWindow(Options options, QWidget* parent)
     m_files = new FileActions(m_controller.get(), m_panel, m_session, m_tabs, this,
                               m_options.useSettings);
     m_status = new RunStatus(statusBar());
+    m_speed = new SpeedControl(m_options.useSettings, this);
+    m_controller->setStepsPerSecond(m_speed->stepsPerSecond());
+    connect(m_speed, &SpeedControl::speedChanged, m_controller.get(),
+            &EngineController::setStepsPerSecond);
     buildMenus();
 
     connect(m_controller.get(), &EngineController::snapshotChanged, this, &MainWindow::onSnapshot);
@@ -208,6 +214,7 @@ void MainWindow::buildMenus() {
     bar->addAction(trainAction());
     bar->addAction(stepAction());
     bar->addAction(resetAction());
+    bar->addWidget(m_speed->comboBox());
     bar->addSeparator();
     bar->addAction(exportAction());
     bar->addSeparator();
@@ -228,6 +235,7 @@ void MainWindow::buildMenus() {
     run->addAction(trainAction());
     run->addAction(stepAction());
     run->addAction(resetAction());
+    m_speed->addMenu(run);
     run->addSeparator();
     QAction* copyCommand = run->addAction(tr("Copy as Command"));
     copyCommand->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C));

@@ -33,6 +33,7 @@ class RegressionView;
 class ShiftView;
 class RunSession;
 class RunStatus;
+class SpeedControl;
 class SweepView;
 class ViewTabs;
 
@@ -100,6 +101,8 @@ class MainWindow : public QMainWindow {
     ViewTabs* viewTabs() const { return m_tabs; }
 
     EngineController* controller() const { return m_controller.get(); }
+    // The pace of a run until paused (toolbar and Run menu).
+    SpeedControl* speedControl() const { return m_speed; }
     ExperimentPanel* panel() const { return m_panel; }
     BoundaryView* boundaryView() const;
     MembersView* membersView() const;
@@ -177,6 +180,7 @@ class MainWindow : public QMainWindow {
     QLabel* m_dataBannerText = nullptr;
     uint64_t m_dataBannerFor = 0;  // the run whose missing data the status bar last named
     RunStatus* m_status = nullptr;
+    SpeedControl* m_speed = nullptr;
 };
 
 }  // namespace ensemble::ui

@@ -164,6 +164,11 @@ void EngineController::setUntilPaused(bool untilPaused) {
     post([w, untilPaused] { w->setUntilPaused(untilPaused); });
 }
 
+void EngineController::setStepsPerSecond(double stepsPerSecond) {
+    EngineWorker* w = m_worker;
+    post([w, stepsPerSecond] { w->setStepsPerSecond(stepsPerSecond); });
+}
+
 void EngineController::changeHyperparameters(const nlohmann::json& set) {
     EngineWorker* w = m_worker;
     post([w, set] { w->changeHyperparameters(set); });
@@ -253,6 +258,13 @@ void EngineController::takeSnapshot() {
         return;
     }
     const bool newRun = !m_snapshot || m_snapshot->run != s->run;
+    EngineWorker* w = m_worker;
+    if (!newRun && s->serial <= m_snapshot->serial) {
+        // Never show a run going back in time: a snapshot older than the one shown (the
+        // one-slot mailbox makes this impossible today; this keeps it so) is dropped.
+        post([w] { w->snapshotTaken(); });
+        return;
+    }
     m_snapshot = std::move(s);
     ++m_received;
     if (newRun || m_switchedOn.size() != m_snapshot->switchedOn.size()) {
@@ -260,7 +272,6 @@ void EngineController::takeSnapshot() {
     }
     Q_EMIT snapshotChanged();
     // Let the worker publish what changed while this one was on its way.
-    EngineWorker* w = m_worker;
     post([w] { w->snapshotTaken(); });
 }
 

@@ -53,6 +53,8 @@ class EngineController : public QObject {
     void setStopAfter(int64_t steps);
     // Until paused: this run and the next ones have no end until this is switched off.
     void setUntilPaused(bool untilPaused);
+    // The pace until paused: at most this many steps a second, 0 as fast as possible.
+    void setStepsPerSecond(double stepsPerSecond);
     // A live edit of the running experiment ({"optimizer.lr": 0.05}), applied before the next
     // step and recorded in its training.schedule.
     void changeHyperparameters(const nlohmann::json& set);

@@ -4,6 +4,7 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QMetaObject>
+#include <QTimer>
 
 #include <algorithm>
 #include <cmath>
@@ -97,6 +98,10 @@ void EngineWorker::openWithoutData(const OpenedEnsemble& opened, uint64_t runId,
     m_untilPaused = false;
     m_run = runWithoutData(opened, runId, why);
     auto s = snapshotWithoutData(opened, m_run, m_history);
+    thinHistory();
+    s->history = m_history;
+    resetCurves();
+    s->curves = m_publishedCurves = std::make_shared<const LearningCurves>(m_curves);
     s->serial = ++m_serial;
     m_switchedOn = s->switchedOn;
     Q_EMIT configured(runId, QString());
@@ -149,9 +154,11 @@ void EngineWorker::build(const nlohmann::json& config, std::shared_ptr<const Dat
         if (opened != nullptr && opened->isCheckpoint) {
             appendStoredCurves(opened->checkpoint.curves, m_trainer->step(), m_history);
         }
+        thinHistory();
+        resetCurves();
         m_historyEvery = std::max<int64_t>(1, historyHorizon() / m_tuning.historyPoints);
         m_nextHistory = 0;
-        m_stepsPerSecond = 0.0;
+        m_measuredStepsPerSecond = 0.0;
         m_buildSeconds = 0.0;
         recordHistory();
         m_dirty = true;
@@ -202,6 +209,8 @@ void EngineWorker::start(int64_t target) {
     }
     m_target = target;
     setRunning(true);
+    m_paceStart = Clock::now();
+    m_paceSteps = 0;
     queueChunk();
 }
 
@@ -252,6 +261,20 @@ void EngineWorker::setUntilPaused(bool untilPaused) {
     if (!m_running) {
         publish();
     }
+}
+
+void EngineWorker::setStepsPerSecond(double stepsPerSecond) {
+    m_stepsPerSecond = std::isfinite(stepsPerSecond) ? std::max(0.0, stepsPerSecond) : 0.0;
+    m_paceStart = Clock::now();
+    m_paceSteps = 0;
+}
+
+int64_t EngineWorker::pacedSteps(Clock::time_point now) const {
+    if (!m_untilPaused || m_stepsPerSecond <= 0.0) {
+        return std::numeric_limits<int64_t>::max();
+    }
+    const auto due = static_cast<int64_t>(seconds(now - m_paceStart) * m_stepsPerSecond);
+    return std::max<int64_t>(0, due - m_paceSteps);
 }
 
 void EngineWorker::changeHyperparameters(const nlohmann::json& set) {
@@ -332,6 +355,11 @@ void EngineWorker::trainChunk() {
         n = std::min(
             {n, end - m_trainer->step(), std::max<int64_t>(1, m_nextHistory - m_trainer->step())});
         const auto before = Clock::now();
+        n = std::min(n, pacedSteps(before));
+        if (n == 0) {
+            break;  // ahead of the chosen pace: wait below
+        }
+        m_paceSteps += n;
         m_trainer->runSteps(n);
         m_profile.train += seconds(Clock::now() - before);
         m_profile.steps += n;
@@ -348,8 +376,8 @@ void EngineWorker::trainChunk() {
     }
     const auto now = Clock::now();
     const double window = seconds(now - m_windowStart);
-    if (window >= 1.0 || (m_stepsPerSecond == 0.0 && window >= 0.25)) {
-        m_stepsPerSecond = static_cast<double>(m_windowSteps) / window;
+    if (window >= 1.0 || (m_measuredStepsPerSecond == 0.0 && window >= 0.25)) {
+        m_measuredStepsPerSecond = static_cast<double>(m_windowSteps) / window;
         m_windowStart = now;
         m_windowSteps = 0;
     }
@@ -359,7 +387,7 @@ void EngineWorker::trainChunk() {
         // On stop, the rate over the whole stretch since start() (a short run has no window).
         const double stretch = seconds(now - m_profile.start);
         if (m_profile.steps > 0 && stretch >= 0.005) {
-            m_stepsPerSecond = static_cast<double>(m_profile.steps) / stretch;
+            m_measuredStepsPerSecond = static_cast<double>(m_profile.steps) / stretch;
         }
     }
     if (done || m_pauseRequested.load(std::memory_order_acquire)) {
@@ -376,6 +404,15 @@ void EngineWorker::trainChunk() {
         std::max(m_tuning.minSnapshotSeconds, m_buildSeconds / m_tuning.snapshotBudget);
     if (seconds(now - m_lastPublish) >= interval) {
         publish();
+    }
+    if (pacedSteps(now) == 0) {
+        // The next step is due later: wait on a timer, so commands (pause) run meanwhile.
+        const double wait = (static_cast<double>(m_paceSteps) + 1.0) / m_stepsPerSecond -
+                            seconds(now - m_paceStart);
+        m_chunkQueued = true;
+        QTimer::singleShot(std::clamp(static_cast<int>(std::ceil(wait * 1000.0)), 1, 1000), this,
+                           [this] { trainChunk(); });
+        return;
     }
     queueChunk();
 }
@@ -408,7 +445,10 @@ void EngineWorker::recordHistory() {
     evaluate(d.train, std::min(d.train.rows, m_tuning.maxTrainEvalRows), point->ensembleTrain,
              point->memberTrain);
     evaluate(m_run->evalTest, m_run->evalTest.rows, point->ensembleTest, point->memberTest);
+    m_curves.append(*point);
+    m_publishedCurves.reset();
     m_history.push_back(std::move(point));
+    thinHistory();
     // Keep the curves' cost within budget: space the points by what one costs.
     const double cost = seconds(Clock::now() - start);
     const double perStep = std::max(m_trainer->lastStepSeconds(), 1e-7);
@@ -422,6 +462,26 @@ void EngineWorker::recordHistory() {
     m_nextHistory = m_trainer->step() + m_historyEvery;
 }
 
+void EngineWorker::thinHistory() {
+    const auto limit = static_cast<std::size_t>(std::max(4, m_tuning.maxHistoryPoints));
+    if (m_history.size() <= limit) {
+        return;
+    }
+    // Every other point, the first and the last kept: the spacing doubles, the span stays.
+    std::vector<std::shared_ptr<const HistoryPoint>> kept;
+    kept.reserve(m_history.size() / 2 + 2);
+    for (std::size_t i = 0; i + 1 < m_history.size(); i += 2) {
+        kept.push_back(m_history[i]);
+    }
+    kept.push_back(m_history.back());
+    m_history = std::move(kept);
+}
+
+void EngineWorker::resetCurves() {
+    m_curves = LearningCurves::fromHistory(m_run->members, m_run->regression, m_history);
+    m_publishedCurves.reset();
+}
+
 SnapshotPtr EngineWorker::buildSnapshot() {
     auto s = std::make_shared<Snapshot>();
     s->run = m_run;
@@ -433,8 +493,8 @@ SnapshotPtr EngineWorker::buildSnapshot() {
     s->totalSteps = m_trainer->totalSteps();
     s->schedule = m_trainer->config().json["training"]["schedule"];
     s->untilPaused = m_untilPaused;
-    s->stepsPerSecond = m_stepsPerSecond;
-    s->memberStepsPerSecond = m_stepsPerSecond * m_trainer->members();
+    s->stepsPerSecond = m_measuredStepsPerSecond;
+    s->memberStepsPerSecond = m_measuredStepsPerSecond * m_trainer->members();
     s->lastLosses = m_trainer->lastLosses();
     if (m_trainer->lastStepSeconds() <= 0.0) {
         // No batch trained in this run yet (a new run, an opened file): no loss to show.
@@ -456,6 +516,11 @@ SnapshotPtr EngineWorker::buildSnapshot() {
     }
     s->meanLoss = active > 0 ? loss / active : std::nan("");
     s->history = m_history;
+    if (!m_publishedCurves) {
+        // A copy only when a curve point came since the last snapshot; bounded by the store.
+        m_publishedCurves = std::make_shared<const LearningCurves>(m_curves);
+    }
+    s->curves = m_publishedCurves;
     s->firstConv = m_measures.firstConv(*m_trainer);
     s->testRowsMeasured = m_run->evalTest.rows;
 

@@ -26,6 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "controller/learning_curves.h"
 #include "controller/opened_ensemble.h"
 #include "controller/run_measures.h"
 #include "controller/snapshot.h"
@@ -87,6 +88,10 @@ class EngineWorker : public QObject {
     void setStopAfter(int64_t steps);
     // Until paused: the run (this one and the next ones configured) has no end.
     void setUntilPaused(bool untilPaused);
+    // The pace of a run until paused: at most `stepsPerSecond` steps a second (0: as fast as
+    // possible), so a person can watch the boundary form. Waits between steps are timers on
+    // this thread, so pause and every other command still run at once.
+    void setStepsPerSecond(double stepsPerSecond);
     // A live edit ({"optimizer.lr": value, ...}) at the current step, recorded in the run's
     // training.schedule (Trainer::changeHyperparameters). A rejected value is reported with
     // liveEditFailed().
@@ -137,10 +142,15 @@ class EngineWorker : public QObject {
     void openWithoutData(const OpenedEnsemble& opened, uint64_t runId, const std::string& why);
     void trainChunk();
     void queueChunk();
+    // Steps the pace until paused allows now (int64 max when unpaced).
+    int64_t pacedSteps(Clock::time_point now) const;
     void setRunning(bool running);
     // The run length the learning curves' points are spaced for.
     int64_t historyHorizon() const;
     void recordHistory();
+    // m_history kept within tuning.maxHistoryPoints; m_curves rebuilt from it (a new run).
+    void thinHistory();
+    void resetCurves();
     void publish();
     SnapshotPtr buildSnapshot();
     std::vector<uint8_t> included() const;
@@ -158,11 +168,16 @@ class EngineWorker : public QObject {
     bool m_chunkQueued = false;
     int64_t m_target = -1;
     bool m_untilPaused = false;
+    double m_stepsPerSecond = 0.0;  // the pace until paused; 0: as fast as possible
+    Clock::time_point m_paceStart;  // the pace is measured from here ...
+    int64_t m_paceSteps = 0;        // ... by the steps trained since
     bool m_dirty = false;
     uint64_t m_serial = 0;
 
     // Learning curves.
     std::vector<std::shared_ptr<const HistoryPoint>> m_history;
+    LearningCurves m_curves;
+    std::shared_ptr<const LearningCurves> m_publishedCurves;  // null: m_curves changed since
     int64_t m_historyEvery = 1;
     int64_t m_nextHistory = 0;
 
@@ -180,7 +195,7 @@ class EngineWorker : public QObject {
         double snapshots = 0.0;
     };
     Profile m_profile;
-    double m_stepsPerSecond = 0.0;
+    double m_measuredStepsPerSecond = 0.0;
     Clock::time_point m_lastPublish;
     double m_buildSeconds = 0.0;
 

@@ -24,6 +24,8 @@
 
 namespace ensemble::ui {
 
+class LearningCurves;
+
 // The heatmap quantities of the Boundary view (per grid point; see metrics/metrics.h).
 enum class HeatQuantity { Probability, Total, Aleatoric, Epistemic, MemberStd, Disagreement };
 constexpr int kHeatQuantityCount = 6;
@@ -129,8 +131,13 @@ struct Snapshot {
     std::vector<uint8_t> included;    // switched on and not diverged: the ensemble
     int includedCount = 0;
 
-    // Learning curves up to this step (shared, immutable points).
+    // Learning curves up to this step (shared, immutable points): at most
+    // WorkerTuning::maxHistoryPoints of them (thinned in halves as the run grows), for the
+    // checkpoint and the latest figures.
     std::vector<std::shared_ptr<const HistoryPoint>> history;
+    // Every curve point in bounded memory (min/max decimation keeping extremes and the latest
+    // points): what the Curves view draws. Shared by the snapshots of the same curve points.
+    std::shared_ptr<const LearningCurves> curves;
 
     // The evaluated test rows at this step (run->evalTest), for the included members: `test`
     // and `memberPredicted` per row. The figures (memberMetrics, meanMember, ensembleMetrics,

@@ -12,9 +12,12 @@ struct WorkerTuning {
     double snapshotBudget = 0.08;      // fraction of the time spent building snapshots
     double sizeCurveBudget = 0.03;     // fraction spent on the ensemble-size curve while training
     double sizeCurveMinSeconds = 2.0;
-    double historyBudget = 0.08;         // fraction of the time spent on learning-curve points
-    int historyPoints = 150;             // at most about this many curve points per run
-    int minHistoryPoints = 30;           // and at least this many, whatever they cost
+    double historyBudget = 0.08;  // fraction of the time spent on learning-curve points
+    int historyPoints = 150;      // at most about this many curve points per run
+    int minHistoryPoints = 30;    // and at least this many, whatever they cost
+    // The snapshot's and the checkpoint's list of curve points is thinned to half beyond this
+    // (the Curves view draws from LearningCurves, which keeps every extreme in bounded memory).
+    int maxHistoryPoints = 1024;
     int64_t gridMemberPoints = 300'000;  // K * G * G budget of the heatmap grid
     int maxGridSize = 128;
     int minGridSize = 40;

@@ -10,6 +10,8 @@
 #include <QLineSeries>
 #include <QLogValueAxis>
 #include <QPainter>
+#include <QPushButton>
+#include <QTimer>
 #include <QToolTip>
 #include <QVBoxLayout>
 #include <QValueAxis>
@@ -18,6 +20,7 @@
 #include <cmath>
 #include <limits>
 
+#include "controller/learning_curves.h"
 #include "render/chart_axes.h"
 #include "render/colormap.h"
 #include "render/plot_helpers.h"
@@ -31,6 +34,8 @@ namespace {
 constexpr int kMaxMemberLines = 48;
 // The lowest loss the log axis shows: a loss at or below zero is drawn here.
 constexpr double kLogFloor = 1e-6;
+// While training, the charts are redrawn at most every this many milliseconds.
+constexpr qint64 kMinDrawMs = 250;
 
 QColor memberColor(const RunInfo& run, int k) {
     // Members coloured by their learning rate along viridis (log scale), so a sweep reads at a
@@ -114,6 +119,13 @@ CurvesView::CurvesView(QWidget* parent) : QWidget(parent) {
     m_key->setVisible(false);
     bar->addWidget(m_key);
     bar->addStretch(1);
+    // Drag across a chart to zoom into those steps (drawn from the finer stored buckets);
+    // right-click or this button shows the whole run again.
+    m_resetZoom = new QPushButton(tr("Whole run"));
+    m_resetZoom->setToolTip(tr("Show every step again (or right-click the chart)"));
+    m_resetZoom->setVisible(false);
+    connect(m_resetZoom, &QPushButton::clicked, this, &CurvesView::resetZoom);
+    bar->addWidget(m_resetZoom);
     layout->addLayout(bar);
     // The legend on its own line: it wraps in a narrow window without squeezing the controls.
     legend->setWordWrap(true);
@@ -130,6 +142,14 @@ CurvesView::CurvesView(QWidget* parent) : QWidget(parent) {
         refresh();
     });
     connect(m_logBox, &QCheckBox::toggled, this, &CurvesView::setLogScale);
+    m_drawTimer.setSingleShot(true);
+    connect(&m_drawTimer, &QTimer::timeout, this, [this] {
+        if (isVisible()) {
+            refresh();
+        } else {
+            m_stale = true;
+        }
+    });
 }
 
 void CurvesView::setupChart(Chart& c, bool loss) {
@@ -146,6 +166,24 @@ void CurvesView::setupChart(Chart& c, bool loss) {
     c.chart->addAxis(x, Qt::AlignBottom);
     c.x = x;
     setYAxis(c, false);
+    c.view->setRubberBand(QChartView::HorizontalRubberBand);
+    c.view->setToolTip(
+        tr("Drag across the chart to zoom into those steps; right-click to zoom out"));
+    // The rubber band and right-click zoom the axis; the points for the new range come from
+    // the curve store (refresh sets the ranges itself, m_settingRange tells those apart).
+    connect(x, &QValueAxis::rangeChanged, this, [this](qreal min, qreal max) {
+        if (m_settingRange || !m_drawnCurves) {
+            return;
+        }
+        const double last = std::max<double>(1.0, static_cast<double>(m_drawnCurves->lastStep()));
+        if (min <= 0.0 && max >= last) {
+            resetZoom();
+        } else {
+            // Deferred: the chart is in the middle of its own zoom.
+            QMetaObject::invokeMethod(
+                this, [this, min, max] { zoomTo(min, max); }, Qt::QueuedConnection);
+        }
+    });
 }
 
 void CurvesView::setYAxis(Chart& c, bool log) {
@@ -186,17 +224,27 @@ void CurvesView::setLogScale(bool log) {
         }
     }
     setYAxis(m_loss, log);
-    m_pointsShown = 0;
+    m_drawnCurves.reset();
     refresh();
 }
 
 void CurvesView::setSnapshot(SnapshotPtr snapshot) {
     m_snapshot = std::move(snapshot);
-    if (isVisible()) {
-        refresh();
-    } else {
+    if (!isVisible()) {
         m_stale = true;
+        return;
     }
+    // While training, at most a few redraws a second (a curve point can come with every
+    // snapshot); a run that stops is drawn at once.
+    const qint64 since = m_lastDraw.isValid() ? m_lastDraw.elapsed() : kMinDrawMs;
+    if (m_snapshot && m_snapshot->running && since < kMinDrawMs) {
+        if (!m_drawTimer.isActive()) {
+            m_drawTimer.start(static_cast<int>(kMinDrawMs - since));
+        }
+        return;
+    }
+    m_drawTimer.stop();
+    refresh();
 }
 
 void CurvesView::showEvent(QShowEvent* event) {
@@ -305,7 +353,33 @@ void CurvesView::rebuild() {
         }
     }
     m_builtFor = m_snapshot->run->runId;
-    m_pointsShown = 0;
+    m_drawnCurves.reset();
+    m_zoomed = false;
+    m_resetZoom->setVisible(false);
+}
+
+QList<QPointF> CurvesView::drawnPoints(const CurveStore& curve, bool loss) const {
+    const bool log = loss && m_log;
+    QList<QPointF> out;
+    const std::vector<CurvePoint> points =
+        m_zoomed ? curve.points(static_cast<int64_t>(std::floor(m_zoomFrom)),
+                                static_cast<int64_t>(std::ceil(m_zoomTo)), m_pointBudget)
+                 : curve.points(m_pointBudget);
+    out.reserve(static_cast<qsizetype>(points.size()));
+    for (const CurvePoint& p : points) {
+        // On the log axis a loss at or below zero (-log p rounds to 0 on a fitted split; a
+        // Gaussian NLL can be negative) sits at the floor: Qt Charts cannot place it.
+        const double v = log ? std::max<double>(p.value, kLogFloor) : p.value;
+        out.append(QPointF(static_cast<double>(p.step), v));
+    }
+    return out;
+}
+
+int CurvesView::pointBudget() const {
+    // About one point per pixel column: M4 draws four per bucket, so a bucket per 4 px. The
+    // plot is at least 200 px for the count, so a view not laid out yet still draws a curve.
+    const double width = std::max(200.0, m_loss.chart->plotArea().width());
+    return std::clamp(static_cast<int>(width), 200, 4000);
 }
 
 void CurvesView::refresh() {
@@ -316,79 +390,68 @@ void CurvesView::refresh() {
     if (m_builtFor != m_snapshot->run->runId) {
         rebuild();
     }
-    const auto& history = m_snapshot->history;
-    if (history.size() == m_pointsShown) {
-        return;
+    std::shared_ptr<const LearningCurves> curves = m_snapshot->curves;
+    if (!curves) {
+        // A snapshot made without the worker (tests): its history is the whole curve.
+        curves = std::make_shared<const LearningCurves>(LearningCurves::fromHistory(
+            m_snapshot->run->members, m_snapshot->run->regression, m_snapshot->history));
     }
-    m_pointsShown = history.size();
+    const int budget = pointBudget();
+    if (curves == m_drawnCurves && budget == m_pointBudget && m_drawnZoom == m_zoomed) {
+        return;  // nothing new: a refresh costs nothing between curve points
+    }
+    m_lastDraw.start();
+    m_drawnCurves = curves;
+    m_pointBudget = budget;
+    m_drawnZoom = m_zoomed;
     const RunInfo& run = *m_snapshot->run;
-    const bool log = m_log;
-    // On the log axis a loss at or below zero (-log p rounds to 0 on a fitted split; a
-    // Gaussian NLL can be negative) sits at the floor: Qt Charts cannot place it.
-    auto valid = [](double v) { return std::isfinite(v); };
-    auto shown = [log](double v) { return log ? std::max(v, kLogFloor) : v; };
+    const CurveSplit memberSplit = m_memberSplit == 2 ? CurveSplit::Train : CurveSplit::Test;
     double lossLo = std::numeric_limits<double>::infinity();
     double lossHi = -lossLo;
     double accLo = std::numeric_limits<double>::infinity();
     double accHi = -accLo;
-    // The second chart: accuracy, or the RMSE of a regression run.
-    const bool regression = run.regression;
-    auto second = [regression](const SplitMetrics& m) { return regression ? m.rmse : m.accuracy; };
-    auto track = [](double v, double& lo, double& hi) {
-        lo = std::min(lo, v);
-        hi = std::max(hi, v);
+    auto track = [](const QList<QPointF>& points, double& lo, double& hi) {
+        for (const QPointF& p : points) {
+            lo = std::min(lo, p.y());
+            hi = std::max(hi, p.y());
+        }
+    };
+    // One replace() per series: the points a series keeps are bounded by the pixels.
+    auto draw = [&](QXYSeries* series, const CurveStore& curve, bool loss) {
+        const QList<QPointF> points = drawnPoints(curve, loss);
+        track(points, loss ? lossLo : accLo, loss ? lossHi : accHi);
+        series->replace(points);
     };
     for (std::size_t line = 0; line < m_loss.members.size(); ++line) {
         const int k = m_shownMembers[line];
-        QList<QPointF> loss;
-        QList<QPointF> acc;
-        for (const auto& h : history) {
-            const auto& m = (m_memberSplit == 2 ? h->memberTrain : h->memberTest);
-            const SplitMetrics& v = m[static_cast<std::size_t>(k)];
-            if (valid(v.loss)) {
-                loss.append(QPointF(static_cast<double>(h->step), shown(v.loss)));
-                track(shown(v.loss), lossLo, lossHi);
-            }
-            if (std::isfinite(second(v))) {
-                acc.append(QPointF(static_cast<double>(h->step), second(v)));
-                track(second(v), accLo, accHi);
-            }
-        }
-        m_loss.members[line]->replace(loss);
-        m_accuracy.members[line]->replace(acc);
+        draw(m_loss.members[line], curves->curve(k, memberSplit, CurveFigure::Loss), true);
+        draw(m_accuracy.members[line], curves->curve(k, memberSplit, CurveFigure::Second), false);
     }
-    QList<QPointF> trainLoss;
-    QList<QPointF> testLoss;
-    QList<QPointF> trainAcc;
-    QList<QPointF> testAcc;
-    for (const auto& h : history) {
-        const double x = static_cast<double>(h->step);
-        if (valid(h->ensembleTrain.loss)) {
-            trainLoss.append(QPointF(x, shown(h->ensembleTrain.loss)));
-            track(shown(h->ensembleTrain.loss), lossLo, lossHi);
-        }
-        if (valid(h->ensembleTest.loss) && run.testRows > 0) {
-            testLoss.append(QPointF(x, shown(h->ensembleTest.loss)));
-            track(shown(h->ensembleTest.loss), lossLo, lossHi);
-        }
-        if (std::isfinite(second(h->ensembleTrain))) {
-            trainAcc.append(QPointF(x, second(h->ensembleTrain)));
-            track(second(h->ensembleTrain), accLo, accHi);
-        }
-        if (std::isfinite(second(h->ensembleTest)) && run.testRows > 0) {
-            testAcc.append(QPointF(x, second(h->ensembleTest)));
-            track(second(h->ensembleTest), accLo, accHi);
-        }
+    draw(m_loss.ensembleTrain, curves->curve(-1, CurveSplit::Train, CurveFigure::Loss), true);
+    draw(m_accuracy.ensembleTrain, curves->curve(-1, CurveSplit::Train, CurveFigure::Second),
+         false);
+    if (run.testRows > 0) {
+        draw(m_loss.ensembleTest, curves->curve(-1, CurveSplit::Test, CurveFigure::Loss), true);
+        draw(m_accuracy.ensembleTest, curves->curve(-1, CurveSplit::Test, CurveFigure::Second),
+             false);
+    } else {
+        m_loss.ensembleTest->clear();
+        m_accuracy.ensembleTest->clear();
     }
-    m_loss.ensembleTrain->replace(trainLoss);
-    m_loss.ensembleTest->replace(testLoss);
-    m_accuracy.ensembleTrain->replace(trainAcc);
-    m_accuracy.ensembleTest->replace(testAcc);
 
-    const double xMax = std::max<double>(1.0, static_cast<double>(history.back()->step));
+    const double xLo = m_zoomed ? m_zoomFrom : 0.0;
+    const double xHi =
+        m_zoomed ? m_zoomTo : std::max<double>(1.0, static_cast<double>(curves->lastStep()));
+    m_settingRange = true;
     for (Chart* c : {&m_loss, &m_accuracy}) {
-        setNiceRange(static_cast<QValueAxis*>(c->x), 0.0, xMax, 6, true, 0.0);
+        if (m_zoomed) {
+            static_cast<QValueAxis*>(c->x)->setRange(xLo, xHi);
+        } else {
+            setNiceRange(static_cast<QValueAxis*>(c->x), xLo, xHi, 6, true, 0.0);
+        }
     }
+    const bool log = m_log;
+    const bool regression = run.regression;
     if (lossLo <= lossHi) {
         if (log) {
             m_loss.y->setRange(lossLo * 0.8, lossHi * 1.25);
@@ -408,6 +471,42 @@ void CurvesView::refresh() {
         setNiceRange(static_cast<QValueAxis*>(m_accuracy.y), accLo - pad, accHi + pad, 5, false,
                      0.0, 1.0);
     }
+    m_settingRange = false;
+}
+
+void CurvesView::zoomTo(double from, double to) {
+    if (!(to > from)) {
+        resetZoom();
+        return;
+    }
+    m_zoomed = true;
+    m_zoomFrom = std::max(0.0, from);
+    m_zoomTo = to;
+    m_resetZoom->setVisible(true);
+    m_drawnCurves.reset();  // the points of the new range come from the stored buckets
+    refresh();
+}
+
+void CurvesView::resetZoom() {
+    if (!m_zoomed) {
+        return;
+    }
+    m_zoomed = false;
+    m_resetZoom->setVisible(false);
+    m_drawnCurves.reset();
+    refresh();
+}
+
+int CurvesView::drawnPointCount() const {
+    int n = 0;
+    for (const Chart* c : {&m_loss, &m_accuracy}) {
+        for (QAbstractSeries* s : c->chart->series()) {
+            if (auto* xy = qobject_cast<QXYSeries*>(s)) {
+                n += static_cast<int>(xy->count());
+            }
+        }
+    }
+    return n;
 }
 
 }  // namespace ensemble::ui

@@ -4,10 +4,17 @@
 // member as a thin line and the ensemble bold; a log-scale toggle for the loss; hovering a
 // line reads its value.
 
+#include <QElapsedTimer>
+#include <QTimer>
 #include <QWidget>
 
+#include <QList>
+#include <QPointF>
+
+#include <memory>
 #include <vector>
 
+#include "controller/curve_store.h"
 #include "controller/snapshot.h"
 
 class QCheckBox;
@@ -17,8 +24,12 @@ class QChart;
 class QChartView;
 class QLineSeries;
 class QAbstractAxis;
+class QPushButton;
+class QXYSeries;
 
 namespace ensemble::ui {
+
+class LearningCurves;
 
 // A horizontal colour key: the member lines' colours (viridis over log lr) from the lowest to
 // the highest learning rate, with both ends labelled.
@@ -51,6 +62,13 @@ class CurvesView : public QWidget {
     void setLogScale(bool log);
     // Points of the ensemble's test-loss line (for tests).
     int ensemblePointCount() const;
+    // Points held by every series of both charts: bounded by the plot's width, whatever the
+    // run's length.
+    int drawnPointCount() const;
+    // Shows steps [from, to] only (drawn from the store's finer buckets); resetZoom(): all.
+    void zoomTo(double from, double to);
+    void resetZoom();
+    bool isZoomed() const { return m_zoomed; }
 
   protected:
     void showEvent(QShowEvent* event) override;
@@ -70,11 +88,23 @@ class CurvesView : public QWidget {
     void refresh();
     void setupChart(Chart& c, bool loss);
     void setYAxis(Chart& c, bool log);
+    int pointBudget() const;
+    QList<QPointF> drawnPoints(const CurveStore& curve, bool loss) const;
 
     SnapshotPtr m_snapshot;
     uint64_t m_builtFor = 0;  // RunInfo::runId of the series, 0: none
-    std::size_t m_pointsShown = 0;
-    int m_memberSplit = 1;  // 0 none, 1 test, 2 train
+    // What the series show: the curves, the point budget and the zoom they were drawn for.
+    std::shared_ptr<const LearningCurves> m_drawnCurves;
+    int m_pointBudget = 0;
+    bool m_drawnZoom = false;
+    bool m_zoomed = false;
+    double m_zoomFrom = 0.0;
+    double m_zoomTo = 0.0;
+    bool m_settingRange = false;
+    QPushButton* m_resetZoom = nullptr;
+    QElapsedTimer m_lastDraw;  // since the last redraw of the series
+    QTimer m_drawTimer;        // the next redraw, when snapshots come faster than kMinDrawMs
+    int m_memberSplit = 1;     // 0 none, 1 test, 2 train
     bool m_log = false;
     bool m_stale = false;
     std::vector<int> m_shownMembers;  // members drawn as lines (at most kMaxMemberLines)
