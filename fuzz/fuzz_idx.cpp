@@ -1,7 +1,7 @@
 // Fuzzes the IDX reader, raw and gzip (zlib detects which). One input holds both files of a
 // pair: the first two bytes (little-endian) say how many of the rest belong to the images file;
-// the labels file is what follows. The reader takes paths, so both are written to a private
-// temporary folder.
+// the labels file is what follows. Both are read in memory (parseIdxPair), through the same
+// code as files.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -13,19 +13,17 @@
 using namespace ensemble;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
-    static const fuzz::TempDir dir;
     if (size < 2) {
         return 0;
     }
     const std::size_t rest = size - 2;
     const std::size_t split = std::min<std::size_t>(data[0] | (std::size_t{data[1]} << 8), rest);
     const std::string_view bytes(reinterpret_cast<const char*>(data) + 2, rest);
-    const std::string images = dir.write("images-idx3-ubyte", bytes.substr(0, split));
-    const std::string labels = dir.write("labels-idx1-ubyte", bytes.substr(split));
     try {
         int width = 0;
         int height = 0;
-        const Dataset d = readIdxPair(images, labels, width, height);
+        const Dataset d = parseIdxPair(bytes.substr(0, split), bytes.substr(split),
+                                       "images-idx3-ubyte", "labels-idx1-ubyte", width, height);
         fuzz::check(width > 0 && height > 0 && d.features == width * height,
                     "features are width x height");
         fuzz::check(

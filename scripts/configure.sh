@@ -8,4 +8,10 @@ cuda_args=()
 if [ -x /usr/local/cuda/bin/nvcc ]; then
   cuda_args=(-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc)
 fi
-cmake --preset default "${cuda_args[@]}" "$@"
+source scripts/ccache_args.sh
+if [ -x /usr/local/cuda/bin/nvcc ]; then
+  ccache_args CXX CUDA
+else
+  ccache_args CXX
+fi
+cmake --preset default "${cuda_args[@]}" "${ccache_args[@]}" "$@"

@@ -15,12 +15,10 @@ if [ ${#targets[@]} -eq 0 ]; then
   targets=(fuzz_safetensors fuzz_model_io fuzz_csv fuzz_idx fuzz_config)
 fi
 
-launcher=()
-if command -v ccache >/dev/null 2>&1; then
-  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-fi
-cmake --preset fuzz "${launcher[@]}" >/dev/null
-cmake --build --preset fuzz
+source scripts/ccache_args.sh
+ccache_args CXX
+cmake --preset fuzz "${ccache_args[@]}" >/dev/null
+nice -n 10 cmake --build --preset fuzz
 
 # Leaks are findings too; a UBSan report stops the run (the build also compiles UBSan with
 # -fno-sanitize-recover).

@@ -3,6 +3,7 @@
 #include <QtTest/QtTest>
 
 #include <cmath>
+#include <functional>
 
 #include "core/errors.h"
 #include "io/config.h"
@@ -37,6 +38,8 @@ class TestConfig : public QObject {
     void invalidJsonCarriesItsPosition();
     void locateKeyFindsNestedNames();
     void invalidUtf8InSetIsAConfigError();
+    void configTextInMemoryComposesAsItsFile();
+    void defaultsAreTheSchemasEveryCall();
 };
 
 void TestConfig::emptyConfigTakesDefaults() {
@@ -450,6 +453,70 @@ void TestConfig::invalidUtf8InSetIsAConfigError() {
             QVERIFY2(!e.key().empty(), e.what());
         }
     }
+}
+
+// composeConfigText (the fuzz target's path) gives what composeConfig gives for the same text
+// in a file: the merged JSON, the notices, the text and errors at the same line and column.
+void TestConfig::configTextInMemoryComposesAsItsFile() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("layered.json");
+    const std::string text =
+        "{\n  \"model\": {\"kind\": \"mlp\", \"hidden\": [4]},\n  \"ensemble\": {\n"
+        "    \"members\": 0\n  }\n}\n";
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(text.data(), static_cast<qint64>(text.size()));
+    f.close();
+    const std::string origin = path.toStdString();
+    for (const std::vector<std::string>& sets :
+         {std::vector<std::string>{}, std::vector<std::string>{"model.kind=cnn"},
+          std::vector<std::string>{"ensemble.members=2", "optimizer.lr=0.5"}}) {
+        const ComposedConfig fromFile = composeConfig(origin, sets);
+        const ComposedConfig inMemory = composeConfigText(text, origin, sets);
+        QCOMPARE(inMemory.json, fromFile.json);
+        QCOMPARE(inMemory.notices, fromFile.notices);
+        QCOMPARE(inMemory.origin, fromFile.origin);
+        QCOMPARE(inMemory.text, fromFile.text);
+        QCOMPARE(inMemory.overrides, fromFile.overrides);
+    }
+    for (const auto& compose :
+         {std::function<ComposedConfig()>([&] { return composeConfig(origin, {}); }),
+          std::function<ComposedConfig()>([&] { return composeConfigText(text, origin, {}); })}) {
+        try {
+            parseConfig(compose());
+            QFAIL("expected a ConfigError");
+        } catch (const ConfigError& e) {
+            QCOMPARE(e.position().file, origin);
+            QCOMPARE(e.position().line, int64_t(4));
+            QCOMPARE(e.position().column, int64_t(5));
+        }
+    }
+    // Invalid JSON in memory names the origin, line and column, as a file's does.
+    try {
+        composeConfigText("{\n  \"model\": {\"hidden\": [3,]}\n}\n", "mem.json", {});
+        QFAIL("expected a ConfigError");
+    } catch (const ConfigError& e) {
+        QCOMPARE(e.kind(), ErrorKind::Json);
+        QCOMPARE(e.position().file, std::string("mem.json"));
+        QCOMPARE(e.position().line, int64_t(2));
+        QCOMPARE(e.position().column, int64_t(26));
+    }
+}
+
+// defaultConfigJson is built once and copied: a caller's edit of its copy never reaches the
+// next caller, and the copy is withDefaults of an empty config.
+void TestConfig::defaultsAreTheSchemasEveryCall() {
+    json first = defaultConfigJson();
+    QCOMPARE(first, withDefaults(json::object()));
+    first["ensemble"]["members"] = 77;
+    first.erase("model");
+    QCOMPARE(defaultConfigJson(), withDefaults(json::object()));
+    // Every row is found by its key, and no other key is.
+    for (const KeySpec& spec : configSchema()) {
+        QCOMPARE(findKeySpec(spec.key), &spec);
+    }
+    QVERIFY(findKeySpec("ensemble.member") == nullptr);
+    QVERIFY(findKeySpec("") == nullptr);
 }
 
 QTEST_APPLESS_MAIN(TestConfig)

@@ -119,6 +119,32 @@ std::string readBytes(const std::string& path) {
     return std::string(data.constData(), static_cast<std::size_t>(data.size()));
 }
 
+// readIdxPair of two files, checked against parseIdxPair of their bytes in memory: the same
+// dataset, or the same error (the fuzz target reads in memory what the files hold).
+Dataset readIdxBoth(const std::string& images, const std::string& labels) {
+    const std::string fromFiles = errorOf<DataError>([&] { readIdxPair(images, labels); });
+    int width = 0;
+    int height = 0;
+    const auto inMemory = [&] {
+        return parseIdxPair(readBytes(images), readBytes(labels), images, labels, width, height);
+    };
+    if (fromFiles != "<no exception>") {
+        const std::string fromMemory = errorOf<DataError>([&] { inMemory(); });
+        if (fromMemory != fromFiles) {
+            QTest::qFail(("in memory: " + fromMemory + "\nfrom files: " + fromFiles).c_str(),
+                         __FILE__, __LINE__);
+        }
+        return readIdxPair(images, labels);  // throws what the files give
+    }
+    const Dataset fileData = readIdxPair(images, labels);
+    const Dataset memoryData = inMemory();
+    if (memoryData.x != fileData.x || memoryData.y != fileData.y ||
+        memoryData.features != fileData.features || memoryData.rows != fileData.rows) {
+        QTest::qFail("parseIdxPair and readIdxPair disagree", __FILE__, __LINE__);
+    }
+    return fileData;
+}
+
 std::string be32(uint32_t v) {
     std::string s(4, '\0');
     for (int i = 0; i < 4; ++i) {
@@ -848,7 +874,7 @@ class TestData : public QObject {
             for (std::size_t i = 0; i < pixels.size(); ++i) {
                 QCOMPARE(d.x[i], static_cast<float>(static_cast<unsigned char>(pixels[i])));
             }
-            QCOMPARE(readIdxPair(images, labels).x, d.x);
+            QCOMPARE(readIdxBoth(images, labels).x, d.x);
         }
     }
 
@@ -860,11 +886,11 @@ class TestData : public QObject {
 
         const std::string cut = path("cut-images");
         writeBytes(cut, idxImages(4, 2, 2, imagePixels(3, 2, 2)));
-        EXPECT_PARTS(errorOf<DataError>([&] { readIdxPair(cut, goodLabels); }), cut, "truncated",
+        EXPECT_PARTS(errorOf<DataError>([&] { readIdxBoth(cut, goodLabels); }), cut, "truncated",
                      "4 images of 2x2", "28 bytes");
         const std::string cutGz = path("cut-images.gz");
         writeGz(cutGz, idxImages(4, 2, 2, imagePixels(3, 2, 2)));
-        EXPECT_PARTS(errorOf<DataError>([&] { readIdxPair(cutGz, goodLabels); }), cutGz,
+        EXPECT_PARTS(errorOf<DataError>([&] { readIdxBoth(cutGz, goodLabels); }), cutGz,
                      "truncated", "4 images of 2x2");
         // A gzip stream itself cut short.
         const std::string bigGz = path("big-images.gz");
@@ -872,37 +898,37 @@ class TestData : public QObject {
         const std::string gzBytes = readBytes(bigGz);
         const std::string cutStream = path("cut-stream.gz");
         writeBytes(cutStream, gzBytes.substr(0, gzBytes.size() / 2));
-        EXPECT_PARTS(errorOf<DataError>([&] { readIdxPair(cutStream, goodLabels); }), cutStream,
+        EXPECT_PARTS(errorOf<DataError>([&] { readIdxBoth(cutStream, goodLabels); }), cutStream,
                      "truncated");
         const std::string header = path("header-only");
         writeBytes(header, be32(0x803) + be32(4));
-        EXPECT_PARTS(errorOf<DataError>([&] { readIdxPair(header, goodLabels); }), header,
+        EXPECT_PARTS(errorOf<DataError>([&] { readIdxBoth(header, goodLabels); }), header,
                      "truncated", "header");
         const std::string tiny = path("tiny");
         writeBytes(tiny, std::string("\0\0", 2));
-        EXPECT_PARTS(errorOf<DataError>([&] { readIdxPair(tiny, goodLabels); }), tiny, "truncated");
+        EXPECT_PARTS(errorOf<DataError>([&] { readIdxBoth(tiny, goodLabels); }), tiny, "truncated");
         const std::string extra = path("extra-images");
         writeBytes(extra, idxImages(4, 2, 2, imagePixels(5, 2, 2)));
-        EXPECT_PARTS(errorOf<DataError>([&] { readIdxPair(extra, goodLabels); }), extra,
+        EXPECT_PARTS(errorOf<DataError>([&] { readIdxBoth(extra, goodLabels); }), extra,
                      "4 images of 2x2", "36 bytes");
 
         // Bad magic, including images and labels swapped.
-        EXPECT_PARTS(errorOf<DataError>([&] { readIdxPair(goodLabels, goodImages); }), goodLabels,
+        EXPECT_PARTS(errorOf<DataError>([&] { readIdxBoth(goodLabels, goodImages); }), goodLabels,
                      "bad magic", "0x00000801", "expected 0x00000803", "labels file");
-        EXPECT_PARTS(errorOf<DataError>([&] { readIdxPair(goodImages, goodImages); }), goodImages,
+        EXPECT_PARTS(errorOf<DataError>([&] { readIdxBoth(goodImages, goodImages); }), goodImages,
                      "bad magic", "0x00000803", "expected 0x00000801");
         const std::string text = path("text");
         writeBytes(text, "hello, world, this is not IDX");
-        EXPECT_PARTS(errorOf<DataError>([&] { readIdxPair(text, goodLabels); }), text, "bad magic");
+        EXPECT_PARTS(errorOf<DataError>([&] { readIdxBoth(text, goodLabels); }), text, "bad magic");
         const std::string zeroSide = path("zero-side");
         writeBytes(zeroSide, idxImages(0, 0, 28, ""));
-        EXPECT_PARTS(errorOf<DataError>([&] { readIdxPair(zeroSide, goodLabels); }), zeroSide,
+        EXPECT_PARTS(errorOf<DataError>([&] { readIdxBoth(zeroSide, goodLabels); }), zeroSide,
                      "0x28");
 
         // One label per image.
         const std::string fewLabels = path("few-labels");
         writeBytes(fewLabels, idxLabels(3, labelBytes(3)));
-        EXPECT_PARTS(errorOf<DataError>([&] { readIdxPair(goodImages, fewLabels); }), goodImages,
+        EXPECT_PARTS(errorOf<DataError>([&] { readIdxBoth(goodImages, fewLabels); }), goodImages,
                      fewLabels, "4 images", "3 labels");
 
         // Headers claiming terabytes: refused before anything of that size is allocated.
@@ -919,7 +945,7 @@ class TestData : public QObject {
              {std::pair{huge, goodLabels}, std::pair{hugeGz, goodLabels},
               std::pair{goodImages, hugeLabels}}) {
             g_largestAllocation = 0;
-            const std::string message = errorOf<DataError>([&] { readIdxPair(images, labels); });
+            const std::string message = errorOf<DataError>([&] { readIdxBoth(images, labels); });
             const std::size_t largest = g_largestAllocation;
             EXPECT_PARTS(message, images == goodImages ? labels : images, "4294967");
             QVERIFY2(largest < (std::size_t{1} << 20),
@@ -928,12 +954,42 @@ class TestData : public QObject {
         // A gzip header that lies within what the file could hold still fails by reading.
         const std::string lieGz = path("lie-images.gz");
         writeGz(lieGz, idxImages(150, 10, 10, std::string(100 * 100, '\0')));
-        EXPECT_PARTS(errorOf<DataError>([&] { readIdxPair(lieGz, goodLabels); }), lieGz,
+        EXPECT_PARTS(errorOf<DataError>([&] { readIdxBoth(lieGz, goodLabels); }), lieGz,
                      "truncated", "150 images of 10x10");
 
         const std::string absent = path("absent-images");
         EXPECT_PARTS(errorOf<DataError>([&] { readIdxPair(absent, goodLabels); }), absent,
                      "no such file");
+    }
+
+    // gzip members in a row read as one stream and bytes after the last member are ignored,
+    // as zlib's gzread did; files and memory agree.
+    void idxGzipMembersAndTrailingBytes() {
+        const std::string pixels = imagePixels(3, 2, 2);
+        const std::string whole = idxImages(3, 2, 2, pixels);
+        const std::string first = path("first.gz");
+        const std::string second = path("second.gz");
+        writeGz(first, whole.substr(0, 10));
+        writeGz(second, whole.substr(10));
+        const std::string joined = path("joined.gz");
+        writeBytes(joined, readBytes(first) + readBytes(second));
+        const std::string labels = path("three-labels");
+        writeBytes(labels, idxLabels(3, labelBytes(3)));
+        const Dataset d = readIdxBoth(joined, labels);
+        QCOMPARE(d.rows, int64_t(3));
+        for (std::size_t i = 0; i < pixels.size(); ++i) {
+            QCOMPARE(d.x[i], static_cast<float>(static_cast<unsigned char>(pixels[i])));
+        }
+        const std::string trailing = path("trailing.gz");
+        writeGz(trailing, whole);
+        writeBytes(trailing, readBytes(trailing) + "not gzip");
+        QCOMPARE(readIdxBoth(trailing, labels).x, d.x);
+        // A corrupt deflate stream (its CRC no longer matches) is an error naming the file.
+        std::string flipped = readBytes(trailing);
+        flipped[flipped.size() - 12] = static_cast<char>(flipped[flipped.size() - 12] ^ 0x55);
+        const std::string corrupt = path("corrupt.gz");
+        writeBytes(corrupt, flipped.substr(0, flipped.size() - 8));
+        EXPECT_PARTS(errorOf<DataError>([&] { readIdxBoth(corrupt, labels); }), corrupt, "gzip");
     }
 
     // --- MNIST folders ------------------------------------------------------------------

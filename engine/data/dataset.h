@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "io/config.h"
@@ -125,6 +126,11 @@ Dataset readIdxPair(const std::string& imagesPath, const std::string& labelsPath
 // The same, also giving the images' size from the header.
 Dataset readIdxPair(const std::string& imagesPath, const std::string& labelsPath, int& imageWidth,
                     int& imageHeight);
+// readIdxPair of files already in memory (the fuzz target, no file needed); the origins stand
+// for the files' names in error messages.
+Dataset parseIdxPair(std::string_view images, std::string_view labels,
+                     const std::string& imagesOrigin, const std::string& labelsOrigin,
+                     int& imageWidth, int& imageHeight);
 
 // Rows `indices` of `data`, in that order (labels too when `data.y` is filled).
 // Precondition: every index in [0, data.rows).

@@ -1,14 +1,16 @@
 // MNIST-format IDX files (LeCun et al., http://yann.lecun.com/exdb/mnist/): a big-endian
 // header -- magic 0x000008NN (unsigned bytes, NN dimensions), then one uint32 per dimension --
-// followed by the bytes. gzopen/gzread read plain and gzip files alike.
+// followed by the bytes, plain or gzip (zlib's inflate).
 #include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -36,54 +38,146 @@ uint32_t bigEndian(const unsigned char* p) {
     return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
 }
 
-class GzReader {
+// The bytes of one IDX file, plain or gzip, from a file or from memory. Both go through the
+// same code: only where the next piece of input comes from differs, so what the fuzz target
+// reads in memory is what the file path reads. Like gzread, gzip members may follow each other
+// and bytes after the last member that do not start another one are ignored.
+class IdxInput {
   public:
-    explicit GzReader(const std::string& path) : m_path(path) {
-        m_file = gzopen(path.c_str(), "rb");
-        if (m_file == nullptr) {
+    // A file, read in pieces of kPiece bytes.
+    explicit IdxInput(const std::string& path)
+        : m_origin(path), m_file(std::fopen(path.c_str(), "rb")) {
+        if (!m_file) {
             throw DataError(ErrorKind::ImageData,
                             path + ": cannot open: " + std::generic_category().message(errno));
         }
-        gzbuffer(m_file, 1u << 17);
+        m_piece.resize(kPiece);
+        start();
     }
-    GzReader(const GzReader&) = delete;
-    GzReader& operator=(const GzReader&) = delete;
-    ~GzReader() { gzclose(m_file); }
+    // Bytes in memory; `origin` names them in messages.
+    IdxInput(std::string_view bytes, std::string origin)
+        : m_origin(std::move(origin)),
+          m_next(reinterpret_cast<const unsigned char*>(bytes.data())),
+          m_available(bytes.size()) {
+        start();
+    }
+    IdxInput(const IdxInput&) = delete;
+    IdxInput& operator=(const IdxInput&) = delete;
+    ~IdxInput() {
+        if (m_gzip) {
+            inflateEnd(&m_stream);
+        }
+    }
+
+    bool gzip() const { return m_gzip; }
 
     // Reads up to `size` bytes; fewer only at the end of the data. Corrupt gzip is an error.
     std::size_t read(void* out, std::size_t size) {
+        return m_gzip ? inflateInto(static_cast<unsigned char*>(out), size)
+                      : copyInto(static_cast<unsigned char*>(out), size);
+    }
+
+  private:
+    static constexpr std::size_t kPiece = std::size_t{1} << 17;
+
+    // Looks at the first two bytes: gzip's magic 1f 8b starts an inflater, anything else is
+    // read as it is.
+    void start() {
+        while (m_available < 2 && refill()) {
+        }
+        m_gzip = m_available >= 2 && m_next[0] == 0x1f && m_next[1] == 0x8b;
+        if (m_gzip && inflateInit2(&m_stream, 16 + MAX_WBITS) != Z_OK) {
+            m_gzip = false;
+            throw DataError(ErrorKind::ImageData, m_origin + ": cannot start zlib");
+        }
+    }
+
+    // Moves what is left of the current piece to the front and appends the file's next bytes.
+    // False at the end of the input (always, for memory).
+    bool refill() {
+        if (!m_file) {
+            return false;
+        }
+        if (m_available > 0 && m_next != m_piece.data()) {
+            std::memmove(m_piece.data(), m_next, m_available);
+        }
+        const std::size_t got =
+            std::fread(m_piece.data() + m_available, 1, m_piece.size() - m_available, m_file.get());
+        if (got == 0 && std::ferror(m_file.get())) {
+            throw DataError(ErrorKind::ImageData,
+                            m_origin + ": cannot read: " + std::generic_category().message(errno));
+        }
+        m_next = m_piece.data();
+        m_available += got;
+        return got > 0;
+    }
+
+    std::size_t copyInto(unsigned char* out, std::size_t size) {
         std::size_t done = 0;
-        while (done < size) {
-            const unsigned want =
-                static_cast<unsigned>(std::min<std::size_t>(size - done, 1u << 30));
-            const int n = gzread(m_file, static_cast<unsigned char*>(out) + done, want);
-            if (n < 0) {
-                int code = 0;
-                const char* message = gzerror(m_file, &code);
-                throw DataError(ErrorKind::ImageData,
-                                m_path + ": corrupt or truncated gzip data (" + message + ")");
-            }
-            if (n == 0) {
-                // zlib flags a gzip stream cut short as Z_BUF_ERROR ("unexpected end of file").
-                int code = 0;
-                const char* message = gzerror(m_file, &code);
-                if (code == Z_BUF_ERROR) {
-                    break;  // cut short: the caller says what was missing
-                }
-                if (code != Z_OK && code != Z_STREAM_END) {
-                    throw DataError(ErrorKind::ImageData,
-                                    m_path + ": corrupt or truncated gzip data (" + message + ")");
-                }
-                break;
-            }
-            done += static_cast<std::size_t>(n);
+        while (done < size && (m_available > 0 || refill())) {
+            const std::size_t n = std::min(size - done, m_available);
+            std::memcpy(out + done, m_next, n);
+            m_next += n;
+            m_available -= n;
+            done += n;
         }
         return done;
     }
 
-  private:
-    std::string m_path;
-    gzFile m_file = nullptr;
+    std::size_t inflateInto(unsigned char* out, std::size_t size) {
+        std::size_t done = 0;
+        while (done < size && !m_ended) {
+            if (m_available == 0 && !refill()) {
+                break;  // the stream is cut short: the caller says what was missing
+            }
+            const std::size_t want = std::min<std::size_t>(size - done, 1u << 30);
+            const std::size_t have = std::min<std::size_t>(m_available, 1u << 30);
+            m_stream.next_in = const_cast<unsigned char*>(m_next);
+            m_stream.avail_in = static_cast<uInt>(have);
+            m_stream.next_out = out + done;
+            m_stream.avail_out = static_cast<uInt>(want);
+            const int code = inflate(&m_stream, Z_NO_FLUSH);
+            const std::size_t used = have - m_stream.avail_in;
+            m_next += used;
+            m_available -= used;
+            const std::size_t produced = want - m_stream.avail_out;
+            done += produced;
+            if (code == Z_STREAM_END) {
+                nextMember();
+            } else if (code == Z_BUF_ERROR && used == 0 && produced == 0 && !refill()) {
+                break;  // inflate needs input that is not there: cut short
+            } else if (code != Z_OK && code != Z_BUF_ERROR) {
+                throw DataError(ErrorKind::ImageData,
+                                m_origin + ": corrupt or truncated gzip data (" +
+                                    (m_stream.msg != nullptr ? m_stream.msg : zError(code)) + ")");
+            }
+        }
+        return done;
+    }
+
+    // After a gzip member: another one follows, or the data ends here.
+    void nextMember() {
+        while (m_available < 2 && refill()) {
+        }
+        if (m_available >= 2 && m_next[0] == 0x1f && m_next[1] == 0x8b) {
+            inflateReset(&m_stream);
+        } else {
+            m_ended = true;
+        }
+    }
+
+    struct CloseFile {
+        void operator()(std::FILE* f) const { std::fclose(f); }
+    };
+
+    std::string m_origin;
+    std::unique_ptr<std::FILE, CloseFile> m_file;  // null for bytes in memory
+    std::vector<unsigned char> m_piece;            // the file's current piece
+    const unsigned char* m_next = nullptr;
+    std::size_t m_available = 0;  // unread input bytes from m_next on
+    bool m_gzip = false;
+    bool m_ended = false;
+    z_stream m_stream{};
 };
 
 struct IdxData {
@@ -91,33 +185,14 @@ struct IdxData {
     std::vector<unsigned char> bytes;
 };
 
-bool isGzip(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    unsigned char head[2] = {0, 0};
-    in.read(reinterpret_cast<char*>(head), 2);
-    return in.gcount() == 2 && head[0] == 0x1f && head[1] == 0x8b;
-}
-
-// Reads one IDX file of unsigned bytes with the expected magic. Nothing is allocated from the
-// header's sizes until they are checked against the file's size.
-IdxData readIdx(const std::string& path, uint32_t expectedMagic) {
+// Reads one IDX file of unsigned bytes with the expected magic from `in`, whose input (the file
+// or the bytes) is `fileSize` long. Nothing is allocated from the header's sizes until they are
+// checked against that size.
+IdxData readIdx(IdxInput& in, const std::string& path, uint64_t fileSize, uint32_t expectedMagic) {
     const bool images = expectedMagic == kImagesMagic;
     const char* kindName = images ? "images" : "labels";
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) {
-        throw DataError(ErrorKind::ImageData, path + ": no such file");
-    }
-    if (!std::filesystem::is_regular_file(path, ec)) {
-        throw DataError(ErrorKind::ImageData, path + ": not a regular file, expected an IDX " +
-                                                  std::string(kindName) + " file");
-    }
-    const uint64_t fileSize = std::filesystem::file_size(path, ec);
-    if (ec) {
-        throw DataError(ErrorKind::ImageData, path + ": cannot read its size: " + ec.message());
-    }
-    const bool gz = isGzip(path);
+    const bool gz = in.gzip();
 
-    GzReader in(path);
     unsigned char head[4];
     if (in.read(head, 4) < 4) {
         throw DataError(ErrorKind::ImageData,
@@ -201,16 +276,36 @@ IdxData readIdx(const std::string& path, uint32_t expectedMagic) {
     return idx;
 }
 
-}  // namespace
+// readIdx of a file: it exists and is a regular file, and its size bounds the header's claims.
+IdxData readIdxFile(const std::string& path, uint32_t expectedMagic) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) {
+        throw DataError(ErrorKind::ImageData, path + ": no such file");
+    }
+    if (!std::filesystem::is_regular_file(path, ec)) {
+        throw DataError(ErrorKind::ImageData,
+                        path + ": not a regular file, expected an IDX " +
+                            (expectedMagic == kImagesMagic ? "images" : "labels") + " file");
+    }
+    const uint64_t fileSize = std::filesystem::file_size(path, ec);
+    if (ec) {
+        throw DataError(ErrorKind::ImageData, path + ": cannot read its size: " + ec.message());
+    }
+    IdxInput in(path);
+    return readIdx(in, path, fileSize, expectedMagic);
+}
 
-Dataset readIdxPair(const std::string& imagesPath, const std::string& labelsPath, int& imageWidth,
-                    int& imageHeight) {
-    const IdxData images = readIdx(imagesPath, kImagesMagic);
-    const IdxData labels = readIdx(labelsPath, kLabelsMagic);
+IdxData readIdxBytes(std::string_view bytes, const std::string& origin, uint32_t expectedMagic) {
+    IdxInput in(bytes, origin);
+    return readIdx(in, origin, bytes.size(), expectedMagic);
+}
+
+Dataset pairDataset(const IdxData& images, const IdxData& labels, const std::string& imagesOrigin,
+                    const std::string& labelsOrigin, int& imageWidth, int& imageHeight) {
     if (images.dims[0] != labels.dims[0]) {
         throw DataError(ErrorKind::ImageData,
-                        imagesPath + " holds " + std::to_string(images.dims[0]) + " images but " +
-                            labelsPath + " holds " + std::to_string(labels.dims[0]) +
+                        imagesOrigin + " holds " + std::to_string(images.dims[0]) + " images but " +
+                            labelsOrigin + " holds " + std::to_string(labels.dims[0]) +
                             " labels: expected one label per image");
     }
     imageHeight = static_cast<int>(images.dims[1]);
@@ -230,10 +325,27 @@ Dataset readIdxPair(const std::string& imagesPath, const std::string& labelsPath
     return data;
 }
 
+}  // namespace
+
+Dataset readIdxPair(const std::string& imagesPath, const std::string& labelsPath, int& imageWidth,
+                    int& imageHeight) {
+    const IdxData images = readIdxFile(imagesPath, kImagesMagic);
+    const IdxData labels = readIdxFile(labelsPath, kLabelsMagic);
+    return pairDataset(images, labels, imagesPath, labelsPath, imageWidth, imageHeight);
+}
+
 Dataset readIdxPair(const std::string& imagesPath, const std::string& labelsPath) {
     int width = 0;
     int height = 0;
     return readIdxPair(imagesPath, labelsPath, width, height);
+}
+
+Dataset parseIdxPair(std::string_view images, std::string_view labels,
+                     const std::string& imagesOrigin, const std::string& labelsOrigin,
+                     int& imageWidth, int& imageHeight) {
+    const IdxData imageData = readIdxBytes(images, imagesOrigin, kImagesMagic);
+    const IdxData labelData = readIdxBytes(labels, labelsOrigin, kLabelsMagic);
+    return pairDataset(imageData, labelData, imagesOrigin, labelsOrigin, imageWidth, imageHeight);
 }
 
 }  // namespace ensemble

@@ -440,7 +440,9 @@ Architecture modelArchitecture(const ModelConfig& model, Shape input, int classe
 }
 
 json defaultConfigJson() {
-    return withDefaults(json::object());
+    // Built once: the schema does not change while the program runs.
+    static const json defaults = withDefaults(json::object());
+    return defaults;
 }
 
 ExperimentConfig parseConfig(const json& input) {
@@ -665,16 +667,17 @@ json loadConfigJson(const std::string& fileOrPreset) {
     return parseConfigText(readConfigText(fileOrPreset));
 }
 
-ComposedConfig composeConfig(const std::string& fileOrPreset,
-                             const std::vector<std::string>& assignments) {
+namespace {
+
+// composeConfig over a base already read (none when `source` is null).
+ComposedConfig composeFrom(ConfigText* source, const std::vector<std::string>& assignments) {
     ComposedConfig out;
     json base = json::object();
-    if (!fileOrPreset.empty()) {
-        ConfigText source = readConfigText(fileOrPreset);
-        base = parseConfigText(source);
-        if (source.isFile) {
-            out.origin = source.origin;
-            out.text = std::move(source.text);
+    if (source != nullptr) {
+        base = parseConfigText(*source);
+        if (source->isFile) {
+            out.origin = source->origin;
+            out.text = std::move(source->text);
         }
     }
     out.overrides = json::object();
@@ -683,6 +686,23 @@ ComposedConfig composeConfig(const std::string& fileOrPreset,
     }
     out.json = overlayConfig(base, out.overrides, &out.notices);
     return out;
+}
+
+}  // namespace
+
+ComposedConfig composeConfig(const std::string& fileOrPreset,
+                             const std::vector<std::string>& assignments) {
+    if (fileOrPreset.empty()) {
+        return composeFrom(nullptr, assignments);
+    }
+    ConfigText source = readConfigText(fileOrPreset);
+    return composeFrom(&source, assignments);
+}
+
+ComposedConfig composeConfigText(std::string text, const std::string& origin,
+                                 const std::vector<std::string>& assignments) {
+    ConfigText source{std::move(text), origin, true};
+    return composeFrom(&source, assignments);
 }
 
 ExperimentConfig parseConfig(const ComposedConfig& composed) {

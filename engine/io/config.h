@@ -160,6 +160,10 @@ struct ComposedConfig {
 // --set, and what loadConfigJson throws.
 ComposedConfig composeConfig(const std::string& fileOrPreset,
                              const std::vector<std::string>& assignments);
+// composeConfig of a config file's text already in memory (the fuzz target, no file needed);
+// `origin` stands for the file's name in messages and positions.
+ComposedConfig composeConfigText(std::string text, const std::string& origin,
+                                 const std::vector<std::string>& assignments);
 // parseConfig of a composed config; a ConfigError about a key written in the file (and not
 // overridden) carries the file's name, line and column.
 ExperimentConfig parseConfig(const ComposedConfig& composed);
