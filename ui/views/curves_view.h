@@ -20,6 +20,8 @@ class QAbstractAxis;
 
 namespace ensemble::ui {
 
+class ChartLegend;
+
 // A horizontal colour key: the member lines' colours (viridis over log lr) from the lowest to
 // the highest learning rate, with both ends labelled.
 class ColorKey : public QWidget {
@@ -56,6 +58,8 @@ class CurvesView : public QWidget {
     void showEvent(QShowEvent* event) override;
 
   private:
+    ChartLegend* m_chartLegend = nullptr;
+
     struct Chart {
         QChart* chart = nullptr;
         QChartView* view = nullptr;

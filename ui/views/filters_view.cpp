@@ -12,6 +12,7 @@
 
 #include "io/config_schema.h"
 #include "render/colormap.h"
+#include "render/text_fit.h"
 #include "views/images_view.h"
 
 namespace ensemble::ui {
@@ -114,7 +115,7 @@ void TileGrid::paintEvent(QPaintEvent*) {
     QPainter p(this);
     if (m_image.isNull()) {
         p.setPen(palette().color(QPalette::PlaceholderText));
-        p.drawText(rect(), Qt::AlignCenter | Qt::TextWordWrap, m_message);
+        drawTextFitted(p, rect(), Qt::AlignCenter | Qt::TextWordWrap, m_message);
         return;
     }
     const double scale = scaleFor(width());
@@ -127,8 +128,8 @@ void TileGrid::paintEvent(QPaintEvent*) {
     // Each label centred on its row of tiles (rows of th pixels with a gap between).
     const int th = m_rows > 0 ? (m_image.height() + kTileGap) / m_rows - kTileGap : 0;
     for (int r = 0; r < m_rows && r < m_labels.size(); ++r) {
-        p.drawText(QRectF(0, 1 + r * (th + kTileGap) * scale, left - 6, th * scale),
-                   Qt::AlignRight | Qt::AlignVCenter, m_labels[r]);
+        drawTextFitted(p, QRectF(0, 1 + r * (th + kTileGap) * scale, left - 6, th * scale),
+                       Qt::AlignRight | Qt::AlignVCenter, m_labels[r]);
     }
 }
 

@@ -20,6 +20,7 @@
 
 #include "render/colormap.h"
 #include "render/plot_helpers.h"
+#include "render/text_fit.h"
 
 namespace ensemble::ui {
 
@@ -158,7 +159,7 @@ void UncertainImages::paintEvent(QPaintEvent* /*event*/) {
     p.fillRect(rect(), Qt::white);
     if (!m_snapshot || m_rows.empty()) {
         p.setPen(plot::kMuted);
-        p.drawText(rect(), Qt::AlignCenter, tr("No ensemble predictions yet."));
+        drawTextFitted(p, rect(), Qt::AlignCenter, tr("No ensemble predictions yet."));
         return;
     }
     const Snapshot& s = *m_snapshot;
@@ -213,10 +214,10 @@ void UncertainImages::paintEvent(QPaintEvent* /*event*/) {
             }
         }
         p.setPen(predicted == label ? plot::kText : QColor(192, 57, 43));
-        p.drawText(QRect(cell.left(), voteBar.bottom() + 1, kCellWidth, 14), Qt::AlignCenter,
-                   predicted == label
-                       ? names.value(predicted)
-                       : QStringLiteral("%1 ≠ %2").arg(names.value(predicted), names.value(label)));
+        drawTextFitted(p, QRect(cell.left(), voteBar.bottom() + 1, kCellWidth, 14), Qt::AlignCenter,
+                       predicted == label ? names.value(predicted)
+                                          : QStringLiteral("%1 ≠ %2").arg(names.value(predicted),
+                                                                          names.value(label)));
     }
 }
 
@@ -296,8 +297,8 @@ void ConfusionMatrix::paintEvent(QPaintEvent* /*event*/) {
     const double side = std::min(width() - left - 10, height() - top - 46);
     const double cell = side / c;
     p.setPen(plot::kText);
-    p.drawText(QPointF(left, 14),
-               tr("Confusion (test, ensemble)  rows: true · columns: predicted"));
+    drawTextFitted(p, QPointF(left, 14),
+                   tr("Confusion (test, ensemble)  rows: true · columns: predicted"));
     for (int t = 0; t < c; ++t) {
         int64_t rowTotal = 0;
         for (int q = 0; q < c; ++q) {
@@ -313,12 +314,12 @@ void ConfusionMatrix::paintEvent(QPaintEvent* /*event*/) {
                                            1 - a * (1 - color.blueF())));
             if (n > 0 && cell >= 18) {
                 p.setPen(a > 0.6 ? Qt::white : plot::kText);
-                p.drawText(r, Qt::AlignCenter, QString::number(n));
+                drawTextFitted(p, r, Qt::AlignCenter, QString::number(n));
             }
         }
         p.setPen(plot::kText);
-        p.drawText(QRectF(0, top + t * cell, left - 6, cell), Qt::AlignRight | Qt::AlignVCenter,
-                   names.value(t));
+        drawTextFitted(p, QRectF(0, top + t * cell, left - 6, cell),
+                       Qt::AlignRight | Qt::AlignVCenter, names.value(t));
     }
     p.setPen(QPen(QColor(220, 220, 220), 1));
     for (int i = 0; i <= c; ++i) {
@@ -331,10 +332,10 @@ void ConfusionMatrix::paintEvent(QPaintEvent* /*event*/) {
         p.translate(left + (q + 0.5) * cell, top + side + 4);
         if (c > 10 || names.value(q).size() > 2) {
             p.rotate(45);
-            p.drawText(QPointF(0, 8), names.value(q));
+            drawTextFitted(p, QPointF(0, 8), names.value(q));
         } else {
-            p.drawText(QRectF(-cell / 2, 0, cell, 14), Qt::AlignHCenter | Qt::AlignTop,
-                       names.value(q));
+            drawTextFitted(p, QRectF(-cell / 2, 0, cell, 14), Qt::AlignHCenter | Qt::AlignTop,
+                           names.value(q));
         }
         p.restore();
     }
@@ -389,7 +390,7 @@ void DigitCanvas::paintEvent(QPaintEvent* /*event*/) {
     p.drawRect(rect().adjusted(0, 0, -1, -1));
     if (m_empty) {
         p.setPen(plot::kMuted);
-        p.drawText(rect(), Qt::AlignCenter, tr("draw a digit here"));
+        drawTextFitted(p, rect(), Qt::AlignCenter, tr("draw a digit here"));
     }
 }
 
@@ -455,9 +456,9 @@ void PredictionBars::paintEvent(QPaintEvent* /*event*/) {
     p.setFont(small);
     if (m_ensemble.empty()) {
         p.setPen(plot::kMuted);
-        p.drawText(rect(), Qt::AlignCenter,
-                   tr("Draw on the canvas to see every member's\n"
-                      "probabilities and the ensemble's."));
+        drawTextFitted(p, rect(), Qt::AlignCenter,
+                       tr("Draw on the canvas to see every member's\n"
+                          "probabilities and the ensemble's."));
         return;
     }
     const int best = static_cast<int>(std::max_element(m_ensemble.begin(), m_ensemble.end()) -
@@ -477,11 +478,12 @@ void PredictionBars::paintEvent(QPaintEvent* /*event*/) {
     bold.setBold(true);
     p.setFont(bold);
     p.setPen(plot::kText);
-    p.drawText(QPointF(8, 16), tr("ensemble %1 (p %2) · %3/%4 members agree")
-                                   .arg(m_names.value(best))
-                                   .arg(m_ensemble[static_cast<std::size_t>(best)], 0, 'f', 3)
-                                   .arg(agree)
-                                   .arg(used));
+    drawTextFitted(p, QPointF(8, 16),
+                   tr("ensemble %1 (p %2) · %3/%4 members agree")
+                       .arg(m_names.value(best))
+                       .arg(m_ensemble[static_cast<std::size_t>(best)], 0, 'f', 3)
+                       .arg(agree)
+                       .arg(used));
     p.setFont(small);
     const QRectF area(34, 28, width() - 44, height() - 28 - 30);
     p.setPen(QPen(plot::kGrid, 1));
@@ -491,8 +493,8 @@ void PredictionBars::paintEvent(QPaintEvent* /*event*/) {
     }
     p.setPen(plot::kMuted);
     for (double t : {0.0, 0.5, 1.0}) {
-        p.drawText(QRectF(0, area.bottom() - t * area.height() - 7, area.left() - 4, 14),
-                   Qt::AlignRight | Qt::AlignVCenter, QString::number(t));
+        drawTextFitted(p, QRectF(0, area.bottom() - t * area.height() - 7, area.left() - 4, 14),
+                       Qt::AlignRight | Qt::AlignVCenter, QString::number(t));
     }
     const double column = area.width() / m_classes;
     for (int c = 0; c < m_classes; ++c) {
@@ -513,13 +515,13 @@ void PredictionBars::paintEvent(QPaintEvent* /*event*/) {
             p.drawLine(QPointF(x0 + column * 0.1, y), QPointF(x0 + column * 0.9, y));
         }
         p.setPen(c == best ? plot::kText : plot::kMuted);
-        p.drawText(QRectF(x0, area.bottom() + 4, column, 14), Qt::AlignCenter,
-                   QFontMetrics(small).elidedText(m_names.value(c), Qt::ElideRight,
-                                                  static_cast<int>(column)));
+        drawTextFitted(p, QRectF(x0, area.bottom() + 4, column, 14), Qt::AlignCenter,
+                       QFontMetrics(small).elidedText(m_names.value(c), Qt::ElideRight,
+                                                      static_cast<int>(column)));
     }
     p.setPen(plot::kMuted);
-    p.drawText(QRectF(area.left(), height() - 14, area.width(), 14), Qt::AlignLeft,
-               tr("bars: ensemble · ticks: each member"));
+    drawTextFitted(p, QRectF(area.left(), height() - 14, area.width(), 14), Qt::AlignLeft,
+                   tr("bars: ensemble · ticks: each member"));
 }
 
 // --- ImagesView --------------------------------------------------------------------------
