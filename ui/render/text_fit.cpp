@@ -19,6 +19,9 @@ struct Log {
     std::mutex mutex;
     bool recording = false;
     std::vector<TextFitProblem> problems;
+    // The text drawn so far on one device, to find text drawn over other text.
+    const QPaintDevice* device = nullptr;
+    std::vector<std::pair<QRectF, QString>> drawn;
 };
 
 Log& log() {
@@ -30,12 +33,38 @@ QRectF deviceRect(const QPainter& painter, const QRectF& rect) {
     return painter.transform().mapRect(rect);
 }
 
+// Records text whose box (device coordinates) overlaps text drawn before on the same device.
+void checkOverlap(const QPainter& painter, const QRectF& box, const QString& text) {
+    std::lock_guard<std::mutex> lock(log().mutex);
+    Log& l = log();
+    if (!l.recording || text.trimmed().isEmpty()) {
+        return;
+    }
+    if (l.device != painter.device()) {
+        l.device = painter.device();
+        l.drawn.clear();
+    }
+    // More than a sliver in common: a glyph's ascent touching the line above is no overlap.
+    constexpr double kOverlapArea = 12.0;
+    for (const auto& [other, otherText] : l.drawn) {
+        const QRectF common = other.intersected(box);
+        if (common.width() * common.height() > kOverlapArea) {
+            l.problems.push_back(
+                {text, QStringLiteral("over \"%1\"").arg(otherText), box, common.width()});
+            break;
+        }
+    }
+    l.drawn.emplace_back(box, text);
+}
+
 }  // namespace
 
 void TextFitLog::setRecording(bool on) {
     std::lock_guard<std::mutex> lock(log().mutex);
     log().recording = on;
     log().problems.clear();
+    log().device = nullptr;
+    log().drawn.clear();
 }
 
 bool TextFitLog::recording() {
@@ -52,6 +81,8 @@ void TextFitLog::record(TextFitProblem problem) {
 
 std::vector<TextFitProblem> TextFitLog::take() {
     std::lock_guard<std::mutex> lock(log().mutex);
+    log().device = nullptr;
+    log().drawn.clear();
     return std::exchange(log().problems, {});
 }
 
@@ -108,6 +139,9 @@ QString drawTextFitted(QPainter& painter, const QRectF& rect, int flags, const Q
                  cut ? fm.horizontalAdvance(widest) : lines.size() * fm.lineSpacing()});
         }
     }
+    if (!shown.isEmpty()) {
+        checkOverlap(painter, deviceRect(painter, fm.boundingRect(rect, flags, shown)), text);
+    }
     painter.drawText(rect, flags, shown);
     return shown;
 }
@@ -119,6 +153,7 @@ void drawTextFitted(QPainter& painter, const QPointF& baseline, const QString& t
     QPaintDevice* device = painter.device();
     if (device != nullptr) {
         const QRectF inDevice = deviceRect(painter, box);
+        checkOverlap(painter, inDevice, text);
         const QRectF bounds(0, 0, device->width(), device->height());
         if (!bounds.adjusted(-kSlack, -kSlack, kSlack, kSlack).contains(inDevice)) {
             TextFitLog::record({text, text, bounds, inDevice.width()});

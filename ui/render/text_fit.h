@@ -15,6 +15,7 @@
 
 namespace ensemble::ui {
 
+// While recording, text drawn over text drawn before on the same device is recorded too.
 // Draws `text` in `rect` with `flags` (Qt::AlignmentFlag, Qt::TextWordWrap); text that does
 // not fit is elided at the end. Returns the text drawn.
 QString drawTextFitted(QPainter& painter, const QRectF& rect, int flags, const QString& text);
@@ -30,7 +31,8 @@ double textWidth(const QPainter& painter, const QString& text);
 // What drawTextFitted() had to cut or could not fit, while recording is on (tests).
 struct TextFitProblem {
     QString text;       // the full text
-    QString shown;      // what was drawn (elided), or the text when it overflowed the device
+    QString shown;      // what was drawn (elided), the text when it overflowed the device,
+                        // or `over "other"` when it was drawn over other text
     QRectF room;        // the rectangle it had (device coordinates)
     double needed = 0;  // the width (or, wrapped, the height) it needed
 };

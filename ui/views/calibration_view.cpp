@@ -168,7 +168,10 @@ void ReliabilityPlot::paintEvent(QPaintEvent* /*event*/) {
     const Calibration& cal = s.reliability;
     const double left = 52;
     const double right = 16;
-    const double top = 30;
+    // The title and its figures on two lines: one line does not fit beside the size chart at
+    // 900 x 600.
+    const double lineHeight = fm.height() + 2;
+    const double top = 8 + 2 * lineHeight + 18;  // room above the plot for a bar's count
     const double w = width() - left - right;
     const double total = height() - top - 40;
     const QRectF rel(left, top, w, total * 0.68);
@@ -178,12 +181,14 @@ void ReliabilityPlot::paintEvent(QPaintEvent* /*event*/) {
     titleFont.setBold(true);
     p.setFont(titleFont);
     p.setPen(plot::kText);
-    drawTextFitted(p, QPointF(left, 18),
-                   tr("Reliability (ensemble, top label)   ECE %1 · MCE %2 · n = %3")
+    drawTextFitted(p, QRectF(left, 4, w, lineHeight), Qt::AlignLeft | Qt::AlignVCenter,
+                   tr("Reliability (ensemble, top label)"));
+    p.setFont(font);
+    drawTextFitted(p, QRectF(left, 4 + lineHeight, w, lineHeight), Qt::AlignLeft | Qt::AlignVCenter,
+                   tr("ECE %1 · MCE %2 · n = %3")
                        .arg(cal.ece, 0, 'f', 3)
                        .arg(cal.mce, 0, 'f', 3)
                        .arg(formatCount(cal.rows)));
-    p.setFont(font);
 
     auto xAt = [&](double v) { return rel.left() + v * rel.width(); };
     // Grid and axes.
@@ -222,8 +227,13 @@ void ReliabilityPlot::paintEvent(QPaintEvent* /*event*/) {
         p.setPen(plot::kMuted);
         const QString n = formatCount(b.count);
         if (fm.horizontalAdvance(n) < x1 - x0 + 6) {
-            drawTextFitted(p, QRectF(x0 - 4, std::min(yAcc, yConf) - 15, x1 - x0 + 8, 14),
-                           Qt::AlignCenter, n);
+            // Above the bar, or inside its top when the bar reaches the plot's top: never over
+            // the title.
+            const double above = std::min(yAcc, yConf) - fm.height() - 1;
+            const bool inside = above < rel.top() - fm.height() - 2;
+            const double y = inside ? rel.top() + 2 : above;
+            p.setPen(inside ? QColor(Qt::white) : plot::kMuted);
+            drawTextFitted(p, QRectF(x0 - 4, y, x1 - x0 + 8, fm.height()), Qt::AlignCenter, n);
         }
     }
     // The diagonal: perfect calibration.
@@ -233,8 +243,11 @@ void ReliabilityPlot::paintEvent(QPaintEvent* /*event*/) {
     p.setPen(QPen(plot::kAxis, 1));
     p.setBrush(Qt::NoBrush);
     p.drawRect(rel);
-    for (double t : niceTicks(0, 1, 5)) {
-        const QString text = formatValue(t);
+    const std::vector<double> ticks = niceTicks(0, 1, 5);
+    const QStringList tickText = tickLabels(ticks);
+    for (std::size_t i = 0; i < ticks.size(); ++i) {
+        const double t = ticks[i];
+        const QString& text = tickText[static_cast<int>(i)];
         drawTextFitted(p,
                        QPointF(rel.left() - 6 - fm.horizontalAdvance(text),
                                rel.bottom() - t * rel.height() + fm.ascent() / 2 - 1),
@@ -310,12 +323,13 @@ void ReliabilityPlot::paintRegression(QPainter& p) const {
     const QFont font = p.font();
     p.setFont(titleFont);
     p.setPen(plot::kText);
-    drawTextFitted(p, QPointF(left, 16),
+    const QRectF titleRoom(left, 4, width() - left - right, fm.height() + 2);
+    drawTextFitted(p, titleRoom, Qt::AlignLeft | Qt::AlignVCenter,
                    tr("Calibration (ensemble)   gap %1 · n = %2")
                        .arg(m.calibrationGap, 0, 'f', 3)
                        .arg(formatCount(m.rows)));
     p.setFont(font);
-    drawTextFitted(p, QPointF(left, 34),
+    drawTextFitted(p, titleRoom.translated(0, fm.height() + 4), Qt::AlignLeft | Qt::AlignVCenter,
                    tr("coverage of the central 50 / 90 / 95 %: %1 / %2 / %3 %")
                        .arg(100 * m.coverage[0], 0, 'f', 1)
                        .arg(100 * m.coverage[1], 0, 'f', 1)
@@ -357,8 +371,11 @@ void ReliabilityPlot::paintRegression(QPainter& p) const {
     p.setPen(QPen(plot::kAxis, 1));
     p.setBrush(Qt::NoBrush);
     p.drawRect(rel);
-    for (double t : niceTicks(0, 1, 5)) {
-        const QString text = formatValue(t);
+    const std::vector<double> ticks = niceTicks(0, 1, 5);
+    const QStringList tickText = tickLabels(ticks);
+    for (std::size_t i = 0; i < ticks.size(); ++i) {
+        const double t = ticks[i];
+        const QString& text = tickText[static_cast<int>(i)];
         drawTextFitted(p,
                        QPointF(rel.left() - 6 - fm.horizontalAdvance(text),
                                at(0, t).y() + fm.ascent() / 2 - 1),
