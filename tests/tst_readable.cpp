@@ -233,7 +233,13 @@ void checkChart(const QChartView* view, QStringList& out) {
             text = s->text();
         }
         if (text.endsWith(QStringLiteral("...")) || text.endsWith(QChar(0x2026))) {
-            out << QStringLiteral("%1: chart text cut to \"%2\"").arg(describe(view), text);
+            const QRectF box = item->sceneBoundingRect();
+            out << QStringLiteral("%1: chart text cut to \"%2\" (%3x%4 at %5,%6)")
+                       .arg(describe(view), text)
+                       .arg(box.width())
+                       .arg(box.height())
+                       .arg(box.x())
+                       .arg(box.y());
         }
     }
 }
@@ -334,8 +340,13 @@ void TestReadable::checkEveryView(MainWindow& w, int expectedViews) {
         settle();
         const QString name = QLatin1String(row.key);
         // Paint the whole window first: Qt Charts lays its text out when it draws.
-        w.grab();
+        const QPixmap shot = w.grab();
         settle();
+        // READABLE_SHOTS=folder keeps each view's picture, to look at what the test saw.
+        if (const QByteArray folder = qgetenv("READABLE_SHOTS"); !folder.isEmpty()) {
+            shot.save(QStringLiteral("%1/%2-%3.png")
+                          .arg(QString::fromLocal8Bit(folder), QTest::currentTestFunction(), name));
+        }
         const QStringList painted = clippedPainting(w.currentView());
         for (const QString& p : painted + clippedWidgets(&w)) {
             failures << name + QStringLiteral(": ") + p;

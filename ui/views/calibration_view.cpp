@@ -32,6 +32,10 @@ namespace ensemble::ui {
 
 namespace {
 
+// The size chart's plot is about 100 px tall at 900 x 600: Qt Charts cuts a label to "..."
+// when labels stand closer than their height, so its y axis asks for few ticks.
+constexpr int kSizeChartYTicks = 3;
+
 // The compared ensemble's colour: its curve, its legend entry and its rows.
 const QColor kCompared(222, 128, 30);
 
@@ -423,9 +427,10 @@ CalibrationView::CalibrationView(QWidget* parent) : QWidget(parent) {
     m_table->setColumnCount(5);
     m_table->setHorizontalHeaderLabels(
         {tr("model"), tr("accuracy"), tr("NLL"), tr("Brier"), tr("ECE")});
-    m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
-    // The model names ("member #3 (lr 0.01)") in full; the table scrolls sideways if need be.
-    m_table->horizontalHeader()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+    // Every name ("member #3 (lr 0.01)") and figure in full; the table scrolls sideways if need
+    // be, the last column takes what is left.
+    m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_table->horizontalHeader()->setStretchLastSection(true);
     m_table->verticalHeader()->setVisible(false);
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
@@ -763,7 +768,7 @@ void CalibrationView::refreshRegression() {
         y->setTitleText(titles[i]);
         if (lo[i] <= hi[i]) {
             const double pad = 0.05 * std::max(hi[i] - lo[i], 1e-3 * std::max(1.0, hi[i]));
-            setNiceRange(y, lo[i] - pad, hi[i] + pad, 5);
+            setNiceRange(y, lo[i] - pad, hi[i] + pad, kSizeChartYTicks);
         }
         m_sizeChart->addAxis(y, sides[i]);
         m_sizeChart->addSeries(series[i]);
@@ -822,7 +827,7 @@ void CalibrationView::refreshSizeCurve() {
     y->setTitleText(tr("test NLL"));
     if (lo <= hi) {
         const double pad = 0.05 * std::max(hi - lo, 1e-3);
-        setNiceRange(y, std::max(0.0, lo - pad), hi + pad, 5);
+        setNiceRange(y, std::max(0.0, lo - pad), hi + pad, kSizeChartYTicks);
     }
     m_sizeChart->addAxis(x, Qt::AlignBottom);
     m_sizeChart->addAxis(y, Qt::AlignLeft);

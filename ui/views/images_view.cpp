@@ -296,9 +296,17 @@ void ConfusionMatrix::paintEvent(QPaintEvent* /*event*/) {
     const double top = 22;
     const double side = std::min(width() - left - 10, height() - top - 46);
     const double cell = side / c;
+    m_cells = QRectF(left, top, side, side);
     p.setPen(plot::kText);
     drawTextFitted(p, QPointF(left, 14),
                    tr("Confusion (test, ensemble)  rows: true · columns: predicted"));
+    // Counts only where every one fits its cell ("1124" in a 20 px cell does not): the
+    // colours carry the shares, the tooltip the numbers.
+    int64_t largest = 0;
+    for (int64_t n : s.confusion) {
+        largest = std::max(largest, n);
+    }
+    const bool showCounts = cell >= 14 && textWidth(p, QString::number(largest)) + 2 <= cell;
     for (int t = 0; t < c; ++t) {
         int64_t rowTotal = 0;
         for (int q = 0; q < c; ++q) {
@@ -312,7 +320,7 @@ void ConfusionMatrix::paintEvent(QPaintEvent* /*event*/) {
             const double a = t == q ? share : std::min(1.0, share * 4);
             p.fillRect(r, QColor::fromRgbF(1 - a * (1 - color.redF()), 1 - a * (1 - color.greenF()),
                                            1 - a * (1 - color.blueF())));
-            if (n > 0 && cell >= 18) {
+            if (n > 0 && showCounts) {
                 p.setPen(a > 0.6 ? Qt::white : plot::kText);
                 drawTextFitted(p, r, Qt::AlignCenter, QString::number(n));
             }
@@ -339,6 +347,36 @@ void ConfusionMatrix::paintEvent(QPaintEvent* /*event*/) {
         }
         p.restore();
     }
+}
+
+bool ConfusionMatrix::event(QEvent* event) {
+    if (event->type() != QEvent::ToolTip || !m_snapshot || !m_snapshot->hasEnsemble ||
+        m_cells.isEmpty()) {
+        return QWidget::event(event);
+    }
+    const auto* help = static_cast<QHelpEvent*>(event);
+    const Snapshot& s = *m_snapshot;
+    const int c = s.run->classes;
+    if (!m_cells.contains(help->pos()) || c <= 0) {
+        QToolTip::hideText();
+        return true;
+    }
+    const double cell = m_cells.width() / c;
+    const int q = std::clamp(static_cast<int>((help->pos().x() - m_cells.left()) / cell), 0, c - 1);
+    const int t = std::clamp(static_cast<int>((help->pos().y() - m_cells.top()) / cell), 0, c - 1);
+    int64_t rowTotal = 0;
+    for (int j = 0; j < c; ++j) {
+        rowTotal += s.confusion[static_cast<std::size_t>(t) * c + j];
+    }
+    const int64_t n = s.confusion[static_cast<std::size_t>(t) * c + q];
+    const QStringList names = classNames(*s.run);
+    QToolTip::showText(
+        help->globalPos(),
+        tr("true %1, predicted %2: %3 of %4 (%5 %)")
+            .arg(names.value(t), names.value(q), formatCount(n), formatCount(rowTotal))
+            .arg(rowTotal > 0 ? 100.0 * n / rowTotal : 0.0, 0, 'f', 1),
+        this);
+    return true;
 }
 
 // --- DigitCanvas -------------------------------------------------------------------------
@@ -478,14 +516,19 @@ void PredictionBars::paintEvent(QPaintEvent* /*event*/) {
     bold.setBold(true);
     p.setFont(bold);
     p.setPen(plot::kText);
-    drawTextFitted(p, QPointF(8, 16),
-                   tr("ensemble %1 (p %2) · %3/%4 members agree")
-                       .arg(m_names.value(best))
-                       .arg(m_ensemble[static_cast<std::size_t>(best)], 0, 'f', 3)
-                       .arg(agree)
-                       .arg(used));
+    // The verdict wraps onto a second line beside a narrow canvas.
+    const QString verdict = tr("ensemble %1 (p %2) · %3/%4 members agree")
+                                .arg(m_names.value(best))
+                                .arg(m_ensemble[static_cast<std::size_t>(best)], 0, 'f', 3)
+                                .arg(agree)
+                                .arg(used);
+    const QRectF titleRoom(8, 4, width() - 16, 2 * QFontMetricsF(bold).lineSpacing());
+    const double titleHeight =
+        QFontMetricsF(bold).boundingRect(titleRoom, Qt::TextWordWrap, verdict).height();
+    drawTextFitted(p, titleRoom, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, verdict);
     p.setFont(small);
-    const QRectF area(34, 28, width() - 44, height() - 28 - 30);
+    const double areaTop = 4 + titleHeight + 10;
+    const QRectF area(34, areaTop, width() - 44, height() - areaTop - 30);
     p.setPen(QPen(plot::kGrid, 1));
     for (double t : {0.0, 0.25, 0.5, 0.75, 1.0}) {
         const double y = area.bottom() - t * area.height();
