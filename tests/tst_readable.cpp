@@ -373,6 +373,23 @@ void TestReadable::twoDimensionalRun() {
     QVERIFY(trainToEnd(*w));
     // Boundary, Members, Curves, Calibration, Sweep.
     checkEveryView(*w, 5);
+
+    // The learning rate as a log range: its two fields show their numbers whole.
+    QComboBox* lrMode = nullptr;
+    for (QComboBox* combo : w->panel()->findChildren<QComboBox*>()) {
+        if (combo->findData(QStringLiteral("log")) >= 0 &&
+            combo->findData(QStringLiteral("list")) >= 0) {
+            lrMode = combo;
+        }
+    }
+    QVERIFY(lrMode != nullptr);
+    lrMode->setCurrentIndex(lrMode->findData(QStringLiteral("log")));
+    settle();
+    const QStringList panel = clippedWidgets(w->panel());
+    for (const QString& p : panel) {
+        qWarning().noquote() << p;
+    }
+    QVERIFY(panel.isEmpty());
 }
 
 void TestReadable::imageRun() {
@@ -442,8 +459,13 @@ void TestReadable::theCheckSeesClippedText() {
     auto* fits = new QLabel(QStringLiteral("ok"), &root);
     fits->setGeometry(0, 60, 100, 20);
     root.show();
+    auto* field = new QLineEdit(QStringLiteral("0.00666667"), &root);
+    field->setGeometry(120, 60, 40, 24);
+    field->show();
     const QStringList widgets = clippedWidgets(&root);
-    QCOMPARE(widgets.size(), 2);
+    QCOMPARE(widgets.size(), 3);
+    QVERIFY(widgets[2].contains(QStringLiteral("0.00666667")));
+    delete field;
     QVERIFY(widgets[0].contains(QStringLiteral("ensemble of 16")));
     QVERIFY(widgets[1].contains(QStringLiteral("Compare with")));
     // Elided with the full text in the tooltip is readable.

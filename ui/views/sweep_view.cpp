@@ -242,8 +242,12 @@ void SweepView::fill(QChart* chart, bool loss) {
     } else {
         QCategoryAxis* a = makeNiceAxis();
         // Member indices: whole numbers only.
-        setNiceRange(a, xLo, xHi, key == QStringLiteral("member") ? 6 : 5,
-                     key == QStringLiteral("member") ? TickKind::Integer : TickKind::Real);
+        if (key == QStringLiteral("member")) {
+            // The padded index range as it is, with ticks on whole member indices only.
+            setNiceRange(a, xLo, xHi, 6, TickKind::Integer, xLo, xHi);
+        } else {
+            setNiceRange(a, xLo, xHi, 5);
+        }
         a->setTitleText(title);
         xAxis = a;
     }
