@@ -17,6 +17,8 @@
 #include <QLineEdit>
 #include <QPushButton>
 #include <QRadioButton>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QStyleOptionComboBox>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -348,6 +350,17 @@ void TestReadable::checkEveryView(MainWindow& w, int expectedViews) {
                           .arg(QString::fromLocal8Bit(folder), QTest::currentTestFunction(), name));
         }
         const QStringList painted = clippedPainting(w.currentView());
+        // Views reflow to the window's width and scroll only downwards: nothing is cut at the
+        // right edge.
+        for (QWidget* p = w.currentView(); p != nullptr; p = p->parentWidget()) {
+            if (auto* area = qobject_cast<QScrollArea*>(p)) {
+                if (area->horizontalScrollBar()->maximum() > 0) {
+                    failures << name + QStringLiteral(": %1 px wider than the window shows")
+                                           .arg(area->horizontalScrollBar()->maximum());
+                }
+                break;
+            }
+        }
         for (const QString& p : painted + clippedWidgets(&w)) {
             failures << name + QStringLiteral(": ") + p;
         }

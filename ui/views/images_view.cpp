@@ -21,6 +21,7 @@
 #include "render/colormap.h"
 #include "render/plot_helpers.h"
 #include "render/text_fit.h"
+#include "widgets/reflow_row.h"
 
 namespace ensemble::ui {
 
@@ -604,17 +605,20 @@ ImagesView::ImagesView(QWidget* parent) : QWidget(parent) {
     rightLayout->setContentsMargins(0, 0, 0, 0);
     m_confusion = new ConfusionMatrix;
     rightLayout->addWidget(m_confusion, 3);
-    auto* drawRow = new QHBoxLayout;
-    auto* canvasColumn = new QVBoxLayout;
+    // The canvas beside its bars, or above them in a narrow window (the view scrolls down).
+    auto* drawRow = new ReflowRow(230);
+    auto* canvasPane = new QWidget;
+    auto* canvasColumn = new QVBoxLayout(canvasPane);
+    canvasColumn->setContentsMargins(0, 0, 0, 0);
     m_canvas = new DigitCanvas;
     auto* clear = new QPushButton(tr("Clear"));
     canvasColumn->addWidget(m_canvas);
     canvasColumn->addWidget(clear);
     canvasColumn->addStretch(1);
-    drawRow->addLayout(canvasColumn);
+    drawRow->addWidget(canvasPane, 0);
     m_bars = new PredictionBars;
     drawRow->addWidget(m_bars, 1);
-    rightLayout->addLayout(drawRow, 2);
+    rightLayout->addWidget(drawRow, 2);
     split->addWidget(right);
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 2);

@@ -17,6 +17,8 @@ class ReflowRow : public QWidget {
     explicit ReflowRow(int columnWidth, QWidget* parent = nullptr);
     void addWidget(QWidget* widget, int stretch = 1);
     bool stacked() const;
+    QSize minimumSizeHint() const override;
+    QSize sizeHint() const override;
 
   protected:
     void resizeEvent(QResizeEvent* event) override;
