@@ -25,6 +25,7 @@
 #include "render/text_fit.h"
 #include "widgets/chart_legend.h"
 #include "widgets/reflow_row.h"
+#include "widgets/wrapping_label.h"
 
 namespace ensemble::ui {
 
@@ -108,7 +109,7 @@ CurvesView::CurvesView(QWidget* parent) : QWidget(parent) {
     m_split->addItem(tr("members on train"));
     m_split->setCurrentIndex(1);
     m_logBox = new QCheckBox(tr("Log scale (loss)"));
-    auto* legend = new QLabel;
+    auto* legend = new WrappingLabel;
     legend->setStyleSheet(QStringLiteral("color: #555;"));
     m_legend = legend;
     bar->addWidget(m_split);

@@ -13,6 +13,7 @@
 
 #include "render/plot_helpers.h"
 #include "render/text_fit.h"
+#include "widgets/wrapping_label.h"
 
 namespace ensemble::ui {
 
@@ -376,12 +377,10 @@ RegressionView::RegressionView(QWidget* parent) : QWidget(parent) {
     m_train->setChecked(true);
     m_test = new QCheckBox(tr("Test"));
     m_test->setChecked(true);
-    m_caption = new QLabel;
+    m_caption = new WrappingLabel;
     m_caption->setStyleSheet(QStringLiteral("color: #555;"));
     // Its own line under the controls, wrapping: step, loss and accuracy stay readable at
     // 900 x 600 with the Experiment panel open.
-    m_caption->setWordWrap(true);
-    m_caption->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Minimum);
     bar->addWidget(new QLabel(tr("Show")));
     bar->addWidget(m_members);
     bar->addWidget(m_train);

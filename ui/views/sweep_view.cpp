@@ -21,6 +21,7 @@
 #include "render/plot_helpers.h"
 #include "widgets/chart_legend.h"
 #include "widgets/reflow_row.h"
+#include "widgets/wrapping_label.h"
 
 namespace ensemble::ui {
 
@@ -59,9 +60,10 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
     m_parameter->addItem(tr("weight decay"), QStringLiteral("weight_decay"));
     m_parameter->addItem(tr("momentum"), QStringLiteral("momentum"));
     m_parameter->addItem(tr("member index"), QStringLiteral("member"));
-    auto* note =
-        new QLabel(tr("each point: one member's test metrics now · lines: the ensemble "
-                      "and the mean member · red ×: diverged"));
+    auto* note = new WrappingLabel;
+    note->setText(
+        tr("each point: one member's test metrics now · lines: the ensemble "
+           "and the mean member · red ×: diverged"));
     note->setStyleSheet(QStringLiteral("color: #555;"));
     note->setWordWrap(true);  // a narrow window wraps the note instead of widening the view
     bar->addWidget(new QLabel(tr("against")));

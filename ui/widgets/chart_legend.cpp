@@ -24,11 +24,9 @@ QString swatch(QLegendMarker* marker) {
 
 }  // namespace
 
-ChartLegend::ChartLegend(QWidget* parent) : QLabel(parent) {
-    setWordWrap(true);
+ChartLegend::ChartLegend(QWidget* parent) : WrappingLabel(parent) {
     setTextFormat(Qt::RichText);
     setAlignment(Qt::AlignHCenter | Qt::AlignTop);
-    setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Minimum);
 }
 
 void ChartLegend::follow(QChart* chart) {

@@ -4,13 +4,13 @@
 // on one row and cuts each to "ens…" when the row runs out of room (900 x 600 with the
 // Experiment panel open); this one wraps between entries and never cuts one.
 
-#include <QLabel>
+#include "widgets/wrapping_label.h"
 
 class QChart;
 
 namespace ensemble::ui {
 
-class ChartLegend : public QLabel {
+class ChartLegend : public WrappingLabel {
     Q_OBJECT
 
   public:
