@@ -536,9 +536,12 @@ void PredictionBars::paintEvent(QPaintEvent* /*event*/) {
         p.drawLine(QPointF(area.left(), y), QPointF(area.right(), y));
     }
     p.setPen(plot::kMuted);
-    for (double t : {0.0, 0.5, 1.0}) {
+    const std::vector<double> ticks{0.0, 0.5, 1.0};
+    const QStringList tickText = tickLabels(ticks);
+    for (std::size_t i = 0; i < ticks.size(); ++i) {
+        const double t = ticks[i];
         drawTextFitted(p, QRectF(0, area.bottom() - t * area.height() - 7, area.left() - 4, 14),
-                       Qt::AlignRight | Qt::AlignVCenter, QString::number(t));
+                       Qt::AlignRight | Qt::AlignVCenter, tickText[static_cast<int>(i)]);
     }
     const double column = area.width() / m_classes;
     for (int c = 0; c < m_classes; ++c) {
