@@ -99,8 +99,9 @@ void ExperimentPanel::buildOptimizerSection(QFormLayout* opt) {
             setCombo(mode, QStringLiteral("value"));
             const double x = valueOf(c, "optimizer.lr").get<double>();
             value->setText(formatNumber(x));
-            low->setText(formatNumber(x / 3.0));
-            high->setText(formatNumber(x * 3.0));
+            // A decade each side: round numbers a field shows whole (x / 3 read "0666667").
+            low->setText(formatNumber(x / 10.0));
+            high->setText(formatNumber(x * 10.0));
         }
     };
     lr.store = [mode, value, low, high, list](json& c) {

@@ -11,19 +11,9 @@
 
 #include <vector>
 
-namespace ensemble::ui {
+#include "render/ticks.h"
 
-// The "nice" spacing (1, 2 or 5 x 10^n) that puts about `target` ticks in [lo, hi]; 0 when
-// the range is empty or not finite. `integer` keeps the step at 1 or more (member indices).
-double niceStep(double lo, double hi, int target = 5, bool integer = false);
-// The multiples of niceStep() inside [lo, hi], each computed as i * step (no accumulated
-// rounding, so 0.3 is 0.3 and a tick near zero is exactly 0).
-std::vector<double> niceTicks(double lo, double hi, int target = 5, bool integer = false);
-// Digits after the decimal point that tell ticks `step` apart (0 for steps of 1 and more).
-int tickDecimals(double step);
-// One label per tick, all different: fixed notation with tickDecimals() of the spacing, or
-// scientific outside [1e-3, 1e6) with as many digits as it takes to keep them distinct.
-QStringList tickLabels(const std::vector<double>& ticks);
+namespace ensemble::ui {
 
 // Compact number text: 3 significant digits, scientific outside [1e-3, 1e5).
 QString formatValue(double v);

@@ -21,6 +21,8 @@
 
 #include "render/colormap.h"
 #include "render/plot_helpers.h"
+#include "render/text_fit.h"
+#include "widgets/wrapping_label.h"
 
 namespace ensemble::ui {
 
@@ -182,9 +184,9 @@ void BoundaryCanvas::paintEvent(QPaintEvent* /*event*/) {
     p.setRenderHint(QPainter::Antialiasing);
     if (!m_snapshot || !m_snapshot->hasGrid) {
         p.setPen(plot::kMuted);
-        p.drawText(rect(), Qt::AlignCenter,
-                   m_snapshot ? tr("The boundary is drawn for 2-D data only.")
-                              : tr("Configure an experiment and press Train."));
+        drawTextFitted(p, rect(), Qt::AlignCenter,
+                       m_snapshot ? tr("The boundary is drawn for 2-D data only.")
+                                  : tr("Configure an experiment and press Train."));
         return;
     }
     const Snapshot& s = *m_snapshot;
@@ -208,7 +210,8 @@ void BoundaryCanvas::paintEvent(QPaintEvent* /*event*/) {
     } else {
         p.fillRect(plot, QColor(236, 236, 236));
         p.setPen(plot::kMuted);
-        p.drawText(plot, Qt::AlignCenter, tr("No member is switched on:\nno ensemble to show."));
+        drawTextFitted(p, plot, Qt::AlignCenter,
+                       tr("No member is switched on:\nno ensemble to show."));
     }
     drawAxes(p, plot);
     p.save();
@@ -271,8 +274,8 @@ void BoundaryCanvas::drawAxes(QPainter& p, const QRectF& plot) const {
         const double x = toWidget(xTicks[i], b.yMin, plot).x();
         p.drawLine(QPointF(x, plot.bottom()), QPointF(x, plot.bottom() + 4));
         const QString& text = xLabels[static_cast<qsizetype>(i)];
-        p.drawText(QPointF(x - fm.horizontalAdvance(text) / 2, plot.bottom() + 6 + fm.ascent()),
-                   text);
+        drawTextFitted(
+            p, QPointF(x - fm.horizontalAdvance(text) / 2, plot.bottom() + 6 + fm.ascent()), text);
     }
     const std::vector<double> yTicks = niceTicks(b.yMin, b.yMax, 6);
     const QStringList yLabels = tickLabels(yTicks);
@@ -280,13 +283,14 @@ void BoundaryCanvas::drawAxes(QPainter& p, const QRectF& plot) const {
         const double y = toWidget(b.xMin, yTicks[i], plot).y();
         p.drawLine(QPointF(plot.left() - 4, y), QPointF(plot.left(), y));
         const QString& text = yLabels[static_cast<qsizetype>(i)];
-        p.drawText(QPointF(plot.left() - 7 - fm.horizontalAdvance(text), y + fm.ascent() / 2 - 1),
-                   text);
+        drawTextFitted(
+            p, QPointF(plot.left() - 7 - fm.horizontalAdvance(text), y + fm.ascent() / 2 - 1),
+            text);
     }
     p.setPen(plot::kText);
     const QString xName = featureName(run, 0);
-    p.drawText(QPointF(plot.center().x() - fm.horizontalAdvance(xName) / 2, plot.bottom() + 34),
-               xName);
+    drawTextFitted(
+        p, QPointF(plot.center().x() - fm.horizontalAdvance(xName) / 2, plot.bottom() + 34), xName);
     drawVerticalText(p, QPointF(plot.left() - 42, plot.center().y()), featureName(run, 1));
 }
 
@@ -391,24 +395,24 @@ void BoundaryCanvas::drawColorBar(QPainter& p, const QRectF& bar) const {
         p.setPen(QPen(plot::kAxis, 1.0));
         p.drawLine(QPointF(bar.right(), y), QPointF(bar.right() + 3, y));
         p.setPen(plot::kText);
-        p.drawText(QPointF(bar.right() + 6, y + fm.ascent() / 2 - 1), text);
+        drawTextFitted(p, QPointF(bar.right() + 6, y + fm.ascent() / 2 - 1), text);
     };
     const bool regression = s.run->regression;
     if (m_quantity == HeatQuantity::Probability && classes > 2 && !regression) {
         // Class swatches; saturation stands for the confidence.
         double y = bar.top();
-        p.drawText(QPointF(bar.left(), y - 4), tr("class"));
+        drawTextFitted(p, QPointF(bar.left(), y - 4), tr("class"));
         for (int c = 0; c < std::min(classes, 12); ++c) {
             p.setBrush(QColor(classConfidenceColor(c, 1.0, classes)));
             p.setPen(QPen(plot::kAxis, 0.8));
             p.drawRect(QRectF(bar.left(), y + 2, 14, 12));
             p.setPen(plot::kText);
-            p.drawText(QPointF(bar.left() + 20, y + 12), QString::number(c));
+            drawTextFitted(p, QPointF(bar.left() + 20, y + 12), QString::number(c));
             y += 17;
         }
         p.setPen(plot::kMuted);
-        p.drawText(QRectF(bar.left(), y + 6, 90, 40), Qt::TextWordWrap,
-                   tr("saturation:\nconfidence"));
+        drawTextFitted(p, QRectF(bar.left(), y + 6, 90, 40), Qt::TextWordWrap,
+                       tr("saturation:\nconfidence"));
         return;
     }
     const bool probability = m_quantity == HeatQuantity::Probability && !regression;
@@ -448,7 +452,7 @@ void BoundaryCanvas::drawColorBar(QPainter& p, const QRectF& bar) const {
                   .arg(std::abs(h.dataMin) < 1e-4 * std::abs(h.dataMax) ? QStringLiteral("0")
                                                                         : formatValue(h.dataMin),
                        formatValue(h.dataMax));
-    p.drawText(QRectF(bar.left() - 14, bar.bottom() + 8, 96, 34), Qt::TextWordWrap, range);
+    drawTextFitted(p, QRectF(bar.left() - 14, bar.bottom() + 8, 96, 34), Qt::TextWordWrap, range);
 }
 
 BoundaryReadout BoundaryCanvas::readoutAt(const QPointF& pos) const {
@@ -657,17 +661,18 @@ BoundaryView::BoundaryView(QWidget* parent) : QWidget(parent) {
     m_train->setChecked(true);
     m_test = new QCheckBox(tr("Test"));
     m_test->setChecked(true);
-    m_caption = new QLabel;
+    m_caption = new WrappingLabel;
     m_caption->setStyleSheet(QStringLiteral("color: #555;"));
-    m_caption->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    // Its own line under the controls, wrapping: step, loss and accuracy stay readable at
+    // 900 x 600 with the Experiment panel open.
     bar->addWidget(new QLabel(tr("Show")));
     bar->addWidget(m_quantityBox);
     bar->addSpacing(12);
     bar->addWidget(m_train);
     bar->addWidget(m_test);
-    bar->addSpacing(12);
-    bar->addWidget(m_caption, 1);
+    bar->addStretch(1);
     layout->addLayout(bar);
+    layout->addWidget(m_caption);
     m_canvas = new BoundaryCanvas;
     layout->addWidget(m_canvas, 1);
     connect(m_quantityBox, &QComboBox::currentIndexChanged, this,

@@ -4,6 +4,7 @@
 // same comparison and snapshot; the reliability plot (ReliabilityPlot) could be its own file.
 #include "views/calibration_view.h"
 
+#include <QCategoryAxis>
 #include <QChart>
 #include <QChartView>
 #include <QHBoxLayout>
@@ -22,11 +23,18 @@
 #include <cmath>
 
 #include "io/config_schema.h"
+#include "render/chart_axes.h"
 #include "render/plot_helpers.h"
+#include "render/text_fit.h"
+#include "widgets/chart_legend.h"
 
 namespace ensemble::ui {
 
 namespace {
+
+// The size chart's plot is about 100 px tall at 900 x 600: Qt Charts cuts a label to "..."
+// when labels stand closer than their height, so its y axis asks for few ticks.
+constexpr int kSizeChartYTicks = 3;
 
 // The compared ensemble's colour: its curve, its legend entry and its rows.
 const QColor kCompared(222, 128, 30);
@@ -139,8 +147,8 @@ void ReliabilityPlot::paintComparison(QPainter& p, const QRectF& area, bool regr
     p.drawLine(QPointF(box.left() + 6, box.center().y()),
                QPointF(box.left() + 20, box.center().y()));
     p.setPen(plot::kText);
-    p.drawText(box.adjusted(26, 0, -2, 0), Qt::AlignVCenter | Qt::AlignLeft,
-               fm.elidedText(text, Qt::ElideMiddle, box.width() - 28));
+    drawTextFitted(p, box.adjusted(26, 0, -2, 0), Qt::AlignVCenter | Qt::AlignLeft,
+                   fm.elidedText(text, Qt::ElideMiddle, box.width() - 28));
 }
 
 void ReliabilityPlot::paintEvent(QPaintEvent* /*event*/) {
@@ -157,14 +165,17 @@ void ReliabilityPlot::paintEvent(QPaintEvent* /*event*/) {
     }
     if (!m_snapshot || !m_snapshot->hasEnsemble || m_snapshot->reliability.bins.empty()) {
         p.setPen(plot::kMuted);
-        p.drawText(rect(), Qt::AlignCenter, tr("No ensemble to measure yet."));
+        drawTextFitted(p, rect(), Qt::AlignCenter, tr("No ensemble to measure yet."));
         return;
     }
     const Snapshot& s = *m_snapshot;
     const Calibration& cal = s.reliability;
     const double left = 52;
     const double right = 16;
-    const double top = 30;
+    // The title and its figures on two lines: one line does not fit beside the size chart at
+    // 900 x 600.
+    const double lineHeight = fm.height() + 2;
+    const double top = 8 + 2 * lineHeight + 18;  // room above the plot for a bar's count
     const double w = width() - left - right;
     const double total = height() - top - 40;
     const QRectF rel(left, top, w, total * 0.68);
@@ -174,11 +185,14 @@ void ReliabilityPlot::paintEvent(QPaintEvent* /*event*/) {
     titleFont.setBold(true);
     p.setFont(titleFont);
     p.setPen(plot::kText);
-    p.drawText(QPointF(left, 18), tr("Reliability (ensemble, top label)   ECE %1 · MCE %2 · n = %3")
-                                      .arg(cal.ece, 0, 'f', 3)
-                                      .arg(cal.mce, 0, 'f', 3)
-                                      .arg(formatCount(cal.rows)));
+    drawTextFitted(p, QRectF(left, 4, w, lineHeight), Qt::AlignLeft | Qt::AlignVCenter,
+                   tr("Reliability (ensemble, top label)"));
     p.setFont(font);
+    drawTextFitted(p, QRectF(left, 4 + lineHeight, w, lineHeight), Qt::AlignLeft | Qt::AlignVCenter,
+                   tr("ECE %1 · MCE %2 · n = %3")
+                       .arg(cal.ece, 0, 'f', 3)
+                       .arg(cal.mce, 0, 'f', 3)
+                       .arg(formatCount(cal.rows)));
 
     auto xAt = [&](double v) { return rel.left() + v * rel.width(); };
     // Grid and axes.
@@ -201,8 +215,8 @@ void ReliabilityPlot::paintEvent(QPaintEvent* /*event*/) {
             p.setBrush(Qt::NoBrush);
             p.drawRect(QRectF(x0, rel.top(), x1 - x0, rel.height()));
             p.setPen(plot::kMuted);
-            p.drawText(QRectF(x0, rel.bottom() - 16, x1 - x0, 14), Qt::AlignCenter,
-                       QStringLiteral("∅"));
+            drawTextFitted(p, QRectF(x0, rel.bottom() - 16, x1 - x0, 14), Qt::AlignCenter,
+                           QStringLiteral("∅"));
             continue;
         }
         const double yAcc = rel.bottom() - b.accuracy * rel.height();
@@ -217,8 +231,13 @@ void ReliabilityPlot::paintEvent(QPaintEvent* /*event*/) {
         p.setPen(plot::kMuted);
         const QString n = formatCount(b.count);
         if (fm.horizontalAdvance(n) < x1 - x0 + 6) {
-            p.drawText(QRectF(x0 - 4, std::min(yAcc, yConf) - 15, x1 - x0 + 8, 14), Qt::AlignCenter,
-                       n);
+            // Above the bar, or inside its top when the bar reaches the plot's top: never over
+            // the title.
+            const double above = std::min(yAcc, yConf) - fm.height() - 1;
+            const bool inside = above < rel.top() - fm.height() - 2;
+            const double y = inside ? rel.top() + 2 : above;
+            p.setPen(inside ? QColor(Qt::white) : plot::kMuted);
+            drawTextFitted(p, QRectF(x0 - 4, y, x1 - x0 + 8, fm.height()), Qt::AlignCenter, n);
         }
     }
     // The diagonal: perfect calibration.
@@ -228,27 +247,32 @@ void ReliabilityPlot::paintEvent(QPaintEvent* /*event*/) {
     p.setPen(QPen(plot::kAxis, 1));
     p.setBrush(Qt::NoBrush);
     p.drawRect(rel);
-    for (double t : niceTicks(0, 1, 5)) {
-        const QString text = formatValue(t);
-        p.drawText(QPointF(rel.left() - 6 - fm.horizontalAdvance(text),
-                           rel.bottom() - t * rel.height() + fm.ascent() / 2 - 1),
-                   text);
-        p.drawText(QPointF(xAt(t) - fm.horizontalAdvance(text) / 2, rel.bottom() + 4 + fm.ascent()),
-                   text);
+    const std::vector<double> ticks = niceTicks(0, 1, 5);
+    const QStringList tickText = tickLabels(ticks);
+    for (std::size_t i = 0; i < ticks.size(); ++i) {
+        const double t = ticks[i];
+        const QString& text = tickText[static_cast<int>(i)];
+        drawTextFitted(p,
+                       QPointF(rel.left() - 6 - fm.horizontalAdvance(text),
+                               rel.bottom() - t * rel.height() + fm.ascent() / 2 - 1),
+                       text);
+        drawTextFitted(
+            p, QPointF(xAt(t) - fm.horizontalAdvance(text) / 2, rel.bottom() + 4 + fm.ascent()),
+            text);
     }
     p.setPen(plot::kText);
     drawVerticalText(p, QPointF(rel.left() - 38, rel.center().y()), tr("accuracy"));
-    p.drawText(QPointF(rel.center().x() - 30, rel.bottom() + 28), tr("confidence"));
+    drawTextFitted(p, QPointF(rel.center().x() - 30, rel.bottom() + 28), tr("confidence"));
     // Legend.
     const QRectF legend(rel.left() + 8, rel.top() + 8, 150, 40);
     p.fillRect(legend, QColor(255, 255, 255, 220));
     p.fillRect(QRectF(legend.left() + 6, legend.top() + 7, 12, 9), QColor(74, 127, 181));
-    p.drawText(QPointF(legend.left() + 24, legend.top() + 16), tr("accuracy"));
+    drawTextFitted(p, QPointF(legend.left() + 24, legend.top() + 16), tr("accuracy"));
     p.setBrush(QBrush(QColor(200, 65, 60, 150), Qt::BDiagPattern));
     p.setPen(QPen(QColor(200, 65, 60), 1));
     p.drawRect(QRectF(legend.left() + 6, legend.top() + 23, 12, 9));
     p.setPen(plot::kText);
-    p.drawText(QPointF(legend.left() + 24, legend.top() + 32), tr("gap to confidence"));
+    drawTextFitted(p, QPointF(legend.left() + 24, legend.top() + 32), tr("gap to confidence"));
 
     // Confidence histogram.
     p.setPen(QPen(plot::kGrid, 1));
@@ -265,13 +289,16 @@ void ReliabilityPlot::paintEvent(QPaintEvent* /*event*/) {
     p.setBrush(Qt::NoBrush);
     p.drawRect(hist);
     const QString maxText = formatCount(maxCount);
-    p.drawText(QPointF(hist.left() - 6 - fm.horizontalAdvance(maxText), hist.top() + fm.ascent()),
-               maxText);
-    p.drawText(QPointF(hist.left() - 6 - fm.horizontalAdvance(QStringLiteral("0")), hist.bottom()),
-               QStringLiteral("0"));
+    drawTextFitted(
+        p, QPointF(hist.left() - 6 - fm.horizontalAdvance(maxText), hist.top() + fm.ascent()),
+        maxText);
+    drawTextFitted(
+        p, QPointF(hist.left() - 6 - fm.horizontalAdvance(QStringLiteral("0")), hist.bottom()),
+        QStringLiteral("0"));
     p.setPen(plot::kText);
     drawVerticalText(p, QPointF(hist.left() - 38, hist.center().y()), tr("count"));
-    p.drawText(QPointF(hist.left(), hist.bottom() + 16), tr("confidence histogram (log scale)"));
+    drawTextFitted(p, QPointF(hist.left(), hist.bottom() + 16),
+                   tr("confidence histogram (log scale)"));
 }
 
 void ReliabilityPlot::paintRegression(QPainter& p) const {
@@ -284,10 +311,10 @@ void ReliabilityPlot::paintRegression(QPainter& p) const {
     if (!s.hasEnsemble || m.rows == 0 || !m.probabilistic() ||
         m.calibrationObserved.size() != static_cast<std::size_t>(kRegressionCalibrationLevels)) {
         p.setPen(plot::kMuted);
-        p.drawText(rect(), Qt::AlignCenter | Qt::TextWordWrap,
-                   s.hasEnsemble && m.rows > 0
-                       ? tr("The ensemble's σ is 0 (one mse member): no calibration curve.")
-                       : tr("No ensemble to measure yet."));
+        drawTextFitted(p, rect(), Qt::AlignCenter | Qt::TextWordWrap,
+                       s.hasEnsemble && m.rows > 0
+                           ? tr("The ensemble's σ is 0 (one mse member): no calibration curve.")
+                           : tr("No ensemble to measure yet."));
         return;
     }
     const double left = 52;
@@ -300,14 +327,17 @@ void ReliabilityPlot::paintRegression(QPainter& p) const {
     const QFont font = p.font();
     p.setFont(titleFont);
     p.setPen(plot::kText);
-    p.drawText(QPointF(left, 16), tr("Calibration (ensemble)   gap %1 · n = %2")
-                                      .arg(m.calibrationGap, 0, 'f', 3)
-                                      .arg(formatCount(m.rows)));
+    const QRectF titleRoom(left, 4, width() - left - right, fm.height() + 2);
+    drawTextFitted(p, titleRoom, Qt::AlignLeft | Qt::AlignVCenter,
+                   tr("Calibration (ensemble)   gap %1 · n = %2")
+                       .arg(m.calibrationGap, 0, 'f', 3)
+                       .arg(formatCount(m.rows)));
     p.setFont(font);
-    p.drawText(QPointF(left, 34), tr("coverage of the central 50 / 90 / 95 %: %1 / %2 / %3 %")
-                                      .arg(100 * m.coverage[0], 0, 'f', 1)
-                                      .arg(100 * m.coverage[1], 0, 'f', 1)
-                                      .arg(100 * m.coverage[2], 0, 'f', 1));
+    drawTextFitted(p, titleRoom.translated(0, fm.height() + 4), Qt::AlignLeft | Qt::AlignVCenter,
+                   tr("coverage of the central 50 / 90 / 95 %: %1 / %2 / %3 %")
+                       .arg(100 * m.coverage[0], 0, 'f', 1)
+                       .arg(100 * m.coverage[1], 0, 'f', 1)
+                       .arg(100 * m.coverage[2], 0, 'f', 1));
     auto at = [&](double q, double observed) {
         return QPointF(rel.left() + q * rel.width(), rel.bottom() - observed * rel.height());
     };
@@ -345,20 +375,25 @@ void ReliabilityPlot::paintRegression(QPainter& p) const {
     p.setPen(QPen(plot::kAxis, 1));
     p.setBrush(Qt::NoBrush);
     p.drawRect(rel);
-    for (double t : niceTicks(0, 1, 5)) {
-        const QString text = formatValue(t);
-        p.drawText(QPointF(rel.left() - 6 - fm.horizontalAdvance(text),
-                           at(0, t).y() + fm.ascent() / 2 - 1),
-                   text);
-        p.drawText(
+    const std::vector<double> ticks = niceTicks(0, 1, 5);
+    const QStringList tickText = tickLabels(ticks);
+    for (std::size_t i = 0; i < ticks.size(); ++i) {
+        const double t = ticks[i];
+        const QString& text = tickText[static_cast<int>(i)];
+        drawTextFitted(p,
+                       QPointF(rel.left() - 6 - fm.horizontalAdvance(text),
+                               at(0, t).y() + fm.ascent() / 2 - 1),
+                       text);
+        drawTextFitted(
+            p,
             QPointF(at(t, 0).x() - fm.horizontalAdvance(text) / 2, rel.bottom() + 4 + fm.ascent()),
             text);
     }
     p.setPen(plot::kText);
     drawVerticalText(p, QPointF(rel.left() - 38, rel.center().y()), tr("observed share F(y) ≤ q"));
     const QString xName = tr("expected level q");
-    p.drawText(QPointF(rel.center().x() - fm.horizontalAdvance(xName) / 2, rel.bottom() + 30),
-               xName);
+    drawTextFitted(
+        p, QPointF(rel.center().x() - fm.horizontalAdvance(xName) / 2, rel.bottom() + 30), xName);
 }
 
 CalibrationView::CalibrationView(QWidget* parent) : QWidget(parent) {
@@ -377,15 +412,25 @@ CalibrationView::CalibrationView(QWidget* parent) : QWidget(parent) {
     m_sizeView = new QChartView(m_sizeChart);
     m_sizeView->setRenderHint(QPainter::Antialiasing);
     m_sizeView->setMinimumSize(320, 220);  // a chart's own hint lets it shrink to nothing
+    auto* sizeColumn = new QWidget;
+    auto* sizeLayout = new QVBoxLayout(sizeColumn);
+    sizeLayout->setContentsMargins(0, 0, 0, 0);
+    sizeLayout->addWidget(m_sizeView, 1);
+    m_sizeLegend = new ChartLegend;
+    m_sizeLegend->follow(m_sizeChart);
+    sizeLayout->addWidget(m_sizeLegend);
     horizontal->addWidget(m_plot);
-    horizontal->addWidget(m_sizeView);
+    horizontal->addWidget(sizeColumn);
     horizontal->setStretchFactor(0, 3);
     horizontal->setStretchFactor(1, 2);
     m_table = new QTableWidget;
     m_table->setColumnCount(5);
     m_table->setHorizontalHeaderLabels(
         {tr("model"), tr("accuracy"), tr("NLL"), tr("Brier"), tr("ECE")});
-    m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+    // Every name ("member #3 (lr 0.01)") and figure in full; the table scrolls sideways if need
+    // be, the last column takes what is left.
+    m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_table->horizontalHeader()->setStretchLastSection(true);
     m_table->verticalHeader()->setVisible(false);
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
@@ -711,28 +756,26 @@ void CalibrationView::refreshRegression() {
             hi[1] = std::max(hi[1], pt.rmse);
         }
     }
-    auto* x = new QValueAxis;
+    QCategoryAxis* x = makeNiceAxis();
     x->setTitleText(tr("ensemble size m"));
-    x->setLabelFormat(QStringLiteral("%d"));
-    x->setRange(1, std::max(2, s.regression.sizeCurve.back().members));
+    setNiceRange(x, 1, std::max(2, s.regression.sizeCurve.back().members), 6, TickKind::Integer);
     m_sizeChart->addAxis(x, Qt::AlignBottom);
     QLineSeries* series[2] = {nll, rmse};
     const QString titles[2] = {tr("test NLL"), tr("test RMSE")};
     const Qt::Alignment sides[2] = {Qt::AlignLeft, Qt::AlignRight};
     for (int i = 0; i < 2; ++i) {
-        auto* y = new QValueAxis;
+        QCategoryAxis* y = makeNiceAxis();
         y->setTitleText(titles[i]);
-        y->setLabelFormat(QStringLiteral("%.3g"));
         if (lo[i] <= hi[i]) {
             const double pad = 0.05 * std::max(hi[i] - lo[i], 1e-3 * std::max(1.0, hi[i]));
-            y->setRange(lo[i] - pad, hi[i] + pad);
-            y->applyNiceNumbers();
+            setNiceRange(y, lo[i] - pad, hi[i] + pad, kSizeChartYTicks);
         }
         m_sizeChart->addAxis(y, sides[i]);
         m_sizeChart->addSeries(series[i]);
         series[i]->attachAxis(x);
         series[i]->attachAxis(y);
     }
+    m_sizeLegend->refresh();
 }
 
 void CalibrationView::refreshSizeCurve() {
@@ -777,17 +820,14 @@ void CalibrationView::refreshSizeCurve() {
         add(upper, pt.randomMean.nll + pt.randomStd.nll);
         add(lower, pt.randomMean.nll - pt.randomStd.nll);
     }
-    auto* x = new QValueAxis;
+    QCategoryAxis* x = makeNiceAxis();
     x->setTitleText(tr("ensemble size m"));
-    x->setLabelFormat(QStringLiteral("%d"));
-    x->setRange(1, std::max(2, s.sizeCurve.back().members));
-    auto* y = new QValueAxis;
+    setNiceRange(x, 1, std::max(2, s.sizeCurve.back().members), 6, TickKind::Integer);
+    QCategoryAxis* y = makeNiceAxis();
     y->setTitleText(tr("test NLL"));
-    y->setLabelFormat(QStringLiteral("%.3g"));
     if (lo <= hi) {
         const double pad = 0.05 * std::max(hi - lo, 1e-3);
-        y->setRange(std::max(0.0, lo - pad), hi + pad);
-        y->applyNiceNumbers();
+        setNiceRange(y, std::max(0.0, lo - pad), hi + pad, kSizeChartYTicks);
     }
     m_sizeChart->addAxis(x, Qt::AlignBottom);
     m_sizeChart->addAxis(y, Qt::AlignLeft);
@@ -797,6 +837,7 @@ void CalibrationView::refreshSizeCurve() {
         series->attachAxis(y);
     }
     m_sizeChart->legend()->markers(lower).first()->setVisible(false);
+    m_sizeLegend->refresh();
 }
 
 }  // namespace ensemble::ui

@@ -29,6 +29,8 @@ class QSplitter;
 
 namespace ensemble::ui {
 
+class ChartLegend;
+
 class ReliabilityPlot : public QWidget {
     Q_OBJECT
 
@@ -97,6 +99,7 @@ class CalibrationView : public QWidget {
     QTableWidget* m_table = nullptr;
     QChart* m_sizeChart = nullptr;
     QChartView* m_sizeView = nullptr;
+    ChartLegend* m_sizeLegend = nullptr;
 };
 
 }  // namespace ensemble::ui

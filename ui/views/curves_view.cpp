@@ -1,5 +1,6 @@
 #include "views/curves_view.h"
 
+#include <QCategoryAxis>
 #include <QChart>
 #include <QChartView>
 #include <QCheckBox>
@@ -24,6 +25,10 @@
 #include "render/chart_axes.h"
 #include "render/colormap.h"
 #include "render/plot_helpers.h"
+#include "render/text_fit.h"
+#include "widgets/chart_legend.h"
+#include "widgets/reflow_row.h"
+#include "widgets/wrapping_label.h"
 
 namespace ensemble::ui {
 
@@ -82,9 +87,9 @@ void ColorKey::paintEvent(QPaintEvent* /*event*/) {
     int x = 0;
     const int baseline = (height() + fm.ascent() - fm.descent()) / 2;
     p.setPen(plot::kText);
-    p.drawText(x, baseline, m_name);
+    drawTextFitted(p, x, baseline, m_name);
     x += fm.horizontalAdvance(m_name) + 6;
-    p.drawText(x, baseline, lo);
+    drawTextFitted(p, x, baseline, lo);
     x += fm.horizontalAdvance(lo) + 4;
     const int stripWidth = std::max(20, width() - x - fm.horizontalAdvance(hi) - 4);
     const QRect strip(x, (height() - 10) / 2, stripWidth, 10);
@@ -96,7 +101,7 @@ void ColorKey::paintEvent(QPaintEvent* /*event*/) {
     p.setPen(plot::kAxis);
     p.drawRect(strip.adjusted(0, 0, -1, -1));
     p.setPen(plot::kText);
-    p.drawText(strip.right() + 4, baseline, hi);
+    drawTextFitted(p, strip.right() + 4, baseline, hi);
 }
 
 CurvesView::CurvesView(QWidget* parent) : QWidget(parent) {
@@ -109,7 +114,7 @@ CurvesView::CurvesView(QWidget* parent) : QWidget(parent) {
     m_split->addItem(tr("members on train"));
     m_split->setCurrentIndex(1);
     m_logBox = new QCheckBox(tr("Log scale (loss)"));
-    auto* legend = new QLabel;
+    auto* legend = new WrappingLabel;
     legend->setStyleSheet(QStringLiteral("color: #555;"));
     m_legend = legend;
     bar->addWidget(m_split);
@@ -130,12 +135,18 @@ CurvesView::CurvesView(QWidget* parent) : QWidget(parent) {
     // The legend on its own line: it wraps in a narrow window without squeezing the controls.
     legend->setWordWrap(true);
     layout->addWidget(legend);
-    auto* charts = new QHBoxLayout;
-    layout->addLayout(charts, 1);
+    // Side by side from 2 x 360 px, one above the other (the view scrolls) in a narrower window.
+    auto* charts = new ReflowRow(360);
     setupChart(m_loss, true);
     setupChart(m_accuracy, false);
     charts->addWidget(m_loss.view);
     charts->addWidget(m_accuracy.view);
+    layout->addWidget(charts, 1);
+    // Both charts have the same entries: one legend, wrapping, under them.
+    m_chartLegend = new ChartLegend;
+    m_chartLegend->follow(m_loss.chart);
+    m_accuracy.chart->legend()->setVisible(false);
+    layout->addWidget(m_chartLegend);
     connect(m_split, &QComboBox::currentIndexChanged, this, [this](int index) {
         m_memberSplit = index;
         m_builtFor = 0;
@@ -160,9 +171,9 @@ void CurvesView::setupChart(Chart& c, bool loss) {
     c.chart->setAnimationOptions(QChart::NoAnimation);
     c.view = new QChartView(c.chart);
     c.view->setRenderHint(QPainter::Antialiasing);
-    auto* x = new QValueAxis;
+    c.view->setMinimumSize(260, 220);
+    QCategoryAxis* x = makeNiceAxis();
     x->setTitleText(tr("step"));
-    x->setLabelFormat(QStringLiteral("%.0f"));
     c.chart->addAxis(x, Qt::AlignBottom);
     c.x = x;
     setYAxis(c, false);
@@ -195,9 +206,7 @@ void CurvesView::setYAxis(Chart& c, bool log) {
         a->setMinorTickCount(-1);
         axis = a;
     } else {
-        auto* a = new QValueAxis;
-        a->setLabelFormat(QStringLiteral("%.3g"));
-        axis = a;
+        axis = makeNiceAxis();
     }
     if (c.y != nullptr) {
         c.chart->removeAxis(c.y);
@@ -352,6 +361,7 @@ void CurvesView::rebuild() {
                     });
         }
     }
+    m_chartLegend->refresh();
     m_builtFor = m_snapshot->run->runId;
     m_drawnCurves.reset();
     m_zoomed = false;
@@ -444,11 +454,12 @@ void CurvesView::refresh() {
         m_zoomed ? m_zoomTo : std::max<double>(1.0, static_cast<double>(curves->lastStep()));
     m_settingRange = true;
     for (Chart* c : {&m_loss, &m_accuracy}) {
-        if (m_zoomed) {
-            static_cast<QValueAxis*>(c->x)->setRange(xLo, xHi);
-        } else {
-            setNiceRange(static_cast<QValueAxis*>(c->x), xLo, xHi, 6, true, 0.0);
-        }
+        // Zoomed: exactly the chosen steps, ticks inside them; else 0 .. the last step on
+        // nice ticks.
+        const double clampLo = m_zoomed ? xLo : 0.0;
+        const double clampHi = m_zoomed ? xHi : 1e300;
+        setNiceRange(static_cast<QValueAxis*>(c->x), xLo, xHi, 6, TickKind::Integer, clampLo,
+                     clampHi);
     }
     const bool log = m_log;
     const bool regression = run.regression;
@@ -457,19 +468,19 @@ void CurvesView::refresh() {
             m_loss.y->setRange(lossLo * 0.8, lossHi * 1.25);
         } else {
             const double pad = 0.05 * std::max(lossHi - lossLo, 1e-3);
-            setNiceRange(static_cast<QValueAxis*>(m_loss.y), lossLo - pad, lossHi + pad, 5, false,
-                         0.0);
+            setNiceRange(static_cast<QValueAxis*>(m_loss.y), lossLo - pad, lossHi + pad, 5,
+                         TickKind::Real, 0.0);
         }
     }
     if (accLo <= accHi && regression) {
         const double pad = 0.05 * std::max(accHi - accLo, 1e-3 * std::max(1.0, accHi));
         setNiceRange(static_cast<QValueAxis*>(m_accuracy.y), std::max(0.0, accLo - pad),
-                     accHi + pad, 5, false, 0.0);
+                     accHi + pad, 5, TickKind::Real, 0.0);
     } else if (accLo <= accHi) {
         // The axis fits the data (0.93 … 0.99 is not drawn on 0 … 1), on nice ticks.
         const double pad = 0.03 * std::max(accHi - accLo, 0.01);
-        setNiceRange(static_cast<QValueAxis*>(m_accuracy.y), accLo - pad, accHi + pad, 5, false,
-                     0.0, 1.0);
+        setNiceRange(static_cast<QValueAxis*>(m_accuracy.y), accLo - pad, accHi + pad, 5,
+                     TickKind::Real, 0.0, 1.0);
     }
     m_settingRange = false;
 }

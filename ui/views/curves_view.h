@@ -30,6 +30,7 @@ class QXYSeries;
 namespace ensemble::ui {
 
 class LearningCurves;
+class ChartLegend;
 
 // A horizontal colour key: the member lines' colours (viridis over log lr) from the lowest to
 // the highest learning rate, with both ends labelled.
@@ -74,6 +75,8 @@ class CurvesView : public QWidget {
     void showEvent(QShowEvent* event) override;
 
   private:
+    ChartLegend* m_chartLegend = nullptr;
+
     struct Chart {
         QChart* chart = nullptr;
         QChartView* view = nullptr;

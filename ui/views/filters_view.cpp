@@ -12,6 +12,7 @@
 
 #include "io/config_schema.h"
 #include "render/colormap.h"
+#include "render/text_fit.h"
 #include "views/images_view.h"
 
 namespace ensemble::ui {
@@ -93,42 +94,70 @@ int TileGrid::labelWidth() const {
     return w > 0 ? w + 8 : 0;
 }
 
-double TileGrid::scaleFor(int width) const {
-    if (m_image.isNull()) {
-        return 1.0;
+TileGrid::Layout TileGrid::layoutFor(int width) const {
+    Layout l;
+    if (m_image.isNull() || m_rows <= 0 || m_cols <= 0) {
+        return l;
     }
-    // The largest integer scale that fits, at most 8 (a 3x3 kernel is a 24 px tile); smaller
-    // than 1 only when even one pixel per value does not fit (32 maps of 28x28 side by side).
-    const double fit = static_cast<double>(width - labelWidth()) / std::max(1, m_image.width());
-    return fit >= 1.0 ? std::min(std::floor(fit), 8.0) : std::max(fit, 0.25);
+    l.tileWidth = (m_image.width() + kTileGap) / m_cols - kTileGap;
+    l.tileHeight = (m_image.height() + kTileGap) / m_rows - kTileGap;
+    const int room = std::max(1, width - labelWidth());
+    // Legible tiles: at least kMinTilePixels wide (a 3x3 kernel at 10x, a 28x28 map at 1x);
+    // larger while one line per member still fits, up to 8x the smallest.
+    const int smallest = std::max(1, (kMinTilePixels + l.tileWidth - 1) / l.tileWidth);
+    l.scale = smallest;
+    for (int s = smallest + 1; s <= 8 * smallest; ++s) {
+        if (m_cols * (l.tileWidth * s + kScreenGap) - kScreenGap > room) {
+            break;
+        }
+        l.scale = s;
+    }
+    // Tiles that do not fit on one line wrap onto more lines per member.
+    l.perLine = std::clamp((room + kScreenGap) / (l.tileWidth * l.scale + kScreenGap), 1, m_cols);
+    l.lines = (m_cols + l.perLine - 1) / l.perLine;
+    return l;
+}
+
+int TileGrid::Layout::blockHeight() const {
+    return lines * (tileHeight * scale + kScreenGap) - kScreenGap;
 }
 
 int TileGrid::heightForWidth(int width) const {
     if (m_image.isNull()) {
         return fontMetrics().lineSpacing() * 2;
     }
-    return static_cast<int>(std::ceil(m_image.height() * scaleFor(width))) + 2;
+    const Layout l = layoutFor(width);
+    return m_rows * (l.blockHeight() + kMemberGap) - kMemberGap + 2;
 }
 
 void TileGrid::paintEvent(QPaintEvent*) {
     QPainter p(this);
     if (m_image.isNull()) {
         p.setPen(palette().color(QPalette::PlaceholderText));
-        p.drawText(rect(), Qt::AlignCenter | Qt::TextWordWrap, m_message);
+        drawTextFitted(p, rect(), Qt::AlignCenter | Qt::TextWordWrap, m_message);
         return;
     }
-    const double scale = scaleFor(width());
+    const Layout l = layoutFor(width());
     const int left = labelWidth();
-    // Whole-number scales keep every value a crisp square; a reduction is smoothed.
-    p.setRenderHint(QPainter::SmoothPixmapTransform, scale < 1.0);
-    const QRectF target(left, 1, m_image.width() * scale, m_image.height() * scale);
-    p.drawImage(target, m_image);
-    p.setPen(palette().color(QPalette::WindowText));
-    // Each label centred on its row of tiles (rows of th pixels with a gap between).
-    const int th = m_rows > 0 ? (m_image.height() + kTileGap) / m_rows - kTileGap : 0;
-    for (int r = 0; r < m_rows && r < m_labels.size(); ++r) {
-        p.drawText(QRectF(0, 1 + r * (th + kTileGap) * scale, left - 6, th * scale),
-                   Qt::AlignRight | Qt::AlignVCenter, m_labels[r]);
+    const int tw = l.tileWidth * l.scale;
+    const int th = l.tileHeight * l.scale;
+    // Whole-number scales keep every value a crisp square.
+    p.setRenderHint(QPainter::SmoothPixmapTransform, false);
+    for (int r = 0; r < m_rows; ++r) {
+        const int top = 1 + r * (l.blockHeight() + kMemberGap);
+        for (int c = 0; c < m_cols; ++c) {
+            const QRect target(left + (c % l.perLine) * (tw + kScreenGap),
+                               top + (c / l.perLine) * (th + kScreenGap), tw, th);
+            const QRect source(c * (l.tileWidth + kTileGap), r * (l.tileHeight + kTileGap),
+                               l.tileWidth, l.tileHeight);
+            p.drawImage(target, m_image, source);
+        }
+        if (r < m_labels.size()) {
+            // The label beside the member's first line of tiles.
+            p.setPen(palette().color(QPalette::WindowText));
+            drawTextFitted(p, QRectF(0, top, left - 6, std::max(th, fontMetrics().height())),
+                           Qt::AlignRight | Qt::AlignVCenter, m_labels[r]);
+        }
     }
 }
 

@@ -33,7 +33,8 @@ QImage renderTiles(const std::vector<float>& values, int rows, int cols, int th,
 constexpr int kTileGap = 1;
 constexpr QRgb kTileBackground = 0xff8c8c8c;  // the gap: a grey that neither map produces
 
-// Paints a renderTiles image at the largest integer scale that fits, with a label per row.
+// Paints a renderTiles image tile by tile, each member's row of tiles wrapping onto as many
+// lines as the width needs, tiles at a legible whole-number scale, with a label per member.
 class TileGrid : public QWidget {
     Q_OBJECT
 
@@ -47,14 +48,27 @@ class TileGrid : public QWidget {
     bool hasHeightForWidth() const override { return true; }
     int heightForWidth(int width) const override;
     QSize sizeHint() const override { return {640, heightForWidth(640)}; }
-    QSize minimumSizeHint() const override { return {200, 40}; }
+    QSize minimumSizeHint() const override { return {labelWidth() + kMinTilePixels, 40}; }
 
   protected:
     void paintEvent(QPaintEvent* event) override;
 
   private:
+    // How the tiles go at a width: each member's filters on one or more lines of tiles
+    // scaled by a whole number, at least kMinTilePixels wide.
+    struct Layout {
+        int tileWidth = 0;  // one tile in the image, pixels
+        int tileHeight = 0;
+        int scale = 1;
+        int perLine = 1;  // tiles per line
+        int lines = 1;    // lines per member
+        int blockHeight() const;
+    };
+    static constexpr int kMinTilePixels = 28;
+    static constexpr int kScreenGap = 2;  // between tiles on screen
+    static constexpr int kMemberGap = 8;  // between members' blocks
     int labelWidth() const;
-    double scaleFor(int width) const;
+    Layout layoutFor(int width) const;
 
     QImage m_image;
     int m_rows = 0;

@@ -20,6 +20,8 @@
 
 #include "render/colormap.h"
 #include "render/plot_helpers.h"
+#include "render/text_fit.h"
+#include "widgets/reflow_row.h"
 
 namespace ensemble::ui {
 
@@ -158,7 +160,7 @@ void UncertainImages::paintEvent(QPaintEvent* /*event*/) {
     p.fillRect(rect(), Qt::white);
     if (!m_snapshot || m_rows.empty()) {
         p.setPen(plot::kMuted);
-        p.drawText(rect(), Qt::AlignCenter, tr("No ensemble predictions yet."));
+        drawTextFitted(p, rect(), Qt::AlignCenter, tr("No ensemble predictions yet."));
         return;
     }
     const Snapshot& s = *m_snapshot;
@@ -213,10 +215,10 @@ void UncertainImages::paintEvent(QPaintEvent* /*event*/) {
             }
         }
         p.setPen(predicted == label ? plot::kText : QColor(192, 57, 43));
-        p.drawText(QRect(cell.left(), voteBar.bottom() + 1, kCellWidth, 14), Qt::AlignCenter,
-                   predicted == label
-                       ? names.value(predicted)
-                       : QStringLiteral("%1 ≠ %2").arg(names.value(predicted), names.value(label)));
+        drawTextFitted(p, QRect(cell.left(), voteBar.bottom() + 1, kCellWidth, 14), Qt::AlignCenter,
+                       predicted == label ? names.value(predicted)
+                                          : QStringLiteral("%1 ≠ %2").arg(names.value(predicted),
+                                                                          names.value(label)));
     }
 }
 
@@ -295,9 +297,17 @@ void ConfusionMatrix::paintEvent(QPaintEvent* /*event*/) {
     const double top = 22;
     const double side = std::min(width() - left - 10, height() - top - 46);
     const double cell = side / c;
+    m_cells = QRectF(left, top, side, side);
     p.setPen(plot::kText);
-    p.drawText(QPointF(left, 14),
-               tr("Confusion (test, ensemble)  rows: true · columns: predicted"));
+    drawTextFitted(p, QPointF(left, 14),
+                   tr("Confusion (test, ensemble)  rows: true · columns: predicted"));
+    // Counts only where every one fits its cell ("1124" in a 20 px cell does not): the
+    // colours carry the shares, the tooltip the numbers.
+    int64_t largest = 0;
+    for (int64_t n : s.confusion) {
+        largest = std::max(largest, n);
+    }
+    const bool showCounts = cell >= 14 && textWidth(p, QString::number(largest)) + 2 <= cell;
     for (int t = 0; t < c; ++t) {
         int64_t rowTotal = 0;
         for (int q = 0; q < c; ++q) {
@@ -311,14 +321,14 @@ void ConfusionMatrix::paintEvent(QPaintEvent* /*event*/) {
             const double a = t == q ? share : std::min(1.0, share * 4);
             p.fillRect(r, QColor::fromRgbF(1 - a * (1 - color.redF()), 1 - a * (1 - color.greenF()),
                                            1 - a * (1 - color.blueF())));
-            if (n > 0 && cell >= 18) {
+            if (n > 0 && showCounts) {
                 p.setPen(a > 0.6 ? Qt::white : plot::kText);
-                p.drawText(r, Qt::AlignCenter, QString::number(n));
+                drawTextFitted(p, r, Qt::AlignCenter, QString::number(n));
             }
         }
         p.setPen(plot::kText);
-        p.drawText(QRectF(0, top + t * cell, left - 6, cell), Qt::AlignRight | Qt::AlignVCenter,
-                   names.value(t));
+        drawTextFitted(p, QRectF(0, top + t * cell, left - 6, cell),
+                       Qt::AlignRight | Qt::AlignVCenter, names.value(t));
     }
     p.setPen(QPen(QColor(220, 220, 220), 1));
     for (int i = 0; i <= c; ++i) {
@@ -331,13 +341,43 @@ void ConfusionMatrix::paintEvent(QPaintEvent* /*event*/) {
         p.translate(left + (q + 0.5) * cell, top + side + 4);
         if (c > 10 || names.value(q).size() > 2) {
             p.rotate(45);
-            p.drawText(QPointF(0, 8), names.value(q));
+            drawTextFitted(p, QPointF(0, 8), names.value(q));
         } else {
-            p.drawText(QRectF(-cell / 2, 0, cell, 14), Qt::AlignHCenter | Qt::AlignTop,
-                       names.value(q));
+            drawTextFitted(p, QRectF(-cell / 2, 0, cell, 14), Qt::AlignHCenter | Qt::AlignTop,
+                           names.value(q));
         }
         p.restore();
     }
+}
+
+bool ConfusionMatrix::event(QEvent* event) {
+    if (event->type() != QEvent::ToolTip || !m_snapshot || !m_snapshot->hasEnsemble ||
+        m_cells.isEmpty()) {
+        return QWidget::event(event);
+    }
+    const auto* help = static_cast<QHelpEvent*>(event);
+    const Snapshot& s = *m_snapshot;
+    const int c = s.run->classes;
+    if (!m_cells.contains(help->pos()) || c <= 0) {
+        QToolTip::hideText();
+        return true;
+    }
+    const double cell = m_cells.width() / c;
+    const int q = std::clamp(static_cast<int>((help->pos().x() - m_cells.left()) / cell), 0, c - 1);
+    const int t = std::clamp(static_cast<int>((help->pos().y() - m_cells.top()) / cell), 0, c - 1);
+    int64_t rowTotal = 0;
+    for (int j = 0; j < c; ++j) {
+        rowTotal += s.confusion[static_cast<std::size_t>(t) * c + j];
+    }
+    const int64_t n = s.confusion[static_cast<std::size_t>(t) * c + q];
+    const QStringList names = classNames(*s.run);
+    QToolTip::showText(
+        help->globalPos(),
+        tr("true %1, predicted %2: %3 of %4 (%5 %)")
+            .arg(names.value(t), names.value(q), formatCount(n), formatCount(rowTotal))
+            .arg(rowTotal > 0 ? 100.0 * n / rowTotal : 0.0, 0, 'f', 1),
+        this);
+    return true;
 }
 
 // --- DigitCanvas -------------------------------------------------------------------------
@@ -389,7 +429,7 @@ void DigitCanvas::paintEvent(QPaintEvent* /*event*/) {
     p.drawRect(rect().adjusted(0, 0, -1, -1));
     if (m_empty) {
         p.setPen(plot::kMuted);
-        p.drawText(rect(), Qt::AlignCenter, tr("draw a digit here"));
+        drawTextFitted(p, rect(), Qt::AlignCenter, tr("draw a digit here"));
     }
 }
 
@@ -455,9 +495,9 @@ void PredictionBars::paintEvent(QPaintEvent* /*event*/) {
     p.setFont(small);
     if (m_ensemble.empty()) {
         p.setPen(plot::kMuted);
-        p.drawText(rect(), Qt::AlignCenter,
-                   tr("Draw on the canvas to see every member's\n"
-                      "probabilities and the ensemble's."));
+        drawTextFitted(p, rect(), Qt::AlignCenter,
+                       tr("Draw on the canvas to see every member's\n"
+                          "probabilities and the ensemble's."));
         return;
     }
     const int best = static_cast<int>(std::max_element(m_ensemble.begin(), m_ensemble.end()) -
@@ -477,22 +517,31 @@ void PredictionBars::paintEvent(QPaintEvent* /*event*/) {
     bold.setBold(true);
     p.setFont(bold);
     p.setPen(plot::kText);
-    p.drawText(QPointF(8, 16), tr("ensemble %1 (p %2) · %3/%4 members agree")
-                                   .arg(m_names.value(best))
-                                   .arg(m_ensemble[static_cast<std::size_t>(best)], 0, 'f', 3)
-                                   .arg(agree)
-                                   .arg(used));
+    // The verdict wraps onto a second line beside a narrow canvas.
+    const QString verdict = tr("ensemble %1 (p %2) · %3/%4 members agree")
+                                .arg(m_names.value(best))
+                                .arg(m_ensemble[static_cast<std::size_t>(best)], 0, 'f', 3)
+                                .arg(agree)
+                                .arg(used);
+    const QRectF titleRoom(8, 4, width() - 16, 2 * QFontMetricsF(bold).lineSpacing());
+    const double titleHeight =
+        QFontMetricsF(bold).boundingRect(titleRoom, Qt::TextWordWrap, verdict).height();
+    drawTextFitted(p, titleRoom, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, verdict);
     p.setFont(small);
-    const QRectF area(34, 28, width() - 44, height() - 28 - 30);
+    const double areaTop = 4 + titleHeight + 10;
+    const QRectF area(34, areaTop, width() - 44, height() - areaTop - 30);
     p.setPen(QPen(plot::kGrid, 1));
     for (double t : {0.0, 0.25, 0.5, 0.75, 1.0}) {
         const double y = area.bottom() - t * area.height();
         p.drawLine(QPointF(area.left(), y), QPointF(area.right(), y));
     }
     p.setPen(plot::kMuted);
-    for (double t : {0.0, 0.5, 1.0}) {
-        p.drawText(QRectF(0, area.bottom() - t * area.height() - 7, area.left() - 4, 14),
-                   Qt::AlignRight | Qt::AlignVCenter, QString::number(t));
+    const std::vector<double> ticks{0.0, 0.5, 1.0};
+    const QStringList tickText = tickLabels(ticks);
+    for (std::size_t i = 0; i < ticks.size(); ++i) {
+        const double t = ticks[i];
+        drawTextFitted(p, QRectF(0, area.bottom() - t * area.height() - 7, area.left() - 4, 14),
+                       Qt::AlignRight | Qt::AlignVCenter, tickText[static_cast<int>(i)]);
     }
     const double column = area.width() / m_classes;
     for (int c = 0; c < m_classes; ++c) {
@@ -513,13 +562,13 @@ void PredictionBars::paintEvent(QPaintEvent* /*event*/) {
             p.drawLine(QPointF(x0 + column * 0.1, y), QPointF(x0 + column * 0.9, y));
         }
         p.setPen(c == best ? plot::kText : plot::kMuted);
-        p.drawText(QRectF(x0, area.bottom() + 4, column, 14), Qt::AlignCenter,
-                   QFontMetrics(small).elidedText(m_names.value(c), Qt::ElideRight,
-                                                  static_cast<int>(column)));
+        drawTextFitted(p, QRectF(x0, area.bottom() + 4, column, 14), Qt::AlignCenter,
+                       QFontMetrics(small).elidedText(m_names.value(c), Qt::ElideRight,
+                                                      static_cast<int>(column)));
     }
     p.setPen(plot::kMuted);
-    p.drawText(QRectF(area.left(), height() - 14, area.width(), 14), Qt::AlignLeft,
-               tr("bars: ensemble · ticks: each member"));
+    drawTextFitted(p, QRectF(area.left(), height() - 14, area.width(), 14), Qt::AlignLeft,
+                   tr("bars: ensemble · ticks: each member"));
 }
 
 // --- ImagesView --------------------------------------------------------------------------
@@ -559,17 +608,20 @@ ImagesView::ImagesView(QWidget* parent) : QWidget(parent) {
     rightLayout->setContentsMargins(0, 0, 0, 0);
     m_confusion = new ConfusionMatrix;
     rightLayout->addWidget(m_confusion, 3);
-    auto* drawRow = new QHBoxLayout;
-    auto* canvasColumn = new QVBoxLayout;
+    // The canvas beside its bars, or above them in a narrow window (the view scrolls down).
+    auto* drawRow = new ReflowRow(230);
+    auto* canvasPane = new QWidget;
+    auto* canvasColumn = new QVBoxLayout(canvasPane);
+    canvasColumn->setContentsMargins(0, 0, 0, 0);
     m_canvas = new DigitCanvas;
     auto* clear = new QPushButton(tr("Clear"));
     canvasColumn->addWidget(m_canvas);
     canvasColumn->addWidget(clear);
     canvasColumn->addStretch(1);
-    drawRow->addLayout(canvasColumn);
+    drawRow->addWidget(canvasPane, 0);
     m_bars = new PredictionBars;
     drawRow->addWidget(m_bars, 1);
-    rightLayout->addLayout(drawRow, 2);
+    rightLayout->addWidget(drawRow, 2);
     split->addWidget(right);
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 2);

@@ -65,9 +65,12 @@ class ConfusionMatrix : public QWidget {
 
   protected:
     void paintEvent(QPaintEvent* event) override;
+    // A cell's tooltip: its count and share, also where the count is too wide to draw.
+    bool event(QEvent* event) override;
 
   private:
     SnapshotPtr m_snapshot;
+    QRectF m_cells;  // the matrix as last painted
 };
 
 class DigitCanvas : public QWidget {

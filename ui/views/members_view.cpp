@@ -19,6 +19,7 @@
 
 #include "render/colormap.h"
 #include "render/plot_helpers.h"
+#include "render/text_fit.h"
 
 namespace ensemble::ui {
 
@@ -187,14 +188,14 @@ void MembersGrid::paintEvent(QPaintEvent* event) {
             }
             p.setPen(plot::kText);
             p.setFont(bold);
-            p.drawText(thumb, Qt::AlignCenter,
-                       std::isfinite(acc) ? tr("%1 %").arg(acc * 100, 0, 'f', 1) : tr("–"));
+            drawTextFitted(p, thumb, Qt::AlignCenter,
+                           std::isfinite(acc) ? tr("%1 %").arg(acc * 100, 0, 'f', 1) : tr("–"));
         }
         if (!enabled) {
             p.fillRect(thumb, QColor(255, 255, 255, 175));
             p.setFont(bold);
             p.setPen(plot::kMuted);
-            p.drawText(thumb, Qt::AlignCenter, tr("off"));
+            drawTextFitted(p, thumb, Qt::AlignCenter, tr("off"));
         }
         // On/off box.
         const QRect box = switchRect(k);
@@ -220,14 +221,14 @@ void MembersGrid::paintEvent(QPaintEvent* event) {
             p.setBrush(QColor(192, 57, 43));
             p.drawRoundedRect(badge, 7, 7);
             p.setPen(Qt::white);
-            p.drawText(badge, Qt::AlignCenter, text);
+            drawTextFitted(p, badge, Qt::AlignCenter, text);
         }
         // Labels.
         const int textTop = thumb.bottom() + 3;
         p.setPen(plot::kText);
         p.setFont(bold);
-        p.drawText(QRect(tile.left() + 5, textTop, tile.width() - 10, 16),
-                   Qt::AlignLeft | Qt::AlignVCenter, tr("#%1").arg(k));
+        drawTextFitted(p, QRect(tile.left() + 5, textTop, tile.width() - 10, 16),
+                       Qt::AlignLeft | Qt::AlignVCenter, tr("#%1").arg(k));
         if (ku < run.memberOrigins.size()) {
             // Where it was trained (an opened file from an MPI mesh), over the thumbnail.
             p.setFont(small);
@@ -239,25 +240,25 @@ void MembersGrid::paintEvent(QPaintEvent* event) {
             p.setBrush(QColor(255, 255, 255, 215));
             p.drawRect(badge);
             p.setPen(plot::kText);
-            p.drawText(badge, Qt::AlignCenter, origin);
+            drawTextFitted(p, badge, Qt::AlignCenter, origin);
             p.setFont(bold);
         }
         p.setFont(small);
-        p.drawText(QRect(tile.left() + 5, textTop, tile.width() - 10, 16),
-                   Qt::AlignRight | Qt::AlignVCenter, tr("lr %1").arg(formatValue(run.lr[ku])));
+        drawTextFitted(p, QRect(tile.left() + 5, textTop, tile.width() - 10, 16),
+                       Qt::AlignRight | Qt::AlignVCenter, tr("lr %1").arg(formatValue(run.lr[ku])));
         const double loss = ku < s.lastLosses.size() ? s.lastLosses[ku] : std::nan("");
         const double acc =
             ku < s.memberMetrics.size() ? s.memberMetrics[ku].accuracy : std::nan("");
         p.setPen(diverged ? QColor(192, 57, 43) : plot::kMuted);
-        p.drawText(QRect(tile.left() + 5, textTop + 16, tile.width() - 10, 16),
-                   Qt::AlignLeft | Qt::AlignVCenter,
-                   diverged ? tr("loss non-finite")
-                            : tr("loss %1 · %2")
-                                  .arg(std::isfinite(loss) ? QString::number(loss, 'g', 2)
-                                                           : QStringLiteral("–"))
-                                  .arg(std::isfinite(acc) ? QString::number(acc * 100, 'f', 1) +
-                                                                QStringLiteral("%")
-                                                          : QStringLiteral("–")));
+        drawTextFitted(p, QRect(tile.left() + 5, textTop + 16, tile.width() - 10, 16),
+                       Qt::AlignLeft | Qt::AlignVCenter,
+                       diverged ? tr("loss non-finite")
+                                : tr("loss %1 · %2")
+                                      .arg(std::isfinite(loss) ? QString::number(loss, 'g', 2)
+                                                               : QStringLiteral("–"))
+                                      .arg(std::isfinite(acc) ? QString::number(acc * 100, 'f', 1) +
+                                                                    QStringLiteral("%")
+                                                              : QStringLiteral("–")));
     }
 }
 

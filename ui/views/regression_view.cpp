@@ -12,6 +12,8 @@
 #include <limits>
 
 #include "render/plot_helpers.h"
+#include "render/text_fit.h"
+#include "widgets/wrapping_label.h"
 
 namespace ensemble::ui {
 
@@ -142,9 +144,10 @@ void RegressionCanvas::paintEvent(QPaintEvent* /*event*/) {
     p.setRenderHint(QPainter::Antialiasing);
     if (!m_snapshot || !m_snapshot->run->hasCurve) {
         p.setPen(plot::kMuted);
-        p.drawText(rect(), Qt::AlignCenter,
-                   m_snapshot ? tr("The regression curve is drawn for 1-D regression inputs only.")
-                              : tr("Configure an experiment and press Train."));
+        drawTextFitted(p, rect(), Qt::AlignCenter,
+                       m_snapshot
+                           ? tr("The regression curve is drawn for 1-D regression inputs only.")
+                           : tr("Configure an experiment and press Train."));
         return;
     }
     const Snapshot& s = *m_snapshot;
@@ -252,7 +255,8 @@ void RegressionCanvas::paintEvent(QPaintEvent* /*event*/) {
 
     if (!s.hasEnsemble) {
         p.setPen(plot::kMuted);
-        p.drawText(plot, Qt::AlignCenter, tr("No member is switched on:\nno ensemble to show."));
+        drawTextFitted(p, plot, Qt::AlignCenter,
+                       tr("No member is switched on:\nno ensemble to show."));
     }
     drawAxes(p, plot);
     p.setPen(QPen(plot::kAxis, 1.0));
@@ -274,8 +278,8 @@ void RegressionCanvas::drawAxes(QPainter& p, const QRectF& plot) const {
         const double x = toWidget(xTicks[i], m_yMin).x();
         p.drawLine(QPointF(x, plot.bottom()), QPointF(x, plot.bottom() + 4));
         const QString& text = xLabels[static_cast<qsizetype>(i)];
-        p.drawText(QPointF(x - fm.horizontalAdvance(text) / 2, plot.bottom() + 6 + fm.ascent()),
-                   text);
+        drawTextFitted(
+            p, QPointF(x - fm.horizontalAdvance(text) / 2, plot.bottom() + 6 + fm.ascent()), text);
     }
     const std::vector<double> yTicks = niceTicks(m_yMin, m_yMax, 6);
     const QStringList yLabels = tickLabels(yTicks);
@@ -283,15 +287,16 @@ void RegressionCanvas::drawAxes(QPainter& p, const QRectF& plot) const {
         const double y = toWidget(xMin(), yTicks[i]).y();
         p.drawLine(QPointF(plot.left() - 4, y), QPointF(plot.left(), y));
         const QString& text = yLabels[static_cast<qsizetype>(i)];
-        p.drawText(QPointF(plot.left() - 7 - fm.horizontalAdvance(text), y + fm.ascent() / 2 - 1),
-                   text);
+        drawTextFitted(
+            p, QPointF(plot.left() - 7 - fm.horizontalAdvance(text), y + fm.ascent() / 2 - 1),
+            text);
     }
     p.setPen(plot::kText);
     const QString xName = run.train.featureNames.empty()
                               ? QStringLiteral("x0")
                               : QString::fromStdString(run.train.featureNames.front());
-    p.drawText(QPointF(plot.center().x() - fm.horizontalAdvance(xName) / 2, plot.bottom() + 34),
-               xName);
+    drawTextFitted(
+        p, QPointF(plot.center().x() - fm.horizontalAdvance(xName) / 2, plot.bottom() + 34), xName);
     const QString yName = run.train.targetName.empty()
                               ? QStringLiteral("y")
                               : QString::fromStdString(run.train.targetName);
@@ -356,7 +361,7 @@ void RegressionCanvas::drawLegend(QPainter& p, const QRectF& plot) const {
                 break;
         }
         p.setPen(plot::kText);
-        p.drawText(QPointF(box.left() + 32, y + row / 2 + fm.ascent() / 2 - 1), e.text);
+        drawTextFitted(p, QPointF(box.left() + 32, y + row / 2 + fm.ascent() / 2 - 1), e.text);
         y += row;
     }
 }
@@ -372,16 +377,17 @@ RegressionView::RegressionView(QWidget* parent) : QWidget(parent) {
     m_train->setChecked(true);
     m_test = new QCheckBox(tr("Test"));
     m_test->setChecked(true);
-    m_caption = new QLabel;
+    m_caption = new WrappingLabel;
     m_caption->setStyleSheet(QStringLiteral("color: #555;"));
-    m_caption->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    // Its own line under the controls, wrapping: step, loss and accuracy stay readable at
+    // 900 x 600 with the Experiment panel open.
     bar->addWidget(new QLabel(tr("Show")));
     bar->addWidget(m_members);
     bar->addWidget(m_train);
     bar->addWidget(m_test);
-    bar->addSpacing(12);
-    bar->addWidget(m_caption, 1);
+    bar->addStretch(1);
     layout->addLayout(bar);
+    layout->addWidget(m_caption);
     m_canvas = new RegressionCanvas;
     layout->addWidget(m_canvas, 1);
     connect(m_members, &QCheckBox::toggled, m_canvas, &RegressionCanvas::setShowMembers);

@@ -1,5 +1,6 @@
 #include "views/sweep_view.h"
 
+#include <QCategoryAxis>
 #include <QChart>
 #include <QChartView>
 #include <QComboBox>
@@ -18,6 +19,9 @@
 
 #include "render/chart_axes.h"
 #include "render/plot_helpers.h"
+#include "widgets/chart_legend.h"
+#include "widgets/reflow_row.h"
+#include "widgets/wrapping_label.h"
 
 namespace ensemble::ui {
 
@@ -56,9 +60,10 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
     m_parameter->addItem(tr("weight decay"), QStringLiteral("weight_decay"));
     m_parameter->addItem(tr("momentum"), QStringLiteral("momentum"));
     m_parameter->addItem(tr("member index"), QStringLiteral("member"));
-    auto* note =
-        new QLabel(tr("each point: one member's test metrics now · lines: the ensemble "
-                      "and the mean member · red ×: diverged"));
+    auto* note = new WrappingLabel;
+    note->setText(
+        tr("each point: one member's test metrics now · lines: the ensemble "
+           "and the mean member · red ×: diverged"));
     note->setStyleSheet(QStringLiteral("color: #555;"));
     note->setWordWrap(true);  // a narrow window wraps the note instead of widening the view
     bar->addWidget(new QLabel(tr("against")));
@@ -66,16 +71,21 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
     bar->addSpacing(12);
     bar->addWidget(note, 1);
     layout->addLayout(bar);
-    auto* charts = new QHBoxLayout;
+    // Side by side from 2 x 360 px, stacked (the view scrolls) in a narrower window.
+    auto* charts = new ReflowRow(360);
     for (QChart** chart : {&m_lossChart, &m_accChart}) {
         *chart = new QChart;
         (*chart)->setAnimationOptions(QChart::NoAnimation);
-        (*chart)->legend()->setAlignment(Qt::AlignBottom);
+        (*chart)->legend()->setVisible(false);
         auto* view = new QChartView(*chart);
         view->setRenderHint(QPainter::Antialiasing);
+        view->setMinimumSize(260, 220);
         charts->addWidget(view);
     }
-    layout->addLayout(charts, 1);
+    layout->addWidget(charts, 1);
+    // Both charts have the same entries: one legend, wrapping, under them.
+    m_legend = new ChartLegend;
+    layout->addWidget(m_legend);
     connect(m_parameter, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
 }
 
@@ -124,6 +134,7 @@ void SweepView::refresh() {
     }
     fill(m_lossChart, true);
     fill(m_accChart, false);
+    m_legend->follow(m_lossChart);
 }
 
 void SweepView::fill(QChart* chart, bool loss) {
@@ -231,14 +242,11 @@ void SweepView::fill(QChart* chart, bool loss) {
         a->setTitleText(title + tr(" (log)"));
         xAxis = a;
     } else {
-        auto* a = new QValueAxis;
+        QCategoryAxis* a = makeNiceAxis();
+        // Member indices: whole numbers only.
         if (key == QStringLiteral("member")) {
-            // Member indices: whole numbers only, on a 1-2-5 step anchored at member 0.
-            a->setRange(xLo, xHi);
-            a->setTickType(QValueAxis::TicksDynamic);
-            a->setTickAnchor(0.0);
-            a->setTickInterval(niceStep(0.0, std::max(1.0, xHi), 6, true));
-            a->setLabelFormat(QStringLiteral("%.0f"));
+            // The padded index range as it is, with ticks on whole member indices only.
+            setNiceRange(a, xLo, xHi, 6, TickKind::Integer, xLo, xHi);
         } else {
             setNiceRange(a, xLo, xHi, 5);
         }
@@ -257,12 +265,12 @@ void SweepView::fill(QChart* chart, bool loss) {
         a->setTitleText(tr("test NLL (log)"));
         yAxis = a;
     } else {
-        auto* a = new QValueAxis;
+        QCategoryAxis* a = makeNiceAxis();
         if (loss) {
-            setNiceRange(a, lo - pad, yTop, 5, false, 0.0);
+            setNiceRange(a, lo - pad, yTop, 5, TickKind::Real, 0.0);
         } else {
             // The accuracy axis fits the members' accuracies (not 0 … 1), on nice ticks.
-            setNiceRange(a, lo - pad, hi + pad, 5, false, 0.0, 1.0);
+            setNiceRange(a, lo - pad, hi + pad, 5, TickKind::Real, 0.0, 1.0);
         }
         a->setTitleText(loss ? tr("test NLL") : tr("test accuracy"));
         yAxis = a;

@@ -14,6 +14,8 @@ class QComboBox;
 
 namespace ensemble::ui {
 
+class ChartLegend;
+
 class SweepView : public QWidget {
     Q_OBJECT
 
@@ -37,6 +39,7 @@ class SweepView : public QWidget {
     bool m_stale = false;
     bool m_log = false;
     QComboBox* m_parameter = nullptr;
+    ChartLegend* m_legend = nullptr;
     QChart* m_lossChart = nullptr;
     QChart* m_accChart = nullptr;
 };

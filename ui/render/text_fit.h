@@ -1,0 +1,48 @@
+#pragma once
+
+// Text in the QPainter views goes through these functions, so that no label is ever drawn
+// wider than its room: text given a rectangle is elided to it (wrapped text that runs out of
+// lines too), text given a point is checked against the device it is painted on. Each cut or
+// overflow can be recorded (TextFitLog), so a test can render every view and find the labels
+// that did not fit.
+
+#include <QPainter>
+#include <QPointF>
+#include <QRectF>
+#include <QString>
+
+#include <vector>
+
+namespace ensemble::ui {
+
+// While recording, text drawn over text drawn before on the same device is recorded too.
+// Draws `text` in `rect` with `flags` (Qt::AlignmentFlag, Qt::TextWordWrap); text that does
+// not fit is elided at the end. Returns the text drawn.
+QString drawTextFitted(QPainter& painter, const QRectF& rect, int flags, const QString& text);
+// Draws `text` with its baseline starting at `baseline`; records it when it reaches outside
+// the painted device.
+void drawTextFitted(QPainter& painter, const QPointF& baseline, const QString& text);
+inline void drawTextFitted(QPainter& painter, int x, int y, const QString& text) {
+    drawTextFitted(painter, QPointF(x, y), text);
+}
+// The width `text` takes in the painter's font.
+double textWidth(const QPainter& painter, const QString& text);
+
+// What drawTextFitted() had to cut or could not fit, while recording is on (tests).
+struct TextFitProblem {
+    QString text;       // the full text
+    QString shown;      // what was drawn (elided), the text when it overflowed the device,
+                        // or `over "other"` when it was drawn over other text
+    QRectF room;        // the rectangle it had (device coordinates)
+    double needed = 0;  // the width (or, wrapped, the height) it needed
+};
+class TextFitLog {
+  public:
+    static void setRecording(bool on);
+    static bool recording();
+    static void record(TextFitProblem problem);
+    // The problems recorded since the last take, oldest first; clears them.
+    static std::vector<TextFitProblem> take();
+};
+
+}  // namespace ensemble::ui
