@@ -32,6 +32,7 @@ class MembersView;
 class RegressionView;
 class RunSession;
 class RunStatus;
+class BusyOverlay;
 class SweepView;
 class ViewTabs;
 
@@ -127,6 +128,9 @@ class MainWindow : public QMainWindow {
     QString statusMessage() const;
     // The banner naming what an ensemble opened without its data is missing (empty: hidden).
     QString missingDataMessage() const;
+    // What the busy overlay over the views says (a run being built, the whole test split being
+    // measured); empty when it is hidden.
+    QString busyMessage() const;
 
   Q_SIGNALS:
     void exportFinished(bool ok, const QString& message, const QStringList& files);
@@ -151,6 +155,9 @@ class MainWindow : public QMainWindow {
     void onEnsembleOpened(const std::shared_ptr<const OpenedEnsemble>& opened,
                           const QString& notice);
     void updateActions();
+    // The busy overlay for snapshot `s` of the current run: hidden, or the strip saying the
+    // whole test split is being measured.
+    void showWorkOf(const SnapshotPtr& s);
     void showError(const QString& title, const QString& message, const QString& advice);
     void chooseCompare();
     void showHelpBox(const QString& name, const QString& title, const QString& html);
@@ -173,6 +180,7 @@ class MainWindow : public QMainWindow {
     QLabel* m_dataBannerText = nullptr;
     uint64_t m_dataBannerFor = 0;  // the run whose missing data the status bar last named
     RunStatus* m_status = nullptr;
+    BusyOverlay* m_busy = nullptr;
 };
 
 }  // namespace ensemble::ui

@@ -115,6 +115,9 @@ class EngineWorker : public QObject {
     // open() could not use the file's dataset; the run before it goes on.
     void openFailed(quint64 runId, QString message);
     void runningChanged(bool running);
+    // What building run `runId` is doing now ("Loading the data…"), for the window's busy
+    // overlay; the run's first snapshot, configured() or a failure ends it.
+    void working(quint64 runId, QString what);
     void predictionReady(quint64 id, QList<float> logProbs, int members, int classes);
     // CNN members: the first conv layer's feature maps of the request's first row,
     // [members, filters, height, width] after the activation (sent after predictionReady).
@@ -139,7 +142,9 @@ class EngineWorker : public QObject {
     int64_t historyHorizon() const;
     void recordHistory();
     void publish();
-    SnapshotPtr buildSnapshot();
+    // `quick`: the figures on the live rows only, marked Snapshot::evaluating (the whole test
+    // split's follow).
+    SnapshotPtr buildSnapshot(bool quick = false);
     std::vector<uint8_t> included() const;
 
     SnapshotMailbox* m_mailbox;
@@ -157,6 +162,9 @@ class EngineWorker : public QObject {
     bool m_untilPaused = false;
     bool m_dirty = false;
     uint64_t m_serial = 0;
+    // The run and step whose quick snapshot was published (publish()).
+    uint64_t m_quickRun = 0;
+    int64_t m_quickStep = -1;
 
     // Learning curves.
     std::vector<std::shared_ptr<const HistoryPoint>> m_history;
