@@ -407,6 +407,7 @@ void TestGuiFiles::busyOverlayCoversTheOldRunAndTheWholeSplitMeasure() {
     // Paused: the step shows at once (live rows), marked while the whole split is measured,
     // then the whole split's figures and no overlay.
     shown.clear();
+    QSignalSpy measuring(w.controller(), &ensemble::ui::EngineController::measuring);
     w.trainAction()->trigger();
     QVERIFY(waitSnapshot(w, [](const auto& s) {
         return s.step == 5 && !s.running && !s.evaluating && !s.figuresOnSubset();
@@ -421,6 +422,12 @@ void TestGuiFiles::busyOverlayCoversTheOldRunAndTheWholeSplitMeasure() {
     }
     QVERIFY(sawEvaluating);
     QCOMPARE(w.busyMessage(), QString());
+    // Said before each measure of the stopped run: the step reached, on the live rows (the
+    // curves' point, the first snapshot), then on the whole split.
+    QVERIFY(measuring.size() >= 2);
+    QCOMPARE(measuring.at(0).at(1).toLongLong(), qint64{5});
+    QCOMPARE(measuring.at(0).at(2).toLongLong(), w.controller()->snapshot()->run->evalTest.rows);
+    QCOMPARE(measuring.last().at(2).toLongLong(), w.controller()->snapshot()->run->testRows);
 }
 
 void TestGuiFiles::exportDialogRemembersTheType() {

@@ -79,6 +79,20 @@ MainWindow::MainWindow(Options options, QWidget* parent)
             [this](quint64, const QString& what) {
                 m_busy->showWork(what, BusyOverlay::Cover::Everything);
             });
+    // A stopped run being measured (a CNN's test rows take seconds): its step and what is
+    // measured, over the views of the step before (covering them only while they are the
+    // previous run's).
+    connect(m_controller.get(), &EngineController::measuring, this,
+            [this](quint64 runId, qint64 step, qint64 rows) {
+                const SnapshotPtr s = m_controller->snapshot();
+                const bool ours = s && s->run->runId == runId;
+                if (ours && s->step == step && !s->running) {
+                    return;  // this step shows already (a switch re-measured, the whole split)
+                }
+                m_busy->showWork(tr("Step %1: measuring the members on %2 test rows…")
+                                     .arg(formatCount(step), formatCount(rows)),
+                                 ours ? BusyOverlay::Cover::Strip : BusyOverlay::Cover::Everything);
+            });
     connect(m_controller.get(), &EngineController::configureFailed, this, [this](quint64 runId) {
         if (runId == m_controller->currentRunId()) {
             m_busy->finish();

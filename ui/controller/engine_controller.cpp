@@ -29,6 +29,7 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
     announceSignal(m_worker, &EngineWorker::exportFinished);
     announceSignal(m_worker, &EngineWorker::checkpointSaved);
     announceSignal(m_worker, &EngineWorker::working);
+    announceSignal(m_worker, &EngineWorker::measuring);
     announceSignal(m_comparer, &ComparisonWorker::measured);
     announceSignal(&m_thread, &QThread::finished);
     connect(m_worker, &EngineWorker::snapshotReady, this, &EngineController::takeSnapshot,
@@ -60,6 +61,14 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
         [this](quint64 runId, const QString& what) {
             if (runId == m_runId) {  // a run already replaced says nothing
                 Q_EMIT working(runId, what);
+            }
+        },
+        Qt::QueuedConnection);
+    connect(
+        m_worker, &EngineWorker::measuring, this,
+        [this](quint64 runId, qint64 step, qint64 rows) {
+            if (runId == m_runId) {
+                Q_EMIT measuring(runId, step, rows);
             }
         },
         Qt::QueuedConnection);

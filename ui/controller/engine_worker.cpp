@@ -382,6 +382,8 @@ void EngineWorker::trainChunk() {
         m_pauseRequested.store(false);
         setRunning(false);
         if (m_trainer->step() != m_history.back()->step) {
+            // The curves' last point first (seconds for a CNN): the window says so at once.
+            Q_EMIT measuring(m_run->runId, m_trainer->step(), m_run->evalTest.rows);
             recordHistory();
         }
         publish();
@@ -492,6 +494,10 @@ void EngineWorker::publish() {
     // figures follow when the GUI has taken it (snapshotTaken).
     const bool quick = !m_running && m_run->evalTest.rows < m_trainer->data().test.rows &&
                        !(m_quickRun == m_run->runId && m_quickStep == m_trainer->step());
+    if (!m_running) {
+        Q_EMIT measuring(m_run->runId, m_trainer->step(),
+                         quick ? m_run->evalTest.rows : m_trainer->data().test.rows);
+    }
     if (quick) {
         m_quickRun = m_run->runId;
         m_quickStep = m_trainer->step();

@@ -118,6 +118,9 @@ class EngineWorker : public QObject {
     // What building run `runId` is doing now ("Loading the data…"), for the window's busy
     // overlay; the run's first snapshot, configured() or a failure ends it.
     void working(quint64 runId, QString what);
+    // A stopped run's snapshot at `step` is being measured on `rows` test rows (seconds for a
+    // CNN on MNIST): the window says so until the snapshot comes.
+    void measuring(quint64 runId, qint64 step, qint64 rows);
     void predictionReady(quint64 id, QList<float> logProbs, int members, int classes);
     // CNN members: the first conv layer's feature maps of the request's first row,
     // [members, filters, height, width] after the activation (sent after predictionReady).
