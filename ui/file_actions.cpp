@@ -21,6 +21,7 @@
 #include <QStyle>
 
 #include "action_reason.h"
+#include "file_kinds.h"
 #include "io/atomic_file.h"
 #include "io/config.h"
 #include "job_files.h"
@@ -85,6 +86,7 @@ void FileActions::addActions(QMenu* file) {
     file->addAction(m_open);
     m_recentMenu = file->addMenu(tr("Open Recent"));
     m_recentMenu->setObjectName(QStringLiteral("OpenRecentMenu"));
+    m_recentMenu->setToolTipsVisible(true);
     connect(m_recentMenu, &QMenu::aboutToShow, this, &FileActions::fillRecentMenu);
     file->addAction(m_save);
     file->addAction(m_saveCheckpoint);
@@ -102,6 +104,15 @@ void FileActions::addActions(QMenu* file) {
 bool FileActions::openExperiment(const QString& path, QString* error) {
     try {
         const nlohmann::json config = loadConfigJson(QFile::encodeName(path).toStdString());
+        // A JSON file that is no experiment (the metrics an export writes) is refused here:
+        // loaded, it would replace the running experiment with one that cannot start.
+        const QString notExperiment = notAnExperiment(path, config);
+        if (!notExperiment.isEmpty()) {
+            if (error != nullptr) {
+                *error = notExperiment;
+            }
+            return false;
+        }
         m_session->loadExperiment(config);
         m_window->setWindowFilePath(path);
         return true;
@@ -124,6 +135,7 @@ bool FileActions::openEnsemble(const QString& path, QString* error) {
         return false;
     }
     m_session->open(std::move(opened));
+    addRecent(path);  // a file read and checked: Open Recent offers it at once
     return true;
 }
 
@@ -158,7 +170,10 @@ void FileActions::fillRecentMenu() {
             QStringLiteral("%1  (%2)")
                 .arg(QFileInfo(path).fileName(),
                      ensembleFile ? tr("trained ensemble") : tr("experiment")));
-        a->setToolTip(path);
+        // The name alone does not say which folder (two runs' exports share names).
+        a->setToolTip(
+            tr("%1\nin %2")
+                .arg(QFileInfo(path).fileName(), QDir::toNativeSeparators(QFileInfo(path).path())));
         a->setEnabled(QFileInfo::exists(path));
         connect(a, &QAction::triggered, this, [this, path] {
             QString error;
@@ -223,11 +238,7 @@ bool FileActions::saveExperiment(const QString& path, QString* error) {
 void FileActions::chooseOpen() {
     QSettings settings;
     const QString dir = settings.value(QStringLiteral("files/experiments")).toString();
-    const QString path = QFileDialog::getOpenFileName(
-        m_window, tr("Open experiment or trained ensemble"), dir,
-        tr("Experiments and ensembles (*.ensemble.json *.json *.safetensors);;"
-           "Experiments (*.ensemble.json *.json);;"
-           "Trained ensembles: exports and checkpoints (*.safetensors);;All files (*)"));
+    const QString path = askFileToOpen(m_window, dir);
     if (path.isEmpty()) {
         return;
     }
@@ -318,6 +329,16 @@ void FileActions::onCheckpointSaved(bool ok, const QString& message, const QStri
     if (ok) {
         addRecent(path);
         markCheckpoint(m_controller->currentRunId(), step);
+    }
+    if (m_afterCheckpoint) {
+        // confirmReplace's Save: the replacement comes first, so the message below stays.
+        const std::function<void()> next = std::move(m_afterCheckpoint);
+        m_afterCheckpoint = nullptr;
+        if (ok) {
+            next();
+        }
+    }
+    if (ok) {
         Q_EMIT statusRequested(
             tr("Saved checkpoint at step %1 to %2").arg(step).arg(QFileInfo(path).fileName()),
             8000);
@@ -334,6 +355,40 @@ void FileActions::onCheckpointSaved(bool ok, const QString& message, const QStri
             m_window->close();
         }
     }
+}
+
+bool FileActions::confirmReplace(const QString& what, std::function<void()> proceed) {
+    if (!m_askBeforeReplacing || !hasUnsavedTraining()) {
+        proceed();
+        return true;
+    }
+    m_controller->pause();
+    const SnapshotPtr s = m_controller->snapshot();
+    QMessageBox box(QMessageBox::Question, tr("Save a checkpoint first?"),
+                    tr("The run has trained to step %1 and no checkpoint holds it; %2 replaces "
+                       "it.")
+                        .arg(s->step)
+                        .arg(what),
+                    QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, m_window);
+    box.setObjectName(QStringLiteral("ReplaceRunQuestion"));
+    box.setInformativeText(
+        tr("Save a checkpoint to continue training it later, Discard to drop it, or Cancel to "
+           "keep it."));
+    box.setDefaultButton(QMessageBox::Cancel);
+    const int answer = box.exec();
+    if (answer == QMessageBox::Discard) {
+        proceed();
+        return true;
+    }
+    if (answer == QMessageBox::Save) {
+        const QString path = askCheckpointPath();
+        if (!path.isEmpty()) {
+            m_afterCheckpoint = std::move(proceed);
+            saveCheckpoint(path);
+            return true;
+        }
+    }
+    return false;
 }
 
 bool FileActions::mayClose(bool ask) {
@@ -391,105 +446,6 @@ bool FileActions::exportJob(const QString& configPath, int ensemble, int data, Q
     }
 }
 
-void FileActions::chooseExportJob() {
-    // The mesh first: ranks on the ensemble axis (members split) by the data axis (batches
-    // split), as backend.mesh says it.
-    QDialog dialog(m_window);
-    dialog.setWindowTitle(tr("Export job"));
-    auto* form = new QFormLayout(&dialog);
-    auto* ensemble = new QSpinBox;
-    ensemble->setRange(1, 100000);
-    ensemble->setValue(2);
-    ensemble->setToolTip(tr("Ranks that hold different members (members split between them)"));
-    auto* data = new QSpinBox;
-    data->setRange(1, 4096);
-    data->setValue(1);
-    data->setToolTip(
-        tr("Ranks that hold the same members and split every batch (gradients "
-           "averaged); the batch size must be divisible by it"));
-    auto* ranks = new QLabel;
-    const auto showRanks = [&] {
-        ranks->setText(tr("%1 MPI ranks").arg(ensemble->value() * data->value()));
-    };
-    connect(ensemble, &QSpinBox::valueChanged, &dialog, showRanks);
-    connect(data, &QSpinBox::valueChanged, &dialog, showRanks);
-    showRanks();
-    form->addRow(tr("Ensemble axis"), ensemble);
-    form->addRow(tr("Data axis"), data);
-    form->addRow(QString(), ranks);
-    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
-    connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
-    connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
-    form->addRow(buttons);
-    if (dialog.exec() != QDialog::Accepted) {
-        return;
-    }
-    QSettings settings;
-    const QString dir =
-        settings.value(QStringLiteral("files/experiments"), QDir::homePath()).toString();
-    const QString name =
-        m_panel->presetName().isEmpty() ? QStringLiteral("job") : m_panel->presetName();
-    const QString path = QFileDialog::getSaveFileName(
-        m_window, tr("Export job: the experiment file (scripts are written next to it)"),
-        QDir(dir).filePath(name + QStringLiteral(".json")), tr("Experiments (*.json)"));
-    if (path.isEmpty()) {
-        return;
-    }
-    QString error;
-    if (!exportJob(path, ensemble->value(), data->value(), &error)) {
-        Q_EMIT errorRaised(
-            tr("Could not export the job"), error,
-            tr("Choose a mesh that fits the experiment (no more ensemble-axis ranks than "
-               "members, a batch size divisible by the data axis) and a folder you can "
-               "write to."));
-        return;
-    }
-    QString base = path;
-    if (base.endsWith(QStringLiteral(".json"))) {
-        base.chop(5);
-    }
-    m_window->statusBar()->showMessage(tr("Wrote %1.json, %1-mpirun.sh and %1.sbatch").arg(base),
-                                       8000);
-}
-
-void FileActions::chooseExport() {
-    const SnapshotPtr s = m_controller->snapshot();
-    if (!s) {
-        return;
-    }
-    QSettings settings;
-    const QString dir =
-        settings.value(QStringLiteral("files/exports"), QDir::homePath()).toString();
-    const QString suggestion = QStringLiteral("%1-k%2-step%3")
-                                   .arg(str(s->run->datasetName))
-                                   .arg(s->run->members)
-                                   .arg(s->step);
-    // The three formats of `ensemble-cli export`; the filter chosen (or the name's extension)
-    // picks one. Metrics and the view's picture are written next to the weights either way.
-    const QString safetensors = tr("Weights, safetensors (*.safetensors)");
-    const QString onnx = tr("Whole ensemble as one ONNX model (*.onnx)");
-    const QString npz = tr("NumPy arrays (*.npz)");
-    QString filter = safetensors;
-    QString path = QFileDialog::getSaveFileName(
-        m_window, tr("Export ensemble (weights, metrics, view)"), QDir(dir).filePath(suggestion),
-        QStringList{safetensors, onnx, npz}.join(QStringLiteral(";;")), &filter);
-    if (path.isEmpty()) {
-        return;
-    }
-    ExportFormat format = filter == onnx  ? ExportFormat::Onnx
-                          : filter == npz ? ExportFormat::Npz
-                                          : ExportFormat::Safetensors;
-    for (ExportFormat f : {ExportFormat::Safetensors, ExportFormat::Onnx, ExportFormat::Npz}) {
-        const QString suffix = QStringLiteral(".") + QLatin1String(exportFormatName(f));
-        if (path.endsWith(suffix, Qt::CaseInsensitive)) {
-            path.chop(suffix.size());
-            format = f;
-        }
-    }
-    settings.setValue(QStringLiteral("files/exports"), QFileInfo(path).path());
-    exportTo(path, format);
-}
-
 void FileActions::exportTo(const QString& basePath, ExportFormat format) {
     m_exportBase = basePath;
     Q_EMIT statusRequested(tr("Exporting…"), 0);
@@ -516,6 +472,11 @@ void FileActions::onExportFinished(bool ok, const QString& message, const QStrin
         }
     }
     if (ok) {
+        for (const QString& f : written) {
+            if (f.endsWith(QStringLiteral(".safetensors"))) {
+                addRecent(f);  // the weights open again from Open Recent
+            }
+        }
         Q_EMIT statusRequested(
             tr("Exported %1 files to %2").arg(written.size()).arg(QFileInfo(m_exportBase).path()),
             8000);

@@ -10,6 +10,7 @@
 #include <QStringList>
 
 #include <cstdint>
+#include <functional>
 
 #include "controller/engine_controller.h"
 
@@ -57,6 +58,16 @@ class FileActions : public QObject {
     // closeEvent: whether the window may close now. With `ask`, training that no checkpoint
     // holds asks Save / Discard / Cancel first (Save closes once the checkpoint is written).
     bool mayClose(bool ask);
+    // Before something replaces the run (`what`: "the preset moons"): with training that no
+    // checkpoint holds, asks Save / Discard / Cancel as closing does (when asking is on), and
+    // calls `proceed` at once, after the checkpoint is written (Save), or never. False when the
+    // person kept the run (Cancel, or no checkpoint file chosen).
+    bool confirmReplace(const QString& what, std::function<void()> proceed);
+    // Whether confirmReplace asks (interactive use; MainWindow::Options::askToSaveCheckpoint).
+    void setAskBeforeReplacing(bool ask) { m_askBeforeReplacing = ask; }
+    // The format the Export dialog offers first: the one chosen last (QSettings), else
+    // safetensors.
+    static ExportFormat rememberedExportFormat();
     // A drop of one .json or .safetensors file: its path, else empty.
     static QString droppedFile(const QMimeData* mime);
     // Export and Save Checkpoint as the run allows.
@@ -93,6 +104,8 @@ class FileActions : public QObject {
     uint64_t m_checkpointRun = 0;  // the run and step the last checkpoint saved or opened holds
     int64_t m_checkpointStep = -1;
     bool m_closeAfterCheckpoint = false;
+    std::function<void()> m_afterCheckpoint;  // confirmReplace's Save: what follows the write
+    bool m_askBeforeReplacing = false;
     bool m_closing = false;  // answered: close without asking again
 
     QAction* m_open = nullptr;

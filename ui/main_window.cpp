@@ -28,6 +28,7 @@
 #include "file_actions.h"
 #include "help_text.h"
 #include "panels/experiment_panel.h"
+#include "render/plot_helpers.h"
 #include "run_session.h"
 #include "run_status.h"
 #include "view_tabs.h"
@@ -40,6 +41,7 @@
 #include "views/regression_view.h"
 #include "views/shift_view.h"
 #include "views/sweep_view.h"
+#include "widgets/busy_overlay.h"
 #include "widgets/speed_control.h"
 
 namespace ensemble::ui {
@@ -62,6 +64,10 @@ MainWindow::MainWindow(Options options, QWidget* parent)
     m_session = new RunSession(m_controller.get(), m_panel, this);
     m_files = new FileActions(m_controller.get(), m_panel, m_session, m_tabs, this,
                               m_options.useSettings);
+    m_files->setAskBeforeReplacing(m_options.askToSaveCheckpoint);
+    m_session->setReplaceCheck([this](const QString& what, std::function<void()> proceed) {
+        return m_files->confirmReplace(what, std::move(proceed));
+    });
     m_status = new RunStatus(statusBar());
     m_speed = new SpeedControl(m_options.useSettings, this);
     m_controller->setStepsPerSecond(m_speed->stepsPerSecond());
@@ -70,6 +76,37 @@ MainWindow::MainWindow(Options options, QWidget* parent)
     buildMenus();
 
     connect(m_controller.get(), &EngineController::snapshotChanged, this, &MainWindow::onSnapshot);
+    // A new run asked for: what is on screen is the previous run's. The status bar's message
+    // about it goes, and the views are covered by what the new one is doing until it shows.
+    connect(m_controller.get(), &EngineController::runRequested, this, [this](quint64 runId) {
+        m_status->runReplaced(runId);
+        m_busy->showWork(tr("Setting up the experiment…"), BusyOverlay::Cover::Everything);
+    });
+    connect(m_controller.get(), &EngineController::working, this,
+            [this](quint64, const QString& what) {
+                m_busy->showWork(what, BusyOverlay::Cover::Everything);
+            });
+    // A stopped run being measured (a CNN's test rows take seconds): its step and what is
+    // measured, over the views of the step before (covering them only while they are the
+    // previous run's).
+    connect(m_controller.get(), &EngineController::measuring, this,
+            [this](quint64 runId, qint64 step, qint64 rows) {
+                const SnapshotPtr s = m_controller->snapshot();
+                const bool ours = s && s->run->runId == runId;
+                if (ours && s->step == step && !s->running) {
+                    return;  // this step shows already (a switch re-measured, the whole split)
+                }
+                m_busy->showWork(tr("Step %1: measuring the members on %2 test rows…")
+                                     .arg(formatCount(step), formatCount(rows)),
+                                 ours ? BusyOverlay::Cover::Strip : BusyOverlay::Cover::Everything);
+            });
+    connect(m_controller.get(), &EngineController::configureFailed, this, [this](quint64 runId) {
+        if (runId == m_controller->currentRunId()) {
+            m_busy->finish();
+        }
+    });
+    connect(m_controller.get(), &EngineController::openFailed, this,
+            [this] { m_busy->finish(); });  // the run before it shows again
     connect(m_controller.get(), &EngineController::runningChanged, this,
             [this] { updateActions(); });
     connect(m_controller.get(), &EngineController::predictionReady, imagesView(),
@@ -175,6 +212,7 @@ void MainWindow::buildViews() {
     centralColumn->addWidget(m_banner);
     centralColumn->addWidget(m_tabs, 1);
     setCentralWidget(central);
+    m_busy = new BusyOverlay(m_tabs);
 
     connect(calibrationView(), &CalibrationView::compareRequested, this,
             &MainWindow::chooseCompare);
@@ -492,10 +530,30 @@ void MainWindow::onSnapshot() {
         }
     }
     m_dataBanner->setVisible(noData);
+    showWorkOf(s);
     m_tabs->showSnapshot(s);
     m_status->show(s);
     updateActions();
     Q_EMIT snapshotShown();
+}
+
+void MainWindow::showWorkOf(const SnapshotPtr& s) {
+    if (!s || s->run->runId != m_controller->currentRunId()) {
+        return;  // a replaced run's last snapshot: the new one is still being built
+    }
+    if (s->evaluating) {
+        m_busy->showWork(tr("Step %1: measuring the figures on all %2 test rows (shown meanwhile: "
+                            "the %3 live ones)…")
+                             .arg(formatCount(s->step), formatCount(s->run->testRows),
+                                  formatCount(s->testRowsMeasured)),
+                         BusyOverlay::Cover::Strip);
+    } else {
+        m_busy->finish();
+    }
+}
+
+QString MainWindow::busyMessage() const {
+    return m_busy->text();
 }
 
 void MainWindow::updateActions() {
@@ -515,7 +573,7 @@ void MainWindow::showError(const QString& title, const QString& message, const Q
 }
 
 void MainWindow::showStatus(const QString& text, int timeoutMs) {
-    m_status->showMessage(text, timeoutMs);
+    m_status->showMessage(text, timeoutMs, m_controller->currentRunId());
 }
 
 QString MainWindow::statusMessage() const {

@@ -34,6 +34,7 @@ class ShiftView;
 class RunSession;
 class RunStatus;
 class SpeedControl;
+class BusyOverlay;
 class SweepView;
 class ViewTabs;
 
@@ -132,6 +133,9 @@ class MainWindow : public QMainWindow {
     QString statusMessage() const;
     // The banner naming what an ensemble opened without its data is missing (empty: hidden).
     QString missingDataMessage() const;
+    // What the busy overlay over the views says (a run being built, the whole test split being
+    // measured); empty when it is hidden.
+    QString busyMessage() const;
 
   Q_SIGNALS:
     void exportFinished(bool ok, const QString& message, const QStringList& files);
@@ -156,6 +160,9 @@ class MainWindow : public QMainWindow {
     void onEnsembleOpened(const std::shared_ptr<const OpenedEnsemble>& opened,
                           const QString& notice);
     void updateActions();
+    // The busy overlay for snapshot `s` of the current run: hidden, or the strip saying the
+    // whole test split is being measured.
+    void showWorkOf(const SnapshotPtr& s);
     void showError(const QString& title, const QString& message, const QString& advice);
     void chooseCompare();
     // The Shift view's Export…: a folder, then ShiftView::exportTo.
@@ -181,6 +188,7 @@ class MainWindow : public QMainWindow {
     uint64_t m_dataBannerFor = 0;  // the run whose missing data the status bar last named
     RunStatus* m_status = nullptr;
     SpeedControl* m_speed = nullptr;
+    BusyOverlay* m_busy = nullptr;
 };
 
 }  // namespace ensemble::ui

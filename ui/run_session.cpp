@@ -62,7 +62,14 @@ RunSession::RunSession(EngineController* controller, ExperimentPanel* panel, QWi
     });
     connect(m_panel, &ExperimentPanel::edited, this, &RunSession::onPanelEdited);
     connect(m_panel, &ExperimentPanel::presetChosen, this, [this](const QString& name) {
-        loadExperiment(nlohmann::json::parse(presetText(name.toStdString())), name);
+        const auto load = [this, name] {
+            loadExperiment(nlohmann::json::parse(presetText(name.toStdString())), name);
+        };
+        if (!m_replaceCheck) {
+            load();
+        } else if (!m_replaceCheck(tr("the preset %1").arg(name), load)) {
+            m_panel->keepShownPreset();  // the trained run stays, and the box names it
+        }
     });
     connect(m_panel, &ExperimentPanel::regenerateRequested, this, [this] {
         if (m_panel->isValid()) {

@@ -11,6 +11,7 @@
 #include <QTimer>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include <nlohmann/json.hpp>
@@ -42,6 +43,11 @@ class RunSession : public QObject {
     // A new run from a trained ensemble (MainWindow::openEnsemble): ensembleOpened() when it
     // stands, openFailed() when it cannot be built (the current run stays).
     void open(std::shared_ptr<const OpenedEnsemble> opened);
+
+    // Asked before a preset replaces the run (FileActions::confirmReplace): calls `proceed`
+    // now, later or never; false when the person kept the run. Unset: presets load at once.
+    using ReplaceCheck = std::function<bool(const QString& what, std::function<void()> proceed)>;
+    void setReplaceCheck(ReplaceCheck check) { m_replaceCheck = std::move(check); }
 
     // A run is being built (configure or open under way).
     bool isConfiguring() const { return m_configuring; }
@@ -89,6 +95,7 @@ class RunSession : public QObject {
     std::shared_ptr<const OpenedEnsemble> m_opening;  // open() waiting for its run
     uint64_t m_openingRun = 0;
     QTimer m_applyTimer;
+    ReplaceCheck m_replaceCheck;
     QSet<QString> m_noticesShown;  // backend notices already shown this session
 
     QAction* m_train = nullptr;

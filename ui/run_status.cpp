@@ -36,12 +36,19 @@ RunStatus::RunStatus(QStatusBar* bar) : QObject(bar) {
     }
 }
 
-void RunStatus::showMessage(const QString& text, int timeoutMs) {
+void RunStatus::showMessage(const QString& text, int timeoutMs, uint64_t runId) {
     m_message->setFullText(text);
+    m_messageRun = runId;
     if (timeoutMs > 0 && !text.isEmpty()) {
         m_messageTimer.start(timeoutMs);
     } else {
         m_messageTimer.stop();
+    }
+}
+
+void RunStatus::runReplaced(uint64_t runId) {
+    if (runId != m_messageRun) {
+        showMessage(QString(), 0, runId);
     }
 }
 

@@ -8,6 +8,8 @@
 #include <QString>
 #include <QTimer>
 
+#include <cstdint>
+
 #include "controller/snapshot.h"
 
 class QLabel;
@@ -26,8 +28,11 @@ class RunStatus : public QObject {
     explicit RunStatus(QStatusBar* bar);
 
     QProgressBar* progress() const { return m_progress; }
-    // Shows `text` for `timeoutMs` (0: until replaced). Empty clears it.
-    void showMessage(const QString& text, int timeoutMs = 0);
+    // Shows `text` for `timeoutMs` (0: until replaced). Empty clears it. The message speaks of
+    // run `runId` (the one current when it was shown): runReplaced() by another clears it.
+    void showMessage(const QString& text, int timeoutMs = 0, uint64_t runId = 0);
+    // Run `runId` replaces the one shown: a message about another run no longer applies.
+    void runReplaced(uint64_t runId);
     QString message() const;
     // The counters and the progress of `snapshot` (null: no run).
     void show(const SnapshotPtr& snapshot);
@@ -35,6 +40,7 @@ class RunStatus : public QObject {
   private:
     ElidedLabel* m_message = nullptr;
     QTimer m_messageTimer;
+    uint64_t m_messageRun = 0;
     QLabel* m_stepLabel = nullptr;
     QLabel* m_epochLabel = nullptr;
     QLabel* m_rateLabel = nullptr;

@@ -366,7 +366,8 @@ int main(int argc, char** argv) {
         }
         const bool reached =
             trainSteps <= 0 || s->step >= std::min<int64_t>(trainSteps, s->run->totalSteps);
-        if (!screenshot.isEmpty() && !shotScheduled && reached && !s->running) {
+        // Not while the whole test split is being measured: the picture shows its figures.
+        if (!screenshot.isEmpty() && !shotScheduled && reached && !s->running && !s->evaluating) {
             shotScheduled = true;
             if (trainClock.isValid() && s->step > 0) {
                 // Throughput with the window open, snapshots and drawing included.

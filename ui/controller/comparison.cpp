@@ -62,14 +62,14 @@ std::shared_ptr<const Comparison> measureComparison(const QString& path,
     c->step = e.step;
     c->rows = rows.rows;
     c->lr = e.config.optimizer.lr;
-    c->included.resize(e.diverged.size());
-    for (std::size_t k = 0; k < c->included.size(); ++k) {
-        c->included[k] = e.diverged[k] ? 0 : 1;
-    }
+    // The members eval averages: switched on at the file's step and not diverged.
+    c->included = includedMembers(e);
     c->includedCount =
         static_cast<int>(std::count(c->included.begin(), c->included.end(), uint8_t{1}));
     if (c->includedCount == 0) {
-        throw DataError(file + ": every member diverged, so there is no ensemble to compare");
+        throw DataError(file +
+                        ": every member diverged or is switched off, so there is no ensemble "
+                        "to compare");
     }
 
     MemberPredictions p;

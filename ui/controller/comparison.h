@@ -25,7 +25,7 @@ struct Comparison {
     QString name;            // the file name, as the table and the legend show it
     nlohmann::json dataset;  // the `dataset` section it was measured with (the run's)
     int members = 0;
-    int includedCount = 0;  // the members that did not diverge: its ensemble
+    int includedCount = 0;  // switched on at its step and not diverged: its ensemble
     int64_t step = 0;
     int64_t rows = 0;        // test rows measured
     std::vector<double> lr;  // per member

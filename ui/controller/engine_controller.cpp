@@ -32,6 +32,8 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
     announceSignal(m_worker, &EngineWorker::featureMapsReady);
     announceSignal(m_worker, &EngineWorker::exportFinished);
     announceSignal(m_worker, &EngineWorker::checkpointSaved);
+    announceSignal(m_worker, &EngineWorker::working);
+    announceSignal(m_worker, &EngineWorker::measuring);
     announceSignal(m_comparer, &ComparisonWorker::measured);
     announceSignal(m_shifter, &ShiftWorker::progressed);
     announceSignal(m_shifter, &ShiftWorker::finished);
@@ -60,6 +62,22 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
         Qt::QueuedConnection);
     connect(m_worker, &EngineWorker::liveEditFailed, this, &EngineController::liveEditFailed,
             Qt::QueuedConnection);
+    connect(
+        m_worker, &EngineWorker::working, this,
+        [this](quint64 runId, const QString& what) {
+            if (runId == m_runId) {  // a run already replaced says nothing
+                Q_EMIT working(runId, what);
+            }
+        },
+        Qt::QueuedConnection);
+    connect(
+        m_worker, &EngineWorker::measuring, this,
+        [this](quint64 runId, qint64 step, qint64 rows) {
+            if (runId == m_runId) {
+                Q_EMIT measuring(runId, step, rows);
+            }
+        },
+        Qt::QueuedConnection);
     connect(
         m_worker, &EngineWorker::openFailed, this,
         [this](quint64 runId, const QString& message) {
@@ -113,6 +131,7 @@ uint64_t EngineController::configure(const nlohmann::json& config,
     m_worker->requestPause();
     EngineWorker* w = m_worker;
     post([w, config, data = std::move(data), id] { w->configure(config, data, id); });
+    Q_EMIT runRequested(id);
     return id;
 }
 
@@ -122,6 +141,7 @@ uint64_t EngineController::open(std::shared_ptr<const OpenedEnsemble> opened) {
     m_worker->requestPause();
     EngineWorker* w = m_worker;
     post([w, opened = std::move(opened), id] { w->open(opened, id); });
+    Q_EMIT runRequested(id);
     return id;
 }
 

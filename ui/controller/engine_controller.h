@@ -89,6 +89,12 @@ class EngineController : public QObject {
 
   Q_SIGNALS:
     void snapshotChanged();
+    // configure() or open() asked for run `runId`: what the window shows of the run before it
+    // no longer applies. working() says what building it does, until its first snapshot.
+    void runRequested(quint64 runId);
+    void working(quint64 runId, QString what);
+    // The current run stopped at `step` and is being measured on `rows` test rows.
+    void measuring(quint64 runId, qint64 step, qint64 rows);
     void runningChanged(bool running);
     void configured(quint64 runId, QString notice);
     // errorKind: an ensemble::ErrorKind, what the person can do about it.

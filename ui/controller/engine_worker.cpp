@@ -29,6 +29,13 @@ double seconds(std::chrono::steady_clock::duration d) {
     return std::chrono::duration<double>(d).count();
 }
 
+// dataset.kind of a config with its defaults filled in ("mnist"), for progress messages.
+QString datasetKindOf(const nlohmann::json& config) {
+    const nlohmann::json kind =
+        config.value("dataset", nlohmann::json::object()).value("kind", nlohmann::json("?"));
+    return QString::fromStdString(kind.is_string() ? kind.get<std::string>() : kind.dump());
+}
+
 }  // namespace
 
 void SnapshotMailbox::put(SnapshotPtr snapshot) {
@@ -62,6 +69,8 @@ void EngineWorker::configure(const nlohmann::json& config, std::shared_ptr<const
 void EngineWorker::open(std::shared_ptr<const OpenedEnsemble> opened, uint64_t runId) {
     pause();  // the current run stays until the new one can be built
     const QString name = QFileInfo(opened->path).fileName();
+    Q_EMIT working(runId, tr("Opening %1: loading the %2 data it was trained on…")
+                              .arg(name, datasetKindOf(opened->config.json)));
     std::shared_ptr<const DataSplit> data;
     try {
         data = std::make_shared<const DataSplit>(loadDataSplit(opened->config.dataset));
@@ -120,6 +129,10 @@ void EngineWorker::build(const nlohmann::json& config, std::shared_ptr<const Dat
         // Free the old run first: two MNIST-sized runs need not fit in memory together.
         m_trainer.reset();
         m_measures.reset();
+        Q_EMIT working(runId, data ? tr("Initialising %1 members…").arg(parsed.ensemble.members)
+                                   : tr("Loading the %1 data and initialising %2 members…")
+                                         .arg(datasetKindOf(parsed.json))
+                                         .arg(parsed.ensemble.members));
         if (data) {
             BackendChoice choice = makeBackend(parsed);
             notice = choice.notice;
@@ -163,6 +176,9 @@ void EngineWorker::build(const nlohmann::json& config, std::shared_ptr<const Dat
         recordHistory();
         m_dirty = true;
         Q_EMIT configured(runId, QString::fromStdString(notice));
+        Q_EMIT working(runId, tr("Measuring the members at step %1 on %2 test rows…")
+                                  .arg(m_trainer->step())
+                                  .arg(m_run->evalTest.rows));
         publish();
     } catch (const std::exception& e) {
         m_trainer.reset();
@@ -394,6 +410,8 @@ void EngineWorker::trainChunk() {
         m_pauseRequested.store(false);
         setRunning(false);
         if (m_trainer->step() != m_history.back()->step) {
+            // The curves' last point first (seconds for a CNN): the window says so at once.
+            Q_EMIT measuring(m_run->runId, m_trainer->step(), m_run->evalTest.rows);
             recordHistory();
         }
         publish();
@@ -482,7 +500,7 @@ void EngineWorker::resetCurves() {
     m_publishedCurves.reset();
 }
 
-SnapshotPtr EngineWorker::buildSnapshot() {
+SnapshotPtr EngineWorker::buildSnapshot(bool quick) {
     auto s = std::make_shared<Snapshot>();
     s->run = m_run;
     s->serial = ++m_serial;
@@ -524,7 +542,8 @@ SnapshotPtr EngineWorker::buildSnapshot() {
     s->firstConv = m_measures.firstConv(*m_trainer);
     s->testRowsMeasured = m_run->evalTest.rows;
 
-    m_measures.measure(*s, *m_trainer, m_gridPoints, m_running);
+    m_measures.measure(*s, *m_trainer, m_gridPoints, m_running || quick);
+    s->evaluating = quick;
     return s;
 }
 
@@ -534,6 +553,22 @@ void EngineWorker::publish() {
     }
     if (m_mailbox->waiting()) {
         return;  // the GUI has not taken the last one: snapshotTaken() publishes later
+    }
+    // A stopped run measures its figures on the whole test split, seconds on MNIST: its step
+    // shows first, measured on the live rows and marked as evaluating; the whole split's
+    // figures follow when the GUI has taken it (snapshotTaken).
+    const bool quick = !m_running && m_run->evalTest.rows < m_trainer->data().test.rows &&
+                       !(m_quickRun == m_run->runId && m_quickStep == m_trainer->step());
+    if (!m_running) {
+        Q_EMIT measuring(m_run->runId, m_trainer->step(),
+                         quick ? m_run->evalTest.rows : m_trainer->data().test.rows);
+    }
+    if (quick) {
+        m_quickRun = m_run->runId;
+        m_quickStep = m_trainer->step();
+        m_mailbox->put(buildSnapshot(true));
+        Q_EMIT snapshotReady();
+        return;  // still dirty
     }
     const auto start = Clock::now();
     SnapshotPtr s = buildSnapshot();

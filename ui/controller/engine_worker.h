@@ -123,6 +123,12 @@ class EngineWorker : public QObject {
     // open() could not use the file's dataset; the run before it goes on.
     void openFailed(quint64 runId, QString message);
     void runningChanged(bool running);
+    // What building run `runId` is doing now ("Loading the data…"), for the window's busy
+    // overlay; the run's first snapshot, configured() or a failure ends it.
+    void working(quint64 runId, QString what);
+    // A stopped run's snapshot at `step` is being measured on `rows` test rows (seconds for a
+    // CNN on MNIST): the window says so until the snapshot comes.
+    void measuring(quint64 runId, qint64 step, qint64 rows);
     void predictionReady(quint64 id, QList<float> logProbs, int members, int classes);
     // CNN members: the first conv layer's feature maps of the request's first row,
     // [members, filters, height, width] after the activation (sent after predictionReady).
@@ -152,7 +158,9 @@ class EngineWorker : public QObject {
     void thinHistory();
     void resetCurves();
     void publish();
-    SnapshotPtr buildSnapshot();
+    // `quick`: the figures on the live rows only, marked Snapshot::evaluating (the whole test
+    // split's follow).
+    SnapshotPtr buildSnapshot(bool quick = false);
     std::vector<uint8_t> included() const;
 
     SnapshotMailbox* m_mailbox;
@@ -173,6 +181,9 @@ class EngineWorker : public QObject {
     int64_t m_paceSteps = 0;        // ... by the steps trained since
     bool m_dirty = false;
     uint64_t m_serial = 0;
+    // The run and step whose quick snapshot was published (publish()).
+    uint64_t m_quickRun = 0;
+    int64_t m_quickStep = -1;
 
     // Learning curves.
     std::vector<std::shared_ptr<const HistoryPoint>> m_history;

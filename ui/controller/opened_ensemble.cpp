@@ -9,6 +9,16 @@
 
 namespace ensemble::ui {
 
+ExperimentConfig exportStartConfig(const LoadedEnsemble& e) {
+    const std::vector<int> off = e.config.switchedOffAt(e.step);
+    if (off == e.config.ensemble.switchedOff) {
+        return e.config;
+    }
+    nlohmann::json json = e.config.json;
+    json["ensemble"]["switched_off"] = off;
+    return parseConfig(json);
+}
+
 std::shared_ptr<const OpenedEnsemble> readOpenedEnsemble(const QString& path) {
     const SafetensorsFile file = readSafetensors(QFile::encodeName(path).toStdString());
     auto opened = std::make_shared<OpenedEnsemble>();
@@ -20,7 +30,7 @@ std::shared_ptr<const OpenedEnsemble> readOpenedEnsemble(const QString& path) {
     } else {
         opened->checkpoint.ensemble = importEnsemble(file);
         opened->checkpoint.trainRows = opened->checkpoint.ensemble.trainRows;
-        opened->config = opened->checkpoint.ensemble.config;
+        opened->config = exportStartConfig(opened->checkpoint.ensemble);
     }
     return opened;
 }
@@ -119,11 +129,9 @@ std::shared_ptr<Snapshot> snapshotWithoutData(
         s->schedule = config.json["training"]["schedule"];
     }
     s->diverged = e.diverged;
-    s->switchedOn.assign(static_cast<std::size_t>(k), 1);
-    s->included.resize(static_cast<std::size_t>(k));
-    for (int m = 0; m < k; ++m) {
-        s->included[static_cast<std::size_t>(m)] = e.diverged[static_cast<std::size_t>(m)] ? 0 : 1;
-    }
+    // The switches as the file has them at its step (eval leaves the same members out).
+    s->switchedOn = switchedOnMembers(e);
+    s->included = includedMembers(e);
     s->includedCount =
         static_cast<int>(std::count(s->included.begin(), s->included.end(), uint8_t{1}));
     s->lastLosses.assign(static_cast<std::size_t>(k), std::numeric_limits<float>::quiet_NaN());

@@ -26,6 +26,11 @@ struct OpenedEnsemble {
     ExperimentConfig config;  // what the run is built with (resumeConfig for a checkpoint)
 };
 
+// The config an export's weights start a new run with: the stored one, its
+// ensemble.switched_off as at the file's step (the schedule's switches up to it applied), so
+// the run's ensemble is the one eval and the file's metrics report from step 0 on.
+ExperimentConfig exportStartConfig(const LoadedEnsemble& e);
+
 // Reads and validates `path` (an export or a checkpoint). DataError naming the file.
 std::shared_ptr<const OpenedEnsemble> readOpenedEnsemble(const QString& path);
 

@@ -145,6 +145,9 @@ struct Snapshot {
     // subset (run->evalTest) while training, the whole test split once the run stops, so a
     // stopped run shows the figures `ensemble-cli eval` and the export's report give.
     int64_t testRowsMeasured = 0;
+    // Stopped, with the figures still on the live subset: the whole test split is being
+    // measured at this step, and a snapshot with its figures follows.
+    bool evaluating = false;
     // Whether the figures come from the live subset only (fewer rows than the test split).
     bool figuresOnSubset() const { return run && testRowsMeasured < run->testRows; }
     bool hasEnsemble = false;  // false when no member is included

@@ -145,6 +145,7 @@ void ExperimentPanel::setConfig(const json& input, const QString& preset) {
     const int presetIndex = m_preset->findData(preset);
     m_preset->setCurrentIndex(presetIndex >= 0 && !preset.isEmpty() ? presetIndex
                                                                     : m_preset->count() - 1);
+    m_shownPreset = m_preset->currentIndex();
     m_loading = false;
     updateEnabled();
     validate();
@@ -178,6 +179,12 @@ void ExperimentPanel::setUntilPaused(bool untilPaused) {
     updateEnabled();
 }
 
+void ExperimentPanel::keepShownPreset() {
+    if (m_shownPreset >= 0) {
+        m_preset->setCurrentIndex(m_shownPreset);
+    }
+}
+
 QString ExperimentPanel::presetName() const {
     return m_preset->currentData().toString();
 }
@@ -197,6 +204,7 @@ void ExperimentPanel::onEdited() {
     if (m_preset->currentIndex() != m_preset->count() - 1) {
         m_preset->setCurrentIndex(m_preset->count() - 1);  // edited: no longer the preset
     }
+    m_shownPreset = m_preset->currentIndex();
     validate();
     Q_EMIT edited();
 }

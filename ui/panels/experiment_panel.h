@@ -43,6 +43,9 @@ class ExperimentPanel : public QWidget {
     // Reasons by config key ("optimizer.lr" -> "expected a number ..."), empty when valid.
     QMap<QString, QString> errors() const { return m_errors; }
     QString presetName() const;
+    // A preset chosen in the box was not loaded (the person kept the trained run): the box
+    // names the experiment shown again.
+    void keepShownPreset();
     // Stop after "until paused": the run has no end (the app's run control; config() keeps the
     // last steps or epochs). setUntilPaused does not count as an edit.
     bool untilPaused() const;
@@ -105,6 +108,7 @@ class ExperimentPanel : public QWidget {
     std::unique_ptr<FormBinding> m_form;
 
     QComboBox* m_preset = nullptr;
+    int m_shownPreset = -1;  // the box's entry for the experiment the form shows
     QComboBox* m_kind = nullptr;
     QComboBox* m_task = nullptr;
     QComboBox* m_likelihood = nullptr;

@@ -463,6 +463,12 @@ CalibrationView::CalibrationView(QWidget* parent) : QWidget(parent) {
     layout->addWidget(vertical, 1);
 }
 
+// The count eval prints, so a file reads the same here and there.
+QString CalibrationView::ensembleLabel(int included, int members) {
+    return included == members ? tr("ensemble (%1 members)").arg(members)
+                               : tr("ensemble (%1 of %2 members)").arg(included).arg(members);
+}
+
 void CalibrationView::setComparison(std::shared_ptr<const Comparison> comparison) {
     m_comparison = std::move(comparison);
     m_clearButton->setVisible(m_comparison != nullptr);
@@ -586,10 +592,10 @@ void CalibrationView::refresh() {
                  false, QColor(90, 90, 90));
     };
     int row = 0;
-    setRow(row++, tr("ensemble (%1 members)").arg(s.includedCount), s.ensembleMetrics, true,
+    setRow(row++, ensembleLabel(s.includedCount, s.run->members), s.ensembleMetrics, true,
            !s.hasEnsemble);
     if (c != nullptr) {
-        setRow(row++, tr("%1: ensemble (%2 members)").arg(c->name).arg(c->includedCount),
+        setRow(row++, tr("%1: %2").arg(c->name, ensembleLabel(c->includedCount, c->members)),
                c->ensembleMetrics, true, false, kCompared.darker(130));
         setDifference(row++, c->ensembleMetrics, s.ensembleMetrics);
     }
@@ -684,10 +690,10 @@ void CalibrationView::refreshRegression() {
     };
     const bool measured = s.hasEnsemble && s.regression.ensemble.rows > 0;
     int row = 0;
-    setRow(row++, tr("ensemble (%1 members)").arg(s.includedCount),
+    setRow(row++, ensembleLabel(s.includedCount, s.run->members),
            measured ? &s.regression.ensemble : nullptr, true, !s.hasEnsemble);
     if (c != nullptr) {
-        setRow(row++, tr("%1: ensemble (%2 members)").arg(c->name).arg(c->includedCount),
+        setRow(row++, tr("%1: %2").arg(c->name, ensembleLabel(c->includedCount, c->members)),
                &c->regressionReport.ensemble, true, false, theirColour);
         setDifference(row++, c->regressionReport.ensemble,
                       measured ? &s.regression.ensemble : nullptr);

@@ -71,6 +71,9 @@ class CalibrationView : public QWidget {
     void setComparisonMessage(const QString& text, bool error = false);
     QString comparisonMessage() const;
     QPushButton* compareButton() const { return m_compareButton; }
+    // The table's ensemble row: "ensemble (16 members)", or "ensemble (15 of 16 members)"
+    // when only `included` of `members` are in its average.
+    static QString ensembleLabel(int included, int members);
 
   Q_SIGNALS:
     // Compare with… was clicked: the window asks for a file and measures it.
