@@ -293,7 +293,6 @@ void ShiftView::fillShifts() {
     }
     const int keep = m_shift->findData(before);
     m_shift->setCurrentIndex(std::max(keep, 0));
-    m_shiftsFor = m_snapshot->run->runId;
 }
 
 void ShiftView::updateControls() {
