@@ -111,7 +111,11 @@ void TestGuiShift::viewShowsTheEngineReportOfTheExportedWeights() {
     view->alphaBox()->setValue(0.2);
     QVERIFY(view->runButton()->isEnabled());
 
+    QSignalSpy progress(w->controller(), &ensemble::ui::EngineController::shiftProgress);
     const ShiftOutcomePtr outcome = runShift(*w, view);
+    // Progress came as the levels were predicted, ending at all of the work.
+    QVERIFY(!progress.isEmpty());
+    QCOMPARE(progress.last().at(0).toLongLong(), progress.last().at(1).toLongLong());
     QVERIFY(outcome != nullptr);
     QVERIFY2(outcome->error.isEmpty(), qPrintable(outcome->error));
     QVERIFY(!outcome->cancelled);
