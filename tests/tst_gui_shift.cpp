@@ -111,7 +111,11 @@ void TestGuiShift::viewShowsTheEngineReportOfTheExportedWeights() {
     view->alphaBox()->setValue(0.2);
     QVERIFY(view->runButton()->isEnabled());
 
+    QSignalSpy progress(w->controller(), &ensemble::ui::EngineController::shiftProgress);
     const ShiftOutcomePtr outcome = runShift(*w, view);
+    // Progress came as the levels were predicted, ending at all of the work.
+    QVERIFY(!progress.isEmpty());
+    QCOMPARE(progress.last().at(0).toLongLong(), progress.last().at(1).toLongLong());
     QVERIFY(outcome != nullptr);
     QVERIFY2(outcome->error.isEmpty(), qPrintable(outcome->error));
     QVERIFY(!outcome->cancelled);
@@ -209,6 +213,18 @@ void TestGuiShift::viewShowsTheEngineReportOfTheExportedWeights() {
         const QImage image(path);
         QVERIFY2(!image.isNull() && image.width() > 50 && image.height() > 50, name);
     }
+    // File > Export (Ctrl+E) with the Shift view in front writes them too, into NAME-shift/.
+    QSignalSpy exported(w.get(), &MainWindow::exportFinished);
+    const QString base = out.filePath(QStringLiteral("whole"));
+    w->exportTo(base);
+    QVERIFY(exported.wait(20000));
+    QVERIFY2(exported.at(0).at(0).toBool(), qPrintable(exported.at(0).at(1).toString()));
+    const QStringList files = exported.at(0).at(2).toStringList();
+    for (const char* name : {"shift.json", "shift_levels.csv", "shift_accuracy.png"}) {
+        const QString path = QDir(base + QStringLiteral("-shift")).filePath(QLatin1String(name));
+        QVERIFY2(files.contains(path) && QFile::exists(path), name);
+    }
+    QVERIFY(files.contains(base + QStringLiteral(".png")));
     // The CSVs are the CLI's `--csv` files, byte for byte.
     for (const char* name : {"shift_levels.csv", "risk_coverage.csv", "set_sizes.csv"}) {
         QFile mine(out.filePath(QLatin1String(name)));

@@ -82,6 +82,7 @@ class TestShift : public QObject {
     void reportAgreesWithEvaluation();
     void reportProgressAndCancel();
     void regressionReport();
+    void cliCommand();
 };
 
 void TestShift::registryRows() {
@@ -449,6 +450,70 @@ void TestShift::regressionReport() {
     }
     options.kind = ShiftKind::Rotate;
     QVERIFY_THROWS_EXCEPTION(ConfigError, computeShiftReport(t.ensemble, t.data, options));
+}
+
+void TestShift::cliCommand() {
+    // `ensemble-cli shift` and `eval --alpha` on a small spirals ensemble: exit codes, the
+    // report's keys, and errors that say why.
+    using ensemble::test::runCli;
+    QTemporaryDir dir;
+    const QString weights = dir.filePath(QStringLiteral("w.safetensors"));
+    const auto train =
+        runCli({QStringLiteral("train"), QStringLiteral("--config"), QStringLiteral("spirals"),
+                QStringLiteral("--set"), QStringLiteral("training.steps=30"),
+                QStringLiteral("--set"), QStringLiteral("ensemble.members=2"),
+                QStringLiteral("--export"), weights, QStringLiteral("--quiet")});
+    QVERIFY2(train.code == 0, qPrintable(ensemble::test::describe(train)));
+    const QString report = dir.filePath(QStringLiteral("shift.json"));
+    const auto shift =
+        runCli({QStringLiteral("shift"), QStringLiteral("--weights"), weights,
+                QStringLiteral("--shift"), QStringLiteral("rotate"), QStringLiteral("--levels"),
+                QStringLiteral("0,90"), QStringLiteral("--report"), report, QStringLiteral("--csv"),
+                dir.filePath(QStringLiteral("csv"))});
+    QVERIFY2(shift.code == 0, qPrintable(ensemble::test::describe(shift)));
+    QVERIFY(shift.out.contains(QStringLiteral("\n90 ")));
+    QFile f(report);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const nlohmann::json j = nlohmann::json::parse(f.readAll().toStdString());
+    QCOMPARE(j["shift"].get<std::string>(), std::string("rotate"));
+    QCOMPARE(j["levels"].size(), std::size_t{2});
+    QCOMPARE(j["levels"][1]["level"].get<double>(), 90.0);
+    QVERIFY(j["levels"][0]["ensemble_ts"].contains("coverage"));
+    QVERIFY(QFile::exists(dir.filePath(QStringLiteral("csv/shift_levels.csv"))));
+    // translate is for images; a bad alpha; an unknown shift: usage errors (exit 2).
+    const auto translate = runCli({QStringLiteral("shift"), QStringLiteral("--weights"), weights,
+                                   QStringLiteral("--shift"), QStringLiteral("translate")});
+    QCOMPARE(translate.code, 2);
+    QVERIFY2(translate.err.contains(QStringLiteral("for it use")), qPrintable(translate.err));
+    QCOMPARE(runCli({QStringLiteral("shift"), QStringLiteral("--weights"), weights,
+                     QStringLiteral("--shift"), QStringLiteral("rotate"), QStringLiteral("--alpha"),
+                     QStringLiteral("1.5")})
+                 .code,
+             2);
+    QCOMPARE(runCli({QStringLiteral("shift"), QStringLiteral("--weights"), weights,
+                     QStringLiteral("--shift"), QStringLiteral("spin")})
+                 .code,
+             2);
+    // eval --alpha writes "conformal" and "selective"; --ood ring works on 2-D data and
+    // uniform-noise says why not.
+    const QString evalReport = dir.filePath(QStringLiteral("eval.json"));
+    const auto eval =
+        runCli({QStringLiteral("eval"), QStringLiteral("--weights"), weights,
+                QStringLiteral("--alpha"), QStringLiteral("0.1"), QStringLiteral("--ood"),
+                QStringLiteral("ring"), QStringLiteral("--report"), evalReport});
+    QVERIFY2(eval.code == 0, qPrintable(ensemble::test::describe(eval)));
+    QFile g(evalReport);
+    QVERIFY(g.open(QIODevice::ReadOnly));
+    const nlohmann::json e = nlohmann::json::parse(g.readAll().toStdString());
+    QCOMPARE(e["conformal"]["alpha"].get<double>(), 0.1);
+    QVERIFY(e["conformal"]["lac"].contains("coverage_by_size"));
+    QVERIFY(e["selective"]["mutual_information"].contains("aurc"));
+    QCOMPARE(e["ood"]["dataset"].get<std::string>(), std::string("ring"));
+    QVERIFY(e["ood"]["max_prob"].contains("aupr"));
+    const auto noise = runCli({QStringLiteral("eval"), QStringLiteral("--weights"), weights,
+                               QStringLiteral("--ood"), QStringLiteral("uniform-noise")});
+    QCOMPARE(noise.code, 2);
+    QVERIFY2(noise.err.contains(QStringLiteral("--ood ring")), qPrintable(noise.err));
 }
 
 QTEST_GUILESS_MAIN(TestShift)

@@ -28,6 +28,7 @@
 #include "panels/experiment_panel.h"
 #include "run_session.h"
 #include "view_tabs.h"
+#include "views/shift_view.h"
 
 namespace ensemble::ui {
 
@@ -462,11 +463,28 @@ void FileActions::onExportFinished(bool ok, const QString& message, const QStrin
         const QImage image = m_views->currentView()->grab().toImage();
         if (out.open(QIODevice::WriteOnly) && image.save(&out, "PNG") && out.commit()) {
             written << png;
+            // The Shift view's figures and data too, when it is shown and has measured: into
+            // <base>-shift/, as its own Export… writes them.
+            auto* shift = qobject_cast<ShiftView*>(m_views->currentView());
+            QStringList shiftFiles;
+            if (shift != nullptr && shift->outcome() != nullptr &&
+                shift->outcome()->engineReport != nullptr) {
+                if (shift->exportTo(m_exportBase + QStringLiteral("-shift"), &shiftFiles, &error)) {
+                    written << shiftFiles;
+                } else {
+                    ok = false;
+                }
+            }
         } else {
-            ok = false;
             error = tr("%1: %2").arg(png, out.errorString());
+            ok = false;
+        }
+        if (!ok) {
             for (const QString& f : files) {
                 QFile::remove(f);
+            }
+            if (written.contains(png)) {
+                QFile::remove(png);  // ours: the shift's files failed after it
             }
             written.clear();
         }

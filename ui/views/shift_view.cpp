@@ -263,8 +263,8 @@ void ShiftView::resizeEvent(QResizeEvent* event) {
 void ShiftView::arrangeCharts() {
     // Narrow (900 × 600): the inputs above the charts, two charts a row; wide: beside them,
     // three a row.
-    m_body->setDirection(width() >= 1000 ? QBoxLayout::LeftToRight : QBoxLayout::TopToBottom);
-    const int columns = width() >= 1150 ? 3 : 2;
+    m_body->setDirection(width() >= 760 ? QBoxLayout::LeftToRight : QBoxLayout::TopToBottom);
+    const int columns = width() >= 1250 ? 3 : 2;
     if (columns == m_columns) {
         return;
     }
@@ -293,7 +293,6 @@ void ShiftView::fillShifts() {
     }
     const int keep = m_shift->findData(before);
     m_shift->setCurrentIndex(std::max(keep, 0));
-    m_shiftsFor = m_snapshot->run->runId;
 }
 
 void ShiftView::updateControls() {

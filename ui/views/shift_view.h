@@ -95,7 +95,6 @@ class ShiftView : public QWidget {
 
     SnapshotPtr m_snapshot;
     ShiftOutcomePtr m_outcome;
-    uint64_t m_shiftsFor = 0;  // RunInfo::runId the shift list was filled for
     bool m_measuring = false;
     bool m_stale = false;
     int m_columns = 0;
