@@ -26,7 +26,7 @@ struct CurvePoint {
 
 class CurveStore {
   public:
-    static constexpr int kDefaultCapacity = 512;
+    static constexpr int kDefaultCapacity = 256;
     static constexpr int kDefaultLatest = 32;
 
     explicit CurveStore(int capacity = kDefaultCapacity, int latest = kDefaultLatest);

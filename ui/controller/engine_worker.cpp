@@ -481,18 +481,7 @@ void EngineWorker::recordHistory() {
 }
 
 void EngineWorker::thinHistory() {
-    const auto limit = static_cast<std::size_t>(std::max(4, m_tuning.maxHistoryPoints));
-    if (m_history.size() <= limit) {
-        return;
-    }
-    // Every other point, the first and the last kept: the spacing doubles, the span stays.
-    std::vector<std::shared_ptr<const HistoryPoint>> kept;
-    kept.reserve(m_history.size() / 2 + 2);
-    for (std::size_t i = 0; i + 1 < m_history.size(); i += 2) {
-        kept.push_back(m_history[i]);
-    }
-    kept.push_back(m_history.back());
-    m_history = std::move(kept);
+    thinCurvePoints(m_history, static_cast<std::size_t>(std::max(4, m_tuning.maxHistoryPoints)));
 }
 
 void EngineWorker::resetCurves() {

@@ -16,6 +16,20 @@ LearningCurves LearningCurves::fromHistory(
     return curves;
 }
 
+void thinCurvePoints(std::vector<std::shared_ptr<const HistoryPoint>>& history, std::size_t limit) {
+    if (history.size() <= limit) {
+        return;
+    }
+    // Every other point, the first and the last kept: the spacing doubles, the span stays.
+    std::vector<std::shared_ptr<const HistoryPoint>> kept;
+    kept.reserve(history.size() / 2 + 2);
+    for (std::size_t i = 0; i + 1 < history.size(); i += 2) {
+        kept.push_back(history[i]);
+    }
+    kept.push_back(history.back());
+    history = std::move(kept);
+}
+
 std::size_t LearningCurves::index(int member, CurveSplit split, CurveFigure figure) const {
     return static_cast<std::size_t>(member + 1) * 4 + (split == CurveSplit::Test ? 2 : 0) +
            (figure == CurveFigure::Second ? 1 : 0);

@@ -43,4 +43,8 @@ class LearningCurves {
     std::vector<CurveStore> m_stores;  // (member + 1) * 4 + split * 2 + figure
 };
 
+// More than `limit` points: every other one is dropped (the first and the last kept), so the
+// list spans the run at twice the spacing.
+void thinCurvePoints(std::vector<std::shared_ptr<const HistoryPoint>>& history, std::size_t limit);
+
 }  // namespace ensemble::ui

@@ -368,13 +368,13 @@ void CurvesView::rebuild() {
     m_resetZoom->setVisible(false);
 }
 
-QList<QPointF> CurvesView::drawnPoints(const CurveStore& curve, bool loss) const {
+QList<QPointF> CurvesView::drawnPoints(const CurveStore& curve, bool loss, int budget) const {
     const bool log = loss && m_log;
     QList<QPointF> out;
     const std::vector<CurvePoint> points =
         m_zoomed ? curve.points(static_cast<int64_t>(std::floor(m_zoomFrom)),
-                                static_cast<int64_t>(std::ceil(m_zoomTo)), m_pointBudget)
-                 : curve.points(m_pointBudget);
+                                static_cast<int64_t>(std::ceil(m_zoomTo)), budget)
+                 : curve.points(budget);
     out.reserve(static_cast<qsizetype>(points.size()));
     for (const CurvePoint& p : points) {
         // On the log axis a loss at or below zero (-log p rounds to 0 on a fitted split; a
@@ -427,15 +427,17 @@ void CurvesView::refresh() {
         }
     };
     // One replace() per series: the points a series keeps are bounded by the pixels.
-    auto draw = [&](QXYSeries* series, const CurveStore& curve, bool loss) {
-        const QList<QPointF> points = drawnPoints(curve, loss);
+    // The thin member lines are context: half the ensemble's points (their extremes still).
+    auto draw = [&](QXYSeries* series, const CurveStore& curve, bool loss, bool member = false) {
+        const QList<QPointF> points = drawnPoints(curve, loss, member ? budget / 2 : budget);
         track(points, loss ? lossLo : accLo, loss ? lossHi : accHi);
         series->replace(points);
     };
     for (std::size_t line = 0; line < m_loss.members.size(); ++line) {
         const int k = m_shownMembers[line];
-        draw(m_loss.members[line], curves->curve(k, memberSplit, CurveFigure::Loss), true);
-        draw(m_accuracy.members[line], curves->curve(k, memberSplit, CurveFigure::Second), false);
+        draw(m_loss.members[line], curves->curve(k, memberSplit, CurveFigure::Loss), true, true);
+        draw(m_accuracy.members[line], curves->curve(k, memberSplit, CurveFigure::Second), false,
+             true);
     }
     draw(m_loss.ensembleTrain, curves->curve(-1, CurveSplit::Train, CurveFigure::Loss), true);
     draw(m_accuracy.ensembleTrain, curves->curve(-1, CurveSplit::Train, CurveFigure::Second),

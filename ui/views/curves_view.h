@@ -92,7 +92,7 @@ class CurvesView : public QWidget {
     void setupChart(Chart& c, bool loss);
     void setYAxis(Chart& c, bool log);
     int pointBudget() const;
-    QList<QPointF> drawnPoints(const CurveStore& curve, bool loss) const;
+    QList<QPointF> drawnPoints(const CurveStore& curve, bool loss, int budget) const;
 
     SnapshotPtr m_snapshot;
     uint64_t m_builtFor = 0;  // RunInfo::runId of the series, 0: none
