@@ -29,7 +29,7 @@ want members && shoot members --config spirals-bootstrap --train-steps 2000 --vi
 want curves && shoot curves --config spirals --train-steps 2000 --view curves
 want calibration && shoot calibration --config spirals --train-steps 2000 --view calibration
 want sweep && shoot sweep --config spirals-bootstrap --train-steps 2000 --view sweep
-want regression && shoot regression --config cubic --view regression
+want regression && shoot regression --config cubic --train-steps 150 --view regression
 want mnist && shoot mnist --config mnist-mlp --set ensemble.members=4 --train-steps 600 \
   --view images --demo-digit
 want filters && shoot filters --config mnist-cnn --set backend.kind=cpu --train-steps 100 \

@@ -4,6 +4,7 @@
 #include <QPaintDevice>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <mutex>
 #include <utility>
@@ -17,7 +18,8 @@ constexpr double kSlack = 0.5;
 
 struct Log {
     std::mutex mutex;
-    bool recording = false;
+    // Read without the lock on every drawn string: painting pays nothing while no test records.
+    std::atomic<bool> recording{false};
     std::vector<TextFitProblem> problems;
     // The text drawn so far on one device, to find text drawn over other text.
     const QPaintDevice* device = nullptr;
@@ -35,6 +37,9 @@ QRectF deviceRect(const QPainter& painter, const QRectF& rect) {
 
 // Records text whose box (device coordinates) overlaps text drawn before on the same device.
 void checkOverlap(const QPainter& painter, const QRectF& box, const QString& text) {
+    if (!log().recording.load(std::memory_order_relaxed)) {
+        return;
+    }
     std::lock_guard<std::mutex> lock(log().mutex);
     Log& l = log();
     if (!l.recording || text.trimmed().isEmpty()) {
@@ -68,11 +73,13 @@ void TextFitLog::setRecording(bool on) {
 }
 
 bool TextFitLog::recording() {
-    std::lock_guard<std::mutex> lock(log().mutex);
-    return log().recording;
+    return log().recording.load();
 }
 
 void TextFitLog::record(TextFitProblem problem) {
+    if (!log().recording.load(std::memory_order_relaxed)) {
+        return;
+    }
     std::lock_guard<std::mutex> lock(log().mutex);
     if (log().recording) {
         log().problems.push_back(std::move(problem));

@@ -150,6 +150,8 @@ void TileGrid::paintEvent(QPaintEvent*) {
                                top + (c / l.perLine) * (th + kScreenGap), tw, th);
             const QRect source(c * (l.tileWidth + kTileGap), r * (l.tileHeight + kTileGap),
                                l.tileWidth, l.tileHeight);
+            // A frame in the gap colour: the tiles stand apart as in the image.
+            p.fillRect(target.adjusted(-1, -1, 1, 1), QColor(kTileBackground));
             p.drawImage(target, m_image, source);
         }
         if (r < m_labels.size()) {
