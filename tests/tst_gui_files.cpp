@@ -443,9 +443,15 @@ void TestGuiFiles::busyOverlayCoversTheOldRunAndTheWholeSplitMeasure() {
     other["dataset"]["kind"] = "moons";
     w.loadExperiment(other, QString());
     QVERIFY2(!w.busyMessage().isEmpty(), "no overlay while the run is built");
+    // Nor do the status bar's figures of the run before.
+    auto* figures = w.findChild<QLabel*>(QStringLiteral("TestFigures"));
+    QVERIFY(figures != nullptr);
+    QCOMPARE(figures->text(), QString());
     const uint64_t id = w.controller()->currentRunId();
     QVERIFY(waitSnapshot(w, [id](const auto& s) { return s.run->runId == id && !s.evaluating; }));
     QTRY_COMPARE(w.busyMessage(), QString());
+    QVERIFY2(figures->text().startsWith(QStringLiteral("test accuracy")),
+             qPrintable(figures->text()));
     // Paused: the step shows at once (live rows), marked while the whole split is measured,
     // then the whole split's figures and no overlay.
     shown.clear();
