@@ -142,6 +142,7 @@ class TestGuiFiles : public QObject {
     void initTestCase();
     void exportWithAMemberSwitchedOffOpensAsEvalReportsIt();
     void comparisonLeavesOutTheSwitchedOffMember();
+    void withoutItsDataTheSwitchedOffMemberStaysOut();
     void metricsFileIsRefusedAndTheExperimentKept();
     void choosingAPresetAfterTrainingAsksFirst();
     void statusMessageGoesWithItsRun();
@@ -246,6 +247,47 @@ void TestGuiFiles::comparisonLeavesOutTheSwitchedOffMember() {
     QVERIFY2(view->table()->item(1, 0)->text().contains(
                  QStringLiteral("switched.safetensors: ensemble (3 of 4 members)")),
              qPrintable(view->table()->item(1, 0)->text()));
+}
+
+// A file whose dataset is gone shows the members it holds without a trainer: the switches
+// come from the file too (eval's ensemble), not "every member on".
+void TestGuiFiles::withoutItsDataTheSwitchedOffMemberStaysOut() {
+    QTemporaryDir dir;
+    const QString csv = dir.filePath(QStringLiteral("points.csv"));
+    {
+        QFile f(csv);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("x0,x1,label\n");
+        for (int i = 0; i < 60; ++i) {
+            const double x = std::cos(i * 0.7);
+            const double y = std::sin(i * 1.3);
+            f.write(QStringLiteral("%1,%2,%3\n").arg(x).arg(y).arg(x + y > 0 ? 1 : 0).toUtf8());
+        }
+    }
+    const QString weights = dir.filePath(QStringLiteral("csv.safetensors"));
+    const ensemble::test::Run r = ensemble::test::runCli(
+        {QStringLiteral("train"), QStringLiteral("--set"), QStringLiteral("dataset.kind=\"csv\""),
+         QStringLiteral("--set"), QStringLiteral("dataset.path=\"%1\"").arg(csv),
+         QStringLiteral("--set"), QStringLiteral("ensemble.members=3"), QStringLiteral("--set"),
+         QStringLiteral("training.steps=5"), QStringLiteral("--set"),
+         QStringLiteral("training.schedule=[{\"step\": 3, \"set\": "
+                        "{\"ensemble.switched_off\": [0]}}]"),
+         QStringLiteral("--set"), QStringLiteral("backend.kind=\"cpu\""),
+         QStringLiteral("--export"), weights, QStringLiteral("--quiet")});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY(QFile::remove(csv));
+
+    auto w = makeWindow();
+    QSignalSpy opened(w.get(), &MainWindow::ensembleOpened);
+    QVERIFY(w->openEnsemble(weights));
+    QVERIFY(opened.wait(20000));
+    const uint64_t id = w->controller()->currentRunId();
+    QVERIFY(waitSnapshot(*w, [id](const auto& s) { return s.run->runId == id; }));
+    const SnapshotPtr s = w->controller()->snapshot();
+    QVERIFY(!s->run->missingData.empty());
+    QCOMPARE(s->switchedOn, (std::vector<uint8_t>{0, 1, 1}));
+    QCOMPARE(s->included, (std::vector<uint8_t>{0, 1, 1}));
+    QCOMPARE(s->includedCount, 2);
 }
 
 void TestGuiFiles::metricsFileIsRefusedAndTheExperimentKept() {
@@ -401,9 +443,15 @@ void TestGuiFiles::busyOverlayCoversTheOldRunAndTheWholeSplitMeasure() {
     other["dataset"]["kind"] = "moons";
     w.loadExperiment(other, QString());
     QVERIFY2(!w.busyMessage().isEmpty(), "no overlay while the run is built");
+    // Nor do the status bar's figures of the run before.
+    auto* figures = w.findChild<QLabel*>(QStringLiteral("TestFigures"));
+    QVERIFY(figures != nullptr);
+    QCOMPARE(figures->text(), QString());
     const uint64_t id = w.controller()->currentRunId();
     QVERIFY(waitSnapshot(w, [id](const auto& s) { return s.run->runId == id && !s.evaluating; }));
     QTRY_COMPARE(w.busyMessage(), QString());
+    QVERIFY2(figures->text().startsWith(QStringLiteral("test accuracy")),
+             qPrintable(figures->text()));
     // Paused: the step shows at once (live rows), marked while the whole split is measured,
     // then the whole split's figures and no overlay.
     shown.clear();

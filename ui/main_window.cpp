@@ -80,6 +80,7 @@ MainWindow::MainWindow(Options options, QWidget* parent)
     // about it goes, and the views are covered by what the new one is doing until it shows.
     connect(m_controller.get(), &EngineController::runRequested, this, [this](quint64 runId) {
         m_status->runReplaced(runId);
+        m_status->showSettingUp();
         m_busy->showWork(tr("Setting up the experiment…"), BusyOverlay::Cover::Everything);
     });
     connect(m_controller.get(), &EngineController::working, this,
@@ -105,8 +106,10 @@ MainWindow::MainWindow(Options options, QWidget* parent)
             m_busy->finish();
         }
     });
-    connect(m_controller.get(), &EngineController::openFailed, this,
-            [this] { m_busy->finish(); });  // the run before it shows again
+    connect(m_controller.get(), &EngineController::openFailed, this, [this] {
+        m_busy->finish();  // the run before it shows again
+        m_status->show(m_controller->snapshot());
+    });
     connect(m_controller.get(), &EngineController::runningChanged, this,
             [this] { updateActions(); });
     connect(m_controller.get(), &EngineController::predictionReady, imagesView(),
@@ -532,7 +535,11 @@ void MainWindow::onSnapshot() {
     m_dataBanner->setVisible(noData);
     showWorkOf(s);
     m_tabs->showSnapshot(s);
-    m_status->show(s);
+    if (!s || s->run->runId == m_controller->currentRunId()) {
+        m_status->show(s);
+    } else {
+        m_status->showSettingUp();  // the run before the one being built
+    }
     updateActions();
     Q_EMIT snapshotShown();
 }

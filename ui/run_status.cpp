@@ -56,6 +56,11 @@ QString RunStatus::message() const {
     return m_message->fullText();
 }
 
+void RunStatus::showSettingUp() {
+    show(nullptr);
+    m_stepLabel->setText(tr("setting up…"));
+}
+
 void RunStatus::show(const SnapshotPtr& s) {
     if (!s) {
         m_stepLabel->setText(tr("no run"));

@@ -36,6 +36,8 @@ class RunStatus : public QObject {
     QString message() const;
     // The counters and the progress of `snapshot` (null: no run).
     void show(const SnapshotPtr& snapshot);
+    // A new run is being set up: the previous run's counters no longer apply.
+    void showSettingUp();
 
   private:
     ElidedLabel* m_message = nullptr;
