@@ -3,6 +3,7 @@
 #include <QAreaSeries>
 #include <QChart>
 #include <QLineSeries>
+#include <QCategoryAxis>
 #include <QValueAxis>
 
 #include <algorithm>
@@ -171,12 +172,12 @@ void fillShiftChart(QChart* chart, const QString& title, const std::vector<doubl
     marker->append(current, yHi);
     all.push_back(marker);
 
-    QValueAxis* x = makeNiceAxis();
+    QCategoryAxis* x = makeNiceAxis();
     const double xLo = *std::min_element(levels.begin(), levels.end());
     const double xHi = *std::max_element(levels.begin(), levels.end());
     setNiceRange(x, xLo, xHi > xLo ? xHi : xLo + 1.0, 5);
     x->setTitleText(xTitle);
-    QValueAxis* y = makeNiceAxis();
+    QCategoryAxis* y = makeNiceAxis();
     setNiceRange(y, yLo, yHi, 4, TickKind::Real, 0.0, probabilityAxis ? 1.0 : 1e300);
     if (!yTitle.isEmpty()) {
         y->setTitleText(yTitle);
@@ -204,10 +205,10 @@ void fillRiskCoverageChart(QChart* chart, const std::vector<QPointF>& curve, con
             hi = std::max(hi, point.y());
         }
     }
-    QValueAxis* x = makeNiceAxis();
+    QCategoryAxis* x = makeNiceAxis();
     setNiceRange(x, 0.0, 1.0, 5, TickKind::Real, 0.0, 1.0);
     x->setTitleText(QObject::tr("coverage (share of rows kept)"));
-    QValueAxis* y = makeNiceAxis();
+    QCategoryAxis* y = makeNiceAxis();
     setNiceRange(y, 0.0, std::max(hi * 1.05, 0.01), 4, TickKind::Real, 0.0, 1.0);
     y->setTitleText(QObject::tr("risk (error rate)"));
     chart->addAxis(x, Qt::AlignBottom);
