@@ -344,6 +344,9 @@ void TestShift::reportAgreesWithEvaluation() {
     QCOMPARE(r.temperature, e.temperature.fit.temperature);
     QCOMPARE(r.calibrationRows, e.temperature.validationRows);
     QCOMPARE(l0.ensembleTs.nll, e.temperature.after.nll);
+    // ensemble_measure is the untempered ensemble on the same rows: eval's "before".
+    QCOMPARE(l0.ensembleMeasure.nll, e.temperature.before.nll);
+    QCOMPARE(l0.ensembleMeasure.rows, r.measureRows);
     QCOMPARE(l0.members.size(), std::size_t{3});
     QCOMPARE(l0.members[1].nll, e.members[1].nll);
     // The level-90 block is the ensemble on the rotated points.
@@ -358,7 +361,7 @@ void TestShift::reportAgreesWithEvaluation() {
     const nlohmann::json j = shiftReportJson(r);
     QCOMPARE(j["shift"].get<std::string>(), std::string("rotate"));
     QCOMPARE(j["levels"][1]["level"].get<double>(), 90.0);
-    for (const char* block : {"ensemble", "ensemble_ts"}) {
+    for (const char* block : {"ensemble", "ensemble_ts", "ensemble_measure"}) {
         for (const char* key :
              {"accuracy", "nll", "brier", "ece", "entropy_mean", "epistemic_mean", "rows"}) {
             QVERIFY2(j["levels"][0][block].contains(key), key);

@@ -41,7 +41,7 @@ sigset_t handledSignals() {
         if (g_stopScopes.load() > 0) {
             g_stop.store(true);
             if (first) {
-                std::fprintf(stderr, "%sensemble-cli %s: %s: stopping after the step in progress\n",
+                std::fprintf(stderr, "%sensemble-cli %s: %s: stopping after the work in progress\n",
                              g_newline, g_command, signalName(signal));
             } else {
                 std::fprintf(stderr,

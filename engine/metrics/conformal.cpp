@@ -26,6 +26,18 @@ std::vector<int> rankClasses(const double* p, int classes) {
     return order;
 }
 
+// The row's probability mass, to renormalise APS's cumulative sums: probabilities from float
+// log-probabilities can sum to slightly more than 1 (a confident member's top class is exactly
+// 1 in float), which would tie the scores of confident rows at or above 1 and make the sets of
+// a threshold near 1 take almost every class.
+double rowTotal(const double* p, int classes) {
+    double total = 0.0;
+    for (int c = 0; c < classes; ++c) {
+        total += p[c];
+    }
+    return total > 0.0 ? total : 1.0;
+}
+
 void checkRows(const std::vector<double>& probabilities, int classes, std::size_t rows,
                const char* what) {
     if (classes < 1 || probabilities.size() != rows * idx(classes)) {
@@ -99,9 +111,10 @@ double conformalScore(ConformalScore score, const double* p, int classes, int y)
         case ConformalScore::Lac:
             return 1.0 - p[y];
         case ConformalScore::Aps: {
+            const double total = rowTotal(p, classes);
             double mass = 0.0;
             for (int c : rankClasses(p, classes)) {
-                mass += p[c];
+                mass += p[c] / total;
                 if (c == y) {
                     break;
                 }
@@ -122,9 +135,10 @@ std::vector<uint8_t> conformalSet(ConformalScore score, const double* p, int cla
             }
             break;
         case ConformalScore::Aps: {
+            const double total = rowTotal(p, classes);
             double mass = 0.0;  // the mass of the classes ranked up to and including this one
             for (int c : rankClasses(p, classes)) {
-                mass += p[c];
+                mass += p[c] / total;
                 if (!(mass <= threshold)) {
                     break;
                 }

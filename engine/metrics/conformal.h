@@ -14,9 +14,10 @@
 // probability in [1 - alpha, 1 - alpha + 1/(n+1)] (the upper bound without ties).
 //   LAC  s = 1 - p_y; set {c : 1 - p_c <= q}.
 //   APS  non-randomised: classes ranked by p descending (ties: lower index first); s = the mass
-//        of the classes ranked up to and including y; the set is {c : s_c <= q}, the classes
-//        in rank order while their cumulative mass stays <= q (Romano et al. 2020 without the
-//        randomisation; exactly the classes whose score passes, so both coverage bounds hold).
+//        of the classes ranked up to and including y (the row's p renormalised to sum 1); the
+//        set is {c : s_c <= q}, the classes in rank order while their cumulative mass stays
+//        <= q (Romano et al. 2020 without the randomisation; exactly the classes whose score
+//        passes, so both coverage bounds hold).
 //   Regression: s = |y - mu| / sigma with the ensemble's predictive sigma; interval
 //        mu +- q sigma.
 //

@@ -126,6 +126,7 @@ struct ClassificationFits {
     std::vector<double> memberTemperatures;
     ConformalThreshold lac;
     ConformalThreshold aps;
+    ConformalThreshold rawLac;
     std::vector<ConformalThreshold> memberLac;
 };
 
@@ -146,6 +147,8 @@ ClassificationFits fitClassification(const MemberPredictions& unshifted,
     const PointStatistics s = pointStatistics(scaled, std::vector<int>{0}, y);
     f.lac = calibrateConformal(ConformalScore::Lac, s.probabilities, c, y, alpha);
     f.aps = calibrateConformal(ConformalScore::Aps, s.probabilities, c, y, alpha);
+    f.rawLac = calibrateConformal(ConformalScore::Lac,
+                                  pointStatistics(cal, members, y).probabilities, c, y, alpha);
     for (int k : members) {
         const std::vector<uint8_t> only = onlyMember(unshifted.members, k);
         const double t = fitTemperature(cal, y, only).temperature;
@@ -169,6 +172,11 @@ void measureClassification(ShiftLevelReport& level, const MemberPredictions& p,
     const MemberPredictions pm = selectPredictionRows(p, halves.measure);
     const std::vector<int32_t> ym = selectValues(labels, halves.measure);
     const PointStatistics raw = pointStatistics(pm, members, ym);
+    level.ensembleMeasure = blockOf(raw, bins);
+    const ConformalSets rawSets = conformalSets(fits.rawLac, raw.probabilities, c, ym);
+    level.ensembleMeasure.coverage = rawSets.coverage;
+    level.ensembleMeasure.setSizeMean = rawSets.setSizeMean;
+    level.ensembleMeasure.aurc = selectivePrediction(raw.confidence, raw.correct, 2).aurc;
     const PointStatistics ts = pointStatistics(
         temperatureScaled(pm, fits.include, fits.temperature), std::vector<int>{0}, ym);
     level.ensembleTs = blockOf(ts, bins);
@@ -332,6 +340,7 @@ ShiftReport computeShiftReport(const LoadedEnsemble& ensemble, const DataSplit& 
         r.memberTemperatures = fits.memberTemperatures;
         r.lacThreshold = fits.lac;
         r.apsThreshold = fits.aps;
+        r.rawLacThreshold = fits.rawLac;
         for (const ConformalThreshold& t : fits.memberLac) {
             r.memberLacThresholds.push_back(t.threshold);
         }

@@ -93,6 +93,10 @@ struct ShiftLevelReport {
     std::vector<ShiftMetrics> members;  // the included members, in member order
     ShiftMetrics ensembleTs;
     std::vector<ShiftMetrics> membersTs;
+    // The raw ensemble on the measuring half: the same rows as ensembleTs, so the two compare
+    // what temperature scaling did (with coverage, set size and AURC at its own LAC threshold,
+    // fitted on the unshifted calibration half as ensembleTs's is).
+    ShiftMetrics ensembleMeasure;
     ConformalSets lac;  // ensemble_ts, measuring half (with coverage by set size)
     ConformalSets aps;
     SelectiveCurve selectiveMaxProbability;     // ensemble_ts, measuring half
@@ -124,6 +128,7 @@ struct ShiftReport {
     std::vector<double> memberTemperatures;   // per included member
     ConformalThreshold lacThreshold;          // ensemble_ts
     ConformalThreshold apsThreshold;          // ensemble_ts
+    ConformalThreshold rawLacThreshold;       // ensemble_measure (untempered)
     std::vector<double> memberLacThresholds;  // per included member, of members_ts
     double intervalThreshold = kNoValue;      // regression: q in sigmas
     std::vector<ShiftLevelReport> levels;     // in the order asked
@@ -155,7 +160,8 @@ ShiftReport computeShiftReport(const LoadedEnsemble& ensemble, const DataSplit& 
 // {"shift", "unit", "dataset", "alpha", "seed", "rows": {"test", "evaluated", "calibration",
 //  "measure"}, "temperature", "member_temperatures", "conformal_threshold": {"lac", "aps"},
 //  "complete", "levels": [{"level", "ensemble": {...}, "members": [{...}], "ensemble_ts",
-//  "members_ts", "members_spread", "conformal": {"lac", "aps"}, "selective": {...}}], "ood"};
+//  "members_ts", "members_spread", "ensemble_measure", "conformal": {"lac", "aps"}, "selective":
+//  {...}}], "ood"};
 // each {...} holds accuracy, nll, brier, ece, entropy_mean, epistemic_mean and rows, and the
 // _ts blocks coverage, set_size_mean, aurc. Regression levels hold rmse, nll, coverage_90,
 // interval_coverage, interval_width_mean. NaN becomes null. docs/shift.md documents every key.

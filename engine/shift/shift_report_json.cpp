@@ -123,7 +123,8 @@ json shiftReportJson(const ShiftReport& r) {
         }
         j["member_temperatures"] = mt;
         j["conformal_threshold"] = {{"lac", jsonNumber(r.lacThreshold.threshold)},
-                                    {"aps", jsonNumber(r.apsThreshold.threshold)}};
+                                    {"aps", jsonNumber(r.apsThreshold.threshold)},
+                                    {"lac_untempered", jsonNumber(r.rawLacThreshold.threshold)}};
         json ml = json::array();
         for (double t : r.memberLacThresholds) {
             ml.push_back(jsonNumber(t));
@@ -150,6 +151,7 @@ json shiftReportJson(const ShiftReport& r) {
             lj["ensemble_ts"] = blockJson(l.ensembleTs, true);
             lj["members_ts"] = blocksJson(l.membersTs, r.members, true);
             lj["members_ts_spread"] = spreadJson(l.membersTs, true);
+            lj["ensemble_measure"] = blockJson(l.ensembleMeasure, true);
             lj["conformal"] = {{"lac", conformalSetsJson(l.lac, r.lacThreshold)},
                                {"aps", conformalSetsJson(l.aps, r.apsThreshold)}};
             lj["selective"] = {{"rows", l.selectiveMaxProbability.rows},
@@ -197,35 +199,50 @@ std::string shiftLevelsCsv(const ShiftReport& r) {
         &ShiftMetrics::accuracy, &ShiftMetrics::nll,         &ShiftMetrics::brier,
         &ShiftMetrics::ece,      &ShiftMetrics::entropyMean, &ShiftMetrics::epistemicMean,
         &ShiftMetrics::coverage, &ShiftMetrics::setSizeMean, &ShiftMetrics::aurc};
-    const char* blocks[] = {"ensemble",    "members_median",    "members_min",    "members_max",
-                            "ensemble_ts", "members_ts_median", "members_ts_min", "members_ts_max"};
-    for (const char* b : blocks) {
+    // A block's value of one metric: the ensemble's, or a statistic of the members'.
+    struct Column {
+        const char* name;
+        double (*value)(const ShiftLevelReport&, double ShiftMetrics::*);
+    };
+    static const Column columns[] = {
+        {"ensemble",
+         [](const ShiftLevelReport& l, double ShiftMetrics::*f) { return l.ensemble.*f; }},
+        {"members_median",
+         [](const ShiftLevelReport& l, double ShiftMetrics::*f) {
+             return memberSpread(l.members, f).median;
+         }},
+        {"members_min", [](const ShiftLevelReport& l,
+                           double ShiftMetrics::*f) { return memberSpread(l.members, f).min; }},
+        {"members_max", [](const ShiftLevelReport& l,
+                           double ShiftMetrics::*f) { return memberSpread(l.members, f).max; }},
+        {"ensemble_measure",
+         [](const ShiftLevelReport& l, double ShiftMetrics::*f) { return l.ensembleMeasure.*f; }},
+        {"ensemble_ts",
+         [](const ShiftLevelReport& l, double ShiftMetrics::*f) { return l.ensembleTs.*f; }},
+        {"members_ts_median",
+         [](const ShiftLevelReport& l, double ShiftMetrics::*f) {
+             return memberSpread(l.membersTs, f).median;
+         }},
+        {"members_ts_min",
+         [](const ShiftLevelReport& l, double ShiftMetrics::*f) {
+             return memberSpread(l.membersTs, f).min;
+         }},
+        {"members_ts_max",
+         [](const ShiftLevelReport& l, double ShiftMetrics::*f) {
+             return memberSpread(l.membersTs, f).max;
+         }},
+    };
+    for (const Column& c : columns) {
         for (const char* m : metrics) {
-            out += std::string(",") + b + '_' + m;
+            out += std::string(",") + c.name + '_' + m;
         }
     }
     out += '\n';
     for (const ShiftLevelReport& l : r.levels) {
         out += csvNumber(l.level);
-        for (int b = 0; b < 8; ++b) {
+        for (const Column& c : columns) {
             for (auto field : fields) {
-                double v = 0.0;
-                const std::vector<ShiftMetrics>& members = b < 4 ? l.members : l.membersTs;
-                switch (b % 4) {
-                    case 0:
-                        v = (b < 4 ? l.ensemble : l.ensembleTs).*field;
-                        break;
-                    case 1:
-                        v = memberSpread(members, field).median;
-                        break;
-                    case 2:
-                        v = memberSpread(members, field).min;
-                        break;
-                    default:
-                        v = memberSpread(members, field).max;
-                        break;
-                }
-                out += ',' + csvNumber(v);
+                out += ',' + csvNumber(c.value(l, field));
             }
         }
         out += '\n';

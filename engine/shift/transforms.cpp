@@ -117,7 +117,8 @@ void checkShiftApplies(ShiftKind kind, const DataSplit& data) {
     }
     throw ConfigError("--shift " + std::string(toString(kind)) + ": " + shiftKindInfo(kind).label +
                       " applies to " + needs + ", and " + data.name + " is " + dataText(what) +
-                      " with " + std::to_string(data.train.features) + " features; for it use " +
+                      " with " + std::to_string(data.train.features) +
+                      (data.train.features == 1 ? " feature" : " features") + "; for it use " +
                       shiftKindsFor(what));
 }
 
