@@ -7,6 +7,11 @@
 set -uo pipefail
 [ $# -eq 2 ] || { echo "usage: $0 ENSEMBLE_CLI COMPLETION_FILE" >&2; exit 2; }
 cli=$1 completion=$2
+# File-name completions (--ood FILE.csv) offer what the working folder holds: run in an empty
+# one, not in the build tree (whose fault_write_shim_autogen once matched "fa").
+workdir=$(mktemp -d)
+trap 'rm -rf "$workdir"' EXIT
+cd "$workdir"
 framework=/usr/share/bash-completion/bash_completion
 if [ ! -r "$framework" ]; then
   echo "bash-completion is not installed ($framework): skipped"

@@ -385,13 +385,13 @@ void TestReadable::twoDimensionalRun() {
     QVERIFY(waitFresh(*w));
     QVERIFY(trainToEnd(*w));
     QCOMPARE(w->size(), kReadmeSize);
-    // Boundary, Members, Curves, Calibration, Sweep.
-    checkEveryView(*w, 5);
+    // Boundary, Members, Curves, Calibration, Sweep, Shift.
+    checkEveryView(*w, 6);
     // Wider, where the charts stand side by side and the test accuracy was cut at 1,100 px.
     w->resize(1100, 650);
     settle();
     QCOMPARE(w->size(), QSize(1100, 650));
-    checkEveryView(*w, 5);
+    checkEveryView(*w, 6);
     w->resize(kReadmeSize);
     settle();
 
@@ -451,8 +451,8 @@ void TestReadable::imageRun() {
     pen->drawStroke({QPointF(60 * f, 60 * f), QPointF(160 * f, 170 * f)});
     QVERIFY(QTest::qWaitFor([&] { return w->filtersView()->featureMaps()->rows() == 4; }, 20000));
     // The confusion matrix counts run to four digits (1200 test images).
-    // Members, Curves, Calibration, Sweep, Images, Filters.
-    checkEveryView(*w, 6);
+    // Members, Curves, Calibration, Sweep, Images, Filters, Shift.
+    checkEveryView(*w, 7);
 }
 
 void TestReadable::regressionRun() {
@@ -465,8 +465,8 @@ void TestReadable::regressionRun() {
     w->loadExperiment(c, QString());
     QVERIFY(waitFresh(*w));
     QVERIFY(trainToEnd(*w));
-    // Members, Curves, Calibration, Sweep, Regression.
-    checkEveryView(*w, 5);
+    // Members, Curves, Calibration, Sweep, Regression, Shift.
+    checkEveryView(*w, 6);
 }
 
 // The checks can fail: a label, a button and painted text that do not fit are all reported.
