@@ -88,6 +88,14 @@ QString plainText(const QLabel* label) {
         doc.setHtml(text);
         return doc.toPlainText();
     }
+    if (label->buddy() != nullptr) {
+        // A mnemonic: "&Rows" shows as "Rows" (and "&&" as "&").
+        QString shown = text;
+        shown.replace(QStringLiteral("&&"), QStringLiteral("\x01"));
+        shown.remove(QLatin1Char('&'));
+        shown.replace(QLatin1Char('\x01'), QLatin1Char('&'));
+        return shown;
+    }
     return text;
 }
 

@@ -1,9 +1,9 @@
 #include "views/shift_charts.h"
 
 #include <QAreaSeries>
+#include <QCategoryAxis>
 #include <QChart>
 #include <QLineSeries>
-#include <QCategoryAxis>
 #include <QValueAxis>
 
 #include <algorithm>
@@ -175,7 +175,9 @@ void fillShiftChart(QChart* chart, const QString& title, const std::vector<doubl
     QCategoryAxis* x = makeNiceAxis();
     const double xLo = *std::min_element(levels.begin(), levels.end());
     const double xHi = *std::max_element(levels.begin(), levels.end());
-    setNiceRange(x, xLo, xHi > xLo ? xHi : xLo + 1.0, 5);
+    // Three ticks: the charts sit two a row in a narrow window (about 200 px each), where
+    // five three-digit levels (0, 45, 90, 135, 180) would not fit side by side.
+    setNiceRange(x, xLo, xHi > xLo ? xHi : xLo + 1.0, 3);
     x->setTitleText(xTitle);
     QCategoryAxis* y = makeNiceAxis();
     setNiceRange(y, yLo, yHi, 4, TickKind::Real, 0.0, probabilityAxis ? 1.0 : 1e300);
@@ -206,8 +208,8 @@ void fillRiskCoverageChart(QChart* chart, const std::vector<QPointF>& curve, con
         }
     }
     QCategoryAxis* x = makeNiceAxis();
-    setNiceRange(x, 0.0, 1.0, 5, TickKind::Real, 0.0, 1.0);
-    x->setTitleText(QObject::tr("coverage (share of rows kept)"));
+    setNiceRange(x, 0.0, 1.0, 3, TickKind::Real, 0.0, 1.0);  // 0, 0.5, 1: fits 200 px
+    x->setTitleText(QObject::tr("coverage"));
     QCategoryAxis* y = makeNiceAxis();
     setNiceRange(y, 0.0, std::max(hi * 1.05, 0.01), 4, TickKind::Real, 0.0, 1.0);
     y->setTitleText(QObject::tr("risk (error rate)"));

@@ -85,7 +85,7 @@ ShiftView::ShiftView(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(6, 6, 6, 6);
 
-    // Two rows, so the controls fit a narrow window: what to shift, then how to measure.
+    // Rows, so the controls fit a narrow window: what to shift, how to measure, the actions.
     auto* bar = new QHBoxLayout;
     auto* bar2 = new QHBoxLayout;
     m_shift = new QComboBox;
@@ -132,11 +132,16 @@ ShiftView::ShiftView(QWidget* parent) : QWidget(parent) {
     bar2->addWidget(subsetLabel);
     bar2->addWidget(m_subset);
     bar2->addStretch(1);
-    bar2->addWidget(m_run);
-    bar2->addWidget(m_cancel);
-    bar2->addWidget(m_export);
+    // The buttons on a row of their own: beside α and Rows they need more than the ~430 px an
+    // image run's view has at 900 × 600 with the Experiment panel open.
+    auto* bar3 = new QHBoxLayout;
+    bar3->addStretch(1);
+    bar3->addWidget(m_run);
+    bar3->addWidget(m_cancel);
+    bar3->addWidget(m_export);
     layout->addLayout(bar);
     layout->addLayout(bar2);
+    layout->addLayout(bar3);
 
     auto* statusRow = new QHBoxLayout;
     m_progress = new QProgressBar;
