@@ -25,6 +25,16 @@
 
 namespace ensemble::test {
 
+// A wait for the engine's progress (snapshots, steps), in milliseconds: five times longer in a
+// sanitized Debug build, as CTest's limits are (a K = 100 snapshot takes seconds there).
+constexpr int progressWaitMs(int ms) {
+#ifdef ENSEMBLE_TEST_SANITIZED
+    return 5 * ms;
+#else
+    return ms;
+#endif
+}
+
 // Tolerances, named for what they allow: the one set every suite uses.
 // Double arithmetic: closed forms evaluated in double, or one quantity computed twice in double
 // with a different summation order.

@@ -362,13 +362,13 @@ void TestGui::guiStaysResponsiveWithHundredMembers() {
     QObject::connect(&timer, &QTimer::timeout, [&] { ++ticks; });
     timer.start();
     // Snapshots arrive and are shown while the engine trains (however slow the machine).
-    QVERIFY(
-        QTest::qWaitFor([&] { return w->controller()->snapshotsReceived() >= before + 2; }, 30000));
+    QVERIFY(QTest::qWaitFor([&] { return w->controller()->snapshotsReceived() >= before + 2; },
+                            ensemble::test::progressWaitMs(30000)));
     // The heaviest view: 2 x 100 member lines in Qt Charts. It still receives new snapshots.
     QVERIFY(w->setView(QStringLiteral("curves")));
     const uint64_t onCurves = w->controller()->snapshotsReceived();
     QVERIFY(QTest::qWaitFor([&] { return w->controller()->snapshotsReceived() >= onCurves + 2; },
-                            30000));
+                            ensemble::test::progressWaitMs(30000)));
     // The GUI thread's own timers keep firing while the members train: its event loop is not
     // held by the snapshots (fails only if it is blocked for the whole wait).
     const int ticksBefore = ticks;
@@ -391,7 +391,7 @@ void TestGui::closesCleanlyWhileTraining() {
     // Mid-run: chunks, snapshots and paints in flight.
     const uint64_t received = w->controller()->snapshotsReceived();
     QVERIFY(QTest::qWaitFor([&] { return w->controller()->snapshotsReceived() >= received + 2; },
-                            20000));
+                            ensemble::test::progressWaitMs(20000)));
     QVERIFY(w->controller()->isRunning());
     // Closing stops the engine thread and joins it: the window goes (a hang fails at CTest's
     // deadline).
