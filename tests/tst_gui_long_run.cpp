@@ -37,6 +37,9 @@ nlohmann::json tinyConfig(int64_t steps) {
     c["ensemble"]["members"] = 3;
     c["training"]["steps"] = steps;
     c["backend"]["kind"] = "cpu";
+    // One thread: an OpenMP team spin-waits between the tiny steps, and on a loaded 2-core
+    // machine (ctest -j2) that made 6,000 steps take minutes instead of seconds.
+    c["backend"]["threads"] = 1;
     return c;
 }
 
