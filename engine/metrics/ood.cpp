@@ -12,12 +12,12 @@ namespace ensemble {
 
 using detail::kNaN;
 
-double auroc(const std::vector<double>& positive, const std::vector<double>& negative) {
-    if (positive.empty() || negative.empty()) {
-        return kNaN;
-    }
-    // Mann-Whitney: AUROC = (R+ - n+(n+ + 1)/2) / (n+ n-), R+ the sum of the positives' ranks
-    // in the pooled sample, tied values sharing their mean rank.
+namespace {
+
+// Both samples in one list of (score, is positive), sorted by score (ascending or descending).
+std::vector<std::pair<double, uint8_t>> pooled(const std::vector<double>& positive,
+                                               const std::vector<double>& negative,
+                                               bool descending) {
     std::vector<std::pair<double, uint8_t>> all;
     all.reserve(positive.size() + negative.size());
     for (double s : positive) {
@@ -26,8 +26,21 @@ double auroc(const std::vector<double>& positive, const std::vector<double>& neg
     for (double s : negative) {
         all.emplace_back(s, 0);
     }
-    std::sort(all.begin(), all.end(),
-              [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::sort(all.begin(), all.end(), [descending](const auto& a, const auto& b) {
+        return descending ? a.first > b.first : a.first < b.first;
+    });
+    return all;
+}
+
+}  // namespace
+
+double auroc(const std::vector<double>& positive, const std::vector<double>& negative) {
+    if (positive.empty() || negative.empty()) {
+        return kNaN;
+    }
+    // Mann-Whitney: AUROC = (R+ - n+(n+ + 1)/2) / (n+ n-), R+ the sum of the positives' ranks
+    // in the pooled sample, tied values sharing their mean rank.
+    const std::vector<std::pair<double, uint8_t>> all = pooled(positive, negative, false);
     double rankSum = 0.0;
     std::size_t i = 0;
     while (i < all.size()) {
@@ -74,16 +87,7 @@ double aupr(const std::vector<double>& positive, const std::vector<double>& nega
     if (positive.empty() || negative.empty()) {
         return kNaN;
     }
-    std::vector<std::pair<double, uint8_t>> all;
-    all.reserve(positive.size() + negative.size());
-    for (double s : positive) {
-        all.emplace_back(s, 1);
-    }
-    for (double s : negative) {
-        all.emplace_back(s, 0);
-    }
-    std::sort(all.begin(), all.end(),
-              [](const auto& a, const auto& b) { return a.first > b.first; });
+    const std::vector<std::pair<double, uint8_t>> all = pooled(positive, negative, true);
     // Walk the thresholds from the highest score down; a group of tied scores enters at once.
     const double np = static_cast<double>(positive.size());
     double truePositives = 0.0;
