@@ -11,6 +11,8 @@
 #include "render/ticks.h"
 
 using ensemble::ui::axisTicks;
+using ensemble::ui::decadeRange;
+using ensemble::ui::LogRange;
 using ensemble::ui::niceStep;
 using ensemble::ui::niceTicks;
 using ensemble::ui::TickKind;
@@ -39,6 +41,7 @@ class TestTicks : public QObject {
     void largeStepCountsUseSiSuffixes();
     void fractionalSteps();
     void chartAxisCarriesTheLabels();
+    void logAxesSpanWholeDecades();
 };
 
 void TestTicks::stepsAreOneTwoFive() {
@@ -141,6 +144,32 @@ void TestTicks::chartAxisCarriesTheLabels() {
     ensemble::ui::setNiceRange(axis, 1, 4, 6, TickKind::Integer);
     QCOMPARE(joined(axis->categoriesLabels()), QStringLiteral("1 2 3 4"));
     delete axis;
+}
+
+void TestTicks::logAxesSpanWholeDecades() {
+    // Within one decade: widened to it, so both ends carry a label.
+    LogRange r = decadeRange(0.3, 0.7);
+    QVERIFY(qFuzzyCompare(r.lo, 0.1));
+    QVERIFY(qFuzzyCompare(r.hi, 1.0));
+    // Across decades: out to the enclosing powers of ten.
+    r = decadeRange(0.003, 0.03 * 1.5);
+    QVERIFY(qFuzzyCompare(r.lo, 0.001));
+    QVERIFY(qFuzzyCompare(r.hi, 0.1));
+    // Two powers of ten inside (0.001, 0.01, 0.1): left as it is.
+    r = decadeRange(0.0007, 0.14);
+    QCOMPARE(r.lo, 0.0007);
+    QCOMPARE(r.hi, 0.14);
+    // Powers of ten stay where they are; a single value gets its decade.
+    r = decadeRange(0.01, 1.0);
+    QVERIFY(qFuzzyCompare(r.lo, 0.01));
+    QVERIFY(qFuzzyCompare(r.hi, 1.0));
+    r = decadeRange(1.0, 1.0);
+    QVERIFY(qFuzzyCompare(r.lo, 1.0));
+    QVERIFY(qFuzzyCompare(r.hi, 10.0));
+    // Not a log range: unchanged.
+    r = decadeRange(0.0, 2.0);
+    QCOMPARE(r.lo, 0.0);
+    QCOMPARE(r.hi, 2.0);
 }
 
 QTEST_MAIN(TestTicks)

@@ -151,4 +151,21 @@ AxisTicks axisTicks(double lo, double hi, int target, TickKind kind, double clam
     return axis;
 }
 
+LogRange decadeRange(double lo, double hi) {
+    if (!(lo > 0.0) || !(hi >= lo) || !std::isfinite(lo) || !std::isfinite(hi)) {
+        return {lo, hi};
+    }
+    // Two powers of ten inside already: two labels, the range stays as the data want it.
+    if (std::floor(std::log10(hi) + 1e-9) - std::ceil(std::log10(lo) - 1e-9) >= 1.0) {
+        return {lo, hi};
+    }
+    // A small slack keeps a value that is a power of ten (up to rounding) on its own decade.
+    const double first = std::floor(std::log10(lo) + 1e-9);
+    double last = std::ceil(std::log10(hi) - 1e-9);
+    if (last <= first) {
+        last = first + 1.0;
+    }
+    return {std::pow(10.0, first), std::pow(10.0, last)};
+}
+
 }  // namespace ensemble::ui

@@ -40,4 +40,15 @@ struct AxisTicks {
 AxisTicks axisTicks(double lo, double hi, int target = 5, TickKind kind = TickKind::Real,
                     double clampLo = -1e300, double clampHi = 1e300);
 
+// A log axis (Qt Charts labels a base-10 log axis at powers of ten only) over [lo, hi]: as
+// it is when two powers of ten lie inside, else widened outward to whole decades, so it always
+// shows at least two labels: a loss between 0.3 and 0.7 is drawn on 0.1 .. 1 rather than on a
+// range with no label at all.
+// Precondition: 0 < lo <= hi, both finite (else {lo, hi} unchanged).
+struct LogRange {
+    double lo = 0.0;
+    double hi = 0.0;
+};
+LogRange decadeRange(double lo, double hi);
+
 }  // namespace ensemble::ui

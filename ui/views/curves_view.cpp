@@ -467,7 +467,9 @@ void CurvesView::refresh() {
     const bool regression = run.regression;
     if (lossLo <= lossHi) {
         if (log) {
-            m_loss.y->setRange(lossLo * 0.8, lossHi * 1.25);
+            // Whole decades: Qt labels a log axis at powers of ten only.
+            const LogRange range = decadeRange(lossLo * 0.8, lossHi * 1.25);
+            m_loss.y->setRange(range.lo, range.hi);
         } else {
             const double pad = 0.05 * std::max(lossHi - lossLo, 1e-3);
             setNiceRange(static_cast<QValueAxis*>(m_loss.y), lossLo - pad, lossHi + pad, 5,

@@ -238,7 +238,9 @@ void SweepView::fill(QChart* chart, bool loss) {
         a->setBase(10);
         a->setLabelFormat(QStringLiteral("%.2g"));
         a->setMinorTickCount(-1);
-        a->setRange(xLo, xHi);
+        // Whole decades: Qt labels a log axis at powers of ten only.
+        const LogRange range = decadeRange(xLo, xHi);
+        a->setRange(range.lo, range.hi);
         a->setTitleText(title + tr(" (log)"));
         xAxis = a;
     } else {
@@ -261,7 +263,8 @@ void SweepView::fill(QChart* chart, bool loss) {
         a->setBase(10);
         a->setMinorTickCount(-1);
         a->setLabelFormat(QStringLiteral("%.2g"));
-        a->setRange(lo / 1.5, hi * 1.5);
+        const LogRange range = decadeRange(lo / 1.5, hi * 1.5);
+        a->setRange(range.lo, range.hi);
         a->setTitleText(tr("test NLL (log)"));
         yAxis = a;
     } else {
