@@ -496,6 +496,11 @@ void TestGuiFiles::exportDialogRemembersTheType() {
             const QString npz = dialog->nameFilters().filter(QStringLiteral("npz")).value(0);
             dialog->selectNameFilter(npz);
             dialog->selectFile(dir.filePath(QStringLiteral("w")));
+            // The name as a person types it: selectFile alone can lose to the dialog's own
+            // name for the new filter while its folder model is still loading.
+            if (auto* name = dialog->findChild<QLineEdit*>(QStringLiteral("fileNameEdit"))) {
+                name->setText(dir.filePath(QStringLiteral("w")));
+            }
             static_cast<QDialog*>(dialog)->accept();  // QFileDialog::accept, as OK does
         },
         &seen);
