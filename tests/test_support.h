@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -228,6 +229,20 @@ inline bool writeIdx(const QString& folder, const char* images, const char* labe
         }
     }
     return true;
+}
+
+// The main() of an interop suite: skipped (77) with `missing` when a tool is absent, a failure
+// instead when ENSEMBLE_REQUIRE_INTEROP=1 (CI), else the suite run.
+inline int runInteropSuite(QObject& suite, const QString& missing, int argc, char** argv) {
+    if (!missing.isEmpty()) {
+        if (qEnvironmentVariable("ENSEMBLE_REQUIRE_INTEROP") == QStringLiteral("1")) {
+            std::printf("FAIL: ENSEMBLE_REQUIRE_INTEROP=1 but %s\n", qPrintable(missing));
+            return 1;
+        }
+        std::printf("SKIP: %s\n", qPrintable(missing));
+        return 77;
+    }
+    return QTest::qExec(&suite, argc, argv);
 }
 
 }  // namespace ensemble::test

@@ -475,17 +475,8 @@ class TestInterop : public QObject {
 
 int main(int argc, char** argv) {
     QCoreApplication app(argc, argv);
-    const QString reason = findTools();
-    if (!reason.isEmpty()) {
-        if (qEnvironmentVariable("ENSEMBLE_REQUIRE_INTEROP") == QStringLiteral("1")) {
-            std::printf("FAIL: ENSEMBLE_REQUIRE_INTEROP=1 but %s\n", qPrintable(reason));
-            return 1;
-        }
-        std::printf("SKIP: %s\n", qPrintable(reason));
-        return 77;
-    }
     TestInterop test;
-    return QTest::qExec(&test, argc, argv);
+    return ensemble::test::runInteropSuite(test, findTools(), argc, argv);
 }
 
 #include "tst_interop.moc"
