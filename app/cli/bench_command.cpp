@@ -21,9 +21,62 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
+std::string termsLine(const ThroughputTerms& t) {
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "latency %.4f ms, dense %.4g GFLOP/s, conv %.4g GFLOP/s, memory %.4g GB/s",
+                  t.latencySeconds * 1e3, t.denseFlopsPerSecond / 1e9, t.convFlopsPerSecond / 1e9,
+                  t.bytesPerSecond / 1e9);
+    return line;
+}
+
+// bench --calibrate-auto: measures this machine's terms of backend.kind=auto's cost model
+// (backend/auto_choice.h) for the config's backend.threads and backend.device, stores them in
+// the cache and prints them; with --config, also what auto picks for that config and why.
+ExitCode calibrateAuto(const CliArgs& args) {
+    if (world().distributed()) {
+        throw ConfigError("--calibrate-auto measures one machine: run it without mpirun");
+    }
+    const ExperimentConfig config = configFrom(args);
+    const std::string path = calibrationCachePath();
+    std::string gpu;
+    std::fprintf(stderr, "measuring the CPU%s (a few seconds)...\n",
+                 cudaAvailable(config.backend.device, gpu) ? " and the GPU" : "");
+    const MachineCalibration c = calibrateMachine(config.backend, path, gpu);
+    std::printf("calibration of %s, measured %s\n", c.key.c_str(), c.measuredAt.c_str());
+    std::printf("  cpu: %s\n", termsLine(c.cpu).c_str());
+    if (c.gpuFp32) {
+        std::printf("  gpu fp32, %s: %s\n", gpu.c_str(), termsLine(*c.gpuFp32).c_str());
+    }
+    if (c.gpuTf32) {
+        std::printf("  gpu tf32, %s: %s\n", gpu.c_str(), termsLine(*c.gpuTf32).c_str());
+    }
+    if (!c.gpuFp32) {
+        std::printf("  gpu: none (%s)\n", gpu.c_str());
+    }
+    if (path.empty()) {
+        std::printf("not stored: neither XDG_CACHE_HOME nor HOME is set\n");
+    } else {
+        std::printf("stored in %s\n", path.c_str());
+    }
+    if (args.has("--config")) {
+        const DataSplit data = loadDataSplit(config.dataset);
+        const BackendChoice choice = makeBackend(config, data);
+        std::printf("this config: %s\n", choice.decision.reason.c_str());
+    }
+    if (args.has("--json")) {
+        const json report{{"key", c.key}, {"cache", path}, {"calibration", calibrationToJson(c)}};
+        writeFileAtomic(args.get("--json"), report.dump(2) + "\n");
+    }
+    return ExitCode::Ok;
+}
+
 }  // namespace
 
 ExitCode commandBench(const CliArgs& args) {
+    if (args.flag("--calibrate-auto")) {
+        return calibrateAuto(args);
+    }
     // Under mpirun every rank steps its share of the members (backend.mesh); a repeat lasts as
     // long as the slowest rank, and the rate counts every member.
     Collective& world = cli::world();

@@ -72,10 +72,12 @@ const std::vector<Command>& commands() {
          ensemble::cli::commandDataset},
         {"bench",
          "--config FILE.json|PRESET [--set key=value]... [--steps N] [--warmup N]\n"
-         "[--repeat R] [--predict ROWS] [--json OUT.json]",
-         "training (and prediction) throughput of a config: the median of repeats",
+         "[--repeat R] [--predict ROWS] [--json OUT.json] [--calibrate-auto]",
+         "training (and prediction) throughput of a config: the median of repeats; "
+         "--calibrate-auto instead measures and caches the calibration backend.kind=auto decides "
+         "by",
          {"--config", "--set", "--steps", "--warmup", "--repeat", "--predict", "--json"},
-         {},
+         {"--calibrate-auto"},
          ensemble::cli::commandBench,
          true},
         {"eval",

@@ -343,9 +343,11 @@ ExitCode commandTrain(const CliArgs& args) {
             }
             return interruptSignal() != 0 ? interruptExitCode() : ExitCode::Ok;
         }
-        BackendChoice choice = makeBackend(trainer->config());
+        BackendChoice choice = makeBackend(trainer->config(), trainer->data());
         assembled = std::make_unique<Trainer>(trainer->config(), trainer->data(),
                                               std::move(choice.backend));
+        // The export says what rank 0 trained on (every rank decided by the same rule).
+        assembled->setBackendDecision(trainer->backendDecision());
         assembled->restoreTrainingState(state);
         // The ranks' trainer stays alive: `data` above refers to it.
         std::swap(trainer, assembled);

@@ -1,8 +1,9 @@
 #include "backend/registry.h"
-#include "core/unreachable.h"
 
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "backend/cpu/cpu_backend.h"
 #include "core/errors.h"
@@ -34,12 +35,74 @@ bool cudaAvailable(int device, std::string& reason) {
 #endif
 }
 
-BackendChoice makeBackend(const BackendConfig& config) {
+namespace {
+
+std::unique_ptr<Backend> makeCpu(const BackendConfig& config) {
+    return std::make_unique<CpuBackend>(config.threads);
+}
+
+// The CUDA backend, or BackendMissing when the build has none (the caller checked usability).
+std::unique_ptr<Backend> makeCuda(const BackendConfig& config, MathMode math) {
+#if defined(ENSEMBLE_HAVE_CUDA)
+    return makeCudaBackend(config.device, math);
+#else
+    (void)math;
+    throw RuntimeError(ErrorKind::BackendMissing,
+                       "CUDA device " + std::to_string(config.device) +
+                           " is not usable: this build has no CUDA backend");
+#endif
+}
+
+std::string gpuSignature(int device) {
+#if defined(ENSEMBLE_HAVE_CUDA)
+    return cudaDeviceSignature(device);
+#else
+    (void)device;
+    return {};
+#endif
+}
+
+// The thread count CpuBackend resolves backend.threads to (0: every core), which the
+// calibration is keyed by.
+int cpuThreads(const BackendConfig& config) {
+    return CpuBackend(config.threads).threads();
+}
+
+ThroughputTerms measureGpu(const BackendConfig& config, MathMode math) {
+    return measureThroughput([&] { return makeCuda(config, math); });
+}
+
+}  // namespace
+
+MachineCalibration calibrateMachine(const BackendConfig& config, const std::string& cachePath,
+                                    std::string& gpuStatus) {
+    const bool gpu = cudaAvailable(config.device, gpuStatus);
+    MachineCalibration c;
+    c.key = machineKey(cpuThreads(config), gpu ? gpuSignature(config.device) : std::string());
+    c.cpu = measureThroughput([&] { return makeCpu(config); });
+    if (gpu) {
+        gpuStatus =
+            "cuda:" + std::to_string(config.device) + " (" + gpuSignature(config.device) + ")";
+        c.gpuFp32 = measureGpu(config, MathMode::Fp32);
+        c.gpuTf32 = measureGpu(config, MathMode::Tf32);
+    }
+    c.measuredAt = calibrationTimestamp();
+    if (!cachePath.empty()) {
+        writeCalibration(cachePath, c);
+    }
+    return c;
+}
+
+BackendChoice makeBackend(const ExperimentConfig& experiment, const DataSplit& data) {
+    const BackendConfig& config = experiment.backend;
     BackendChoice choice;
+    choice.decision.requested = config.kind;
     std::string reason;
     switch (config.kind) {
         case BackendKind::Cpu:
-            choice.backend = std::make_unique<CpuBackend>(config.threads);
+            choice.backend = makeCpu(config);
+            choice.decision.chosen = BackendKind::Cpu;
+            choice.decision.reason = "backend.kind=cpu";
             return choice;
         case BackendKind::Cuda:
             if (!cudaAvailable(config.device, reason)) {
@@ -47,31 +110,77 @@ BackendChoice makeBackend(const BackendConfig& config) {
                                                                   std::to_string(config.device) +
                                                                   " is not usable: " + reason);
             }
-#if defined(ENSEMBLE_HAVE_CUDA)
-            choice.backend = makeCudaBackend(config.device);
-#endif
+            choice.backend = makeCuda(config, config.math);
+            choice.decision.chosen = BackendKind::Cuda;
+            choice.decision.reason = "backend.kind=cuda";
             return choice;
         case BackendKind::Auto:
-            // The GPU when there is one, else the CPU, saying why once.
-#if defined(ENSEMBLE_HAVE_CUDA)
-            if (cudaAvailable(config.device, reason)) {
-                choice.backend = makeCudaBackend(config.device);
-                return choice;
-            }
-#else
-            cudaAvailable(config.device, reason);
-#endif
-            choice.backend = std::make_unique<CpuBackend>(config.threads);
-            choice.notice = "backend auto: using the CPU (" + reason + ")";
-            return choice;
+            break;
     }
-    unreachableKind("backend.kind");
-}
-
-BackendChoice makeBackend(const ExperimentConfig& config) {
-    // Every model kind runs on both backends (CNN members on the GPU since issue 21's CUDA
-    // conv program); the experiment adds nothing to the backend section's choice.
-    return makeBackend(config.backend);
+    AutoInputs in;
+    in.math = config.math;
+    in.resumed = config.resumedKind;
+    in.gpuUsable = cudaAvailable(config.device, reason);
+    in.gpuUnusableReason = reason;
+    in.cpuThreads = cpuThreads(config);
+    std::optional<MachineCalibration> calibration;
+    std::vector<std::string> cacheNotes;
+    const bool keepsResumed = in.resumed && (*in.resumed == BackendKind::Cpu || in.gpuUsable);
+    if (in.gpuUsable) {
+        const std::string signature = gpuSignature(config.device);
+        in.gpuName = "cuda:" + std::to_string(config.device) + " (" + signature + ")";
+        if (!keepsResumed) {
+            const std::string key = machineKey(in.cpuThreads, signature);
+            const std::string path = calibrationCachePath();
+            std::string problem;
+            if (!path.empty()) {
+                calibration = readCalibration(path, key, &problem);
+            }
+            if (!problem.empty()) {
+                cacheNotes.push_back("ignored the calibration cache: " + problem);
+            }
+            bool measured = false;
+            if (calibration && !calibration->gpu(config.math)) {
+                // Calibrated in the other math mode only (a hand-edited file): measure this one.
+                (config.math == MathMode::Tf32 ? calibration->gpuTf32 : calibration->gpuFp32) =
+                    measureGpu(config, config.math);
+                in.calibrationSource = path + " (" + calibration->measuredAt + ", " +
+                                       toString(config.math) + " measured now)";
+                measured = true;
+            } else if (calibration) {
+                in.calibrationSource = path + " (" + calibration->measuredAt + ")";
+            } else {
+                std::string status;
+                calibration = calibrateMachine(config, std::string(), status);
+                in.calibrationSource = "measured now";
+                measured = true;
+            }
+            if (path.empty()) {
+                cacheNotes.push_back(
+                    "neither XDG_CACHE_HOME nor HOME is set: the calibration is not kept");
+            } else if (measured) {
+                try {
+                    writeCalibration(path, *calibration);
+                    in.calibrationSource += ", stored in " + path;
+                } catch (const std::exception& e) {
+                    cacheNotes.push_back(std::string("could not store the calibration: ") +
+                                         e.what());
+                }
+            }
+            in.calibration = &*calibration;
+        }
+    }
+    const RunCost cost =
+        runCost(modelArchitecture(experiment.model, data.inputShape(), data.classes),
+                experiment.ensemble.members, experiment.training.batchSize);
+    choice.decision = decideAuto(cost, in);
+    choice.backend = choice.decision.chosen == BackendKind::Cuda ? makeCuda(config, config.math)
+                                                                 : makeCpu(config);
+    choice.notice = choice.decision.reason;
+    for (const std::string& note : cacheNotes) {
+        choice.notice += "; " + note;
+    }
+    return choice;
 }
 
 std::unique_ptr<Trainer> makeTrainer(const ExperimentConfig& config, std::string* notice,
@@ -88,12 +197,14 @@ std::unique_ptr<Trainer> makeTrainer(const ExperimentConfig& config, std::string
     }
     // Both backends train a data-axis replica (CudaBackend sums its gradients on the host
     // between two captured graphs).
-    BackendChoice choice = makeBackend(local);
+    BackendChoice choice = makeBackend(local, data);
     if (notice != nullptr) {
         *notice = choice.notice;
     }
-    return std::make_unique<Trainer>(config, std::move(data), std::move(choice.backend),
-                                     collective);
+    auto trainer =
+        std::make_unique<Trainer>(config, std::move(data), std::move(choice.backend), collective);
+    trainer->setBackendDecision(choice.decision);
+    return trainer;
 }
 
 }  // namespace ensemble

@@ -7,27 +7,39 @@
 #include <memory>
 #include <string>
 
+#include "backend/auto_choice.h"
 #include "backend/backend.h"
 
 namespace ensemble {
 
 struct BackendConfig;
 struct ExperimentConfig;
+struct DataSplit;
 class Trainer;
 class Collective;
 
-// A backend chosen by config. `auto` prefers CUDA and falls back to CPU; `notice` then says
-// why (printed once by the caller). `cuda` without a usable device throws RuntimeError with
-// the CUDA error string.
+// A backend chosen by config, and why. `notice` is the line the caller prints once (the log,
+// the app's status bar and About box): for `auto` always the decision and its reason (which
+// backend, the predicted step times, or why there is no GPU term), empty for an explicit kind.
+// `cuda` without a usable device throws RuntimeError with the CUDA error string.
 struct BackendChoice {
     std::unique_ptr<Backend> backend;
     std::string notice;
+    BackendDecision decision;
 };
 
-BackendChoice makeBackend(const BackendConfig& config);
-// The same for a whole experiment: CNN members train on the CPU (the CUDA backend runs MLP
-// members), so `auto` picks the CPU for them, saying why, and `cuda` is a BackendMissing error.
-BackendChoice makeBackend(const ExperimentConfig& config);
+// The backend for an experiment on its data (the data decide the input shape, and with it the
+// cost of a step that `auto` compares; backend/auto_choice.h). `auto` reads this machine's
+// calibration from the cache (calibrationCachePath) and measures it first when the cache has
+// none for this machine and a GPU is usable (about a second per backend); it keeps a resumed
+// run's backend (BackendConfig::resumedKind). `backend.math` sets the GPU's math mode.
+BackendChoice makeBackend(const ExperimentConfig& config, const DataSplit& data);
+
+// Measures this machine's calibration (the CPU with `config.threads` threads, and the GPU
+// `config.device` in both math modes when it is usable) and stores it in the cache file at
+// `cachePath` (none when empty). `gpuStatus` gets the GPU's name or why there is none.
+MachineCalibration calibrateMachine(const BackendConfig& config, const std::string& cachePath,
+                                    std::string& gpuStatus);
 
 // The CUDA devices this process sees (0 without the CUDA backend or a device).
 int cudaDeviceCount();
@@ -36,12 +48,13 @@ int cudaDeviceCount();
 // says why not (for the GUI's disabled choice and for error messages).
 bool cudaAvailable(int device, std::string& reason);
 
-// Loads the data and makes the backend the config asks for; `notice` gets the backend's
-// fallback message, if any (print it once). Callers include train/trainer.h to use the result
-// (Trainer is only declared here, so the registry's header does not reach up into train/).
-// Under MPI, `collective` gives the trainer its rank's share of the members (train/trainer.h),
-// and a CUDA backend (kind cuda or auto) of a rank uses device (backend.device + the rank's
-// local rank on its machine) mod the number of visible devices: one GPU per local rank.
+// Loads the data and makes the backend the config asks for (makeBackend); `notice` gets its
+// notice, if any (print it once), and the trainer its BackendDecision (the export's metadata).
+// Callers include train/trainer.h to use the result (Trainer is only declared here, so the
+// registry's header does not reach up into train/). Under MPI, `collective` gives the trainer its
+// rank's share of the members (train/trainer.h), and a CUDA backend (kind cuda or auto) of a rank
+// uses device (backend.device + the rank's local rank on its machine) mod the number of visible
+// devices: one GPU per local rank.
 std::unique_ptr<Trainer> makeTrainer(const ExperimentConfig& config, std::string* notice,
                                      Collective* collective = nullptr);
 

@@ -413,7 +413,27 @@ ExperimentConfig resumeConfig(const Checkpoint& checkpoint,
     if (!set.empty()) {
         merged["training"]["schedule"].push_back(json{{"step", step}, {"set", set}});
     }
-    return parseConfig(merged);
+    ExperimentConfig resumed = parseConfig(merged);
+    keepCheckpointBackend(resumed, checkpoint.ensemble);
+    return resumed;
+}
+
+void keepCheckpointBackend(ExperimentConfig& config, const LoadedEnsemble& ensemble) {
+    config.backend.resumedKind.reset();
+    if (config.backend.kind != BackendKind::Auto) {
+        return;  // an explicit kind (stored or --set) is what the user asked for
+    }
+    const auto entry = ensemble.metadata.find("backend");
+    if (entry == ensemble.metadata.end() || !entry->is_object() || !entry->contains("kind") ||
+        !(*entry)["kind"].is_string()) {
+        return;  // written before the decision was recorded: auto decides afresh
+    }
+    const std::string kind = (*entry)["kind"].get<std::string>();
+    if (kind == toString(BackendKind::Cpu)) {
+        config.backend.resumedKind = BackendKind::Cpu;
+    } else if (kind == toString(BackendKind::Cuda)) {
+        config.backend.resumedKind = BackendKind::Cuda;
+    }
 }
 
 void resumeTrainer(Trainer& trainer, const Checkpoint& checkpoint) {

@@ -85,6 +85,12 @@ ExperimentConfig resumeConfig(const Checkpoint& checkpoint,
                               const std::vector<std::string>& assignments,
                               std::vector<std::string>* notices = nullptr);
 
+// With backend.kind auto, records in `config` the backend the checkpoint's run trained on (its
+// metadata "backend"), so `auto` keeps it (backend/auto_choice.h, decideAuto) and the resumed
+// steps run where the first ones did; nothing for an explicit kind or a file without the entry.
+// resumeConfig calls it; the app calls it for a checkpoint it opens.
+void keepCheckpointBackend(ExperimentConfig& config, const LoadedEnsemble& ensemble);
+
 // Makes a trainer continue a checkpoint: throws DataError when `trainer`'s train split is not
 // the one the checkpoint was trained on (row count, normalisation), then restores its state.
 void resumeTrainer(Trainer& trainer, const Checkpoint& checkpoint);

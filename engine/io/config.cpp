@@ -546,6 +546,7 @@ ExperimentConfig parseConfig(const json& input) {
     c.backend.kind = v.choice<BackendKind>("backend.kind");
     c.backend.threads = static_cast<int>(v.integer("backend.threads"));
     c.backend.device = static_cast<int>(v.integer("backend.device"));
+    c.backend.math = v.choice<MathMode>("backend.math");
     std::tie(c.backend.meshEnsemble, c.backend.meshData) = v.mesh("backend.mesh");
 
     c.json = std::move(root);

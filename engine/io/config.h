@@ -88,8 +88,12 @@ struct TrainingConfig {
 
 struct BackendConfig {
     BackendKind kind = BackendKind::Auto;
-    int threads = 0;  // 0 = all cores
-    int device = 0;   // CUDA device ordinal
+    int threads = 0;                 // 0 = all cores
+    int device = 0;                  // CUDA device ordinal
+    MathMode math = MathMode::Fp32;  // backend.math: the GPU's GEMMs; the CPU is FP32 always
+    // Not a key: the backend a resumed run trained on (its checkpoint's metadata "backend"),
+    // which `auto` keeps (io/checkpoint.h, keepCheckpointBackend); empty for a new run.
+    std::optional<BackendKind> resumedKind;
     // backend.mesh: E ranks on the ensemble axis x D on the data axis; 0 x 0 is "auto"
     // (E = the rank count, D = 1), resolved at launch when the rank count is known.
     int meshEnsemble = 0;

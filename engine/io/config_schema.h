@@ -22,6 +22,9 @@
 namespace ensemble {
 
 enum class BackendKind { Auto, Cpu, Cuda };
+// backend.math: how the CUDA backend's GEMMs (dense layers and the convolutions' GEMMs)
+// multiply. The CPU computes in FP32 whatever this says.
+enum class MathMode { Fp32, Tf32 };
 
 template <>
 struct EnumNames<BootstrapMode> {
@@ -65,6 +68,14 @@ struct EnumNames<BackendKind> {
         {BackendKind::Auto, "auto", "Auto"},
         {BackendKind::Cpu, "cpu", "CPU"},
         {BackendKind::Cuda, "cuda", "CUDA"},
+    };
+};
+
+template <>
+struct EnumNames<MathMode> {
+    static constexpr EnumName<MathMode> table[] = {
+        {MathMode::Fp32, "fp32", "FP32"},
+        {MathMode::Tf32, "tf32", "TF32 tensor cores"},
     };
 };
 

@@ -130,6 +130,9 @@ SafetensorsFile exportFile(const Trainer& trainer, const json& metrics) {
     file.metadata["feature_names"] = json(data.train.featureNames).dump();
     file.metadata["train_rows"] = std::to_string(data.train.rows);
     file.metadata["is_image"] = data.isImage ? "true" : "false";
+    // Which backend trained it and why (backend.kind=auto's decision): a resumed run keeps it.
+    file.metadata["backend"] =
+        decisionJson(trainer.backendDecision(), trainer.backend().name()).dump();
     if (data.isImage) {
         file.metadata["image_shape"] = json{data.imageHeight, data.imageWidth}.dump();
     }

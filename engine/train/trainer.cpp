@@ -128,6 +128,9 @@ Trainer::Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backen
       m_data(std::move(data)),
       m_backend(std::move(backend)) {
     const int classes = m_data.classes;
+    m_backendDecision.requested = m_config.backend.kind;
+    m_backendDecision.chosen =
+        m_backend->name().rfind("cuda", 0) == 0 ? BackendKind::Cuda : BackendKind::Cpu;
     if (m_data.train.rows < 1) {
         throw DataError("the train split of " + m_data.name + " is empty");
     }

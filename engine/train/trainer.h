@@ -4,8 +4,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
+#include "backend/auto_choice.h"
 #include "backend/backend.h"
 #include "data/dataset.h"
 #include "dist/collective.h"
@@ -61,6 +63,11 @@ class Trainer {
     const DataSplit& data() const { return m_data; }
     const ParamLayout& layout() const { return m_layout; }
     const Backend& backend() const { return *m_backend; }
+    // What backend.kind resolved to and why (registry.h's makeBackend decides; an export's
+    // metadata "backend" and a resumed run read it). A trainer made with a backend in hand says
+    // only which kind it is until the maker sets the decision.
+    const BackendDecision& backendDecision() const { return m_backendDecision; }
+    void setBackendDecision(BackendDecision decision) { m_backendDecision = std::move(decision); }
     // The members this trainer holds (all of them in one process).
     int members() const { return m_layout.members(); }
     // The global index of its member 0, and the ensemble's size over every rank.
@@ -174,6 +181,7 @@ class Trainer {
     MemberRange m_share;
     DataSplit m_data;
     std::unique_ptr<Backend> m_backend;
+    BackendDecision m_backendDecision;
     ParamLayout m_layout;
     std::vector<float> m_trainX;        // normalised
     std::vector<float> m_testX;         // normalised

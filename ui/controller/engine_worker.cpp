@@ -127,7 +127,10 @@ void EngineWorker::build(const nlohmann::json& config, std::shared_ptr<const Dat
     setRunning(false);
     m_pauseRequested.store(false);
     try {
-        const ExperimentConfig parsed = parseConfig(config);
+        ExperimentConfig parsed = parseConfig(config);
+        if (opened != nullptr && opened->isCheckpoint) {
+            keepCheckpointBackend(parsed, opened->checkpoint.ensemble);  // auto keeps it
+        }
         std::string notice;
         std::unique_ptr<Trainer> trainer;
         // Free the old run first: two MNIST-sized runs need not fit in memory together.
@@ -138,9 +141,10 @@ void EngineWorker::build(const nlohmann::json& config, std::shared_ptr<const Dat
                                          .arg(datasetKindOf(parsed.json))
                                          .arg(parsed.ensemble.members));
         if (data) {
-            BackendChoice choice = makeBackend(parsed);
+            BackendChoice choice = makeBackend(parsed, *data);
             notice = choice.notice;
             trainer = std::make_unique<Trainer>(parsed, *data, std::move(choice.backend));
+            trainer->setBackendDecision(choice.decision);
         } else {
             trainer = makeTrainer(parsed, &notice);
         }

@@ -35,11 +35,12 @@ std::string mib(std::size_t bytes) {
 
 }  // namespace
 
-CudaBackend::CudaBackend(int device) : m_device(device) {
+CudaBackend::CudaBackend(int device, MathMode math) : m_device(device) {
     useDevice();
     cudaDeviceProp prop{};
     ENSEMBLE_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-    m_name = "cuda:" + std::to_string(device) + " (" + prop.name + ")";
+    m_name = "cuda:" + std::to_string(device) + " (" + prop.name + ")" +
+             (math == MathMode::Tf32 ? ", tf32" : "");
     if (const char* env = std::getenv("ENSEMBLE_CUDA_GRAPHS")) {
         m_useGraphs = std::strcmp(env, "0") != 0;
     }
@@ -51,8 +52,12 @@ CudaBackend::CudaBackend(int device) : m_device(device) {
     m_cublas.reset(handle);
     // cublasSetStream resets the workspace to cuBLAS's own pool; ours is set in bind().
     ENSEMBLE_CUBLAS_CHECK(cublas().setStream(handle, stream));
-    // Plain FP32 products (no TF32): the CPU oracle computes in FP32.
-    ENSEMBLE_CUBLAS_CHECK(cublas().setMathMode(handle, CUBLAS_DEFAULT_MATH));
+    // backend.math. fp32: plain FP32 products (no TF32), as the CPU oracle computes them.
+    // tf32: cuBLAS may run every single-precision GEMM of this handle (the dense layers' and
+    // the im2col convolutions' cublasSgemmStridedBatched) on the tensor cores, inputs rounded
+    // to TF32 (10-bit mantissa) and sums in FP32; the element kernels are unchanged.
+    ENSEMBLE_CUBLAS_CHECK(cublas().setMathMode(
+        handle, math == MathMode::Tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
 }
 
 CudaBackend::~CudaBackend() {
@@ -383,13 +388,23 @@ bool cudaDeviceUsable(int device, std::string& reason) {
     return true;
 }
 
-std::unique_ptr<Backend> makeCudaBackend(int device) {
+std::string cudaDeviceSignature(int device) {
+    cudaDeviceProp prop{};
+    ENSEMBLE_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    int driver = 0;
+    ENSEMBLE_CUDA_CHECK(cudaDriverGetVersion(&driver));
+    return std::string(prop.name) + ", compute capability " + std::to_string(prop.major) + "." +
+           std::to_string(prop.minor) + ", driver " + std::to_string(driver / 1000) + "." +
+           std::to_string((driver % 1000) / 10);
+}
+
+std::unique_ptr<Backend> makeCudaBackend(int device, MathMode math) {
     std::string reason;
     if (!cudaDeviceUsable(device, reason)) {
         throw RuntimeError(ErrorKind::BackendMissing,
                            "CUDA device " + std::to_string(device) + " is not usable: " + reason);
     }
-    return std::make_unique<gpu::CudaBackend>(device);
+    return std::make_unique<gpu::CudaBackend>(device, math);
 }
 
 }  // namespace ensemble

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "io/config_schema.h"
 
 namespace ensemble {
 
@@ -17,8 +18,13 @@ bool cudaDeviceUsable(int device, std::string& reason);
 // The number of CUDA devices this process sees (0 when none, or no driver).
 int cudaVisibleDevices();
 
-// A backend on device `device`. Throws RuntimeError (with the CUDA error string) when the
-// device cannot be used.
-std::unique_ptr<Backend> makeCudaBackend(int device);
+// "<device name>, compute capability <major.minor>, driver <major.minor>": what the auto
+// rule's calibration cache is keyed by. Precondition: cudaDeviceUsable(device).
+std::string cudaDeviceSignature(int device);
+
+// A backend on device `device` whose GEMMs multiply in `math` (backend.math: FP32, or TF32 on
+// the tensor cores through cuBLAS's CUBLAS_TF32_TENSOR_OP_MATH). Throws RuntimeError (with the
+// CUDA error string) when the device cannot be used.
+std::unique_ptr<Backend> makeCudaBackend(int device, MathMode math = MathMode::Fp32);
 
 }  // namespace ensemble

@@ -23,6 +23,7 @@
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/step_program.h"
 #include "backend/cuda/uncertainty_kernels.cuh"
+#include "io/config_schema.h"
 
 namespace ensemble::gpu {
 
@@ -70,7 +71,8 @@ using GraphExecHandle = std::unique_ptr<std::remove_pointer_t<cudaGraphExec_t>, 
 // kernels, same order, same results), for debugging with compute-sanitizer or nsys.
 class CudaBackend final : public Backend {
   public:
-    explicit CudaBackend(int device);
+    // `math`: backend.math, the cuBLAS handle's math mode for every GEMM of this backend.
+    CudaBackend(int device, MathMode math);
     ~CudaBackend() override;
 
     std::string name() const override { return m_name; }
