@@ -627,6 +627,94 @@ def markdown(rows, tgts, meta):
     return "\n".join(out) + "\n"
 
 
+# The GPU table (issue 39): scripts/gpu_check.sh writes one line per measurement to bench.txt,
+#   WORKLOAD K IMPL MEMBER_STEPS_PER_SEC [AUTO_PICK]
+# IMPL: ours-fp32, ours-tf32 (backend.kind=cuda with backend.math fp32 / tf32), ours-cpu,
+# ours-auto (backend.kind=auto; AUTO_PICK is the backend it took: cpu or cuda), and PyTorch's
+# forms torch-graph-fp32-FORM, torch-graph-tf32-FORM (the whole step captured as a CUDA graph)
+# and torch-eager-FORM (FORM: bmm, vmap, group, group-cl = channels-last, ...). The peer of a
+# column is its best FORM.
+GPU_WORKLOADS = {  # name, useful FLOPs of one member's step (2 per multiply-add)
+    "W1": ("spirals 2-32-32-2, batch 32, Adam", 2 * train_macs_per_example(W1_WIDTHS) * 32),
+    "W2": ("MNIST MLP 784-256-256-10, batch 128, Adam",
+           2 * train_macs_per_example(W2_WIDTHS) * 128),
+    "W5": ("`mnist-cnn`, batch 128, SGD", 2 * W5_TRAIN_MACS * 128),
+}
+# Vendor datasheet peaks (dense, no sparsity), TFLOP/s: FP32 on the CUDA cores, TF32 on the
+# tensor cores; and memory bandwidth, TB/s. --gpu-peak overrides them.
+GPU_PEAKS = {
+    "H200": (67.0, 494.7, 4.8),
+    "H100 80GB HBM3": (67.0, 494.7, 3.35),
+    "H100 PCIe": (51.2, 378.0, 2.0),
+    "A100": (19.5, 156.0, 2.0),
+}
+
+
+def read_gpu_bench(path):
+    """bench.txt -> {(workload, K): {impl: rate}} and {(workload, K): auto's pick}."""
+    rates, picks = {}, {}
+    with open(path) as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) < 4 or fields[0] not in GPU_WORKLOADS:
+                continue
+            try:
+                rate = float(fields[3])
+            except ValueError:
+                continue  # a failed measurement prints its error instead of a rate
+            key = (fields[0], int(fields[1]))
+            rates.setdefault(key, {})[fields[2]] = rate
+            if fields[2] == "ours-auto" and len(fields) > 4:
+                picks[key] = fields[4]
+    return rates, picks
+
+
+def gpu_table(path, device_name=""):
+    """The markdown table of docs/gpu.md from gpu_check.sh's bench.txt: ours against PyTorch
+    at its best (CUDA graph, FP32 and TF32) and eager, the ratios the issue's targets are
+    stated in, how far ours is from the card's FP32 peak, and whether auto picked the faster
+    backend (within 1.25x of it)."""
+    rates, picks = read_gpu_bench(path)
+    peak = next((v for name, v in GPU_PEAKS.items() if name in device_name), None)
+
+    def best(row, prefix):
+        values = [v for impl, v in row.items() if impl.startswith(prefix)]
+        return max(values) if values else None
+
+    def num(v):
+        return "—" if v is None else f"{v:,.0f}"
+
+    def ratio(a, b):
+        return "—" if a is None or b is None or b == 0 else f"{a / b:.2f}x"
+
+    out = ["| workload | K | ours FP32 | ours TF32 | PyTorch + CUDA graph, FP32 | same, TF32 | "
+           "PyTorch eager, FP32 | ours / FP32 peer | ours TF32 / TF32 peer | ours FP32 TFLOP/s"
+           + (" (% of FP32 peak)" if peak else "") + " | auto: picked, / best |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for (workload, k) in sorted(rates, key=lambda wk: (wk[0], wk[1])):
+        row = rates[(workload, k)]
+        name, flops = GPU_WORKLOADS[workload]
+        ours32, ours_tf = row.get("ours-fp32"), row.get("ours-tf32")
+        peer32, peer_tf = best(row, "torch-graph-fp32-"), best(row, "torch-graph-tf32-")
+        eager = best(row, "torch-eager-")
+        tflops = "—"
+        if ours32:
+            t = ours32 * flops / 1e12
+            tflops = f"{t:.3g}" + (f" ({100 * t / peak[0]:.2g}%)" if peak else "")
+        auto = "—"
+        if "ours-auto" in row:
+            better = max(v for v in (row.get("ours-fp32"), row.get("ours-cpu")) if v is not None)
+            slower = better / row["ours-auto"]
+            auto = (f"{picks.get((workload, k), '?')}, {slower:.2f}x"
+                    f"{'' if slower <= 1.25 else ' **over 1.25x**'}")
+        out.append(f"| {workload} {name} | {k} | {num(ours32)} | {num(ours_tf)} | {num(peer32)} | "
+                   f"{num(peer_tf)} | {num(eager)} | {ratio(ours32, peer32)} | "
+                   f"{ratio(ours_tf, peer_tf)} | {tflops} | {auto} |")
+    note = ("member-steps per second, one run on " + (device_name or "the GPU") +
+            "; the peer of a column is its best form; ratios above 1 are ours ahead")
+    return "\n".join(out) + "\n\n" + note + "\n"
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--build-dir", default="build")
@@ -647,7 +735,14 @@ def main():
                         "FLOP-rate targets)")
     p.add_argument("--render", metavar="RESULTS_JSON",
                    help="only rewrite the tables and the plot from an earlier results.json")
+    p.add_argument("--gpu-table", metavar="BENCH_TXT",
+                   help="only print the GPU table of scripts/gpu_check.sh's bench.txt")
+    p.add_argument("--gpu-name", default="",
+                   help="with --gpu-table: the device's name (nvidia-smi -L), for its peaks")
     args = p.parse_args()
+    if args.gpu_table:
+        print(gpu_table(args.gpu_table, args.gpu_name))
+        return
     if args.render:
         with open(args.render) as f:
             saved = json.load(f)

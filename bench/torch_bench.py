@@ -29,9 +29,17 @@ learning rate. Workloads:
         are batched with baddbmm: the members as channel groups);
   w5p   prediction with the w5 network (group form, no_grad): images per second.
 
+On a GPU (--device cuda) each form runs eagerly (one launch per operator, plain FP32, no
+cuDNN autotuning: the old column) or, with --graph, as PyTorch at its best: the whole step
+captured once as a CUDA graph and replayed (Graphed: capturable Adam, cudnn.benchmark), with
+--tf32 for TF32 tensor cores (PyTorch's default for convolutions) and --channels-last for the
+CNN's tensors. scripts/gpu_check.sh takes the best form of each.
+
 Usage: torch_bench.py --workload w1 --impl bmm --members 100 [--threads 2] [--seconds 1]
+       torch_bench.py --device cuda --graph [--tf32] [--channels-last] --workload w5 ...
        torch_bench.py --serve     (JSON requests on stdin, one per line; JSON replies on stdout)
-A request / reply is {"workload": ..., "impl": ..., "members": ..., "threads": ...} ->
+A request / reply is {"workload": ..., "impl": ..., "members": ..., "threads": ...,
+"graph": bool, "tf32": bool, "channels_last": bool, "cudnn_benchmark": bool} ->
 {"seconds_per_step": median, "samples": [...], ...}.
 """
 
@@ -126,21 +134,42 @@ class Loop:
 
     def __init__(self, k, widths, lr, x, y, batch, resample):
         self.models = [make_mlp(widths) for _ in range(k)]
-        self.opts = [torch.optim.Adam(m.parameters(), lr=lr) for m in self.models]
+        self.opts = [adam(m.parameters(), lr) for m in self.models]
         self.x, self.y, self.batch, self.resample = x, y, batch, resample
 
-    def step(self):
+    def zero_grad(self):
+        for opt in self.opts:
+            opt.zero_grad(set_to_none=True)
+
+    def compute(self):
+        """Forward, backward and update of every member, gradients not cleared first: the part
+        a CUDA graph captures (Graphed)."""
         n = self.x.shape[0]
         shared = None if self.resample else torch.randint(0, n, (self.batch,))
         for model, opt in zip(self.models, self.opts):
             idx = torch.randint(0, n, (self.batch,)) if self.resample else shared
             loss = F.cross_entropy(model(self.x[idx]), self.y[idx])
-            opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
 
+    def step(self):
+        self.zero_grad()
+        self.compute()
 
-class Bmm:
+
+class OneOptimizer:
+    """An implementation with one optimizer over all members: step() = zero_grad() + compute(),
+    compute() the part a CUDA graph captures (Graphed)."""
+
+    def zero_grad(self):
+        self.opt.zero_grad(set_to_none=True)
+
+    def step(self):
+        self.zero_grad()
+        self.compute()
+
+
+class Bmm(OneOptimizer):
     """Stacked [K, out, in] weights, torch.baddbmm, one Adam."""
 
     def __init__(self, k, widths, lr, x, y, batch, resample):
@@ -151,7 +180,7 @@ class Bmm:
             b = torch.empty(k, 1, widths[i + 1]).uniform_(-bound, bound)
             self.weights.append(w.requires_grad_())
             self.biases.append(b.requires_grad_())
-        self.opt = torch.optim.Adam(self.weights + self.biases, lr=lr)
+        self.opt = adam(self.weights + self.biases, lr)
         self.k, self.x, self.y, self.batch, self.resample = k, x, y, batch, resample
         self.classes = widths[-1]
 
@@ -166,7 +195,7 @@ class Bmm:
                 h = torch.relu(h)
         return h
 
-    def step(self):
+    def compute(self):
         n = self.x.shape[0]
         if self.resample:
             idx = torch.randint(0, n, (self.k, self.batch))
@@ -177,12 +206,11 @@ class Bmm:
         logits = self.forward(x)
         # Sum over members of each member's mean loss: the members' gradients are independent.
         loss = F.cross_entropy(logits.reshape(-1, self.classes), y, reduction="sum") / self.batch
-        self.opt.zero_grad(set_to_none=True)
         loss.backward()
         self.opt.step()
 
 
-class Vmap:
+class Vmap(OneOptimizer):
     """functorch.vmap over a functional model with stacked parameters, one Adam."""
 
     def __init__(self, k, widths, lr, x, y, batch, resample):
@@ -200,11 +228,11 @@ class Vmap:
             self.params = [params[n].detach().requires_grad_() for n in names]
             self.call = lambda ps, buffers, x: functional_call(
                 base, (dict(zip(names, ps)), buffers), (x,))
-        self.opt = torch.optim.Adam(self.params, lr=lr)
+        self.opt = adam(self.params, lr)
         self.k, self.x, self.y, self.batch, self.resample = k, x, y, batch, resample
         self.classes = widths[-1]
 
-    def step(self):
+    def compute(self):
         n = self.x.shape[0]
         if self.resample:
             idx = torch.randint(0, n, (self.k, self.batch))
@@ -215,12 +243,22 @@ class Vmap:
             x, y = self.x[idx], self.y[idx].repeat(self.k)
             logits = vmap(self.call, in_dims=(0, 0, None))(self.params, self.buffers, x)
         loss = F.cross_entropy(logits.reshape(-1, self.classes), y, reduction="sum") / self.batch
-        self.opt.zero_grad(set_to_none=True)
         loss.backward()
         self.opt.step()
 
 
 IMPLS = {"loop": Loop, "bmm": Bmm, "vmap": Vmap}
+
+
+def adam(params, lr):
+    """Adam as the peer uses it: capturable (its step count on the device) when the step is
+    captured as a CUDA graph, which PyTorch requires for Adam inside a graph."""
+    return torch.optim.Adam(params, lr=lr, capturable=CAPTURABLE)
+
+
+def to_layout(x):
+    """An image batch in the run's memory format (channels-last when asked for)."""
+    return x.contiguous(memory_format=MEMORY_FORMAT) if x.dim() == 4 else x
 
 
 def make_cnn():
@@ -238,21 +276,28 @@ class CnnLoop:
     """K nn.Module CNNs, K SGDs, a Python loop over the members (one shared batch)."""
 
     def __init__(self, k, x, y, batch):
-        self.models = [make_cnn() for _ in range(k)]
+        self.models = [make_cnn().to(memory_format=MEMORY_FORMAT) for _ in range(k)]
         self.opts = [cnn_sgd(m.parameters()) for m in self.models]
         self.x, self.y, self.batch = x, y, batch
 
-    def step(self):
+    def zero_grad(self):
+        for opt in self.opts:
+            opt.zero_grad(set_to_none=True)
+
+    def compute(self):
         idx = torch.randint(0, self.x.shape[0], (self.batch,))
-        xb, yb = self.x[idx], self.y[idx]
+        xb, yb = to_layout(self.x[idx]), self.y[idx]
         for model, opt in zip(self.models, self.opts):
             loss = F.cross_entropy(model(xb), yb)
-            opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
 
+    def step(self):
+        self.zero_grad()
+        self.compute()
 
-class CnnVmap:
+
+class CnnVmap(OneOptimizer):
     """functorch.vmap over the functional CNN with stacked parameters, one SGD."""
 
     def __init__(self, k, x, y, batch):
@@ -273,17 +318,16 @@ class CnnVmap:
         self.opt = cnn_sgd(self.params)
         self.k, self.x, self.y, self.batch = k, x, y, batch
 
-    def step(self):
+    def compute(self):
         idx = torch.randint(0, self.x.shape[0], (self.batch,))
         xb, yb = self.x[idx], self.y[idx].repeat(self.k)
         logits = vmap(self.call, in_dims=(0, 0, None))(self.params, self.buffers, xb)
         loss = F.cross_entropy(logits.reshape(-1, 10), yb, reduction="sum") / self.batch
-        self.opt.zero_grad(set_to_none=True)
         loss.backward()
         self.opt.step()
 
 
-class CnnGroup:
+class CnnGroup(OneOptimizer):
     """The K members as channel groups of one network: grouped convolutions (groups=K) over the
     batch repeated K times along the channels, then baddbmm for the dense layers."""
 
@@ -292,8 +336,13 @@ class CnnGroup:
             bound = 1.0 / math.sqrt(fan_in)
             return torch.empty(*shape).uniform_(-bound, bound).requires_grad_()
 
-        self.c1w, self.c1b = uniform((k * 32, 1, 3, 3), 9), uniform((k * 32,), 9)
-        self.c2w, self.c2b = uniform((k * 64, 32, 3, 3), 288), uniform((k * 64,), 288)
+        def conv_weight(shape, fan_in):  # in the run's memory format (channels-last or not)
+            bound = 1.0 / math.sqrt(fan_in)
+            w = torch.empty(*shape).uniform_(-bound, bound)
+            return w.contiguous(memory_format=MEMORY_FORMAT).requires_grad_()
+
+        self.c1w, self.c1b = conv_weight((k * 32, 1, 3, 3), 9), uniform((k * 32,), 9)
+        self.c2w, self.c2b = conv_weight((k * 64, 32, 3, 3), 288), uniform((k * 64,), 288)
         self.d1w, self.d1b = uniform((k, 3136, 256), 3136), uniform((k, 1, 256), 3136)
         self.d2w, self.d2b = uniform((k, 256, 10), 256), uniform((k, 1, 10), 256)
         self.params = [self.c1w, self.c1b, self.c2w, self.c2b, self.d1w, self.d1b, self.d2w,
@@ -303,19 +352,19 @@ class CnnGroup:
 
     def forward(self, xb):
         b, k = xb.shape[0], self.k
-        h = xb.expand(b, k, 28, 28)
+        h = to_layout(xb.expand(b, k, 28, 28))
         h = F.avg_pool2d(F.relu(F.conv2d(h, self.c1w, self.c1b, padding=1, groups=k)), 2)
         h = F.avg_pool2d(F.relu(F.conv2d(h, self.c2w, self.c2b, padding=1, groups=k)), 2)
-        h = h.reshape(b, k, 3136).transpose(0, 1)  # K x B x 3136, PyTorch's flatten order
+        # K x B x 3136 in PyTorch's flatten order (NCHW), whatever the memory format
+        h = h.contiguous().reshape(b, k, 3136).transpose(0, 1)
         h = F.relu(torch.baddbmm(self.d1b, h, self.d1w))
         return torch.baddbmm(self.d2b, h, self.d2w)  # K x B x 10
 
-    def step(self):
+    def compute(self):
         idx = torch.randint(0, self.x.shape[0], (self.batch,))
         xb, yb = self.x[idx], self.y[idx].repeat(self.k)
         logits = self.forward(xb)
         loss = F.cross_entropy(logits.reshape(-1, 10), yb, reduction="sum") / self.batch
-        self.opt.zero_grad(set_to_none=True)
         loss.backward()
         self.opt.step()
 
@@ -336,6 +385,56 @@ def data(workload):
 
 
 DEVICE = "cpu"
+# Set per request by configure(): Adam's capturable flag (graph runs) and the CNN's memory format.
+CAPTURABLE = False
+MEMORY_FORMAT = torch.contiguous_format
+
+
+class Graphed:
+    """PyTorch at its best on a GPU: the whole training step (index draws, forward, loss,
+    backward, optimizer update) captured once as a CUDA graph and replayed, following the
+    whole-network capture recipe of PyTorch's CUDA semantics notes ("CUDA Graphs"): warm-up
+    iterations on a side stream (cuDNN's autotuning, lazy optimizer state and cuBLAS
+    workspaces happen there, outside the capture), gradients set to None so that backward()
+    allocates them from the graph's private pool, capture, then replay. The data are static:
+    the whole train split lives on the device and the batch's indices are drawn inside the
+    graph (CUDA RNG is graph-safe: each replay advances the generator's offset). Adam needs
+    capturable=True; SGD's momentum buffers exist after the warm-up."""
+
+    def __init__(self, model, warmup=3):
+        self.model = model
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(warmup):
+                model.step()
+        torch.cuda.current_stream().wait_stream(side)
+        model.zero_grad()
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            model.compute()
+
+    def step(self):
+        self.graph.replay()
+
+
+def configure(request):
+    """The GPU settings of one request: graph capture (and with it capturable Adam),
+    cudnn.benchmark, TF32 for matmuls and convolutions, channels-last CNN tensors. The eager
+    defaults are the old column's: no graph, no autotuning, plain FP32."""
+    global CAPTURABLE, MEMORY_FORMAT
+    graph = bool(request.get("graph", False))
+    if graph and DEVICE == "cpu":
+        raise ValueError("graph capture needs --device cuda")
+    CAPTURABLE = graph
+    MEMORY_FORMAT = (torch.channels_last if request.get("channels_last", False)
+                     else torch.contiguous_format)
+    if DEVICE != "cpu":
+        tf32 = bool(request.get("tf32", False))
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
+        torch.backends.cudnn.benchmark = bool(request.get("cudnn_benchmark", graph))
+    return graph
 
 
 def sync():
@@ -423,6 +522,7 @@ def run(request):
     seconds = float(request.get("seconds", 1.0))
     set_threads(threads)
     torch.manual_seed(0)
+    graph = configure(request)
     reply = dict(request)
     if workload in ("w1", "w2"):
         x, y = data(workload)
@@ -431,6 +531,8 @@ def run(request):
         else:
             widths, batch, resample, lr = [784, 256, 256, 10], 128, False, 0.002
         model = IMPLS[impl](k, widths, lr, x, y, batch, resample)
+        if graph:
+            model = Graphed(model)
         median, samples = time_steps(model.step, seconds)
         reply.update(seconds_per_step=median, samples=samples,
                      member_steps_per_sec=k / median)
@@ -444,6 +546,8 @@ def run(request):
         x = x.reshape(-1, 1, 28, 28)
         if workload == "w5":
             model = CNN_IMPLS[impl](k, x, y, 128)
+            if graph:
+                model = Graphed(model)
             median, samples = time_steps(model.step, seconds)
             reply.update(seconds_per_step=median, samples=samples,
                          member_steps_per_sec=k / median)
@@ -497,21 +601,34 @@ def main():
     parser.add_argument("--n", type=int, default=2048)
     parser.add_argument("--device", default="cpu",
                         help="cpu, or cuda to time PyTorch's GPU path (synchronised timing)")
+    parser.add_argument("--graph", action="store_true",
+                        help="cuda: capture the whole training step as a CUDA graph (capturable "
+                             "Adam, cudnn.benchmark on) and time its replays (w1, w2, w5)")
+    parser.add_argument("--tf32", action="store_true",
+                        help="cuda: TF32 tensor cores for matmuls and convolutions (default: "
+                             "plain FP32, as our backend's backend.math=fp32)")
+    parser.add_argument("--channels-last", action="store_true",
+                        help="w5: the CNN's images and convolution weights channels-last")
+    parser.add_argument("--cudnn-benchmark", type=int, choices=(0, 1), default=None,
+                        help="cuda: cudnn.benchmark (default: on with --graph, off without)")
     args = parser.parse_args()
     global DEVICE
     DEVICE = args.device
     if DEVICE != "cpu":
         # Parameters, index draws and grids are made where the data lives.
         torch.set_default_device(DEVICE)
-        # Plain FP32, as our CUDA backend computes (cuBLAS default math): cuDNN would otherwise
-        # run the convolutions in TF32 on the tensor cores.
+        # Plain FP32 unless a request asks for TF32 (configure()), as our CUDA backend computes
+        # with backend.math=fp32: cuDNN would otherwise run the convolutions in TF32.
         torch.backends.cudnn.allow_tf32 = False
         torch.backends.cuda.matmul.allow_tf32 = False
     if args.info:
         print(json.dumps(info()))
         return
     if not args.serve:
-        print(json.dumps(run(vars(args))))
+        request = vars(args)
+        if request["cudnn_benchmark"] is None:
+            del request["cudnn_benchmark"]
+        print(json.dumps(run(request)))
         return
     for line in sys.stdin:
         line = line.strip()

@@ -7,10 +7,13 @@
 #   pack DIR   copy ensemble-cli, the CUDA test binaries and the shared libraries they need that
 #              a CUDA image may lack (Qt Core/Test, ICU, ...) into DIR, plus gzipped MNIST when
 #              it is installed here (about 30 MB in all)
-#   run DIR OUT  nvidia-smi, the CUDA test suites, then ensemble-cli bench on the GPU and on
-#              the CPU and PyTorch's eager GPU path (bench/torch_bench.py --device cuda) for
-#              W1 (spirals 2-32-32-2, batch 32, resample), W2 (MNIST 784-256-256-10, batch 128)
-#              and W5 (the mnist-cnn preset), and the mnist-cnn recipe trained on the GPU.
+#   run DIR OUT  nvidia-smi, the CUDA test suites, auto's calibration (bench --calibrate-auto),
+#              then for W1 (spirals 2-32-32-2, batch 32, resample), W2 (MNIST 784-256-256-10,
+#              batch 128) and W5 (the mnist-cnn preset): ensemble-cli bench on the GPU in FP32
+#              and TF32, on the CPU and with backend.kind=auto, and PyTorch at its best
+#              (bench/torch_bench.py --device cuda --graph: the step captured as a CUDA graph,
+#              FP32 and TF32) and eager; the mnist-cnn recipe trained on the GPU in FP32 and
+#              TF32; last the table (bench/run_bench.py --gpu-table) into OUT/table.md.
 #              GPU_CHECK_PARTS="tests mlp cnn" picks parts.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,9 +42,40 @@ cli_rate() {  # ensemble-cli bench ARGS... -> member_steps_per_sec
     "$cli" bench "$@" 2>>"$out/bench.log" | sed -n 's/.*member_steps_per_sec=\([0-9.e+]*\).*/\1/p'
 }
 
+cli_auto() {  # ensemble-cli bench ARGS... with backend.kind=auto -> "RATE PICKED" (cpu|cuda)
+    local report
+    report=$("$cli" bench "$@" --set backend.kind=auto 2>>"$out/bench.log")
+    echo "$(sed -n 's/.*member_steps_per_sec=\([0-9.e+]*\).*/\1/p' <<<"$report")" \
+        "$(sed -n 's/^backend \(cuda\|cpu\).*/\1/p' <<<"$report")"
+}
+
 torch_rate() {  # bench/torch_bench.py ARGS... -> member_steps_per_sec
     "$py" "$here/bench/torch_bench.py" --device cuda --seconds 1 "$@" 2>>"$out/bench.log" |
         "$py" -c 'import json,sys; r=json.load(sys.stdin); print(r.get("member_steps_per_sec", r))'
+}
+
+# One workload at K members: ours in FP32, TF32, on the CPU and with auto; PyTorch's forms
+# (bmm, vmap, group; group-cl = group with channels-last tensors) of torch_bench.py's workload
+# TW captured as a CUDA graph in FP32 and TF32, and eager.
+measure() {
+    local w=$1 k=$2 tw=$3 forms=$4
+    shift 4
+    local form impl
+    echo "$w $k ours-fp32 $(cli_rate "$@" --set backend.kind=cuda)" | tee -a "$out/bench.txt"
+    echo "$w $k ours-tf32 $(cli_rate "$@" --set backend.kind=cuda --set backend.math=tf32)" |
+        tee -a "$out/bench.txt"
+    echo "$w $k ours-cpu $(cli_rate "$@" --set backend.kind=cpu)" | tee -a "$out/bench.txt"
+    echo "$w $k ours-auto $(cli_auto "$@")" | tee -a "$out/bench.txt"
+    for form in $forms; do
+        impl=(--impl "${form%-cl}")
+        if [[ $form == *-cl ]]; then impl+=(--channels-last); fi
+        echo "$w $k torch-graph-fp32-$form $(torch_rate --workload "$tw" "${impl[@]}" \
+            --members "$k" --graph)" | tee -a "$out/bench.txt"
+        echo "$w $k torch-graph-tf32-$form $(torch_rate --workload "$tw" "${impl[@]}" \
+            --members "$k" --graph --tf32)" | tee -a "$out/bench.txt"
+        echo "$w $k torch-eager-$form $(torch_rate --workload "$tw" "${impl[@]}" \
+            --members "$k")" | tee -a "$out/bench.txt"
+    done
 }
 
 run() {
@@ -62,35 +96,27 @@ run() {
                 grep -E "FAIL|SKIP|Totals|nMSE|Loc:" | tail -40)
         done
     fi
-    echo "workload K impl member_steps_per_sec" | tee -a "$out/bench.txt"
+    # The calibration auto decides by, measured once here (bench --calibrate-auto), so that the
+    # ours-auto rows use it rather than measuring on their first run.
+    export XDG_CACHE_HOME=/tmp/gpu_check/cache
+    "$cli" bench --calibrate-auto --config spirals 2>&1 | tee "$out/calibration.txt"
+    echo "workload K impl member_steps_per_sec [auto's pick]" | tee -a "$out/bench.txt"
     if [[ $parts == *mlp* ]]; then
         for k in 1 10 100 1000; do
-            for b in cuda cpu; do
-                echo "W1 $k $b $(cli_rate --config spirals --set ensemble.bootstrap=resample \
-                    --set ensemble.members=$k --set backend.kind=$b --steps 400 --warmup 40 \
-                    --repeat 3)" | tee -a "$out/bench.txt"
-            done
-            echo "W1 $k torch-cuda-bmm $(torch_rate --workload w1 --impl bmm --members $k)" |
-                tee -a "$out/bench.txt"
+            measure W1 "$k" w1 "bmm vmap" \
+                --config spirals --set ensemble.bootstrap=resample --set ensemble.members="$k" \
+                --steps 400 --warmup 40 --repeat 3
         done
         for k in 1 8 32; do
-            for b in cuda cpu; do
-                echo "W2 $k $b $(cli_rate --config mnist-mlp --set training.batch_size=128 \
-                    --set ensemble.members=$k --set backend.kind=$b --steps 100 --warmup 10 \
-                    --repeat 3)" | tee -a "$out/bench.txt"
-            done
-            echo "W2 $k torch-cuda-bmm $(torch_rate --workload w2 --impl bmm --members $k)" |
-                tee -a "$out/bench.txt"
+            measure W2 "$k" w2 "bmm vmap" \
+                --config mnist-mlp --set training.batch_size=128 --set ensemble.members="$k" \
+                --steps 100 --warmup 10 --repeat 3
         done
     fi
     if [[ $parts == *cnn* ]]; then
         for k in 1 4 16; do
-            echo "W5 $k cuda $(cli_rate --config mnist-cnn --set ensemble.members=$k \
-                --set backend.kind=cuda --steps 60 --warmup 5 --repeat 3)" | tee -a "$out/bench.txt"
-            for impl in group vmap; do
-                echo "W5 $k torch-cuda-$impl $(torch_rate --workload w5 --impl $impl --members $k)" |
-                    tee -a "$out/bench.txt"
-            done
+            measure W5 "$k" w5 "group group-cl vmap" \
+                --config mnist-cnn --set ensemble.members="$k" --steps 60 --warmup 5 --repeat 3
         done
         # The recipe end to end on the GPU: 3 epochs, K = 4, evaluated on the 10,000 test images.
         /usr/bin/time -v "$cli" train --config mnist-cnn --set backend.kind=cuda \
@@ -99,7 +125,14 @@ run() {
         tail -5 "$out/cnn_train.log"
         grep -E "Elapsed|Maximum resident" "$out/cnn_train.log"
         "$cli" eval --weights /tmp/gpu_check/cnn.safetensors --set backend.kind=cuda 2>&1 | tail -12
+        # The same in TF32: its accuracy must be the FP32 run's within noise.
+        "$cli" train --config mnist-cnn --set backend.kind=cuda --set backend.math=tf32 \
+            --metrics "$out/cnn_metrics_tf32.json" >"$out/cnn_train_tf32.log" 2>&1
+        tail -3 "$out/cnn_train_tf32.log"
     fi
+    echo
+    "$py" "$here/bench/run_bench.py" --gpu-table "$out/bench.txt" \
+        --gpu-name "$(head -1 "$out/device.txt")" | tee "$out/table.md"
 }
 
 case ${1:-} in
