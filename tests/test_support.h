@@ -63,6 +63,13 @@ constexpr double kEmulatedLoss = 1e-4;         // relative, per member and step
 constexpr double kDeviceParamNmse = 1e-6;    // after 50 steps
 constexpr double kDeviceLogProbNmse = 1e-6;  // grid predictions
 constexpr double kDeviceLoss = 1e-3;         // relative, per member and step
+// backend.math=tf32 (tst_cuda_parity's tf32 cases): the GEMMs' inputs rounded to a 10-bit
+// mantissa (relative 2^-11 = 4.9e-4 each), so a product is off by about 1e-3 relative and the
+// difference grows over the steps. Stated from that arithmetic, NOT yet measured on a device:
+// the first GPU run reports the observed values (qInfo) and the bounds are tightened then.
+constexpr double kDeviceTf32ParamNmse = 1e-3;    // after 30-50 steps
+constexpr double kDeviceTf32LogProbNmse = 1e-3;  // predictions
+constexpr double kDeviceTf32Loss = 5e-2;         // relative, per member and step
 // Per-point uncertainty measures (entropies, std) computed on the device vs the host.
 constexpr double kDeviceMeasure = 1e-4;
 

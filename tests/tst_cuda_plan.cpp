@@ -257,6 +257,26 @@ class HostExecutor {
             fillElement(i, value, out);
         }
     }
+    void implicitConvForward(const SpatialGeometry& g, const float* in, int64_t inExamples,
+                             int members, int64_t rows, const float* weights, float* pre) {
+        for (int64_t t = 0; t < members * rows * g.outC; ++t) {
+            implicitConvForwardElement(t, g, in, inExamples, weights, rows, pre);
+        }
+    }
+    void implicitConvInputGrad(const SpatialGeometry& g, const float* dPre, const float* weights,
+                               int64_t examplesPerMember, int64_t examples, float* dIn) {
+        for (int64_t i = 0; i < examples * g.inH * g.inW * g.inC; ++i) {
+            implicitConvInputGradElement(i, g, dPre, weights, examplesPerMember, dIn);
+        }
+    }
+    void implicitConvWeightGrad(const SpatialGeometry& g, const float* in, int64_t inExamples,
+                                const float* dPre, int members, int64_t rows, int splits,
+                                float* partial) {
+        const int64_t width = int64_t{g.inC} * g.kernel * g.kernel;
+        for (int64_t t = 0; t < int64_t{members} * splits * g.outC * width; ++t) {
+            implicitConvWeightGradElement(t, g, in, inExamples, dPre, rows, splits, partial);
+        }
+    }
 
   private:
     // The rest of the region holding p (the GEMM may touch [p, region end)).
@@ -431,16 +451,20 @@ class EmulatedCudaBackend : public EmulatedDevice {
 // What CudaBackend holds for CNN members, in host memory, driven like CudaBackend drives it.
 class EmulatedConvCudaBackend : public EmulatedDevice {
   public:
-    EmulatedConvCudaBackend(const TrainingProblem& problem, int64_t predictRows)
+    // `implicitGemm`: the implicit-GEMM convolution instead of im2col + GEMM (ConvArena).
+    EmulatedConvCudaBackend(const TrainingProblem& problem, int64_t predictRows,
+                            bool implicitGemm = false)
         : EmulatedDevice(problem) {
         const ParamLayout& layout = problem.layout;
         m_arena = planConvArena(layout, problem.plan.batch,
                                 problem.plan.mode != BootstrapMode::Resample, true);
+        m_arena.implicitGemm = implicitGemm;
         // Poisoned: a buffer read before it is written shows up as NaN.
         m_arenaFloats.assign(m_arena.floats, std::nanf(""));
         m_rows.assign(m_arena.rowSlots, -1);
         placeConvStepBuffers(m_arena, m_arenaFloats.data(), m_rows.data(), m_buffers, m_conv);
         m_predict = planConvArena(layout, predictRows, true, false);
+        m_predict.implicitGemm = implicitGemm;
         m_predictFloats.assign(m_predict.floats, std::nanf(""));
         m_predictBuffers = placeConvBuffers(m_predict, m_predictFloats.data());
         m_ex.regions = {{m_params.data(), m_params.size()},
@@ -676,6 +700,10 @@ class TestCudaPlan : public QObject {
     void emulatedConvStepMatchesCpuBackend_data();
     void emulatedConvStepMatchesCpuBackend();
     void convArenaFitsEveryLayer();
+    // The implicit-GEMM convolution's elements against im2col + a GEMM summing in the same
+    // order (and col2im): equal up to rounding, for strides, paddings and shared inputs.
+    void implicitConvMatchesIm2col_data();
+    void implicitConvMatchesIm2col();
     // The data axis on the CUDA program: replicas of half the batch each, their gradients and
     // losses summed between the two phases, equal one full-batch step within rounding, and
     // the replicas hold the same bits.
@@ -1065,6 +1093,7 @@ void TestCudaPlan::emulatedConvStepMatchesCpuBackend_data() {
     QTest::addColumn<int>("kind");
     QTest::addColumn<int>("activation");
     QTest::addColumn<int>("architecture");
+    QTest::addColumn<bool>("implicitGemm");
     const Activation acts[] = {Activation::Relu, Activation::Tanh, Activation::Gelu};
     int a = 0;
     for (BootstrapMode mode :
@@ -1073,21 +1102,27 @@ void TestCudaPlan::emulatedConvStepMatchesCpuBackend_data() {
             const Activation act = acts[a % 3];
             const int arch = a % 4;
             ++a;
-            QTest::addRow("%s %s act%d arch%d", modeName(mode), kindName(kind),
-                          static_cast<int>(act), arch)
-                << static_cast<int>(mode) << static_cast<int>(kind) << static_cast<int>(act)
-                << arch;
+            for (bool implicit : {false, true}) {
+                QTest::addRow("%s %s act%d arch%d%s", modeName(mode), kindName(kind),
+                              static_cast<int>(act), arch, implicit ? " implicit" : "")
+                    << static_cast<int>(mode) << static_cast<int>(kind) << static_cast<int>(act)
+                    << arch << implicit;
+            }
         }
     }
     // Every architecture under the shared batch, where the first layers' copies are shared.
     for (int arch = 0; arch < 4; ++arch) {
-        QTest::addRow("none adam relu arch%d shared", arch)
-            << static_cast<int>(BootstrapMode::None) << static_cast<int>(OptimizerKind::Adam)
-            << static_cast<int>(Activation::Relu) << arch;
+        for (bool implicit : {false, true}) {
+            QTest::addRow("none adam relu arch%d shared%s", arch, implicit ? " implicit" : "")
+                << static_cast<int>(BootstrapMode::None) << static_cast<int>(OptimizerKind::Adam)
+                << static_cast<int>(Activation::Relu) << arch << implicit;
+        }
     }  // Each member's own columns through the split gradient (one batched product).
-    QTest::addRow("resample adam relu arch0 split")
-        << static_cast<int>(BootstrapMode::Resample) << static_cast<int>(OptimizerKind::Adam)
-        << static_cast<int>(Activation::Relu) << 0;
+    for (bool implicit : {false, true}) {
+        QTest::addRow("resample adam relu arch0 split%s", implicit ? " implicit" : "")
+            << static_cast<int>(BootstrapMode::Resample) << static_cast<int>(OptimizerKind::Adam)
+            << static_cast<int>(Activation::Relu) << 0 << implicit;
+    }
 }
 
 void TestCudaPlan::emulatedConvStepMatchesCpuBackend() {
@@ -1095,6 +1130,7 @@ void TestCudaPlan::emulatedConvStepMatchesCpuBackend() {
     QFETCH(int, kind);
     QFETCH(int, activation);
     QFETCH(int, architecture);
+    QFETCH(bool, implicitGemm);
     const ConvCase c = convCase(architecture);
     const int members = 3;
     const ImageProblem p = makeImageProblem(c.input, c.layers, static_cast<BootstrapMode>(mode),
@@ -1112,7 +1148,7 @@ void TestCudaPlan::emulatedConvStepMatchesCpuBackend() {
     cpu.bind(p.training);
     cpu.setParameters(init.data());
     // Chunks of 16 rows: the 40 predicted rows take three, the last partial.
-    EmulatedConvCudaBackend emu(p.training, 16);
+    EmulatedConvCudaBackend emu(p.training, 16, implicitGemm);
     emu.setParameters(init);
 
     trainBoth(cpu, emu, layout, init, stepRange(0, 12), 1, 4, 7);
@@ -1120,6 +1156,126 @@ void TestCudaPlan::emulatedConvStepMatchesCpuBackend() {
         return;
     }
     predictBoth(cpu, emu, layout, p.x.data(), 40, logProbability);
+}
+
+void TestCudaPlan::implicitConvMatchesIm2col_data() {
+    QTest::addColumn<int>("channels");
+    QTest::addColumn<int>("side");
+    QTest::addColumn<int>("filters");
+    QTest::addColumn<int>("kernel");
+    QTest::addColumn<int>("stride");
+    QTest::addColumn<bool>("same");
+    QTest::addColumn<bool>("shared");
+    QTest::newRow("3x3 same, per-member inputs") << 2 << 7 << 4 << 3 << 1 << true << false;
+    QTest::newRow("3x3 same, shared input") << 1 << 8 << 5 << 3 << 1 << true << true;
+    QTest::newRow("3x3 stride 2 same") << 3 << 9 << 4 << 3 << 2 << true << false;
+    QTest::newRow("2x2 valid (even kernel)") << 2 << 6 << 3 << 2 << 1 << false << true;
+    QTest::newRow("5x5 stride 2 valid") << 1 << 11 << 2 << 5 << 2 << false << false;
+    QTest::newRow("4x4 same (uneven padding)") << 2 << 5 << 3 << 4 << 1 << true << false;
+}
+
+void TestCudaPlan::implicitConvMatchesIm2col() {
+    QFETCH(int, channels);
+    QFETCH(int, side);
+    QFETCH(int, filters);
+    QFETCH(int, kernel);
+    QFETCH(int, stride);
+    QFETCH(bool, same);
+    QFETCH(bool, shared);
+    const int members = 3;
+    const int batch = 4;
+    const Architecture a = Architecture::stack(
+        {channels, side, side},
+        {test::conv(filters, kernel, stride, same ? Padding::Same : Padding::Valid)}, 2);
+    const SpatialGeometry g = spatialGeometry(a.layers().front());
+    const int64_t plane = int64_t{g.outH} * g.outW;
+    const int64_t rows = batch * plane;  // per member
+    const int64_t width = int64_t{g.inC} * kernel * kernel;
+    const int64_t inExamples = shared ? batch : int64_t{members} * batch;
+    const int64_t image = int64_t{g.inH} * g.inW * g.inC;
+    const std::vector<float> in = randomVector(static_cast<std::size_t>(inExamples * image), 4);
+    const std::vector<float> w =
+        randomVector(static_cast<std::size_t>(members * filters * width), 5);  // [K][F][Ckk]
+    const std::vector<float> dPre =
+        randomVector(static_cast<std::size_t>(members * rows * filters), 6);  // [K][R][F]
+
+    // The reference: every member's columns (im2col), then each product summed in the order
+    // the implicit elements use (j, f, rows ascending).
+    const int64_t examples = int64_t{members} * batch;
+    std::vector<float> cols(static_cast<std::size_t>(examples * plane * width), std::nanf(""));
+    for (int64_t t = 0; t < examples * plane * g.inC; ++t) {
+        im2colPatchElement(t, g, in.data(), cols.data(), inExamples);
+    }
+    std::vector<float> preRef(static_cast<std::size_t>(members * rows * filters));
+    std::vector<float> dColsRef(cols.size());
+    std::vector<float> dWRef(static_cast<std::size_t>(members * filters * width));
+    for (int64_t k = 0; k < members; ++k) {
+        const float* wk = w.data() + k * filters * width;
+        for (int64_t r = 0; r < rows; ++r) {
+            const float* col = cols.data() + (k * rows + r) * width;
+            const float* d = dPre.data() + (k * rows + r) * filters;
+            for (int f = 0; f < filters; ++f) {
+                float sum = 0.0f;
+                for (int64_t j = 0; j < width; ++j) {
+                    sum += col[j] * wk[f * width + j];
+                }
+                preRef[static_cast<std::size_t>((k * rows + r) * filters + f)] = sum;
+            }
+            for (int64_t j = 0; j < width; ++j) {
+                float sum = 0.0f;
+                for (int f = 0; f < filters; ++f) {
+                    sum += wk[f * width + j] * d[f];
+                }
+                dColsRef[static_cast<std::size_t>((k * rows + r) * width + j)] = sum;
+            }
+        }
+    }
+    std::vector<float> dInRef(static_cast<std::size_t>(examples * image));
+    for (int64_t i = 0; i < examples * image; ++i) {
+        col2imElement(i, g, dColsRef.data(), dInRef.data());
+    }
+    const int splits = 2;  // two chunks of whole examples
+    std::vector<float> partialRef(static_cast<std::size_t>(members * splits * filters * width));
+    for (int64_t k = 0; k < members; ++k) {
+        for (int s = 0; s < splits; ++s) {
+            for (int f = 0; f < filters; ++f) {
+                for (int64_t j = 0; j < width; ++j) {
+                    float sum = 0.0f;
+                    for (int64_t r = s * rows / splits; r < (s + 1) * rows / splits; ++r) {
+                        sum += cols[static_cast<std::size_t>((k * rows + r) * width + j)] *
+                               dPre[static_cast<std::size_t>((k * rows + r) * filters + f)];
+                    }
+                    partialRef[static_cast<std::size_t>(((k * splits + s) * filters + f) * width +
+                                                        j)] = sum;
+                }
+            }
+        }
+    }
+
+    // The implicit elements, through the emulated executor (as the program calls them).
+    HostExecutor ex;
+    std::vector<float> pre(preRef.size(), std::nanf(""));
+    ex.implicitConvForward(g, in.data(), inExamples, members, rows, w.data(), pre.data());
+    std::vector<float> dIn(dInRef.size(), std::nanf(""));
+    ex.implicitConvInputGrad(g, dPre.data(), w.data(), batch, examples, dIn.data());
+    std::vector<float> partial(partialRef.size(), std::nanf(""));
+    ex.implicitConvWeightGrad(g, in.data(), inExamples, dPre.data(), members, rows, splits,
+                              partial.data());
+    const auto agree = [](const std::vector<float>& got, const std::vector<float>& want,
+                          const char* what) {
+        for (std::size_t i = 0; i < want.size(); ++i) {
+            if (!test::nearScaled(got[i], want[i], test::kEmulatedLoss)) {
+                QFAIL(qPrintable(QStringLiteral("%1 [%2]: %3, expected %4")
+                                     .arg(QLatin1String(what))
+                                     .arg(i)
+                                     .arg(double(got[i]))
+                                     .arg(double(want[i]))));
+            }
+        }
+    };
+    agree(pre, preRef, "forward");
+    agree(dIn, dInRef, "input gradient");
+    agree(partial, partialRef, "weight gradient partials");
 }
 
 void TestCudaPlan::convArenaFitsEveryLayer() {

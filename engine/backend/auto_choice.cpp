@@ -399,7 +399,8 @@ ThroughputTerms measureThroughput(const BackendFactory& makeBackend) {
 BackendDecision decideAuto(const RunCost& cost, const AutoInputs& in) {
     BackendDecision d;
     d.requested = BackendKind::Auto;
-    const std::string cpuName = "the CPU (" + std::to_string(in.cpuThreads) + " threads)";
+    const std::string cpuName = "the CPU (" + std::to_string(in.cpuThreads) +
+                                (in.cpuThreads == 1 ? " thread)" : " threads)");
     const std::string tf32Note = in.math == MathMode::Tf32
                                      ? "; backend.math=tf32 applies to the GPU only, the CPU "
                                        "computes in FP32"
@@ -407,14 +408,16 @@ BackendDecision decideAuto(const RunCost& cost, const AutoInputs& in) {
     if (in.resumed) {
         if (*in.resumed == BackendKind::Cpu) {
             d.chosen = BackendKind::Cpu;
-            d.reason = "backend auto: " + cpuName +
+            d.kept = true;
+            d.reason = "backend auto: using " + cpuName +
                        ", kept from the checkpoint this run resumes (its steps so far ran there)" +
                        tf32Note;
             return d;
         }
         if (*in.resumed == BackendKind::Cuda && in.gpuUsable) {
             d.chosen = BackendKind::Cuda;
-            d.reason = "backend auto: " + in.gpuName +
+            d.kept = true;
+            d.reason = "backend auto: using " + in.gpuName +
                        ", kept from the checkpoint this run resumes (its steps so far ran there)";
             return d;
         }
@@ -425,7 +428,7 @@ BackendDecision decideAuto(const RunCost& cost, const AutoInputs& in) {
             : "";
     if (!in.gpuUsable) {
         d.chosen = BackendKind::Cpu;
-        d.reason = "backend auto: " + cpuName + resumedNote + ", no GPU term (" +
+        d.reason = "backend auto: using " + cpuName + resumedNote + ", no GPU term (" +
                    in.gpuUnusableReason + ")" + tf32Note;
         return d;
     }
@@ -442,8 +445,8 @@ BackendDecision decideAuto(const RunCost& cost, const AutoInputs& in) {
         fixed(cost.denseFlops / 1e6, 1) + " dense + " + fixed(cost.convFlops / 1e6, 1) +
         " conv MFLOP, " + fixed(cost.bytes / 1e6, 2) + " MB a step; calibration " +
         in.calibrationSource + ")";
-    d.reason = "backend auto: " + (gpu ? in.gpuName : cpuName) + resumedNote + ", " + measured +
-               (gpu ? "" : tf32Note);
+    d.reason = "backend auto: using " + (gpu ? in.gpuName : cpuName) + resumedNote + ", " +
+               measured + (gpu ? "" : tf32Note);
     return d;
 }
 

@@ -107,6 +107,7 @@ struct BackendDecision {
     BackendKind requested = BackendKind::Auto;
     BackendKind chosen = BackendKind::Cpu;
     std::string reason;  // one sentence; for an explicit kind "backend.kind=<kind>"
+    bool kept = false;   // auto kept a resumed run's backend (AutoInputs::resumed)
 };
 
 // What decideAuto decides from.

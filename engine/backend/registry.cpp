@@ -139,33 +139,35 @@ BackendChoice makeBackend(const ExperimentConfig& experiment, const DataSplit& d
             if (!problem.empty()) {
                 cacheNotes.push_back("ignored the calibration cache: " + problem);
             }
+            // The reason names the calibration by its measurement time only, so that the same
+            // config on the same machine records the same decision whether or not this run
+            // measured it (an export's metadata stays the same bytes); the rest is the notice's.
             bool measured = false;
             if (calibration && !calibration->gpu(config.math)) {
                 // Calibrated in the other math mode only (a hand-edited file): measure this one.
                 (config.math == MathMode::Tf32 ? calibration->gpuTf32 : calibration->gpuFp32) =
                     measureGpu(config, config.math);
-                in.calibrationSource = path + " (" + calibration->measuredAt + ", " +
-                                       toString(config.math) + " measured now)";
                 measured = true;
-            } else if (calibration) {
-                in.calibrationSource = path + " (" + calibration->measuredAt + ")";
-            } else {
+            } else if (!calibration) {
                 std::string status;
                 calibration = calibrateMachine(config, std::string(), status);
-                in.calibrationSource = "measured now";
                 measured = true;
             }
+            in.calibrationSource = "of " + calibration->measuredAt;
             if (path.empty()) {
                 cacheNotes.push_back(
-                    "neither XDG_CACHE_HOME nor HOME is set: the calibration is not kept");
+                    "calibrated now; neither XDG_CACHE_HOME nor HOME is set, "
+                    "so the calibration is not kept");
             } else if (measured) {
                 try {
                     writeCalibration(path, *calibration);
-                    in.calibrationSource += ", stored in " + path;
+                    cacheNotes.push_back("calibrated now, stored in " + path);
                 } catch (const std::exception& e) {
-                    cacheNotes.push_back(std::string("could not store the calibration: ") +
+                    cacheNotes.push_back(std::string("calibrated now; could not store it: ") +
                                          e.what());
                 }
+            } else {
+                cacheNotes.push_back("calibration from " + path);
             }
             in.calibration = &*calibration;
         }
@@ -177,6 +179,11 @@ BackendChoice makeBackend(const ExperimentConfig& experiment, const DataSplit& d
     choice.backend = choice.decision.chosen == BackendKind::Cuda ? makeCuda(config, config.math)
                                                                  : makeCpu(config);
     choice.notice = choice.decision.reason;
+    if (choice.decision.kept && !config.resumedReason.empty()) {
+        // The export records the first decision, so a resumed run's export equals the straight
+        // run's byte for byte; the notice says that it was kept.
+        choice.decision.reason = config.resumedReason;
+    }
     for (const std::string& note : cacheNotes) {
         choice.notice += "; " + note;
     }

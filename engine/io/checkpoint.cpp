@@ -420,6 +420,7 @@ ExperimentConfig resumeConfig(const Checkpoint& checkpoint,
 
 void keepCheckpointBackend(ExperimentConfig& config, const LoadedEnsemble& ensemble) {
     config.backend.resumedKind.reset();
+    config.backend.resumedReason.clear();
     if (config.backend.kind != BackendKind::Auto) {
         return;  // an explicit kind (stored or --set) is what the user asked for
     }
@@ -433,6 +434,9 @@ void keepCheckpointBackend(ExperimentConfig& config, const LoadedEnsemble& ensem
         config.backend.resumedKind = BackendKind::Cpu;
     } else if (kind == toString(BackendKind::Cuda)) {
         config.backend.resumedKind = BackendKind::Cuda;
+    }
+    if (config.backend.resumedKind && entry->contains("reason") && (*entry)["reason"].is_string()) {
+        config.backend.resumedReason = (*entry)["reason"].get<std::string>();
     }
 }
 

@@ -94,6 +94,7 @@ struct BackendConfig {
     // Not a key: the backend a resumed run trained on (its checkpoint's metadata "backend"),
     // which `auto` keeps (io/checkpoint.h, keepCheckpointBackend); empty for a new run.
     std::optional<BackendKind> resumedKind;
+    std::string resumedReason;  // and why it was chosen then (what its exports record)
     // backend.mesh: E ranks on the ensemble axis x D on the data axis; 0 x 0 is "auto"
     // (E = the rank count, D = 1), resolved at launch when the rank count is known.
     int meshEnsemble = 0;

@@ -178,8 +178,8 @@ std::vector<KeySpec> buildSchema() {
                         "`fp32` (IEEE single precision, within the parity bounds of the CPU) or "
                         "`tf32` (tensor cores: inputs rounded to a 10-bit mantissa, FP32 sums; "
                         "PyTorch's default for convolutions). The CPU computes in FP32 either "
-                        "way, so `backend.kind` `cpu` refuses `tf32` and `auto` ignores it, "
-                        "saying so, when it picks the CPU"),
+                        "way: with `backend.kind` `cpu` the key does not apply (setting it is an "
+                        "error), and `auto` ignores `tf32`, saying so, when it picks the CPU"),
                  "backend.kind", {"auto", "cuda"}),
         row("backend.mesh", T::Mesh, "auto",
             "the MPI mesh under `mpirun -n R`: `\"auto\"` (every rank on the ensemble axis: "

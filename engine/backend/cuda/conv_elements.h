@@ -207,6 +207,133 @@ ENSEMBLE_HD inline void sumPartialsElement(I i, const float* partial, int splits
     out[i] = sum;
 }
 
+// --- The implicit-GEMM convolution (issue 39) --------------------------------------------
+//
+// The same three products as im2col + GEMM (forwardGemm, inputGradGemm + col2im,
+// weightGradGemm; step_program.h), with the im2col gather folded into the products' loads, so
+// the columns [G][B Ho Wo][C k k] never exist in memory. Each element sums in a fixed order
+// (column j = (c k + ky) k + kx ascending, filters ascending, rows ascending): deterministic,
+// no atomics, and bit-equal to a reference GEMM that sums in that order over im2col's columns
+// (tst_cuda_plan checks this for strides, paddings and shared inputs). A kernel tiles them
+// (conv_kernels.cu); these are the definitions it must equal.
+
+// The input value column j of output row `row` reads: in[image][iy][ix][c] with
+// (c, ky, kx) = j's digits and image = (row / (Ho Wo)) % inExamples, or 0 outside the image
+// (padding) -- im2colPatchElement's entry, one at a time.
+template <class I>
+ENSEMBLE_HD inline float implicitColumn(const SpatialGeometry& g, const float* in, I inExamples,
+                                        I row, int c, int ky, int kx) {
+    const I rowInImage = row / g.outW;
+    const int ox = static_cast<int>(row - rowInImage * g.outW);
+    const I image = rowInImage / g.outH;
+    const int oy = static_cast<int>(rowInImage - image * g.outH);
+    const int iy = oy * g.stride + ky - g.padTop;
+    const int ix = ox * g.stride + kx - g.padLeft;
+    if (iy < 0 || iy >= g.inH || ix < 0 || ix >= g.inW) {
+        return 0.0f;
+    }
+    const I example = image % inExamples;
+    return in[((example * g.inH + iy) * g.inW + ix) * g.inC + c];
+}
+
+// Forward, element t of pre [K][R][F] (R = rows per member, B Ho Wo): member k = t / (R F),
+// row r, filter f; pre = sum over j of column (k R + r, j) * W_k[f][j], W [K][F][C k k].
+// Global row k R + r picks the image as im2col does for K column copies (a shared batch:
+// inExamples = B, every member reads the same images; per-member inputs: inExamples = K B).
+template <class I>
+ENSEMBLE_HD inline void implicitConvForwardElement(I t, const SpatialGeometry& g, const float* in,
+                                                   I inExamples, const float* weights, I rows,
+                                                   float* pre) {
+    const int filters = g.outC;
+    const I globalRow = t / filters;
+    const int f = static_cast<int>(t - globalRow * filters);
+    const I member = globalRow / rows;
+    const int k = g.kernel;
+    const I width = static_cast<I>(g.inC) * k * k;
+    const float* w = weights + (member * filters + f) * width;
+    float sum = 0.0f;
+    for (int c = 0; c < g.inC; ++c) {
+        for (int ky = 0; ky < k; ++ky) {
+            for (int kx = 0; kx < k; ++kx) {
+                sum += implicitColumn(g, in, inExamples, globalRow, c, ky, kx) *
+                       w[(c * k + ky) * k + kx];
+            }
+        }
+    }
+    pre[t] = sum;
+}
+
+// The input gradient, element i of dIn [K][B][H][W][C] (example e = member k's B examples,
+// k = e / examplesPerMember): col2imElement's sum over (ky, kx) of the column gradient
+// dCols[row][j] = sum over f of W_k[f][j] dPre[row][f] (inputGradGemm), each computed here in
+// f order instead of read from memory.
+template <class I>
+ENSEMBLE_HD inline void implicitConvInputGradElement(I i, const SpatialGeometry& g,
+                                                     const float* dPre, const float* weights,
+                                                     I examplesPerMember, float* dIn) {
+    const int c = static_cast<int>(i % g.inC);
+    const int ix = static_cast<int>((i / g.inC) % g.inW);
+    const int iy = static_cast<int>((i / (static_cast<I>(g.inC) * g.inW)) % g.inH);
+    const I example = i / (static_cast<I>(g.inC) * g.inW * g.inH);
+    const I member = example / examplesPerMember;
+    const int k = g.kernel;
+    const int filters = g.outC;
+    const I width = static_cast<I>(g.inC) * k * k;
+    const float* w = weights + member * filters * width;
+    float sum = 0.0f;
+    for (int ky = 0; ky < k; ++ky) {
+        const int ty = iy + g.padTop - ky;
+        if (ty < 0 || ty % g.stride != 0 || ty / g.stride >= g.outH) {
+            continue;
+        }
+        const int oy = ty / g.stride;
+        for (int kx = 0; kx < k; ++kx) {
+            const int tx = ix + g.padLeft - kx;
+            if (tx < 0 || tx % g.stride != 0 || tx / g.stride >= g.outW) {
+                continue;
+            }
+            const int ox = tx / g.stride;
+            const I row = (example * g.outH + oy) * g.outW + ox;
+            const float* d = dPre + row * filters;
+            const I j = (static_cast<I>(c) * k + ky) * k + kx;
+            float column = 0.0f;
+            for (int f = 0; f < filters; ++f) {
+                column += w[f * width + j] * d[f];
+            }
+            sum += column;
+        }
+    }
+    dIn[i] = sum;
+}
+
+// The weight gradient in `splits` chunks of R / splits rows, element t of partial
+// [K][S][F][C k k] (enqueueConvGradients' partials, then summed over s in order): the sum over
+// chunk s's rows r, in order, of column (k R + r, j) dPre_k[r][f] (weightGradGemm per chunk).
+template <class I>
+ENSEMBLE_HD inline void implicitConvWeightGradElement(I t, const SpatialGeometry& g,
+                                                      const float* in, I inExamples,
+                                                      const float* dPre, I rows, int splits,
+                                                      float* partial) {
+    const int k = g.kernel;
+    const int filters = g.outC;
+    const I width = static_cast<I>(g.inC) * k * k;
+    const I j = t % width;
+    const int f = static_cast<int>((t / width) % filters);
+    const I memberChunk = t / (width * filters);
+    const int chunk = static_cast<int>(memberChunk % splits);
+    const I member = memberChunk / splits;
+    const int kx = static_cast<int>(j % k);
+    const int ky = static_cast<int>((j / k) % k);
+    const int c = static_cast<int>(j / (static_cast<I>(k) * k));
+    const I count = rows / splits;
+    const I first = member * rows + chunk * count;
+    float sum = 0.0f;
+    for (I row = first; row < first + count; ++row) {
+        sum += implicitColumn(g, in, inExamples, row, c, ky, kx) * dPre[row * filters + f];
+    }
+    partial[t] = sum;
+}
+
 template <class I>
 ENSEMBLE_HD inline void fillElement(I i, float value, float* out) {
     out[i] = value;

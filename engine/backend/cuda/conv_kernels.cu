@@ -70,6 +70,32 @@ __global__ void sumPartialsKernel(const float* partial, int splits, I n, float* 
     }
 }
 
+template <class I>
+__global__ void implicitConvForwardKernel(SpatialGeometry g, const float* in, I inExamples,
+                                          const float* weights, I rows, float* pre, I count) {
+    for (I t = first<I>(); t < count; t += stride<I>()) {
+        implicitConvForwardElement(t, g, in, inExamples, weights, rows, pre);
+    }
+}
+
+template <class I>
+__global__ void implicitConvInputGradKernel(SpatialGeometry g, const float* dPre,
+                                            const float* weights, I examplesPerMember, float* dIn,
+                                            I count) {
+    for (I i = first<I>(); i < count; i += stride<I>()) {
+        implicitConvInputGradElement(i, g, dPre, weights, examplesPerMember, dIn);
+    }
+}
+
+template <class I>
+__global__ void implicitConvWeightGradKernel(SpatialGeometry g, const float* in, I inExamples,
+                                             const float* dPre, I rows, int splits, float* partial,
+                                             I count) {
+    for (I t = first<I>(); t < count; t += stride<I>()) {
+        implicitConvWeightGradElement(t, g, in, inExamples, dPre, rows, splits, partial);
+    }
+}
+
 __global__ void fillKernel(float* out, float value, int64_t count) {
     for (int64_t i = firstThread(); i < count; i += threadStride()) {
         fillElement(i, value, out);
@@ -170,6 +196,46 @@ void launchSumPartials(const float* partial, int members, int splits, int64_t n,
         using I = decltype(index);
         sumPartialsKernel<I><<<blocksFor(count), kBlockThreads, 0, stream>>>(
             partial, splits, static_cast<I>(n), out, static_cast<I>(count));
+    });
+}
+
+void launchImplicitConvForward(const SpatialGeometry& g, const float* in, int64_t inExamples,
+                               int members, int64_t rows, const float* weights, float* pre,
+                               cudaStream_t stream) {
+    const int64_t count = static_cast<int64_t>(members) * rows * g.outC;
+    const int64_t extent = std::max(count, inExamples * inputSize(g));
+    launchIndexed(extent, [&](auto index) {
+        using I = decltype(index);
+        implicitConvForwardKernel<I><<<blocksFor(count), kBlockThreads, 0, stream>>>(
+            g, in, static_cast<I>(inExamples), weights, static_cast<I>(rows), pre,
+            static_cast<I>(count));
+    });
+}
+
+void launchImplicitConvInputGrad(const SpatialGeometry& g, const float* dPre, const float* weights,
+                                 int64_t examplesPerMember, int64_t examples, float* dIn,
+                                 cudaStream_t stream) {
+    const int64_t count = examples * inputSize(g);
+    const int64_t rows = examples * g.outH * g.outW * g.outC;
+    launchIndexed(std::max(count, rows), [&](auto index) {
+        using I = decltype(index);
+        implicitConvInputGradKernel<I><<<blocksFor(count), kBlockThreads, 0, stream>>>(
+            g, dPre, weights, static_cast<I>(examplesPerMember), dIn, static_cast<I>(count));
+    });
+}
+
+void launchImplicitConvWeightGrad(const SpatialGeometry& g, const float* in, int64_t inExamples,
+                                  const float* dPre, int members, int64_t rows, int splits,
+                                  float* partial, cudaStream_t stream) {
+    const int64_t width = static_cast<int64_t>(g.inC) * g.kernel * g.kernel;
+    const int64_t count = static_cast<int64_t>(members) * splits * g.outC * width;
+    const int64_t extent =
+        std::max({count, inExamples * inputSize(g), static_cast<int64_t>(members) * rows * g.outC});
+    launchIndexed(extent, [&](auto index) {
+        using I = decltype(index);
+        implicitConvWeightGradKernel<I><<<blocksFor(count), kBlockThreads, 0, stream>>>(
+            g, in, static_cast<I>(inExamples), dPre, static_cast<I>(rows), splits, partial,
+            static_cast<I>(count));
     });
 }
 

@@ -78,6 +78,11 @@ struct ConvArena {
     std::size_t deltaPrev = kNone;
     std::size_t floats = 0;
     std::size_t rowSlots = 0;  // training: int32 rows, K * B
+    // The implicit-GEMM convolution (conv_elements.h, implicitConv*) instead of im2col + GEMM:
+    // the products read the input directly and the columns stay unused (still planned, so the
+    // memory estimate is unchanged). Off by default; CudaBackend sets it from
+    // ENSEMBLE_CUDA_CONV=implicit.
+    bool implicitGemm = false;
 };
 
 // Chunks S of a conv's gradient reduction over `batch` examples of `plane` output positions:
@@ -271,7 +276,12 @@ float* enqueueConvForward(Exec& ex, const ParamLayout& layout, Activation act, c
             const float* operand = input;
             int gemmRows = rows;
             bool sharedOperand = shared;
-            if (s.kind == LayerKind::Conv) {
+            if (s.kind == LayerKind::Conv && arena.implicitGemm) {
+                gemmRows = rows * static_cast<int>(s.out.plane());
+                ex.implicitConvForward(spatialGeometry(s), input, examples, members, gemmRows,
+                                       params + slot.weightOffset, c.pre[i]);
+                operand = nullptr;  // no GEMM below
+            } else if (s.kind == LayerKind::Conv) {
                 const int copies = arena.colCopies[i];
                 ex.im2col(spatialGeometry(s), input, examples, static_cast<int64_t>(copies) * rows,
                           c.cols[i]);
@@ -284,8 +294,10 @@ float* enqueueConvForward(Exec& ex, const ParamLayout& layout, Activation act, c
                 ex.flatten(maps.channels, maps.plane(), examples, input, c.flat);
                 operand = c.flat;
             }
-            ex.gemm(forwardGemm(slot.in, slot.out, gemmRows, members, sharedOperand),
-                    params + slot.weightOffset, operand, c.pre[i]);
+            if (operand != nullptr) {
+                ex.gemm(forwardGemm(slot.in, slot.out, gemmRows, members, sharedOperand),
+                        params + slot.weightOffset, operand, c.pre[i]);
+            }
             ex.biasActivate(c.pre[i], s.activated ? c.post[i] : nullptr, params + slot.biasOffset,
                             members, gemmRows, slot.out, act);
             output = s.activated ? c.post[i] : c.pre[i];
@@ -297,15 +309,26 @@ float* enqueueConvForward(Exec& ex, const ParamLayout& layout, Activation act, c
 
 // A conv's weight gradient dW_k = dY_k^T cols_k and bias gradient db_k = dY_k^T 1 over `rows`
 // rows (B Ho Wo) in `splits` chunks: partials [K][S][F C k k] and [K][S][F], then summed.
+// With the implicit GEMM (`implicit` set: the layer's geometry, its input and its images)
+// the weight partials read the input directly and `cols` is not used.
+struct ImplicitConvInput {
+    const SpatialGeometry* geometry = nullptr;  // null: im2col + GEMM
+    const float* input = nullptr;
+    int64_t inExamples = 0;
+};
+
 template <class Exec>
 void enqueueConvGradients(Exec& ex, const LayerSlot& slot, int members, int rows, int splits,
                           bool sharedCols, const float* cols, const float* delta,
-                          const ConvBuffers& c, float* grad) {
+                          const ConvBuffers& c, float* grad, ImplicitConvInput implicit = {}) {
     const int chunk = rows / splits;
     const int64_t weights = static_cast<int64_t>(slot.out) * slot.in;
     float* weightPartial = c.partial;
     float* biasPartial = c.partial + static_cast<int64_t>(members) * splits * weights;
-    if (!sharedCols) {
+    if (implicit.geometry != nullptr) {
+        ex.implicitConvWeightGrad(*implicit.geometry, implicit.input, implicit.inExamples, delta,
+                                  members, rows, splits, weightPartial);
+    } else if (!sharedCols) {
         // Batch entry p = k S + s: member k's chunk s, contiguous in both operands.
         ex.gemm(weightGradGemm(slot.in, slot.out, chunk, members * splits, false), cols, delta,
                 weightPartial);
@@ -390,10 +413,17 @@ void enqueueConvTrainingStep(Exec& ex, const ParamLayout& layout, const BatchPla
         const bool flattened =
             !conv && c.flat != nullptr && i > 0 && stack[i - 1].kind != LayerKind::Dense;
         const float* operand = conv ? c.cols[i] : flattened ? c.flat : input;
+        const SpatialGeometry geometry = conv ? spatialGeometry(s) : SpatialGeometry{};
         if (conv) {
             const bool sharedCols = arena.colCopies[i] == 1 && members > 1;
+            ImplicitConvInput implicit;
+            if (arena.implicitGemm) {
+                implicit.geometry = &geometry;
+                implicit.input = input;
+                implicit.inExamples = static_cast<int64_t>(groups) * batch;
+            }
             enqueueConvGradients(ex, slot, members, gemmRows, arena.splits[i], sharedCols, operand,
-                                 delta, c, b.grad);
+                                 delta, c, b.grad, implicit);
         } else {
             ex.gemm(weightGradGemm(slot.in, slot.out, gemmRows, members, shared), operand, delta,
                     b.grad + slot.weightOffset);
@@ -402,11 +432,15 @@ void enqueueConvTrainingStep(Exec& ex, const ParamLayout& layout, const BatchPla
         if (i == firstParam) {
             break;
         }
-        if (conv) {
+        if (conv && arena.implicitGemm) {
+            ex.implicitConvInputGrad(geometry, delta, b.params + slot.weightOffset, batch, examples,
+                                     deltaPrev);
+            std::swap(delta, deltaPrev);
+        } else if (conv) {
             // dCols = dY W into the columns (their forward values are no longer needed).
             ex.gemm(inputGradGemm(slot.in, slot.out, gemmRows, members),
                     b.params + slot.weightOffset, delta, c.cols[i]);
-            ex.col2im(spatialGeometry(s), c.cols[i], examples, deltaPrev);
+            ex.col2im(geometry, c.cols[i], examples, deltaPrev);
             std::swap(delta, deltaPrev);
         } else {
             ex.gemm(inputGradGemm(slot.in, slot.out, gemmRows, members),

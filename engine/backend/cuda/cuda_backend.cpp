@@ -29,6 +29,13 @@ namespace gpu {
 
 namespace {
 
+// ENSEMBLE_CUDA_CONV=implicit: the implicit-GEMM convolution instead of im2col + cuBLAS
+// (ConvArena::implicitGemm; the first, untiled kernels, not measured yet).
+bool implicitConvRequested() {
+    const char* env = std::getenv("ENSEMBLE_CUDA_CONV");
+    return env != nullptr && std::strcmp(env, "implicit") == 0;
+}
+
 std::string mib(std::size_t bytes) {
     return std::to_string((bytes + (std::size_t{1} << 20) - 1) >> 20) + " MiB";
 }
@@ -200,6 +207,7 @@ void CudaBackend::bind(const TrainingProblem& problem) {
     m_conv = conv;
     if (conv) {
         m_convPredict = planConvArena(layout, convChunk, true, false);
+        m_convPredict.implicitGemm = implicitConvRequested();
         m_predictArena = DeviceBuffer<float>(m_convPredict.floats);
         m_convPredictBuffers = placeConvBuffers(m_convPredict, m_predictArena.data());
     } else {
@@ -238,6 +246,7 @@ void CudaBackend::bind(const TrainingProblem& problem) {
         if (conv) {
             m_convStep =
                 planConvArena(layout, stepRows, problem.plan.mode != BootstrapMode::Resample, true);
+            m_convStep.implicitGemm = implicitConvRequested();
             m_stepArena = DeviceBuffer<float>(m_convStep.floats);
             m_rows = DeviceBuffer<int32_t>(m_convStep.rowSlots);
             placeConvStepBuffers(m_convStep, m_stepArena.data(), m_rows.data(), m_buffers,

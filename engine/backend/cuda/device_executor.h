@@ -122,6 +122,20 @@ class DeviceExecutor {
         launchSumPartials(partial, members, splits, n, out, m_stream);
     }
     void fill(float* out, int64_t count, float value) { launchFill(out, count, value, m_stream); }
+    void implicitConvForward(const SpatialGeometry& g, const float* in, int64_t inExamples,
+                             int members, int64_t rows, const float* weights, float* pre) {
+        launchImplicitConvForward(g, in, inExamples, members, rows, weights, pre, m_stream);
+    }
+    void implicitConvInputGrad(const SpatialGeometry& g, const float* dPre, const float* weights,
+                               int64_t examplesPerMember, int64_t examples, float* dIn) {
+        launchImplicitConvInputGrad(g, dPre, weights, examplesPerMember, examples, dIn, m_stream);
+    }
+    void implicitConvWeightGrad(const SpatialGeometry& g, const float* in, int64_t inExamples,
+                                const float* dPre, int members, int64_t rows, int splits,
+                                float* partial) {
+        launchImplicitConvWeightGrad(g, in, inExamples, dPre, members, rows, splits, partial,
+                                     m_stream);
+    }
 
   private:
     cublasHandle_t m_cublas;
