@@ -8,9 +8,11 @@
 #include <cmath>
 #include <memory>
 
+#include "backend/registry.h"
 #include "controller/engine_controller.h"
 #include "core/errors.h"
 #include "gui_test_support.h"
+#include "help_text.h"
 #include "io/config.h"
 #include "io/model_io.h"
 #include "test_support.h"
@@ -50,6 +52,7 @@ class TestGuiController : public QObject {
 
   private Q_SLOTS:
     void configurePublishesStepZero();
+    void autoDecisionInRunAndAbout();
     void trainToPauseAndStep();
     void pauseStopsProgress();
     void resetSameSeedSameWeights();
@@ -77,6 +80,32 @@ void TestGuiController::configurePublishesStepZero() {
     }
     QCOMPARE(s->history.size(), std::size_t{1});
     QVERIFY(!s->running);
+}
+
+void TestGuiController::autoDecisionInRunAndAbout() {
+    // backend.kind=auto: the decision and its reason reach the run (the status bar's notice)
+    // and the About box; without a usable GPU it is the CPU, saying why.
+    QTemporaryDir cache;  // auto may calibrate where a GPU is usable: never the user's cache
+    qputenv("XDG_CACHE_HOME", cache.path().toUtf8());
+    nlohmann::json config = smallConfig();
+    config["backend"]["kind"] = "auto";
+    config["backend"]["threads"] = 1;
+    EngineController c;
+    QSignalSpy configured(&c, &EngineController::configured);
+    c.configure(config);
+    QVERIFY(waitSnapshot(c, [](const auto& s) { return s.step == 0; }));
+    const SnapshotPtr s = c.snapshot();
+    const QString notice = QString::fromStdString(s->run->notice);
+    QVERIFY2(notice.startsWith(QStringLiteral("backend auto: using ")), qPrintable(notice));
+    QCOMPARE(configured.count(), 1);
+    QCOMPARE(configured.first().at(1).toString(), notice);
+    std::string reason;
+    if (!ensemble::cudaAvailable(0, reason)) {
+        QVERIFY2(notice.contains(QStringLiteral("the CPU")), qPrintable(notice));
+        QVERIFY2(notice.contains(QString::fromStdString(reason)), qPrintable(notice));
+    }
+    const QString about = ensemble::ui::aboutHtml(s);
+    QVERIFY2(about.contains(notice.toHtmlEscaped()), qPrintable(about));
 }
 
 void TestGuiController::trainToPauseAndStep() {
