@@ -166,18 +166,22 @@ double stepSeconds(const BackendFactory& makeBackend, const Probe& probe, int me
 }
 
 // The probe's step time, its members doubled (up to 256) until the step lasts 8 latencies, so
-// that the term it measures dominates; `cost` gets that run's cost.
+// that the term it measures dominates, or until the backend refuses the size (RuntimeError,
+// e.g. not enough device memory); `cost` gets that run's cost.
 double grownStepSeconds(const BackendFactory& makeBackend, const Probe& probe, double latency,
                         RunCost& cost) {
     int members = 1;
-    for (;;) {
-        const double seconds = stepSeconds(makeBackend, probe, members);
-        if (seconds >= 8.0 * latency || members >= 256) {
-            cost = runCost(probe.architecture, members, probe.batch);
-            return seconds;
+    double seconds = stepSeconds(makeBackend, probe, 1);
+    while (seconds < 8.0 * latency && members < 256) {
+        try {
+            seconds = stepSeconds(makeBackend, probe, members * 2);
+        } catch (const RuntimeError&) {
+            break;  // the doubled probe does not fit (a small GPU): the last one that did
         }
         members *= 2;
     }
+    cost = runCost(probe.architecture, members, probe.batch);
+    return seconds;
 }
 
 // The time a term's probe leaves for the term: at least a tenth of the step (the other terms'

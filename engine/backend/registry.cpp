@@ -72,6 +72,54 @@ ThroughputTerms measureGpu(const BackendConfig& config, MathMode math) {
     return measureThroughput([&] { return makeCuda(config, math); });
 }
 
+// This machine's calibration for auto: from the cache, else measured now (and stored); the
+// GPU terms of `config.math` measured now when the cached entry lacks them. `notes` gets what
+// the notice says about the cache; nullopt, with `failure` saying why, when measuring threw.
+std::optional<MachineCalibration> autoCalibration(const BackendConfig& config, int threads,
+                                                  const std::string& signature,
+                                                  std::vector<std::string>& notes,
+                                                  std::string& failure) {
+    const std::string key = machineKey(threads, signature);
+    const std::string path = calibrationCachePath();
+    std::optional<MachineCalibration> calibration;
+    std::string problem;
+    if (!path.empty()) {
+        calibration = readCalibration(path, key, &problem);
+    }
+    if (!problem.empty()) {
+        notes.push_back("ignored the calibration cache: " + problem);
+    }
+    if (calibration && calibration->gpu(config.math)) {
+        notes.push_back("calibration from " + path);
+        return calibration;
+    }
+    try {
+        if (calibration) {
+            // Calibrated in the other math mode only (an edited file): measure this one.
+            (config.math == MathMode::Tf32 ? calibration->gpuTf32 : calibration->gpuFp32) =
+                measureGpu(config, config.math);
+        } else {
+            std::string status;
+            calibration = calibrateMachine(config, std::string(), status);
+        }
+    } catch (const std::exception& e) {
+        failure = std::string("measuring the GPU for backend.kind=auto failed: ") + e.what();
+        return std::nullopt;
+    }
+    if (path.empty()) {
+        notes.push_back(
+            "calibrated now; neither XDG_CACHE_HOME nor HOME is set, so it is not kept");
+        return calibration;
+    }
+    try {
+        writeCalibration(path, *calibration);
+        notes.push_back("calibrated now, stored in " + path);
+    } catch (const std::exception& e) {
+        notes.push_back(std::string("calibrated now; could not store it: ") + e.what());
+    }
+    return calibration;
+}
+
 }  // namespace
 
 MachineCalibration calibrateMachine(const BackendConfig& config, const std::string& cachePath,
@@ -130,46 +178,18 @@ BackendChoice makeBackend(const ExperimentConfig& experiment, const DataSplit& d
         const std::string signature = gpuSignature(config.device);
         in.gpuName = "cuda:" + std::to_string(config.device) + " (" + signature + ")";
         if (!keepsResumed) {
-            const std::string key = machineKey(in.cpuThreads, signature);
-            const std::string path = calibrationCachePath();
-            std::string problem;
-            if (!path.empty()) {
-                calibration = readCalibration(path, key, &problem);
-            }
-            if (!problem.empty()) {
-                cacheNotes.push_back("ignored the calibration cache: " + problem);
-            }
-            // The reason names the calibration by its measurement time only, so that the same
-            // config on the same machine records the same decision whether or not this run
-            // measured it (an export's metadata stays the same bytes); the rest is the notice's.
-            bool measured = false;
-            if (calibration && !calibration->gpu(config.math)) {
-                // Calibrated in the other math mode only (a hand-edited file): measure this one.
-                (config.math == MathMode::Tf32 ? calibration->gpuTf32 : calibration->gpuFp32) =
-                    measureGpu(config, config.math);
-                measured = true;
-            } else if (!calibration) {
-                std::string status;
-                calibration = calibrateMachine(config, std::string(), status);
-                measured = true;
-            }
-            in.calibrationSource = "of " + calibration->measuredAt;
-            if (path.empty()) {
-                cacheNotes.push_back(
-                    "calibrated now; neither XDG_CACHE_HOME nor HOME is set, "
-                    "so the calibration is not kept");
-            } else if (measured) {
-                try {
-                    writeCalibration(path, *calibration);
-                    cacheNotes.push_back("calibrated now, stored in " + path);
-                } catch (const std::exception& e) {
-                    cacheNotes.push_back(std::string("calibrated now; could not store it: ") +
-                                         e.what());
-                }
+            std::string failure;
+            calibration = autoCalibration(config, in.cpuThreads, signature, cacheNotes, failure);
+            if (calibration) {
+                // Named by its measurement time only, so that the same config on the same
+                // machine records the same reason whether or not this run measured it (an
+                // export's metadata stays the same bytes); the rest is the notice's.
+                in.calibration = &*calibration;
+                in.calibrationSource = "of " + calibration->measuredAt;
             } else {
-                cacheNotes.push_back("calibration from " + path);
+                in.gpuUsable = false;  // a GPU that fails its probes is not one to train on
+                in.gpuUnusableReason = failure;
             }
-            in.calibration = &*calibration;
         }
     }
     const RunCost cost =
