@@ -151,6 +151,10 @@ BackendChoice makeBackend(const ExperimentConfig& experiment, const DataSplit& d
             choice.backend = makeCpu(config);
             choice.decision.chosen = BackendKind::Cpu;
             choice.decision.reason = "backend.kind=cpu";
+            if (config.math == MathMode::Tf32) {
+                choice.notice =
+                    "backend.kind=cpu: backend.math=tf32 does not apply, the CPU computes in FP32";
+            }
             return choice;
         case BackendKind::Cuda:
             if (!cudaAvailable(config.device, reason)) {

@@ -173,14 +173,12 @@ std::vector<KeySpec> buildSchema() {
                "usable. The choice and its reason are logged and stored in exports"),
         row("backend.threads", T::Integer, 0, "CPU threads (0: all cores)", 0, 1024),
         row("backend.device", T::Integer, 0, "CUDA device ordinal", 0, 64),
-        onlyWhen(choice("backend.math", "fp32", choicesOf<MathMode>(),
-                        "how the GPU multiplies (the dense layers' and the convolutions' GEMMs): "
-                        "`fp32` (IEEE single precision, within the parity bounds of the CPU) or "
-                        "`tf32` (tensor cores: inputs rounded to a 10-bit mantissa, FP32 sums; "
-                        "PyTorch's default for convolutions). The CPU computes in FP32 either "
-                        "way: with `backend.kind` `cpu` the key does not apply (setting it is an "
-                        "error), and `auto` ignores `tf32`, saying so, when it picks the CPU"),
-                 "backend.kind", {"auto", "cuda"}),
+        choice("backend.math", "fp32", choicesOf<MathMode>(),
+               "how the GPU multiplies (the dense layers' and the convolutions' GEMMs): `fp32` "
+               "(IEEE single precision, within the parity bounds of the CPU) or `tf32` (tensor "
+               "cores: inputs rounded to a 10-bit mantissa, FP32 sums; PyTorch's default for "
+               "convolutions). The CPU computes in FP32 whatever this says; a `tf32` run on the "
+               "CPU (`backend.kind` `cpu`, or `auto` picking the CPU) says so once"),
         row("backend.mesh", T::Mesh, "auto",
             "the MPI mesh under `mpirun -n R`: `\"auto\"` (every rank on the ensemble axis: "
             "E = R, D = 1) or `{\"ensemble\": E, \"data\": D}` with E × D = R, checked at "

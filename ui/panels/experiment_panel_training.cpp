@@ -201,7 +201,7 @@ void ExperimentPanel::buildBackendSection(QFormLayout* be) {
     QSpinBox* threads = m_form->addSpin(be, "backend.threads", tr("CPU threads"));
     threads->setSpecialValueText(tr("all cores"));
     m_form->addSpin(be, "backend.device", tr("CUDA device"));
-    // The schema's row: shown for auto and cuda only (the CPU computes in FP32).
+    // Shown for auto and cuda only (panel_kinds.cpp): the CPU computes in FP32.
     m_form->addChoice(be, "backend.math", tr("GPU math"));
     // CUDA stays listed where it cannot run, saying why.
     std::string reason;

@@ -95,6 +95,8 @@ const Condition& formCondition(const std::string& key) {
         {"optimizer.momentum", onlyFor("optimizer.kind", optimizerReadsMomentum)},
         {"backend.threads", onlyFor("backend.kind", backendReadsThreads)},
         {"backend.device", onlyFor("backend.kind", backendReadsDevice)},
+        // The CPU computes in FP32 whatever backend.math says: shown where a GPU may run.
+        {"backend.math", onlyFor("backend.kind", backendReadsDevice)},
     };
     static const Condition always;
     const auto it = conditions.find(key);
