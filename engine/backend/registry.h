@@ -20,7 +20,8 @@ class Collective;
 
 // A backend chosen by config, and why. `notice` is the line the caller prints once (the log,
 // the app's status bar and About box): for `auto` always the decision and its reason (which
-// backend, the predicted step times, or why there is no GPU term), empty for an explicit kind.
+// backend, the predicted step times, or why there is no GPU term); for an explicit kind empty,
+// but for `cpu` with backend.math=tf32 (which does not apply there).
 // `cuda` without a usable device throws RuntimeError with the CUDA error string.
 struct BackendChoice {
     std::unique_ptr<Backend> backend;
