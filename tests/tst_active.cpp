@@ -311,6 +311,9 @@ void TestActive::configSection() {
     const json sine = json::parse(R"({"dataset": {"kind": "sine"},
                                       "model": {"likelihood": "gaussian"}})");
     QVERIFY(!parseConfig(sine).json.contains("active"));
+    json emptySection = sine;  // what a form that writes every section gives
+    emptySection["active"] = json::object();
+    QCOMPARE(parseConfig(emptySection).json, parseConfig(sine).json);
     json bad = sine;
     bad["active"] = {{"initial", 10}};
     try {
