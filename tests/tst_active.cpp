@@ -99,7 +99,8 @@ std::vector<int64_t> allAcquired(const ActiveLearner& learner) {
 std::unique_ptr<Trainer> trainerOn(const ActiveLearner& learner, const std::vector<int64_t>& rows) {
     DataSplit s = learner.data();
     s.train = selectRows(learner.data().train, rows);
-    return std::make_unique<Trainer>(learner.config(), s, makeBackend(learner.config()).backend);
+    return std::make_unique<Trainer>(learner.config(), s,
+                                     makeBackend(learner.config(), learner.data()).backend);
 }
 
 QString writeJson(const QString& folder, const char* name, const json& j) {

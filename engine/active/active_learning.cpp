@@ -299,12 +299,15 @@ struct ActiveLearner::Impl {
     const DataSplit& data() const { return *shared; }
 
     std::unique_ptr<Trainer> makeTrainer(const std::vector<int64_t>& rows) {
-        BackendChoice choice = makeBackend(config);
+        // `auto` decides by the rounds' size (the batch and model, not the labelled count).
+        BackendChoice choice = makeBackend(config, data());
         if (notice.empty()) {
             notice = choice.notice;
         }
-        return std::make_unique<Trainer>(config, labelledSplit(data(), rows),
-                                         std::move(choice.backend));
+        auto trainer = std::make_unique<Trainer>(config, labelledSplit(data(), rows),
+                                                 std::move(choice.backend));
+        trainer->setBackendDecision(choice.decision);
+        return trainer;
     }
 
     // The rows the last round trained on: the labelled ones less those acquired after it.
