@@ -35,6 +35,7 @@
 #include "run_session.h"
 #include "run_status.h"
 #include "view_tabs.h"
+#include "views/active_view.h"
 #include "views/boundary_view.h"
 #include "views/calibration_view.h"
 #include "views/curves_view.h"
@@ -240,6 +241,17 @@ void MainWindow::buildViews() {
     connect(shift, &ShiftView::exportRequested, this, &MainWindow::chooseShiftExport);
     connect(m_controller.get(), &EngineController::shiftProgress, shift, &ShiftView::setProgress);
     connect(m_controller.get(), &EngineController::shiftFinished, shift, &ShiftView::setOutcome);
+    ActiveView* active = activeView();
+    EngineController* c = m_controller.get();
+    connect(active, &ActiveView::startRequested, c, &EngineController::activeStart);
+    connect(active, &ActiveView::acquireRequested, c, &EngineController::activeAcquire);
+    connect(active, &ActiveView::labelRequested, c,
+            [c](qint64 row) { c->activeLabel(static_cast<int64_t>(row)); });
+    connect(active, &ActiveView::playRequested, c, &EngineController::activePlay);
+    connect(active, &ActiveView::pauseRequested, c, &EngineController::activePause);
+    connect(active, &ActiveView::cancelRequested, c, &EngineController::activeCancel);
+    connect(c, &EngineController::activeProgress, active, &ActiveView::setProgress);
+    connect(c, &EngineController::activeChanged, active, &ActiveView::setState);
     connect(imagesView(), &ImagesView::predictionRequested, this,
             [this](quint64 id, const std::vector<float>& pixels) {
                 m_controller->predict(id, pixels);
@@ -400,6 +412,9 @@ RegressionView* MainWindow::regressionView() const {
 }
 ShiftView* MainWindow::shiftView() const {
     return m_tabs->viewAs<ShiftView>(ViewId::Shift);
+}
+ActiveView* MainWindow::activeView() const {
+    return m_tabs->viewAs<ActiveView>(ViewId::Active);
 }
 QAction* MainWindow::trainAction() const {
     return m_session->trainAction();
