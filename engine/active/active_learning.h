@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "active/active_config.h"
 #include "core/named_enum.h"
 #include "data/dataset.h"
 #include "io/config.h"
@@ -28,59 +29,14 @@
 namespace ensemble {
 
 class Trainer;
-
-// The acquisition functions, one row each (active.acquisition, --acquisition). Each scores a
-// point from the per-member probabilities P_k(c|x) of the included members (the same
-// MemberPredictions the uncertainty heatmaps read), p = mean_k P_k; higher means "label me
-// first".
-enum class Acquisition {
-    Random,           // a Philox draw per (seed, round, row): uniform in [0, 1)
-    Entropy,          // H[p] (nats)
-    Bald,             // mutual information H[p] - mean_k H[P_k], clamped at 0
-    VariationRatios,  // 1 - (votes for the modal class of the members' votes) / K
-    Margin,           // -(p_(1) - p_(2)): the smaller the gap between the two largest, the higher
-};
-inline constexpr int kAcquisitionCount = 5;
-
-template <>
-struct EnumNames<Acquisition> {
-    static constexpr EnumName<Acquisition> table[] = {
-        {Acquisition::Random, "random", "Random"},
-        {Acquisition::Entropy, "entropy", "Entropy"},
-        {Acquisition::Bald, "bald", "BALD (mutual information)"},
-        {Acquisition::VariationRatios, "variation_ratios", "Variation ratios"},
-        {Acquisition::Margin, "margin", "Margin"},
-    };
-};
-
-// How each round trains (active.retrain).
-enum class ActiveRetrain {
-    Scratch,  // re-initialise every member from the run's seeds, train active.steps steps
-    Warm,     // continue from the last round's weights and optimizer state, active.steps more
-};
-
-template <>
-struct EnumNames<ActiveRetrain> {
-    static constexpr EnumName<ActiveRetrain> table[] = {
-        {ActiveRetrain::Scratch, "scratch", "From scratch"},
-        {ActiveRetrain::Warm, "warm", "Warm start"},
-    };
-};
-
-// The `active` config section, parsed (ExperimentConfig::active).
-struct ActiveConfig {
-    int initial = 20;                            // active.initial: labelled rows at the start
-    int perRound = 10;                           // active.per_round: rows acquired per round
-    int64_t steps = 500;                         // active.steps: training steps per round
-    ActiveRetrain retrain = ActiveRetrain::Scratch;
-    int64_t poolSubset = 0;                      // active.pool_subset: 0 = score the whole pool
-    Acquisition acquisition = Acquisition::Bald; // active.acquisition: the app's and default
-    int rounds = 10;                             // active.rounds: rounds after the initial one
-};
+struct TrainingState;
 
 // Scores of `rows` points from member log-probabilities `p` (p.rows == rows) over the members
 // with include[k] != 0 (empty: all). `random` draws from (seed, round, rowIndex[i]) so a row's
 // score does not depend on which other rows are scored; the others ignore seed and round.
+// `random` gives one score per rowIndex entry and does not read `p` (it may be empty); the
+// others give one per p.rows and do not read rowIndex. NaN for every point when no member is
+// included.
 std::vector<double> acquisitionScores(Acquisition acquisition, const MemberPredictions& p,
                                       const std::vector<uint8_t>& include,
                                       const std::vector<int64_t>& rowIndex, uint64_t seed,
@@ -154,11 +110,27 @@ class ActiveLearner {
     // The trainer of the last round (for the app's boundary and grid); null before the first.
     Trainer* trainer();
 
+    // The notice of the backend choice (makeBackend: why `auto` fell back to the CPU), empty
+    // when there was none or before the first round. Print it once.
+    const std::string& backendNotice() const;
+
     // The state as JSON (the report's per-seed object: "seed", "initial", "rounds"), for the
     // report and the checkpoint's metadata; restore() brings it back (the labelled set and
-    // rounds; the caller restores the trainer's weights from the checkpoint).
-    nlohmann::json toJson() const;
+    // rounds; the caller restores the trainer's weights with restoreTrainer()). The rounds are
+    // written as the report reads: round r's "acquired" are the rows labelled since round r - 1
+    // (the first round's: []), i.e. rounds()[r - 1].acquired. Rows acquired after the last
+    // round trained (the app's picks not yet trained on) are "pending", a key present only
+    // when there are some. `withScores` adds "scores" to each round (and "pending_scores"):
+    // the acquired rows' scores, null for a person's pick; without them restore() sets NaN.
+    nlohmann::json toJson(bool withScores = false) const;
+    // Throws DataError naming the problem for a state that does not fit this learner's data
+    // (another seed, a row out of range or listed twice, counts that do not add up).
     void restore(const nlohmann::json& state);
+    // After restore(): the last round's trainer from its saved state (the checkpoint's
+    // TrainingState), trained on the rows labelled at that round. Precondition: a round was
+    // trained or restored. Throws what Trainer::restoreTrainingState throws for a state of
+    // another shape.
+    void restoreTrainer(const TrainingState& state);
 
   private:
     struct Impl;

@@ -249,8 +249,8 @@ std::vector<Evaluation> curvesFromJson(const json& curves, const std::string& or
 }
 
 void writeCheckpoint(const std::string& path, const Trainer& trainer,
-                     const std::vector<Evaluation>& curves, const json& metrics,
-                     int64_t runLength) {
+                     const std::vector<Evaluation>& curves, const json& metrics, int64_t runLength,
+                     const json& active) {
     SafetensorsFile file = exportFile(trainer, metrics);
     const int64_t length =
         runLength >= 0 ? runLength : std::max(trainer.step(), trainer.totalSteps());
@@ -273,6 +273,9 @@ void writeCheckpoint(const std::string& path, const Trainer& trainer,
     file.tensors.push_back(Tensor::fromI64("optimizer.step", {k}, updates));
     file.metadata["checkpoint_format_version"] = std::to_string(kCheckpointFormatVersion);
     file.metadata["curves"] = curvesJson(curves).dump();
+    if (!active.is_null()) {
+        file.metadata["active"] = active.dump();
+    }
     writeSafetensors(path, file);
 }
 
@@ -352,6 +355,9 @@ Checkpoint readCheckpoint(const SafetensorsFile& file) {
         invalid(origin, "metadata has no 'curves'");
     }
     c.curves = curvesFromJson(meta["curves"], origin);
+    if (meta.contains("active")) {
+        c.active = meta["active"];
+    }
     for (const Evaluation& e : c.curves) {
         if (e.members.size() != static_cast<std::size_t>(k)) {
             invalid(origin, "curves: an evaluation of " + std::to_string(e.members.size()) +

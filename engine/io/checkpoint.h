@@ -12,6 +12,7 @@
 //       step); every member's is the same, the steps since the run began
 //   metadata checkpoint_format_version: "1"
 //   metadata curves: the evaluations of the run so far (curvesJson below)
+//   metadata active (optional): the active-learning state (writeCheckpoint's `active`)
 // The metadata `config` is the full config with training.schedule, so a resumed run replays
 // the same changes.
 
@@ -54,9 +55,11 @@ std::vector<Evaluation> curvesFromJson(const nlohmann::json& curves, const std::
 // end and a finished run's config replays its weights. runLength < 0: the trainer's end
 // (Trainer::totalSteps, moved by the app's Stop after and Continue), or its step when it
 // trained past that. RuntimeError when the file cannot be written.
+// `active`, when not null, is stored as the metadata "active" (the app's active-learning state,
+// active/active_learning.h: ActiveLearner::toJson and what the app keeps beside it).
 void writeCheckpoint(const std::string& path, const Trainer& trainer,
                      const std::vector<Evaluation>& curves, const nlohmann::json& metrics = nullptr,
-                     int64_t runLength = -1);
+                     int64_t runLength = -1, const nlohmann::json& active = nullptr);
 
 // A checkpoint read back: the export it is (what predict and eval read) and the rest.
 struct Checkpoint {
@@ -64,6 +67,7 @@ struct Checkpoint {
     TrainingState state;  // step, parameters, optimizer state, diverged flags
     std::vector<Evaluation> curves;
     int64_t trainRows = 0;  // N of the train split it was trained on
+    nlohmann::json active;  // the metadata "active" as written; null when absent
 };
 
 // Whether a parsed weights file is a checkpoint (has checkpoint_format_version).

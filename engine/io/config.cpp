@@ -548,6 +548,17 @@ ExperimentConfig parseConfig(const json& input) {
     c.backend.device = static_cast<int>(v.integer("backend.device"));
     std::tie(c.backend.meshEnsemble, c.backend.meshData) = v.mesh("backend.mesh");
 
+    if (!d.regression()) {
+        ActiveConfig& a = c.active;
+        a.initial = static_cast<int>(v.integer("active.initial"));
+        a.perRound = static_cast<int>(v.integer("active.per_round"));
+        a.steps = v.integer("active.steps");
+        a.retrain = v.choice<ActiveRetrain>("active.retrain");
+        a.poolSubset = v.integer("active.pool_subset");
+        a.acquisition = v.choice<Acquisition>("active.acquisition");
+        a.rounds = static_cast<int>(v.integer("active.rounds"));
+    }
+
     c.json = std::move(root);
     return c;
 }

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "active/active_config.h"
 #include "data/dataset_kinds.h"
 #include "io/config_schema.h"
 #include "model/architecture.h"
@@ -104,6 +105,7 @@ struct ExperimentConfig {
     OptimizerConfig optimizer;
     TrainingConfig training;
     BackendConfig backend;
+    ActiveConfig active;  // classification only (regression configs refuse the section)
     // The config as JSON: exactly the keys that apply, every default filled in. Stored in
     // exported weights and saved by the GUI, so a run can always be repeated exactly.
     nlohmann::json json;

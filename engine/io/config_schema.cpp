@@ -12,6 +12,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "active/active_config.h"
 #include "data/dataset_kinds.h"
 #include "model/architecture.h"
 #include "model/model_kinds.h"
@@ -176,6 +177,41 @@ std::vector<KeySpec> buildSchema() {
             "launch; rank e trains members [eK/E, (e+1)K/E). Without `mpirun` (one rank) a "
             "mesh other than `\"auto\"` is ignored with a notice",
             1, 65536),
+        // Active learning (docs/active.md): classification data only.
+        onlyWhen(row("active.initial", T::Integer, 20,
+                     "labelled train rows at the start, balanced over the classes (seeded by "
+                     "`ensemble.seed`); the rest of the train split is the pool",
+                     1, 1e8),
+                 "model.likelihood", {toString(Likelihood::Categorical)}),
+        onlyWhen(row("active.per_round", T::Integer, 10,
+                     "rows acquired (labelled) per round: the pool's highest scores", 1, 1e8),
+                 "model.likelihood", {toString(Likelihood::Categorical)}),
+        onlyWhen(row("active.steps", T::Integer, 500,
+                     "training steps per round (`training.steps` and `training.epochs` are not "
+                     "used by the loop)",
+                     1, maxSteps),
+                 "model.likelihood", {toString(Likelihood::Categorical)}),
+        onlyWhen(choice("active.retrain", "scratch", choicesOf<ActiveRetrain>(),
+                        "`scratch`: every round re-initialises the members from "
+                        "`ensemble.seed` and trains `active.steps` steps; `warm`: every round "
+                        "continues the last round's weights and optimizer state for "
+                        "`active.steps` more"),
+                 "model.likelihood", {toString(Likelihood::Categorical)}),
+        onlyWhen(row("active.pool_subset", T::Integer, 0,
+                     "score only a random subset of this many pool rows each round (redrawn "
+                     "every round, seeded); 0: the whole pool",
+                     0, 1e9),
+                 "model.likelihood", {toString(Likelihood::Categorical)}),
+        onlyWhen(choice("active.acquisition", "bald", choicesOf<Acquisition>(),
+                        "how the pool is scored: `random`, `entropy` H[p], `bald` (mutual "
+                        "information), `variation_ratios`, `margin` (docs/active.md); the app's "
+                        "choice, and the CLI's unless `--acquisition` is given"),
+                 "model.likelihood", {toString(Likelihood::Categorical)}),
+        onlyWhen(row("active.rounds", T::Integer, 10,
+                     "acquisition rounds after the initial one (each labels `active.per_round` "
+                     "rows and retrains)",
+                     0, 1e7),
+                 "model.likelihood", {toString(Likelihood::Categorical)}),
     };
     // A condition reads a key that comes earlier, so one pass in table order decides them all.
     for (std::size_t i = 0; i < s.size(); ++i) {
@@ -435,9 +471,11 @@ void checkConfigKeys(const json& config) {
 
 json withDefaults(const json& config) {
     json out = config.is_object() ? config : json::object();
+    std::vector<std::string> added;
     for (const KeySpec& k : configSchema()) {
         if (!out.contains(k.section())) {
             out[k.section()] = json::object();
+            added.push_back(k.section());
         }
         json& section = out[k.section()];
         if (!section.is_object()) {
@@ -445,6 +483,12 @@ json withDefaults(const json& config) {
         }
         if (!section.contains(k.name()) && keyApplies(k, out)) {
             section[k.name()] = k.defaultValue;
+        }
+    }
+    // A section none of whose keys apply (active for regression data) is left out, not empty.
+    for (const std::string& name : added) {
+        if (out[name].empty()) {
+            out.erase(name);
         }
     }
     return out;

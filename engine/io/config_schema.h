@@ -108,7 +108,8 @@ struct KeySpec {
     std::string name() const { return key.substr(key.find('.') + 1); }
 };
 
-// Every key, section by section (dataset, model, ensemble, optimizer, training, backend).
+// Every key, section by section (dataset, model, ensemble, optimizer, training, backend,
+// active).
 const std::vector<KeySpec>& configSchema();
 const std::vector<std::string>& configSections();
 // A JSON value as text for a message. A string from `--set` is taken as given, so it may be

@@ -45,8 +45,9 @@ enum class RngPurpose : uint32_t {
     DataGen = 5,
     Split = 6,
     Subset = 7,
-    Halves = 8,  // metrics/conformal.h: the fitting and measuring halves of evaluated rows
-    Shift = 9,   // shift/transforms.h: noise shifts and OOD sets
+    Halves = 8,   // metrics/conformal.h: the fitting and measuring halves of evaluated rows
+    Shift = 9,    // shift/transforms.h: noise shifts and OOD sets
+    Active = 10,  // active/active_learning.h: initial set, pool subsets, `random` scores
 };
 
 // Draw number `index` of stream (seed, purpose, member, sub): four independent 32-bit words,
