@@ -243,7 +243,26 @@ void MainWindow::buildViews() {
     connect(m_controller.get(), &EngineController::shiftFinished, shift, &ShiftView::setOutcome);
     ActiveView* active = activeView();
     EngineController* c = m_controller.get();
-    connect(active, &ActiveView::startRequested, c, &EngineController::activeStart);
+    // The loop reads the panel's active section (its edits need no new run) and the view's
+    // acquisition, which the panel's active.acquisition then shows, so Save and Copy as
+    // Command replay the loop.
+    connect(active, &ActiveView::startRequested, this, [this, c](Acquisition acquisition) {
+        nlohmann::json section = nullptr;
+        if (m_panel->isValid()) {
+            section = m_panel->config().value("active", nlohmann::json());
+            if (section.is_object()) {
+                section["acquisition"] = toString(acquisition);
+            }
+        }
+        if (auto* box =
+                qobject_cast<QComboBox*>(m_panel->editor(QStringLiteral("active.acquisition")))) {
+            const int index = box->findData(QLatin1String(toString(acquisition)));
+            if (index >= 0 && index != box->currentIndex()) {
+                box->setCurrentIndex(index);  // an edit of the panel, as if chosen there
+            }
+        }
+        c->activeStart(acquisition, section);
+    });
     connect(active, &ActiveView::acquireRequested, c, &EngineController::activeAcquire);
     connect(active, &ActiveView::labelRequested, c,
             [c](qint64 row) { c->activeLabel(static_cast<int64_t>(row)); });

@@ -60,12 +60,22 @@ void keepCurve(std::vector<ActiveCurve>& earlier, ActiveCurve curve) {
     if (curve.labels.empty()) {
         return;
     }
-    earlier.erase(std::remove_if(earlier.begin(), earlier.end(),
-                                 [&](const ActiveCurve& c) {
-                                     return c.acquisition == curve.acquisition;
-                                 }),
-                  earlier.end());
+    earlier.erase(
+        std::remove_if(earlier.begin(), earlier.end(),
+                       [&](const ActiveCurve& c) { return c.acquisition == curve.acquisition; }),
+        earlier.end());
     earlier.push_back(std::move(curve));
+}
+
+// The run's config with the loop's `active` section (the panel's, or a checkpoint's; null: the
+// run's own). ConfigError naming the key for a value the schema refuses.
+ExperimentConfig loopConfig(const RunInfo& run, const nlohmann::json& active) {
+    if (active.is_null()) {
+        return run.config;
+    }
+    nlohmann::json config = run.config.json;
+    config["active"] = active;
+    return parseConfig(config);
 }
 
 Acquisition acquisitionNamed(const nlohmann::json& name) {
@@ -118,7 +128,8 @@ nlohmann::json activeCheckpointJson(const ActiveLearner& learner,
                           {"accuracy", c.accuracy}});
     }
     return {{"acquisition", toString(learner.acquisition())},
-            {"state", learner.toJson()},
+            {"config", learner.config().json.value("active", nlohmann::json::object())},
+            {"state", learner.toJson(true)},
             {"earlier", curves}};
 }
 
@@ -127,11 +138,11 @@ ActiveWorker::ActiveWorker() = default;
 ActiveWorker::~ActiveWorker() = default;
 
 void ActiveWorker::start(std::shared_ptr<const RunInfo> run, const DataSplit& data,
-                         Acquisition acquisition) {
+                         const nlohmann::json& active, Acquisition acquisition) {
     m_playing.store(false, std::memory_order_release);
     if (m_learner && m_run && run && m_run->runId == run->runId) {
-        keepCurve(m_earlier, curveOf(m_learner->acquisition(), m_learner->seed(),
-                                     m_learner->rounds()));
+        keepCurve(m_earlier,
+                  curveOf(m_learner->acquisition(), m_learner->seed(), m_learner->rounds()));
     } else {
         m_earlier.clear();
     }
@@ -142,7 +153,7 @@ void ActiveWorker::start(std::shared_ptr<const RunInfo> run, const DataSplit& da
     m_gridPoints =
         m_run->hasGrid ? gridPoints(m_run->bounds, m_run->gridSize) : std::vector<float>{};
     try {
-        m_learner = std::make_unique<ActiveLearner>(m_run->config, data, acquisition);
+        m_learner = std::make_unique<ActiveLearner>(loopConfig(*m_run, active), data, acquisition);
     } catch (const std::exception& e) {
         fail(str(e.what()));
         return;
@@ -172,44 +183,23 @@ void ActiveWorker::restore(std::shared_ptr<const RunInfo> run, const DataSplit& 
             curve.acquisition = acquisitionNamed(c.value("acquisition", nullptr));
             curve.seed = c.value("seed", uint64_t{0});
             curve.labels = c.at("labels").get<std::vector<int64_t>>();
-            curve.accuracy = c.at("accuracy").get<std::vector<double>>();
+            for (const nlohmann::json& a : c.at("accuracy")) {
+                curve.accuracy.push_back(a.is_number() ? a.get<double>() : kNaN);  // NaN: null
+            }
             m_earlier.push_back(std::move(curve));
         }
-        m_learner = std::make_unique<ActiveLearner>(m_run->config, data, acquisition);
-        // The rounds' weights are not stored: every round is a Trainer run from the run's
-        // seeds, so training them again gives them bit for bit. From scratch only the last
-        // one matters; warm starts continue each other, so all of them are replayed.
+        m_learner = std::make_unique<ActiveLearner>(
+            loopConfig(*m_run, active.value("config", nlohmann::json())), data, acquisition);
         const nlohmann::json& state = active.at("state");
-        const std::vector<nlohmann::json> rounds =
-            state.value("rounds", nlohmann::json::array()).get<std::vector<nlohmann::json>>();
-        const bool replayAll = m_learner->config().active.retrain == ActiveRetrain::Warm;
-        nlohmann::json start = state;
-        start["rounds"] = nlohmann::json::array();
-        std::size_t replayFrom = 0;
-        if (!replayAll && !rounds.empty()) {
-            start["rounds"] = std::vector<nlohmann::json>(rounds.begin(), rounds.end() - 1);
-            replayFrom = rounds.size() - 1;
+        if (!replayLastRound(state)) {
+            m_cancel.store(false, std::memory_order_release);
+            m_learner.reset();
+            publish(tr("Restoring the loop was cancelled."));
+            return;
         }
-        m_learner->restore(start);
-        for (std::size_t r = replayFrom; r < rounds.size(); ++r) {
-            if (!m_learner->trainRound(
-                    [this](int64_t done, int64_t total) { Q_EMIT progressed(done, total); },
-                    &m_cancel)) {
-                m_cancel.store(false, std::memory_order_release);
-                publish(tr("Restoring cancelled: the last round's rows wait for a round."));
-                return;
-            }
-            const std::vector<int64_t> acquired =
-                rounds[r].value("acquired", nlohmann::json::array()).get<std::vector<int64_t>>();
-            if (!acquired.empty()) {
-                std::vector<double> scores(acquired.size(), kNaN);
-                const nlohmann::json& s =
-                    rounds[r].value("acquired_scores", nlohmann::json::array());
-                for (std::size_t i = 0; i < acquired.size() && i < s.size(); ++i) {
-                    scores[i] = s[i].is_number() ? s[i].get<double>() : kNaN;
-                }
-                m_learner->acquire(acquired, scores);
-            }
+        if (!pendingRound()) {
+            m_scores = m_learner->scorePool();
+            m_scored = true;
         }
     } catch (const std::exception& e) {
         m_learner.reset();
@@ -218,6 +208,47 @@ void ActiveWorker::restore(std::shared_ptr<const RunInfo> run, const DataSplit& 
         return;
     }
     publish();
+}
+
+bool ActiveWorker::replayLastRound(const nlohmann::json& state) {
+    // The rounds' weights are not stored: every round is a Trainer run from the run's seeds on
+    // the rows labelled then, so training it again gives its weights bit for bit. From
+    // scratch only the last round matters; warm starts continue each other, so every round is
+    // trained again, acquiring what each acquired. Then the state as saved (scores, pending
+    // rows) and the last round's trainer.
+    const std::vector<nlohmann::json> rounds =
+        state.value("rounds", nlohmann::json::array()).get<std::vector<nlohmann::json>>();
+    if (rounds.empty()) {
+        m_learner->restore(state);  // not even the initial round was trained
+        return true;
+    }
+    const bool warm = m_learner->config().active.retrain == ActiveRetrain::Warm;
+    const std::size_t first = warm ? 0 : rounds.size() - 1;
+    nlohmann::json before = state;
+    before.erase("pending");
+    before.erase("pending_scores");
+    before["rounds"] = std::vector<nlohmann::json>(
+        rounds.begin(), rounds.begin() + static_cast<std::ptrdiff_t>(first));
+    if (first > 0) {
+        // The rows labelled to reach the last round wait for it.
+        before["pending"] = rounds[first].value("acquired", nlohmann::json::array());
+    }
+    m_learner->restore(before);
+    const auto progress = [this](int64_t done, int64_t total) { Q_EMIT progressed(done, total); };
+    for (std::size_t r = first; r < rounds.size(); ++r) {
+        if (r > first) {
+            m_learner->acquire(
+                rounds[r].value("acquired", nlohmann::json::array()).get<std::vector<int64_t>>(),
+                {});
+        }
+        if (!m_learner->trainRound(progress, &m_cancel)) {
+            return false;
+        }
+    }
+    const TrainingState trained = m_learner->trainer()->trainingState();
+    m_learner->restore(state);
+    m_learner->restoreTrainer(trained);
+    return true;
 }
 
 void ActiveWorker::forgetRun(uint64_t runId) {
@@ -243,7 +274,8 @@ std::vector<int64_t> ActiveWorker::currentPicks() const {
 }
 
 bool ActiveWorker::pendingRound() const {
-    return m_learner && (m_learner->rounds().empty() || !m_learner->rounds().back().acquired.empty());
+    return m_learner &&
+           (m_learner->rounds().empty() || !m_learner->rounds().back().acquired.empty());
 }
 
 void ActiveWorker::acquirePicks() {
@@ -401,8 +433,8 @@ void ActiveWorker::publish(const QString& message, bool error) {
         s->heat = acquisitionHeat(l.acquisition(), s->gridScores, size, data.classes);
         const GridEvaluation e = evaluateGrid(grid, m_run->bounds, size, include);
         if (e.ensemble.rows > 0) {
-            s->contour = joinSegments(decisionBoundary(e.ensemble.probabilities.data(), size,
-                                                       data.classes));
+            s->contour =
+                joinSegments(decisionBoundary(e.ensemble.probabilities.data(), size, data.classes));
         }
     }
     Q_EMIT stateReady(std::move(s));

@@ -89,8 +89,9 @@ std::vector<double> gridAcquisitionScores(Acquisition acquisition, const MemberP
 HeatImage acquisitionHeat(Acquisition acquisition, const std::vector<double>& scores, int size,
                           int classes);
 
-// The metadata "active" of a checkpoint: {"acquisition": name, "state": ActiveLearner::toJson()
-// (seed, initial, rounds), "earlier": [{"acquisition", "seed", "labels", "accuracy"}, ...]}.
+// The metadata "active" of a checkpoint: {"acquisition": name, "config": the loop's active
+// section, "state": ActiveLearner::toJson with the scores (seed, initial, rounds, pending),
+// "earlier": [{"acquisition", "seed", "labels", "accuracy"}, ...]}.
 nlohmann::json activeCheckpointJson(const ActiveLearner& learner,
                                     const std::vector<ActiveCurve>& earlier);
 
@@ -109,10 +110,11 @@ class ActiveWorker : public QObject {
     void requestPause() { m_playing.store(false, std::memory_order_release); }
 
     // --- engine thread only -------------------------------------------------------------
-    // A new loop with `acquisition` on the run `run` (its config) over `data` (its trainer's
-    // split), trained at once on the initial labelled set. The loop before it (same run)
-    // becomes an earlier curve.
-    void start(std::shared_ptr<const RunInfo> run, const DataSplit& data, Acquisition acquisition);
+    // A new loop with `acquisition` on the run `run` (its config, with `active` as its active
+    // section unless null) over `data` (its trainer's split), trained at once on the initial
+    // labelled set. The loop before it (same run) becomes an earlier curve.
+    void start(std::shared_ptr<const RunInfo> run, const DataSplit& data,
+               const nlohmann::json& active, Acquisition acquisition);
     // Labels the marked picks (Acquire), or trains the pending round, then trains a round.
     void acquirePicks();
     // Labels pool row `row` (a person's click: score NaN) and trains a round.
@@ -134,6 +136,9 @@ class ActiveWorker : public QObject {
     void stateReady(ActiveStatePtr state);
 
   private:
+    // Restores `state` (ActiveLearner::toJson) into m_learner with the last round's trainer
+    // trained again; false when cancelled.
+    bool replayLastRound(const nlohmann::json& state);
     // One round of Play, queueing the next while it goes on.
     void playRound();
     // Trains the next round and publishes; false when cancelled or failed.

@@ -304,17 +304,17 @@ void EngineController::cancelShift() {
     }
 }
 
-void EngineController::activeStart(Acquisition acquisition) {
+void EngineController::activeStart(Acquisition acquisition, const nlohmann::json& active) {
     m_active->requestPause();
     m_active->requestCancel();
     EngineWorker* w = m_worker;
     ActiveWorker* a = m_active;
-    post([w, a, acquisition] {
+    post([w, a, acquisition, active] {
         const Trainer* trainer = w->trainer();
         if (trainer == nullptr || !w->run()) {
             return;  // no run with its data: the view says so
         }
-        a->start(w->run(), trainer->data(), acquisition);
+        a->start(w->run(), trainer->data(), active, acquisition);
     });
 }
 

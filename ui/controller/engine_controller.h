@@ -87,7 +87,8 @@ class EngineController : public QObject {
     // a round trains. Start begins a loop with `acquisition` (the one before it is kept as an
     // earlier curve), Acquire labels the marked picks (or trains the pending round), Label one
     // pool row; Play runs rounds until Pause; Cancel stops the round under way.
-    void activeStart(Acquisition acquisition);
+    // `active`: the loop's active section (the panel's; null: the run's own).
+    void activeStart(Acquisition acquisition, const nlohmann::json& active = nullptr);
     void activeAcquire();
     void activeLabel(int64_t row);
     void activePlay();

@@ -93,8 +93,8 @@ void ActiveCanvas::setState(ActiveStatePtr state) {
     m_state = std::move(state);
     m_pixmap = QPixmap();
     m_pixmapFor = 0;
-    if (m_cursor >= 0 && (!m_state || !std::binary_search(m_state->pool.begin(),
-                                                          m_state->pool.end(), m_cursor))) {
+    if (m_cursor >= 0 &&
+        (!m_state || !std::binary_search(m_state->pool.begin(), m_state->pool.end(), m_cursor))) {
         m_cursor = -1;  // labelled meanwhile
     }
     update();
@@ -349,8 +349,8 @@ void ActiveCanvas::paintDigits(QPainter& p) {
     p.setFont(font);
     const QFontMetricsF fm(font);
     const std::vector<ActiveDigit>& digits = m_state->lastAcquired;
-    drawTextFitted(p, QRectF(area.left(), area.top(), area.width(), fm.height() + 2),
-                   Qt::AlignLeft, tr("Acquired last: %1 rows (label · score)").arg(digits.size()));
+    drawTextFitted(p, QRectF(area.left(), area.top(), area.width(), fm.height() + 2), Qt::AlignLeft,
+                   tr("Acquired last: %1 rows (label · score)").arg(digits.size()));
     const QRectF grid = area.adjusted(0, fm.height() + 8, 0, 0);
     const int n = static_cast<int>(digits.size());
     const double caption = fm.height() + 4;

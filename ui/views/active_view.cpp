@@ -238,9 +238,10 @@ void ActiveView::acquire() {
         return;
     }
     m_waiting = true;
-    setMessage(m_state->pending ? tr("Training a round on the labelled rows…")
-                                : tr("Labelling %1 picks and training a round…")
-                                      .arg(m_state->scores.picks.size()));
+    setMessage(
+        m_state->pending
+            ? tr("Training a round on the labelled rows…")
+            : tr("Labelling %1 picks and training a round…").arg(m_state->scores.picks.size()));
     updateControls();
     Q_EMIT acquireRequested();
 }
@@ -250,11 +251,12 @@ void ActiveView::label(qint64 row) {
         return;
     }
     m_waiting = true;
-    setMessage(tr("Labelling row %1 (class %2) and training a round…")
-                   .arg(row)
-                   .arg(m_snapshot->run->train.rows > row
-                            ? QString::number(m_snapshot->run->train.y[static_cast<std::size_t>(row)])
-                            : QStringLiteral("?")));
+    setMessage(
+        tr("Labelling row %1 (class %2) and training a round…")
+            .arg(row)
+            .arg(m_snapshot->run->train.rows > row
+                     ? QString::number(m_snapshot->run->train.y[static_cast<std::size_t>(row)])
+                     : QStringLiteral("?")));
     updateControls();
     Q_EMIT labelRequested(row);
 }
@@ -313,7 +315,8 @@ void ActiveView::setState(ActiveStatePtr state) {
     if (!m_state->message.isEmpty()) {
         setMessage(m_state->message, m_state->error);
     } else if (m_state->playing) {
-        setMessage(tr("Playing: round %1 done; P pauses after the next.").arg(m_state->rounds.size()));
+        setMessage(
+            tr("Playing: round %1 done; P pauses after the next.").arg(m_state->rounds.size()));
     } else if (m_state->pending) {
         setMessage(tr("Rows wait for a round: Retrain (A) trains it."));
     } else if (m_snapshot && m_snapshot->run->hasGrid) {
@@ -332,8 +335,8 @@ void ActiveView::setState(ActiveStatePtr state) {
 void ActiveView::updateControls() {
     const bool current = stateIsCurrent();
     const bool busy = isBusy();
-    const bool runnable = m_snapshot && !m_snapshot->run->regression &&
-                          m_snapshot->run->missingData.empty();
+    const bool runnable =
+        m_snapshot && !m_snapshot->run->regression && m_snapshot->run->missingData.empty();
     const bool canAcquire =
         current && !busy && (m_state->pending || !m_state->scores.picks.empty());
     m_acquire->setEnabled(canAcquire);

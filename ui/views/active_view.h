@@ -89,9 +89,9 @@ class ActiveView : public QWidget {
 
     SnapshotPtr m_snapshot;
     ActiveStatePtr m_state;
-    bool m_waiting = false;       // a command is on its way to the engine thread
-    uint64_t m_startedFor = 0;    // the run the last loop was started (or restored) on
-    uint64_t m_chartFor = 0;      // the state the chart shows
+    bool m_waiting = false;     // a command is on its way to the engine thread
+    uint64_t m_startedFor = 0;  // the run the last loop was started (or restored) on
+    uint64_t m_chartFor = 0;    // the state the chart shows
     bool m_stale = false;
 
     QComboBox* m_acquisition = nullptr;
