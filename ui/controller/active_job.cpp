@@ -177,10 +177,11 @@ void ActiveWorker::restore(std::shared_ptr<const RunInfo> run, const DataSplit& 
             throw DataError(
                 "the checkpoint's metadata \"active\" is not an object with a \"state\"");
         }
-        const Acquisition acquisition = acquisitionNamed(active.value("acquisition", nullptr));
+        const Acquisition acquisition =
+            acquisitionNamed(active.value("acquisition", nlohmann::json()));
         for (const nlohmann::json& c : active.value("earlier", nlohmann::json::array())) {
             ActiveCurve curve;
-            curve.acquisition = acquisitionNamed(c.value("acquisition", nullptr));
+            curve.acquisition = acquisitionNamed(c.value("acquisition", nlohmann::json()));
             curve.seed = c.value("seed", uint64_t{0});
             curve.labels = c.at("labels").get<std::vector<int64_t>>();
             for (const nlohmann::json& a : c.at("accuracy")) {
