@@ -70,7 +70,7 @@ expect "x train --con" --config
 expect "x train --q" --quiet
 expect "x train --check" --checkpoint --checkpoint-every
 expect "x train --config spi" spirals spirals-bootstrap
-expect "x train --config mnist-" mnist-cnn mnist-mlp
+expect "x train --config mnist-" mnist-active mnist-cnn mnist-mlp
 expect "x train --set optimizer.ki" optimizer.kind=
 expect "x train --set optimizer.kind=ad" adam adamw
 expect "x train --set model.activation=" relu tanh gelu
@@ -80,6 +80,8 @@ expect "x dataset --split t" test train
 expect "x schema --format " markdown json
 expect "x eval --ood fa" fashion-mnist
 expect -contains "x eval --" --weights --ood --report --csv --help
+expect "x active --acq" --acquisition
+expect -contains "x active --" --config --seeds --rounds --labels --report --csv --help
 
 if [ "$failures" -gt 0 ]; then
   echo "$failures completion(s) differ" >&2

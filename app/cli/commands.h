@@ -20,6 +20,9 @@ ExitCode commandBench(const CliArgs& args);
 ExitCode commandEval(const CliArgs& args);
 // The ensemble under a shift of its test split, level by level (engine/shift/shift_report.h).
 ExitCode commandShift(const CliArgs& args);
+// The active-learning loop (engine/active/active_learning.h) for each acquisition function and
+// seed: learning curves, acquired rows and the labels needed to reach an accuracy.
+ExitCode commandActive(const CliArgs& args);
 // Validates --config and --set and prints the config that results: exactly the keys that apply,
 // defaults filled in (what an export stores).
 ExitCode commandConfig(const CliArgs& args);

@@ -93,6 +93,15 @@ const std::vector<Command>& commands() {
          {"--weights", "--shift", "--levels", "--alpha", "--subset", "--report", "--csv"},
          {},
          ensemble::cli::commandShift},
+        {"active",
+         "--config FILE.json|PRESET [--set key=value]...\n"
+         "[--acquisition bald,entropy,random] [--seeds 3] [--rounds N | --labels N]\n"
+         "[--report R.json] [--csv DIR]",
+         "active learning: label the pool rows each acquisition picks, round by round",
+         {"--config", "--set", "--acquisition", "--seeds", "--rounds", "--labels", "--report",
+          "--csv"},
+         {},
+         ensemble::cli::commandActive},
         {"config",
          "[--config FILE.json|PRESET] [--set key=value]...",
          "print the full config: the keys that apply, defaults filled in",

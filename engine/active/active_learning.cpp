@@ -287,7 +287,7 @@ int64_t labelsToReach(const std::vector<ActiveRound>& rounds, double accuracy) {
 
 struct ActiveLearner::Impl {
     ExperimentConfig config;
-    DataSplit data;
+    std::shared_ptr<const DataSplit> shared;
     Acquisition acquisition = Acquisition::Bald;
     std::vector<int64_t> initial;
     std::vector<int64_t> labelled;    // ascending
@@ -296,12 +296,14 @@ struct ActiveLearner::Impl {
     std::unique_ptr<Trainer> trainer;
     std::string notice;
 
+    const DataSplit& data() const { return *shared; }
+
     std::unique_ptr<Trainer> makeTrainer(const std::vector<int64_t>& rows) {
         BackendChoice choice = makeBackend(config);
         if (notice.empty()) {
             notice = choice.notice;
         }
-        return std::make_unique<Trainer>(config, labelledSplit(data, rows),
+        return std::make_unique<Trainer>(config, labelledSplit(data(), rows),
                                          std::move(choice.backend));
     }
 
@@ -318,7 +320,7 @@ struct ActiveLearner::Impl {
     void setLabelled(std::vector<int64_t> rows) {
         std::sort(rows.begin(), rows.end());
         labelled = std::move(rows);
-        isLabelled.assign(at(data.train.rows), 0);
+        isLabelled.assign(at(data().train.rows), 0);
         for (int64_t r : labelled) {
             isLabelled[at(r)] = 1;
         }
@@ -326,8 +328,17 @@ struct ActiveLearner::Impl {
 };
 
 ActiveLearner::ActiveLearner(ExperimentConfig config, DataSplit data, Acquisition acquisition)
+    : ActiveLearner(std::move(config), std::make_shared<const DataSplit>(std::move(data)),
+                    acquisition) {}
+
+ActiveLearner::ActiveLearner(ExperimentConfig config, std::shared_ptr<const DataSplit> shared,
+                             Acquisition acquisition)
     : m_impl(std::make_unique<Impl>()) {
     Impl& m = *m_impl;
+    if (shared == nullptr) {
+        throw std::invalid_argument("ActiveLearner: no data");
+    }
+    const DataSplit& data = *shared;
     if (data.regression || data.classes < 1 || isRegression(config.model.likelihood)) {
         throw ConfigError("active", "active learning needs classification data; " + data.name +
                                         " is a regression dataset");
@@ -359,7 +370,7 @@ ActiveLearner::ActiveLearner(ExperimentConfig config, DataSplit data, Acquisitio
     }
     m.initial = initialLabelledRows(data.train, data.classes, a.initial, config.ensemble.seed);
     m.config = std::move(config);
-    m.data = std::move(data);
+    m.shared = std::move(shared);
     m.acquisition = acquisition;
     m.setLabelled(m.initial);
 }
@@ -371,7 +382,7 @@ const ExperimentConfig& ActiveLearner::config() const {
 }
 
 const DataSplit& ActiveLearner::data() const {
-    return m_impl->data;
+    return m_impl->data();
 }
 
 Acquisition ActiveLearner::acquisition() const {
@@ -393,8 +404,8 @@ const std::vector<int64_t>& ActiveLearner::labelled() const {
 std::vector<int64_t> ActiveLearner::pool() const {
     const Impl& m = *m_impl;
     std::vector<int64_t> out;
-    out.reserve(at(m.data.train.rows) - m.labelled.size());
-    for (int64_t i = 0; i < m.data.train.rows; ++i) {
+    out.reserve(at(m.data().train.rows) - m.labelled.size());
+    for (int64_t i = 0; i < m.data().train.rows; ++i) {
         if (m.isLabelled[at(i)] == 0) {
             out.push_back(i);
         }
@@ -460,10 +471,10 @@ bool ActiveLearner::trainRound(const std::function<void(int64_t, int64_t)>& onSt
     ActiveRound r;
     r.labels = static_cast<int64_t>(m.labelled.size());
     r.accuracy = r.nll = r.ece = kNaN;
-    if (m.data.test.rows > 0) {
+    if (m.data().test.rows > 0) {
         const MemberPredictions p = next->predictTest();
         const ClassificationMetrics c =
-            ensembleClassificationMetrics(p, m.data.test.y, next->included());
+            ensembleClassificationMetrics(p, m.data().test.y, next->included());
         r.accuracy = c.accuracy;
         r.nll = c.nll;
         r.ece = c.ece;
@@ -508,7 +519,7 @@ PoolScores ActiveLearner::scorePool() {
     std::vector<uint8_t> include;
     if (m.acquisition != Acquisition::Random) {
         // `random` needs no predictions; the others score the members' probabilities.
-        const Dataset& train = m.data.train;
+        const Dataset& train = m.data().train;
         const std::size_t features = static_cast<std::size_t>(train.features);
         std::vector<float> x(out.rows.size() * features);
         for (std::size_t i = 0; i < out.rows.size(); ++i) {
@@ -536,10 +547,10 @@ void ActiveLearner::acquire(const std::vector<int64_t>& rows, const std::vector<
     std::sort(sorted.begin(), sorted.end());
     for (std::size_t i = 0; i < sorted.size(); ++i) {
         const int64_t r = sorted[i];
-        if (r < 0 || r >= m.data.train.rows) {
+        if (r < 0 || r >= m.data().train.rows) {
             throw std::invalid_argument("ActiveLearner::acquire: row " + std::to_string(r) +
                                         " is not a train row (0.." +
-                                        std::to_string(m.data.train.rows - 1) + ")");
+                                        std::to_string(m.data().train.rows - 1) + ")");
         }
         if (m.isLabelled[at(r)] != 0 || (i > 0 && sorted[i - 1] == r)) {
             throw std::invalid_argument("ActiveLearner::acquire: row " + std::to_string(r) +
@@ -589,7 +600,7 @@ nlohmann::json ActiveLearner::toJson(bool withScores) const {
 
 void ActiveLearner::restore(const nlohmann::json& state) {
     Impl& m = *m_impl;
-    const int64_t n = m.data.train.rows;
+    const int64_t n = m.data().train.rows;
     if (!state.is_object() || !state.contains("seed") || !state.contains("initial") ||
         !state.contains("rounds") || !state["rounds"].is_array()) {
         throw DataError(

@@ -81,6 +81,10 @@ class ActiveLearner {
     // config.active.acquisition. Throws ConfigError for regression data, an initial set or
     // per-round count larger than the train split, and DataError when a class has no rows.
     ActiveLearner(ExperimentConfig config, DataSplit data, Acquisition acquisition);
+    // The same over a split shared with other learners (the CLI runs acquisitions x seeds side
+    // by side over one copy of the data).
+    ActiveLearner(ExperimentConfig config, std::shared_ptr<const DataSplit> data,
+                  Acquisition acquisition);
     ~ActiveLearner();
 
     const ExperimentConfig& config() const;

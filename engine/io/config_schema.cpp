@@ -205,7 +205,7 @@ std::vector<KeySpec> buildSchema() {
         onlyWhen(choice("active.acquisition", "bald", choicesOf<Acquisition>(),
                         "how the pool is scored: `random`, `entropy` H[p], `bald` (mutual "
                         "information), `variation_ratios`, `margin` (docs/active.md); the app's "
-                        "choice, and the CLI's unless `--acquisition` is given"),
+                        "choice (`ensemble-cli active` takes its list from `--acquisition`)"),
                  "model.likelihood", {toString(Likelihood::Categorical)}),
         onlyWhen(row("active.rounds", T::Integer, 10,
                      "acquisition rounds after the initial one (each labels `active.per_round` "
