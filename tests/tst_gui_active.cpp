@@ -365,9 +365,13 @@ void TestGuiActive::checkpointBringsTheLoopBack() {
     QCOMPARE(checkpoint.active["config"]["per_round"].get<int>(), kPerRound);
     QCOMPARE(checkpoint.active["earlier"].size(), std::size_t{1});
 
-    // Opened in a fresh window: the loop as it was, its map bit for bit (the last round
-    // trained again from the same seeds on the same rows).
+    // Opened in a fresh window with the view in front: the loop as it was (not a new one of
+    // the view's own), its map bit for bit (the last round trained again from the same seeds
+    // on the same rows).
     auto w = makeWindow({1200, 800});
+    w->loadExperiment(smallConfig(), QString());
+    QVERIFY(waitFresh(*w));
+    QVERIFY(w->setView(QStringLiteral("active")));
     QString error;
     QVERIFY2(w->openEnsemble(path, &error), qPrintable(error));
     const ActiveStatePtr back =
@@ -391,10 +395,13 @@ void TestGuiActive::checkpointBringsTheLoopBack() {
     QCOMPARE(back->earlier.size(), std::size_t{1});
     QCOMPARE(name(back->earlier[0].acquisition), name(Acquisition::Entropy));
     QCOMPARE(back->earlier[0].accuracy, saved->earlier[0].accuracy);
-    QVERIFY(w->setView(QStringLiteral("active")));
     QCoreApplication::processEvents();
-    // Shown, the view keeps the restored loop rather than starting a new one.
+    QCOMPARE(w->currentViewName(), QStringLiteral("active"));
+    // The view shows the restored loop and started none of its own.
     QCOMPARE(w->activeView()->state()->serial, back->serial);
+    QVERIFY(ensemble::test::engineIdle(*w->controller()));
+    QCoreApplication::processEvents();
+    QCOMPARE(w->controller()->activeState()->serial, back->serial);
     QCOMPARE(name(w->activeView()->acquisition()), name(Acquisition::Margin));
 }
 

@@ -271,6 +271,7 @@ void MainWindow::buildViews() {
     connect(active, &ActiveView::cancelRequested, c, &EngineController::activeCancel);
     connect(c, &EngineController::activeProgress, active, &ActiveView::setProgress);
     connect(c, &EngineController::activeChanged, active, &ActiveView::setState);
+    connect(c, &EngineController::activeRestoring, active, &ActiveView::expectRestore);
     connect(imagesView(), &ImagesView::predictionRequested, this,
             [this](quint64 id, const std::vector<float>& pixels) {
                 m_controller->predict(id, pixels);

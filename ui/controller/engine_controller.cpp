@@ -161,6 +161,7 @@ uint64_t EngineController::open(std::shared_ptr<const OpenedEnsemble> opened) {
     m_worker->requestPause();
     m_active->requestPause();
     m_active->requestCancel();
+    const bool restoresLoop = opened->isCheckpoint && !opened->checkpoint.active.is_null();
     EngineWorker* w = m_worker;
     ActiveWorker* a = m_active;
     post([w, a, opened = std::move(opened), id] {
@@ -174,6 +175,9 @@ uint64_t EngineController::open(std::shared_ptr<const OpenedEnsemble> opened) {
         }
     });
     Q_EMIT runRequested(id);
+    if (restoresLoop) {
+        Q_EMIT activeRestoring(id);
+    }
     return id;
 }
 

@@ -127,6 +127,9 @@ class EngineController : public QObject {
     void shiftFinished(ShiftOutcomePtr outcome);
     void activeProgress(qint64 done, qint64 total);
     void activeChanged(ActiveStatePtr state);
+    // open() brings back a checkpoint's active-learning loop on run `runId` (activeChanged()
+    // follows): the Active learning view waits for it rather than starting a loop of its own.
+    void activeRestoring(quint64 runId);
 
   private:
     void takeSnapshot();

@@ -171,7 +171,9 @@ void ActiveView::setSnapshot(SnapshotPtr snapshot) {
         if (index >= 0 && m_startedFor != m_snapshot->run->runId) {
             m_acquisition->setCurrentIndex(index);
         }
-        if (!stateIsCurrent()) {
+        if (stateIsCurrent()) {
+            showState();  // the loop's state came before the run's first snapshot
+        } else {
             m_canvas->setState(nullptr);
             refreshChart();
         }
@@ -284,6 +286,17 @@ void ActiveView::cancel() {
     Q_EMIT cancelRequested();
 }
 
+void ActiveView::expectRestore(quint64 runId) {
+    m_startedFor = runId;
+    m_waiting = true;
+    setMessage(
+        tr("Restoring the checkpoint's active-learning loop (its last round trains "
+           "again)…"));
+    m_progress->setRange(0, 0);
+    m_progress->setVisible(true);
+    updateControls();
+}
+
 void ActiveView::setProgress(qint64 done, qint64 total) {
     if (total <= 0) {
         return;
@@ -300,12 +313,15 @@ void ActiveView::setState(ActiveStatePtr state) {
     }
     m_state = std::move(state);
     m_waiting = false;
-    if (m_snapshot && m_state->runId != m_snapshot->run->runId) {
-        return;  // a loop of a run replaced since: nothing to show
+    if (!stateIsCurrent()) {
+        updateControls();
+        return;  // a loop of a run replaced since, or of one whose snapshot is on its way
     }
-    if (m_snapshot) {
-        m_startedFor = m_state->runId;
-    }
+    showState();
+}
+
+void ActiveView::showState() {
+    m_startedFor = m_state->runId;
     const int index = m_acquisition->findData(QLatin1String(toString(m_state->acquisition)));
     if (index >= 0) {
         m_acquisition->setCurrentIndex(index);

@@ -41,6 +41,8 @@ class ActiveView : public QWidget {
     // The loop's state from the engine thread (EngineController::activeChanged).
     void setState(ActiveStatePtr state);
     void setProgress(qint64 done, qint64 total);
+    // A checkpoint's loop is being restored on run `runId`: no loop of the view's own there.
+    void expectRestore(quint64 runId);
     ActiveStatePtr state() const { return m_state; }
 
     // The acquisition function chosen (the box).
@@ -79,6 +81,8 @@ class ActiveView : public QWidget {
     void cancel();
     // Starts the loop when the view is shown on a run that has none yet.
     void startIfNeeded();
+    // Shows m_state, a state of the run shown.
+    void showState();
     void updateControls();
     void updateSummary();
     void refreshChart();
