@@ -210,34 +210,27 @@ void TestGuiActive::roundsAcquireWhatTheEngineAcquires() {
     QCOMPARE(s->rounds[1].acquired, nextPicks);
 
     // `ensemble-cli active` on the same experiment acquires the same rows, round by round.
-    if (QFile::exists(ensemble::test::cliPath())) {
-        QTemporaryDir dir;
-        const QString configPath = dir.filePath(QStringLiteral("active.json"));
-        QFile out(configPath);
-        QVERIFY(out.open(QIODevice::WriteOnly));
-        out.write(QByteArray::fromStdString(c.dump()));
-        out.close();
-        const QString report = dir.filePath(QStringLiteral("report.json"));
-        const ensemble::test::Run cli = ensemble::test::runCli(
-            {QStringLiteral("active"), QStringLiteral("--config"), configPath,
-             QStringLiteral("--acquisition"), QStringLiteral("entropy"), QStringLiteral("--rounds"),
-             QStringLiteral("2"), QStringLiteral("--report"), report});
-        if (cli.code == 0) {
-            QFile in(report);
-            QVERIFY(in.open(QIODevice::ReadOnly));
-            const json r = json::parse(in.readAll().toStdString());
-            const json& seed = r["acquisitions"]["entropy"]["seeds"][0];
-            QCOMPARE(seed["initial"].get<std::vector<int64_t>>(), reference.initial());
-            QCOMPARE(seed["rounds"][1]["acquired"].get<std::vector<int64_t>>(), picks);
-            QCOMPARE(seed["rounds"][2]["acquired"].get<std::vector<int64_t>>(), nextPicks);
-        } else {
-            // Not this build's command yet: say so rather than pass silently.
-            qWarning().noquote() << "ensemble-cli active did not run:"
-                                 << ensemble::test::describe(cli);
-            QVERIFY(cli.err.contains(QStringLiteral("active")) ||
-                    cli.err.contains(QStringLiteral("unknown")));
-        }
-    }
+    QTemporaryDir dir;
+    const QString configPath = dir.filePath(QStringLiteral("active.json"));
+    QFile out(configPath);
+    QVERIFY(out.open(QIODevice::WriteOnly));
+    out.write(QByteArray::fromStdString(c.dump()));
+    out.close();
+    const QString report = dir.filePath(QStringLiteral("report.json"));
+    const ensemble::test::Run cli = ensemble::test::runCli(
+        {QStringLiteral("active"), QStringLiteral("--config"), configPath,
+         QStringLiteral("--acquisition"), QStringLiteral("entropy"), QStringLiteral("--rounds"),
+         QStringLiteral("2"), QStringLiteral("--report"), report});
+    QVERIFY2(cli.code == 0, qPrintable(ensemble::test::describe(cli)));
+    QFile in(report);
+    QVERIFY(in.open(QIODevice::ReadOnly));
+    const json r = json::parse(in.readAll().toStdString());
+    const json& seed = r["acquisitions"]["entropy"]["seeds"][0];
+    QCOMPARE(seed["initial"].get<std::vector<int64_t>>(), reference.initial());
+    QCOMPARE(seed["rounds"].size(), std::size_t{3});
+    QCOMPARE(seed["rounds"][1]["acquired"].get<std::vector<int64_t>>(), picks);
+    QCOMPARE(seed["rounds"][2]["acquired"].get<std::vector<int64_t>>(), nextPicks);
+    QCOMPARE(seed["rounds"][1]["accuracy"].get<double>(), s->rounds[1].accuracy);
 }
 
 void TestGuiActive::clickAndCursorLabelExactlyThatRow() {

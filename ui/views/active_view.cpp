@@ -321,7 +321,9 @@ void ActiveView::setState(ActiveStatePtr state) {
 }
 
 void ActiveView::showState() {
-    m_startedFor = m_state->runId;
+    // Run ids only grow: a late state of an earlier run never makes the view start a loop on
+    // a run whose loop is being restored.
+    m_startedFor = std::max<uint64_t>(m_startedFor, m_state->runId);
     const int index = m_acquisition->findData(QLatin1String(toString(m_state->acquisition)));
     if (index >= 0) {
         m_acquisition->setCurrentIndex(index);
