@@ -40,8 +40,9 @@ class ActiveCanvas : public QWidget {
     QRectF plotRect() const;
     QString hoverText() const { return m_hoverText; }
 
-    QSize sizeHint() const override { return {520, 460}; }
-    QSize minimumSizeHint() const override { return {260, 220}; }
+    QSize sizeHint() const override { return {520, 400}; }
+    // Small enough that the chart fits under it in a 900 x 600 window with the panel open.
+    QSize minimumSizeHint() const override { return {220, 170}; }
 
   Q_SIGNALS:
     void labelRequested(qint64 row);

@@ -110,7 +110,7 @@ ActiveView::ActiveView(QWidget* parent) : QWidget(parent) {
     m_chart->setTitle(tr("Test accuracy against labels"));
     m_chartView = new QChartView(m_chart);
     m_chartView->setRenderHint(QPainter::Antialiasing);
-    m_chartView->setMinimumSize(220, 200);
+    m_chartView->setMinimumSize(220, 170);
     m_body->addWidget(m_chartView, 2);
     layout->addLayout(m_body, 1);
     arrange();
@@ -389,7 +389,7 @@ void ActiveView::updateSummary() {
     }
     const ActiveState& s = *m_state;
     QString text = tr("%1 · round %2 · %3 labelled · %4 in the pool")
-                       .arg(acquisitionLabel(s.acquisition))
+                       .arg(QLatin1String(toString(s.acquisition)))
                        .arg(std::max<int>(0, static_cast<int>(s.rounds.size()) - 1))
                        .arg(formatCount(static_cast<int64_t>(s.labelled.size())),
                             formatCount(static_cast<int64_t>(s.pool.size())));
@@ -444,10 +444,10 @@ void ActiveView::refreshChart() {
     const double pad = 0.05 * std::max(hi - lo, 0.02);
     QCategoryAxis* x = makeNiceAxis();
     setNiceRange(x, 0.0, std::max(xHi, 1.0), 4, TickKind::Integer, 0.0);
-    x->setTitleText(tr("labelled rows"));
+    x->setTitleText(tr("labels"));
     QCategoryAxis* y = makeNiceAxis();
     setNiceRange(y, std::max(0.0, lo - pad), std::min(1.0, hi + pad), 4, TickKind::Real, 0.0, 1.0);
-    y->setTitleText(tr("test accuracy"));
+    y->setTitleText(tr("accuracy"));
     m_chart->addAxis(x, Qt::AlignBottom);
     m_chart->addAxis(y, Qt::AlignLeft);
     for (QLineSeries* s : all) {
