@@ -325,11 +325,16 @@ void ActiveCanvas::drawColorBar(QPainter& p, const QRectF& bar) const {
         }
     }
     p.setPen(plot::kText);
-    drawVerticalText(p, QPointF(bar.right() + 50, bar.center().y()),
-                     acquisitionLabel(m_state->acquisition));
+    // The function's label along the bar, its short name where the bar is too short for it.
+    QString title = acquisitionLabel(m_state->acquisition);
+    if (fm.horizontalAdvance(title) > bar.height() + 30) {
+        title = QLatin1String(toString(m_state->acquisition));
+    }
+    drawVerticalText(p, QPointF(bar.right() + 50, bar.center().y()), title);
     p.setPen(plot::kMuted);
     const QString unit = QLatin1String(acquisitionUnit(m_state->acquisition));
-    drawTextFitted(p, QRectF(bar.left() - 6, bar.bottom() + 6, 80, 34), Qt::TextWordWrap,
+    // Below the bottom tick's label, which reaches half a line under the bar.
+    drawTextFitted(p, QRectF(bar.left() - 6, bar.bottom() + fm.height(), 80, 34), Qt::TextWordWrap,
                    unit.isEmpty() ? tr("score") : tr("score, %1").arg(unit));
 }
 

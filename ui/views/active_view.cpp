@@ -8,7 +8,6 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLegend>
-#include <QLegendMarker>
 #include <QLineSeries>
 #include <QProgressBar>
 #include <QPushButton>
@@ -108,10 +107,17 @@ ActiveView::ActiveView(QWidget* parent) : QWidget(parent) {
     m_chart->legend()->setAlignment(Qt::AlignBottom);
     m_chart->setMargins(QMargins(2, 2, 2, 2));
     m_chart->setTitle(tr("Test accuracy against labels"));
+    m_chart->legend()->setVisible(false);  // the key above it: a legend takes the axes' room
     m_chartView = new QChartView(m_chart);
     m_chartView->setRenderHint(QPainter::Antialiasing);
-    m_chartView->setMinimumSize(220, 170);
-    m_body->addWidget(m_chartView, 2);
+    m_chartView->setMinimumSize(220, 150);
+    m_key = new WrappingLabel;
+    m_key->setTextFormat(Qt::RichText);
+    auto* chartColumn = new QVBoxLayout;
+    chartColumn->setSpacing(2);
+    chartColumn->addWidget(m_key);
+    chartColumn->addWidget(m_chartView, 1);
+    m_body->addLayout(chartColumn, 2);
     layout->addLayout(m_body, 1);
     arrange();
 
@@ -203,8 +209,8 @@ void ActiveView::resizeEvent(QResizeEvent* event) {
 }
 
 void ActiveView::arrange() {
-    // Narrow (900 x 600 with the panel open): the chart under the picture; wide: beside it.
-    m_body->setDirection(width() >= 760 ? QBoxLayout::LeftToRight : QBoxLayout::TopToBottom);
+    // Narrow (900 x 600 with the panel open): the chart under the picture; wider: beside it.
+    m_body->setDirection(width() >= 700 ? QBoxLayout::LeftToRight : QBoxLayout::TopToBottom);
 }
 
 void ActiveView::startIfNeeded() {
@@ -414,8 +420,15 @@ void ActiveView::refreshChart() {
     m_chartFor = serial;
     clearChart(m_chart);
     if (serial == 0) {
+        m_key->clear();
         return;
     }
+    QStringList key;
+    const auto swatch = [](const QColor& color, const QString& glyph, const QString& name) {
+        return QStringLiteral("<span style=\"color:%1\"><b>%2</b></span>&nbsp;%3")
+            .arg(color.name(), glyph,
+                 QString(name).replace(QLatin1Char(' '), QStringLiteral("&nbsp;")));
+    };
     std::vector<QLineSeries*> all;
     double lo = std::numeric_limits<double>::infinity();
     double hi = -lo;
@@ -430,18 +443,30 @@ void ActiveView::refreshChart() {
             }
         }
     };
+    const ActiveCurve current = m_state->curve();
+    key << swatch(acquisitionColor(current.acquisition), QStringLiteral("━━"),
+                  QLatin1String(toString(current.acquisition)));
     for (const ActiveCurve& c : m_state->earlier) {
         QPen pen(acquisitionColor(c.acquisition), 1.4, Qt::DashLine);
-        add(c, tr("%1 (earlier)").arg(QLatin1String(toString(c.acquisition))), pen);
+        const QString name = tr("%1 (earlier)").arg(QLatin1String(toString(c.acquisition)));
+        add(c, name, pen);
+        key << swatch(acquisitionColor(c.acquisition), QStringLiteral("╍╍"), name);
     }
-    const ActiveCurve current = m_state->curve();
     add(current, QLatin1String(toString(current.acquisition)),
         QPen(acquisitionColor(current.acquisition), 2.6));
+    m_key->setText(key.join(QStringLiteral(" &nbsp; ")));
     if (!(lo <= hi)) {
         lo = 0.0;
         hi = 1.0;
     }
-    const double pad = 0.05 * std::max(hi - lo, 0.02);
+    // At least 0.1 of accuracy tall, so one round's point does not make an axis of 0.001s.
+    if (hi - lo < 0.1) {
+        const double middle = 0.5 * (lo + hi);
+        lo = std::max(0.0, middle - 0.05);
+        hi = std::min(1.0, lo + 0.1);
+        lo = std::max(0.0, hi - 0.1);
+    }
+    const double pad = 0.05 * (hi - lo);
     QCategoryAxis* x = makeNiceAxis();
     setNiceRange(x, 0.0, std::max(xHi, 1.0), 4, TickKind::Integer, 0.0);
     x->setTitleText(tr("labels"));
@@ -465,9 +490,6 @@ void ActiveView::refreshChart() {
         m_chart->addSeries(last);
         last->attachAxis(x);
         last->attachAxis(y);
-        for (QLegendMarker* marker : m_chart->legend()->markers(last)) {
-            marker->setVisible(false);
-        }
     }
 }
 

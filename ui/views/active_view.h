@@ -110,6 +110,7 @@ class ActiveView : public QWidget {
     QBoxLayout* m_body = nullptr;
     QChart* m_chart = nullptr;
     QChartView* m_chartView = nullptr;
+    WrappingLabel* m_key = nullptr;  // the curves' colours (the chart has no legend)
 };
 
 }  // namespace ensemble::ui
