@@ -357,6 +357,22 @@ void ActiveCanvas::paintDigits(QPainter& p) {
     drawTextFitted(p, QRectF(area.left(), area.top(), area.width(), fm.height() + 2), Qt::AlignLeft,
                    tr("Acquired last: %1 rows (label · score)").arg(digits.size()));
     const QRectF grid = area.adjusted(0, fm.height() + 8, 0, 0);
+    if (!m_run->isImage) {
+        // Table rows have no picture: one line each.
+        double y = grid.top();
+        for (const ActiveDigit& d : digits) {
+            if (y + fm.height() > grid.bottom()) {
+                break;
+            }
+            drawTextFitted(p, QRectF(grid.left(), y, grid.width(), fm.height() + 2), Qt::AlignLeft,
+                           tr("row %1 · label %2 · %3")
+                               .arg(d.row)
+                               .arg(d.label)
+                               .arg(std::isnan(d.score) ? tr("picked") : formatValue(d.score)));
+            y += fm.height() + 3;
+        }
+        return;
+    }
     const int n = static_cast<int>(digits.size());
     const double caption = fm.height() + 4;
     // The largest square cells (image + caption) that fit every digit.
