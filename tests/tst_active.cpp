@@ -4,6 +4,8 @@
 // "active" metadata, and `ensemble-cli active` end to end on 2-D data.
 #include <QtTest/QtTest>
 
+#include <signal.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -150,6 +152,7 @@ class TestActive : public QObject {
     void cliEndToEnd();
     void cliLabelsAndRounds();
     void cliBadFlags();
+    void cliInterruptKeepsFinishedRounds();
 };
 
 void TestActive::acquisitionHandComputed() {
@@ -308,6 +311,9 @@ void TestActive::configSection() {
     const json sine = json::parse(R"({"dataset": {"kind": "sine"},
                                       "model": {"likelihood": "gaussian"}})");
     QVERIFY(!parseConfig(sine).json.contains("active"));
+    json emptySection = sine;  // what a form that writes every section gives
+    emptySection["active"] = json::object();
+    QCOMPARE(parseConfig(emptySection).json, parseConfig(sine).json);
     json bad = sine;
     bad["active"] = {{"initial", 10}};
     try {
@@ -689,6 +695,37 @@ void TestActive::cliBadFlags() {
     const ensemble::test::Run none = ensemble::test::runCli({"active"});
     QVERIFY2(none.code == 2 && none.err.contains(QStringLiteral("--config")),
              qPrintable(describe(none)));
+}
+
+void TestActive::cliInterruptKeepsFinishedRounds() {
+    QTemporaryDir dir;
+    json config = smallConfig();
+    config["active"]["steps"] = 4000;  // rounds long enough to be interrupted in one
+    const QString configPath = writeJson(dir.path(), "moons.json", config);
+    const QString report = dir.path() + QStringLiteral("/r.json");
+    QProcess p;
+    p.start(ensemble::test::cliPath(), {"active", "--config", configPath, "--acquisition", "random",
+                                        "--seeds", "1", "--rounds", "40", "--report", report});
+    QVERIFY(p.waitForStarted());
+    // Wait for the line of round 1 (10 labels), then interrupt.
+    QString out;
+    QElapsedTimer clock;
+    clock.start();
+    while (!out.contains(QStringLiteral("\n    10  ")) && clock.elapsed() < 60000 &&
+           p.state() != QProcess::NotRunning) {
+        p.waitForReadyRead(50);
+        out += QString::fromUtf8(p.readAllStandardOutput());
+    }
+    QVERIFY2(out.contains(QStringLiteral("\n    10  ")), qPrintable(out));
+    QCOMPARE(::kill(static_cast<pid_t>(p.processId()), SIGINT), 0);
+    const ensemble::test::Run r = ensemble::test::finish(p);
+    QVERIFY2(r.code == 130, qPrintable(describe(r)));
+    QVERIFY2(r.err.contains(QStringLiteral("interrupted")), qPrintable(r.err));
+    const json seed = readJson(report)["acquisitions"]["random"]["seeds"][0];
+    QVERIFY(seed["rounds"].size() >= 2 && seed["rounds"].size() < 41);
+    QVERIFY(!seed.contains("pending"));  // the rows of the round cut short are not reported
+    const std::size_t last = seed["rounds"].size() - 1;
+    QCOMPARE(seed["rounds"][last]["labels"], json(6 + 4 * last));
 }
 
 QTEST_GUILESS_MAIN(TestActive)

@@ -171,7 +171,7 @@ void TestConfig::overridesSetDottedKeys() {
 void TestConfig::everyPresetParses() {
     const std::vector<std::string> names = presetNames();
     for (const char* required : {"spirals", "spirals-bootstrap", "moons", "mnist-mlp", "mnist-cnn",
-                                 "fashion-mnist-cnn", "cubic", "sine", "linear"}) {
+                                 "fashion-mnist-cnn", "cubic", "sine", "linear", "mnist-active"}) {
         QVERIFY2(std::find(names.begin(), names.end(), required) != names.end(), required);
     }
     for (const std::string& name : names) {

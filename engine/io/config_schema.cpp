@@ -471,11 +471,9 @@ void checkConfigKeys(const json& config) {
 
 json withDefaults(const json& config) {
     json out = config.is_object() ? config : json::object();
-    std::vector<std::string> added;
     for (const KeySpec& k : configSchema()) {
         if (!out.contains(k.section())) {
             out[k.section()] = json::object();
-            added.push_back(k.section());
         }
         json& section = out[k.section()];
         if (!section.is_object()) {
@@ -485,9 +483,10 @@ json withDefaults(const json& config) {
             section[k.name()] = k.defaultValue;
         }
     }
-    // A section none of whose keys apply (active for regression data) is left out, not empty.
-    for (const std::string& name : added) {
-        if (out[name].empty()) {
+    // A section none of whose keys apply (active for regression data) is left out, not kept
+    // empty, so a config holds the same sections however it was written.
+    for (const std::string& name : configSections()) {
+        if (out[name].is_object() && out[name].empty()) {
             out.erase(name);
         }
     }
