@@ -29,6 +29,8 @@ want members && shoot members --config spirals-bootstrap --train-steps 2000 --vi
 want curves && shoot curves --config spirals --train-steps 2000 --view curves
 want calibration && shoot calibration --config spirals --train-steps 2000 --view calibration
 want sweep && shoot sweep --config spirals-bootstrap --train-steps 2000 --view sweep
+want active && shoot active --config spirals --set dataset.n=500 --set active.per_round=8 \
+  --train-steps 200 --view active --active-rounds 6
 want regression && shoot regression --config cubic --train-steps 150 --view regression
 want mnist && shoot mnist --config mnist-mlp --set ensemble.members=4 --train-steps 600 \
   --view images --demo-digit

@@ -393,13 +393,13 @@ void TestReadable::twoDimensionalRun() {
     QVERIFY(waitFresh(*w));
     QVERIFY(trainToEnd(*w));
     QCOMPARE(w->size(), kReadmeSize);
-    // Boundary, Members, Curves, Calibration, Sweep, Shift.
-    checkEveryView(*w, 6);
+    // Boundary, Members, Curves, Calibration, Sweep, Shift, Active learning.
+    checkEveryView(*w, 7);
     // Wider, where the charts stand side by side and the test accuracy was cut at 1,100 px.
     w->resize(1100, 650);
     settle();
     QCOMPARE(w->size(), QSize(1100, 650));
-    checkEveryView(*w, 6);
+    checkEveryView(*w, 7);
     w->resize(kReadmeSize);
     settle();
 
@@ -459,8 +459,8 @@ void TestReadable::imageRun() {
     pen->drawStroke({QPointF(60 * f, 60 * f), QPointF(160 * f, 170 * f)});
     QVERIFY(QTest::qWaitFor([&] { return w->filtersView()->featureMaps()->rows() == 4; }, 20000));
     // The confusion matrix counts run to four digits (1200 test images).
-    // Members, Curves, Calibration, Sweep, Images, Filters, Shift.
-    checkEveryView(*w, 7);
+    // Members, Curves, Calibration, Sweep, Images, Filters, Shift, Active learning.
+    checkEveryView(*w, 8);
 }
 
 void TestReadable::regressionRun() {

@@ -54,6 +54,11 @@ QString shortcutsHtml(const QWidget* window) {
     }
     html += row(tr("Enter / Esc"),
                 tr("in an Experiment field: leave it, so the one-key shortcuts work again"));
+    html += row(tr("A / P / Esc"), tr("Active learning: acquire the ringed picks / play or pause "
+                                      "rounds / cancel the round under way"));
+    html += row(tr("Arrows, Home / Enter"),
+                tr("Active learning picture: move the cursor over the pool by score / label the "
+                   "row under it"));
     html += QStringLiteral("</table><h3>%1</h3><table>").arg(tr("Mouse"));
     html += row(tr("Wheel over the panel"),
                 tr("scrolls; a field changes with the wheel only once it has focus (click it)"));
@@ -62,6 +67,8 @@ QString shortcutsHtml(const QWidget* window) {
         row(tr("Curves: drag across a chart"), tr("zoom into those steps (right-click: zoom out)"));
     html += row(tr("Boundary: drag"), tr("pan"));
     html += row(tr("Boundary: double-click"), tr("back to the whole data"));
+    html += row(tr("Active learning: click a grey point"),
+                tr("label that pool row (its true label is revealed) and train a round"));
     html += row(tr("Boundary: hover"),
                 tr("ensemble p(class), entropy, mutual information and member votes at the "
                    "pointer"));

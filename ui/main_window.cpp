@@ -35,6 +35,7 @@
 #include "run_session.h"
 #include "run_status.h"
 #include "view_tabs.h"
+#include "views/active_view.h"
 #include "views/boundary_view.h"
 #include "views/calibration_view.h"
 #include "views/curves_view.h"
@@ -240,6 +241,37 @@ void MainWindow::buildViews() {
     connect(shift, &ShiftView::exportRequested, this, &MainWindow::chooseShiftExport);
     connect(m_controller.get(), &EngineController::shiftProgress, shift, &ShiftView::setProgress);
     connect(m_controller.get(), &EngineController::shiftFinished, shift, &ShiftView::setOutcome);
+    ActiveView* active = activeView();
+    EngineController* c = m_controller.get();
+    // The loop reads the panel's active section (its edits need no new run) and the view's
+    // acquisition, which the panel's active.acquisition then shows, so Save and Copy as
+    // Command replay the loop.
+    connect(active, &ActiveView::startRequested, this, [this, c](Acquisition acquisition) {
+        nlohmann::json section = nullptr;
+        if (m_panel->isValid()) {
+            section = m_panel->config().value("active", nlohmann::json());
+            if (section.is_object()) {
+                section["acquisition"] = toString(acquisition);
+            }
+        }
+        if (auto* box =
+                qobject_cast<QComboBox*>(m_panel->editor(QStringLiteral("active.acquisition")))) {
+            const int index = box->findData(QLatin1String(toString(acquisition)));
+            if (index >= 0 && index != box->currentIndex()) {
+                box->setCurrentIndex(index);  // an edit of the panel, as if chosen there
+            }
+        }
+        c->activeStart(acquisition, section);
+    });
+    connect(active, &ActiveView::acquireRequested, c, &EngineController::activeAcquire);
+    connect(active, &ActiveView::labelRequested, c,
+            [c](qint64 row) { c->activeLabel(static_cast<int64_t>(row)); });
+    connect(active, &ActiveView::playRequested, c, &EngineController::activePlay);
+    connect(active, &ActiveView::pauseRequested, c, &EngineController::activePause);
+    connect(active, &ActiveView::cancelRequested, c, &EngineController::activeCancel);
+    connect(c, &EngineController::activeProgress, active, &ActiveView::setProgress);
+    connect(c, &EngineController::activeChanged, active, &ActiveView::setState);
+    connect(c, &EngineController::activeRestoring, active, &ActiveView::expectRestore);
     connect(imagesView(), &ImagesView::predictionRequested, this,
             [this](quint64 id, const std::vector<float>& pixels) {
                 m_controller->predict(id, pixels);
@@ -400,6 +432,9 @@ RegressionView* MainWindow::regressionView() const {
 }
 ShiftView* MainWindow::shiftView() const {
     return m_tabs->viewAs<ShiftView>(ViewId::Shift);
+}
+ActiveView* MainWindow::activeView() const {
+    return m_tabs->viewAs<ActiveView>(ViewId::Active);
 }
 QAction* MainWindow::trainAction() const {
     return m_session->trainAction();

@@ -21,6 +21,7 @@ class QLabel;
 
 namespace ensemble::ui {
 
+class ActiveView;
 class BoundaryView;
 class CalibrationView;
 class CurvesView;
@@ -91,7 +92,7 @@ class MainWindow : public QMainWindow {
     void compareWith(const QString& path);
 
     // Views by the view table's keys (view_table.h): boundary, members, curves, calibration,
-    // sweep, images, filters, regression, shift. setView is false for a view that does not
+    // sweep, images, filters, regression, shift, active. setView is false for a view that does not
     // apply to the run (its tab is hidden).
     static QStringList viewNames();
     bool setView(const QString& name);
@@ -114,6 +115,7 @@ class MainWindow : public QMainWindow {
     FiltersView* filtersView() const;
     RegressionView* regressionView() const;
     ShiftView* shiftView() const;
+    ActiveView* activeView() const;
     RunSession* session() const { return m_session; }
     FileActions* files() const { return m_files; }
     QAction* trainAction() const;

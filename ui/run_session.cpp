@@ -48,6 +48,12 @@ QString adviceFor(ErrorKind kind) {
     return RunSession::tr("Fix the experiment settings and press Reset.");
 }
 
+// Whether an edit of `spec` needs a new run. The active.* keys configure the Active learning
+// view's next loop (it reads them from the panel), not this run's training.
+bool needsNewRun(const KeySpec& spec) {
+    return !spec.live && spec.section() != "active";
+}
+
 }  // namespace
 
 RunSession::RunSession(EngineController* controller, ExperimentPanel* panel, QWidget* window)
@@ -235,7 +241,7 @@ void RunSession::onConfigureFailed(quint64 runId, const QString& message, int er
 
 bool RunSession::restartPending() const {
     for (const std::string& key : changedKeys(m_activeConfig, m_panel->config())) {
-        if (!keySpec(key).live) {
+        if (needsNewRun(keySpec(key))) {
             return true;
         }
     }
@@ -280,7 +286,7 @@ void RunSession::showPendingRestart(bool show) {
     if (show) {
         for (const std::string& key : changedKeys(m_activeConfig, m_panel->config())) {
             const KeySpec& spec = keySpec(key);
-            if (spec.live) {
+            if (!needsNewRun(spec)) {
                 continue;
             }
             keys << str(key);

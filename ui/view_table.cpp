@@ -2,6 +2,7 @@
 
 #include <QCoreApplication>
 
+#include "views/active_view.h"
 #include "views/boundary_view.h"
 #include "views/calibration_view.h"
 #include "views/curves_view.h"
@@ -36,7 +37,8 @@ constexpr ViewRow row(ViewId id, const char* key, const char* title, QKeyCombina
 }
 
 // Ctrl+1 … Ctrl+9 are documented (docs/app.md's key table): the views keep them (Shift, the
-// ninth, took Ctrl+9); later ones a key of their own (say Ctrl+Shift+1), added to that table.
+// ninth, took Ctrl+9); later ones a key of their own (Active learning: Ctrl+Shift+A), added to
+// that table.
 constexpr std::array<ViewRow, kViewCount> kViews{{
     row<BoundaryView>(ViewId::Boundary, "boundary",
                       QT_TRANSLATE_NOOP("ensemble::ui::ViewTable", "Boundary"),
@@ -88,6 +90,12 @@ constexpr std::array<ViewRow, kViewCount> kViews{{
                    QT_TRANSLATE_NOOP("ensemble::ui::ViewTable",
                                      "the ensemble, its members and temperature scaling as the "
                                      "test inputs shift (rotation, translation, noise, scale)")),
+    row<ActiveView>(ViewId::Active, "active",
+                    QT_TRANSLATE_NOOP("ensemble::ui::ViewTable", "Active learning"),
+                    Qt::CTRL | Qt::SHIFT | Qt::Key_A, ViewData::Classification,
+                    QT_TRANSLATE_NOOP("ensemble::ui::ViewTable",
+                                      "the ensemble picks the train rows to label next: the "
+                                      "acquisition map, Acquire, click to label, Play")),
 }};
 
 constexpr bool rowsInIdOrder() {
@@ -151,6 +159,8 @@ QString viewDataText(ViewData data) {
             return translated(QT_TRANSLATE_NOOP("ensemble::ui::ViewTable", "CNN members"));
         case ViewData::OneDimensionalRegression:
             return translated(QT_TRANSLATE_NOOP("ensemble::ui::ViewTable", "1-D regression"));
+        case ViewData::Classification:
+            return translated(QT_TRANSLATE_NOOP("ensemble::ui::ViewTable", "classification"));
     }
     return {};
 }
@@ -168,6 +178,8 @@ bool viewApplies(ViewData data, const Snapshot& snapshot) {
             return snapshot.firstConv != nullptr;
         case ViewData::OneDimensionalRegression:
             return run.hasCurve;
+        case ViewData::Classification:
+            return !run.regression && run.missingData.empty();
     }
     return false;
 }

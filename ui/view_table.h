@@ -30,9 +30,10 @@ enum class ViewId {
     Images,
     Filters,
     Regression,
-    Shift
+    Shift,
+    Active
 };
-inline constexpr int kViewCount = 9;
+inline constexpr int kViewCount = 10;
 
 // The runs a view applies to; its tab is hidden for the others.
 enum class ViewData {
@@ -41,6 +42,7 @@ enum class ViewData {
     Images,                    // image data whose test images are at hand
     ConvMembers,               // members whose first layer is a convolution
     OneDimensionalRegression,  // regression on one input column (the curve)
+    Classification,            // class labels, with the data at hand (a pool to label)
 };
 
 struct ViewRow {

@@ -91,7 +91,8 @@ void ViewTabs::followRun(const Snapshot& s) {
     if (enteredRegression || (current == ViewId::Regression && !curve)) {
         setView(curve ? ViewId::Regression : (grid ? ViewId::Boundary : ViewId::Members));
     } else if ((current == ViewId::Boundary && !grid) || (current == ViewId::Images && !images) ||
-               (current == ViewId::Filters && !filters)) {
+               (current == ViewId::Filters && !filters) ||
+               (current == ViewId::Active && !viewApplies(ViewData::Classification, s))) {
         setView(images ? ViewId::Images : (curve ? ViewId::Regression : ViewId::Members));
     }
 }

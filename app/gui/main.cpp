@@ -1,6 +1,6 @@
 // ensemble-lab: the desktop app.
 //   ensemble-lab [--config FILE|PRESET] [--set key=value]... [--train-steps N] [--view NAME]
-//                [--screenshot OUT.png]
+//                [--active-rounds N] [--screenshot OUT.png]
 //   ensemble-lab --weights W.safetensors [--view NAME] [--screenshot OUT.png]
 //   ensemble-lab FILE.ensemble.json|FILE.json|FILE.safetensors
 //   ensemble-lab --version
@@ -16,6 +16,7 @@
 #include <QIcon>
 #include <QImage>
 #include <QPainter>
+#include <QPushButton>
 #include <QSaveFile>
 #include <QStyleFactory>
 #include <QTimer>
@@ -25,6 +26,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -36,6 +38,7 @@
 #include "sys/allocator.h"
 #include "version.h"
 #include "view_table.h"
+#include "views/active_view.h"
 #include "views/boundary_view.h"
 #include "views/filters_view.h"
 #include "views/images_view.h"
@@ -176,13 +179,19 @@ int main(int argc, char** argv) {
         QStringLiteral("weights"),
         QStringLiteral("Open a trained ensemble (export or checkpoint) instead of training one."),
         QStringLiteral("W.safetensors"));
+    const QCommandLineOption activeRoundsOption(
+        QStringLiteral("active-rounds"),
+        QStringLiteral("Active learning view: acquire this many rounds (Acquire) before the "
+                       "screenshot."),
+        QStringLiteral("N"));
     const QCommandLineOption hoverOption(
         QStringLiteral("hover"),
         QStringLiteral("Boundary: show the pointer's read-out at this point of the plot, as "
                        "fractions of its width and height from the top left (e.g. 0.3,0.4)."),
         QStringLiteral("FX,FY"));
     parser.addOptions({configOption, setOption, stepsOption, viewOption, shotOption, digitOption,
-                       memberOption, quantityOption, sizeOption, weightsOption, hoverOption});
+                       memberOption, quantityOption, sizeOption, weightsOption, hoverOption,
+                       activeRoundsOption});
     parser.addPositionalArgument(
         QStringLiteral("file"),
         QStringLiteral("An experiment (.ensemble.json or .json) or a trained ensemble "
@@ -268,6 +277,13 @@ int main(int argc, char** argv) {
         }
     }
     const int member = parser.isSet(memberOption) ? parser.value(memberOption).toInt() : -1;
+    bool roundsOk = true;
+    const int activeRounds =
+        parser.isSet(activeRoundsOption) ? parser.value(activeRoundsOption).toInt(&roundsOk) : 0;
+    if (!roundsOk || activeRounds < 0) {
+        std::fprintf(stderr, "ensemble-lab: --active-rounds expects a non-negative integer\n");
+        return exitStatus(ExitCode::Usage);
+    }
 
     MainWindow::Options options;
     options.useSettings = screenshot.isEmpty();
@@ -309,6 +325,7 @@ int main(int argc, char** argv) {
     bool started = false;
     bool shotScheduled = false;
     int exitCode = exitStatus(ExitCode::Ok);
+    std::function<void()> grabLater;
     auto takeShot = [&] {
         if (!view.isEmpty()) {
             window.setView(view);
@@ -322,6 +339,38 @@ int main(int argc, char** argv) {
         if (parser.isSet(digitOption)) {
             drawDemoDigit(window);
         }
+        if (window.currentViewId() == ensemble::ui::ViewId::Active) {
+            // The Active learning view: its loop's first round, then --active-rounds more
+            // acquired as a person would (Acquire), before the picture.
+            auto* waiting = new QObject(&window);
+            const auto next = [&, waiting] {
+                const SnapshotPtr s = window.controller()->snapshot();
+                const ensemble::ui::ActiveStatePtr a = window.controller()->activeState();
+                ensemble::ui::ActiveView* active = window.activeView();
+                if (!s || !a || a->runId != s->run->runId || active->isBusy()) {
+                    return;
+                }
+                if (a->message.isEmpty() && !a->pending &&
+                    static_cast<int>(a->rounds.size()) <= activeRounds &&
+                    active->acquireButton()->isEnabled()) {
+                    active->acquireButton()->click();
+                    return;
+                }
+                if (waiting->property("done").toBool()) {
+                    return;
+                }
+                waiting->setProperty("done", true);
+                waiting->deleteLater();  // disconnects
+                grabLater();
+            };
+            QObject::connect(window.controller(), &ensemble::ui::EngineController::activeChanged,
+                             waiting, next, Qt::QueuedConnection);
+            next();
+            return;
+        }
+        grabLater();
+    };
+    grabLater = [&] {
         // Let the views draw what they were given (charts lay out on the next event loops).
         QTimer::singleShot(600, &window, [&] {
             QSaveFile out(screenshot);

@@ -17,6 +17,11 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
     m_comparer->moveToThread(&m_thread);
     m_shifter = new ShiftWorker;
     m_shifter->moveToThread(&m_thread);
+    m_active = new ActiveWorker;
+    m_active->moveToThread(&m_thread);
+    ActiveWorker* active = m_active;
+    // Both live on the engine thread: a checkpoint asks the loop for its state directly.
+    m_worker->setActiveMetadata([active](uint64_t runId) { return active->checkpointJson(runId); });
     m_thread.setObjectName(QStringLiteral("engine"));
     // For ThreadSanitizer only (no-ops otherwise): the worker's signals and the thread's end
     // hand data to this thread through Qt's event queue and QThread::wait, which TSan cannot
@@ -37,6 +42,8 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
     announceSignal(m_comparer, &ComparisonWorker::measured);
     announceSignal(m_shifter, &ShiftWorker::progressed);
     announceSignal(m_shifter, &ShiftWorker::finished);
+    announceSignal(m_active, &ActiveWorker::progressed);
+    announceSignal(m_active, &ActiveWorker::stateReady);
     announceSignal(&m_thread, &QThread::finished);
     connect(m_worker, &EngineWorker::snapshotReady, this, &EngineController::takeSnapshot,
             Qt::QueuedConnection);
@@ -101,6 +108,15 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
             Qt::QueuedConnection);
     connect(m_shifter, &ShiftWorker::finished, this, &EngineController::shiftFinished,
             Qt::QueuedConnection);
+    connect(m_active, &ActiveWorker::progressed, this, &EngineController::activeProgress,
+            Qt::QueuedConnection);
+    connect(
+        m_active, &ActiveWorker::stateReady, this,
+        [this](const ActiveStatePtr& state) {
+            m_activeState = state;
+            Q_EMIT activeChanged(state);
+        },
+        Qt::QueuedConnection);
     m_thread.start();
 }
 
@@ -109,6 +125,8 @@ EngineController::~EngineController() {
     // join it; then the worker and its Trainer can be destroyed from here.
     m_worker->requestStop();
     cancelShift();
+    m_active->requestPause();
+    m_active->requestCancel();
     m_thread.quit();
     m_thread.wait();
     acceptHandoff();  // what the thread did before `finished` happened before this
@@ -118,6 +136,8 @@ EngineController::~EngineController() {
     m_comparer = nullptr;
     delete m_shifter;
     m_shifter = nullptr;
+    delete m_active;
+    m_active = nullptr;
 }
 
 template <typename F>
@@ -139,9 +159,25 @@ uint64_t EngineController::open(std::shared_ptr<const OpenedEnsemble> opened) {
     m_runIdBeforeOpen = m_runId;
     const uint64_t id = ++m_runId;
     m_worker->requestPause();
+    m_active->requestPause();
+    m_active->requestCancel();
+    const bool restoresLoop = opened->isCheckpoint && !opened->checkpoint.active.is_null();
     EngineWorker* w = m_worker;
-    post([w, opened = std::move(opened), id] { w->open(opened, id); });
+    ActiveWorker* a = m_active;
+    post([w, a, opened = std::move(opened), id] {
+        w->open(opened, id);
+        // A checkpoint saved with an active-learning loop: the loop comes back on the run,
+        // once it stands with its data.
+        const std::shared_ptr<const RunInfo> run = w->run();
+        if (opened->isCheckpoint && !opened->checkpoint.active.is_null() &&
+            w->trainer() != nullptr && run && run->runId == id) {
+            a->restore(run, w->trainer()->data(), opened->checkpoint.active);
+        }
+    });
     Q_EMIT runRequested(id);
+    if (restoresLoop) {
+        Q_EMIT activeRestoring(id);
+    }
     return id;
 }
 
@@ -272,6 +308,45 @@ void EngineController::cancelShift() {
     }
 }
 
+void EngineController::activeStart(Acquisition acquisition, const nlohmann::json& active) {
+    m_active->requestPause();
+    m_active->requestCancel();
+    EngineWorker* w = m_worker;
+    ActiveWorker* a = m_active;
+    post([w, a, acquisition, active] {
+        const Trainer* trainer = w->trainer();
+        if (trainer == nullptr || !w->run()) {
+            return;  // no run with its data: the view says so
+        }
+        a->start(w->run(), trainer->data(), active, acquisition);
+    });
+}
+
+void EngineController::activeAcquire() {
+    ActiveWorker* a = m_active;
+    QMetaObject::invokeMethod(a, announced([a] { a->acquirePicks(); }), Qt::QueuedConnection);
+}
+
+void EngineController::activeLabel(int64_t row) {
+    ActiveWorker* a = m_active;
+    QMetaObject::invokeMethod(a, announced([a, row] { a->label(row); }), Qt::QueuedConnection);
+}
+
+void EngineController::activePlay() {
+    ActiveWorker* a = m_active;
+    a->requestPlay();
+    QMetaObject::invokeMethod(a, announced([a] { a->play(); }), Qt::QueuedConnection);
+}
+
+void EngineController::activePause() {
+    m_active->requestPause();
+}
+
+void EngineController::activeCancel() {
+    m_active->requestPause();
+    m_active->requestCancel();
+}
+
 void EngineController::takeSnapshot() {
     SnapshotPtr s = m_mailbox.take();
     if (!s) {
@@ -284,6 +359,13 @@ void EngineController::takeSnapshot() {
         // one-slot mailbox makes this impossible today; this keeps it so) is dropped.
         post([w] { w->snapshotTaken(); });
         return;
+    }
+    if (newRun) {
+        // The loop of the run before goes with it (and the copy of its data it holds).
+        ActiveWorker* a = m_active;
+        const uint64_t runId = s->run->runId;
+        QMetaObject::invokeMethod(a, announced([a, runId] { a->forgetRun(runId); }),
+                                  Qt::QueuedConnection);
     }
     m_snapshot = std::move(s);
     ++m_received;

@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "controller/active_job.h"
 #include "controller/comparison.h"
 #include "controller/engine_worker.h"
 #include "controller/shift_job.h"
@@ -81,6 +82,21 @@ class EngineController : public QObject {
     // Stops the shift under way (it finishes with outcome->cancelled); nothing when none.
     void cancelShift();
 
+    // The Active learning view's loop (issue 36) over the current run's config and data, on the
+    // engine thread (ActiveWorker): activeChanged() after every change, activeProgress() while
+    // a round trains. Start begins a loop with `acquisition` (the one before it is kept as an
+    // earlier curve), Acquire labels the marked picks (or trains the pending round), Label one
+    // pool row; Play runs rounds until Pause; Cancel stops the round under way.
+    // `active`: the loop's active section (the panel's; null: the run's own).
+    void activeStart(Acquisition acquisition, const nlohmann::json& active = nullptr);
+    void activeAcquire();
+    void activeLabel(int64_t row);
+    void activePlay();
+    void activePause();
+    void activeCancel();
+    // The loop's latest state (null before any).
+    ActiveStatePtr activeState() const { return m_activeState; }
+
     SnapshotPtr snapshot() const { return m_snapshot; }
     bool isRunning() const { return m_running; }
     bool isConfigured() const { return m_snapshot != nullptr; }
@@ -109,6 +125,11 @@ class EngineController : public QObject {
     void comparisonMeasured(ComparisonResult result);
     void shiftProgress(qint64 done, qint64 total);
     void shiftFinished(ShiftOutcomePtr outcome);
+    void activeProgress(qint64 done, qint64 total);
+    void activeChanged(ActiveStatePtr state);
+    // open() brings back a checkpoint's active-learning loop on run `runId` (activeChanged()
+    // follows): the Active learning view waits for it rather than starting a loop of its own.
+    void activeRestoring(quint64 runId);
 
   private:
     void takeSnapshot();
@@ -121,6 +142,8 @@ class EngineController : public QObject {
     ComparisonWorker* m_comparer = nullptr;            // on m_thread beside the worker
     ShiftWorker* m_shifter = nullptr;                  // on m_thread beside the worker
     std::shared_ptr<std::atomic<bool>> m_shiftCancel;  // the latest shift's
+    ActiveWorker* m_active = nullptr;                  // on m_thread beside the worker
+    ActiveStatePtr m_activeState;
     SnapshotPtr m_snapshot;
     std::vector<uint8_t> m_switchedOn;
     bool m_running = false;

@@ -648,7 +648,10 @@ void EngineWorker::saveCheckpoint(const QString& path) {
         // The stored length is where this run ends (Stop after, moved by Continue), so the CLI
         // and a reopened window continue to the same step; until paused has no end: the
         // steps trained.
-        writeRunCheckpoint(path, *m_trainer, m_history, m_untilPaused ? m_trainer->step() : -1);
+        const nlohmann::json active =
+            m_activeMetadata ? m_activeMetadata(m_run->runId) : nlohmann::json(nullptr);
+        writeRunCheckpoint(path, *m_trainer, m_history, m_untilPaused ? m_trainer->step() : -1,
+                           active);
     } catch (const std::exception& e) {
         Q_EMIT checkpointSaved(false, QString::fromStdString(e.what()), path, m_trainer->step());
         return;

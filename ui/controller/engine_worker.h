@@ -19,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -109,6 +110,13 @@ class EngineWorker : public QObject {
 
     // The run's trainer: null before a run and for a file opened without its data.
     const Trainer* trainer() const { return m_trainer.get(); }
+    // The run's description (null before a run).
+    std::shared_ptr<const RunInfo> run() const { return m_run; }
+    // What a checkpoint of run `runId` stores as its metadata "active" (the Active learning
+    // view's loop; null: none). Called on this thread by saveCheckpoint().
+    void setActiveMetadata(std::function<nlohmann::json(uint64_t runId)> metadata) {
+        m_activeMetadata = std::move(metadata);
+    }
 
     // Any thread: queue a prediction of raw rows (replaces an unserved one).
     // Returns true when the caller must queue predictPending().
@@ -209,6 +217,8 @@ class EngineWorker : public QObject {
     double m_measuredStepsPerSecond = 0.0;
     Clock::time_point m_lastPublish;
     double m_buildSeconds = 0.0;
+
+    std::function<nlohmann::json(uint64_t)> m_activeMetadata;
 
     // The newest unserved prediction request.
     std::mutex m_predictMutex;

@@ -10,6 +10,8 @@
 #include <memory>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "controller/snapshot.h"
 #include "io/export_formats.h"
 #include "train/trainer.h"
@@ -22,9 +24,10 @@ QStringList exportRun(Trainer& trainer, const QString& basePath, ExportFormat fo
 
 // Writes a checkpoint of `trainer` after its last finished step, with `history` (the Curves
 // view's points) as its curves, so a reopened checkpoint shows them again. `storedSteps`: the
-// run length stored (-1: the trainer's). Throws what the writer throws.
+// run length stored (-1: the trainer's). `active`: the Active learning view's loop, stored as
+// the metadata "active" when not null (activeCheckpointJson). Throws what the writer throws.
 void writeRunCheckpoint(const QString& path, Trainer& trainer,
                         const std::vector<std::shared_ptr<const HistoryPoint>>& history,
-                        int64_t storedSteps);
+                        int64_t storedSteps, const nlohmann::json& active = nullptr);
 
 }  // namespace ensemble::ui

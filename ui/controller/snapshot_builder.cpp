@@ -186,6 +186,14 @@ QImage classImage(const T* probs, int size, int classes) {
 
 }  // namespace
 
+HeatImage sequentialHeatImage(const std::vector<double>& values, int size, double minHigh) {
+    return sequentialImage(values, size, minHigh);
+}
+
+HeatImage rangeHeatImage(const std::vector<double>& values, int size) {
+    return rangeImage(values, size);
+}
+
 void renderGrid(Snapshot& s) {
     const GridEvaluation& g = s.grid;
     const int size = g.size;

@@ -11,6 +11,12 @@
 
 namespace ensemble::ui {
 
+// A sequential heatmap (viridis) of `values` over a G x G grid from 0 to their maximum (at least
+// `minHigh`, so a nearly constant map does not blow rounding noise up to the full colour range).
+HeatImage sequentialHeatImage(const std::vector<double>& values, int size, double minHigh);
+// The same map over the values' own range [min, max] (a regression mean, which may be negative).
+HeatImage rangeHeatImage(const std::vector<double>& values, int size);
+
 // Fills s.heat, s.memberImages, s.ensembleContour and s.memberContours from s.grid.
 // Precondition: s.hasGrid, s.grid filled (members' probabilities; ensemble statistics when
 // s.hasEnsemble).

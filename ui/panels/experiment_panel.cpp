@@ -104,6 +104,7 @@ void ExperimentPanel::build() {
     buildEnsembleSection(section(tr("Ensemble")));
     buildOptimizerSection(section(tr("Optimizer")));
     buildBackendSection(section(tr("Backend")));
+    buildActiveSection(section(tr("Active learning")));
 
     m_summary = new QLabel;
     m_summary->setWordWrap(true);

@@ -88,6 +88,8 @@ class ExperimentPanel : public QWidget {
     // The optimizer's keys and training's batch size, stop and adversarial training.
     void buildOptimizerSection(QFormLayout* form);
     void buildBackendSection(QFormLayout* form);
+    // The active.* keys (experiment_panel_active.cpp).
+    void buildActiveSection(QFormLayout* form);
     // The scroll area never scrolls sideways, so it must be as wide as the widest label and
     // editor need in the current font; recomputed when the font changes.
     void updateMinimumWidth();

@@ -1,0 +1,25 @@
+// The Active learning section of the Experiment panel: the `active.*` keys (the loop of the
+// Active learning view and of `ensemble-cli active`), each row read from the schema. They apply
+// to classification runs only (the schema's condition), and an edit needs no new run: they
+// configure the view's next loop, not the training of this run (RunSession).
+
+#include <QFormLayout>
+#include <QSpinBox>
+
+#include "panels/experiment_panel.h"
+#include "panels/form_binding.h"
+
+namespace ensemble::ui {
+
+void ExperimentPanel::buildActiveSection(QFormLayout* active) {
+    m_form->addChoice(active, "active.acquisition", tr("Acquisition"));
+    m_form->addSpin(active, "active.initial", tr("Initial labels"));
+    m_form->addSpin(active, "active.per_round", tr("Labels per round"));
+    m_form->addSpin(active, "active.steps", tr("Steps per round"), 50);
+    m_form->addChoice(active, "active.retrain", tr("Retrain"));
+    m_form->addSpin(active, "active.rounds", tr("Rounds (CLI)"));
+    QSpinBox* subset = m_form->addSpin(active, "active.pool_subset", tr("Pool subset"), 100);
+    subset->setSpecialValueText(tr("whole pool"));
+}
+
+}  // namespace ensemble::ui

@@ -1,0 +1,87 @@
+#pragma once
+
+// The Active learning view's picture. 2-D data: the acquisition score of the current ensemble
+// as a heatmap over the grid (the uncertainty heatmaps' colour map, with its colour bar), the
+// ensemble's decision boundary, the pool in grey, the labelled rows in their class colours and
+// the next picks ringed. A click on a pool point asks to label it; the keys move a cursor over
+// the pool in score order (arrows, Home) and Enter labels the point under it. Image data: the
+// digits acquired last with their labels and scores. Only paints: the scores come computed
+// from the engine thread (ActiveState).
+
+#include <QPixmap>
+#include <QWidget>
+
+#include <cstdint>
+#include <vector>
+
+#include "controller/active_job.h"
+#include "controller/snapshot.h"
+
+namespace ensemble::ui {
+
+class ActiveCanvas : public QWidget {
+    Q_OBJECT
+
+  public:
+    explicit ActiveCanvas(QWidget* parent = nullptr);
+
+    void setRun(std::shared_ptr<const RunInfo> run);
+    void setState(ActiveStatePtr state);
+    // Clicks and Enter label points only when the loop can take them (no round under way).
+    void setLabelling(bool allowed);
+
+    // The widget position of train row `row` (2-D data; the plot's centre otherwise).
+    QPointF rowPosition(int64_t row) const;
+    // The pool row drawn nearest `pos` within a few pixels; -1 when none.
+    int64_t poolRowAt(const QPointF& pos) const;
+    // The keyboard cursor: a pool row (-1: none), moved in score order.
+    int64_t cursorRow() const { return m_cursor; }
+    void setCursorRow(int64_t row);
+    QRectF plotRect() const;
+    QString hoverText() const { return m_hoverText; }
+
+    QSize sizeHint() const override { return {520, 400}; }
+    // Small enough that the chart fits under it in a 900 x 600 window with the panel open.
+    QSize minimumSizeHint() const override { return {220, 170}; }
+
+  Q_SIGNALS:
+    void labelRequested(qint64 row);
+    void cursorMoved(qint64 row);
+
+  protected:
+    void paintEvent(QPaintEvent* event) override;
+    void mousePressEvent(QMouseEvent* event) override;
+    void mouseMoveEvent(QMouseEvent* event) override;
+    void leaveEvent(QEvent* event) override;
+    void keyPressEvent(QKeyEvent* event) override;
+
+  private:
+    void paintMap(QPainter& p);
+    void paintDigits(QPainter& p);
+    void drawColorBar(QPainter& p, const QRectF& bar) const;
+    QPointF toWidget(double x, double y, const QRectF& plot) const;
+    // The pool rows by score, highest first (the cursor's order; ties by row).
+    const std::vector<int64_t>& rankedPool() const;
+    // The score of pool row `row` (NaN when it was not scored).
+    double scoreOf(int64_t row) const;
+    void moveCursor(int by);
+
+    std::shared_ptr<const RunInfo> m_run;
+    ActiveStatePtr m_state;
+    bool m_labelling = true;
+    int64_t m_cursor = -1;
+    mutable std::vector<int64_t> m_ranked;  // rankedPool(), for m_rankedFor
+    mutable uint64_t m_rankedFor = 0;
+    mutable QPixmap m_pixmap;  // the heatmap, converted on the GUI thread
+    mutable uint64_t m_pixmapFor = 0;
+    QString m_hoverText;
+};
+
+// The colour of an acquisition function's curves and key (one per function, fixed).
+QColor acquisitionColor(Acquisition acquisition);
+// "BALD (mutual information)", from the acquisition table.
+QString acquisitionLabel(Acquisition acquisition);
+// The heatmap's title with its unit: "BALD (mutual information) [nats]".
+QString acquisitionScoreTitle(Acquisition acquisition);
+
+}  // namespace ensemble::ui

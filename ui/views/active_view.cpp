@@ -1,0 +1,510 @@
+#include "views/active_view.h"
+
+#include <QBoxLayout>
+#include <QCategoryAxis>
+#include <QChart>
+#include <QChartView>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLegend>
+#include <QLineSeries>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QScatterSeries>
+#include <QShortcut>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "render/chart_axes.h"
+#include "render/plot_helpers.h"
+#include "views/active_canvas.h"
+#include "widgets/elided_label.h"
+#include "widgets/wrapping_label.h"
+
+namespace ensemble::ui {
+
+namespace {
+
+void clearChart(QChart* chart) {
+    chart->removeAllSeries();
+    for (QAbstractAxis* a : chart->axes()) {
+        chart->removeAxis(a);
+        delete a;
+    }
+}
+
+QLineSeries* curveSeries(const ActiveCurve& curve, const QString& name, const QPen& pen) {
+    auto* s = new QLineSeries;
+    s->setName(name);
+    s->setPen(pen);
+    for (std::size_t i = 0; i < curve.labels.size() && i < curve.accuracy.size(); ++i) {
+        if (std::isfinite(curve.accuracy[i])) {
+            s->append(static_cast<double>(curve.labels[i]), curve.accuracy[i]);
+        }
+    }
+    return s;
+}
+
+}  // namespace
+
+ActiveView::ActiveView(QWidget* parent) : QWidget(parent) {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(6, 6, 6, 6);
+
+    // Two rows, so the controls fit the ~430 px an image run's view has at 900 x 600.
+    auto* bar = new QHBoxLayout;
+    m_acquisition = new QComboBox;
+    for (const auto& row : EnumNames<Acquisition>::table) {
+        m_acquisition->addItem(acquisitionLabel(row.value), QLatin1String(row.name));
+    }
+    m_acquisition->setToolTip(
+        tr("The acquisition function that scores the pool; choosing another starts a new loop "
+           "(the curves of the earlier ones stay on the chart)"));
+    auto* acquisitionLabelWidget = new QLabel(tr("Ac&quisition"));
+    acquisitionLabelWidget->setBuddy(m_acquisition);
+    bar->addWidget(acquisitionLabelWidget);
+    bar->addWidget(m_acquisition, 1);
+    layout->addLayout(bar);
+
+    auto* buttons = new QHBoxLayout;
+    m_acquire = new QPushButton(tr("&Acquire"));
+    m_acquire->setToolTip(tr("Label the ringed picks and train a round on them (A)"));
+    m_play = new QPushButton(tr("&Play"));
+    m_play->setToolTip(tr("Acquire and train round after round until paused (P)"));
+    m_restart = new QPushButton(tr("&New loop"));
+    m_restart->setToolTip(
+        tr("Start again from the initial labelled rows (the curve so far stays on the chart)"));
+    m_cancel = new QPushButton(tr("&Cancel"));
+    m_cancel->setToolTip(tr("Stop the round under way (Esc)"));
+    buttons->addWidget(m_acquire);
+    buttons->addWidget(m_play);
+    buttons->addWidget(m_cancel);
+    buttons->addStretch(1);
+    buttons->addWidget(m_restart);
+    layout->addLayout(buttons);
+
+    auto* statusRow = new QHBoxLayout;
+    m_progress = new QProgressBar;
+    m_progress->setMaximumWidth(160);
+    m_progress->setVisible(false);
+    m_message = new ElidedLabel;
+    statusRow->addWidget(m_progress);
+    statusRow->addWidget(m_message, 1);
+    layout->addLayout(statusRow);
+    m_summary = new WrappingLabel;
+    m_summary->setStyleSheet(QStringLiteral("color: #555;"));
+    layout->addWidget(m_summary);
+
+    m_body = new QBoxLayout(QBoxLayout::LeftToRight);
+    m_canvas = new ActiveCanvas;
+    m_body->addWidget(m_canvas, 3);
+    m_chart = new QChart;
+    m_chart->setAnimationOptions(QChart::NoAnimation);
+    m_chart->legend()->setAlignment(Qt::AlignBottom);
+    m_chart->setMargins(QMargins(2, 2, 2, 2));
+    m_chart->setTitle(tr("Test accuracy against labels"));
+    m_chart->legend()->setVisible(false);  // the key above it: a legend takes the axes' room
+    m_chartView = new QChartView(m_chart);
+    m_chartView->setRenderHint(QPainter::Antialiasing);
+    m_chartView->setMinimumSize(220, 150);
+    m_key = new WrappingLabel;
+    m_key->setTextFormat(Qt::RichText);
+    auto* chartColumn = new QVBoxLayout;
+    chartColumn->setSpacing(2);
+    chartColumn->addWidget(m_key);
+    chartColumn->addWidget(m_chartView, 1);
+    m_body->addLayout(chartColumn, 2);
+    layout->addLayout(m_body, 1);
+    arrange();
+
+    connect(m_acquire, &QPushButton::clicked, this, &ActiveView::acquire);
+    connect(m_play, &QPushButton::clicked, this, &ActiveView::togglePlay);
+    connect(m_cancel, &QPushButton::clicked, this, &ActiveView::cancel);
+    connect(m_restart, &QPushButton::clicked, this, &ActiveView::startLoop);
+    connect(m_acquisition, &QComboBox::activated, this, [this] { startLoop(); });
+    connect(m_canvas, &ActiveCanvas::labelRequested, this, &ActiveView::label);
+    connect(m_canvas, &ActiveCanvas::cursorMoved, this, [this] { updateSummary(); });
+    const auto shortcut = [this](const QKeySequence& key, auto slot) {
+        auto* s = new QShortcut(key, this);
+        s->setContext(Qt::WidgetWithChildrenShortcut);
+        connect(s, &QShortcut::activated, this, slot);
+    };
+    shortcut(QKeySequence(Qt::Key_A), [this] {
+        if (m_acquire->isEnabled()) {
+            acquire();
+        }
+    });
+    shortcut(QKeySequence(Qt::Key_P), [this] {
+        if (m_play->isEnabled()) {
+            togglePlay();
+        }
+    });
+    shortcut(QKeySequence(Qt::Key_Escape), [this] {
+        if (m_cancel->isEnabled()) {
+            cancel();
+        }
+    });
+    setMessage(tr("The loop starts when the view is shown on a classification run."));
+    updateControls();
+}
+
+Acquisition ActiveView::acquisition() const {
+    Acquisition a = Acquisition::Bald;
+    enumFromName(m_acquisition->currentData().toString().toStdString(), a);
+    return a;
+}
+
+bool ActiveView::stateIsCurrent() const {
+    return m_state && m_snapshot && m_state->runId == m_snapshot->run->runId;
+}
+
+bool ActiveView::isBusy() const {
+    return m_waiting || (stateIsCurrent() && m_state->playing);
+}
+
+void ActiveView::setSnapshot(SnapshotPtr snapshot) {
+    const bool newRun = snapshot && (!m_snapshot || m_snapshot->run != snapshot->run);
+    m_snapshot = std::move(snapshot);
+    if (newRun) {
+        m_canvas->setRun(m_snapshot->run);
+        // The run's own active.acquisition is the loop's first choice.
+        const int index = m_acquisition->findData(
+            QLatin1String(toString(m_snapshot->run->config.active.acquisition)));
+        if (index >= 0 && m_startedFor != m_snapshot->run->runId) {
+            m_acquisition->setCurrentIndex(index);
+        }
+        if (stateIsCurrent()) {
+            showState();  // the loop's state came before the run's first snapshot
+        } else {
+            m_canvas->setState(nullptr);
+            refreshChart();
+        }
+    }
+    if (!isVisible()) {
+        m_stale = true;
+        return;
+    }
+    startIfNeeded();
+    updateControls();
+    updateSummary();
+}
+
+void ActiveView::showEvent(QShowEvent* event) {
+    QWidget::showEvent(event);
+    if (m_stale) {
+        m_stale = false;
+        updateControls();
+        updateSummary();
+    }
+    startIfNeeded();
+}
+
+void ActiveView::resizeEvent(QResizeEvent* event) {
+    QWidget::resizeEvent(event);
+    arrange();
+}
+
+void ActiveView::arrange() {
+    // Narrow (900 x 600 with the panel open): the chart under the picture; wider: beside it.
+    m_body->setDirection(width() >= 700 ? QBoxLayout::LeftToRight : QBoxLayout::TopToBottom);
+}
+
+void ActiveView::startIfNeeded() {
+    if (!isVisible() || !m_snapshot || m_startedFor == m_snapshot->run->runId) {
+        return;
+    }
+    const RunInfo& run = *m_snapshot->run;
+    if (stateIsCurrent()) {
+        m_startedFor = run.runId;  // restored from a checkpoint
+        return;
+    }
+    if (run.regression || !run.missingData.empty()) {
+        return;
+    }
+    startLoop();
+}
+
+void ActiveView::startLoop() {
+    if (!m_snapshot || m_snapshot->run->regression || !m_snapshot->run->missingData.empty()) {
+        return;
+    }
+    m_startedFor = m_snapshot->run->runId;
+    m_waiting = true;
+    setMessage(tr("Training round 0 on the initial labelled rows…"));
+    m_progress->setRange(0, 0);
+    m_progress->setVisible(true);
+    updateControls();
+    Q_EMIT startRequested(acquisition());
+}
+
+void ActiveView::acquire() {
+    if (!stateIsCurrent() || isBusy()) {
+        return;
+    }
+    m_waiting = true;
+    setMessage(
+        m_state->pending
+            ? tr("Training a round on the labelled rows…")
+            : tr("Labelling %1 picks and training a round…").arg(m_state->scores.picks.size()));
+    updateControls();
+    Q_EMIT acquireRequested();
+}
+
+void ActiveView::label(qint64 row) {
+    if (!stateIsCurrent() || isBusy() || m_state->pending) {
+        return;
+    }
+    m_waiting = true;
+    setMessage(
+        tr("Labelling row %1 (class %2) and training a round…")
+            .arg(row)
+            .arg(m_snapshot->run->train.rows > row
+                     ? QString::number(m_snapshot->run->train.y[static_cast<std::size_t>(row)])
+                     : QStringLiteral("?")));
+    updateControls();
+    Q_EMIT labelRequested(row);
+}
+
+void ActiveView::togglePlay() {
+    if (!stateIsCurrent()) {
+        return;
+    }
+    if (m_state->playing) {
+        setMessage(tr("Pausing after the round under way…"));
+        Q_EMIT pauseRequested();
+        return;
+    }
+    if (m_waiting) {
+        return;
+    }
+    m_waiting = true;
+    setMessage(tr("Playing: a round after another until paused (P)…"));
+    updateControls();
+    Q_EMIT playRequested();
+}
+
+void ActiveView::cancel() {
+    setMessage(tr("Cancelling the round under way…"));
+    Q_EMIT cancelRequested();
+}
+
+void ActiveView::expectRestore(quint64 runId) {
+    m_startedFor = runId;
+    m_waiting = true;
+    setMessage(
+        tr("Restoring the checkpoint's active-learning loop (its last round trains "
+           "again)…"));
+    m_progress->setRange(0, 0);
+    m_progress->setVisible(true);
+    updateControls();
+}
+
+void ActiveView::setProgress(qint64 done, qint64 total) {
+    if (total <= 0) {
+        return;
+    }
+    m_progress->setVisible(true);
+    m_progress->setRange(0, 1000);
+    m_progress->setValue(static_cast<int>(std::clamp<qint64>(done * 1000 / total, 0, 1000)));
+    m_progress->setFormat(QStringLiteral("%1 %").arg(done * 100 / total));
+}
+
+void ActiveView::setState(ActiveStatePtr state) {
+    if (!state) {
+        return;
+    }
+    m_state = std::move(state);
+    m_waiting = false;
+    if (!stateIsCurrent()) {
+        updateControls();
+        return;  // a loop of a run replaced since, or of one whose snapshot is on its way
+    }
+    showState();
+}
+
+void ActiveView::showState() {
+    // Run ids only grow: a late state of an earlier run never makes the view start a loop on
+    // a run whose loop is being restored.
+    m_startedFor = std::max<uint64_t>(m_startedFor, m_state->runId);
+    const int index = m_acquisition->findData(QLatin1String(toString(m_state->acquisition)));
+    if (index >= 0) {
+        m_acquisition->setCurrentIndex(index);
+    }
+    m_canvas->setState(m_state);
+    m_progress->setVisible(m_state->playing);
+    if (!m_state->message.isEmpty()) {
+        setMessage(m_state->message, m_state->error);
+    } else if (m_state->playing) {
+        setMessage(
+            tr("Playing: round %1 done; P pauses after the next.").arg(m_state->rounds.size()));
+    } else if (m_state->pending) {
+        setMessage(tr("Rows wait for a round: Retrain (A) trains it."));
+    } else if (m_snapshot && m_snapshot->run->hasGrid) {
+        setMessage(tr("A: label the %1 ringed picks · click a grey point to label it instead · "
+                      "P: play")
+                       .arg(m_state->scores.picks.size()));
+    } else {
+        setMessage(tr("A: label the %1 highest-scoring rows · P: play until paused")
+                       .arg(m_state->scores.picks.size()));
+    }
+    refreshChart();
+    updateControls();
+    updateSummary();
+}
+
+void ActiveView::updateControls() {
+    const bool current = stateIsCurrent();
+    const bool busy = isBusy();
+    const bool runnable =
+        m_snapshot && !m_snapshot->run->regression && m_snapshot->run->missingData.empty();
+    const bool canAcquire =
+        current && !busy && (m_state->pending || !m_state->scores.picks.empty());
+    m_acquire->setEnabled(canAcquire);
+    m_acquire->setText(current && m_state->pending ? tr("Re&train") : tr("&Acquire"));
+    m_play->setEnabled(current && (m_state->playing || canAcquire));
+    m_play->setText(current && m_state->playing ? tr("&Pause") : tr("&Play"));
+    m_cancel->setEnabled(busy);
+    m_restart->setEnabled(runnable && !busy);
+    m_acquisition->setEnabled(runnable && !busy);
+    m_canvas->setLabelling(current && !busy && !m_state->pending);
+    if (!busy) {
+        m_progress->setVisible(false);
+    }
+}
+
+void ActiveView::updateSummary() {
+    if (!m_snapshot) {
+        m_summary->clear();
+        return;
+    }
+    if (m_snapshot->run->regression) {
+        m_summary->setText(tr("Active learning needs class labels: this is a regression run."));
+        return;
+    }
+    if (!m_snapshot->run->missingData.empty()) {
+        m_summary->setText(tr("This ensemble was opened without its data: no pool to label."));
+        return;
+    }
+    if (!stateIsCurrent()) {
+        m_summary->clear();
+        return;
+    }
+    const ActiveState& s = *m_state;
+    QString text = tr("%1 · round %2 · %3 labelled · %4 in the pool")
+                       .arg(QLatin1String(toString(s.acquisition)))
+                       .arg(std::max<int>(0, static_cast<int>(s.rounds.size()) - 1))
+                       .arg(formatCount(static_cast<int64_t>(s.labelled.size())),
+                            formatCount(static_cast<int64_t>(s.pool.size())));
+    if (!s.rounds.empty()) {
+        const ActiveRound& r = s.rounds.back();
+        text += tr(" · test accuracy %1 %, NLL %2, ECE %3")
+                    .arg(100.0 * r.accuracy, 0, 'f', 1)
+                    .arg(formatValue(r.nll), formatValue(r.ece));
+    }
+    const int64_t cursor = m_canvas->cursorRow();
+    if (cursor >= 0) {
+        text += tr("<br>cursor: pool row %1 (Enter labels it)").arg(cursor);
+    }
+    m_summary->setText(text);
+}
+
+void ActiveView::refreshChart() {
+    const uint64_t serial = m_state && stateIsCurrent() ? m_state->serial : 0;
+    if (serial == m_chartFor && serial != 0) {
+        return;
+    }
+    m_chartFor = serial;
+    clearChart(m_chart);
+    if (serial == 0) {
+        m_key->clear();
+        return;
+    }
+    QStringList key;
+    const auto swatch = [](const QColor& color, const QString& glyph, const QString& name) {
+        return QStringLiteral("<span style=\"color:%1\"><b>%2</b></span>&nbsp;%3")
+            .arg(color.name(), glyph,
+                 QString(name).replace(QLatin1Char(' '), QStringLiteral("&nbsp;")));
+    };
+    std::vector<QLineSeries*> all;
+    double lo = std::numeric_limits<double>::infinity();
+    double hi = -lo;
+    double xHi = 0.0;
+    auto add = [&](const ActiveCurve& c, const QString& name, const QPen& pen) {
+        all.push_back(curveSeries(c, name, pen));
+        for (std::size_t i = 0; i < c.labels.size() && i < c.accuracy.size(); ++i) {
+            if (std::isfinite(c.accuracy[i])) {
+                lo = std::min(lo, c.accuracy[i]);
+                hi = std::max(hi, c.accuracy[i]);
+                xHi = std::max(xHi, static_cast<double>(c.labels[i]));
+            }
+        }
+    };
+    const ActiveCurve current = m_state->curve();
+    key << swatch(acquisitionColor(current.acquisition), QStringLiteral("━━"),
+                  QLatin1String(toString(current.acquisition)));
+    for (const ActiveCurve& c : m_state->earlier) {
+        QPen pen(acquisitionColor(c.acquisition), 1.4, Qt::DashLine);
+        const QString name = tr("%1 (earlier)").arg(QLatin1String(toString(c.acquisition)));
+        add(c, name, pen);
+        key << swatch(acquisitionColor(c.acquisition), QStringLiteral("╍╍"), name);
+    }
+    add(current, QLatin1String(toString(current.acquisition)),
+        QPen(acquisitionColor(current.acquisition), 2.6));
+    m_key->setText(key.join(QStringLiteral(" &nbsp; ")));
+    if (!(lo <= hi)) {
+        lo = 0.0;
+        hi = 1.0;
+    }
+    // At least 0.1 of accuracy tall, so one round's point does not make an axis of 0.001s.
+    if (hi - lo < 0.1) {
+        const double middle = 0.5 * (lo + hi);
+        lo = std::max(0.0, middle - 0.05);
+        hi = std::min(1.0, lo + 0.1);
+        lo = std::max(0.0, hi - 0.1);
+    }
+    const double pad = 0.05 * (hi - lo);
+    QCategoryAxis* x = makeNiceAxis();
+    setNiceRange(x, 0.0, std::max(xHi, 1.0), 4, TickKind::Integer, 0.0);
+    x->setTitleText(tr("labels"));
+    QCategoryAxis* y = makeNiceAxis();
+    setNiceRange(y, std::max(0.0, lo - pad), std::min(1.0, hi + pad), 4, TickKind::Real, 0.0, 1.0);
+    y->setTitleText(tr("accuracy"));
+    m_chart->addAxis(x, Qt::AlignBottom);
+    m_chart->addAxis(y, Qt::AlignLeft);
+    for (QLineSeries* s : all) {
+        m_chart->addSeries(s);
+        s->attachAxis(x);
+        s->attachAxis(y);
+    }
+    // The last point of the current loop, so a loop of one round shows too.
+    if (!current.labels.empty()) {
+        auto* last = new QScatterSeries;
+        last->setMarkerSize(7.0);
+        last->setColor(acquisitionColor(current.acquisition));
+        last->setBorderColor(Qt::white);
+        last->append(static_cast<double>(current.labels.back()), current.accuracy.back());
+        m_chart->addSeries(last);
+        last->attachAxis(x);
+        last->attachAxis(y);
+    }
+}
+
+void ActiveView::setMessage(const QString& text, bool error) {
+    m_message->setFullText(text);
+    m_message->setStyleSheet(error ? QStringLiteral("color: #b03a2e;")
+                                   : QStringLiteral("color: #555;"));
+}
+
+QString ActiveView::message() const {
+    return m_message->fullText();
+}
+
+QString ActiveView::summary() const {
+    return m_summary->text();
+}
+
+}  // namespace ensemble::ui

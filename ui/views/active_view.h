@@ -1,0 +1,116 @@
+#pragma once
+
+// The Active learning view (issue 36): the ensemble chooses which train rows to label next.
+// A loop (the engine's ActiveLearner, run on the engine thread) starts from `active.initial`
+// labelled rows of the run's train split; the rest is the pool. For 2-D data the picture shows
+// the acquisition score of the current ensemble over the plane, the labelled rows in their
+// class colours, the pool in grey and the next `active.per_round` picks ringed (ActiveCanvas).
+// Acquire (A) labels the picks and trains a round; a click on a pool point (or the cursor and
+// Enter) labels that row instead, its true label revealed as an oracle would; Play (P) runs
+// rounds until paused; Esc cancels the round under way. Choosing another acquisition function
+// starts a new loop, and the chart keeps the earlier loops' test accuracy against labels for
+// comparison. Image data: the same loop with Play, showing the digits acquired last.
+
+#include <QWidget>
+
+#include <map>
+
+#include "controller/active_job.h"
+#include "controller/snapshot.h"
+
+class QBoxLayout;
+class QChart;
+class QChartView;
+class QComboBox;
+class QProgressBar;
+class QPushButton;
+
+namespace ensemble::ui {
+
+class ActiveCanvas;
+class ElidedLabel;
+class WrappingLabel;
+
+class ActiveView : public QWidget {
+    Q_OBJECT
+
+  public:
+    explicit ActiveView(QWidget* parent = nullptr);
+
+    void setSnapshot(SnapshotPtr snapshot);
+    // The loop's state from the engine thread (EngineController::activeChanged).
+    void setState(ActiveStatePtr state);
+    void setProgress(qint64 done, qint64 total);
+    // A checkpoint's loop is being restored on run `runId`: no loop of the view's own there.
+    void expectRestore(quint64 runId);
+    ActiveStatePtr state() const { return m_state; }
+
+    // The acquisition function chosen (the box).
+    Acquisition acquisition() const;
+    // A new loop with the chosen acquisition function (the box's choice does it too).
+    void startLoop();
+    // Whether a command was sent and its answer has not come yet, or Play runs.
+    bool isBusy() const;
+
+    QComboBox* acquisitionBox() const { return m_acquisition; }
+    QPushButton* acquireButton() const { return m_acquire; }
+    QPushButton* playButton() const { return m_play; }
+    QPushButton* restartButton() const { return m_restart; }
+    QPushButton* cancelButton() const { return m_cancel; }
+    ActiveCanvas* canvas() const { return m_canvas; }
+    QChart* chart() const { return m_chart; }
+    QString message() const;
+    QString summary() const;
+
+  Q_SIGNALS:
+    void startRequested(Acquisition acquisition);
+    void acquireRequested();
+    void labelRequested(qint64 row);
+    void playRequested();
+    void pauseRequested();
+    void cancelRequested();
+
+  protected:
+    void showEvent(QShowEvent* event) override;
+    void resizeEvent(QResizeEvent* event) override;
+
+  private:
+    void acquire();
+    void label(qint64 row);
+    void togglePlay();
+    void cancel();
+    // Starts the loop when the view is shown on a run that has none yet.
+    void startIfNeeded();
+    // Shows m_state, a state of the run shown.
+    void showState();
+    void updateControls();
+    void updateSummary();
+    void refreshChart();
+    void arrange();
+    void setMessage(const QString& text, bool error = false);
+    // The state is of the run shown.
+    bool stateIsCurrent() const;
+
+    SnapshotPtr m_snapshot;
+    ActiveStatePtr m_state;
+    bool m_waiting = false;     // a command is on its way to the engine thread
+    uint64_t m_startedFor = 0;  // the run the last loop was started (or restored) on
+    uint64_t m_chartFor = 0;    // the state the chart shows
+    bool m_stale = false;
+
+    QComboBox* m_acquisition = nullptr;
+    QPushButton* m_acquire = nullptr;
+    QPushButton* m_play = nullptr;
+    QPushButton* m_restart = nullptr;
+    QPushButton* m_cancel = nullptr;
+    QProgressBar* m_progress = nullptr;
+    ElidedLabel* m_message = nullptr;
+    WrappingLabel* m_summary = nullptr;
+    ActiveCanvas* m_canvas = nullptr;
+    QBoxLayout* m_body = nullptr;
+    QChart* m_chart = nullptr;
+    QChartView* m_chartView = nullptr;
+    WrappingLabel* m_key = nullptr;  // the curves' colours (the chart has no legend)
+};
+
+}  // namespace ensemble::ui
