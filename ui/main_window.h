@@ -179,7 +179,8 @@ class MainWindow : public QMainWindow {
     void checkpointSaved(bool ok, const QString& message, const QString& path);
     void comparisonFinished(bool ok, const QString& message);
     void recoveryRestored(bool ok, const QString& message);
-    void recoveryFlushed();
+    // `step`: the step the run stopped at (what the checkpoint holds); -1 without a run.
+    void recoveryFlushed(qint64 step);
 
   protected:
     void closeEvent(QCloseEvent* event) override;

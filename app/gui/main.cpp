@@ -355,19 +355,23 @@ int main(int argc, char** argv) {
     // event loop as a clean exit would (exit 0), without the questions closing asks.
     ensemble::ui::TerminationSignals termination;
     bool terminating = false;
-    QObject::connect(
-        &termination, &ensemble::ui::TerminationSignals::received, &window, [&](int signal) {
-            if (terminating) {
-                return;  // the first one is being answered
-            }
-            terminating = true;
-            std::fprintf(stderr, "ensemble-lab: %s: %s\n", signal == SIGHUP ? "SIGHUP" : "SIGTERM",
-                         window.autosaveSeconds() > 0 ? "keeping the run for the next start"
-                                                      : "ending (recovery checkpoints are off)");
-            window.flushRecovery();
-        });
-    QObject::connect(&window, &MainWindow::recoveryFlushed, &window, [&] {
+    QObject::connect(&termination, &ensemble::ui::TerminationSignals::received, &window,
+                     [&](int signal) {
+                         if (terminating) {
+                             return;  // the first one is being answered
+                         }
+                         terminating = true;
+                         std::fprintf(stderr, "ensemble-lab: %s: ending\n",
+                                      signal == SIGHUP ? "SIGHUP" : "SIGTERM");
+                         window.flushRecovery();
+                     });
+    QObject::connect(&window, &MainWindow::recoveryFlushed, &window, [&](qint64 step) {
         if (terminating) {
+            if (!window.recoveryPath().isEmpty() && step > 0) {
+                std::printf("ensemble-lab: the run is kept at step %lld for the next start\n",
+                            static_cast<long long>(step));
+                std::fflush(stdout);
+            }
             app.exit(exitStatus(ExitCode::Ok));
         }
     });

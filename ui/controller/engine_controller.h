@@ -115,7 +115,7 @@ class EngineController : public QObject {
     void checkpointSaved(bool ok, QString message, QString path, qint64 step);
     void recoveryWritten(QString path, qint64 step, double seconds);
     void recoveryFailed(QString message);
-    void recoveryFlushed();
+    void recoveryFlushed(qint64 step);
     void comparisonMeasured(ComparisonResult result);
     void shiftProgress(qint64 done, qint64 total);
     void shiftFinished(ShiftOutcomePtr outcome);

@@ -695,7 +695,9 @@ void EngineWorker::scheduleRecovery() {
         std::chrono::duration<double>(m_recoveryInterval));
     m_recoveryDue = Clock::now() + interval;
     // While training, the chunks check the deadline; once paused (Step), the timer does.
-    m_recoveryTimer->start(static_cast<int>(std::ceil(m_recoveryInterval * 1000.0)));
+    // (QTimer counts int milliseconds: a longer interval waits for the chunks' check.)
+    m_recoveryTimer->start(static_cast<int>(
+        std::min(std::ceil(m_recoveryInterval * 1000.0), double{std::numeric_limits<int>::max()})));
 }
 
 void EngineWorker::writeRecovery() {
@@ -722,7 +724,7 @@ void EngineWorker::writeRecovery() {
 
 void EngineWorker::flushRecovery() {
     writeRecovery();
-    Q_EMIT recoveryFlushed();
+    Q_EMIT recoveryFlushed(m_trainer ? m_trainer->step() : -1);
 }
 
 }  // namespace ensemble::ui

@@ -150,7 +150,8 @@ class EngineWorker : public QObject {
     // A recovery checkpoint of `step` was written to `path` in `seconds` (on this thread).
     void recoveryWritten(QString path, qint64 step, double seconds);
     void recoveryFailed(QString message);
-    void recoveryFlushed();
+    // flushRecovery() done: the run stopped at `step` (-1: no run).
+    void recoveryFlushed(qint64 step);
 
   private:
     using Clock = std::chrono::steady_clock;
