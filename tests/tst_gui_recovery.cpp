@@ -413,8 +413,10 @@ void TestGuiRecovery::bannerOffersAndRestoresBitForBit() {
     QVERIFY(banner != nullptr);
     QVERIFY(banner->isHidden());  // not offered unless asked (a scripted start never asks)
     QVERIFY(w->recoveryOffer().isEmpty());
+    w->resize(900, 600);
     QVERIFY(w->offerRecovery());
     QVERIFY(banner->isVisible());
+    QVERIFY(banner->minimumSizeHint().width() <= 600);  // beside the panel at 900 × 600
     const QString expected = QStringLiteral("Restore the run of %1, step 300?")
                                  .arg(written.toLocalTime().toString(QStringLiteral("HH:mm")));
     QCOMPARE(w->recoveryOffer(), expected);

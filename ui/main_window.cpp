@@ -242,6 +242,7 @@ void MainWindow::buildViews() {
     connect(discard, &QPushButton::clicked, this, &MainWindow::discardRecovery);
     m_recoveryBanner = makeBanner(QStringLiteral("RecoveryBanner"), "#e3f0fb", "#a9cbe8", "#123e63",
                                   &m_recoveryBannerText, {restore, discard});
+    m_recoveryBannerText->setWordWrap(true);  // fits beside its buttons at 900 × 600
     m_dataBanner = new QFrame;
     m_dataBanner->setObjectName(QStringLiteral("MissingDataBanner"));
     m_dataBanner->setStyleSheet(
