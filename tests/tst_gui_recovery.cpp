@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -211,6 +212,7 @@ class TestGuiRecovery : public QObject {
     void sigtermWritesTheRun();
     void bannerOffersAndRestoresBitForBit();
     void bannerDiscardRemovesTheFile();
+    void restoredWithoutItsDataTheFileStays();
     void onlyAPlainStartOffersTheRun();
     void sigtermWritesAndExitsZero();
     void killedAtRandomMomentsContinuesBitForBit();
@@ -460,6 +462,59 @@ void TestGuiRecovery::bannerDiscardRemovesTheFile() {
     QVERIFY(!QFileInfo::exists(older));
     QVERIFY(w->recoveryOffer().isEmpty());
     QCOMPARE(checkpointsIn(RecoveryStore::defaultFolder()), QStringList());
+}
+
+// A run whose CSV file is gone since the crash opens without its data: it cannot train or be
+// saved, so its recovery checkpoint is not taken over (a clean exit would remove it): it stays,
+// unlocked, for a start where the file is back.
+void TestGuiRecovery::restoredWithoutItsDataTheFileStays() {
+    QTemporaryDir dir;
+    const QString csv = dir.filePath(QStringLiteral("points.csv"));
+    {
+        QFile f(csv);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("x0,x1,label\n");
+        for (int i = 0; i < 60; ++i) {
+            const double x = std::cos(i * 0.7);
+            const double y = std::sin(i * 1.3);
+            f.write(QStringLiteral("%1,%2,%3\n").arg(x).arg(y).arg(x + y > 0 ? 1 : 0).toUtf8());
+        }
+    }
+    nlohmann::json config = smallMoons(10'000);
+    config["dataset"] = {{"kind", "csv"}, {"path", csv.toStdString()}};
+    QString path;
+    {
+        auto w = makeAutosavingWindow(3600);
+        w->loadExperiment(config);
+        QVERIFY(ensemble::test::waitFresh(*w));
+        QSignalSpy written(w->controller(), &ensemble::ui::EngineController::recoveryWritten);
+        w->controller()->trainTo(12);
+        QVERIFY(written.wait(30000));
+        path = written.last().at(0).toString();
+        QSignalSpy flushed(w.get(), &MainWindow::recoveryFlushed);
+        w->flushRecovery();
+        QVERIFY(flushed.wait(20000));
+    }
+    QVERIFY(QFile::remove(csv));
+    {
+        auto w = makeAutosavingWindow(3600);
+        QVERIFY(w->offerRecovery());
+        QSignalSpy restored(w.get(), &MainWindow::recoveryRestored);
+        w->restoreRecovery();
+        QVERIFY(restored.wait(30000));
+        QVERIFY(!restored.at(0).at(0).toBool());
+        QVERIFY2(restored.at(0).at(1).toString().contains(QStringLiteral("points.csv")),
+                 qPrintable(restored.at(0).at(1).toString()));
+        QVERIFY(w->missingDataMessage().contains(QStringLiteral("points.csv")));
+        QVERIFY(w->recoveryPath() != path);
+    }
+    QVERIFY(QFileInfo::exists(path));
+    RecoveryStore next;
+    const std::optional<RecoveryFile> again = next.claimOrphan();
+    QVERIFY(again.has_value());
+    QCOMPARE(again->path, path);
+    QCOMPARE(again->step, int64_t{12});
+    next.releaseClaimed();
 }
 
 // Only a plain interactive start offers (and so claims, holding its lock) a crash's file.

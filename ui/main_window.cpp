@@ -527,10 +527,8 @@ void MainWindow::chooseShiftExport() {
 void MainWindow::onEnsembleOpened(const std::shared_ptr<const OpenedEnsemble>& opened,
                                   const QString& notice) {
     if (!m_restoring.isEmpty() && opened->path == m_restoring) {
-        m_restoring.clear();
-        // The file becomes this window's recovery checkpoint; it holds the run as it stands.
-        m_recovery.adoptClaimed();
-        applyRecovery();
+        // Its first snapshot says whether the run has its data here (finishRestore).
+        m_restoredRun = m_controller->currentRunId();
         // No saved file holds the run (closing asks, as for any run trained here), and the
         // title names none.
         setWindowFilePath(QString());
@@ -542,7 +540,6 @@ void MainWindow::onEnsembleOpened(const std::shared_ptr<const OpenedEnsemble>& o
         }
         showStatus(text);
         updateActions();
-        Q_EMIT recoveryRestored(true, QString());
         return;
     }
     setWindowFilePath(opened->path);
@@ -681,11 +678,32 @@ void MainWindow::restoreRecovery() {
     });
 }
 
+void MainWindow::finishRestore(const RunInfo& run) {
+    m_restoredRun = 0;
+    m_restoring.clear();
+    if (!run.missingData.empty()) {
+        // Shown without its data, the run can neither train nor be saved: its file stays, not
+        // this window's (a clean exit would remove it), for a start where the data is there.
+        m_recovery.releaseClaimed();
+        applyRecovery();
+        Q_EMIT recoveryRestored(
+            false, tr("its data is missing here (%1); the recovery checkpoint "
+                      "stays in %2 for the next start")
+                       .arg(str(run.missingData), QDir::toNativeSeparators(m_recovery.folder())));
+        return;
+    }
+    // The file becomes this window's recovery checkpoint; it holds the run as it stands.
+    m_recovery.adoptClaimed();
+    applyRecovery();
+    Q_EMIT recoveryRestored(true, QString());
+}
+
 void MainWindow::onRecoveryOpenFailed(const QString& message) {
     if (m_restoring.isEmpty()) {
         return;
     }
     m_restoring.clear();
+    m_restoredRun = 0;
     m_recovery.releaseClaimed();  // the file stays for a start where its data is there
     applyRecovery();
     Q_EMIT recoveryRestored(false, message);
@@ -718,6 +736,9 @@ QString MainWindow::missingDataMessage() const {
 
 void MainWindow::onSnapshot() {
     const SnapshotPtr s = m_controller->snapshot();
+    if (s && m_restoredRun != 0 && s->run->runId == m_restoredRun) {
+        finishRestore(*s->run);  // before anything else sees the run (--train-steps trains it)
+    }
     if (s && m_selectedMember >= s->run->members) {
         selectMember(-1);
     }

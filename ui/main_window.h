@@ -157,7 +157,8 @@ class MainWindow : public QMainWindow {
     QString recoveryOffer() const;
     // The banner's Restore: the run continues from the checkpoint as when it is opened (File >
     // Open), bit for bit; the file becomes this window's recovery checkpoint. recoveryRestored()
-    // tells the result.
+    // tells the result: false when the file cannot be read or its dataset is another one, or
+    // when the run opens without its data (the file then stays for another start).
     void restoreRecovery();
     // The banner's Discard: removes the checkpoint, then offers the next one if there is one.
     void discardRecovery();
@@ -208,6 +209,9 @@ class MainWindow : public QMainWindow {
     void applyRecovery();
     void hideRecoveryOffer();
     void onRecoveryOpenFailed(const QString& message);
+    // The restored run's first snapshot: the file becomes this window's, or, when the run has
+    // no data here, stays for another start.
+    void finishRestore(const RunInfo& run);
     void addRecoveryMenu(QMenu* file);
 
     Options m_options;
@@ -235,7 +239,8 @@ class MainWindow : public QMainWindow {
     int m_autosaveSeconds = 0;
     bool m_keepRecovery = false;  // flushRecovery(): the checkpoint outlives the window
     std::optional<RecoveryFile> m_recoveryOffer;
-    QString m_restoring;  // the recovery checkpoint being opened by restoreRecovery()
+    QString m_restoring;         // the recovery checkpoint being opened by restoreRecovery()
+    uint64_t m_restoredRun = 0;  // its run, until its first snapshot (finishRestore)
     QFrame* m_recoveryBanner = nullptr;
     QLabel* m_recoveryBannerText = nullptr;
 };
