@@ -21,12 +21,20 @@ so they are measured here, each in fresh processes, and printed beside their goa
                 a run (peak RSS at 10^6 within 1.25x of 10^4's), speed >= half the Boundary
                 view's at the same N
 
+  autosave      `--autosave`: the same screenshot runs (spirals, K members, N steps) with
+                `--autosave-seconds 1` and with 0: the worst and median GUI timer lateness
+                both ways, and the recovery checkpoints written (how many, median and worst
+                time of a write, on the engine thread); goal (issue 38): the writes never
+                stall the GUI (worst lateness with them < 250 ms, as without)
+
 How late the GUI thread's timers fire while K = 100 members train is bench/gui_throughput.py's.
 The exit status is 0 whether or not a goal is met; 1 when a measurement could not be made.
 
 Usage: bench/budgets.py [--build-dir build] [--rounds 3] [--members 1000] [--gui-members 16]
        bench/budgets.py --long-runs [--lab PATH] [--views boundary,curves] [--steps 1e4,1e5]
                         [--cap-seconds 600]
+       bench/budgets.py --autosave [--lab PATH] [--autosave-members 100,1000]
+                        [--autosave-steps 30000] [--rounds 3]
 """
 
 import argparse
@@ -74,6 +82,71 @@ def long_run(lab, view, steps, cap_seconds):
     if os.waitstatus_to_exitcode(status) != 0 or not rate or not late:
         raise RuntimeError(f"{' '.join(argv)} failed or printed no figures: {text.strip()}")
     return float(late.group(1)), usage.ru_maxrss / 1024.0, float(rate.group(1))
+
+
+def autosave_run(lab, members, steps, autosave_seconds, cap_seconds):
+    """(worst lateness ms, median lateness ms, writes, median write ms, worst write ms) of one
+    fresh screenshot run of spirals at K = `members` with --autosave-seconds; None when it did
+    not finish within `cap_seconds`."""
+    env = dict(os.environ)
+    env.setdefault("QT_QPA_PLATFORM", "offscreen")
+    with tempfile.TemporaryDirectory() as tmp:
+        env.setdefault("XDG_RUNTIME_DIR", tmp)
+        env["XDG_DATA_HOME"] = os.path.join(tmp, "data")  # the recovery files: never the person's
+        argv = [lab, "--config", "spirals", "--set", f"ensemble.members={members}", "--set",
+                f"training.steps={steps}", "--train-steps", str(steps), "--autosave-seconds",
+                str(autosave_seconds), "--screenshot", os.path.join(tmp, "shot.png")]
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, env=env,
+                                  timeout=cap_seconds)
+        except subprocess.TimeoutExpired:
+            return None
+    text = proc.stdout
+    late = re.search(r"lateness: worst ([0-9]+) ms, median ([0-9]+) ms", text)
+    if proc.returncode != 0 or not late:
+        raise RuntimeError(f"{' '.join(argv)} failed or printed no figures: "
+                           f"{(text + proc.stderr).strip()}")
+    writes = re.search(r"recovery checkpoints: ([0-9]+) written, median ([0-9.]+) ms, worst "
+                       r"([0-9.]+) ms", text)
+    count, median, worst = (int(writes.group(1)), float(writes.group(2)),
+                            float(writes.group(3))) if writes else (0, 0.0, 0.0)
+    return float(late.group(1)), float(late.group(2)), count, median, worst
+
+
+def autosave_table(lab, member_counts, steps, rounds, cap_seconds):
+    """Prints the autosave table (worst of `rounds` runs per row); False when a run failed."""
+    print("| K | autosave | worst lateness (ms) | median lateness (ms) | writes | write median "
+          "(ms) | write worst (ms) |")
+    print("|---:|---|---:|---:|---:|---:|---:|")
+    ok = True
+    for members in member_counts:
+        for seconds in (0, 1):
+            results = []
+            for _ in range(rounds):
+                try:
+                    r = autosave_run(lab, members, steps, seconds, cap_seconds)
+                except (OSError, RuntimeError) as e:
+                    print(f"autosave K={members} {seconds} s: not measured ({e})",
+                          file=sys.stderr)
+                    ok = False
+                    continue
+                if r is not None:
+                    results.append(r)
+            if not results:
+                print(f"| {members:,} | {'every 1 s' if seconds else 'off'} | not measured | | | "
+                      "| |")
+                continue
+            worst_late = max(r[0] for r in results)
+            median_late = statistics.median(r[1] for r in results)
+            writes = sum(r[2] for r in results)
+            write_median = statistics.median(r[3] for r in results) if writes else 0.0
+            write_worst = max(r[4] for r in results)
+            label = "every 1 s" if seconds else "off"
+            written = f"{writes} in {len(results)} runs"
+            print(f"| {members:,} | {label} | {worst_late:.0f} ({verdict(worst_late, LATENESS_GOAL_MS)}) "
+                  f"| {median_late:.0f} | {written} | "
+                  f"{write_median:.1f} | {write_worst:.1f} |", flush=True)
+    return ok
 
 
 def long_runs(lab, views, step_counts, cap_seconds):
@@ -145,7 +218,19 @@ def main():
     parser.add_argument("--steps", default="1e4,1e5,1e6", help="the run lengths, comma-separated")
     parser.add_argument("--cap-seconds", type=float, default=900.0,
                         help="a long run still going after this long is reported as such")
+    parser.add_argument("--autosave", action="store_true",
+                        help="only the autosave table (GUI lateness with and without recovery "
+                        "checkpoints, their write times)")
+    parser.add_argument("--autosave-members", default="100,1000",
+                        help="K of the autosave runs, comma-separated")
+    parser.add_argument("--autosave-steps", type=int, default=30000,
+                        help="the autosave runs' length")
     args = parser.parse_args()
+    if args.autosave:
+        lab = args.lab or os.path.join(args.build_dir, "app", "ensemble-lab")
+        members = [int(k) for k in args.autosave_members.split(",")]
+        return 0 if autosave_table(lab, members, args.autosave_steps, args.rounds,
+                                   args.cap_seconds) else 1
     if args.long_runs:
         lab = args.lab or os.path.join(args.build_dir, "app", "ensemble-lab")
         steps = [int(float(n)) for n in args.steps.split(",")]

@@ -4,6 +4,7 @@
 #include "main_window.h"
 
 #include <QAction>
+#include <QActionGroup>
 #include <QApplication>
 #include <QClipboard>
 #include <QCloseEvent>
@@ -27,6 +28,9 @@
 #include <QStatusBar>
 #include <QToolBar>
 #include <QVBoxLayout>
+
+#include <algorithm>
+#include <exception>
 
 #include "file_actions.h"
 #include "help_text.h"
@@ -56,12 +60,37 @@ QString str(const std::string& s) {
     return QString::fromStdString(s);
 }
 
+const QString kAutosaveKey = QStringLiteral("recovery/autosaveSeconds");
+constexpr int kDefaultAutosaveSeconds = 60;
+
+// A strip above the views: a message and the buttons that answer it, in the colours of a note
+// (background, border, text).
+QFrame* makeBanner(const QString& name, const char* background, const char* border,
+                   const char* text, QLabel** label, const QList<QPushButton*>& buttons) {
+    auto* banner = new QFrame;
+    banner->setObjectName(name);
+    banner->setStyleSheet(
+        QStringLiteral("#%1 { background: %2; border-bottom: 1px solid %3; } #%1 QLabel { color: "
+                       "%4; }")
+            .arg(name, QLatin1String(background), QLatin1String(border), QLatin1String(text)));
+    auto* row = new QHBoxLayout(banner);
+    row->setContentsMargins(10, 4, 10, 4);
+    *label = new QLabel;
+    row->addWidget(*label, 1);
+    for (QPushButton* b : buttons) {
+        row->addWidget(b);
+    }
+    banner->setVisible(false);
+    return banner;
+}
+
 }  // namespace
 
 MainWindow::MainWindow(Options options, QWidget* parent)
     : QMainWindow(parent),
       m_options(options),
-      m_controller(std::make_unique<EngineController>(nullptr, options.tuning)) {
+      m_controller(std::make_unique<EngineController>(nullptr, options.tuning)),
+      m_autosaveSeconds(std::max(0, options.autosaveSeconds)) {
     setWindowTitle(tr("EnsembleLab"));
     setObjectName(QStringLiteral("EnsembleLabMainWindow"));
     buildViews();
@@ -145,6 +174,15 @@ MainWindow::MainWindow(Options options, QWidget* parent)
     });
     connect(m_session, &RunSession::ensembleOpened, this, &MainWindow::onEnsembleOpened);
     connect(m_session, &RunSession::openFailed, this, &MainWindow::openFailed);
+    connect(m_session, &RunSession::openFailed, this, &MainWindow::onRecoveryOpenFailed);
+    connect(m_controller.get(), &EngineController::recoveryFlushed, this,
+            &MainWindow::recoveryFlushed);
+    connect(m_controller.get(), &EngineController::recoveryFailed, this,
+            [this](const QString& message) {
+                // Not an error box: the run goes on, and the next step tries again.
+                showStatus(tr("Could not write the recovery checkpoint: %1").arg(message), 15000);
+            });
+    applyRecovery();
     connect(m_files, &FileActions::statusRequested, this, &MainWindow::showStatus);
     connect(m_files, &FileActions::errorRaised, this, &MainWindow::showError);
     connect(m_files, &FileActions::exportFinished, this, &MainWindow::exportFinished);
@@ -172,6 +210,11 @@ MainWindow::~MainWindow() {
     // Stop and join the engine thread (a comparison under way finishes; its result is
     // dropped) before the views it feeds go away.
     m_controller.reset();
+    // With the engine thread gone no write is in flight: a clean exit removes the recovery
+    // checkpoint; after a signal it stays for the next start (the lock goes either way).
+    if (!m_keepRecovery) {
+        m_recovery.removeOwn();
+    }
 }
 
 void MainWindow::buildViews() {
@@ -186,19 +229,21 @@ void MainWindow::buildViews() {
 
     m_tabs = new ViewTabs;
     // Above the views: the one place that says an edit waits for Reset.
-    m_banner = new QFrame;
-    m_banner->setObjectName(QStringLiteral("RestartBanner"));
-    m_banner->setStyleSheet(
-        QStringLiteral("#RestartBanner { background: #fff4d6; border-bottom: 1px solid #f0d68a; }"
-                       "#RestartBanner QLabel { color: #7a5a00; }"));
-    auto* bannerRow = new QHBoxLayout(m_banner);
-    bannerRow->setContentsMargins(10, 4, 10, 4);
-    m_bannerText = new QLabel;
     auto* bannerReset = new QPushButton(tr("Reset (R)"));
     connect(bannerReset, &QPushButton::clicked, this, [this] { resetAction()->trigger(); });
-    bannerRow->addWidget(m_bannerText, 1);
-    bannerRow->addWidget(bannerReset);
-    m_banner->setVisible(false);
+    m_banner = makeBanner(QStringLiteral("RestartBanner"), "#fff4d6", "#f0d68a", "#7a5a00",
+                          &m_bannerText, {bannerReset});
+    // After a crash: the run a recovery checkpoint kept, to restore or discard. A banner, not a
+    // dialog: the window works meanwhile and the question waits for the person.
+    auto* restore = new QPushButton(tr("Restore"));
+    restore->setObjectName(QStringLiteral("RestoreRecoveryButton"));
+    connect(restore, &QPushButton::clicked, this, &MainWindow::restoreRecovery);
+    auto* discard = new QPushButton(tr("Discard"));
+    discard->setObjectName(QStringLiteral("DiscardRecoveryButton"));
+    connect(discard, &QPushButton::clicked, this, &MainWindow::discardRecovery);
+    m_recoveryBanner = makeBanner(QStringLiteral("RecoveryBanner"), "#e3f0fb", "#a9cbe8", "#123e63",
+                                  &m_recoveryBannerText, {restore, discard});
+    m_recoveryBannerText->setWordWrap(true);  // fits beside its buttons at 900 × 600
     m_dataBanner = new QFrame;
     m_dataBanner->setObjectName(QStringLiteral("MissingDataBanner"));
     m_dataBanner->setStyleSheet(
@@ -215,6 +260,7 @@ void MainWindow::buildViews() {
     auto* centralColumn = new QVBoxLayout(central);
     centralColumn->setContentsMargins(0, 0, 0, 0);
     centralColumn->setSpacing(0);
+    centralColumn->addWidget(m_recoveryBanner);
     centralColumn->addWidget(m_dataBanner);
     centralColumn->addWidget(m_banner);
     centralColumn->addWidget(m_tabs, 1);
@@ -303,6 +349,8 @@ void MainWindow::buildMenus() {
 
     QMenu* file = menuBar()->addMenu(tr("&File"));
     m_files->addActions(file);
+    file->addSeparator();
+    addRecoveryMenu(file);
     file->addSeparator();
     QAction* quit = file->addAction(tr("Quit"));
     quit->setShortcut(QKeySequence::Quit);
@@ -513,6 +561,22 @@ void MainWindow::chooseShiftExport() {
 
 void MainWindow::onEnsembleOpened(const std::shared_ptr<const OpenedEnsemble>& opened,
                                   const QString& notice) {
+    if (!m_restoring.isEmpty() && opened->path == m_restoring) {
+        // Its first snapshot says whether the run has its data here (finishRestore).
+        m_restoredRun = m_controller->currentRunId();
+        // No saved file holds the run (closing asks, as for any run trained here), and the
+        // title names none.
+        setWindowFilePath(QString());
+        m_files->markCheckpoint(0, -1);
+        const int64_t step = opened->checkpoint.state.step;
+        QString text = tr("Restored the run at step %1; Train continues it").arg(formatCount(step));
+        if (!notice.isEmpty()) {
+            text += QStringLiteral(" — ") + notice;
+        }
+        showStatus(text);
+        updateActions();
+        return;
+    }
     setWindowFilePath(opened->path);
     if (opened->isCheckpoint) {
         m_files->markCheckpoint(m_controller->currentRunId(), opened->checkpoint.state.step);
@@ -535,6 +599,165 @@ void MainWindow::onEnsembleOpened(const std::shared_ptr<const OpenedEnsemble>& o
     Q_EMIT ensembleOpened(opened->path, opened->isCheckpoint, step);
 }
 
+// --- keeping the run through a crash -----------------------------------------------------
+
+int MainWindow::rememberedAutosaveSeconds() {
+    return std::max(0, QSettings().value(kAutosaveKey, kDefaultAutosaveSeconds).toInt());
+}
+
+void MainWindow::setAutosaveSeconds(int seconds) {
+    m_autosaveSeconds = std::max(0, seconds);
+    applyRecovery();
+}
+
+QString MainWindow::recoveryPath() const {
+    return m_autosaveSeconds > 0 ? m_recovery.ownPathIfAny() : QString();
+}
+
+void MainWindow::applyRecovery() {
+    if (!m_restoring.isEmpty()) {
+        return;  // nothing is written while a restored run replaces the current one
+    }
+    if (m_autosaveSeconds <= 0) {
+        m_controller->setRecovery(QString(), 0.0);
+        return;
+    }
+    const QString path = m_recovery.ownPath();
+    if (path.isEmpty()) {
+        showStatus(tr("Recovery checkpoints are off: %1 cannot be written")
+                       .arg(QDir::toNativeSeparators(m_recovery.folder())),
+                   15000);
+    }
+    m_controller->setRecovery(path, m_autosaveSeconds);
+}
+
+void MainWindow::addRecoveryMenu(QMenu* file) {
+    QMenu* menu = file->addMenu(tr("Recovery Checkpoint"));
+    menu->setObjectName(QStringLiteral("RecoveryMenu"));
+    menu->setToolTipsVisible(true);
+    auto* group = new QActionGroup(menu);
+    group->setExclusive(true);
+    const QList<int> choices{0, 30, 60, 120, 300, 600};
+    for (const int seconds : choices) {
+        const QString text = seconds == 0   ? tr("Off")
+                             : seconds < 60 ? tr("Every %1 s").arg(seconds)
+                                            : tr("Every %1 min").arg(seconds / 60);
+        QAction* a = menu->addAction(text);
+        a->setCheckable(true);
+        a->setChecked(seconds == m_autosaveSeconds);
+        a->setToolTip(
+            tr("While training, keep the run in the app's data folder this often and "
+               "when training pauses, so a crash loses at most that much"));
+        group->addAction(a);
+        connect(a, &QAction::triggered, this, [this, seconds] {
+            setAutosaveSeconds(seconds);
+            if (m_options.useSettings) {
+                QSettings().setValue(kAutosaveKey, seconds);
+            }
+        });
+    }
+}
+
+bool MainWindow::offerRecovery() {
+    m_recoveryOffer = m_recovery.claimOrphan();
+    if (!m_recoveryOffer) {
+        hideRecoveryOffer();
+        return false;
+    }
+    QString text = recoveryQuestion(*m_recoveryOffer);
+    if (!m_recoveryOffer->dataset.isEmpty()) {
+        text +=
+            QStringLiteral(" ") + tr("It was training on %1 when the app ended without closing.")
+                                      .arg(m_recoveryOffer->dataset);
+    }
+    m_recoveryBannerText->setText(text);
+    m_recoveryBannerText->setToolTip(QDir::toNativeSeparators(m_recoveryOffer->path));
+    m_recoveryBanner->setVisible(true);
+    return true;
+}
+
+QString MainWindow::recoveryOffer() const {
+    return m_recoveryOffer && !m_recoveryBanner->isHidden() ? recoveryQuestion(*m_recoveryOffer)
+                                                            : QString();
+}
+
+void MainWindow::hideRecoveryOffer() {
+    m_recoveryBanner->setVisible(false);
+    m_recoveryOffer.reset();
+}
+
+void MainWindow::restoreRecovery() {
+    if (!m_recoveryOffer || !m_restoring.isEmpty()) {
+        return;
+    }
+    const QString path = m_recoveryOffer->path;
+    m_files->confirmReplace(tr("restoring the run"), [this, path] {
+        std::shared_ptr<const OpenedEnsemble> opened;
+        try {
+            opened = readOpenedEnsemble(path);
+        } catch (const std::exception& e) {
+            hideRecoveryOffer();
+            m_recovery.releaseClaimed();  // kept as it is: never silently deleted
+            showError(
+                tr("Could not restore the run"), str(e.what()),
+                tr("The file stays in %1.").arg(QDir::toNativeSeparators(m_recovery.folder())));
+            Q_EMIT recoveryRestored(false, str(e.what()));
+            return;
+        }
+        hideRecoveryOffer();
+        // Neither file is written while the run is replaced: the current run's pause would
+        // otherwise land in the file being restored.
+        m_controller->setRecovery(QString(), 0.0);
+        m_restoring = path;
+        m_session->open(std::move(opened));
+    });
+}
+
+void MainWindow::finishRestore(const RunInfo& run) {
+    m_restoredRun = 0;
+    m_restoring.clear();
+    if (!run.missingData.empty()) {
+        // Shown without its data, the run can neither train nor be saved: its file stays, not
+        // this window's (a clean exit would remove it), for a start where the data is there.
+        m_recovery.releaseClaimed();
+        applyRecovery();
+        Q_EMIT recoveryRestored(
+            false, tr("its data is missing here (%1); the recovery checkpoint "
+                      "stays in %2 for the next start")
+                       .arg(str(run.missingData), QDir::toNativeSeparators(m_recovery.folder())));
+        return;
+    }
+    // The file becomes this window's recovery checkpoint; it holds the run as it stands.
+    m_recovery.adoptClaimed();
+    applyRecovery();
+    Q_EMIT recoveryRestored(true, QString());
+}
+
+void MainWindow::onRecoveryOpenFailed(const QString& message) {
+    if (m_restoring.isEmpty()) {
+        return;
+    }
+    m_restoring.clear();
+    m_restoredRun = 0;
+    m_recovery.releaseClaimed();  // the file stays for a start where its data is there
+    applyRecovery();
+    Q_EMIT recoveryRestored(false, message);
+}
+
+void MainWindow::discardRecovery() {
+    if (!m_recoveryOffer || !m_restoring.isEmpty()) {
+        return;
+    }
+    m_recovery.discardClaimed();
+    hideRecoveryOffer();
+    offerRecovery();  // an older one, if an earlier crash left it
+}
+
+void MainWindow::flushRecovery() {
+    m_keepRecovery = true;
+    m_controller->flushRecovery();
+}
+
 void MainWindow::selectMember(int member) {
     m_selectedMember = member;
     boundaryView()->setSelectedMember(member);
@@ -548,6 +771,9 @@ QString MainWindow::missingDataMessage() const {
 
 void MainWindow::onSnapshot() {
     const SnapshotPtr s = m_controller->snapshot();
+    if (s && m_restoredRun != 0 && s->run->runId == m_restoredRun) {
+        finishRestore(*s->run);  // before anything else sees the run (--train-steps trains it)
+    }
     if (s && m_selectedMember >= s->run->members) {
         selectMember(-1);
     }

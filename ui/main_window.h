@@ -9,15 +9,18 @@
 #include <QStringList>
 
 #include <memory>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "controller/engine_controller.h"
+#include "recovery.h"
 #include "view_table.h"
 
 class QAction;
 class QFrame;
 class QLabel;
+class QMenu;
 
 namespace ensemble::ui {
 
@@ -48,6 +51,10 @@ class MainWindow : public QMainWindow {
         // Closing with trained steps not saved as a checkpoint asks whether to save one
         // (interactive use; never in the unattended modes, nor when a test closes the window).
         bool askToSaveCheckpoint = false;
+        // A recovery checkpoint (ui/recovery.h) every this many seconds of training and when
+        // training pauses; 0: none (tests, screenshots). ensemble-lab passes the File menu's
+        // choice (rememberedAutosaveSeconds) or --autosave-seconds.
+        int autosaveSeconds = 0;
         WorkerTuning tuning;
     };
 
@@ -135,6 +142,33 @@ class MainWindow : public QMainWindow {
     QString statusMessage() const;
     // The banner naming what an ensemble opened without its data is missing (empty: hidden).
     QString missingDataMessage() const;
+    // --- keeping the run through a crash (ui/recovery.h) --------------------------------
+    // The interval of recovery checkpoints, 0 for none (File > Recovery checkpoint).
+    int autosaveSeconds() const { return m_autosaveSeconds; }
+    void setAutosaveSeconds(int seconds);
+    // The File menu's choice as QSettings remembers it (recovery/autosaveSeconds): 60 until
+    // one is made.
+    static int rememberedAutosaveSeconds();
+    // This window's recovery checkpoint; empty while there is none to write.
+    QString recoveryPath() const;
+    // Offers, in the banner above the views, the newest recovery checkpoint that an instance
+    // no longer running left (its lock is held meanwhile, so no other window offers it). For
+    // plain interactive starts only (ensemble-lab decides). False when there is none.
+    bool offerRecovery();
+    // The banner's question ("Restore the run of 14:02, step 18,400?"), empty while hidden.
+    QString recoveryOffer() const;
+    // The banner's Restore: the run continues from the checkpoint as when it is opened (File >
+    // Open), bit for bit; the file becomes this window's recovery checkpoint. recoveryRestored()
+    // tells the result: false when the file cannot be read or its dataset is another one, or
+    // when the run opens without its data (the file then stays for another start).
+    void restoreRecovery();
+    // The banner's Discard: removes the checkpoint, then offers the next one if there is one.
+    void discardRecovery();
+    // For SIGTERM and SIGHUP: pauses training, writes the recovery checkpoint if the run
+    // changed since the last one, then recoveryFlushed(); the checkpoint then stays when the
+    // window goes. Otherwise destroying the window (a clean exit) removes it.
+    void flushRecovery();
+
     // What the busy overlay over the views says (a run being built, the whole test split being
     // measured); empty when it is hidden.
     QString busyMessage() const;
@@ -147,6 +181,9 @@ class MainWindow : public QMainWindow {
     void openFailed(const QString& message);
     void checkpointSaved(bool ok, const QString& message, const QString& path);
     void comparisonFinished(bool ok, const QString& message);
+    void recoveryRestored(bool ok, const QString& message);
+    // `step`: the step the run stopped at (what the checkpoint holds); -1 without a run.
+    void recoveryFlushed(qint64 step);
 
   protected:
     void closeEvent(QCloseEvent* event) override;
@@ -170,6 +207,14 @@ class MainWindow : public QMainWindow {
     // The Shift view's Export…: a folder, then ShiftView::exportTo.
     void chooseShiftExport();
     void showHelpBox(const QString& name, const QString& title, const QString& html);
+    // The engine's recovery writes follow m_autosaveSeconds and the store's own slot.
+    void applyRecovery();
+    void hideRecoveryOffer();
+    void onRecoveryOpenFailed(const QString& message);
+    // The restored run's first snapshot: the file becomes this window's, or, when the run has
+    // no data here, stays for another start.
+    void finishRestore(const RunInfo& run);
+    void addRecoveryMenu(QMenu* file);
 
     Options m_options;
     std::unique_ptr<EngineController> m_controller;
@@ -191,6 +236,15 @@ class MainWindow : public QMainWindow {
     RunStatus* m_status = nullptr;
     SpeedControl* m_speed = nullptr;
     BusyOverlay* m_busy = nullptr;
+
+    RecoveryStore m_recovery;
+    int m_autosaveSeconds = 0;
+    bool m_keepRecovery = false;  // flushRecovery(): the checkpoint outlives the window
+    std::optional<RecoveryFile> m_recoveryOffer;
+    QString m_restoring;         // the recovery checkpoint being opened by restoreRecovery()
+    uint64_t m_restoredRun = 0;  // its run, until its first snapshot (finishRestore)
+    QFrame* m_recoveryBanner = nullptr;
+    QLabel* m_recoveryBannerText = nullptr;
 };
 
 }  // namespace ensemble::ui

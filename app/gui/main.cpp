@@ -3,7 +3,14 @@
 //                [--active-rounds N] [--screenshot OUT.png]
 //   ensemble-lab --weights W.safetensors [--view NAME] [--screenshot OUT.png]
 //   ensemble-lab FILE.ensemble.json|FILE.json|FILE.safetensors
+//   ensemble-lab --restore-recovery [--train-steps N] [--view NAME] [--screenshot OUT.png]
 //   ensemble-lab --version
+// Any of them with [--autosave-seconds N]: a recovery checkpoint every N seconds of training
+// and when training pauses (0: none; default: File > Recovery Checkpoint, 60 s, or none for
+// --screenshot). After a crash a plain start (no --config, --set, --train-steps, --weights,
+// file or --screenshot) offers to restore the run in a banner; --restore-recovery answers it
+// Restore without asking (scripts, tests). SIGTERM and SIGHUP write the recovery checkpoint
+// and exit 0, keeping it for the next start; a clean exit removes it.
 // With --screenshot it opens, trains N steps, saves a picture of the window and exits (the
 // pictures in docs/ are made this way); with --weights it opens a trained ensemble (an export
 // or a checkpoint) instead and draws it without training. Without arguments it starts on the
@@ -24,7 +31,9 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <string_view>
@@ -35,7 +44,9 @@
 #include "io/config.h"
 #include "main_window.h"
 #include "panels/experiment_panel.h"
+#include "recovery.h"
 #include "sys/allocator.h"
+#include "termination_signals.h"
 #include "version.h"
 #include "view_table.h"
 #include "views/active_view.h"
@@ -189,9 +200,17 @@ int main(int argc, char** argv) {
         QStringLiteral("Boundary: show the pointer's read-out at this point of the plot, as "
                        "fractions of its width and height from the top left (e.g. 0.3,0.4)."),
         QStringLiteral("FX,FY"));
+    const QCommandLineOption autosaveOption(
+        QStringLiteral("autosave-seconds"),
+        QStringLiteral("Write a recovery checkpoint every N seconds of training and when "
+                       "training pauses; 0: none (default: File > Recovery Checkpoint, 60)."),
+        QStringLiteral("N"));
+    const QCommandLineOption restoreOption(
+        QStringLiteral("restore-recovery"),
+        QStringLiteral("Restore the run a crash left (the banner's Restore, without asking)."));
     parser.addOptions({configOption, setOption, stepsOption, viewOption, shotOption, digitOption,
                        memberOption, quantityOption, sizeOption, weightsOption, hoverOption,
-                       activeRoundsOption});
+                       activeRoundsOption, autosaveOption, restoreOption});
     parser.addPositionalArgument(
         QStringLiteral("file"),
         QStringLiteral("An experiment (.ensemble.json or .json) or a trained ensemble "
@@ -223,6 +242,24 @@ int main(int argc, char** argv) {
                      "ensemble-lab: %s is drawn as it was trained, without training: --config, "
                      "--set and --train-steps do not apply to it\n",
                      qPrintable(weights));
+        return exitStatus(ExitCode::Usage);
+    }
+
+    const bool restore = parser.isSet(restoreOption);
+    if (restore && (!weights.isEmpty() || !configSource.isEmpty() || parser.isSet(setOption))) {
+        std::fprintf(stderr,
+                     "ensemble-lab: --restore-recovery continues the run a crash left: --config, "
+                     "--set, --weights and a file do not apply to it\n");
+        return exitStatus(ExitCode::Usage);
+    }
+    bool autosaveOk = true;
+    const int autosaveFlag =
+        parser.isSet(autosaveOption) ? parser.value(autosaveOption).toInt(&autosaveOk) : -1;
+    if (!autosaveOk || (parser.isSet(autosaveOption) && autosaveFlag < 0)) {
+        std::fprintf(stderr,
+                     "ensemble-lab: --autosave-seconds expects a non-negative integer (0: no "
+                     "recovery checkpoints), not '%s'\n",
+                     qPrintable(parser.value(autosaveOption)));
         return exitStatus(ExitCode::Usage);
     }
 
@@ -288,6 +325,13 @@ int main(int argc, char** argv) {
     MainWindow::Options options;
     options.useSettings = screenshot.isEmpty();
     options.askToSaveCheckpoint = screenshot.isEmpty();
+    // Screenshots keep nothing unless asked: they are made by the hundred for the docs.
+    options.autosaveSeconds =
+        autosaveFlag >= 0 ? autosaveFlag
+                          : (options.useSettings ? MainWindow::rememberedAutosaveSeconds() : 0);
+    // A start that says what to run is scripted: it never offers a crash's run.
+    const bool scripted = !screenshot.isEmpty() || !configSource.isEmpty() || !weights.isEmpty() ||
+                          parser.isSet(setOption) || parser.isSet(stepsOption);
     MainWindow window(options);
     if (!screenshot.isEmpty()) {
         QSize size(1440, 900);
@@ -322,6 +366,37 @@ int main(int argc, char** argv) {
         ++ticks;
         lastTick = now;
     });
+    // SIGTERM, SIGHUP (logout, shutdown): keep the run for the next start, then leave the
+    // event loop as a clean exit would (exit 0), without the questions closing asks.
+    ensemble::ui::TerminationSignals termination;
+    bool terminating = false;
+    QObject::connect(&termination, &ensemble::ui::TerminationSignals::received, &window,
+                     [&](int signal) {
+                         if (terminating) {
+                             return;  // the first one is being answered
+                         }
+                         terminating = true;
+                         std::fprintf(stderr, "ensemble-lab: %s: ending\n",
+                                      signal == SIGHUP ? "SIGHUP" : "SIGTERM");
+                         window.flushRecovery();
+                     });
+    QObject::connect(&window, &MainWindow::recoveryFlushed, &window, [&](qint64 step) {
+        if (terminating) {
+            if (!window.recoveryPath().isEmpty() && step > 0) {
+                std::printf("ensemble-lab: the run is kept at step %lld for the next start\n",
+                            static_cast<long long>(step));
+                std::fflush(stdout);
+            }
+            app.exit(exitStatus(ExitCode::Ok));
+        }
+    });
+    // The recovery writes' cost, on the engine thread (bench/budgets.py --autosave reads it
+    // beside the GUI timer lateness).
+    std::vector<double> recoveryWrites;
+    QObject::connect(window.controller(), &ensemble::ui::EngineController::recoveryWritten, &window,
+                     [&](const QString&, qint64, double seconds) {
+                         recoveryWrites.push_back(seconds * 1000.0);
+                     });
     bool started = false;
     bool shotScheduled = false;
     int exitCode = exitStatus(ExitCode::Ok);
@@ -442,6 +517,14 @@ int main(int argc, char** argv) {
                     static_cast<long long>(worstDelay), median, static_cast<long long>(ticks),
                     static_cast<double>(usage.ru_maxrss) / 1024.0);
             }
+            if (!recoveryWrites.empty()) {
+                std::vector<double> sorted = recoveryWrites;
+                std::sort(sorted.begin(), sorted.end());
+                std::printf(
+                    "ensemble-lab: recovery checkpoints: %zu written, median %.1f ms, worst "
+                    "%.1f ms (engine thread)\n",
+                    sorted.size(), sorted[sorted.size() / 2], sorted.back());
+            }
             takeShot();
         }
     });
@@ -468,7 +551,28 @@ int main(int argc, char** argv) {
         }
         return app.exec();
     }
+    if (restore) {
+        // The banner's Restore, answered from the command line.
+        QObject::connect(&window, &MainWindow::recoveryRestored, &window,
+                         [&](bool ok, const QString& message) {
+                             if (!ok) {
+                                 std::fprintf(stderr, "ensemble-lab: cannot restore the run: %s\n",
+                                              qPrintable(message));
+                                 app.exit(exitStatus(ExitCode::BadInput));
+                             }
+                         });
+        if (!window.offerRecovery()) {
+            std::fprintf(stderr, "ensemble-lab: no run to restore: no recovery checkpoint in %s\n",
+                         qPrintable(ensemble::ui::RecoveryStore::defaultFolder()));
+            return exitStatus(ExitCode::BadInput);
+        }
+        window.restoreRecovery();
+        return app.exec();
+    }
     window.loadExperiment(config, preset);
+    if (!scripted) {
+        window.offerRecovery();  // the run a crash left, if any: a banner, not a question
+    }
     if (!window.panel()->isValid() && !screenshot.isEmpty()) {
         // Interactive, the marked fields say what to fix; unattended, say it and stop.
         const auto errors = window.panel()->errors();

@@ -37,6 +37,9 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
     announceSignal(m_worker, &EngineWorker::featureMapsReady);
     announceSignal(m_worker, &EngineWorker::exportFinished);
     announceSignal(m_worker, &EngineWorker::checkpointSaved);
+    announceSignal(m_worker, &EngineWorker::recoveryWritten);
+    announceSignal(m_worker, &EngineWorker::recoveryFailed);
+    announceSignal(m_worker, &EngineWorker::recoveryFlushed);
     announceSignal(m_worker, &EngineWorker::working);
     announceSignal(m_worker, &EngineWorker::measuring);
     announceSignal(m_comparer, &ComparisonWorker::measured);
@@ -101,6 +104,12 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
     connect(m_worker, &EngineWorker::exportFinished, this, &EngineController::exportFinished,
             Qt::QueuedConnection);
     connect(m_worker, &EngineWorker::checkpointSaved, this, &EngineController::checkpointSaved,
+            Qt::QueuedConnection);
+    connect(m_worker, &EngineWorker::recoveryWritten, this, &EngineController::recoveryWritten,
+            Qt::QueuedConnection);
+    connect(m_worker, &EngineWorker::recoveryFailed, this, &EngineController::recoveryFailed,
+            Qt::QueuedConnection);
+    connect(m_worker, &EngineWorker::recoveryFlushed, this, &EngineController::recoveryFlushed,
             Qt::QueuedConnection);
     connect(m_comparer, &ComparisonWorker::measured, this, &EngineController::comparisonMeasured,
             Qt::QueuedConnection);
@@ -259,6 +268,20 @@ void EngineController::exportTo(const QString& basePath, ExportFormat format) {
 void EngineController::saveCheckpoint(const QString& path) {
     EngineWorker* w = m_worker;
     post([w, path] { w->saveCheckpoint(path); });
+}
+
+void EngineController::setRecovery(const QString& path, double intervalSeconds) {
+    EngineWorker* w = m_worker;
+    post([w, path, intervalSeconds] { w->setRecovery(path, intervalSeconds); });
+}
+
+void EngineController::flushRecovery() {
+    m_worker->requestPause();  // the chunk under way ends early; pause() settles it
+    EngineWorker* w = m_worker;
+    post([w] {
+        w->pause();
+        w->flushRecovery();
+    });
 }
 
 bool EngineController::compareWith(const QString& path) {

@@ -69,6 +69,13 @@ class EngineController : public QObject {
     void exportTo(const QString& basePath, ExportFormat format = ExportFormat::Safetensors);
     // Writes a checkpoint of the current run to `path`; checkpointSaved() tells the result.
     void saveCheckpoint(const QString& path);
+    // Recovery checkpoints of the runs to `path` (EngineWorker::setRecovery): written on the
+    // engine thread every `intervalSeconds` of training (after the first step no write holds)
+    // and when training pauses; empty or <= 0: none.
+    void setRecovery(const QString& path, double intervalSeconds);
+    // Pauses training (the chunk under way ends early), writes the recovery checkpoint if the
+    // run changed since the last one, then recoveryFlushed(): the app ending on a signal.
+    void flushRecovery();
     // Measures the trained ensemble in `path` on the current run's test split (its dataset
     // section), on the engine thread; comparisonMeasured() tells the result. False (nothing
     // queued) when there is no run yet.
@@ -122,6 +129,9 @@ class EngineController : public QObject {
                           int width);
     void exportFinished(bool ok, QString message, QStringList files);
     void checkpointSaved(bool ok, QString message, QString path, qint64 step);
+    void recoveryWritten(QString path, qint64 step, double seconds);
+    void recoveryFailed(QString message);
+    void recoveryFlushed(qint64 step);
     void comparisonMeasured(ComparisonResult result);
     void shiftProgress(qint64 done, qint64 total);
     void shiftFinished(ShiftOutcomePtr outcome);

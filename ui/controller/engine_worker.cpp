@@ -182,6 +182,12 @@ void EngineWorker::build(const nlohmann::json& config, std::shared_ptr<const Dat
         m_measuredStepsPerSecond = 0.0;
         m_buildSeconds = 0.0;
         recordHistory();
+        // A new run has nothing a recovery write would keep yet (a restored one: its file).
+        m_recoveryStep = m_trainer->step();
+        m_recoveryDue.reset();
+        if (m_recoveryTimer != nullptr) {
+            m_recoveryTimer->stop();
+        }
         m_dirty = true;
         Q_EMIT configured(runId, QString::fromStdString(notice));
         Q_EMIT working(runId, tr("Measuring the members at step %1 on %2 test rows…")
@@ -247,6 +253,7 @@ void EngineWorker::pause() {
         }
         m_dirty = true;
         publish();
+        writeRecovery();  // training paused: the step it stopped at
     }
 }
 
@@ -258,6 +265,7 @@ void EngineWorker::stepOnce() {
     recordHistory();
     m_dirty = true;
     publish();
+    scheduleRecovery();
 }
 
 void EngineWorker::setStopAfter(int64_t steps) {
@@ -423,7 +431,12 @@ void EngineWorker::trainChunk() {
             recordHistory();
         }
         publish();
+        writeRecovery();  // training paused or ended: the step it stopped at
         return;
+    }
+    scheduleRecovery();
+    if (m_recoveryDue && now >= *m_recoveryDue) {
+        writeRecovery();  // between chunks, on this thread: the GUI thread never waits for it
     }
     // Publish at a pace that keeps the snapshot work within its share of the time.
     const double interval =
@@ -645,18 +658,79 @@ void EngineWorker::saveCheckpoint(const QString& path) {
         return;
     }
     try {
-        // The stored length is where this run ends (Stop after, moved by Continue), so the CLI
-        // and a reopened window continue to the same step; until paused has no end: the
-        // steps trained.
-        const nlohmann::json active =
-            m_activeMetadata ? m_activeMetadata(m_run->runId) : nlohmann::json(nullptr);
-        writeRunCheckpoint(path, *m_trainer, m_history, m_untilPaused ? m_trainer->step() : -1,
-                           active);
+        writeRunState(path);
     } catch (const std::exception& e) {
         Q_EMIT checkpointSaved(false, QString::fromStdString(e.what()), path, m_trainer->step());
         return;
     }
     Q_EMIT checkpointSaved(true, {}, path, m_trainer->step());
+}
+
+void EngineWorker::writeRunState(const QString& path) {
+    // The stored length is where this run ends (Stop after, moved by Continue), so the CLI and
+    // a reopened window continue to the same step; until paused has no end: the steps trained.
+    const nlohmann::json active =
+        m_activeMetadata ? m_activeMetadata(m_run->runId) : nlohmann::json(nullptr);
+    writeRunCheckpoint(path, *m_trainer, m_history, m_untilPaused ? m_trainer->step() : -1, active);
+}
+
+void EngineWorker::setRecovery(const QString& path, double intervalSeconds) {
+    const QString next = intervalSeconds > 0.0 ? path : QString();
+    if (next != m_recoveryPath) {
+        // A new file starts from the run as it is now: a restored run's file holds it already.
+        m_recoveryStep = m_trainer ? m_trainer->step() : -1;
+    }
+    m_recoveryPath = next;
+    m_recoveryInterval = intervalSeconds;
+    m_recoveryDue.reset();
+    if (m_recoveryTimer == nullptr) {
+        // Created here, on this thread, so that it fires here.
+        m_recoveryTimer = new QTimer(this);
+        m_recoveryTimer->setSingleShot(true);
+        connect(m_recoveryTimer, &QTimer::timeout, this, [this] { writeRecovery(); });
+    }
+    m_recoveryTimer->stop();
+}
+
+void EngineWorker::scheduleRecovery() {
+    if (m_recoveryPath.isEmpty() || !m_trainer || m_trainer->step() == m_recoveryStep ||
+        m_recoveryDue) {
+        return;
+    }
+    const auto interval = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(m_recoveryInterval));
+    m_recoveryDue = Clock::now() + interval;
+    // While training, the chunks check the deadline; once paused (Step), the timer does.
+    // (QTimer counts int milliseconds: a longer interval waits for the chunks' check.)
+    m_recoveryTimer->start(static_cast<int>(
+        std::min(std::ceil(m_recoveryInterval * 1000.0), double{std::numeric_limits<int>::max()})));
+}
+
+void EngineWorker::writeRecovery() {
+    m_recoveryDue.reset();
+    if (m_recoveryTimer != nullptr) {
+        m_recoveryTimer->stop();
+    }
+    if (m_recoveryPath.isEmpty() || !m_trainer || m_trainer->step() == m_recoveryStep ||
+        m_trainer->step() == 0) {
+        return;  // nothing changed since the last write, or nothing trained to lose
+    }
+    const int64_t step = m_trainer->step();
+    // A failed write is not retried until the run moves on (a full disk stays full).
+    m_recoveryStep = step;
+    const auto start = Clock::now();
+    try {
+        writeRunState(m_recoveryPath);
+    } catch (const std::exception& e) {
+        Q_EMIT recoveryFailed(QString::fromStdString(e.what()));
+        return;
+    }
+    Q_EMIT recoveryWritten(m_recoveryPath, step, seconds(Clock::now() - start));
+}
+
+void EngineWorker::flushRecovery() {
+    writeRecovery();
+    Q_EMIT recoveryFlushed(m_trainer ? m_trainer->step() : -1);
 }
 
 }  // namespace ensemble::ui

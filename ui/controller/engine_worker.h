@@ -36,6 +36,8 @@
 #include "io/export_formats.h"
 #include "train/trainer.h"
 
+class QTimer;
+
 namespace ensemble::ui {
 
 // One slot holding the latest published snapshot. The worker builds a new snapshot only when
@@ -107,6 +109,15 @@ class EngineWorker : public QObject {
     void saveCheckpoint(const QString& path);
     // The GUI took the last snapshot: publish again if something changed meanwhile.
     void snapshotTaken();
+    // Recovery checkpoints (ui/recovery.h): the run's state goes to `path` (the checkpoint
+    // Save Checkpoint writes, atomically) `intervalSeconds` after the first step that no write
+    // holds yet, and whenever training pauses or ends; never while nothing changed (the step
+    // of the last write, of the run's start, or, for a new path, the step now: a restored
+    // run's file holds it) nor at step 0. An empty path or an interval <= 0 writes nothing.
+    void setRecovery(const QString& path, double intervalSeconds);
+    // Writes the recovery checkpoint now if the run changed since the last write, then emits
+    // recoveryFlushed() (SIGTERM, SIGHUP).
+    void flushRecovery();
 
     // The run's trainer: null before a run and for a file opened without its data.
     const Trainer* trainer() const { return m_trainer.get(); }
@@ -144,6 +155,11 @@ class EngineWorker : public QObject {
                           int width);
     void exportFinished(bool ok, QString message, QStringList files);
     void checkpointSaved(bool ok, QString message, QString path, qint64 step);
+    // A recovery checkpoint of `step` was written to `path` in `seconds` (on this thread).
+    void recoveryWritten(QString path, qint64 step, double seconds);
+    void recoveryFailed(QString message);
+    // flushRecovery() done: the run stopped at `step` (-1: no run).
+    void recoveryFlushed(qint64 step);
 
   private:
     using Clock = std::chrono::steady_clock;
@@ -159,6 +175,12 @@ class EngineWorker : public QObject {
     // Steps the pace until paused allows now (int64 max when unpaced).
     int64_t pacedSteps(Clock::time_point now) const;
     void setRunning(bool running);
+    // The checkpoint of the run after its last finished step, as Save Checkpoint writes it.
+    void writeRunState(const QString& path);
+    // A step no recovery write holds: the write is due `interval` after the first such step.
+    void scheduleRecovery();
+    // Writes the recovery checkpoint when the run changed since the last write.
+    void writeRecovery();
     // The run length the learning curves' points are spaced for.
     int64_t historyHorizon() const;
     void recordHistory();
@@ -219,6 +241,13 @@ class EngineWorker : public QObject {
     double m_buildSeconds = 0.0;
 
     std::function<nlohmann::json(uint64_t)> m_activeMetadata;
+
+    // Recovery checkpoints (setRecovery).
+    QString m_recoveryPath;
+    double m_recoveryInterval = 0.0;
+    int64_t m_recoveryStep = -1;  // the step the file holds, or the current run's first step
+    std::optional<Clock::time_point> m_recoveryDue;
+    QTimer* m_recoveryTimer = nullptr;  // the same deadline while no chunk runs
 
     // The newest unserved prediction request.
     std::mutex m_predictMutex;
