@@ -10,6 +10,7 @@
 // a Qt warning or critical message, a GUI stall over 250 ms, or RSS growth over its bound.
 //   ENSEMBLE_MONKEY_SEED=N     the seed (default 1); printed at the start
 //   ENSEMBLE_MONKEY_EVENTS=N   how many events (default: about a minute here, fewer sanitized)
+//   ENSEMBLE_MONKEY_MINUTES=M  stop sending after M minutes even if events remain (soak runs)
 //   ENSEMBLE_MONKEY_VERBOSE=1  print every event as it is sent
 // Every failure names the seed and the event index: run again with that seed and
 // ENSEMBLE_MONKEY_EVENTS=<index + 1> (and VERBOSE) to replay it. Each step draws the same count
@@ -19,6 +20,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QComboBox>
+#include <QDeadlineTimer>
 #include <QDialog>
 #include <QDialogButtonBox>
 #include <QDir>
@@ -54,6 +56,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -66,6 +69,7 @@
 #endif
 #endif
 
+#include "controller/engine_worker.h"
 #include "gui_test_support.h"
 #include "io/config.h"
 #include "main_window.h"
@@ -143,7 +147,13 @@ struct AllowedMessage {
     const char* contains;
     const char* reason;
 };
-constexpr std::array<AllowedMessage, 0> kAllowedMessages{};
+constexpr std::array<AllowedMessage, 1> kAllowedMessages{{
+    // QPlatformWindow's default implementations of window-system requests print "This plugin
+    // does not support propagateSizeHints()" (a window's minimum or maximum size set: every
+    // layout does), "... raise()" (a dialog shown) and so on; the offscreen plugin the tests run
+    // on overrides none of them, xcb and wayland do. Not a message of the app's.
+    {"This plugin does not support ", "the offscreen platform plugin's missing window requests"},
+}};
 
 QtMessageHandler g_previousHandler = nullptr;
 std::mutex g_messagesMutex;
@@ -229,7 +239,8 @@ QString describe(const QWidget* w) {
     if (!w->objectName().isEmpty()) {
         text += QStringLiteral(" '%1'").arg(w->objectName());
     }
-    if (const auto* b = qobject_cast<const QAbstractButton*>(w); b != nullptr && !b->text().isEmpty()) {
+    if (const auto* b = qobject_cast<const QAbstractButton*>(w);
+        b != nullptr && !b->text().isEmpty()) {
         text += QStringLiteral(" \"%1\"").arg(b->text());
     }
     return text;
@@ -277,7 +288,9 @@ class Monkey : public QObject {
     }
 
     void start() {
-        m_clock.start();
+        if (!m_clock.isValid()) {
+            m_clock.start();
+        }
         m_lastTick = m_clock.nsecsElapsed();
         m_lastWait = runQueueWaitNs();
         m_lateness.start();
@@ -289,8 +302,9 @@ class Monkey : public QObject {
         m_lateness.stop();
     }
 
-    // Events are sent until `sent()` reaches `target`.
+    // Events are sent until `sent()` reaches `target`, or until `deadline` has passed.
     void setTarget(int64_t target) { m_events = target; }
+    void setDeadline(QDeadlineTimer deadline) { m_deadline = deadline; }
     int64_t sent() const { return m_sent; }
     // Every event sent and every dialog and popup closed again.
     bool done() const { return m_sent >= m_events && m_depth == 0 && !somethingOnTop(); }
@@ -322,7 +336,9 @@ class Monkey : public QObject {
 
     uint32_t draw() { return static_cast<uint32_t>(m_random() >> 32); }
     // r % n without bias worth caring about for n << 2^32.
-    static int pick(uint32_t r, int n) { return n <= 0 ? 0 : static_cast<int>(r % static_cast<uint32_t>(n)); }
+    static int pick(uint32_t r, int n) {
+        return n <= 0 ? 0 : static_cast<int>(r % static_cast<uint32_t>(n));
+    }
     static bool chance(uint32_t r, int percent) { return static_cast<int>(r % 100u) < percent; }
 
     static bool somethingOnTop() {
@@ -345,13 +361,24 @@ class Monkey : public QObject {
         for (uint32_t& v : r) {
             v = draw();
         }
+        if (m_sent < m_events && m_deadline.hasExpired()) {
+            m_events = m_sent;  // out of time (ENSEMBLE_MONKEY_MINUTES): finish here
+        }
         if (m_sent < m_events) {
             g_event = m_sent;
             QString what = act(r);
             if (!what.isEmpty()) {
                 what = QStringLiteral("#%1 %2").arg(m_sent).arg(what);
                 if (qEnvironmentVariableIntValue("ENSEMBLE_MONKEY_VERBOSE") != 0) {
-                    std::fprintf(stderr, "%s\n", qPrintable(what));
+                    std::fprintf(stderr, "%8.3f %s\n", m_clock.nsecsElapsed() * 1e-9,
+                                 qPrintable(what));
+                }
+                if (m_sent > 0 && m_sent % 1000 == 0) {
+                    std::printf(
+                        "monkey: %lld events, %.0f s, RSS %.1f MiB, worst lateness %lld ms\n",
+                        static_cast<long long>(m_sent), m_clock.nsecsElapsed() * 1e-9,
+                        residentMiB(), static_cast<long long>(worstLatenessMs()));
+                    std::fflush(stdout);
                 }
                 m_recent.push_back(what);
                 if (m_recent.size() > 40) {
@@ -536,11 +563,11 @@ class Monkey : public QObject {
 
     static Qt::Key keyFrom(uint32_t r, QString* text) {
         static const std::array<Qt::Key, 24> special = {
-            Qt::Key_Return, Qt::Key_Enter,    Qt::Key_Escape, Qt::Key_Tab,      Qt::Key_Backtab,
-            Qt::Key_Space,  Qt::Key_Backspace, Qt::Key_Delete, Qt::Key_Left,     Qt::Key_Right,
-            Qt::Key_Up,     Qt::Key_Down,     Qt::Key_Home,   Qt::Key_End,      Qt::Key_PageUp,
-            Qt::Key_PageDown, Qt::Key_F1,     Qt::Key_F2,     Qt::Key_F10,      Qt::Key_Menu,
-            Qt::Key_Plus,   Qt::Key_Minus,    Qt::Key_Period, Qt::Key_Comma};
+            Qt::Key_Return,   Qt::Key_Enter,     Qt::Key_Escape, Qt::Key_Tab,  Qt::Key_Backtab,
+            Qt::Key_Space,    Qt::Key_Backspace, Qt::Key_Delete, Qt::Key_Left, Qt::Key_Right,
+            Qt::Key_Up,       Qt::Key_Down,      Qt::Key_Home,   Qt::Key_End,  Qt::Key_PageUp,
+            Qt::Key_PageDown, Qt::Key_F1,        Qt::Key_F2,     Qt::Key_F10,  Qt::Key_Menu,
+            Qt::Key_Plus,     Qt::Key_Minus,     Qt::Key_Period, Qt::Key_Comma};
         static const char printable[] = "abcdefghijklmnopqrstuvwxyz0123456789.-+e,[]{}\"':/ ";
         if (chance(r, 40)) {
             const Qt::Key k = special[static_cast<std::size_t>(pick(r >> 8, special.size()))];
@@ -711,11 +738,12 @@ class Monkey : public QObject {
         mime.setUrls({QUrl::fromLocalFile(path)});
         QDragEnterEvent enter(p, Qt::CopyAction, &mime, Qt::NoButton, Qt::NoModifier);
         QApplication::sendEvent(m_window.get(), &enter);
-        const QString what = QStringLiteral("drop %1 at (%2,%3)%4")
-                                 .arg(QFileInfo(path).fileName())
-                                 .arg(p.x())
-                                 .arg(p.y())
-                                 .arg(enter.isAccepted() ? QString() : QStringLiteral(" (refused)"));
+        const QString what =
+            QStringLiteral("drop %1 at (%2,%3)%4")
+                .arg(QFileInfo(path).fileName())
+                .arg(p.x())
+                .arg(p.y())
+                .arg(enter.isAccepted() ? QString() : QStringLiteral(" (refused)"));
         if (enter.isAccepted()) {
             QDropEvent drop(QPointF(p), Qt::CopyAction, &mime, Qt::NoButton, Qt::NoModifier);
             QApplication::sendEvent(m_window.get(), &drop);
@@ -736,7 +764,8 @@ class Monkey : public QObject {
             QMenuBar* bar = m_window->menuBar();
             const QList<QAction*> menus = bar->actions();
             if (!menus.isEmpty()) {
-                const QRect rect = bar->actionGeometry(menus.at(pick(r[1], static_cast<int>(menus.size()))));
+                const QRect rect =
+                    bar->actionGeometry(menus.at(pick(r[1], static_cast<int>(menus.size()))));
                 target = bar;
                 at = rect.center();
             }
@@ -748,9 +777,9 @@ class Monkey : public QObject {
             at = target->rect().center();
         }
         std::array<uint32_t, 10> left = r;
-        left[4] = 0;  // left button
+        left[4] = 0;   // left button
         left[5] = 99;  // once
-        left[6] = 0;  // no modifier
+        left[6] = 0;   // no modifier
         return clickAt(m_window.get(), target->mapTo(m_window.get(), at), left);
     }
 
@@ -835,8 +864,8 @@ class Monkey : public QObject {
         } else if (!files.isEmpty() && chance(r[2], 20)) {
             path = files.at(pick(r[3], static_cast<int>(files.size())));  // replace one
         } else {
-            static const std::array<const char*, 6> suffixes = {
-                "", ".json", ".safetensors", ".npz", ".onnx", ".png"};
+            static const std::array<const char*, 6> suffixes = {"",     ".json", ".safetensors",
+                                                                ".npz", ".onnx", ".png"};
             path = QDir(m_folder).filePath(
                 QStringLiteral("saved%1%2")
                     .arg(pick(r[4], 20))
@@ -850,7 +879,8 @@ class Monkey : public QObject {
             name->setText(path);  // selectFile may keep only the name: the whole path, typed
         }
         static_cast<QDialog*>(dialog)->accept();  // QFileDialog::accept, as its button does
-        return QStringLiteral("[file dialog] \"%1\" given %2").arg(title, QFileInfo(path).fileName());
+        return QStringLiteral("[file dialog] \"%1\" given %2")
+            .arg(title, QFileInfo(path).fileName());
     }
 
     QString actOnPopup(QWidget* popup, const std::array<uint32_t, 10>& r) {
@@ -870,7 +900,7 @@ class Monkey : public QObject {
             left[6] = 0;
             return QStringLiteral("[popup] ") + clickAt(popup, p, left);
         }
-        static const std::array<Qt::Key, 7> keys = {Qt::Key_Up,    Qt::Key_Down,  Qt::Key_Left,
+        static const std::array<Qt::Key, 7> keys = {Qt::Key_Up,    Qt::Key_Down,   Qt::Key_Left,
                                                     Qt::Key_Right, Qt::Key_Return, Qt::Key_Escape,
                                                     Qt::Key_End};
         const Qt::Key key = keys[static_cast<std::size_t>(pick(r[1], keys.size()))];
@@ -908,9 +938,10 @@ class Monkey : public QObject {
             const qint64 late = wall - (wait - m_lastWait);
             m_worstLatenessNs = std::max(m_worstLatenessNs, late);
             if (m_checkStalls && late > kStallMs * 1'000'000) {
-                fail(QStringLiteral("GUI stall: the 10 ms timer fired %1 ms late (%2 ms of wall time, "
-                                    "less the time the GUI thread waited for a CPU) during events "
-                                    "%3 to %4")
+                fail(QStringLiteral(
+                         "GUI stall: the 10 ms timer fired %1 ms late (%2 ms of wall time, "
+                         "less the time the GUI thread waited for a CPU) during events "
+                         "%3 to %4")
                          .arg(late / 1'000'000)
                          .arg(wall / 1'000'000)
                          .arg(m_eventAtTick)
@@ -924,6 +955,7 @@ class Monkey : public QObject {
 
     std::mt19937_64 m_random;
     int64_t m_events = 0;
+    QDeadlineTimer m_deadline{QDeadlineTimer::Forever};
     QString m_folder;
     bool m_checkStalls;
     std::unique_ptr<MainWindow> m_window;
@@ -956,6 +988,8 @@ class TestGuiMonkey : public QObject {
   private Q_SLOTS:
     void initTestCase();
     void monkeyAtTheWindow();
+    // The monkey's findings, each a focused test of its own.
+    void closingWhileARunIsBuiltSkipsItsMeasurements();
     void cleanupTestCase();
 
   private:
@@ -1004,7 +1038,7 @@ void TestGuiMonkey::monkeyAtTheWindow() {
     constexpr int64_t kDefaultEvents = 400;
     constexpr bool kMeasured = false;
 #else
-    constexpr int64_t kDefaultEvents = 2000;
+    constexpr int64_t kDefaultEvents = 1000;
     constexpr bool kMeasured = true;
 #endif
     const uint64_t seed = static_cast<uint64_t>(envNumber("ENSEMBLE_MONKEY_SEED", 1));
@@ -1025,6 +1059,14 @@ void TestGuiMonkey::monkeyAtTheWindow() {
 #endif
 
     Monkey monkey(seed, m_dir.path(), kMeasured);
+    if (const int64_t minutes = envNumber("ENSEMBLE_MONKEY_MINUTES", 0); minutes > 0) {
+        monkey.setDeadline(QDeadlineTimer(std::chrono::minutes(minutes)));
+    }
+    // CTest's limit for the suite (QTEST_FUNCTION_TIMEOUT, ms) less a margin to report in; a
+    // run by hand (a soak) waits as long as it takes.
+    const int64_t limitMs = envNumber("QTEST_FUNCTION_TIMEOUT", 0);
+    const int waitMs =
+        limitMs > 30'000 ? static_cast<int>(limitMs - 20'000) : std::numeric_limits<int>::max();
     QElapsedTimer clock;
     clock.start();
     monkey.openWindow();
@@ -1033,9 +1075,9 @@ void TestGuiMonkey::monkeyAtTheWindow() {
     const auto run = [&](int64_t upTo) {
         monkey.setTarget(upTo);
         monkey.start();
-        const bool ok = QTest::qWaitFor(
-            [&] { return !monkey.failure().isEmpty() || monkey.done(); },
-            ensemble::test::progressWaitMs(280'000));
+        const bool ok =
+            QTest::qWaitFor([&] { return !monkey.failure().isEmpty() || monkey.done(); },
+                            static_cast<int>(std::max<qint64>(1, waitMs - clock.elapsed())));
         monkey.stop();
         return ok && monkey.failure().isEmpty();
     };
@@ -1056,31 +1098,68 @@ void TestGuiMonkey::monkeyAtTheWindow() {
     }
     const qint64 ms = clock.elapsed();
     const QStringList late = takeMessages();
-    std::printf("monkey: seed %llu: %lld events in %.1f s, %d windows, %d dialogs answered, worst "
-                "GUI lateness %lld ms (less CPU waits), RSS with no window %.1f MiB after the "
-                "warm-up, %.1f MiB at the end\n",
-                static_cast<unsigned long long>(seed), static_cast<long long>(monkey.sent()),
-                ms / 1000.0, monkey.windowsOpened(), monkey.dialogsAnswered(),
-                static_cast<long long>(monkey.worstLatenessMs()), baseline, end);
+    std::printf(
+        "monkey: seed %llu: %lld events in %.1f s, %d windows, %d dialogs answered, worst "
+        "GUI lateness %lld ms (less CPU waits), RSS with no window %.1f MiB after the "
+        "warm-up, %.1f MiB at the end\n",
+        static_cast<unsigned long long>(seed), static_cast<long long>(monkey.sent()), ms / 1000.0,
+        monkey.windowsOpened(), monkey.dialogsAnswered(),
+        static_cast<long long>(monkey.worstLatenessMs()), baseline, end);
     std::fflush(stdout);
+    // The events before a failure, printed whole (Qt Test shortens long messages).
+    const bool failed = !monkey.failure().isEmpty() || !late.isEmpty() || !finished;
+    if (failed) {
+        std::printf("monkey: the last events before the failure:\n%s\n",
+                    qPrintable(monkey.recentEvents()));
+        std::fflush(stdout);
+    }
     const QString replay =
-        QStringLiteral("\nReplay: ENSEMBLE_MONKEY_SEED=%1 ENSEMBLE_MONKEY_EVENTS=%2; the last "
-                       "events:\n%3")
+        QStringLiteral(
+            "\nReplay: ENSEMBLE_MONKEY_SEED=%1 ENSEMBLE_MONKEY_EVENTS=%2 (the last "
+            "events are printed above)")
             .arg(seed)
-            .arg(monkey.sent() + 1)
-            .arg(monkey.recentEvents());
+            .arg(monkey.sent() + 1);
     QVERIFY2(monkey.failure().isEmpty(), qPrintable(monkey.failure() + replay));
     QVERIFY2(late.isEmpty(), qPrintable(QStringLiteral("Qt printed warnings:\n") +
                                         late.join(QLatin1Char('\n')) + replay));
     QVERIFY2(finished, qPrintable(QStringLiteral("the monkey did not finish its events") + replay));
     if (kMeasured && baseline > 0) {
-        QVERIFY2(end - baseline <= kRssGrowthMiB,
-                 qPrintable(QStringLiteral("RSS with no window grew from %1 to %2 MiB (bound %3 MiB)")
-                                .arg(baseline)
-                                .arg(end)
-                                .arg(kRssGrowthMiB) +
-                            replay));
+        QVERIFY2(
+            end - baseline <= kRssGrowthMiB,
+            qPrintable(QStringLiteral("RSS with no window grew from %1 to %2 MiB (bound %3 MiB)")
+                           .arg(baseline)
+                           .arg(end)
+                           .arg(kRssGrowthMiB) +
+                       replay));
     }
+}
+
+void TestGuiMonkey::closingWhileARunIsBuiltSkipsItsMeasurements() {
+    // Quit while a preset's run was being set up (mnist-cnn: 60,000 images loaded, then four
+    // CNNs measured for the first curve point and snapshot) kept the closing window waiting
+    // for all of it, 72 s on the busy test machine. The engine thread now looks at the stop
+    // once the data is in and measures nothing for a window that is going. Here the stop comes
+    // first, so the build must end without measuring or publishing anything.
+    ensemble::ui::SnapshotMailbox mailbox;
+    ensemble::ui::EngineWorker worker(&mailbox);
+    QSignalSpy configured(&worker, &ensemble::ui::EngineWorker::configured);
+    QSignalSpy failed(&worker, &ensemble::ui::EngineWorker::configureFailed);
+    QSignalSpy published(&worker, &ensemble::ui::EngineWorker::snapshotReady);
+    worker.requestStop();
+    worker.configure(startingExperiment(), nullptr, 1);
+    QCOMPARE(published.size(), 0);
+    QVERIFY(mailbox.take() == nullptr);
+    QCOMPARE(configured.size(), 0);
+    QCOMPARE(failed.size(), 0);
+    // Without the stop the same build measures and publishes its first snapshot.
+    ensemble::ui::EngineWorker going(&mailbox);
+    QSignalSpy goingPublished(&going, &ensemble::ui::EngineWorker::snapshotReady);
+    going.configure(startingExperiment(), nullptr, 1);
+    QCOMPARE(goingPublished.size(), 1);
+    const ensemble::ui::SnapshotPtr s = mailbox.take();
+    QVERIFY(s != nullptr);
+    QCOMPARE(s->step, int64_t{0});
+    QVERIFY(!s->history.empty());
 }
 
 QTEST_MAIN(TestGuiMonkey)
