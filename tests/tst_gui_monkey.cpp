@@ -179,10 +179,11 @@ void collectMessage(QtMsgType type, const QMessageLogContext& context, const QSt
         for (const AllowedMessage& a : kAllowedMessages) {
             allowed = allowed || text.contains(QLatin1String(a.contains));
         }
-        if (!allowed) {
-            std::lock_guard<std::mutex> lock(g_messagesMutex);
-            g_messages << QStringLiteral("event %1: %2").arg(g_event.load()).arg(text);
+        if (allowed) {
+            return;  // documented above; not printed either (the soak would print thousands)
         }
+        std::lock_guard<std::mutex> lock(g_messagesMutex);
+        g_messages << QStringLiteral("event %1: %2").arg(g_event.load()).arg(text);
     }
     if (g_previousHandler != nullptr) {
         g_previousHandler(type, context, text);
