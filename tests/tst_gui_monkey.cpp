@@ -223,15 +223,19 @@ ThreadTimes threadTimes() {
                      : ThreadTimes{};
 }
 
-// The run-queue wait so far of each of Qt's pool threads ("Thread (pooled)": QThreadPool's, to
-// which Qt Gui hands the segments of a large image's scaling and format conversion while the
-// GUI thread waits for them), by thread id.
-std::map<int, int64_t> pooledThreadWaits() {
+// The run-queue wait so far of each thread the GUI thread may wait for, by thread id: Qt's own
+// (its pool's "Thread (pooled)", to which Qt Gui hands the segments of a large image's scaling
+// and conversion; a file dialog's QFileInfoGatherer, which the dialog joins as it closes), not
+// the GUI thread itself nor the engine thread and its OpenMP threads ("engine"), which the GUI
+// never waits for while a window is open.
+std::map<int, int64_t> helperThreadWaits() {
     std::map<int, int64_t> waits;
+    const QString self = QString::number(static_cast<long>(gettid()));
     const QDir tasks(QStringLiteral("/proc/self/task"));
     for (const QString& tid : tasks.entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
         QFile comm(tasks.filePath(tid + QStringLiteral("/comm")));
-        if (!comm.open(QIODevice::ReadOnly) || comm.readAll().trimmed() != "Thread (pooled)") {
+        if (tid == self || !comm.open(QIODevice::ReadOnly) ||
+            comm.readAll().trimmed() == "engine") {
             continue;
         }
         QFile stat(tasks.filePath(tid + QStringLiteral("/schedstat")));
@@ -1043,9 +1047,9 @@ class Monkey : public QObject {
     void measureLateness() {
         const qint64 now = m_clock.nsecsElapsed();
         const ThreadTimes times = threadTimes();
-        // The pool threads the GUI thread may have waited for: their longest wait for a CPU
+        // The helper threads the GUI thread may have waited for: their longest wait for a CPU
         // (they run side by side) is the machine's load, not the app's.
-        std::map<int, int64_t> pooled = pooledThreadWaits();
+        std::map<int, int64_t> pooled = helperThreadWaits();
         int64_t poolWait = 0;
         for (const auto& [tid, wait] : pooled) {
             const auto before = m_pooledWaits.find(tid);
@@ -1060,7 +1064,7 @@ class Monkey : public QObject {
             if (m_checkStalls && late > kStallMs * 1'000'000) {
                 fail(QStringLiteral(
                          "GUI stall: the 10 ms timer fired %1 ms late (%2 ms of wall time, less "
-                         "the time the GUI thread and Qt's pool threads waited for a CPU; %3 ms "
+                         "the time the GUI thread and Qt's threads waited for a CPU; %3 ms "
                          "on a CPU) during events %4 to %5; the longest event delivery: %6 ms, "
                          "%7")
                          .arg(late / 1'000'000)
