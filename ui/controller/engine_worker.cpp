@@ -181,6 +181,12 @@ void EngineWorker::build(const nlohmann::json& config, std::shared_ptr<const Dat
         m_nextHistory = 0;
         m_measuredStepsPerSecond = 0.0;
         m_buildSeconds = 0.0;
+        if (m_stop.load(std::memory_order_acquire)) {
+            // The window closed while the data loaded: the run is never shown, so it is not
+            // measured (a CNN on MNIST measured its first curve point for a minute on a busy
+            // machine while the closing window waited; the monkey's finding).
+            return;
+        }
         recordHistory();
         // A new run has nothing a recovery write would keep yet (a restored one: its file).
         m_recoveryStep = m_trainer->step();
@@ -558,8 +564,8 @@ SnapshotPtr EngineWorker::buildSnapshot(bool quick) {
 }
 
 void EngineWorker::publish() {
-    if (!m_trainer || !m_dirty) {
-        return;
+    if (!m_trainer || !m_dirty || m_stop.load(std::memory_order_acquire)) {
+        return;  // nothing new, or the window is closing and will show nothing more
     }
     if (m_mailbox->waiting()) {
         return;  // the GUI has not taken the last one: snapshotTaken() publishes later
