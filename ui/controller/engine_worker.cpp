@@ -664,7 +664,7 @@ void EngineWorker::saveCheckpoint(const QString& path) {
         return;
     }
     try {
-        writeRunState(path);
+        writeRunState(path, true);
     } catch (const std::exception& e) {
         Q_EMIT checkpointSaved(false, QString::fromStdString(e.what()), path, m_trainer->step());
         return;
@@ -672,12 +672,13 @@ void EngineWorker::saveCheckpoint(const QString& path) {
     Q_EMIT checkpointSaved(true, {}, path, m_trainer->step());
 }
 
-void EngineWorker::writeRunState(const QString& path) {
+void EngineWorker::writeRunState(const QString& path, bool withReport) {
     // The stored length is where this run ends (Stop after, moved by Continue), so the CLI and
     // a reopened window continue to the same step; until paused has no end: the steps trained.
     const nlohmann::json active =
         m_activeMetadata ? m_activeMetadata(m_run->runId) : nlohmann::json(nullptr);
-    writeRunCheckpoint(path, *m_trainer, m_history, m_untilPaused ? m_trainer->step() : -1, active);
+    writeRunCheckpoint(path, *m_trainer, m_history, m_untilPaused ? m_trainer->step() : -1, active,
+                       withReport);
 }
 
 void EngineWorker::setRecovery(const QString& path, double intervalSeconds) {
@@ -726,7 +727,9 @@ void EngineWorker::writeRecovery() {
     m_recoveryStep = step;
     const auto start = Clock::now();
     try {
-        writeRunState(m_recoveryPath);
+        // No metrics report: the file only has to resume the run, and the report is most of
+        // the write's time (a K = 1000 spirals run: seconds).
+        writeRunState(m_recoveryPath, false);
     } catch (const std::exception& e) {
         Q_EMIT recoveryFailed(QString::fromStdString(e.what()));
         return;

@@ -175,8 +175,9 @@ class EngineWorker : public QObject {
     // Steps the pace until paused allows now (int64 max when unpaced).
     int64_t pacedSteps(Clock::time_point now) const;
     void setRunning(bool running);
-    // The checkpoint of the run after its last finished step, as Save Checkpoint writes it.
-    void writeRunState(const QString& path);
+    // The checkpoint of the run after its last finished step, as Save Checkpoint writes it
+    // (`withReport`) or as the recovery file holds it (without the metrics report).
+    void writeRunState(const QString& path, bool withReport);
     // A step no recovery write holds: the write is due `interval` after the first such step.
     void scheduleRecovery();
     // Writes the recovery checkpoint when the run changed since the last write.

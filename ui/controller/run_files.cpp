@@ -46,7 +46,7 @@ QStringList exportRun(Trainer& trainer, const QString& basePath, ExportFormat fo
 
 void writeRunCheckpoint(const QString& path, Trainer& trainer,
                         const std::vector<std::shared_ptr<const HistoryPoint>>& history,
-                        int64_t storedSteps, const nlohmann::json& active) {
+                        int64_t storedSteps, const nlohmann::json& active, bool withReport) {
     // The Curves view's points as the checkpoint's curves (measured on the rows the window
     // evaluates live).
     std::vector<Evaluation> curves;
@@ -67,7 +67,8 @@ void writeRunCheckpoint(const QString& path, Trainer& trainer,
         curves.push_back(std::move(e));
     }
     writeCheckpoint(QFile::encodeName(path).toStdString(), trainer, curves,
-                    trainerReport(trainer).json, storedSteps, active);
+                    withReport ? trainerReport(trainer).json : nlohmann::json(nullptr), storedSteps,
+                    active);
 }
 
 }  // namespace ensemble::ui

@@ -25,9 +25,13 @@ QStringList exportRun(Trainer& trainer, const QString& basePath, ExportFormat fo
 // Writes a checkpoint of `trainer` after its last finished step, with `history` (the Curves
 // view's points) as its curves, so a reopened checkpoint shows them again. `storedSteps`: the
 // run length stored (-1: the trainer's). `active`: the Active learning view's loop, stored as
-// the metadata "active" when not null (activeCheckpointJson). Throws what the writer throws.
+// the metadata "active" when not null (activeCheckpointJson). `withReport`: store the metrics
+// report (every member predicted on both splits; most of the write's time), as Save Checkpoint
+// does; the recovery file leaves it out, as the CLI's periodic checkpoints do. Throws what the
+// writer throws.
 void writeRunCheckpoint(const QString& path, Trainer& trainer,
                         const std::vector<std::shared_ptr<const HistoryPoint>>& history,
-                        int64_t storedSteps, const nlohmann::json& active = nullptr);
+                        int64_t storedSteps, const nlohmann::json& active = nullptr,
+                        bool withReport = true);
 
 }  // namespace ensemble::ui
