@@ -231,6 +231,12 @@ void TestGuiActive::roundsAcquireWhatTheEngineAcquires() {
     QCOMPARE(seed["rounds"][1]["acquired"].get<std::vector<int64_t>>(), picks);
     QCOMPARE(seed["rounds"][2]["acquired"].get<std::vector<int64_t>>(), nextPicks);
     QCOMPARE(seed["rounds"][1]["accuracy"].get<double>(), s->rounds[1].accuracy);
+    // Copy as Command with the view in front: that very command.
+    const QString command = w->commandLine();
+    QVERIFY2(command.startsWith(QStringLiteral("ensemble-cli active ")), qPrintable(command));
+    QVERIFY2(command.endsWith(QStringLiteral(" --acquisition entropy --seeds 1 --rounds 2")),
+             qPrintable(command));
+    QVERIFY2(command.contains(QStringLiteral("--set 'active.per_round=5'")), qPrintable(command));
 }
 
 void TestGuiActive::clickAndCursorLabelExactlyThatRow() {
