@@ -107,8 +107,9 @@ class ActiveLearner {
     // the trained ensemble. Precondition: a round was trained.
     PoolScores scorePool();
     // Labels `rows` (pool rows; each at most once): recorded as the last round's `acquired`
-    // with `scores` (NaN for a person's click). Throws std::invalid_argument for a row that is
-    // not in the pool.
+    // with `scores` (NaN for a person's click; empty: all NaN). Throws std::invalid_argument for
+    // a row that is not in the pool (or listed twice) and std::logic_error before the first
+    // round; nothing changes when it throws.
     void acquire(const std::vector<int64_t>& rows, const std::vector<double>& scores);
 
     // The trainer of the last round (for the app's boundary and grid); null before the first.
