@@ -110,6 +110,8 @@ class TestGuiActive : public QObject {
     void playRunsUntilPaused();
     void checkpointBringsTheLoopBack();
     void imageDataShowsTheDigitsAcquired();
+    void warmLoopComesBackBitForBit();
+    void escapeCancelsTheRoundUnderWay();
 };
 
 namespace {
@@ -231,6 +233,12 @@ void TestGuiActive::roundsAcquireWhatTheEngineAcquires() {
     QCOMPARE(seed["rounds"][1]["acquired"].get<std::vector<int64_t>>(), picks);
     QCOMPARE(seed["rounds"][2]["acquired"].get<std::vector<int64_t>>(), nextPicks);
     QCOMPARE(seed["rounds"][1]["accuracy"].get<double>(), s->rounds[1].accuracy);
+    // Copy as Command with the view in front: that very command.
+    const QString command = w->commandLine();
+    QVERIFY2(command.startsWith(QStringLiteral("ensemble-cli active ")), qPrintable(command));
+    QVERIFY2(command.endsWith(QStringLiteral(" --acquisition entropy --seeds 1 --rounds 2")),
+             qPrintable(command));
+    QVERIFY2(command.contains(QStringLiteral("--set 'active.per_round=5'")), qPrintable(command));
 }
 
 void TestGuiActive::clickAndCursorLabelExactlyThatRow() {
@@ -440,6 +448,65 @@ void TestGuiActive::imageDataShowsTheDigitsAcquired() {
     }
     // The digits acquired are the last round's picks.
     QCOMPARE(s->rounds[s->rounds.size() - 2].acquired.size(), std::size_t{4});
+}
+
+// Warm-started rounds continue each other: opening replays every round, to the same map.
+void TestGuiActive::warmLoopComesBackBitForBit() {
+    json c = smallConfig();
+    c["active"]["retrain"] = "warm";
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("warm.safetensors"));
+    ActiveStatePtr saved;
+    {
+        auto w = makeWindow({1200, 800});
+        ActiveStatePtr s = startLoop(*w, c);
+        QVERIFY(s != nullptr);
+        for (std::size_t r = 2; r <= 3; ++r) {
+            w->activeView()->acquireButton()->click();
+            s = waitState(*w, [r](const auto& st) { return st.rounds.size() == r && !st.pending; });
+            QVERIFY(s != nullptr);
+        }
+        saved = s;
+        QSignalSpy done(w.get(), &MainWindow::checkpointSaved);
+        w->saveCheckpoint(path);
+        QVERIFY(done.wait(30000));
+        QVERIFY(done.at(0).at(0).toBool());
+    }
+    auto w = makeWindow({1200, 800});
+    QString error;
+    QVERIFY2(w->openEnsemble(path, &error), qPrintable(error));
+    const ActiveStatePtr back =
+        waitState(*w, [](const auto& st) { return st.rounds.size() == 3 && !st.pending; });
+    QVERIFY(back != nullptr);
+    QVERIFY(back->config.retrain == ensemble::ActiveRetrain::Warm);
+    QCOMPARE(back->labelled, saved->labelled);
+    QCOMPARE(back->scores.picks, saved->scores.picks);
+    QVERIFY(sameBits(back->gridScores, saved->gridScores));
+    QVERIFY(sameBits(back->scores.scores, saved->scores.scores));
+}
+
+// Esc stops a long round: no round is added, the rows wait, and Acquire becomes Retrain.
+void TestGuiActive::escapeCancelsTheRoundUnderWay() {
+    json c = smallConfig();
+    c["active"]["steps"] = 50'000'000;  // far longer than the test waits
+    auto w = makeWindow({1200, 800});
+    w->loadExperiment(c, QString());
+    QVERIFY(waitFresh(*w));
+    QSignalSpy progress(w->controller(), &ensemble::ui::EngineController::activeProgress);
+    QVERIFY(w->setView(QStringLiteral("active")));
+    QVERIFY(progress.wait(30000));  // the round is training
+    ActiveView* view = w->activeView();
+    QVERIFY(view->cancelButton()->isEnabled());
+    view->canvas()->setFocus();
+    QTest::keyClick(view->canvas(), Qt::Key_Escape);
+    const ActiveStatePtr s = waitState(*w, [](const auto&) { return true; });
+    QVERIFY(s != nullptr);
+    QVERIFY(s->rounds.empty());
+    QVERIFY(s->pending);
+    QCOMPARE(s->labelled.size(), std::size_t{10});
+    QVERIFY(!view->cancelButton()->isEnabled());
+    QVERIFY(view->acquireButton()->isEnabled());
+    QCOMPARE(view->acquireButton()->text().remove(QLatin1Char('&')), QStringLiteral("Retrain"));
 }
 
 QTEST_MAIN(TestGuiActive)

@@ -418,7 +418,24 @@ QStringList MainWindow::recentFiles() const {
 }
 
 QString MainWindow::commandLine() const {
-    return m_session->commandLine();
+    QString line = m_session->commandLine();
+    const ActiveStatePtr loop = m_controller->activeState();
+    const SnapshotPtr s = m_controller->snapshot();
+    if (currentViewId() != ViewId::Active || !loop || !s || loop->runId != s->run->runId) {
+        return line;
+    }
+    // The Active learning view in front: the command that runs its loop (the panel's active
+    // section is in the --sets) as far as it went.
+    const QString train = QStringLiteral("ensemble-cli train");
+    if (line.startsWith(train)) {
+        line.replace(0, train.size(), QStringLiteral("ensemble-cli active"));
+    }
+    line += QStringLiteral(" --acquisition %1 --seeds 1")
+                .arg(QLatin1String(toString(loop->acquisition)));
+    if (loop->rounds.size() > 1) {
+        line += QStringLiteral(" --rounds %1").arg(loop->rounds.size() - 1);
+    }
+    return line;
 }
 
 bool MainWindow::exportJob(const QString& configPath, int ensemble, int data, QString* error) {

@@ -83,6 +83,8 @@ class MainWindow : public QMainWindow {
     QStringList recentFiles() const;
     // The `ensemble-cli train` command that trains this experiment as the app did: its preset
     // (if it started from one) and a --set for every key that differs, live edits included.
+    // With the Active learning view in front: the `ensemble-cli active` command of its loop
+    // (its acquisition, one seed, the rounds it trained).
     QString commandLine() const;
     // File > Export job…: writes the experiment with backend.mesh {ensemble, data} to
     // `configPath` (NAME.json) and, next to it, NAME-mpirun.sh (executable) and NAME.sbatch,

@@ -149,11 +149,10 @@ void ActiveWorker::start(std::shared_ptr<const RunInfo> run, const DataSplit& da
     m_learner.reset();
     m_scored = false;
     m_scores = PoolScores{};
-    m_run = std::move(run);
-    m_gridPoints =
-        m_run->hasGrid ? gridPoints(m_run->bounds, m_run->gridSize) : std::vector<float>{};
+    useRun(std::move(run), data);
     try {
-        m_learner = std::make_unique<ActiveLearner>(loopConfig(*m_run, active), data, acquisition);
+        m_learner =
+            std::make_unique<ActiveLearner>(loopConfig(*m_run, active), m_data, acquisition);
     } catch (const std::exception& e) {
         fail(str(e.what()));
         return;
@@ -168,9 +167,7 @@ void ActiveWorker::restore(std::shared_ptr<const RunInfo> run, const DataSplit& 
     m_scored = false;
     m_scores = PoolScores{};
     m_earlier.clear();
-    m_run = std::move(run);
-    m_gridPoints =
-        m_run->hasGrid ? gridPoints(m_run->bounds, m_run->gridSize) : std::vector<float>{};
+    useRun(std::move(run), data);
     m_cancel.store(false, std::memory_order_release);  // a cancel before this was for another
     try {
         if (!active.is_object() || !active.contains("state")) {
@@ -190,7 +187,7 @@ void ActiveWorker::restore(std::shared_ptr<const RunInfo> run, const DataSplit& 
             m_earlier.push_back(std::move(curve));
         }
         m_learner = std::make_unique<ActiveLearner>(
-            loopConfig(*m_run, active.value("config", nlohmann::json())), data, acquisition);
+            loopConfig(*m_run, active.value("config", nlohmann::json())), m_data, acquisition);
         const nlohmann::json& state = active.at("state");
         if (!replayLastRound(state)) {
             m_cancel.store(false, std::memory_order_release);
@@ -252,10 +249,20 @@ bool ActiveWorker::replayLastRound(const nlohmann::json& state) {
     return true;
 }
 
+void ActiveWorker::useRun(std::shared_ptr<const RunInfo> run, const DataSplit& data) {
+    if (!m_run || !run || m_run->runId != run->runId || !m_data) {
+        // One copy of the run's data for all its loops (MNIST: some 200 MB).
+        m_data = std::make_shared<const DataSplit>(data);
+        m_gridPoints = run->hasGrid ? gridPoints(run->bounds, run->gridSize) : std::vector<float>{};
+    }
+    m_run = std::move(run);
+}
+
 void ActiveWorker::forgetRun(uint64_t runId) {
     if (m_run && m_run->runId != runId) {
         m_playing.store(false, std::memory_order_release);
         m_learner.reset();
+        m_data.reset();
         m_run.reset();
         m_earlier.clear();
         m_scored = false;

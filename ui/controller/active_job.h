@@ -150,8 +150,12 @@ class ActiveWorker : public QObject {
     // No round trained yet, or rows labelled after the last one: the next round trains them.
     bool pendingRound() const;
 
+    // The loop's run `run` with its train and test split `data` (copied once per run).
+    void useRun(std::shared_ptr<const RunInfo> run, const DataSplit& data);
+
     std::unique_ptr<ActiveLearner> m_learner;
     std::shared_ptr<const RunInfo> m_run;
+    std::shared_ptr<const DataSplit> m_data;
     std::vector<float> m_gridPoints;
     PoolScores m_scores;
     bool m_scored = false;
