@@ -7,7 +7,8 @@
 // dialog and popup gets random input and is then closed by the monkey.
 //
 // It fails on a crash or a sanitizer report (the seed and the event index are printed first),
-// a Qt warning or critical message, a GUI stall over 250 ms, or RSS growth over its bound.
+// a Qt warning or critical message, a GUI stall over 250 ms, or memory growth over its bounds
+// (docs/reliability.md, "The monkey", says how each is measured and why the bounds).
 //   ENSEMBLE_MONKEY_SEED=N     the seed (default 1); printed at the start
 //   ENSEMBLE_MONKEY_EVENTS=N   how many events (default: about a minute here, fewer sanitized)
 //   ENSEMBLE_MONKEY_MINUTES=M  stop sending after M minutes even if events remain (default: 60%
