@@ -2,7 +2,7 @@
 # Builds only the tests a ctest selection needs, under a sanitizer preset, in one build tree
 # (one configure, one build of what the tests share), and runs them.
 #   scripts/sanitize.sh asan [ctest selection]   default: every suite but label gpu and tst_mnist
-#                                                (ASan + UBSan, Debug; tst_mnist trains real
+#                                                (ASan + UBSan, Debug at -O1; tst_mnist trains real
 #                                                MNIST epochs to accuracy targets, far too slow
 #                                                sanitized; its reader is fuzz_idx's and tst_data's)
 #   scripts/sanitize.sh tsan [ctest selection]   default: tst_gui_controller and tst_trainer

@@ -71,6 +71,9 @@ void EngineWorker::configure(const nlohmann::json& config, std::shared_ptr<const
 }
 
 void EngineWorker::open(std::shared_ptr<const OpenedEnsemble> opened, uint64_t runId) {
+    if (m_stop.load(std::memory_order_acquire)) {
+        return;  // the window is closing: no dataset is loaded for it any more
+    }
     pause();  // the current run stays until the new one can be built
     const QString name = QFileInfo(opened->path).fileName();
     Q_EMIT working(runId, tr("Opening %1: loading the %2 data it was trained on…")
@@ -124,6 +127,9 @@ void EngineWorker::openWithoutData(const OpenedEnsemble& opened, uint64_t runId,
 
 void EngineWorker::build(const nlohmann::json& config, std::shared_ptr<const DataSplit> data,
                          uint64_t runId, const OpenedEnsemble* opened) {
+    if (m_stop.load(std::memory_order_acquire)) {
+        return;  // the window is closing: commands queued before it closed build nothing
+    }
     setRunning(false);
     m_pauseRequested.store(false);
     try {
@@ -184,7 +190,13 @@ void EngineWorker::build(const nlohmann::json& config, std::shared_ptr<const Dat
         if (m_stop.load(std::memory_order_acquire)) {
             // The window closed while the data loaded: the run is never shown, so it is not
             // measured (a CNN on MNIST measured its first curve point for a minute on a busy
-            // machine while the closing window waited; the monkey's finding).
+            // machine while the closing window waited; the monkey's finding). It is dropped
+            // whole, so that the commands still queued behind this one find no run, as after a
+            // failed build (a run without its first curve point broke pause(); the monkey's
+            // second finding).
+            m_trainer.reset();
+            m_run.reset();
+            m_measures.reset();
             return;
         }
         recordHistory();
