@@ -958,13 +958,17 @@ class Monkey : public QObject {
         const bool heavyWrite = dialog->acceptMode() == QFileDialog::AcceptSave &&
                                 (title.contains(QStringLiteral("checkpoint")) ||
                                  dialog->objectName() == QLatin1String("ExportDialog"));
+        // The run the file would hold is the engine's current one: while a new run is being
+        // set up (a preset just chosen), the snapshot shown is still the old run's, and its
+        // size says nothing of the new one's.
         const ensemble::ui::SnapshotPtr s =
             m_window ? m_window->controller()->snapshot() : ensemble::ui::SnapshotPtr{};
-        if (heavyWrite && s && s->run->trainRows > kHeavyTrainRows) {
+        const bool sizeKnown = s && s->run->runId == m_window->controller()->currentRunId();
+        if (heavyWrite && (!sizeKnown || s->run->trainRows > kHeavyTrainRows)) {
             dialog->reject();
-            return QStringLiteral("[file dialog] \"%1\" cancelled (%2 train rows)")
-                .arg(title)
-                .arg(s->run->trainRows);
+            return QStringLiteral("[file dialog] \"%1\" cancelled (%2)")
+                .arg(title, sizeKnown ? QStringLiteral("%1 train rows").arg(s->run->trainRows)
+                                      : QStringLiteral("a run being set up"));
         }
         QString path;
         const QStringList files = folderFiles();
