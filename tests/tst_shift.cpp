@@ -54,6 +54,9 @@ struct Trained {
 Trained trainSmall(const nlohmann::json& patch, int steps) {
     nlohmann::json cfg = defaultConfigJson();
     cfg.merge_patch(patch);
+    // The defaults of a classification run hold keys a regression patch makes inapplicable
+    // (active.*): dropped, as the CLI's --set and the panel drop them.
+    dropInapplicable(cfg, nullptr);
     cfg["training"]["steps"] = steps;
     cfg["backend"] = {{"kind", "cpu"}, {"threads", 1}};
     const ExperimentConfig config = parseConfig(cfg);
