@@ -37,6 +37,16 @@ QString formatRate(double v) {
     return QString::number(v, 'f', v >= 100 ? 0 : 1);
 }
 
+QRectF fitAspect(const QRectF& area, double aspect) {
+    double w = area.width();
+    double h = w / aspect;
+    if (h > area.height()) {
+        h = area.height();
+        w = h * aspect;
+    }
+    return QRectF(area.left() + (area.width() - w) / 2, area.top() + (area.height() - h) / 2, w, h);
+}
+
 void drawVerticalText(QPainter& painter, const QPointF& centre, const QString& text) {
     painter.save();
     painter.translate(centre);

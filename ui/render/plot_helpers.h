@@ -31,6 +31,10 @@ inline const QColor kBackground(252, 252, 252);
 inline const QColor kAccent(230, 126, 34);  // selection, highlights
 }  // namespace plot
 
+// The largest rectangle of width / height `aspect` centred in `area` (a plot of the plane
+// drawn without distortion).
+QRectF fitAspect(const QRectF& area, double aspect);
+
 // Draws `text` centred at `p` rotated by -90 degrees (axis titles).
 void drawVerticalText(QPainter& painter, const QPointF& centre, const QString& text);
 

@@ -111,14 +111,7 @@ QRectF ActiveCanvas::plotRect() const {
         return area;
     }
     const GridBounds& b = m_run->bounds;
-    const double aspect = (b.xMax - b.xMin) / std::max(1e-12, b.yMax - b.yMin);
-    double w = area.width();
-    double h = w / aspect;
-    if (h > area.height()) {
-        h = area.height();
-        w = h * aspect;
-    }
-    return QRectF(area.left() + (area.width() - w) / 2, area.top() + (area.height() - h) / 2, w, h);
+    return fitAspect(area, (b.xMax - b.xMin) / std::max(1e-12, b.yMax - b.yMin));
 }
 
 QPointF ActiveCanvas::toWidget(double x, double y, const QRectF& plot) const {
