@@ -5,6 +5,7 @@
 // snapshots, and a check that the engine thread stopped training that needs no sleep.
 
 #include <QApplication>
+#include <QFile>
 #include <QList>
 #include <QSignalSpy>
 #include <QSize>
@@ -12,6 +13,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -77,6 +79,22 @@ inline QList<float> predictionAt(ui::EngineController& c, float x = 0.3f, float 
         return {};
     }
     return answer;
+}
+
+// A small 2-D classification CSV (60 points, labels by x + y > 0) at `path`, for runs whose
+// data can be taken away afterwards. False when the file cannot be written.
+inline bool writePlanarCsv(const QString& path) {
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly)) {
+        return false;
+    }
+    f.write("x0,x1,label\n");
+    for (int i = 0; i < 60; ++i) {
+        const double x = std::cos(i * 0.7);
+        const double y = std::sin(i * 1.3);
+        f.write(QStringLiteral("%1,%2,%3\n").arg(x).arg(y).arg(x + y > 0 ? 1 : 0).toUtf8());
+    }
+    return true;
 }
 
 // Whether the engine thread trains no more: it answers twice with the same weights. While it

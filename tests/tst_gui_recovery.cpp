@@ -470,16 +470,7 @@ void TestGuiRecovery::bannerDiscardRemovesTheFile() {
 void TestGuiRecovery::restoredWithoutItsDataTheFileStays() {
     QTemporaryDir dir;
     const QString csv = dir.filePath(QStringLiteral("points.csv"));
-    {
-        QFile f(csv);
-        QVERIFY(f.open(QIODevice::WriteOnly));
-        f.write("x0,x1,label\n");
-        for (int i = 0; i < 60; ++i) {
-            const double x = std::cos(i * 0.7);
-            const double y = std::sin(i * 1.3);
-            f.write(QStringLiteral("%1,%2,%3\n").arg(x).arg(y).arg(x + y > 0 ? 1 : 0).toUtf8());
-        }
-    }
+    QVERIFY(ensemble::test::writePlanarCsv(csv));
     nlohmann::json config = smallMoons(10'000);
     config["dataset"] = {{"kind", "csv"}, {"path", csv.toStdString()}};
     QString path;
