@@ -83,10 +83,13 @@ owner() {
   return 1
 }
 needed=()  # PROGRAM LIBRARY PATH, one a line
+# The loader's cache, read once. (Not `ldconfig -p | awk '... exit'`: under pipefail, awk
+# leaving early gives ldconfig a SIGPIPE and the script exit 141, as one CI run did.)
+ld_cache=$(ldconfig -p)
 for program in "$staged"/usr/bin/*; do
   [[ $(file -b "$program") == ELF* ]] || continue
   for lib in $(readelf -d "$program" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
-    path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ { print $NF; exit }')
+    path=$(awk -v l="$lib" '$1 == l && /x86-64/ && !found { print $NF; found = 1 }' <<<"$ld_cache")
     [ -n "$path" ] || fail "$(basename "$program") needs $lib, which the system's loader does not know"
     needed+=("$(basename "$program") $lib $path")
   done
