@@ -515,6 +515,7 @@ ExperimentConfig parseConfig(const json& input) {
     }
 
     c.ensemble.members = static_cast<int>(v.integer("ensemble.members"));
+    c.ensemble.method = v.choice<EnsembleMethod>("ensemble.method");
     c.ensemble.bootstrap = v.choice<BootstrapMode>("ensemble.bootstrap");
     c.ensemble.seed = v.seed("ensemble.seed");
     c.ensemble.switchedOff = v.memberList("ensemble.switched_off");

@@ -11,6 +11,7 @@
 #include "data/dataset_kinds.h"
 #include "io/config_schema.h"
 #include "model/architecture.h"
+#include "model/ensemble_methods.h"
 #include "model/model_kinds.h"
 
 namespace ensemble {
@@ -49,6 +50,8 @@ struct ModelConfig {
 
 struct EnsembleConfig {
     int members = 0;
+    // How the K members are made (model/ensemble_methods.h); independent: K networks.
+    EnsembleMethod method = EnsembleMethod::Independent;
     BootstrapMode bootstrap = BootstrapMode::None;
     uint64_t seed = 0;
     // Members left out of the ensemble's figures from step 0 (ascending, distinct); they train

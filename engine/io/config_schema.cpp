@@ -15,6 +15,7 @@
 #include "active/active_config.h"
 #include "data/dataset_kinds.h"
 #include "model/architecture.h"
+#include "model/ensemble_methods.h"
 #include "model/model_kinds.h"
 
 namespace ensemble {
@@ -118,6 +119,9 @@ std::vector<KeySpec> buildSchema() {
                "ones `categorical`"),
         // Ensemble.
         row("ensemble.members", T::Integer, 8, "K, the number of members", 1, 100000),
+        choice("ensemble.method", "independent", choicesOf<EnsembleMethod>(),
+               "how the K members are made: `independent`: K networks trained independently "
+               "(docs/methods.md)"),
         choice("ensemble.bootstrap", "none", choicesOf<BootstrapMode>(),
                "`none`: all members see the same batches; `resample`: member k trains on its own "
                "bootstrap resample; `poisson`: same batches, per-member Poisson(1) example "

@@ -2,6 +2,7 @@
 #include "core/unreachable.h"
 
 #include "data/dataset_kinds.h"
+#include "model/ensemble_methods.h"
 #include "model/model_kinds.h"
 
 namespace ensemble {
@@ -52,6 +53,13 @@ std::string kindTablesMarkdown() {
         out += "| `" + std::string(row.name) + "` | " + row.help + " | " +
                (row.needsImages ? "an image dataset" : "any dataset") +
                (row.adversarialTraining ? "" : "; no `training.adversarial_eps`") + " |\n";
+    }
+    out +=
+        "\n| `ensemble.method` | what it is | MPI mesh |\n"
+        "|---|---|---|\n";
+    for (const EnsembleMethodInfo& row : EnumNames<EnsembleMethod>::table) {
+        out += "| `" + std::string(row.name) + "` | " + row.help + " | " +
+               (row.sharedTraining ? "the data axis only" : "both axes") + " |\n";
     }
     return out;
 }
