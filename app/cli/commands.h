@@ -23,6 +23,9 @@ ExitCode commandShift(const CliArgs& args);
 // The active-learning loop (engine/active/active_learning.h) for each acquisition function and
 // seed: learning curves, acquired rows and the labels needed to reach an accuracy.
 ExitCode commandActive(const CliArgs& args);
+// Each ensemble method (model/ensemble_methods.h) trained on the same data, K, steps and seed,
+// measured side by side (engine/compare/compare.h).
+ExitCode commandCompare(const CliArgs& args);
 // Validates --config and --set and prints the config that results: exactly the keys that apply,
 // defaults filled in (what an export stores).
 ExitCode commandConfig(const CliArgs& args);

@@ -104,6 +104,15 @@ const std::vector<Command>& commands() {
           "--csv"},
          {},
          ensemble::cli::commandActive},
+        {"compare",
+         "--config FILE.json|PRESET [--set key=value]...\n"
+         "[--methods independent,mc_dropout,batchensemble,snapshot]   (default: every method)\n"
+         "[--shift noise|rotate|translate|scale --level L]   (default: noise 0.3)\n"
+         "[--report R.json] [--csv DIR]",
+         "train each ensemble method on the same data, K, steps and seed; one table side by side",
+         {"--config", "--set", "--methods", "--shift", "--level", "--report", "--csv"},
+         {},
+         ensemble::cli::commandCompare},
         {"config",
          "[--config FILE.json|PRESET] [--set key=value]...",
          "print the full config: the keys that apply, defaults filled in",
