@@ -82,6 +82,17 @@ expect "x eval --ood fa" fashion-mnist
 expect -contains "x eval --" --weights --ood --report --csv --help
 expect "x active --acq" --acquisition
 expect -contains "x active --" --config --seeds --rounds --labels --report --csv --help
+expect "x compare --me" --methods
+expect -contains "x compare --" --config --set --methods --shift --level --report --csv --help
+expect "x compare --shift t" translate
+# --methods completes the registry's methods (ensemble.method's choices), item by item.
+# The third column of schema's Markdown row: `independent`, `mc_dropout`, ...
+methods=$("$cli" schema | awk -F' [|] ' '$1 == "| `ensemble.method`" { gsub(/[`,]/, "", $3); print $3 }')
+[ -n "$methods" ] || { echo "FAIL: ensemble-cli schema has no ensemble.method row" >&2; failures=$((failures + 1)); }
+# shellcheck disable=SC2086
+expect "x compare --methods " $methods
+expect "x compare --methods indep" independent
+expect "x compare --methods independent,indep" independent,independent
 
 if [ "$failures" -gt 0 ]; then
   echo "$failures completion(s) differ" >&2
