@@ -113,6 +113,7 @@ class TestCompare : public QObject {
     void independentEqualsTrainMetrics();
     void oodAndShiftEqualEvalAndShiftReport();
     void everyRegistryMethodRuns();
+    void gridsShareOneBox();
     void cancelKeepsFinishedMethods();
     void refusesRegressionAndShiftsThatDoNotApply();
     void peakMemorySeesAnAllocation();
@@ -291,6 +292,32 @@ void TestCompare::everyRegistryMethodRuns() {
         }
         QVERIFY(started && measured);
     }
+}
+
+void TestCompare::gridsShareOneBox() {
+    // The Methods view's maps: every method on the same box, the ensemble the metrics measure,
+    // equal to the trainer's own grid of that box.
+    const ExperimentConfig base = parseConfig(smallConfig());
+    CompareOptions options = fastOptions();
+    options.gridSize = 16;
+    options.gridMargin = 0.5;
+    const CompareResult r = compareMethods(base, allEnsembleMethods(), options);
+    const GridBounds box = gridBounds(loadDataSplit(base.dataset), 0.5);
+    for (const MethodComparison& m : r.methods) {
+        QVERIFY(m.grid.has_value());
+        QCOMPARE(m.grid->size, 16);
+        QCOMPARE(m.grid->bounds.xMin, box.xMin);
+        QCOMPARE(m.grid->bounds.yMax, box.yMax);
+        QCOMPARE(m.grid->ensemble.rows, int64_t{16 * 16});
+    }
+    std::unique_ptr<Trainer> t = trained(methodConfig(base, EnsembleMethod::Independent));
+    const GridEvaluation own = evaluateGrid(*t, box, 16, t->included());
+    QVERIFY(r.methods.at(0).grid->ensemble.epistemic == own.ensemble.epistemic);
+    QVERIFY(r.methods.at(0).grid->ensemble.probabilities == own.ensemble.probabilities);
+    // No grid unless asked for.
+    QVERIFY(!compareMethods(base, {EnsembleMethod::Independent}, fastOptions())
+                 .methods.at(0)
+                 .grid.has_value());
 }
 
 void TestCompare::cancelKeepsFinishedMethods() {

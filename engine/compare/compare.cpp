@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <sstream>
 #include <utility>
 
@@ -19,6 +20,7 @@
 #include "metrics/ood.h"
 #include "metrics/report.h"
 #include "train/trainer.h"
+#include "train/trainer_report.h"
 
 namespace ensemble {
 
@@ -187,6 +189,11 @@ CompareResult compareMethods(const ExperimentConfig& base,
     const bool hasOod =
         oodSetOf(data, frame, evaluated.rows, base.ensemble.seed, ood, result.oodName);
 
+    std::optional<GridBounds> gridBox;
+    if (options.gridSize > 0 && data.planar()) {
+        gridBox = gridBounds(data, options.gridMargin);
+    }
+
     PeakMemory memory;
     result.peakRssSource = memory.source();
     for (std::size_t i = 0; i < methods.size(); ++i) {
@@ -255,6 +262,9 @@ CompareResult compareMethods(const ExperimentConfig& base,
         row.predictSecondsPer1000 =
             predictSecondsPer1000(trainer, evaluated, options.predictRows, options.predictSeconds);
         row.peakRssMib = memory.peakMib();
+        if (gridBox) {
+            row.grid = evaluateGrid(trainer, *gridBox, options.gridSize, include);
+        }
         result.methods.push_back(row);
     }
     return result;

@@ -38,12 +38,14 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "io/config.h"
+#include "metrics/grid.h"
 #include "model/ensemble_methods.h"
 #include "shift/transforms.h"
 
@@ -58,6 +60,11 @@ struct CompareOptions {
     double predictSeconds = 0.2;
     // How often onProgress reports training steps (Trainer::run's progressSeconds).
     double progressSeconds = 0.25;
+    // 2-D data and gridSize > 0: each method's ensemble also on a gridSize x gridSize grid over
+    // the data's bounding box widened by gridMargin (the same box for every method), for the
+    // Methods view's boundaries and epistemic maps side by side. Not part of the report.
+    int gridSize = 0;
+    double gridMargin = kDefaultGridMargin;
 };
 
 enum class ComparePhase { Training, Measuring };
@@ -86,6 +93,9 @@ struct MethodComparison {
     double trainSeconds = kNotMeasured;
     double predictSecondsPer1000 = kNotMeasured;
     double peakRssMib = kNotMeasured;
+    // CompareOptions::gridSize > 0 on 2-D data: the ensemble (the same members as the metrics)
+    // on the grid (metrics/grid.h), measured after peak_rss_mib.
+    std::optional<GridEvaluation> grid;
 };
 
 struct CompareResult {
