@@ -35,6 +35,30 @@ void checkFixedPoint(const ExperimentConfig& config) {
     checked.insert(hash);
 }
 
+// Each assignment applied alone over the defaults, without a copy of the defaults per
+// assignment (copying them and destroying the copy was half of the target's time): one working
+// copy that each assignment changes, put back afterwards. applyOverride writes only under the
+// key's first part (`dataset` for `dataset.n=5`), so that part alone is copied back, and only
+// when it changed; the check that the copy equals the defaults again holds applyOverride to it.
+void checkAssignmentOverDefaults(const std::string& assignment) {
+    static const nlohmann::json defaults = defaultConfigJson();
+    static nlohmann::json working = defaults;
+    try {
+        applyOverride(working, assignment);
+        checkFixedPoint(parseConfig(working));
+    } catch (const Error&) {
+    }
+    const std::string key = assignment.substr(0, assignment.find('='));
+    const std::string section = key.substr(0, key.find('.'));
+    const auto original = defaults.find(section);
+    if (original == defaults.end()) {
+        working.erase(section);
+    } else if (working[section] != *original) {
+        working[section] = *original;
+    }
+    fuzz::check(working == defaults, "an override changes only what its key names");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
@@ -68,13 +92,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
         if (!seen.insert(a).second) {
             continue;
         }
-        try {
-            nlohmann::json json = defaultConfigJson();
-            applyOverride(json, a);
-            checkFixedPoint(parseConfig(json));
-        } catch (const Error&) {
-        }
-        const FilePosition where = locateKey(text, a.substr(0, a.find('=')));
+        checkAssignmentOverDefaults(a);
+        const FilePosition where = locateKey(text, std::string_view(a).substr(0, a.find('=')));
         fuzz::check(where.line >= 0 && where.column >= 0, "positions are not negative");
     }
     return 0;
