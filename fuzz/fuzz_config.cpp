@@ -1,9 +1,9 @@
 // Fuzzes the config reader the way the CLI and the app use it: a config file (its text up to
 // the first NUL byte) and `--set key=value` assignments (the NUL-separated pieces after it),
 // through composeConfig (file parsing, applyOverride, overlayConfig) and parseConfig with
-// locateKey's positions; also each assignment alone over the defaults, and locateKey of its
-// key in the file's text. A config that parses must parse again from its own JSON, unchanged.
-// Everything runs in memory (composeConfigText): no file per input.
+// locateKey's positions; also each distinct assignment alone over the defaults, and locateKey
+// of its key in the file's text. A config that parses must parse again from its own JSON,
+// unchanged. Everything runs in memory (composeConfigText): no file per input.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -56,7 +56,7 @@ void checkAssignmentOverDefaults(const std::string& assignment) {
     } else if (working[section] != *original) {
         working[section] = *original;
     }
-    fuzz::check(working == defaults, "an override changes only what its key names");
+    fuzz::check(working == defaults, "an override changes nothing outside its key's section");
 }
 
 }  // namespace
