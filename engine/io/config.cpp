@@ -96,11 +96,13 @@ class ConfigValues {
     std::string choice(std::string_view key) const {
         const KeySpec& spec = expect(key, KeyType::Choice);
         const std::string value = stringOf(spec);
-        std::string list;
         for (const Choice& c : spec.choices) {
             if (value == c.name) {
                 return value;
             }
+        }
+        std::string list;  // the message's, built only for it
+        for (const Choice& c : spec.choices) {
             list += (list.empty() ? "" : " | ") + std::string(c.name);
         }
         throw ConfigError(spec.key, "expected one of " + list + ", got \"" + value + "\"");

@@ -667,7 +667,8 @@ FilePosition locateKey(std::string_view text, std::string_view dottedKey) {
         if (c == '"') {
             const int64_t startLine = line;
             const int64_t startColumn = column;
-            std::string s;
+            // One buffer for every string of the text, not an allocation each.
+            lastString.clear();
             ++i;
             ++column;
             while (i < text.size() && text[i] != '"') {
@@ -675,12 +676,11 @@ FilePosition locateKey(std::string_view text, std::string_view dottedKey) {
                     ++i;
                     ++column;
                 }
-                s += text[i];
+                lastString += text[i];
                 ++i;
                 ++column;
             }
             ++column;
-            lastString = std::move(s);
             lastLine = startLine;
             lastColumn = startColumn;
             haveString = true;
