@@ -138,6 +138,12 @@ void CudaBackend::checkMemory(const MemoryEstimate& e) const {
 
 void CudaBackend::bind(const TrainingProblem& problem) {
     checkTrainingProblem(problem);
+    if (problem.dropout > 0.0f) {
+        // The masks are math/dropout.h's; the step programs do not apply them yet.
+        throw ConfigError("model.dropout",
+                          "training with dropout runs on the CPU backend only for now; set "
+                          "backend.kind = cpu (mc_dropout's members predict on CUDA as usual)");
+    }
     useDevice();
     const ParamLayout& layout = problem.layout;
     const int members = layout.members();
