@@ -8,7 +8,9 @@
 // dimensions and buffer bounds as cuBLAS would need them). Comparing that emulation with
 // CpuBackend tests, without a GPU, everything the GPU step does except the CUDA runtime
 // itself: transposes, leading dimensions, strides (stride 0 for shared inputs), buffer
-// placement, batch plans, gather, losses, backward, optimizer and counters.
+// placement, batch plans, gather, losses, backward, optimizer and counters. The emulation
+// itself is cuda_emulation.h (tst_cuda_plan_dropout drives it too). One file of tests: each
+// compares one part of the same emulated program.
 
 #include <QtTest/QtTest>
 
@@ -701,16 +703,22 @@ void TestCudaPlan::convArenaFitsEveryLayer() {
 void TestCudaPlan::emulatedDataAxisMatchesFullBatch_data() {
     QTest::addColumn<int>("mode");
     QTest::addColumn<int>("replicas");
-    QTest::newRow("none D2") << static_cast<int>(BootstrapMode::None) << 2;
-    QTest::newRow("resample D2") << static_cast<int>(BootstrapMode::Resample) << 2;
-    QTest::newRow("poisson D4") << static_cast<int>(BootstrapMode::Poisson) << 4;
+    QTest::addColumn<double>("dropout");  // model.dropout: a row's masks by its batch position
+    QTest::newRow("none D2") << static_cast<int>(BootstrapMode::None) << 2 << 0.0;
+    QTest::newRow("resample D2") << static_cast<int>(BootstrapMode::Resample) << 2 << 0.0;
+    QTest::newRow("poisson D4") << static_cast<int>(BootstrapMode::Poisson) << 4 << 0.0;
+    QTest::newRow("none D2 dropout") << static_cast<int>(BootstrapMode::None) << 2 << 0.3;
+    QTest::newRow("poisson D4 dropout") << static_cast<int>(BootstrapMode::Poisson) << 4 << 0.5;
 }
 
 void TestCudaPlan::emulatedDataAxisMatchesFullBatch() {
     QFETCH(int, mode);
     QFETCH(int, replicas);
-    const Problem p =
+    QFETCH(double, dropout);
+    Problem p =
         makeProblem(static_cast<BootstrapMode>(mode), OptimizerKind::Adam, Activation::Relu);
+    p.training.dropout = static_cast<float>(dropout);
+    p.training.dropoutSeed = 31;
     const ParamLayout& layout = p.training.layout;
     const int members = layout.members();
     std::vector<float> init(layout.size());
