@@ -13,10 +13,12 @@
 //       W4: the machine's float32 matrix-multiply rate, C = A B for N x N matrices with Eigen,
 //       one column block per thread (the engine builds Eigen single-threaded).
 //   ensemble-bench dropout [--widths 784,256,256,10 | --cnn 1] [--members K] [--batch B]
-//                          [--dropout P] [--threads T] [--seconds T] [--json OUT]
-//       The CPU backend's training step (Adam, no bootstrap, random inputs) with inverted
-//       dropout of rate P (0: none; math/dropout.h): what mc_dropout's masks cost. --cnn 1 runs
-//       the mnist-cnn preset's stack (28 x 28 images) instead of the MLP of --widths.
+//                          [--dropout P] [--threads T] [--seconds T] [--backend cpu|cuda]
+//                          [--json OUT]
+//       A backend's training step (Adam, no bootstrap, random inputs; the CPU by default) with
+//       inverted dropout of rate P (0: none; math/dropout.h): what mc_dropout's masks cost.
+//       --cnn 1 runs the mnist-cnn preset's stack (28 x 28 images) instead of the MLP of
+//       --widths; --backend cuda the CUDA backend on device 0.
 //
 // Prints `RESULT key=value ...`; --json writes the same figures.
 #include <omp.h>
@@ -27,12 +29,13 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "backend/cpu/cpu_backend.h"
 #include "backend/registry.h"
+#include "data/dataset.h"
 #include "io/config.h"
 #include "metrics/grid.h"
 #include "sys/allocator.h"
@@ -253,7 +256,15 @@ int runDropout(const Args& args) {
                          makeRule(OptimizerKind::Adam, 1e-4, 0.0, 0.0));
     problem.dropout = rate;
     problem.dropoutSeed = 7;
-    CpuBackend backend(threads);
+    const std::string backendKind = args.get("--backend", "cpu");
+    if (backendKind != "cpu" && backendKind != "cuda") {
+        throw std::invalid_argument("--backend: cpu or cuda, not '" + backendKind + "'");
+    }
+    ExperimentConfig config;
+    config.backend.kind = backendKind == "cuda" ? BackendKind::Cuda : BackendKind::Cpu;
+    config.backend.threads = threads;
+    const std::unique_ptr<Backend> made = makeBackend(config, DataSplit{}).backend;
+    Backend& backend = *made;
     backend.bind(problem);
     std::vector<float> params(layout.size());
     initParameters(layout, 3, params.data());
@@ -264,10 +275,12 @@ int runDropout(const Args& args) {
     const std::vector<double> times =
         timeCalls(minSeconds, [&] { backend.step(step++, active.data(), losses.data()); });
     const double s = median(times);
-    std::printf("RESULT step_ms=%.6g dropout=%g members=%d batch=%d threads=%d cnn=%d loss=%g\n",
-                1e3 * s, static_cast<double>(rate), members, batch, threads, cnn ? 1 : 0,
-                static_cast<double>(losses[0]));
+    std::printf(
+        "RESULT step_ms=%.6g dropout=%g members=%d batch=%d threads=%d cnn=%d backend=%s loss=%g\n",
+        1e3 * s, static_cast<double>(rate), members, batch, threads, cnn ? 1 : 0,
+        backendKind.c_str(), static_cast<double>(losses[0]));
     writeJson(args, json{{"mode", "dropout"},
+                         {"backend", backendKind},
                          {"dropout", rate},
                          {"members", members},
                          {"batch", batch},
