@@ -48,9 +48,26 @@ QString adviceFor(ErrorKind kind) {
     return RunSession::tr("Fix the experiment settings and press Reset.");
 }
 
-// Whether an edit of `spec` needs a new run. The active.* keys configure the Active learning
-// view's next loop (it reads them from the panel), not this run's training.
-bool needsNewRun(const KeySpec& spec) {
+// The method row of a config (model/ensemble_methods.h); independent when it names none.
+const EnsembleMethodInfo& methodOf(const nlohmann::json& config) {
+    EnsembleMethod method = EnsembleMethod::Independent;
+    const nlohmann::json* e = config.contains("ensemble") ? &config["ensemble"] : nullptr;
+    if (e != nullptr && e->is_object() && e->contains("method") && (*e)["method"].is_string()) {
+        enumFromName((*e)["method"].get<std::string>(), method);
+    }
+    return ensembleMethodInfo(method);
+}
+
+// Whether an edit of `spec` needs a new run of `active` (the running experiment). The active.*
+// keys configure the Active learning view's next loop (it reads them from the panel), not this
+// run's training. A method that owns the learning rate takes optimizer.lr as its plan's peak,
+// and a fixed-length one its length as its plan's: editing them means a new plan, a new run.
+bool needsNewRun(const KeySpec& spec, const nlohmann::json& active) {
+    const EnsembleMethodInfo& method = methodOf(active);
+    if ((method.ownsLrSchedule && spec.key == "optimizer.lr") ||
+        (method.fixedLength && (spec.key == "training.steps" || spec.key == "training.epochs"))) {
+        return true;
+    }
     return !spec.live && spec.section() != "active";
 }
 
@@ -241,7 +258,7 @@ void RunSession::onConfigureFailed(quint64 runId, const QString& message, int er
 
 bool RunSession::restartPending() const {
     for (const std::string& key : changedKeys(m_activeConfig, m_panel->config())) {
-        if (needsNewRun(keySpec(key))) {
+        if (needsNewRun(keySpec(key), m_activeConfig)) {
             return true;
         }
     }
@@ -263,7 +280,7 @@ void RunSession::applyLiveEdits() {
     // training.schedule, so Save, the export and the CLI replay carry them.
     nlohmann::json set = nlohmann::json::object();
     for (const std::string& key : changedKeys(m_activeConfig, edited)) {
-        if (schedulable(keySpec(key))) {
+        if (schedulable(keySpec(key)) && !needsNewRun(keySpec(key), m_activeConfig)) {
             const KeySpec& spec = keySpec(key);
             set[key] = edited[spec.section()][spec.name()];
         }
@@ -271,7 +288,11 @@ void RunSession::applyLiveEdits() {
     if (!set.empty()) {
         m_controller->changeHyperparameters(set);
     }
+    const bool fixedLength = methodOf(m_activeConfig).fixedLength;
     m_activeConfig = edited;
+    if (fixedLength) {
+        return;  // the run's length is its plan's (the length fields ask for a Reset instead)
+    }
     if (m_panel->untilPaused()) {
         m_controller->setUntilPaused(true);
         return;
@@ -286,7 +307,7 @@ void RunSession::showPendingRestart(bool show) {
     if (show) {
         for (const std::string& key : changedKeys(m_activeConfig, m_panel->config())) {
             const KeySpec& spec = keySpec(key);
-            if (!needsNewRun(spec)) {
+            if (!needsNewRun(spec, m_activeConfig)) {
                 continue;
             }
             keys << str(key);
@@ -389,8 +410,14 @@ void RunSession::updateActions() {
     const QString settingUp = tr("the experiment is still being set up");
     const QString noRun = m_configuring ? settingUp : tr("no run: fix the experiment and Reset");
     const QString atLimit = tr("the run reached Stop after: Continue (Space) or raise it");
-    // A run that reached its limit continues (same shortcut) with another block of its length.
+    // A run that reached its limit continues (same shortcut) with another block of its length,
+    // but for a method whose plan fixes the length (snapshot's cycles).
+    const EnsembleMethodInfo& method = methodOf(m_activeConfig);
     const bool continues = !running && finished && !restartPending();
+    const QString fixedLength =
+        tr("%1 planned its cycles over this run's length: it cannot continue (Reset trains "
+           "it again; change Stop after first for a longer run)")
+            .arg(QString::fromUtf8(method.name));
     m_train->setText(running ? tr("Pause") : (continues ? tr("Continue") : tr("Train")));
     m_train->setIcon(
         m_window->style()->standardIcon(running ? QStyle::SP_MediaPause : QStyle::SP_MediaPlay));
@@ -401,9 +428,12 @@ void RunSession::updateActions() {
     const QString missing = tr("its dataset is missing on this machine (see the banner)");
     setActionEnabled(
         m_train,
-        !noData && (running || (valid && (!finished || continues) && (s || !m_configuring))),
+        !noData && (running || (valid && (!finished || (continues && !method.fixedLength)) &&
+                                (s || !m_configuring))),
         noData ? missing
-               : (!valid ? fixFields : (finished ? tr("Reset to apply the edits") : settingUp)));
+               : (!valid ? fixFields
+                         : (continues ? fixedLength
+                                      : (finished ? tr("Reset to apply the edits") : settingUp))));
     setActionEnabled(m_step, !noData && !running && valid && s && !finished,
                      noData ? missing
                             : (running ? tr("pause first (Space)")

@@ -211,7 +211,12 @@ void resolveMesh(const ExperimentConfig& config, Collective& world) {
         }
         return;
     }
-    const Mesh mesh = b.meshAuto() ? Mesh{world.ranks(), 1} : Mesh{b.meshEnsemble, b.meshData};
+    // auto: every rank on the ensemble axis, or on the data axis for a method whose members
+    // share their training (it cannot split them).
+    const bool shared = ensembleMethodInfo(config.ensemble.method).sharedTraining;
+    const Mesh mesh = !b.meshAuto() ? Mesh{b.meshEnsemble, b.meshData}
+                      : shared      ? Mesh{1, world.ranks()}
+                                    : Mesh{world.ranks(), 1};
     if (mesh.ensemble * mesh.data != world.ranks()) {
         throw ConfigError("backend.mesh", "the mesh " + std::to_string(mesh.ensemble) + " x " +
                                               std::to_string(mesh.data) + " needs " +

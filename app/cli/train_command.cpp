@@ -344,8 +344,9 @@ ExitCode commandTrain(const CliArgs& args) {
             return interruptSignal() != 0 ? interruptExitCode() : ExitCode::Ok;
         }
         BackendChoice choice = makeBackend(trainer->config(), trainer->data());
-        assembled = std::make_unique<Trainer>(trainer->config(), trainer->data(),
-                                              std::move(choice.backend));
+        assembled =
+            std::make_unique<Trainer>(trainer->config(), trainer->data(), std::move(choice.backend),
+                                      nullptr, std::move(choice.memberBackend));
         // The export says what rank 0 trained on (every rank decided by the same rule).
         assembled->setBackendDecision(trainer->backendDecision());
         assembled->restoreTrainingState(state);

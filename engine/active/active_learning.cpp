@@ -307,7 +307,8 @@ struct ActiveLearner::Impl {
             notice = choice.notice;
         }
         auto trainer = std::make_unique<Trainer>(config, labelledSplit(data(), rows),
-                                                 std::move(choice.backend));
+                                                 std::move(choice.backend), nullptr,
+                                                 std::move(choice.memberBackend));
         trainer->setBackendDecision(choice.decision);
         return trainer;
     }

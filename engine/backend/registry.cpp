@@ -141,7 +141,9 @@ MachineCalibration calibrateMachine(const BackendConfig& config, const std::stri
     return c;
 }
 
-BackendChoice makeBackend(const ExperimentConfig& experiment, const DataSplit& data) {
+namespace {
+
+BackendChoice chooseBackend(const ExperimentConfig& experiment, const DataSplit& data) {
     const BackendConfig& config = experiment.backend;
     BackendChoice choice;
     choice.decision.requested = config.kind;
@@ -198,7 +200,8 @@ BackendChoice makeBackend(const ExperimentConfig& experiment, const DataSplit& d
     }
     const RunCost cost =
         runCost(modelArchitecture(experiment.model, data.inputShape(), data.classes),
-                experiment.ensemble.members, experiment.training.batchSize);
+                trainedNetworks(experiment.ensemble.method, experiment.ensemble.members),
+                experiment.training.batchSize);
     choice.decision = decideAuto(cost, in);
     choice.backend = choice.decision.chosen == BackendKind::Cuda ? makeCuda(config, config.math)
                                                                  : makeCpu(config);
@@ -210,6 +213,20 @@ BackendChoice makeBackend(const ExperimentConfig& experiment, const DataSplit& d
     }
     for (const std::string& note : cacheNotes) {
         choice.notice += "; " + note;
+    }
+    return choice;
+}
+
+}  // namespace
+
+BackendChoice makeBackend(const ExperimentConfig& experiment, const DataSplit& data) {
+    BackendChoice choice = chooseBackend(experiment, data);
+    if (ensembleMethodInfo(experiment.ensemble.method).oneNetwork) {
+        // The K members predict where the network trains: a second backend of the same kind.
+        const BackendConfig& config = experiment.backend;
+        choice.memberBackend = choice.decision.chosen == BackendKind::Cuda
+                                   ? makeCuda(config, config.math)
+                                   : makeCpu(config);
     }
     return choice;
 }
@@ -232,8 +249,8 @@ std::unique_ptr<Trainer> makeTrainer(const ExperimentConfig& config, std::string
     if (notice != nullptr) {
         *notice = choice.notice;
     }
-    auto trainer =
-        std::make_unique<Trainer>(config, std::move(data), std::move(choice.backend), collective);
+    auto trainer = std::make_unique<Trainer>(config, std::move(data), std::move(choice.backend),
+                                             collective, std::move(choice.memberBackend));
     trainer->setBackendDecision(choice.decision);
     return trainer;
 }

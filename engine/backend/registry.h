@@ -25,6 +25,9 @@ class Collective;
 // `cuda` without a usable device throws RuntimeError with the CUDA error string.
 struct BackendChoice {
     std::unique_ptr<Backend> backend;
+    // A one-network method's (model/ensemble_methods.h) predict-only backend for its K members,
+    // of the same kind as `backend` (Trainer's memberBackend); null for other methods.
+    std::unique_ptr<Backend> memberBackend;
     std::string notice;
     BackendDecision decision;
 };

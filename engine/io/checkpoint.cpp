@@ -49,6 +49,10 @@ std::string momentName(const ParamTensor& t, const std::string& moment) {
     return "optimizer." + t.name + "." + moment;
 }
 
+std::string trainedName(const ParamTensor& t) {
+    return "trained." + t.name;
+}
+
 std::string shapeText(const std::vector<int64_t>& shape) {
     std::string out;
     for (int64_t x : shape) {
@@ -256,9 +260,17 @@ void writeCheckpoint(const std::string& path, const Trainer& trainer,
         runLength >= 0 ? runLength : std::max(trainer.step(), trainer.totalSteps());
     file.metadata["config"] = configWithLength(trainer, std::max(length, trainer.step())).dump();
     const TrainingState state = trainer.trainingState();
-    const ParamLayout& layout = trainer.layout();
+    // The optimizer state is that of what the backend trains (one network for a one-network
+    // method, whose members the export's tensors hold).
+    const ParamLayout& layout = trainer.trainedLayout();
     const int k = layout.members();
     const std::vector<std::string> moments = checkpointMoments(trainer.config().optimizer.kind);
+    if (!state.trained.empty()) {
+        for (const ParamTensor& t : paramTensors(layout)) {
+            file.tensors.push_back(Tensor::fromF32(trainedName(t), t.shape,
+                                                   {state.trained.data() + t.offset, t.count}));
+        }
+    }
     for (std::size_t i = 0; i < moments.size(); ++i) {
         // SGD's buffer and Adam's m share a slot (Backend::OptimizerState).
         const std::vector<float>& buffer =
@@ -314,27 +326,40 @@ Checkpoint readCheckpoint(const SafetensorsFile& file) {
     }
     c.trainRows = meta["train_rows"].get<int64_t>();
 
-    const ParamLayout& layout = c.ensemble.layout;
+    const ExperimentConfig& config = c.ensemble.config;
+    const bool oneNetwork = ensembleMethodInfo(config.ensemble.method).oneNetwork;
+    // What the backend trained: the members, or a one-network method's network.
+    const ParamLayout layout(c.ensemble.layout.architecture(),
+                             trainedNetworks(config.ensemble.method, c.ensemble.layout.members()));
     const int k = layout.members();
     TrainingState& state = c.state;
     state.step = c.ensemble.step;
     state.params = c.ensemble.params;
     state.diverged = c.ensemble.diverged;
+    const auto readInto = [&](std::vector<float>& buffer, const ParamTensor& p,
+                              const std::string& name) {
+        const Tensor* t = file.find(name);
+        if (t == nullptr || t->dtype != DType::F32 || t->shape != p.shape) {
+            invalid(origin, "tensor '" + name + "' should be F32 " + shapeText(p.shape) +
+                                (t == nullptr ? " and is missing" : ""));
+        }
+        const auto values = t->f32();
+        std::copy(values.begin(), values.end(),
+                  buffer.begin() + static_cast<std::ptrdiff_t>(p.offset));
+    };
+    if (oneNetwork) {
+        state.trained.assign(layout.size(), 0.0f);
+        for (const ParamTensor& p : paramTensors(layout)) {
+            readInto(state.trained, p, trainedName(p));
+        }
+    }
     state.optimizer.moment1.assign(layout.size(), 0.0f);
     state.optimizer.moment2.assign(layout.size(), 0.0f);
-    const std::vector<std::string> moments = checkpointMoments(c.ensemble.config.optimizer.kind);
+    const std::vector<std::string> moments = checkpointMoments(config.optimizer.kind);
     for (std::size_t i = 0; i < moments.size(); ++i) {
         std::vector<float>& buffer = i == 0 ? state.optimizer.moment1 : state.optimizer.moment2;
         for (const ParamTensor& p : paramTensors(layout)) {
-            const std::string name = momentName(p, moments[i]);
-            const Tensor* t = file.find(name);
-            if (t == nullptr || t->dtype != DType::F32 || t->shape != p.shape) {
-                invalid(origin, "tensor '" + name + "' should be F32 " + shapeText(p.shape) +
-                                    (t == nullptr ? " and is missing" : ""));
-            }
-            const auto values = t->f32();
-            std::copy(values.begin(), values.end(),
-                      buffer.begin() + static_cast<std::ptrdiff_t>(p.offset));
+            readInto(buffer, p, momentName(p, moments[i]));
         }
     }
     const Tensor* updates = file.find("optimizer.step");
@@ -359,9 +384,10 @@ Checkpoint readCheckpoint(const SafetensorsFile& file) {
         c.active = meta["active"];
     }
     for (const Evaluation& e : c.curves) {
-        if (e.members.size() != static_cast<std::size_t>(k)) {
+        if (e.members.size() != static_cast<std::size_t>(c.ensemble.layout.members())) {
             invalid(origin, "curves: an evaluation of " + std::to_string(e.members.size()) +
-                                " members in a checkpoint of " + std::to_string(k));
+                                " members in a checkpoint of " +
+                                std::to_string(c.ensemble.layout.members()));
         }
     }
     return c;
@@ -401,7 +427,15 @@ ExperimentConfig resumeConfig(const Checkpoint& checkpoint,
         }
     }
 
+    const EnsembleMethodInfo& method =
+        ensembleMethodInfo(checkpoint.ensemble.config.ensemble.method);
     for (const std::string& key : changedKeys(stored, merged)) {
+        if (method.fixedLength && (key == "training.steps" || key == "training.epochs")) {
+            throw ConfigError(key, std::string(method.name) +
+                                       " planned its cycles over the checkpoint's run length: a "
+                                       "resumed run goes on to the same end (leave " +
+                                       key + " as stored)");
+        }
         if (changeableOnResume(key)) {
             continue;
         }

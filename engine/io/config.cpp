@@ -563,6 +563,7 @@ ExperimentConfig parseConfig(const json& input) {
         a.rounds = static_cast<int>(v.integer("active.rounds"));
     }
 
+    checkEnsembleMethod(c);
     c.json = std::move(root);
     return c;
 }

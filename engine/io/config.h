@@ -142,6 +142,13 @@ nlohmann::json defaultConfigJson();
 // Missing keys that apply take their defaults.
 ExperimentConfig parseConfig(const nlohmann::json& json);
 
+// What ensemble.method asks of the rest (io/method_config.cpp, from the method's row in
+// model/ensemble_methods.h): a one-network method refuses per-member optimizer values,
+// bootstrap modes and (when it owns the learning rate) schedule entries of optimizer.lr; a
+// method whose members share their training refuses an ensemble axis in backend.mesh.
+// parseConfig calls it. Throws ConfigError naming the key.
+void checkEnsembleMethod(const ExperimentConfig& config);
+
 // Resolves a change of live keys (`set`: {"optimizer.lr": 0.05, ...}) against a parsed config's
 // JSON (its members, its other values), as an entry of training.schedule at `step`. Throws
 // ConfigError naming `where` ("training.schedule[2]") and the key.

@@ -120,8 +120,9 @@ std::vector<KeySpec> buildSchema() {
         // Ensemble.
         row("ensemble.members", T::Integer, 8, "K, the number of members", 1, 100000),
         choice("ensemble.method", "independent", choicesOf<EnsembleMethod>(),
-               "how the K members are made: `independent`: K networks trained independently "
-               "(docs/methods.md)"),
+               "how the K members are made: `independent`: K networks trained independently; "
+               "`snapshot`: one network under K cosine learning-rate cycles, member k taken at "
+               "the end of cycle k (docs/methods.md)"),
         choice("ensemble.bootstrap", "none", choicesOf<BootstrapMode>(),
                "`none`: all members see the same batches; `resample`: member k trains on its own "
                "bootstrap resample; `poisson`: same batches, per-member Poisson(1) example "

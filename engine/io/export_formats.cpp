@@ -53,11 +53,21 @@ ExportFormat exportFormatForPath(const std::string& path) {
     return ExportFormat::Safetensors;
 }
 
+namespace {
+
+// What only a checkpoint holds: the optimizer state and a one-network method's network in
+// training (io/checkpoint.h).
+bool checkpointTensor(const Tensor& t) {
+    return t.name.rfind("optimizer.", 0) == 0 || t.name.rfind("trained.", 0) == 0;
+}
+
+}  // namespace
+
 SafetensorsFile exportPart(const SafetensorsFile& file) {
     SafetensorsFile out;
     out.origin = file.origin;
     for (const Tensor& t : file.tensors) {
-        if (t.name.rfind("optimizer.", 0) != 0) {
+        if (!checkpointTensor(t)) {
             out.tensors.push_back(t);
         }
     }
@@ -68,10 +78,9 @@ SafetensorsFile exportPart(const SafetensorsFile& file) {
 }
 
 void writeExport(const std::string& path, const SafetensorsFile& file, ExportFormat format) {
-    const bool checkpoint =
-        file.metadata.count("checkpoint_format_version") > 0 || file.metadata.count("curves") > 0 ||
-        std::any_of(file.tensors.begin(), file.tensors.end(),
-                    [](const Tensor& t) { return t.name.rfind("optimizer.", 0) == 0; });
+    const bool checkpoint = file.metadata.count("checkpoint_format_version") > 0 ||
+                            file.metadata.count("curves") > 0 ||
+                            std::any_of(file.tensors.begin(), file.tensors.end(), checkpointTensor);
     // An export is written as it is, without a copy of its tensors.
     SafetensorsFile stripped;
     if (checkpoint) {

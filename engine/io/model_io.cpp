@@ -106,17 +106,20 @@ SafetensorsFile exportFile(const Trainer& trainer, const json& metrics) {
     json members = json::array();
     for (int m = 0; m < k; ++m) {
         const auto i = static_cast<std::size_t>(m);
-        members.push_back(json{{"member", m},
-                               {"lr", config.optimizer.lr[i]},
-                               {"momentum", config.optimizer.momentum[i]},
-                               {"weight_decay", config.optimizer.weightDecay[i]},
-                               {"seed", config.ensemble.seed},
-                               {"stream", m},
-                               {"diverged", trainer.diverged()[i] != 0}});
+        members.push_back(
+            json{{"member", m},
+                 {"lr", config.optimizer.lr[i]},
+                 {"momentum", config.optimizer.momentum[i]},
+                 {"weight_decay", config.optimizer.weightDecay[i]},
+                 {"seed", config.ensemble.seed},
+                 // A one-network method's members share its stream.
+                 {"stream", ensembleMethodInfo(config.ensemble.method).oneNetwork ? 0 : m},
+                 {"diverged", trainer.diverged()[i] != 0}});
     }
     const DataSplit& data = trainer.data();
     file.metadata["format"] = "ensemblelab";
-    file.metadata["format_version"] = std::to_string(kWeightsFormatVersion);
+    file.metadata["format_version"] = std::to_string(weightsFormatVersion(config.ensemble.method));
+    file.metadata["method"] = toString(config.ensemble.method);
     file.metadata["config"] = config.json.dump();
     file.metadata["members"] = members.dump();
     file.metadata["step"] = std::to_string(trainer.step());
@@ -182,6 +185,28 @@ LoadedEnsemble importEnsemble(const SafetensorsFile& file) {
         e.config = parseConfig(config);
     } catch (const ConfigError& err) {
         invalid(path, std::string("the stored config is invalid: ") + err.what());
+    }
+    // The method: the metadata "method" (version 2 on; version 1 files are independent
+    // ensembles, with or without the entry), which the stored config must agree with.
+    e.method = EnsembleMethod::Independent;
+    if (meta.contains("method")) {
+        const json& method = meta["method"];
+        if (!method.is_string() || !enumFromName(method.get<std::string>(), e.method)) {
+            invalid(path, "metadata 'method' " + method.dump() + " is not a method (" +
+                              namesText<EnsembleMethod>() + ")");
+        }
+    } else if (version.get<int64_t>() >= 2) {
+        invalid(path, "metadata 'method' is missing (format_version 2 files name their method)");
+    }
+    if (version.get<int64_t>() < weightsFormatVersion(e.method)) {
+        invalid(path, "format_version " + version.dump() + " cannot hold a " + toString(e.method) +
+                          " ensemble (it needs " + std::to_string(weightsFormatVersion(e.method)) +
+                          ")");
+    }
+    if (e.config.ensemble.method != e.method) {
+        invalid(path, std::string("metadata 'method' is ") + toString(e.method) +
+                          " but the stored config's ensemble.method is " +
+                          toString(e.config.ensemble.method));
     }
     const int k = e.config.ensemble.members;
     if (e.config.model.kind == ModelKind::Cnn) {

@@ -16,13 +16,20 @@ namespace ensemble {
 
 class Trainer;
 
-// Version of the weights file layout this build writes (metadata key "format_version").
-constexpr int kWeightsFormatVersion = 1;
+// The newest weights file layout this build reads (metadata key "format_version"). A file is
+// written with its method's version (weightsFormatVersion): 1 for independent ensembles, so
+// their files stay what older builds read, 2 for the other methods (docs/formats.md).
+constexpr int kWeightsFormatVersion = 2;
+inline int weightsFormatVersion(EnsembleMethod method) {
+    return ensembleMethodInfo(method).formatVersion;
+}
 
 // An ensemble read back from a weights file: everything needed to predict, plus the record
 // of how it was trained.
 struct LoadedEnsemble {
     ExperimentConfig config;  // the full config it was trained with
+    // The metadata "method" (independent for version-1 files), the same as config's.
+    EnsembleMethod method = EnsembleMethod::Independent;
     ParamLayout layout;
     std::vector<float> params;  // layout order
     Normalization normalization;

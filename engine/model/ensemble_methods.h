@@ -15,8 +15,8 @@
 
 namespace ensemble {
 
-enum class EnsembleMethod : uint8_t { Independent };
-inline constexpr std::size_t kEnsembleMethodCount = 1;
+enum class EnsembleMethod : uint8_t { Independent, Snapshot };
+inline constexpr std::size_t kEnsembleMethodCount = 2;
 
 struct EnsembleMethodInfo {
     EnsembleMethod value;
@@ -26,6 +26,19 @@ struct EnsembleMethodInfo {
     // The members share what is trained (one network, or one shared weight): the MPI mesh's
     // ensemble axis cannot split them over ranks (the data axis can).
     bool sharedTraining;
+    // The backend trains one network and the trainer derives the K members from it
+    // (train/effective_members.h). Per-member optimizer values cannot apply (they must be equal)
+    // and the members share its batches (ensemble.bootstrap none only).
+    bool oneNetwork;
+    // The learning rate follows the method's own schedule with optimizer.lr as its peak: live
+    // edits and training.schedule entries of optimizer.lr are refused.
+    bool ownsLrSchedule;
+    // The run's length is part of the method's plan (snapshot's cycles): Continue, Stop after,
+    // a changed training.steps and a resume that changes it are refused.
+    bool fixedLength;
+    // The weights file's format_version for this method (io/model_io.h): 1 keeps independent
+    // ensembles' files readable by older builds; the other methods' files are version 2.
+    int formatVersion;
 };
 
 template <>
@@ -33,7 +46,12 @@ struct EnumNames<EnsembleMethod> {
     // clang-format off
     static constexpr EnsembleMethodInfo table[] = {
         {EnsembleMethod::Independent, "independent", "Deep ensemble",
-         "K networks trained independently (Lakshminarayanan et al. 2017)", false},
+         "K networks trained independently (Lakshminarayanan et al. 2017)",
+         false, false, false, false, 1},
+        {EnsembleMethod::Snapshot, "snapshot", "Snapshot ensemble",
+         "one network under a cyclic cosine learning rate of K cycles; member k is the network "
+         "at the end of cycle k (Huang et al. 2017)",
+         true, true, true, true, 2},
     };
     // clang-format on
 };
@@ -42,6 +60,11 @@ static_assert(tableMatchesEnum<EnsembleMethod>(kEnsembleMethodCount),
 
 inline const EnsembleMethodInfo& ensembleMethodInfo(EnsembleMethod method) {
     return enumRow(method);
+}
+
+// The networks the backend trains for K members: K, or 1 for a one-network method.
+inline int trainedNetworks(EnsembleMethod method, int members) {
+    return ensembleMethodInfo(method).oneNetwork ? 1 : members;
 }
 
 }  // namespace ensemble

@@ -1,5 +1,5 @@
 // The Trainer: one experiment's step loop, its schedule of live changes, its training state
-// (checkpoints) and its evaluation. One piece (~680 lines) because these are one object's
+// (checkpoints) and its evaluation. One piece (~880 lines) because these are one object's
 // members sharing its backend, data and step counter; the report built from a trainer is
 // trainer_report.cpp.
 #include "train/trainer.h"
@@ -122,11 +122,12 @@ void checkRunFitsInMemory(const ExperimentConfig& config, int64_t trainRows, int
 }
 
 Trainer::Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backend> backend,
-                 Collective* collective)
+                 Collective* collective, std::unique_ptr<Backend> memberBackend)
     : m_config(std::move(config)),
       m_collective(collective != nullptr ? collective : &singleProcess()),
       m_data(std::move(data)),
-      m_backend(std::move(backend)) {
+      m_backend(std::move(backend)),
+      m_memberBackend(std::move(memberBackend)) {
     const int classes = m_data.classes;
     m_backendDecision.requested = m_config.backend.kind;
     m_backendDecision.chosen =
@@ -153,6 +154,14 @@ Trainer::Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backen
                               " ranks of the ensemble axis: every rank needs a "
                               "member");
     }
+    const EnsembleMethodInfo& method = ensembleMethodInfo(m_config.ensemble.method);
+    if (method.sharedTraining && mesh.ensemble > 1) {
+        throw ConfigError("backend.mesh", std::string(method.name) +
+                                              " trains what its members share in one piece: the "
+                                              "ensemble axis (" +
+                                              std::to_string(mesh.ensemble) +
+                                              " ranks) cannot split it; the data axis can");
+    }
     if (mesh.data > 1 && m_config.training.batchSize % mesh.data != 0) {
         throw ConfigError("training.batch_size",
                           std::to_string(m_config.training.batchSize) +
@@ -178,26 +187,34 @@ Trainer::Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backen
 
     const int k = m_share.count();
     m_layout = ParamLayout(modelArchitecture(m_config.model, m_data.inputShape(), classes), k);
+    const int trained = trainedNetworks(m_config.ensemble.method, k);
+    m_trainedLayout = ParamLayout(m_layout.architecture(), trained);
     m_trainX = m_data.normalization.apply(m_data.train);
     m_testX = m_data.normalization.apply(m_data.test);
     if (m_data.regression) {
         m_trainTargets = standardizedTargets(m_data.train, m_data.normalization);
     }
     m_totalSteps = m_config.totalSteps(m_data.train.rows);
+    m_plannedSteps = m_totalSteps;
+    m_effective = makeEffectiveMembers(m_config, m_totalSteps);
+    if (m_effective && !m_memberBackend) {
+        throw std::invalid_argument(std::string("Trainer: ensemble.method ") + method.name +
+                                    " predicts its members on a second backend; none was given");
+    }
 
     const OptimizerConfig& o = m_config.optimizer;
-    for (int m = 0; m < k; ++m) {
+    for (int m = 0; m < trained; ++m) {
         const auto i = static_cast<std::size_t>(m_share.begin + m);  // per-member keys are global
         const OptimizerRule r =
             makeRule(o.kind, o.lr[i], o.weightDecay[i], o.momentum[i], o.beta1, o.beta2, o.eps);
         m_rules.push_back(r);
     }
-    m_active.assign(static_cast<std::size_t>(k), 1);
-    m_diverged.assign(static_cast<std::size_t>(k), 0);
-    m_lastLosses.assign(static_cast<std::size_t>(k), 0.0f);
+    m_active.assign(static_cast<std::size_t>(trained), 1);
+    m_diverged.assign(static_cast<std::size_t>(trained), 0);
+    m_lastLosses.assign(static_cast<std::size_t>(trained), 0.0f);
 
     TrainingProblem problem;
-    problem.layout = m_layout;
+    problem.layout = m_trainedLayout;
     problem.activation = m_config.model.activation;
     problem.trainX = m_trainX.data();
     problem.trainY = m_data.train.y.data();
@@ -219,10 +236,45 @@ Trainer::Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backen
     }
     m_backend->bind(problem);
 
-    std::vector<float> initial(m_layout.size());
-    initParameters(m_layout, m_config.ensemble.seed, initial.data(),
+    std::vector<float> initial(m_trainedLayout.size());
+    initParameters(m_trainedLayout, m_config.ensemble.seed, initial.data(),
                    static_cast<uint32_t>(m_share.begin));
     m_backend->setParameters(initial.data());
+
+    if (m_effective) {
+        // Prediction only: the K members' forward passes on the same kind of backend.
+        TrainingProblem members;
+        members.layout = m_layout;
+        members.activation = problem.activation;
+        members.likelihood = problem.likelihood;
+        members.plan.batch = 1;
+        members.rules.assign(static_cast<std::size_t>(k), m_rules.front());
+        m_memberBackend->bind(members);
+        m_memberParams.assign(m_layout.size(), 0.0f);
+        m_takenDiverged.assign(static_cast<std::size_t>(k), 0);
+    }
+}
+
+void Trainer::setTotalSteps(int64_t steps) {
+    std::string why;
+    if (steps != m_plannedSteps && !lengthChangeable(&why)) {
+        throw ConfigError("training.steps", why);
+    }
+    m_totalSteps = steps;
+}
+
+bool Trainer::lengthChangeable(std::string* why) const {
+    const EnsembleMethodInfo& method = ensembleMethodInfo(m_config.ensemble.method);
+    if (!method.fixedLength) {
+        return true;
+    }
+    if (why != nullptr) {
+        *why = std::string(method.name) + " plans its " + std::to_string(members()) +
+               " cycles over the run's " + std::to_string(m_plannedSteps) +
+               " steps: the run cannot be continued, stopped early or lengthened (set "
+               "training.steps before it starts)";
+    }
+    return false;
 }
 
 double Trainer::epoch() const {
@@ -253,7 +305,35 @@ void Trainer::applyChange(const ScheduledChange& change) {
         m_rules[k] =
             makeRule(o.kind, o.lr[g], o.weightDecay[g], o.momentum[g], o.beta1, o.beta2, o.eps);
     }
-    m_backend->setRules(m_rules);
+    pushRules();
+}
+
+void Trainer::applyStepRules(int64_t step) {
+    if (!m_effective) {
+        return;
+    }
+    const double factor = m_effective->lrFactor(step);
+    if (factor != m_lrFactor) {
+        m_lrFactor = factor;
+        pushRules();
+    }
+}
+
+void Trainer::pushRules() {
+    if (m_lrFactor == 1.0) {
+        m_backend->setRules(m_rules);
+        return;
+    }
+    // From the config's doubles, as a schedule entry of the scaled value would make them.
+    const OptimizerConfig& o = m_config.optimizer;
+    const double factor = m_lrFactor;
+    std::vector<OptimizerRule> scaled(m_rules.size());
+    for (std::size_t k = 0; k < scaled.size(); ++k) {
+        const std::size_t g = static_cast<std::size_t>(m_share.begin) + k;
+        scaled[k] = makeRule(o.kind, o.lr[g] * factor, o.weightDecay[g], o.momentum[g], o.beta1,
+                             o.beta2, o.eps);
+    }
+    m_backend->setRules(scaled);
 }
 
 void Trainer::applySchedule() {
@@ -268,6 +348,12 @@ void Trainer::changeHyperparameters(const nlohmann::json& set) {
     const std::string where =
         "training.schedule[" + std::to_string(m_config.training.schedule.size()) + "]";
     const ScheduledChange change = parseScheduledChange(m_config.json, m_step, set, where);
+    {
+        // What the method allows (a one-network method: one value; snapshot: no lr edits).
+        ExperimentConfig check = m_config;
+        check.training.schedule = {change};
+        checkEnsembleMethod(check);
+    }
     applySchedule();  // entries due now come first, as a replay would apply them
     auto& schedule = m_config.training.schedule;
     nlohmann::json& stored = m_config.json["training"]["schedule"];
@@ -298,7 +384,7 @@ void Trainer::applyDueChanges() {
 }
 
 std::vector<uint8_t> Trainer::switchedOn() const {
-    std::vector<uint8_t> on(m_diverged.size(), 1);
+    std::vector<uint8_t> on(static_cast<std::size_t>(members()), 1);
     for (int g : m_config.ensemble.switchedOff) {
         const int k = g - m_share.begin;  // this trainer's member
         if (k >= 0 && k < static_cast<int>(on.size())) {
@@ -313,8 +399,79 @@ TrainingState Trainer::trainingState() const {
     state.step = m_step;
     state.params = parameters();
     state.optimizer = m_backend->optimizerState();
-    state.diverged = m_diverged;
+    state.diverged = diverged();
+    if (m_effective) {
+        state.trained.resize(m_trainedLayout.size());
+        m_backend->parameters(state.trained.data());
+    }
     return state;
+}
+
+std::vector<uint8_t> Trainer::diverged() const {
+    if (!m_effective) {
+        return m_diverged;
+    }
+    std::vector<uint8_t> out(static_cast<std::size_t>(members()), m_diverged.front());
+    std::copy_n(m_takenDiverged.begin(), m_taken, out.begin());
+    return out;
+}
+
+std::vector<float> Trainer::lastLosses() const {
+    if (!m_effective) {
+        return m_lastLosses;
+    }
+    // A taken member has no batch any more: only the network in training has a loss.
+    std::vector<float> out(static_cast<std::size_t>(members()), m_lastLosses.front());
+    std::fill_n(out.begin(), m_taken, std::numeric_limits<float>::quiet_NaN());
+    return out;
+}
+
+std::vector<OptimizerRule> Trainer::rules() const {
+    if (!m_effective) {
+        return m_rules;
+    }
+    return std::vector<OptimizerRule>(static_cast<std::size_t>(members()), m_rules.front());
+}
+
+int Trainer::membersTaken() const {
+    return m_effective ? m_taken : members();
+}
+
+void Trainer::deriveMembers(std::vector<float>& out) const {
+    if (m_taken >= members()) {
+        return;
+    }
+    std::vector<float> trained(m_trainedLayout.size());
+    m_backend->parameters(trained.data());
+    for (int k = m_taken; k < members(); ++k) {
+        m_effective->derive(k, m_trainedLayout, trained.data(), m_layout, out.data());
+    }
+}
+
+void Trainer::takeMembers() {
+    const int due = m_effective->takenAfter(m_step);
+    if (due <= m_taken) {
+        return;
+    }
+    std::vector<float> trained(m_trainedLayout.size());
+    m_backend->parameters(trained.data());
+    for (int k = m_taken; k < due; ++k) {
+        m_effective->derive(k, m_trainedLayout, trained.data(), m_layout, m_memberParams.data());
+        m_takenDiverged[static_cast<std::size_t>(k)] = m_diverged.front();
+    }
+    m_taken = due;
+}
+
+Backend& Trainer::predictor() {
+    if (!m_effective) {
+        return *m_backend;
+    }
+    if (m_predictorStep != m_step) {
+        deriveMembers(m_memberParams);
+        m_memberBackend->setParameters(m_memberParams.data());
+        m_predictorStep = m_step;
+    }
+    return *m_memberBackend;
 }
 
 namespace {
@@ -352,17 +509,22 @@ TrainingState Trainer::gatherTrainingState() const {
     }
     Collective& c = *m_collective;
     const ParamLayout global(m_layout.architecture(), globalMembers());
+    const ParamLayout globalTrained(m_layout.architecture(),
+                                    trainedNetworks(m_config.ensemble.method, globalMembers()));
     // Each group's leader sends its members (its replicas on the data axis hold the same).
     const bool leader = c.groupLeader();
-    const auto gathered = [&](const std::vector<float>& v) {
-        std::vector<float> all = c.gather(v.empty() || !leader ? std::vector<float>{}
-                                                               : reorderMembers(m_layout, v, true));
-        return all.empty() ? all : reorderMembers(global, all, false);
+    const auto gathered = [&](const std::vector<float>& v, const ParamLayout& localLayout,
+                              const ParamLayout& globalLayout) {
+        std::vector<float> all = c.gather(
+            v.empty() || !leader ? std::vector<float>{} : reorderMembers(localLayout, v, true));
+        return all.empty() ? all : reorderMembers(globalLayout, all, false);
     };
     TrainingState state;
-    state.params = gathered(local.params);
-    state.optimizer.moment1 = gathered(local.optimizer.moment1);
-    state.optimizer.moment2 = gathered(local.optimizer.moment2);
+    state.params = gathered(local.params, m_layout, global);
+    state.optimizer.moment1 = gathered(local.optimizer.moment1, m_trainedLayout, globalTrained);
+    state.optimizer.moment2 = gathered(local.optimizer.moment2, m_trainedLayout, globalTrained);
+    // A one-network method has one group (no ensemble axis): its leader's network is the one.
+    state.trained = gathered(local.trained, m_trainedLayout, globalTrained);
     state.diverged = c.gather(leader ? local.diverged : std::vector<uint8_t>{});
     if (c.root()) {
         state.step = local.step;
@@ -376,19 +538,36 @@ void Trainer::restoreTrainingState(const TrainingState& state) {
         throw std::logic_error("Trainer::restoreTrainingState: the trainer has already run");
     }
     const std::size_t k = static_cast<std::size_t>(members());
-    if (state.step < 0 || state.params.size() != m_layout.size() || state.diverged.size() != k) {
+    const std::size_t trained = m_effective ? m_trainedLayout.size() : 0;
+    if (state.step < 0 || state.params.size() != m_layout.size() || state.diverged.size() != k ||
+        state.trained.size() != trained) {
         throw std::invalid_argument("Trainer::restoreTrainingState: a state of " +
-                                    std::to_string(state.params.size()) + " parameters and " +
+                                    std::to_string(state.params.size()) + " parameters, " +
+                                    std::to_string(state.trained.size()) + " trained and " +
                                     std::to_string(state.diverged.size()) + " members for " +
-                                    std::to_string(m_layout.size()) + " and " + std::to_string(k));
+                                    std::to_string(m_layout.size()) + ", " +
+                                    std::to_string(trained) + " and " + std::to_string(k));
     }
-    m_backend->setParameters(state.params.data());
-    m_backend->setOptimizerState(state.optimizer);
     m_step = state.step;
-    for (std::size_t i = 0; i < k; ++i) {
-        m_diverged[i] = state.diverged[i] != 0 ? 1 : 0;
-        m_active[i] = m_diverged[i] ? 0 : 1;
+    if (m_effective) {
+        // The members taken by this step as they were taken; the others follow the network.
+        m_taken = m_effective->takenAfter(m_step);
+        m_memberParams = state.params;
+        std::transform(state.diverged.begin(), state.diverged.end(), m_takenDiverged.begin(),
+                       [](uint8_t d) { return static_cast<uint8_t>(d != 0 ? 1 : 0); });
+        m_backend->setParameters(state.trained.data());
+        // The network's flag is that of a member following it (the last one's at the end).
+        m_diverged.front() = m_takenDiverged[std::min<std::size_t>(m_taken, k - 1)];
+        m_active.front() = m_diverged.front() ? 0 : 1;
+        m_predictorStep = -1;
+    } else {
+        m_backend->setParameters(state.params.data());
+        for (std::size_t i = 0; i < k; ++i) {
+            m_diverged[i] = state.diverged[i] != 0 ? 1 : 0;
+            m_active[i] = m_diverged[i] ? 0 : 1;
+        }
     }
+    m_backend->setOptimizerState(state.optimizer);
     // The schedule's entries for steps that ran, in order, as the straight run applied them;
     // those at state.step itself apply before the next step, as they would have.
     const auto& schedule = m_config.training.schedule;
@@ -408,6 +587,7 @@ void Trainer::runSteps(int64_t n) {
     int64_t done = 0;
     for (; done < n && !finished(); ++done) {
         applySchedule();
+        applyStepRules(m_step);
         m_backend->step(static_cast<uint64_t>(m_step), m_active.data(), m_lastLosses.data());
         for (std::size_t k = 0; k < m_active.size(); ++k) {
             if (m_active[k] && !std::isfinite(m_lastLosses[k])) {
@@ -416,6 +596,9 @@ void Trainer::runSteps(int64_t n) {
             }
         }
         ++m_step;
+        if (m_effective) {
+            takeMembers();
+        }
     }
     if (done > 0) {
         m_lastStepSeconds = seconds(Clock::now() - start) / static_cast<double>(done);
@@ -461,9 +644,9 @@ bool Trainer::run(const std::function<void(const TrainingProgress&)>& onProgress
                 ++active;
             }
         }
+        const std::vector<uint8_t> memberDiverged = counted ? diverged() : std::vector<uint8_t>{};
         int divergedCount =
-            counted ? static_cast<int>(std::count(m_diverged.begin(), m_diverged.end(), uint8_t{1}))
-                    : 0;
+            static_cast<int>(std::count(memberDiverged.begin(), memberDiverged.end(), uint8_t{1}));
         if (distributed) {
             // The loss and the diverged count of the whole ensemble (in rank order).
             double totals[3] = {sum, static_cast<double>(active),
@@ -491,7 +674,8 @@ bool Trainer::run(const std::function<void(const TrainingProgress&)>& onProgress
             p.loss = smoothedLoss;
             const double elapsed = seconds(now - windowStart);
             p.stepsPerSecond = elapsed > 0 ? windowSteps / elapsed : 0.0;
-            p.memberStepsPerSecond = p.stepsPerSecond * globalMembers();
+            p.memberStepsPerSecond =
+                p.stepsPerSecond * trainedNetworks(m_config.ensemble.method, globalMembers());
             p.divergedMembers = divergedCount;
             onProgress(p);
             lastReport = now;
@@ -514,14 +698,15 @@ MemberPredictions Trainer::predictNormalized(const float* x, int64_t rows) {
     p.rows = rows;
     p.classes = m_layout.classes();
     p.logProbs.resize(static_cast<std::size_t>(p.members) * rows * p.classes);
+    Backend& backend = predictor();
     if (rows <= kEvalChunkRows) {
-        m_backend->predictLogProbs(x, rows, p.logProbs.data());
+        backend.predictLogProbs(x, rows, p.logProbs.data());
         return p;
     }
     std::vector<float> chunk(static_cast<std::size_t>(p.members) * kEvalChunkRows * p.classes);
     for (int64_t begin = 0; begin < rows; begin += kEvalChunkRows) {
         const int64_t n = std::min(kEvalChunkRows, rows - begin);
-        m_backend->predictLogProbs(x + begin * m_layout.inputs(), n, chunk.data());
+        backend.predictLogProbs(x + begin * m_layout.inputs(), n, chunk.data());
         for (int k = 0; k < p.members; ++k) {
             std::copy_n(
                 chunk.data() + static_cast<std::size_t>(k) * n * p.classes, n * p.classes,
@@ -539,12 +724,13 @@ MemberPredictions Trainer::predictRaw(const float* rawX, int64_t rows) {
 
 bool Trainer::predictRawUncertainty(const float* rawX, int64_t rows,
                                     const std::vector<int>& members, PointUncertainties& out) {
-    if (!m_backend->measuresUncertainty()) {
+    Backend& backend = predictor();
+    if (!backend.measuresUncertainty()) {
         return false;
     }
     std::vector<float> x(rawX, rawX + rows * m_layout.inputs());
     m_data.normalization.applyInPlace(x.data(), rows);
-    return m_backend->predictUncertainty(x.data(), rows, members, out);
+    return backend.predictUncertainty(x.data(), rows, members, out);
 }
 
 MemberPredictions Trainer::predictTest() {
@@ -557,8 +743,9 @@ MemberPredictions Trainer::predictTrain() {
 
 std::vector<uint8_t> Trainer::included() const {
     std::vector<uint8_t> in = switchedOn();
+    const std::vector<uint8_t> out = diverged();
     for (std::size_t k = 0; k < in.size(); ++k) {
-        in[k] = in[k] != 0 && m_diverged[k] == 0 ? 1 : 0;
+        in[k] = in[k] != 0 && out[k] == 0 ? 1 : 0;
     }
     return in;
 }
@@ -653,8 +840,9 @@ Evaluation Trainer::evaluationFrame() const {
     e.step = m_step;
     e.epoch = epoch();
     e.members.resize(static_cast<std::size_t>(members()));
+    const std::vector<uint8_t> out = diverged();
     for (std::size_t k = 0; k < e.members.size(); ++k) {
-        e.members[k].diverged = m_diverged[k] != 0;
+        e.members[k].diverged = out[k] != 0;
     }
     return e;
 }
@@ -667,6 +855,11 @@ void Trainer::setSplit(Evaluation& e, const SplitEvaluation& split, bool train) 
 }
 
 std::vector<float> Trainer::parameters() const {
+    if (m_effective) {
+        std::vector<float> out = m_memberParams;
+        deriveMembers(out);
+        return out;
+    }
     std::vector<float> out(m_layout.size());
     m_backend->parameters(out.data());
     return out;

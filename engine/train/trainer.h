@@ -14,6 +14,7 @@
 #include "io/config.h"
 #include "metrics/types.h"
 #include "model/mlp.h"
+#include "train/effective_members.h"
 
 namespace ensemble {
 
@@ -36,11 +37,18 @@ void checkRunFitsInMemory(const ExperimentConfig& config, int64_t trainRows, int
                           Shape input, int classes);
 
 // Everything a run's continuation needs besides its config (io/checkpoint.h stores it): the
-// step, every member's parameters and optimizer state, and which members diverged.
+// step, every member's parameters, the optimizer state of what the backend trains, and which
+// members diverged. For a one-network method (model/ensemble_methods.h) `params` are the K
+// effective members: those taken so far and, for the others, the network in training (which
+// is member min(taken, K - 1): a finished run's last member is the network at its end), and
+// `optimizer` and `trained` are that one network's.
 struct TrainingState {
     int64_t step = 0;
-    std::vector<float> params;  // layout order
-    OptimizerState optimizer;
+    std::vector<float> params;  // the members' layout order
+    OptimizerState optimizer;   // the trained networks' layout order
+    // A one-network method: the network in training (Trainer::trainedLayout); empty when the
+    // backend trains the members themselves.
+    std::vector<float> trained;
     std::vector<uint8_t> diverged;  // per member; a diverged member stays frozen
 };
 
@@ -56,13 +64,23 @@ class Trainer {
     // single process computes; evaluate() and run() are then collective calls (every rank makes
     // them) and their evaluations are complete on rank 0 only. The collective must outlive the
     // trainer; null: one process. Throws ConfigError when a rank would hold no member.
+    //
+    // A one-network method (model/ensemble_methods.h: oneNetwork) trains one network on
+    // `backend` and predicts its K effective members (train/effective_members.h) on
+    // `memberBackend`, a fresh backend of the same kind that the trainer binds for prediction
+    // (registry.h's makeBackend makes it: BackendChoice::memberBackend); other methods leave it
+    // null. Throws std::invalid_argument when a one-network method has none, ConfigError (key
+    // backend.mesh) for an ensemble axis under a method whose members share their training, and
+    // (key training.steps) for a run too short for the method's plan.
     Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backend> backend,
-            Collective* collective = nullptr);
+            Collective* collective = nullptr, std::unique_ptr<Backend> memberBackend = nullptr);
 
     const ExperimentConfig& config() const { return m_config; }
     const DataSplit& data() const { return m_data; }
     const ParamLayout& layout() const { return m_layout; }
     const Backend& backend() const { return *m_backend; }
+    // What the backend trains: the members' layout, or one network's for a one-network method.
+    const ParamLayout& trainedLayout() const { return m_trainedLayout; }
     // What backend.kind resolved to and why (registry.h's makeBackend decides; an export's
     // metadata "backend" and a resumed run read it). A trainer made with a backend in hand says
     // only which kind it is until the maker sets the decision.
@@ -82,8 +100,12 @@ class Trainer {
     // Moves the end of the run (the app's "Stop after", Continue). Training goes on from the
     // current step, so N steps, then the limit raised and M more, equal N + M steps straight,
     // bit for bit: every batch is a function of the step. A limit below the current step ends
-    // the run where it is. Precondition: steps >= 0.
-    void setTotalSteps(int64_t steps) { m_totalSteps = steps; }
+    // the run where it is. Precondition: steps >= 0. A method whose plan fixes the run's length
+    // (model/ensemble_methods.h: fixedLength) throws ConfigError (key training.steps) for any
+    // other length than its plan's.
+    void setTotalSteps(int64_t steps);
+    // Whether setTotalSteps may move the end (false for a fixed-length method), and why not.
+    bool lengthChangeable(std::string* why = nullptr) const;
 
     // The state after the last finished step (what a checkpoint holds): this trainer's members.
     TrainingState trainingState() const;
@@ -93,9 +115,9 @@ class Trainer {
     // Continues from a saved state as if this trainer had trained to state.step itself: the
     // parameters, the optimizer state (moments and update count), the diverged flags and the
     // schedule's position (its entries before that step applied). With the config the state was
-    // saved under (the training length may differ), the run then goes on bit for bit. Throws
-    // std::invalid_argument for a state of another shape and std::logic_error when this
-    // trainer has already stepped or changed hyperparameters.
+    // saved under (the training length may differ, but for a fixed-length method), the run then
+    // goes on bit for bit. Throws std::invalid_argument for a state of another shape and
+    // std::logic_error when this trainer has already stepped or changed hyperparameters.
     void restoreTrainingState(const TrainingState& state);
 
     // Calls `hook` in run() after every `every` steps (after that step's evaluation, before the
@@ -148,17 +170,24 @@ class Trainer {
     SplitEvaluation evaluatePredictions(const MemberPredictions& p, const Dataset& split,
                                         const std::vector<uint8_t>& include) const;
 
-    const std::vector<float>& lastLosses() const { return m_lastLosses; }
-    const std::vector<uint8_t>& diverged() const { return m_diverged; }
+    // Per member: its last batch loss (a one-network method: the network's for members that
+    // follow it, NaN for members taken), and whether it diverged.
+    std::vector<float> lastLosses() const;
+    std::vector<uint8_t> diverged() const;
     // 1 for members in the ensemble: switched on (ensemble.switched_off and its schedule
     // entries applied so far) and not diverged. Every member trains either way.
     std::vector<uint8_t> included() const;
     // 1 for members not switched off (this trainer's members, in order).
     std::vector<uint8_t> switchedOn() const;
-    // Each member's optimizer hyperparameters (for display and export).
-    const std::vector<OptimizerRule>& rules() const { return m_rules; }
+    // Each member's optimizer hyperparameters (for display and export; a one-network method's
+    // members all show its network's, with optimizer.lr as the peak of its schedule).
+    std::vector<OptimizerRule> rules() const;
 
+    // Every member's parameters (the members' layout: the effective members for a one-network
+    // method).
     std::vector<float> parameters() const;
+    // The effective members taken so far (a one-network method; members() otherwise).
+    int membersTaken() const;
     // Each member's multiplicity of every train row, K x N row-major (all 1 for `none`).
     std::vector<int32_t> bootstrapCounts() const;
     // Smoothed training throughput of the last run() or runSteps() calls.
@@ -166,6 +195,17 @@ class Trainer {
 
   private:
     MemberPredictions predictNormalized(const float* x, int64_t rows);
+    // The backend the members predict on: the member backend, its parameters brought up to
+    // the current step, for a one-network method; the training backend otherwise.
+    Backend& predictor();
+    // Rebuilds the effective members from the network in training (members >= m_taken).
+    void deriveMembers(std::vector<float>& members) const;
+    // After a step: takes the members whose turn has come.
+    void takeMembers();
+    // The rules the backend trains with at step `step` (the method's lr factor applied).
+    void applyStepRules(int64_t step);
+    // Gives the backend m_rules with the current lr factor applied.
+    void pushRules();
     // Applies the schedule's entries for the current step (and any it skipped past).
     void applySchedule();
     void applyChange(const ScheduledChange& change);
@@ -186,10 +226,23 @@ class Trainer {
     std::vector<float> m_trainX;        // normalised
     std::vector<float> m_testX;         // normalised
     std::vector<float> m_trainTargets;  // regression: standardised train targets
+    // Per trained network (m_trainedLayout's members).
     std::vector<OptimizerRule> m_rules;
     std::vector<uint8_t> m_active;
     std::vector<uint8_t> m_diverged;
     std::vector<float> m_lastLosses;
+    // A one-network method: its plan, the backend its K members predict on, the members taken
+    // so far (the members' layout; slots >= m_taken are rebuilt from the network on demand) and
+    // whether each taken member's network had diverged.
+    ParamLayout m_trainedLayout;
+    std::unique_ptr<EffectiveMembers> m_effective;
+    std::unique_ptr<Backend> m_memberBackend;
+    std::vector<float> m_memberParams;
+    std::vector<uint8_t> m_takenDiverged;
+    int m_taken = 0;
+    int64_t m_predictorStep = -1;  // the step the member backend's parameters are from
+    int64_t m_plannedSteps = 0;    // the length the method's plan was made for
+    double m_lrFactor = 1.0;       // the factor the backend's rules have now
     int64_t m_step = 0;
     std::size_t m_nextChange = 0;  // the first entry of training.schedule not yet applied
     int64_t m_totalSteps = 0;

@@ -150,7 +150,8 @@ void EngineWorker::build(const nlohmann::json& config, std::shared_ptr<const Dat
         if (data) {
             BackendChoice choice = makeBackend(parsed, *data);
             notice = choice.notice;
-            trainer = std::make_unique<Trainer>(parsed, *data, std::move(choice.backend));
+            trainer = std::make_unique<Trainer>(parsed, *data, std::move(choice.backend), nullptr,
+                                                std::move(choice.memberBackend));
             trainer->setBackendDecision(choice.decision);
         } else {
             trainer = makeTrainer(parsed, &notice);
@@ -162,12 +163,18 @@ void EngineWorker::build(const nlohmann::json& config, std::shared_ptr<const Dat
             TrainingState state = trainer->trainingState();
             state.params = opened->checkpoint.ensemble.params;
             state.diverged = opened->checkpoint.ensemble.diverged;
+            if (!state.trained.empty()) {
+                // A one-network method's network goes on from where the exported run ended:
+                // its last member (the members follow it until their cycles end again).
+                state.trained = memberParameters(trainer->layout(), state.params.data(),
+                                                 trainer->members() - 1);
+            }
             trainer->restoreTrainingState(state);
         }
         auto run = describeRun(*trainer, parsed, runId, notice, m_tuning);
         m_gridPoints = run->hasGrid ? gridPoints(run->bounds, run->gridSize) : std::vector<float>{};
-        if (m_untilPaused) {
-            trainer->setTotalSteps(kUnbounded);
+        if (m_untilPaused && trainer->lengthChangeable()) {
+            trainer->setTotalSteps(kUnbounded);  // a fixed-length method keeps its plan's
         }
         if (opened != nullptr) {
             setMemberOrigins(opened->checkpoint.ensemble, *run);
@@ -292,6 +299,13 @@ void EngineWorker::setStopAfter(int64_t steps) {
         return;
     }
     m_untilPaused = false;
+    std::string why;
+    if (!m_trainer->lengthChangeable(&why)) {
+        if (steps != m_trainer->totalSteps()) {
+            Q_EMIT liveEditFailed(QString::fromStdString(why));
+        }
+        return;
+    }
     m_trainer->setTotalSteps(std::max<int64_t>(0, steps));
     m_dirty = true;
     if (!m_running) {
@@ -304,8 +318,8 @@ void EngineWorker::setUntilPaused(bool untilPaused) {
         return;
     }
     m_untilPaused = untilPaused;
-    if (!m_trainer) {
-        return;
+    if (!m_trainer || !m_trainer->lengthChangeable()) {
+        return;  // a fixed-length method's run ends where its plan does
     }
     m_trainer->setTotalSteps(untilPaused ? kUnbounded : m_run->totalSteps);
     m_dirty = true;

@@ -50,6 +50,7 @@ void ExperimentPanel::buildEnsembleSection(QFormLayout* ens) {
             e["switched_off"] = kept;
         }
     };
+    m_form->addChoice(ens, "ensemble.method", tr("Method"));
     m_form->addChoice(ens, "ensemble.bootstrap", tr("Data per member"));
     m_form->addSpin(ens, "ensemble.seed", tr("Seed"));
 }
