@@ -215,7 +215,8 @@ CompareResult compareMethods(const ExperimentConfig& base,
         if (i == 0) {
             result.backendNotice = choice.notice;
         }
-        Trainer trainer(config, data, std::move(choice.backend));
+        Trainer trainer(config, data, std::move(choice.backend), nullptr,
+                        std::move(choice.memberBackend));
         trainer.setBackendDecision(choice.decision);
 
         const auto trainStart = Clock::now();
