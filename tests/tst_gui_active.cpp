@@ -15,6 +15,7 @@
 #include <QtTest>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -108,6 +109,7 @@ class TestGuiActive : public QObject {
     void roundsAcquireWhatTheEngineAcquires();
     void clickAndCursorLabelExactlyThatRow();
     void playRunsUntilPaused();
+    void pauseSaysStoppedOnceWhereverItLands();
     void checkpointBringsTheLoopBack();
     void imageDataShowsTheDigitsAcquired();
     void warmLoopComesBackBitForBit();
@@ -324,6 +326,73 @@ void TestGuiActive::playRunsUntilPaused() {
     QCOMPARE(w->controller()->activeState()->serial, serial);
     QCOMPARE(view->playButton()->text().remove(QLatin1Char('&')), QStringLiteral("Play"));
     QVERIFY(view->acquireButton()->isEnabled());
+}
+
+// Pause is a flag the GUI thread sets while the engine thread plays: it can land before the
+// first round, during a round, just after a round's state went out saying "playing", or between
+// two rounds (the next one queued). Driven here on this thread at each of those points, the
+// loop's worker answers Play with states that say "playing" and ends with exactly one that says
+// it stopped: none left the view showing Pause forever (between rounds, before the first), two
+// made a state come after the loop was seen stopped (during a round: the race that the slower
+// ASan build showed in playRunsUntilPaused).
+void TestGuiActive::pauseSaysStoppedOnceWhereverItLands() {
+    using ensemble::ui::ActiveWorker;
+    auto run = std::make_shared<ensemble::ui::RunInfo>();
+    run->runId = 1;
+    run->config = ensemble::parseConfig(smallConfig());
+    const ensemble::DataSplit data = ensemble::loadDataSplit(run->config.dataset);
+    enum class Where { BeforeFirstRound, DuringRound, AfterPublish, BetweenRounds };
+    for (Where where :
+         {Where::BeforeFirstRound, Where::DuringRound, Where::AfterPublish, Where::BetweenRounds}) {
+        const char* const at =
+            std::array{"before the first round", "during a round", "after a round's state",
+                       "between rounds"}[static_cast<std::size_t>(where)];
+        ActiveWorker worker;
+        std::vector<ActiveStatePtr> states;
+        bool playStarted = false;
+        QObject context;
+        connect(&worker, &ActiveWorker::stateReady, &context, [&](const ActiveStatePtr& s) {
+            states.push_back(s);
+            if (where == Where::AfterPublish && playStarted && s->playing) {
+                worker.requestPause();
+            }
+        });
+        connect(&worker, &ActiveWorker::progressed, &context, [&](qint64, qint64) {
+            if (where == Where::DuringRound && playStarted) {
+                worker.requestPause();
+            }
+        });
+        worker.start(run, data, json(), Acquisition::Entropy);
+        QCOMPARE(states.size(), std::size_t{1});
+        QVERIFY2(!states[0]->playing && states[0]->rounds.size() == 1, at);
+        playStarted = true;
+        worker.requestPlay();
+        if (where == Where::BeforeFirstRound) {
+            worker.requestPause();
+        }
+        worker.play();  // the first round of Play trains now; the next one is queued
+        if (where == Where::BetweenRounds) {
+            QCOMPARE(states.size(), std::size_t{2});
+            QVERIFY2(states[1]->playing, at);
+            worker.requestPause();
+        }
+        for (int i = 0; i < 3; ++i) {  // the queued round, and anything it would queue
+            QCoreApplication::sendPostedEvents(&worker);
+        }
+        const std::size_t n = states.size();
+        QVERIFY2(n >= 2, at);
+        for (std::size_t i = 1; i + 1 < n; ++i) {
+            QVERIFY2(states[i]->playing, at);
+        }
+        QVERIFY2(!states[n - 1]->playing, at);
+        QVERIFY2(states[n - 1]->message.isEmpty(), qPrintable(states[n - 1]->message));
+        // A paused loop is idle: nothing is queued that would publish again.
+        QCoreApplication::sendPostedEvents(&worker);
+        QCOMPARE(states.size(), n);
+        // Before the first round nothing trained; elsewhere Play's round did.
+        QCOMPARE(states[n - 1]->rounds.size(),
+                 where == Where::BeforeFirstRound ? std::size_t{1} : std::size_t{2});
+    }
 }
 
 void TestGuiActive::checkpointBringsTheLoopBack() {

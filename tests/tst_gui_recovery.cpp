@@ -33,6 +33,7 @@
 #include "recovery.h"
 #include "render/plot_helpers.h"
 #include "termination_signals.h"
+#include "test_support.h"
 
 using ensemble::test::makeWindow;
 using ensemble::test::waitSnapshot;
@@ -41,6 +42,10 @@ using ensemble::ui::RecoveryFile;
 using ensemble::ui::RecoveryStore;
 
 namespace {
+
+// A wait for the engine's training progress: 20 s, five times that in a sanitized build (a
+// hundred steps took most of 20 s under ASan on the loaded 2-core machine).
+constexpr int kProgressWaitMs = ensemble::test::progressWaitMs(20000);
 
 // A small 2-D run: moons, four members, on the CPU (the same bits on every machine).
 nlohmann::json smallMoons(int64_t steps) {
@@ -389,7 +394,8 @@ void TestGuiRecovery::sigtermWritesTheRun() {
     QSignalSpy written(w->controller(), &ensemble::ui::EngineController::recoveryWritten);
     QSignalSpy flushed(w.get(), &MainWindow::recoveryFlushed);
     w->controller()->start();
-    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.running && s.step > 100; }));
+    QVERIFY(waitSnapshot(
+        *w, [](const auto& s) { return s.running && s.step > 100; }, kProgressWaitMs));
     QVERIFY(written.isEmpty());
     ::raise(SIGTERM);  // handled: the test goes on
     QVERIFY(flushed.wait(20000));
@@ -431,9 +437,11 @@ void TestGuiRecovery::bannerOffersAndRestoresBitForBit() {
     QVERIFY(restored.at(0).at(0).toBool());
     QVERIFY(banner->isHidden());
     QCOMPARE(w->recoveryPath(), path);  // its file is this window's now
-    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 300 && !s.evaluating; }));
+    QVERIFY(waitSnapshot(
+        *w, [](const auto& s) { return s.step == 300 && !s.evaluating; }, kProgressWaitMs));
     w->controller()->trainTo(700);
-    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 700 && !s.running; }));
+    QVERIFY(waitSnapshot(
+        *w, [](const auto& s) { return s.step == 700 && !s.running; }, kProgressWaitMs));
     QTemporaryDir dir;
     const std::vector<float> resumed = ensemble::test::exportedParameters(*w, dir, "resumed");
 
@@ -441,7 +449,8 @@ void TestGuiRecovery::bannerOffersAndRestoresBitForBit() {
     straight->loadExperiment(smallMoons(10'000));
     QVERIFY(ensemble::test::waitFresh(*straight));
     straight->controller()->trainTo(700);
-    QVERIFY(waitSnapshot(*straight, [](const auto& s) { return s.step == 700 && !s.running; }));
+    QVERIFY(waitSnapshot(
+        *straight, [](const auto& s) { return s.step == 700 && !s.running; }, kProgressWaitMs));
     QVERIFY(ensemble::test::sameBits(
         resumed, ensemble::test::exportedParameters(*straight, dir, "straight")));
 }

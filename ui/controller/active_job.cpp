@@ -328,12 +328,24 @@ void ActiveWorker::play() {
     if (m_playQueued) {
         return;  // the rounds go on already: their next call is queued
     }
+    // The view waits for an answer to Play: a state, even when no round ran (paused or
+    // cancelled before the first one began, or no loop).
+    const uint64_t before = m_serial;
     playRound();
+    if (m_serial == before) {
+        publish();
+    }
 }
 
 void ActiveWorker::playRound() {
     m_playQueued = false;
+    // Pause is only a flag (requestPause, GUI thread): it can land during a round or between
+    // two. Either way the last state published must say "not playing", and only one state
+    // says so: a second would come after the view (or a test) saw the loop stopped.
     if (!m_learner || !m_playing.load(std::memory_order_acquire)) {
+        if (m_publishedPlaying) {
+            publish();  // paused between two rounds: the last state still said playing
+        }
         return;
     }
     if (!pendingRound() && currentPicks().empty()) {
@@ -343,7 +355,9 @@ void ActiveWorker::playRound() {
     }
     acquirePicks();
     if (!m_playing.load(std::memory_order_acquire)) {
-        publish();  // paused: the state says so
+        if (m_publishedPlaying) {
+            publish();  // paused after the round's state was published as playing
+        }
         return;
     }
     // The next round as a queued call: the run's training chunks and every command queued
@@ -394,6 +408,7 @@ void ActiveWorker::publish(const QString& message, bool error) {
     s->error = error;
     s->earlier = m_earlier;
     s->playing = m_playing.load(std::memory_order_acquire);
+    m_publishedPlaying = s->playing;
     if (m_run) {
         s->runId = m_run->runId;
     }

@@ -164,6 +164,7 @@ class ActiveWorker : public QObject {
     std::atomic<bool> m_cancel{false};
     std::atomic<bool> m_playing{false};
     bool m_playQueued = false;
+    bool m_publishedPlaying = false;  // the playing flag of the last state published
 };
 
 }  // namespace ensemble::ui
