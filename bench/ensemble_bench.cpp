@@ -12,6 +12,13 @@
 //   ensemble-bench gemm [--n N] [--threads T] [--seconds T] [--json OUT]
 //       W4: the machine's float32 matrix-multiply rate, C = A B for N x N matrices with Eigen,
 //       one column block per thread (the engine builds Eigen single-threaded).
+//   ensemble-bench dropout [--widths 784,256,256,10 | --cnn 1] [--members K] [--batch B]
+//                          [--dropout P] [--threads T] [--seconds T] [--backend cpu|cuda]
+//                          [--json OUT]
+//       A backend's training step (Adam, no bootstrap, random inputs; the CPU by default) with
+//       inverted dropout of rate P (0: none; math/dropout.h): what mc_dropout's masks cost.
+//       --cnn 1 runs the mnist-cnn preset's stack (28 x 28 images) instead of the MLP of
+//       --widths; --backend cuda the CUDA backend on device 0.
 //
 // Prints `RESULT key=value ...`; --json writes the same figures.
 #include <omp.h>
@@ -22,11 +29,13 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "backend/registry.h"
+#include "data/dataset.h"
 #include "io/config.h"
 #include "metrics/grid.h"
 #include "sys/allocator.h"
@@ -68,7 +77,7 @@ struct Args {
 Args parseArgs(int argc, char** argv) {
     Args a;
     if (argc < 2) {
-        throw std::invalid_argument("usage: ensemble-bench grid|gemm [--option value ...]");
+        throw std::invalid_argument("usage: ensemble-bench grid|gemm|dropout [--option value ...]");
     }
     a.mode = argv[1];
     for (int i = 2; i < argc; ++i) {
@@ -204,6 +213,84 @@ int runGemm(const Args& args) {
     return 0;
 }
 
+int runDropout(const Args& args) {
+    using namespace ensemble;
+    const int members = std::stoi(args.get("--members", "1"));
+    const int batch = std::stoi(args.get("--batch", "128"));
+    const float rate = std::stof(args.get("--dropout", "0"));
+    const int threads = std::stoi(args.get("--threads", std::to_string(omp_get_max_threads())));
+    const double minSeconds = std::stod(args.get("--seconds", "2"));
+    const bool cnn = args.get("--cnn", "0") == "1";
+    std::vector<int> widths;
+    for (std::size_t at = 0;;) {
+        const std::string all = args.get("--widths", "784,256,256,10");
+        const std::size_t comma = all.find(',', at);
+        widths.push_back(std::stoi(all.substr(at, comma - at)));
+        if (comma == std::string::npos) {
+            break;
+        }
+        at = comma + 1;
+    }
+    const ParamLayout layout =
+        cnn ? ParamLayout(Architecture::stack({1, 28, 28}, recipeLayers(), 10), members)
+            : ParamLayout(widths, members);
+    const int64_t rows = 4096;
+    std::vector<float> x(static_cast<std::size_t>(rows) * layout.inputs());
+    std::vector<int32_t> y(static_cast<std::size_t>(rows));
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        x[i] = uniformFloat(philoxDraw(1, RngPurpose::DataGen, 0, i).v[0]) - 0.5f;
+    }
+    for (std::size_t i = 0; i < y.size(); ++i) {
+        y[i] = static_cast<int32_t>(i % static_cast<std::size_t>(layout.classes()));
+    }
+    TrainingProblem problem;
+    problem.layout = layout;
+    problem.trainX = x.data();
+    problem.trainY = y.data();
+    problem.trainRows = rows;
+    problem.plan.seed = 1;
+    problem.plan.rows = static_cast<uint32_t>(rows);
+    problem.plan.batch = static_cast<uint32_t>(batch);
+    problem.plan.mode = BootstrapMode::None;
+    problem.rules.assign(static_cast<std::size_t>(members),
+                         makeRule(OptimizerKind::Adam, 1e-4, 0.0, 0.0));
+    problem.dropout = rate;
+    problem.dropoutSeed = 7;
+    const std::string backendKind = args.get("--backend", "cpu");
+    if (backendKind != "cpu" && backendKind != "cuda") {
+        throw std::invalid_argument("--backend: cpu or cuda, not '" + backendKind + "'");
+    }
+    ExperimentConfig config;
+    config.backend.kind = backendKind == "cuda" ? BackendKind::Cuda : BackendKind::Cpu;
+    config.backend.threads = threads;
+    const std::unique_ptr<Backend> made = makeBackend(config, DataSplit{}).backend;
+    Backend& backend = *made;
+    backend.bind(problem);
+    std::vector<float> params(layout.size());
+    initParameters(layout, 3, params.data());
+    backend.setParameters(params.data());
+    std::vector<uint8_t> active(static_cast<std::size_t>(members), 1);
+    std::vector<float> losses(static_cast<std::size_t>(members));
+    uint64_t step = 0;
+    const std::vector<double> times =
+        timeCalls(minSeconds, [&] { backend.step(step++, active.data(), losses.data()); });
+    const double s = median(times);
+    std::printf(
+        "RESULT step_ms=%.6g dropout=%g members=%d batch=%d threads=%d cnn=%d backend=%s loss=%g\n",
+        1e3 * s, static_cast<double>(rate), members, batch, threads, cnn ? 1 : 0,
+        backendKind.c_str(), static_cast<double>(losses[0]));
+    writeJson(args, json{{"mode", "dropout"},
+                         {"backend", backendKind},
+                         {"dropout", rate},
+                         {"members", members},
+                         {"batch", batch},
+                         {"threads", threads},
+                         {"cnn", cnn},
+                         {"seconds", times},
+                         {"step_ms", 1e3 * s}});
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -216,7 +303,10 @@ int main(int argc, char** argv) {
         if (args.mode == "gemm") {
             return runGemm(args);
         }
-        throw std::invalid_argument("unknown mode '" + args.mode + "' (grid, gemm)");
+        if (args.mode == "dropout") {
+            return runDropout(args);
+        }
+        throw std::invalid_argument("unknown mode '" + args.mode + "' (grid, gemm, dropout)");
     } catch (const std::exception& e) {
         std::fprintf(stderr, "ensemble-bench: %s\n", e.what());
         return 1;

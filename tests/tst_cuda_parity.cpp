@@ -33,6 +33,7 @@ namespace {
 
 constexpr int kDevice = 0;
 constexpr int kSteps = 50;
+constexpr uint64_t kDropoutSeed = 0xd40;
 
 // The spirals MLP of the presets, smaller: 2 -> 32 -> 32 -> 2, K = 8, batch 32 over 500
 // rows, per-member learning rates, momentum and weight decay.
@@ -174,6 +175,7 @@ class TestCudaParity : public QObject {
     void nameNamesTheDevice();
     void parityWithCpu_data();
     void parityWithCpu();
+    void graphReplayEqualsEagerSteps_data();
     void graphReplayEqualsEagerSteps();
     void runsAreBitReproducible();
     void setParametersRestartsTheOptimizer();
@@ -184,6 +186,7 @@ class TestCudaParity : public QObject {
     void oversizedRunIsRefusedWithNumbers();
     void cnnParityWithCpu_data();
     void cnnParityWithCpu();
+    void cnnGraphReplayEqualsEagerAndReproduces_data();
     void cnnGraphReplayEqualsEagerAndReproduces();
     // The data axis on the GPU: D = 2 replicas (two backends on two threads, their sum a
     // barrier in replica order, as the MPI collective sums) against one backend on the whole
@@ -210,7 +213,8 @@ void TestCudaParity::parityWithCpu_data() {
     QTest::addColumn<int>("mode");
     QTest::addColumn<int>("kind");
     QTest::addColumn<int>("activation");
-    QTest::addColumn<double>("eps");  // training.adversarial_eps
+    QTest::addColumn<double>("eps");      // training.adversarial_eps
+    QTest::addColumn<double>("dropout");  // model.dropout (mc_dropout): the CPU's masks
     const struct {
         const char* name;
         BootstrapMode mode;
@@ -230,13 +234,23 @@ void TestCudaParity::parityWithCpu_data() {
             const Activation act = acts[a++ % 3];
             QTest::addRow("%s %s act%d", m.name, k.name, static_cast<int>(act))
                 << static_cast<int>(m.mode) << static_cast<int>(k.kind) << static_cast<int>(act)
-                << 0.0;
+                << 0.0 << 0.0;
         }
         // Adversarial training: the step program's second pass (tst_cuda_plan emulates it).
         QTest::addRow("%s adam relu adversarial", m.name)
             << static_cast<int>(m.mode) << static_cast<int>(OptimizerKind::Adam)
-            << static_cast<int>(Activation::Relu) << 0.05;
+            << static_cast<int>(Activation::Relu) << 0.05 << 0.0;
     }
+    // Dropout (tst_cuda_plan_dropout emulates these programs), with adversarial training too.
+    QTest::addRow("none adam relu dropout")
+        << static_cast<int>(BootstrapMode::None) << static_cast<int>(OptimizerKind::Adam)
+        << static_cast<int>(Activation::Relu) << 0.0 << 0.3;
+    QTest::addRow("resample sgd tanh dropout")
+        << static_cast<int>(BootstrapMode::Resample) << static_cast<int>(OptimizerKind::Sgd)
+        << static_cast<int>(Activation::Tanh) << 0.0 << 0.5;
+    QTest::addRow("poisson adamw gelu adversarial dropout")
+        << static_cast<int>(BootstrapMode::Poisson) << static_cast<int>(OptimizerKind::AdamW)
+        << static_cast<int>(Activation::Gelu) << 0.05 << 0.1;
 }
 
 void TestCudaParity::parityWithCpu() {
@@ -244,9 +258,12 @@ void TestCudaParity::parityWithCpu() {
     QFETCH(int, kind);
     QFETCH(int, activation);
     QFETCH(double, eps);
+    QFETCH(double, dropout);
     Problem p = makeProblem(static_cast<BootstrapMode>(mode), static_cast<OptimizerKind>(kind),
                             static_cast<Activation>(activation));
     p.training.adversarialEps = static_cast<float>(eps);
+    p.training.dropout = static_cast<float>(dropout);
+    p.training.dropoutSeed = kDropoutSeed;
     const ParamLayout& layout = p.training.layout;
     std::vector<float> init(layout.size());
     initParameters(layout, 2024, init.data());
@@ -277,10 +294,20 @@ void TestCudaParity::parityWithCpu() {
     QVERIFY2(predictError < test::kDeviceLogProbNmse, qPrintable(QString::number(predictError)));
 }
 
+void TestCudaParity::graphReplayEqualsEagerSteps_data() {
+    // Dropout: the replayed graph draws each step's masks from the device's step counter.
+    QTest::addColumn<double>("dropout");
+    QTest::newRow("plain") << 0.0;
+    QTest::newRow("dropout") << 0.3;
+}
+
 void TestCudaParity::graphReplayEqualsEagerSteps() {
     // Same kernels in the same order, replayed from a graph or launched one by one: the
     // results are bit-identical.
-    const Problem p = makeProblem(BootstrapMode::Poisson, OptimizerKind::Adam, Activation::Relu);
+    QFETCH(double, dropout);
+    Problem p = makeProblem(BootstrapMode::Poisson, OptimizerKind::Adam, Activation::Relu);
+    p.training.dropout = static_cast<float>(dropout);
+    p.training.dropoutSeed = kDropoutSeed;
     std::vector<float> init(p.training.layout.size());
     initParameters(p.training.layout, 5, init.data());
     const std::unique_ptr<Backend> graphed = makeCuda(true);
@@ -494,14 +521,20 @@ void TestCudaParity::oversizedRunIsRefusedWithNumbers() {
 
 void TestCudaParity::cnnParityWithCpu_data() {
     QTest::addColumn<int>("mode");
-    QTest::newRow("none") << static_cast<int>(BootstrapMode::None);
-    QTest::newRow("resample") << static_cast<int>(BootstrapMode::Resample);
-    QTest::newRow("poisson") << static_cast<int>(BootstrapMode::Poisson);
+    QTest::addColumn<double>("dropout");  // model.dropout: per channel of every conv
+    QTest::newRow("none") << static_cast<int>(BootstrapMode::None) << 0.0;
+    QTest::newRow("resample") << static_cast<int>(BootstrapMode::Resample) << 0.0;
+    QTest::newRow("poisson") << static_cast<int>(BootstrapMode::Poisson) << 0.0;
+    QTest::newRow("none dropout") << static_cast<int>(BootstrapMode::None) << 0.25;
+    QTest::newRow("resample dropout") << static_cast<int>(BootstrapMode::Resample) << 0.5;
 }
 
 void TestCudaParity::cnnParityWithCpu() {
     QFETCH(int, mode);
-    const ImageProblem p = makeCnnProblem(static_cast<BootstrapMode>(mode));
+    QFETCH(double, dropout);
+    ImageProblem p = makeCnnProblem(static_cast<BootstrapMode>(mode));
+    p.training.dropout = static_cast<float>(dropout);
+    p.training.dropoutSeed = kDropoutSeed;
     const ParamLayout& layout = p.training.layout;
     std::vector<float> init(layout.size());
     initParameters(layout, 2024, init.data());
@@ -528,8 +561,17 @@ void TestCudaParity::cnnParityWithCpu() {
     QVERIFY2(predictError < test::kDeviceLogProbNmse, qPrintable(QString::number(predictError)));
 }
 
+void TestCudaParity::cnnGraphReplayEqualsEagerAndReproduces_data() {
+    QTest::addColumn<double>("dropout");
+    QTest::newRow("plain") << 0.0;
+    QTest::newRow("dropout") << 0.25;
+}
+
 void TestCudaParity::cnnGraphReplayEqualsEagerAndReproduces() {
-    const ImageProblem p = makeCnnProblem(BootstrapMode::Poisson);
+    QFETCH(double, dropout);
+    ImageProblem p = makeCnnProblem(BootstrapMode::Poisson);
+    p.training.dropout = static_cast<float>(dropout);
+    p.training.dropoutSeed = kDropoutSeed;
     std::vector<float> init(p.training.layout.size());
     initParameters(p.training.layout, 5, init.data());
     const std::unique_ptr<Backend> graphed = makeCuda(true);
@@ -573,15 +615,21 @@ class ThreadSum {
 
 void TestCudaParity::dataAxisReplicasMatchOneBackend_data() {
     QTest::addColumn<bool>("cnn");
-    QTest::newRow("mlp") << false;
-    QTest::newRow("cnn") << true;
+    QTest::addColumn<double>("dropout");  // a row's masks by its batch position, not its shard's
+    QTest::newRow("mlp") << false << 0.0;
+    QTest::newRow("cnn") << true << 0.0;
+    QTest::newRow("mlp dropout") << false << 0.3;
+    QTest::newRow("cnn dropout") << true << 0.25;
 }
 
 void TestCudaParity::dataAxisReplicasMatchOneBackend() {
     QFETCH(bool, cnn);
+    QFETCH(double, dropout);
     const Problem mlp = makeProblem(BootstrapMode::Poisson, OptimizerKind::Sgd, Activation::Relu);
     const ImageProblem images = makeCnnProblem(BootstrapMode::Resample);
-    const TrainingProblem& base = cnn ? images.training : mlp.training;
+    TrainingProblem base = cnn ? images.training : mlp.training;
+    base.dropout = static_cast<float>(dropout);
+    base.dropoutSeed = kDropoutSeed;
     std::vector<float> init(base.layout.size());
     initParameters(base.layout, 77, init.data());
     const int steps = 20;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/errors.h"
+#include "math/dropout.h"
 
 namespace ensemble {
 
@@ -28,6 +29,22 @@ void checkTrainingProblem(const TrainingProblem& problem) {
         throw ConfigError("training.adversarial_eps",
                           "adversarial training is implemented for mlp members; set it to 0 "
                           "for model.kind cnn");
+    }
+    if (!(problem.dropout >= 0.0f && problem.dropout < 1.0f)) {
+        throw ConfigError("model.dropout", "the dropout rate must be in [0, 1), not " +
+                                               std::to_string(problem.dropout));
+    }
+    if (problem.dropout > 0.0f) {
+        const Architecture& arch = layout.architecture();
+        for (const StackLayer& layer : arch.layers()) {
+            if (layer.activated &&
+                (layer.param >= kDropoutMaxLayers || layer.units() > kDropoutMaxUnits)) {
+                throw ConfigError("model.dropout",
+                                  "dropout masks cover " + std::to_string(kDropoutMaxLayers) +
+                                      " layers of at most " + std::to_string(kDropoutMaxUnits) +
+                                      " units or channels each");
+            }
+        }
     }
     const bool training = problem.trainX != nullptr && problem.trainRows > 0;
     if (!training) {

@@ -51,6 +51,13 @@ struct TrainingProblem {
     // This replica's share of every batch. A backend that cannot train shards throws
     // ConfigError (key backend.mesh) from bind() when count > 1.
     DataShard shard;
+    // model.dropout (ensemble.method = mc_dropout): > 0 trains with inverted dropout of this
+    // rate after every hidden activation (StackLayer::activated; per unit of a dense layer, per
+    // channel of a conv), the masks drawn by math/dropout.h from (dropoutSeed, step, member,
+    // batch position, layer, unit). 0: no dropout, today's step. Prediction is never masked:
+    // mc_dropout's members are folded into plain parameters (model/dropout_masks.h).
+    float dropout = 0.0f;
+    uint64_t dropoutSeed = 0;
 };
 
 // The preconditions of Backend::bind() that hold for every backend; each backend's bind()
@@ -58,7 +65,9 @@ struct TrainingProblem {
 // the same exit code) on the CPU and on CUDA. Throws ConfigError (key backend.mesh) for a data
 // shard that cannot be trained: a replica index outside [0, count), a batch not divisible by
 // the count, or no sum over several replicas; ConfigError (key training.adversarial_eps) for
-// adversarial training of members that are not MLPs; std::invalid_argument for a problem no
+// adversarial training of members that are not MLPs; ConfigError (key model.dropout) for a
+// dropout rate outside [0, 1) or a layer too wide for the masks' counter (math/dropout.h);
+// std::invalid_argument for a problem no
 // config can make (an empty layout; training data without its labels or targets, a batch of
 // 0, plan.rows other than trainRows or 2^31 rows or more, other than one rule per member).
 void checkTrainingProblem(const TrainingProblem& problem);

@@ -45,9 +45,11 @@ enum class RngPurpose : uint32_t {
     DataGen = 5,
     Split = 6,
     Subset = 7,
-    Halves = 8,   // metrics/conformal.h: the fitting and measuring halves of evaluated rows
-    Shift = 9,    // shift/transforms.h: noise shifts and OOD sets
-    Active = 10,  // active/active_learning.h: initial set, pool subsets, `random` scores
+    Halves = 8,          // metrics/conformal.h: the fitting and measuring halves of evaluated rows
+    Shift = 9,           // shift/transforms.h: noise shifts and OOD sets
+    Active = 10,         // active/active_learning.h: initial set, pool subsets, `random` scores
+    Dropout = 11,        // math/dropout.h: the training masks
+    DropoutMember = 12,  // math/dropout.h: an mc_dropout member's fixed mask
 };
 
 // Draw number `index` of stream (seed, purpose, member, sub): four independent 32-bit words,

@@ -11,6 +11,7 @@
 
 #include "backend/cpu/fast_mlp.h"
 #include "math/activations.h"
+#include "math/dropout.h"
 #include "model/architecture.h"
 
 namespace ensemble::conv {
@@ -227,6 +228,48 @@ void activateGrad(Activation act, const float* pre, const float* post, float* de
     }
     for (std::size_t i = 0; i < n; ++i) {
         delta[i] *= ensemble::activateGrad(act, pre[i], post[i]);
+    }
+}
+
+// The training dropout masks of `units` units (or channels) of `layer` for examples at batch
+// positions d.firstRow + b, b < n (math/dropout.h): unit u of example b at
+// mask[b * exampleStride + u * unitStride]. One Philox draw gives four units of an example.
+void fillDropoutMask(const DropoutStep& d, int layer, int units, int n, std::size_t exampleStride,
+                     std::size_t unitStride, float* mask) {
+    const float scale = dropoutScale(d.rate);
+    for (int b = 0; b < n; ++b) {
+        for (int u = 0; u < units; u += 4) {
+            const Philox4x32 r = dropoutTrainingDrawLanes<uint32_t>(
+                d.seed, d.step, d.member, d.firstRow + static_cast<uint32_t>(b), layer, u);
+            for (int j = 0; j < 4 && u + j < units; ++j) {
+                mask[static_cast<std::size_t>(b) * exampleStride +
+                     static_cast<std::size_t>(u + j) * unitStride] =
+                    dropoutMaskValue(r.v[j], d.rate, scale);
+            }
+        }
+    }
+}
+
+// x[i] *= mask[i / span] for i < n * span: a mask value per run of `span` floats (a conv
+// channel's plane of one example; 1 for a dense layer).
+void applyDropout(float* x, const float* mask, std::size_t n, std::size_t span) {
+    for (std::size_t m = 0; m < n; ++m) {
+        float* run = x + m * span;
+        for (std::size_t i = 0; i < span; ++i) {
+            run[i] *= mask[m];
+        }
+    }
+}
+
+// delta = (delta * mask) * f'(pre) (dropoutActivationGrad, math/dropout.h), with the masks as
+// in applyDropout.
+void dropoutActivateGrad(Activation act, const float* pre, const float* mask, float* delta,
+                         std::size_t n, std::size_t span) {
+    for (std::size_t m = 0; m < n; ++m) {
+        const std::size_t begin = m * span;
+        for (std::size_t i = begin; i < begin + span; ++i) {
+            delta[i] = dropoutActivationGrad(act, delta[i], mask[m], pre[i]);
+        }
     }
 }
 

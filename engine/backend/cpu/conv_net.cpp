@@ -20,8 +20,11 @@ using Eigen::RowMajor;
 
 using conv::activate;
 using conv::activateGrad;
+using conv::applyDropout;
 using conv::channelMajor;
 using conv::col2im;
+using conv::dropoutActivateGrad;
+using conv::fillDropoutMask;
 using conv::im2col;
 using conv::poolBackward;
 using conv::poolForward;
@@ -57,9 +60,17 @@ struct ConvNetCpu::Workspace {
     FloatBuffer dLogits;
     FloatBuffer gemmA;  // packing buffers of every product (backend/cpu/gemm.h)
     FloatBuffer gemmB;
+    // Dropout only: per activated layer the step's masks, [C][n] (conv) or [n][units] (dense).
+    std::vector<FloatBuffer> dropMask;
 
-    void resize(const Architecture& a, int n) {
+    void resize(const Architecture& a, int n, bool dropout = false) {
         const auto& layers = a.layers();
+        dropMask.assign(layers.size(), FloatBuffer{});
+        for (std::size_t i = 0; i < layers.size(); ++i) {
+            if (dropout && layers[i].activated) {
+                dropMask[i].assign(static_cast<std::size_t>(layers[i].units()) * n, 0.0f);
+            }
+        }
         pre.assign(layers.size(), FloatBuffer{});
         post.assign(layers.size(), FloatBuffer{});
         argmax.assign(layers.size(), {});
@@ -116,7 +127,8 @@ struct ConvNetCpu::Workspace {
         std::size_t total = input.size() + flat.size() + delta.size() + deltaPrev.size() +
                             dLogits.size() + gemmA.size() + gemmB.size();
         for (std::size_t i = 0; i < post.size(); ++i) {
-            total += pre[i].size() + post[i].size() + cols[i].size() + argmax[i].size();
+            total += pre[i].size() + post[i].size() + cols[i].size() + argmax[i].size() +
+                     dropMask[i].size();
         }
         return total * sizeof(float);
     }
@@ -126,9 +138,11 @@ namespace {
 
 // Forward pass of member k over n examples; returns the logits (n x outputs). sharedCols, when
 // not null, holds the first conv's columns for these examples with row stride colsStride.
+// dropout.on(): every activated layer's output is masked (the masks kept in ws.dropMask), the
+// examples at batch positions dropout.firstRow + b.
 const float* forward(const ParamLayout& layout, int k, Activation act, const float* params,
                      const float* x, int n, const float* sharedCols, std::size_t colsStride,
-                     ConvNetCpu::Workspace& ws) {
+                     ConvNetCpu::Workspace& ws, const DropoutStep& dropout = DropoutStep{}) {
     const Architecture& a = layout.architecture();
     const auto& layers = a.layers();
     // A first dense layer reads the rows as they are: (channel, row, column) is the flatten order.
@@ -159,6 +173,13 @@ const float* forward(const ParamLayout& layout, int k, Activation act, const flo
                     s.out.channels, cols, fan, params + layout.weightOffset(l, k), fan, colData,
                     stride, pre, cols, ws.gemmA.data(), ws.gemmB.data());
                 activate(act, pre, out, static_cast<std::size_t>(s.out.channels) * cols);
+                if (dropout.on()) {
+                    float* mask = ws.dropMask[i].data();
+                    fillDropoutMask(dropout, l, s.out.channels, n, 1, static_cast<std::size_t>(n),
+                                    mask);
+                    applyDropout(out, mask, static_cast<std::size_t>(s.out.channels) * n,
+                                 static_cast<std::size_t>(s.out.plane()));
+                }
                 break;
             }
             case LayerKind::Pool:
@@ -194,6 +215,12 @@ const float* forward(const ParamLayout& layout, int k, Activation act, const flo
                     pre, units, ws.gemmA.data(), ws.gemmB.data());
                 if (s.activated) {
                     activate(act, pre, out, static_cast<std::size_t>(n) * units);
+                    if (dropout.on()) {
+                        float* mask = ws.dropMask[i].data();
+                        fillDropoutMask(dropout, l, static_cast<int>(units), n,
+                                        static_cast<std::size_t>(units), 1, mask);
+                        applyDropout(out, mask, static_cast<std::size_t>(n) * units, 1);
+                    }
                 } else {
                     std::copy_n(pre, static_cast<std::size_t>(n) * units, out);
                 }
@@ -211,12 +238,13 @@ const float* forward(const ParamLayout& layout, int k, Activation act, const flo
 float groupGradient(const ParamLayout& layout, int k, Activation act, const float* params,
                     const float* x, const int32_t* labels, const float* weights, int n,
                     int batchSize, const float* sharedCols, std::size_t colsStride,
-                    const std::vector<std::size_t>& offsets, ConvNetCpu::Workspace& ws,
-                    float* grad) {
+                    const std::vector<std::size_t>& offsets, ConvNetCpu::Workspace& ws, float* grad,
+                    const DropoutStep& dropout) {
     const Architecture& a = layout.architecture();
     const auto& layers = a.layers();
     const int classes = a.outputs();
-    const float* logits = forward(layout, k, act, params, x, n, sharedCols, colsStride, ws);
+    const float* logits =
+        forward(layout, k, act, params, x, n, sharedCols, colsStride, ws, dropout);
 
     const float scale = 1.0f / static_cast<float>(batchSize);
     float loss = 0.0f;
@@ -242,7 +270,13 @@ float groupGradient(const ParamLayout& layout, int k, Activation act, const floa
         const StackLayer& s = layers[ii];
         const float* in = ii > 0 ? ws.post[ii - 1].data() : input;
         const std::size_t outSize = static_cast<std::size_t>(s.out.size()) * n;
-        if (s.activated) {
+        if (s.activated && dropout.on()) {
+            // A mask per channel plane of an example (conv) or per unit (dense).
+            const std::size_t span =
+                s.kind == LayerKind::Conv ? static_cast<std::size_t>(s.out.plane()) : 1;
+            dropoutActivateGrad(act, ws.pre[ii].data(), ws.dropMask[ii].data(), delta,
+                                outSize / span, span);
+        } else if (s.activated) {
             activateGrad(act, ws.pre[ii].data(), ws.post[ii].data(), delta, outSize);
         }
         switch (s.kind) {
@@ -329,8 +363,10 @@ ConvNetCpu::ConvNetCpu() = default;
 ConvNetCpu::~ConvNetCpu() = default;
 
 void ConvNetCpu::bind(const ParamLayout& layout, Activation activation, int batch, int threads,
-                      int normaliser) {
+                      int normaliser, float dropout) {
     m_layout = layout;
+    m_dropout = DropoutStep{};
+    m_dropout.rate = dropout;
     m_offsets = packedOffsets(layout);
     m_activation = activation;
     m_batch = std::max(batch, 1);
@@ -340,7 +376,7 @@ void ConvNetCpu::bind(const ParamLayout& layout, Activation activation, int batc
     m_groups = (m_batch + kConvGroup - 1) / kConvGroup;
     m_workspaces.assign(static_cast<std::size_t>(m_threads), Workspace{});
     for (Workspace& ws : m_workspaces) {
-        ws.resize(layout.architecture(), kConvGroup);
+        ws.resize(layout.architecture(), kConvGroup, dropout > 0.0f);
     }
     m_partials.assign(static_cast<std::size_t>(layout.members()) * m_groups * layout.perMember(),
                       0.0f);
@@ -354,9 +390,10 @@ void ConvNetCpu::bind(const ParamLayout& layout, Activation activation, int batc
     }
 }
 
-std::size_t ConvNetCpu::workspaceBytes(const ParamLayout& layout, int batch, int threads) {
+std::size_t ConvNetCpu::workspaceBytes(const ParamLayout& layout, int batch, int threads,
+                                       bool dropout) {
     Workspace ws;
-    ws.resize(layout.architecture(), kConvGroup);
+    ws.resize(layout.architecture(), kConvGroup, dropout);
     const std::size_t groups = static_cast<std::size_t>((batch + kConvGroup - 1) / kConvGroup);
     const StackLayer& first = layout.architecture().layers().front();
     std::size_t shared = 0;
@@ -433,7 +470,7 @@ void ConvNetCpu::train(const ConvMemberBatch* batches, bool sharedInput, const u
             batch.labels + begin, batch.weights + begin, n, m_normaliser,
             sharedCols ? m_sharedCols.data() + static_cast<std::size_t>(begin) * first.out.plane()
                        : nullptr,
-            colsStride, offsets, ws, m_partials.data() + slot * perMember);
+            colsStride, offsets, ws, m_partials.data() + slot * perMember, groupDropout(k, begin));
     }
 
     // Each member's loss and gradient: its groups summed in order.
@@ -532,6 +569,21 @@ void ConvNetCpu::train(const ConvMemberBatch* batches, bool sharedInput, const u
     }
 }
 
+void ConvNetCpu::setDropoutStep(uint64_t seed, uint64_t step, uint32_t memberOffset,
+                                uint32_t firstRow) {
+    m_dropout.seed = seed;
+    m_dropout.step = step;
+    m_dropout.member = memberOffset;
+    m_dropout.firstRow = firstRow;
+}
+
+DropoutStep ConvNetCpu::groupDropout(int k, int begin) const {
+    DropoutStep d = m_dropout;
+    d.member += static_cast<uint32_t>(k);
+    d.firstRow += static_cast<uint32_t>(begin);
+    return d;
+}
+
 float ConvNetCpu::gradient(int k, const float* params, const ConvMemberBatch& batch, int batchSize,
                            float* grad) {
     const ParamLayout& layout = m_layout;
@@ -543,10 +595,10 @@ float ConvNetCpu::gradient(int k, const float* params, const ConvMemberBatch& ba
     float loss = 0.0f;
     for (int begin = 0; begin < batchSize; begin += kConvGroup) {
         const int n = std::min(kConvGroup, batchSize - begin);
-        loss += groupGradient(layout, k, m_activation, params,
-                              batch.x + static_cast<std::size_t>(begin) * inputs,
-                              batch.labels + begin, batch.weights + begin, n, batchSize, nullptr, 0,
-                              offsets, m_workspaces.front(), begin == 0 ? grad : part.data());
+        loss += groupGradient(
+            layout, k, m_activation, params, batch.x + static_cast<std::size_t>(begin) * inputs,
+            batch.labels + begin, batch.weights + begin, n, batchSize, nullptr, 0, offsets,
+            m_workspaces.front(), begin == 0 ? grad : part.data(), groupDropout(k, begin));
         if (begin > 0) {
             for (std::size_t i = 0; i < perMember; ++i) {
                 grad[i] += part[i];

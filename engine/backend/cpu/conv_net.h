@@ -48,9 +48,16 @@ class ConvNetCpu {
 
     // Sizes everything for `layout` and steps of `batch` examples on `threads` threads. Losses
     // and gradients are the batch's weighted sums divided by `normaliser` (0: batch, the mean;
-    // a data-axis shard of a B-row batch passes B).
+    // a data-axis shard of a B-row batch passes B). dropout > 0: train() and gradient() apply
+    // inverted dropout of that rate after every activated layer (math/dropout.h), keyed by
+    // setDropoutStep(); prediction never does.
     void bind(const ParamLayout& layout, Activation activation, int batch, int threads,
-              int normaliser = 0);
+              int normaliser = 0, float dropout = 0.0f);
+
+    // The dropout masks' key for the next train() or gradient(): member k is global member
+    // memberOffset + k, example b of the batch is at batch position firstRow + b (a data
+    // axis's replica passes its first row). Ignored when bind()'s dropout is 0.
+    void setDropoutStep(uint64_t seed, uint64_t step, uint32_t memberOffset, uint32_t firstRow);
 
     // One step of every member with active[k] != 0: forward, loss (the mean over the batch of
     // weight_b * CE_b), backward and the update of its parameters and optimizer moments in
@@ -73,12 +80,17 @@ class ConvNetCpu {
     void predictLogProbs(const float* params, const float* x, int64_t rows, float* out);
 
     // Bytes bind() allocates (for the memory estimate before a run).
-    static std::size_t workspaceBytes(const ParamLayout& layout, int batch, int threads);
+    static std::size_t workspaceBytes(const ParamLayout& layout, int batch, int threads,
+                                      bool dropout = false);
 
     struct Workspace;
 
   private:
+    // The masks' key of member k's group of examples starting at `begin`.
+    DropoutStep groupDropout(int k, int begin) const;
+
     ParamLayout m_layout;
+    DropoutStep m_dropout;               // rate from bind(), the rest from setDropoutStep()
     std::vector<std::size_t> m_offsets;  // each layer's [W, b] in a packed member gradient
     Activation m_activation = Activation::Relu;
     int m_batch = 0;

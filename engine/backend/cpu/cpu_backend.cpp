@@ -91,7 +91,7 @@ void CpuBackend::bind(const TrainingProblem& problem) {
     m_predictWorkspaces.clear();
     if (!layout.isMlp()) {
         m_conv = std::make_unique<ConvNetCpu>();
-        m_conv->bind(layout, problem.activation, rows, m_threads, batch);
+        m_conv->bind(layout, problem.activation, rows, m_threads, batch, problem.dropout);
         m_workspaces.clear();
         const std::size_t k = static_cast<std::size_t>(layout.members());
         const bool own = problem.plan.mode == BootstrapMode::Resample;
@@ -112,7 +112,7 @@ void CpuBackend::bind(const TrainingProblem& problem) {
         ws.labels.resize(static_cast<std::size_t>(rows));
         ws.targets.resize(static_cast<std::size_t>(rows));
         ws.weights.resize(static_cast<std::size_t>(batch));
-        ws.fast.resize(layout, rows, problem.adversarialEps > 0.0f);
+        ws.fast.resize(layout, rows, problem.adversarialEps > 0.0f, problem.dropout > 0.0f);
     }
     m_sharedRows.resize(static_cast<std::size_t>(batch));
     m_sharedWeights.resize(static_cast<std::size_t>(batch));
@@ -294,7 +294,8 @@ void CpuBackend::stepShard(uint64_t step, const uint8_t* active, float* losses) 
         }
         shardLosses[k] = fastMemberGradient(
             layout, k, m_problem.activation, m_params.data(), *input, labels, weights, ws.fast,
-            grad, m_problem.likelihood, targets, batch, m_problem.adversarialEps);
+            grad, m_problem.likelihood, targets, batch, m_problem.adversarialEps,
+            dropoutStep(step, member, static_cast<uint32_t>(first)));
     }
 
     // The pmean of gradients: the shards' sums over the whole batch, added up (the sum of a
@@ -385,10 +386,22 @@ void CpuBackend::stepConv(uint64_t step, const uint8_t* active, float* losses) {
             std::copy_n(m_convPlanWeights.data() + first, rows, weights);  // the plan's (all 1)
         }
     }
+    m_conv->setDropoutStep(m_problem.dropoutSeed, step, plan.memberOffset,
+                           static_cast<uint32_t>(first));
     m_conv->train(batches.data(), !own, active, rules.data(), m_updates == 0, m_params.data(),
                   m_moment1.data(), m_moment2.data(), losses,
                   shard.count > 1 ? &shard.sum : nullptr);
     ++m_updates;
+}
+
+DropoutStep CpuBackend::dropoutStep(uint64_t step, uint32_t member, uint32_t firstRow) const {
+    DropoutStep d;
+    d.rate = m_problem.dropout;
+    d.seed = m_problem.dropoutSeed;
+    d.step = step;
+    d.member = member;
+    d.firstRow = firstRow;
+    return d;
 }
 
 float CpuBackend::trainMember(int k, uint64_t step, Workspace& ws, const OptimizerRule& rule,
@@ -432,7 +445,8 @@ float CpuBackend::trainMember(int k, uint64_t step, Workspace& ws, const Optimiz
     // leaves the member's parameters as they are.
     return fastTrainMember(layout, k, m_problem.activation, m_params.data(), m_moment1.data(),
                            m_moment2.data(), rule, firstUpdate, *input, labels, weights, ws.fast,
-                           m_problem.likelihood, targets, m_problem.adversarialEps);
+                           m_problem.likelihood, targets, m_problem.adversarialEps,
+                           dropoutStep(step, plan.memberOffset + static_cast<uint32_t>(k), 0));
 }
 
 void CpuBackend::predictLogProbs(const float* x, int64_t rows, float* out) {

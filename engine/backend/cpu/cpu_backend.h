@@ -43,6 +43,9 @@ class CpuBackend final : public Backend {
     // step() of MLP members on a data-axis shard (TrainingProblem::shard): every member's
     // gradient on this replica's rows, the sum over the replicas, then the update.
     void stepShard(uint64_t step, const uint8_t* active, float* losses);
+    // The dropout masks' key of global member `member` at `step` (off when the rate is 0);
+    // firstRow: the batch position of this replica's first row.
+    DropoutStep dropoutStep(uint64_t step, uint32_t member, uint32_t firstRow) const;
 
     int m_threads = 1;
     TrainingProblem m_problem;

@@ -10,6 +10,7 @@
 // instruction set.
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -20,6 +21,7 @@
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/simd_lanes.h"
 #include "math/activations.h"
+#include "math/dropout.h"
 
 namespace ensemble::fast {
 
@@ -284,6 +286,66 @@ void activateGradRows(Activation act, const float* pre, const float* post, float
     }
     for (std::size_t i = 0; i < n; ++i) {
         delta[i] *= activateGrad(act, pre[i], post[i]);
+    }
+}
+
+// mask (units x bp) = the training dropout mask of `layer` (math/dropout.h) for the examples
+// at batch positions d.firstRow + b, b < batch; 0 in the padding columns. One Philox draw
+// gives four units of one row; the word lanes run 16 rows at a time.
+void fillDropoutMask(const DropoutStep& d, int layer, int units, int batch, int bp, float* mask) {
+    const float scale = dropoutScale(d.rate);
+#if defined(ENSEMBLE_HAVE_WORD_LANES)
+    constexpr int kWidth = simd::kWordLanes;
+    for (int b0 = 0; b0 < batch; b0 += kWidth) {
+        const int lanes = batch - b0 < kWidth ? batch - b0 : kWidth;
+        const simd::Words rows = simd::iota(d.firstRow + static_cast<uint32_t>(b0));
+        for (int u = 0; u < units; u += 4) {
+            const Philox4x32Lanes<simd::Words> r =
+                dropoutTrainingDrawLanes(d.seed, d.step, d.member, rows, layer, u);
+            for (int j = 0; j < 4 && u + j < units; ++j) {
+                float* row = mask + static_cast<std::ptrdiff_t>(u + j) * bp + b0;
+                for (int l = 0; l < lanes; ++l) {
+                    row[l] = dropoutMaskValue(r.v[j][l], d.rate, scale);
+                }
+            }
+        }
+    }
+#else
+    for (int u = 0; u < units; ++u) {
+        for (int b = 0; b < batch; ++b) {
+            mask[static_cast<std::ptrdiff_t>(u) * bp + b] =
+                dropoutTrainingMask(d, d.firstRow + static_cast<uint32_t>(b), layer, u);
+        }
+    }
+#endif
+    for (int u = 0; u < units; ++u) {
+        std::fill(mask + static_cast<std::ptrdiff_t>(u) * bp + batch,
+                  mask + static_cast<std::ptrdiff_t>(u + 1) * bp, 0.0f);
+    }
+}
+
+// a *= mask over n floats (n a multiple of kLanes).
+void multiplyRows(float* a, const float* mask, std::size_t n) {
+    for (std::size_t i = 0; i < n; i += kLanes) {
+        pstore(a + i, pmul(pload<Packet>(a + i), pload<Packet>(mask + i)));
+    }
+}
+
+// delta = (delta * mask) * f'(pre) over n floats (dropoutActivationGrad, math/dropout.h).
+void dropoutActivateGradRows(Activation act, const float* pre, const float* mask, float* delta,
+                             std::size_t n) {
+    if (act == Activation::Relu) {
+        const Packet zero = pset1<Packet>(0.0f);
+        const Packet one = pset1<Packet>(1.0f);
+        for (std::size_t i = 0; i < n; i += kLanes) {
+            const Packet positive = pcmp_lt(zero, pload<Packet>(pre + i));
+            const Packet masked = pmul(pload<Packet>(delta + i), pload<Packet>(mask + i));
+            pstore(delta + i, pmul(masked, pand(positive, one)));
+        }
+        return;
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+        delta[i] = dropoutActivationGrad(act, delta[i], mask[i], pre[i]);
     }
 }
 

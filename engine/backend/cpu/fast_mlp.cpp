@@ -24,8 +24,10 @@ namespace {
 using namespace fast;  // the kernels (fast_kernels.h, fast_layout.h), as if written here
 
 // Forward pass of member k over the batch (feature-major): returns the logits, classes x Bp.
+// With dropout on, every hidden activation is multiplied by its mask (kept in ws.dropMask).
 const float* forward(const ParamLayout& layout, int k, Activation act, const float* params,
-                     const FastBatch& in, int batch, int bp, FastWorkspace& ws) {
+                     const FastBatch& in, int batch, int bp, FastWorkspace& ws,
+                     const DropoutStep& dropout = DropoutStep{}) {
     const int layers = layout.layerCount();
     const int vectors = bp / kLanes;
     for (int l = 0; l < layers; ++l) {
@@ -52,8 +54,13 @@ const float* forward(const ParamLayout& layout, int k, Activation act, const flo
             zm.colwise() += bv;
         }
         if (l + 1 < layers) {
-            activateRows(act, z, ws.post[static_cast<std::size_t>(l)].data(),
-                         static_cast<std::size_t>(s.out) * bp);
+            float* post = ws.post[static_cast<std::size_t>(l)].data();
+            activateRows(act, z, post, static_cast<std::size_t>(s.out) * bp);
+            if (dropout.on()) {
+                float* mask = ws.dropMask[static_cast<std::size_t>(l)].data();
+                fillDropoutMask(dropout, l, s.out, batch, bp, mask);
+                multiplyRows(post, mask, static_cast<std::size_t>(s.out) * bp);
+            }
         }
     }
     return ws.pre[static_cast<std::size_t>(layers - 1)].data();
@@ -141,12 +148,16 @@ template <typename Sink>
 float forwardBackward(const ParamLayout& layout, int k, Activation act, const float* params,
                       const FastBatch& in, const int32_t* labels, const float* weights,
                       FastWorkspace& ws, Likelihood likelihood, const float* targets,
-                      int normaliser, Sink&& sink, float* inputGrad = nullptr) {
+                      int normaliser, const DropoutStep& dropout, Sink&& sink,
+                      float* inputGrad = nullptr) {
     const int batch = in.batch;
     const int bp = in.paddedBatch;
     const int layers = layout.layerCount();
     const int classes = layout.classes();
-    const float* logits = forward(layout, k, act, params, in, batch, bp, ws);
+    if (dropout.on() && ws.dropMask.size() != static_cast<std::size_t>(layers)) {
+        throw std::logic_error("dropout needs FastWorkspace::resize(layout, batch, _, true)");
+    }
+    const float* logits = forward(layout, k, act, params, in, batch, bp, ws, dropout);
 
     // Loss and dLogits: softmaxCrossEntropyLanes (math/loss.h) across the examples of the batch
     // (Eigen's pexp/plog instead of expf/logf).
@@ -220,9 +231,15 @@ float forwardBackward(const ParamLayout& layout, int k, Activation act, const fl
                 gemm<Eigen::ColMajor, Eigen::RowMajor>(s.in, bp, s.out, w, s.in, delta, bp,
                                                        deltaPrev, bp, ws);
             }
-            activateGradRows(act, ws.pre[static_cast<std::size_t>(l - 1)].data(),
-                             ws.post[static_cast<std::size_t>(l - 1)].data(), deltaPrev,
-                             static_cast<std::size_t>(s.in) * bp);
+            if (dropout.on()) {
+                dropoutActivateGradRows(act, ws.pre[static_cast<std::size_t>(l - 1)].data(),
+                                        ws.dropMask[static_cast<std::size_t>(l - 1)].data(),
+                                        deltaPrev, static_cast<std::size_t>(s.in) * bp);
+            } else {
+                activateGradRows(act, ws.pre[static_cast<std::size_t>(l - 1)].data(),
+                                 ws.post[static_cast<std::size_t>(l - 1)].data(), deltaPrev,
+                                 static_cast<std::size_t>(s.in) * bp);
+            }
         } else if (inputGrad != nullptr) {
             // dX^T = W^T dZ^T, as dA^T above (zero in the padding, since dZ is).
             if (!useEigen(s.in, s.out, batch)) {
@@ -280,14 +297,15 @@ template <typename Sink>
 float adversarialForwardBackward(const ParamLayout& layout, int k, Activation act,
                                  const float* params, const FastBatch& in, const int32_t* labels,
                                  const float* weights, FastWorkspace& ws, Likelihood likelihood,
-                                 const float* targets, int normaliser, float eps, Sink&& sink) {
+                                 const float* targets, int normaliser, float eps,
+                                 const DropoutStep& dropout, Sink&& sink) {
     if (ws.adversarial.batch != in.batch || ws.gradSum.size() != layout.perMember()) {
         throw std::logic_error("adversarial training needs FastWorkspace::resize(layout, " +
                                std::to_string(in.batch) + ", true)");
     }
     float* sum = ws.gradSum.data();
     const float clean = forwardBackward(
-        layout, k, act, params, in, labels, weights, ws, likelihood, targets, normaliser,
+        layout, k, act, params, in, labels, weights, ws, likelihood, targets, normaliser, dropout,
         [&](int l, const float* dw, const float* db) {
             const LayerSlot& s = layout.layer(l);
             const std::size_t n = static_cast<std::size_t>(s.out) * s.in;
@@ -302,7 +320,7 @@ float adversarialForwardBackward(const ParamLayout& layout, int k, Activation ac
     adversarialBatch(layout, in, ws.inputGrad.data(), eps, ws.adversarial);
     const float adversarial =
         forwardBackward(layout, k, act, params, ws.adversarial, labels, weights, ws, likelihood,
-                        targets, normaliser, [&](int l, float* dw, float* db) {
+                        targets, normaliser, dropout, [&](int l, float* dw, float* db) {
                             const LayerSlot& s = layout.layer(l);
                             const std::size_t n = static_cast<std::size_t>(s.out) * s.in;
                             const float* c = sum + packedLayerOffset(layout, l);
@@ -323,7 +341,7 @@ float fastTrainMember(const ParamLayout& layout, int k, Activation act, float* p
                       float* moment1, float* moment2, const OptimizerRule& rule, bool firstUpdate,
                       const FastBatch& batch, const int32_t* labels, const float* weights,
                       FastWorkspace& ws, Likelihood likelihood, const float* targets,
-                      float adversarialEps) {
+                      float adversarialEps, const DropoutStep& dropout) {
     const auto update = [&](int l, const float* dw, const float* db) {
         const LayerSlot& s = layout.layer(l);
         const std::size_t wOff = layout.weightOffset(l, k);
@@ -335,16 +353,18 @@ float fastTrainMember(const ParamLayout& layout, int k, Activation act, float* p
     };
     if (adversarialEps > 0.0f) {
         return adversarialForwardBackward(layout, k, act, params, batch, labels, weights, ws,
-                                          likelihood, targets, batch.batch, adversarialEps, update);
+                                          likelihood, targets, batch.batch, adversarialEps, dropout,
+                                          update);
     }
     return forwardBackward(layout, k, act, params, batch, labels, weights, ws, likelihood, targets,
-                           batch.batch, update);
+                           batch.batch, dropout, update);
 }
 
 float fastMemberGradient(const ParamLayout& layout, int k, Activation act, const float* params,
                          const FastBatch& batch, const int32_t* labels, const float* weights,
                          FastWorkspace& ws, float* grad, Likelihood likelihood,
-                         const float* targets, int normaliser, float adversarialEps) {
+                         const float* targets, int normaliser, float adversarialEps,
+                         const DropoutStep& dropout) {
     const auto store = [&](int l, const float* dw, const float* db) {
         const std::size_t offset = packedLayerOffset(layout, l);
         const LayerSlot& s = layout.layer(l);
@@ -355,10 +375,11 @@ float fastMemberGradient(const ParamLayout& layout, int k, Activation act, const
     const int divisor = normaliser > 0 ? normaliser : batch.batch;
     if (adversarialEps > 0.0f) {
         return adversarialForwardBackward(layout, k, act, params, batch, labels, weights, ws,
-                                          likelihood, targets, divisor, adversarialEps, store);
+                                          likelihood, targets, divisor, adversarialEps, dropout,
+                                          store);
     }
     return forwardBackward(layout, k, act, params, batch, labels, weights, ws, likelihood, targets,
-                           divisor, store);
+                           divisor, dropout, store);
 }
 
 void fastPredictLogProbs(const ParamLayout& layout, int k, Activation act, const float* params,

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "math/activations.h"
+#include "math/dropout.h"
 #include "model/likelihood.h"
 #include "model/mlp.h"
 #include "optim/update_rules.h"
@@ -94,8 +95,13 @@ struct FastWorkspace {
     FloatBuffer inputGrad;  // paddedInputs x Bp: dLoss/dX of the batch, feature-major
     FloatBuffer gradSum;    // layout.perMember(): the clean batch's packed gradient
     FastBatch adversarial;  // the batch moved by eps * sign(inputGrad)
+    // Dropout only (resize's `dropout`; empty otherwise): per hidden layer out_p x Bp, the
+    // step's mask (0 or 1 / (1 - rate), math/dropout.h; 0 in the padding). post then holds
+    // the masked activations.
+    std::vector<FloatBuffer> dropMask;
 
-    void resize(const ParamLayout& layout, int batch, bool adversarial = false);
+    void resize(const ParamLayout& layout, int batch, bool adversarial = false,
+                bool dropout = false);
 };
 
 // One optimizer update of n contiguous parameters: applyUpdate (optim/update_rules.h) on each,
@@ -114,11 +120,16 @@ void fastApplyUpdate(const OptimizerRule& rule, bool firstUpdate, float* params,
 // (adversarialInput, math/loss.h) with the member's current parameters, so the update follows
 // the sum of both gradients. The loss returned is still loss(X), the clean batch's (or
 // loss(X') when that one is not finite, so the member is frozen either way).
+//
+// dropout.on() (ws resized with `dropout`): inverted dropout after every hidden activation, the
+// mask of example b (batch position dropout.firstRow + b) drawn by math/dropout.h; the backward
+// pass multiplies by the same mask. Off: today's step, untouched.
 float fastTrainMember(const ParamLayout& layout, int k, Activation act, float* params,
                       float* moment1, float* moment2, const OptimizerRule& rule, bool firstUpdate,
                       const FastBatch& batch, const int32_t* labels, const float* weights,
                       FastWorkspace& ws, Likelihood likelihood = Likelihood::Categorical,
-                      const float* targets = nullptr, float adversarialEps = 0.0f);
+                      const float* targets = nullptr, float adversarialEps = 0.0f,
+                      const DropoutStep& dropout = DropoutStep{});
 
 // Asks the caches for member k's parameters and optimizer moments (the next member a thread
 // will train): at large K they live in L3 or memory, in 18 short runs the hardware prefetcher
@@ -132,13 +143,14 @@ void fastPrefetchMember(const ParamLayout& layout, int k, const float* params, c
 // data-axis shard of a batch of B rows passes B, so the shards' results sum to the whole
 // batch's. When the loss is not finite the gradient is not written. adversarialEps > 0: the
 // gradient of loss(X) + loss(X') as in fastTrainMember (X' depends on each example alone, so
-// shards of a batch still add up to the whole batch's).
+// shards of a batch still add up to the whole batch's). dropout: as in fastTrainMember (a
+// row's mask depends on its batch position alone, so shards add up too).
 float fastMemberGradient(const ParamLayout& layout, int k, Activation act, const float* params,
                          const FastBatch& batch, const int32_t* labels, const float* weights,
                          FastWorkspace& ws, float* grad,
                          Likelihood likelihood = Likelihood::Categorical,
                          const float* targets = nullptr, int normaliser = 0,
-                         float adversarialEps = 0.0f);
+                         float adversarialEps = 0.0f, const DropoutStep& dropout = DropoutStep{});
 
 // Log-probabilities of member k for `rows` inputs x (rows x inputs, row-major):
 // out[i * classes + c]; for a regression head its predictive instead (headPredictiveInPlace,

@@ -128,7 +128,8 @@ void fastGather(const ParamLayout& layout, const float* data, const int32_t* row
     }
 }
 
-void FastWorkspace::resize(const ParamLayout& layout, int rows, bool adversarialTraining) {
+void FastWorkspace::resize(const ParamLayout& layout, int rows, bool adversarialTraining,
+                           bool dropout) {
     batch = rows;
     paddedBatch = padded(rows);
     const int layers = layout.layerCount();
@@ -145,6 +146,11 @@ void FastWorkspace::resize(const ParamLayout& layout, int rows, bool adversarial
         const std::size_t n = static_cast<std::size_t>(padded(layout.layer(l).out)) * paddedBatch;
         pre[static_cast<std::size_t>(l)].assign(n, 0.0f);
         post[static_cast<std::size_t>(l)].assign(l + 1 < layers ? n : 0, 0.0f);
+    }
+    dropMask.resize(static_cast<std::size_t>(layers));
+    for (int l = 0; l < layers; ++l) {
+        const std::size_t n = static_cast<std::size_t>(padded(layout.layer(l).out)) * paddedBatch;
+        dropMask[static_cast<std::size_t>(l)].assign(dropout && l + 1 < layers ? n : 0, 0.0f);
     }
     batchMajor.assign(static_cast<std::size_t>(paddedBatch) * maxWidth, 0.0f);
     std::size_t transposedSize = 0;

@@ -76,6 +76,9 @@ struct ConvArena {
     std::size_t partial = kNone;  // training: [K][S][F C k k + F], the split conv gradients
     std::size_t delta = kNone;    // training: two gradient buffers of the widest layer
     std::size_t deltaPrev = kNone;
+    // Training with dropout: per stack layer, an activated layer's masks [K][rows][units]
+    // (units: a conv's channels, a dense layer's outputs); kNone elsewhere, empty without.
+    std::vector<std::size_t> mask;
     std::size_t floats = 0;
     std::size_t rowSlots = 0;  // training: int32 rows, K * B
     // The implicit-GEMM convolution (conv_elements.h, implicitConv*) instead of im2col + GEMM:
@@ -98,7 +101,7 @@ inline int convGradientSplits(int64_t batch, int64_t plane) {
 }
 
 inline ConvArena planConvArena(const ParamLayout& layout, int64_t rows, bool sharedInput,
-                               bool training) {
+                               bool training, bool dropout = false) {
     const Architecture& a = layout.architecture();
     const std::vector<StackLayer>& stack = a.layers();
     const std::size_t k = static_cast<std::size_t>(layout.members());
@@ -167,6 +170,12 @@ inline ConvArena planConvArena(const ParamLayout& layout, int64_t rows, bool sha
         arena.delta = take(widest);
         arena.deltaPrev = take(widest);
         arena.rowSlots = k * b;
+        if (dropout) {
+            for (const StackLayer& s : stack) {
+                arena.mask.push_back(s.activated ? take(k * b * static_cast<std::size_t>(s.units()))
+                                                 : ConvArena::kNone);
+            }
+        }
     }
     arena.floats = at;
     return arena;
@@ -181,6 +190,7 @@ struct ConvBuffers {
     float* ones = nullptr;
     std::size_t onesCount = 0;
     float* partial = nullptr;
+    std::vector<float*> mask;  // per stack layer (nullptr where none); empty without dropout
 };
 
 inline ConvBuffers placeConvBuffers(const ConvArena& arena, float* base) {
@@ -194,6 +204,9 @@ inline ConvBuffers placeConvBuffers(const ConvArena& arena, float* base) {
         c.pre.push_back(at(arena.pre[i]));
         c.post.push_back(at(arena.post[i]));
         c.cols.push_back(at(arena.cols[i]));
+    }
+    for (std::size_t offset : arena.mask) {
+        c.mask.push_back(at(offset));
     }
     c.flat = at(arena.flat);
     c.ones = at(arena.ones);
@@ -232,13 +245,14 @@ inline int64_t convPredictChunkRows(const ParamLayout& layout,
 
 inline MemoryEstimate estimateConvDeviceMemory(const ParamLayout& layout, int64_t trainRows,
                                                uint32_t batch, BootstrapMode mode,
-                                               int64_t predictRows) {
+                                               int64_t predictRows, bool dropout = false) {
     MemoryEstimate e = estimateDeviceMemory(layout, 0, batch, mode);
     if (trainRows > 0 && batch > 0) {
         const std::size_t n = static_cast<std::size_t>(trainRows);
         e.trainSet = align256(n * static_cast<std::size_t>(layout.inputs()) * sizeof(float)) +
                      align256(n * sizeof(int32_t));
-        const ConvArena arena = planConvArena(layout, batch, mode != BootstrapMode::Resample, true);
+        const ConvArena arena =
+            planConvArena(layout, batch, mode != BootstrapMode::Resample, true, dropout);
         e.stepWorkspace =
             align256(arena.floats * sizeof(float)) + align256(arena.rowSlots * sizeof(int32_t));
     }
@@ -249,9 +263,11 @@ inline MemoryEstimate estimateConvDeviceMemory(const ParamLayout& layout, int64_
 
 // The forward pass of every member over `rows` examples whose input (c.x, [G][rows][D] raw
 // rows) is in place: leaves each layer's pre/post, returns the output layer's pre [K][rows][O].
+// `dropout` (training only; c.mask holds the step's masks, drawn already): every activated
+// layer's activations are multiplied by their masks.
 template <class Exec>
 float* enqueueConvForward(Exec& ex, const ParamLayout& layout, Activation act, const float* params,
-                          const ConvArena& arena, const ConvBuffers& c) {
+                          const ConvArena& arena, const ConvBuffers& c, bool dropout = false) {
     const Architecture& a = layout.architecture();
     const std::vector<StackLayer>& stack = a.layers();
     const int members = layout.members();
@@ -300,6 +316,11 @@ float* enqueueConvForward(Exec& ex, const ParamLayout& layout, Activation act, c
             }
             ex.biasActivate(c.pre[i], s.activated ? c.post[i] : nullptr, params + slot.biasOffset,
                             members, gemmRows, slot.out, act);
+            if (s.activated && dropout) {
+                ex.dropoutApply(c.post[i], c.mask[i],
+                                static_cast<int64_t>(members) * gemmRows * slot.out, s.out.plane(),
+                                slot.out);
+            }
             output = s.activated ? c.post[i] : c.pre[i];
         }
         input = output;
@@ -351,12 +372,15 @@ void enqueueConvGradients(Exec& ex, const LayerSlot& slot, int members, int rows
 
 // One training step of all K CNN members; the same contract as enqueueTrainingStep (the
 // categorical head: the CPU's ConvNetCpu trains classifiers).
-// The arena is planned for the replica's rows (shard.rows, or the whole batch).
+// The arena is planned for the replica's rows (shard.rows, or the whole batch), and with
+// `dropout` when dropout.on(): then every activated layer's output is masked per channel of
+// an example (conv) or per unit (dense), as ConvNetCpu does, keyed by the parameterised
+// layer's index.
 template <class Exec>
 void enqueueConvTrainingStep(Exec& ex, const ParamLayout& layout, const BatchPlanParams& plan,
                              Activation act, const StepBuffers& b, const ConvArena& arena,
                              const ConvBuffers& c, StepShard shard = {},
-                             StepPhase phase = StepPhase::All) {
+                             StepPhase phase = StepPhase::All, StepDropout dropout = {}) {
     if (phase == StepPhase::Update) {
         ex.applyUpdates(b, static_cast<int64_t>(layout.size()));
         ex.advanceState(b.state);
@@ -375,7 +399,16 @@ void enqueueConvTrainingStep(Exec& ex, const ParamLayout& layout, const BatchPla
     if (c.ones != nullptr) {
         ex.fill(c.ones, static_cast<int64_t>(c.onesCount), 1.0f);
     }
-    const float* logits = enqueueConvForward(ex, layout, act, b.params, arena, c);
+    if (dropout.on()) {
+        const DropoutStep key = dropout.key(plan, shard);
+        for (std::size_t i = 0; i < stack.size(); ++i) {
+            if (stack[i].activated) {
+                ex.dropoutMask(key, b.state, members, batch, stack[i].units(), stack[i].param,
+                               c.mask[i]);
+            }
+        }
+    }
+    const float* logits = enqueueConvForward(ex, layout, act, b.params, arena, c, dropout.on());
     ex.softmaxCrossEntropy(logits, b.trainY, b.rows, b.weights, members, batch, layout.classes(),
                            b.delta, b.rowLoss, static_cast<int>(plan.batch));
     ex.memberLoss(b.rowLoss, b.active, members, batch, b.loss);
@@ -406,7 +439,11 @@ void enqueueConvTrainingStep(Exec& ex, const ParamLayout& layout, const BatchPla
         const LayerSlot& slot = layout.layer(s.param);
         const bool conv = s.kind == LayerKind::Conv;
         const int gemmRows = conv ? batch * static_cast<int>(s.out.plane()) : batch;
-        if (s.activated) {
+        if (s.activated && dropout.on()) {
+            ex.dropoutBackward(delta, c.pre[i], c.mask[i],
+                               static_cast<int64_t>(members) * gemmRows * slot.out, s.out.plane(),
+                               slot.out, act);
+        } else if (s.activated) {
             ex.activationBackward(delta, c.pre[i], c.post[i],
                                   static_cast<int64_t>(members) * gemmRows * slot.out, act);
         }

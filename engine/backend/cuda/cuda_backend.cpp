@@ -146,6 +146,8 @@ void CudaBackend::bind(const TrainingProblem& problem) {
         throw std::invalid_argument("CudaBackend::bind: CNN members train classifiers");
     }
     const bool adversarial = problem.adversarialEps > 0.0f;
+    // The step programs draw the CPU backend's masks (math/dropout.h) into the arena.
+    const bool dropout = problem.dropout > 0.0f;
     // Uploaded below for prediction alone too (the shared check asks for them when training).
     if (problem.rules.size() != static_cast<std::size_t>(members)) {
         throw std::invalid_argument("CudaBackend::bind: one optimizer rule per member needed");
@@ -162,9 +164,9 @@ void CudaBackend::bind(const TrainingProblem& problem) {
     const int64_t convChunk = conv ? convPredictChunkRows(layout) : 0;
     const MemoryEstimate estimate =
         conv ? estimateConvDeviceMemory(layout, training ? problem.trainRows : 0, stepRows,
-                                        problem.plan.mode, convChunk)
+                                        problem.plan.mode, convChunk, dropout)
              : estimateDeviceMemory(layout, training ? problem.trainRows : 0, stepRows,
-                                    problem.plan.mode, adversarial);
+                                    problem.plan.mode, adversarial, dropout);
     checkMemory(estimate);
 
     m_problem = problem;
@@ -244,15 +246,16 @@ void CudaBackend::bind(const TrainingProblem& problem) {
                                                 cudaMemcpyHostToDevice, stream));
         }
         if (conv) {
-            m_convStep =
-                planConvArena(layout, stepRows, problem.plan.mode != BootstrapMode::Resample, true);
+            m_convStep = planConvArena(layout, stepRows,
+                                       problem.plan.mode != BootstrapMode::Resample, true, dropout);
             m_convStep.implicitGemm = implicitConvRequested();
             m_stepArena = DeviceBuffer<float>(m_convStep.floats);
             m_rows = DeviceBuffer<int32_t>(m_convStep.rowSlots);
             placeConvStepBuffers(m_convStep, m_stepArena.data(), m_rows.data(), m_buffers,
                                  m_convStepBuffers);
         } else {
-            const StepArena arena = planStepArena(layout, stepRows, problem.plan.mode, adversarial);
+            const StepArena arena =
+                planStepArena(layout, stepRows, problem.plan.mode, adversarial, dropout);
             m_stepArena = DeviceBuffer<float>(arena.floats);
             m_rows = DeviceBuffer<int32_t>(arena.rowSlots);
             placeStepBuffers(arena, m_stepArena.data(), m_rows.data(), m_buffers);

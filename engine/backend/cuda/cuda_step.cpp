@@ -15,12 +15,14 @@
 namespace ensemble::gpu {
 
 void CudaBackend::enqueueStep(DeviceExecutor& ex, StepPhase phase) {
+    const StepDropout dropout{m_problem.dropout, m_problem.dropoutSeed};
     if (m_conv) {
         enqueueConvTrainingStep(ex, m_problem.layout, m_problem.plan, m_problem.activation,
-                                m_buffers, m_convStep, m_convStepBuffers, m_shard, phase);
+                                m_buffers, m_convStep, m_convStepBuffers, m_shard, phase, dropout);
     } else {
         enqueueTrainingStep(ex, m_problem.layout, m_problem.plan, m_problem.activation, m_buffers,
-                            m_problem.likelihood, m_problem.adversarialEps, m_shard, phase);
+                            m_problem.likelihood, m_problem.adversarialEps, m_shard, phase,
+                            dropout);
     }
 }
 

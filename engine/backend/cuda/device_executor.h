@@ -89,6 +89,17 @@ class DeviceExecutor {
                             Activation act) {
         launchActivationBackward(delta, pre, post, count, act, m_stream);
     }
+    void dropoutMask(const DropoutStep& key, const DeviceStepState* state, int members, int rows,
+                     int units, int layer, float* mask) {
+        launchDropoutMask(key, state, members, rows, units, layer, mask, m_stream);
+    }
+    void dropoutApply(float* post, const float* mask, int64_t count, int64_t plane, int units) {
+        launchDropoutApply(post, mask, count, plane, units, m_stream);
+    }
+    void dropoutBackward(float* delta, const float* pre, const float* mask, int64_t count,
+                         int64_t plane, int units, Activation act) {
+        launchDropoutBackward(delta, pre, mask, count, plane, units, act, m_stream);
+    }
     void applyUpdates(const StepBuffers& b, int64_t total) {
         launchApplyUpdates(b.params, b.grad, b.moment1, b.moment2, b.segments, b.segmentCount,
                            b.rules, b.active, b.loss, b.state, total, m_stream);

@@ -30,7 +30,68 @@ __global__ void biasGradientKernel(const float* delta, float* gradBias, int rows
     }
 }
 
+__global__ void dropoutMaskKernel(DropoutStep key, const DeviceStepState* state, int rows,
+                                  int units, int layer, int64_t count, float* mask) {
+    const uint64_t step = state->step;
+    for (int64_t j = firstThread(); j < count; j += threadStride()) {
+        dropoutMaskElement(j, key, step, rows, units, layer, mask);
+    }
+}
+
+template <class I>
+__global__ void dropoutApplyKernel(float* post, const float* mask, I plane, int units, I count) {
+    for (I i = static_cast<I>(firstThread()); i < count; i += static_cast<I>(threadStride())) {
+        dropoutApplyElement(i, post, mask, plane, units);
+    }
+}
+
+template <class I>
+__global__ void dropoutBackwardKernel(float* delta, const float* pre, const float* mask, I plane,
+                                      int units, Activation act, I count) {
+    for (I i = static_cast<I>(firstThread()); i < count; i += static_cast<I>(threadStride())) {
+        dropoutBackwardElement(i, delta, pre, mask, plane, units, act);
+    }
+}
+
+// Whether a grid-stride loop over `count` elements may index in 32 bits (i + the grid stride
+// cannot wrap): 64-bit division is a long instruction sequence on the GPU.
+bool fitsInt32(int64_t count) {
+    return count <= std::numeric_limits<int32_t>::max() - kMaxBlocks * kBlockThreads;
+}
+
 }  // namespace
+
+void launchDropoutMask(const DropoutStep& key, const DeviceStepState* state, int members, int rows,
+                       int units, int layer, float* mask, cudaStream_t stream) {
+    const int64_t count = static_cast<int64_t>(members) * rows * ((units + 3) / 4);
+    dropoutMaskKernel<<<blocksFor(count), kBlockThreads, 0, stream>>>(key, state, rows, units,
+                                                                      layer, count, mask);
+    ENSEMBLE_CUDA_CHECK_LAUNCH();
+}
+
+void launchDropoutApply(float* post, const float* mask, int64_t count, int64_t plane, int units,
+                        cudaStream_t stream) {
+    if (fitsInt32(count)) {
+        dropoutApplyKernel<int32_t><<<blocksFor(count), kBlockThreads, 0, stream>>>(
+            post, mask, static_cast<int32_t>(plane), units, static_cast<int32_t>(count));
+    } else {
+        dropoutApplyKernel<int64_t>
+            <<<blocksFor(count), kBlockThreads, 0, stream>>>(post, mask, plane, units, count);
+    }
+    ENSEMBLE_CUDA_CHECK_LAUNCH();
+}
+
+void launchDropoutBackward(float* delta, const float* pre, const float* mask, int64_t count,
+                           int64_t plane, int units, Activation act, cudaStream_t stream) {
+    if (fitsInt32(count)) {
+        dropoutBackwardKernel<int32_t><<<blocksFor(count), kBlockThreads, 0, stream>>>(
+            delta, pre, mask, static_cast<int32_t>(plane), units, act, static_cast<int32_t>(count));
+    } else {
+        dropoutBackwardKernel<int64_t><<<blocksFor(count), kBlockThreads, 0, stream>>>(
+            delta, pre, mask, plane, units, act, count);
+    }
+    ENSEMBLE_CUDA_CHECK_LAUNCH();
+}
 
 void launchBiasActivate(float* z, float* post, const float* bias, int members, int rows, int out,
                         Activation act, cudaStream_t stream) {

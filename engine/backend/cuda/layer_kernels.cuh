@@ -25,4 +25,19 @@ void launchActivationBackward(float* delta, const float* pre, const float* post,
 void launchBiasGradient(const float* delta, float* gradBias, int members, int rows, int out,
                         bool accumulate, cudaStream_t stream);
 
+// Training dropout (step_elements.h, dropout*Element). mask [K][rows][units] of `layer` for the
+// step in state->step (read on the device, as the batch plan reads it): members from
+// key.member, examples at batch positions key.firstRow + b. One thread per four units.
+void launchDropoutMask(const DropoutStep& key, const DeviceStepState* state, int members, int rows,
+                       int units, int layer, float* mask, cudaStream_t stream);
+
+// post [K][rows][plane][units] *= its mask value (plane 1: a dense layer). One thread per
+// element.
+void launchDropoutApply(float* post, const float* mask, int64_t count, int64_t plane, int units,
+                        cudaStream_t stream);
+
+// delta = (delta * mask) * f'(pre) over [K][rows][plane][units]. One thread per element.
+void launchDropoutBackward(float* delta, const float* pre, const float* mask, int64_t count,
+                           int64_t plane, int units, Activation act, cudaStream_t stream);
+
 }  // namespace ensemble::gpu

@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "math/activations.h"
+#include "math/dropout.h"
 #include "math/hd.h"
 #include "math/loss.h"
 #include "model/likelihood.h"
@@ -153,6 +154,58 @@ ENSEMBLE_HD inline void biasGradientElement(int64_t j, const float* delta, float
         sum += d[static_cast<int64_t>(b) * out];
     }
     gradBias[j] = accumulate ? gradBias[j] + sum : sum;
+}
+
+// --- dropout (math/dropout.h; TrainingProblem::dropout > 0 only) ----------------------------
+//
+// A layer's training masks are [K][B][units] (units: a dense layer's outputs, a conv's
+// channels), drawn from the keys the CPU backend uses: (seed, step, member, batch position,
+// layer, unit), so both devices drop the same units. Its activations [K][B][plane][units]
+// (plane 1 for a dense layer, Ho Wo for a conv, channels-last) take one mask value per
+// (member, example, unit).
+
+// Group j of four units of mask [K][B][units] for `layer`: member k = j / (B * groups) is
+// global member d.member + k, its example b at batch position d.firstRow + b. One Philox draw
+// per group (as the CPU's fillDropoutMask); d.step is ignored, the step is the device's.
+ENSEMBLE_HD inline void dropoutMaskElement(int64_t j, const DropoutStep& d, uint64_t step,
+                                           int batch, int units, int layer, float* mask) {
+    const int groups = (units + 3) / 4;
+    const int64_t slot = j / groups;  // k * B + b
+    const int g = static_cast<int>(j - slot * groups);
+    const int64_t k = slot / batch;
+    const uint32_t b = static_cast<uint32_t>(slot - k * batch);
+    const Philox4x32 r = dropoutTrainingDrawLanes<uint32_t>(
+        d.seed, step, d.member + static_cast<uint32_t>(k), d.firstRow + b, layer, 4 * g);
+    const float scale = dropoutScale(d.rate);
+    float* out = mask + slot * units;
+    for (int w = 0; w < 4 && 4 * g + w < units; ++w) {
+        out[4 * g + w] = dropoutMaskValue(r.v[w], d.rate, scale);
+    }
+}
+
+// The mask value of activation i of [K][B][plane][units]: mask[(k B + b) units + u].
+template <class I>
+ENSEMBLE_HD inline I dropoutMaskIndex(I i, I plane, int units) {
+    const I position = i / units;  // (k B + b) plane + p
+    const I unit = i - position * units;
+    return position / plane * units + unit;
+}
+
+// post[i] *= its mask value (post holds f(z); it then holds the masked activation).
+template <class I>
+ENSEMBLE_HD inline void dropoutApplyElement(I i, float* post, const float* mask, I plane,
+                                            int units) {
+    post[i] *= mask[dropoutMaskIndex(i, plane, units)];
+}
+
+// delta[i] = (delta[i] * mask) * f'(pre[i]) (dropoutActivationGrad: f' from z alone, since
+// post holds the masked activation).
+template <class I>
+ENSEMBLE_HD inline void dropoutBackwardElement(I i, float* delta, const float* pre,
+                                               const float* mask, I plane, int units,
+                                               Activation act) {
+    delta[i] =
+        dropoutActivationGrad(act, delta[i], mask[dropoutMaskIndex(i, plane, units)], pre[i]);
 }
 
 // --- adversarial training -----------------------------------------------------------------

@@ -157,10 +157,12 @@ inline int maxOutputWidth(const ParamLayout& layout) {
 //   x [G][B][D], weights [K][B], rowLoss [K][B], pre_l [K][B][out_l] for every layer,
 //   post_l [K][B][out_l] for hidden layers, delta and deltaPrev [K][B][maxOut] each;
 //   with adversarial training also xAdv [K][B][D] (dLoss/dX, then the moved inputs: every
-//   member its own) and lossAdv [K].
+//   member its own) and lossAdv [K]; with dropout also mask_l [K][B][out_l] for hidden layers.
 struct StepArena {
     int groups = 1;
     bool adversarial = false;
+    bool dropout = false;
+    std::vector<std::size_t> mask;  // dropout only: per hidden layer
     std::size_t xAdv = 0;
     std::size_t lossAdv = 0;
     std::size_t x = 0;
@@ -175,9 +177,10 @@ struct StepArena {
 };
 
 inline StepArena planStepArena(const ParamLayout& layout, uint32_t batch, BootstrapMode mode,
-                               bool adversarial = false) {
+                               bool adversarial = false, bool dropout = false) {
     StepArena a;
     a.adversarial = adversarial;
+    a.dropout = dropout;
     const std::size_t k = static_cast<std::size_t>(layout.members());
     const std::size_t b = batch;
     a.groups = mode == BootstrapMode::Resample ? layout.members() : 1;
@@ -203,6 +206,11 @@ inline StepArena planStepArena(const ParamLayout& layout, uint32_t batch, Bootst
     if (adversarial) {
         a.xAdv = take(k * b * static_cast<std::size_t>(layout.inputs()));
         a.lossAdv = take(k);
+    }
+    if (dropout) {
+        for (int l = 0; l + 1 < layout.layerCount(); ++l) {
+            a.mask.push_back(take(k * b * static_cast<std::size_t>(layout.layer(l).out)));
+        }
     }
     a.floats = at;
     a.rowSlots = k * b;
@@ -273,7 +281,7 @@ inline std::size_t align256(std::size_t bytes) {
 
 inline MemoryEstimate estimateDeviceMemory(const ParamLayout& layout, int64_t trainRows,
                                            uint32_t batch, BootstrapMode mode,
-                                           bool adversarial = false) {
+                                           bool adversarial = false, bool dropout = false) {
     MemoryEstimate e;
     const std::size_t k = static_cast<std::size_t>(layout.members());
     const bool training = trainRows > 0 && batch > 0;
@@ -282,7 +290,7 @@ inline MemoryEstimate estimateDeviceMemory(const ParamLayout& layout, int64_t tr
         const std::size_t n = static_cast<std::size_t>(trainRows);
         e.trainSet = align256(n * static_cast<std::size_t>(layout.inputs()) * sizeof(float)) +
                      align256(n * sizeof(int32_t));
-        const StepArena arena = planStepArena(layout, batch, mode, adversarial);
+        const StepArena arena = planStepArena(layout, batch, mode, adversarial, dropout);
         e.stepWorkspace =
             align256(arena.floats * sizeof(float)) + align256(arena.rowSlots * sizeof(int32_t));
     }
@@ -313,6 +321,7 @@ struct StepBuffers {
     float* delta = nullptr;
     float* deltaPrev = nullptr;
     float* rowLoss = nullptr;
+    std::vector<float*> mask;         // dropout only: per hidden layer [K][B][out] (else empty)
     float* xAdv = nullptr;            // adversarial training only: [K][B][D]
     float* lossAdv = nullptr;         // adversarial training only: [K]
     float* loss = nullptr;            // [K]
@@ -331,6 +340,10 @@ inline void placeStepBuffers(const StepArena& arena, float* base, int32_t* rows,
     b.rowLoss = base + arena.rowLoss;
     b.pre.clear();
     b.post.clear();
+    b.mask.clear();
+    for (std::size_t offset : arena.mask) {
+        b.mask.push_back(base + offset);
+    }
     for (std::size_t l = 0; l < arena.pre.size(); ++l) {
         b.pre.push_back(base + arena.pre[l]);
         b.post.push_back(l < arena.post.size() ? base + arena.post[l] : nullptr);
@@ -347,6 +360,25 @@ inline void placeStepBuffers(const StepArena& arena, float* base, int32_t* rows,
 struct StepShard {
     uint32_t first = 0;
     uint32_t rows = 0;
+};
+
+// Training dropout (TrainingProblem::dropout, dropoutSeed): rate 0 is none, and then the
+// programs enqueue exactly the operations they do without it.
+struct StepDropout {
+    float rate = 0.0f;
+    uint64_t seed = 0;
+
+    bool on() const { return rate > 0.0f; }
+    // The masks' key for this program: members from plan.memberOffset, rows from the shard's
+    // first (the step is the device's, DeviceStepState::step).
+    DropoutStep key(const BatchPlanParams& plan, StepShard shard) const {
+        DropoutStep d;
+        d.rate = rate;
+        d.seed = seed;
+        d.member = plan.memberOffset;
+        d.firstRow = shard.first;
+        return d;
+    }
 };
 
 // Which part of a step to enqueue. The data axis sums the gradients and losses of the replicas
@@ -367,6 +399,9 @@ enum class StepPhase : uint8_t { All, Gradient, Update };
 //   activationBackward(delta, pre, post, count, act)  per element
 //   adversarialInputs(x, shared, K, B, D, eps, xAdv)  per element of xAdv (adversarial only)
 //   adversarialLoss(lossAdv, K, loss)              per member (adversarial only)
+//   dropoutMask(key, state, K, rows, units, layer, mask)  per group of 4 units (dropout only)
+//   dropoutApply(post, mask, count, plane, units)  per element (dropout only)
+//   dropoutBackward(delta, pre, mask, count, plane, units, act)  per element (dropout only)
 //   applyUpdates(buffers, total)                   per parameter
 //   advanceState(state)                            once
 // Everything stays on the device; the host reads only `loss` afterwards. Math per layer l
@@ -381,12 +416,17 @@ enum class StepPhase : uint8_t { All, Gradient, Update };
 //
 // With a shard, every buffer holds the replica's n rows and the losses are still scaled by the
 // whole batch's 1/B, so the replicas' gradients and losses add up to the whole batch's.
+//
+// dropout.on() (the arena planned with `dropout`): inverted dropout after every hidden
+// activation, as CpuBackend's fastTrainMember: the masks of the step are drawn once into
+// b.mask (both passes of adversarial training use them, as the CPU redraws the same ones),
+// post_l = f(Z_l) * mask_l, and the backward pass is dZ_l = (dA_l * mask_l) .* f'(Z_l).
 template <class Exec>
 void enqueueTrainingStep(Exec& ex, const ParamLayout& layout, const BatchPlanParams& plan,
                          Activation act, const StepBuffers& b,
                          Likelihood likelihood = Likelihood::Categorical,
                          float adversarialEps = 0.0f, StepShard shard = {},
-                         StepPhase phase = StepPhase::All) {
+                         StepPhase phase = StepPhase::All, StepDropout dropout = {}) {
     if (phase == StepPhase::Update) {
         ex.applyUpdates(b, static_cast<int64_t>(layout.size()));
         ex.advanceState(b.state);
@@ -404,6 +444,13 @@ void enqueueTrainingStep(Exec& ex, const ParamLayout& layout, const BatchPlanPar
     ex.planBatch(plan, members, b.state, b.rows, b.weights, shard.first,
                  static_cast<uint32_t>(batch));
     ex.gatherRows(b.trainX, layout.inputs(), b.rows, static_cast<int64_t>(groups) * batch, b.x);
+    if (dropout.on()) {
+        const DropoutStep key = dropout.key(plan, shard);
+        for (int l = 0; l + 1 < layers; ++l) {
+            ex.dropoutMask(key, b.state, members, batch, layout.layer(l).out, l,
+                           b.mask[static_cast<std::size_t>(l)]);
+        }
+    }
 
     // Forward from `input` ([G][B][D], stride 0 when `sharedInput`), the loss into `loss`.
     const auto forwardAndLoss = [&](const float* input, bool sharedInput, float* loss) {
@@ -415,6 +462,10 @@ void enqueueTrainingStep(Exec& ex, const ParamLayout& layout, const BatchPlanPar
                     b.params + s.weightOffset, prev, b.pre[li]);
             ex.biasActivate(b.pre[li], b.post[li], b.params + s.biasOffset, members, batch, s.out,
                             act);
+            if (dropout.on() && l + 1 < layers) {
+                ex.dropoutApply(b.post[li], b.mask[li],
+                                static_cast<int64_t>(members) * batch * s.out, 1, s.out);
+            }
             prev = b.post[li];
         }
         const std::size_t last = static_cast<std::size_t>(layers - 1);
@@ -442,8 +493,12 @@ void enqueueTrainingStep(Exec& ex, const ParamLayout& layout, const BatchPlanPar
                 const std::size_t below = static_cast<std::size_t>(l - 1);
                 ex.gemm(inputGradGemm(s.in, s.out, batch, members), b.params + s.weightOffset,
                         delta, deltaPrev);
-                ex.activationBackward(deltaPrev, b.pre[below], b.post[below],
-                                      static_cast<int64_t>(members) * batch * s.in, act);
+                const int64_t count = static_cast<int64_t>(members) * batch * s.in;
+                if (dropout.on()) {
+                    ex.dropoutBackward(deltaPrev, b.pre[below], b.mask[below], count, 1, s.in, act);
+                } else {
+                    ex.activationBackward(deltaPrev, b.pre[below], b.post[below], count, act);
+                }
                 std::swap(delta, deltaPrev);
             } else if (inputGrad != nullptr) {
                 ex.gemm(inputGradGemm(s.in, s.out, batch, members), b.params + s.weightOffset,
