@@ -385,6 +385,21 @@ class TestInterop : public QObject {
             config, {1});
     }
 
+    // mc_dropout: the file holds one network and the masks' seed; the graph multiplies the
+    // masks (constants) into the network's weights, member 2 diverged (left out).
+    void spiralsMcDropout() {
+        const QStringList config = {QStringLiteral("--config"), QStringLiteral("spirals"),
+                                    QStringLiteral("--set"), QStringLiteral("dataset.n=400")};
+        checkCase(
+            QStringLiteral("spirals-mc"),
+            config + QStringList{QStringLiteral("--set"),
+                                 QStringLiteral("ensemble.method=mc_dropout"),
+                                 QStringLiteral("--set"), QStringLiteral("model.dropout=0.3"),
+                                 QStringLiteral("--set"), QStringLiteral("ensemble.members=5"),
+                                 QStringLiteral("--set"), QStringLiteral("training.steps=200")},
+            config, {2});
+    }
+
     // Every member diverged: predict and the graph both give NaN for the ensemble.
     void spiralsAllDiverged() {
         const QStringList config = {QStringLiteral("--config"), QStringLiteral("spirals"),
@@ -426,6 +441,28 @@ class TestInterop : public QObject {
             config + QStringList{QStringLiteral("--set"), QStringLiteral("ensemble.members=3"),
                                  QStringLiteral("--set"), layers, QStringLiteral("--set"),
                                  QStringLiteral("training.epochs=1")},
+            config);
+    }
+
+    // mc_dropout on a CNN: channel masks into the next conv's input channels (through a
+    // pool) and into the dense layer's flattened positions.
+    void mnistCnnMcDropout() {
+        const QStringList config = {QStringLiteral("--config"), QStringLiteral("mnist-cnn"),
+                                    QStringLiteral("--set"),
+                                    QStringLiteral("dataset.path=") + mnistFolder()};
+        const QString layers = QStringLiteral(
+            "model.layers=[{\"type\":\"conv\",\"filters\":4,\"kernel\":3,\"stride\":2},"
+            "{\"type\":\"pool\",\"kind\":\"max\",\"size\":2},"
+            "{\"type\":\"conv\",\"filters\":3,\"kernel\":2,\"padding\":\"valid\"},"
+            "{\"type\":\"pool\",\"kind\":\"avg\",\"size\":2},{\"type\":\"dense\",\"units\":16}]");
+        checkCase(
+            QStringLiteral("mnist-cnn-mc"),
+            config + QStringList{QStringLiteral("--set"),
+                                 QStringLiteral("ensemble.method=mc_dropout"),
+                                 QStringLiteral("--set"), QStringLiteral("model.dropout=0.5"),
+                                 QStringLiteral("--set"), QStringLiteral("ensemble.members=3"),
+                                 QStringLiteral("--set"), layers, QStringLiteral("--set"),
+                                 QStringLiteral("training.steps=30")},
             config);
     }
 

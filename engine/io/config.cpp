@@ -76,7 +76,8 @@ class ConfigValues {
 
     double number(std::string_view key) const {
         const KeySpec& spec = expect(key, KeyType::Number);
-        return checkedNumber(raw(spec), spec.key, spec.min, spec.max, spec.minExclusive);
+        return checkedNumber(raw(spec), spec.key, spec.min, spec.max, spec.minExclusive,
+                             spec.maxExclusive);
     }
 
     uint64_t seed(std::string_view key) const {
@@ -518,6 +519,9 @@ ExperimentConfig parseConfig(const json& input) {
 
     c.ensemble.members = static_cast<int>(v.integer("ensemble.members"));
     c.ensemble.method = v.choice<EnsembleMethod>("ensemble.method");
+    if (c.ensemble.method == EnsembleMethod::McDropout) {
+        c.model.dropout = v.number("model.dropout");
+    }
     c.ensemble.bootstrap = v.choice<BootstrapMode>("ensemble.bootstrap");
     c.ensemble.seed = v.seed("ensemble.seed");
     c.ensemble.switchedOff = v.memberList("ensemble.switched_off");

@@ -46,6 +46,8 @@ struct ModelConfig {
     std::vector<LayerSpec> layers;  // cnn
     Activation activation = Activation::Relu;
     Likelihood likelihood = Likelihood::Categorical;
+    // mc_dropout's rate p, 0 < p < 1 (0 for the other methods: model.dropout does not apply).
+    double dropout = 0.0;
 };
 
 struct EnsembleConfig {

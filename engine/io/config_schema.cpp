@@ -59,6 +59,12 @@ KeySpec exclusiveMin(KeySpec k) {
     return k;
 }
 
+KeySpec exclusiveRange(KeySpec k) {
+    k.minExclusive = true;
+    k.maxExclusive = true;
+    return k;
+}
+
 std::vector<KeySpec> buildSchema() {
     using T = KeyType;
     const double maxSteps = static_cast<double>(int64_t{1} << 40);
@@ -122,7 +128,16 @@ std::vector<KeySpec> buildSchema() {
         choice("ensemble.method", "independent", choicesOf<EnsembleMethod>(),
                "how the K members are made: `independent`: K networks trained independently; "
                "`snapshot`: one network under K cosine learning-rate cycles, member k taken at "
-               "the end of cycle k (docs/methods.md)"),
+               "the end of cycle k; `mc_dropout`: one network trained with dropout, member k "
+               "the network under its own fixed dropout mask (docs/methods.md)"),
+        // After ensemble.method: a condition reads an earlier key.
+        onlyWhen(exclusiveRange(row("model.dropout", T::Number, 0.1,
+                                    "the dropout rate p: after each hidden layer's activation a "
+                                    "unit (a channel of a conv layer) is kept with probability "
+                                    "1 - p and scaled by 1/(1 - p) in training; member k keeps "
+                                    "its own fixed mask at prediction (docs/methods.md)",
+                                    0, 1)),
+                 "ensemble.method", {toString(EnsembleMethod::McDropout)}),
         choice("ensemble.bootstrap", "none", choicesOf<BootstrapMode>(),
                "`none`: all members see the same batches; `resample`: member k trains on its own "
                "bootstrap resample; `poisson`: same batches, per-member Poisson(1) example "
@@ -295,7 +310,7 @@ std::string rangeText(const KeySpec& spec) {
         case KeyType::Number:
         case KeyType::PerMember:
             return (spec.minExclusive ? "(" : "[") + numberText(spec.min) + ", " +
-                   numberText(spec.max) + "]";
+                   numberText(spec.max) + (spec.maxExclusive ? ")" : "]");
         case KeyType::Widths:
             return "each in [" + numberText(spec.min) + ", " + numberText(spec.max) + "]";
         case KeyType::NumberPair:
@@ -611,6 +626,9 @@ json configSchemaJson() {
             row["max"] = k.max;
             if (k.minExclusive) {
                 row["min_exclusive"] = true;
+            }
+            if (k.maxExclusive) {
+                row["max_exclusive"] = true;
             }
         }
         if (!k.choices.empty()) {

@@ -81,7 +81,8 @@ struct EnumNames<MathMode> {
 
 enum class KeyType {
     Integer,     // a whole number in [min, max]
-    Number,      // a finite number in [min, max] (min excluded when minExclusive)
+    Number,      // a finite number in [min, max] (min excluded when minExclusive, max when
+                 // maxExclusive)
     Seed,        // a non-negative integer (64 bits)
     String,      // any string
     Choice,      // one of `choices`
@@ -109,6 +110,7 @@ struct KeySpec {
     double min = 0.0;
     double max = 0.0;
     bool minExclusive = false;
+    bool maxExclusive = false;
     std::vector<Choice> choices;  // Choice keys
     Condition when;               // empty: always applies
     // The app applies an edit of this key to the running experiment (at the next step);

@@ -7,6 +7,7 @@
 #include "core/errors.h"
 #include "io/export_formats.h"
 #include "io/safetensors.h"
+#include "train/effective_members.h"
 #include "train/trainer.h"
 
 namespace ensemble {
@@ -78,22 +79,26 @@ void exportEnsemble(const std::string& path, const Trainer& trainer, const json&
 SafetensorsFile exportFile(const Trainer& trainer, const json& metrics) {
     const ParamLayout& layout = trainer.layout();
     const int k = layout.members();
-    const std::vector<float> params = trainer.parameters();
+    const ExperimentConfig& config = trainer.config();
+    // What the method has: the K members, or the one network they derive from (storesNetwork).
+    const bool network = ensembleMethodInfo(config.ensemble.method).storesNetwork;
+    const ParamLayout& stored = network ? trainer.trainedLayout() : layout;
+    const std::vector<float> params = network ? trainer.trainedParameters() : trainer.parameters();
     SafetensorsFile file;
-    for (int l = 0; l < layout.layerCount(); ++l) {
-        const LayerSlot& s = layout.layer(l);
-        const std::size_t wCount = static_cast<std::size_t>(k) * s.out * s.in;
-        const std::size_t bCount = static_cast<std::size_t>(k) * s.out;
-        file.tensors.push_back(Tensor::fromF32(layerName(l, "weight"), layout.weightShape(l),
+    for (int l = 0; l < stored.layerCount(); ++l) {
+        const LayerSlot& s = stored.layer(l);
+        const int n = stored.members();
+        const std::size_t wCount = static_cast<std::size_t>(n) * s.out * s.in;
+        const std::size_t bCount = static_cast<std::size_t>(n) * s.out;
+        file.tensors.push_back(Tensor::fromF32(layerName(l, "weight"), stored.weightShape(l),
                                                {params.data() + s.weightOffset, wCount}));
-        file.tensors.push_back(Tensor::fromF32(layerName(l, "bias"), {k, s.out},
+        file.tensors.push_back(Tensor::fromF32(layerName(l, "bias"), {n, s.out},
                                                {params.data() + s.biasOffset, bCount}));
     }
     const Normalization& norm = trainer.data().normalization;
     const int64_t d = layout.inputs();
     file.tensors.push_back(Tensor::fromF32("normalization.mean", {d}, norm.mean));
     file.tensors.push_back(Tensor::fromF32("normalization.std", {d}, norm.std));
-    const ExperimentConfig& config = trainer.config();
     if (trainer.data().regression) {
         addTargetNormalization(file, norm, trainer.data().train.targetName);
     }
@@ -120,6 +125,11 @@ SafetensorsFile exportFile(const Trainer& trainer, const json& metrics) {
     file.metadata["format"] = "ensemblelab";
     file.metadata["format_version"] = std::to_string(weightsFormatVersion(config.ensemble.method));
     file.metadata["method"] = toString(config.ensemble.method);
+    if (config.model.dropout > 0.0) {
+        // mc_dropout: what regenerates the members' masks (model/dropout_masks.h).
+        file.metadata["dropout"] = json(config.model.dropout).dump();
+        file.metadata["dropout_seed"] = std::to_string(dropoutMaskSeed(config));
+    }
     file.metadata["config"] = config.json.dump();
     file.metadata["members"] = members.dump();
     file.metadata["step"] = std::to_string(trainer.step());
@@ -209,6 +219,9 @@ LoadedEnsemble importEnsemble(const SafetensorsFile& file) {
                           toString(e.config.ensemble.method));
     }
     const int k = e.config.ensemble.members;
+    // A method that stores its one network (storesNetwork) holds one member's tensors.
+    const bool network = ensembleMethodInfo(e.method).storesNetwork;
+    const int stored = network ? 1 : k;
     if (e.config.model.kind == ModelKind::Cnn) {
         // The architecture follows from the stored model section, the image shape and the
         // number of classes.
@@ -228,7 +241,8 @@ LoadedEnsemble importEnsemble(const SafetensorsFile& file) {
         }
         try {
             e.layout = ParamLayout(
-                modelArchitecture(e.config.model, Shape{1, hw[0], hw[1]}, classes.get<int>()), k);
+                modelArchitecture(e.config.model, Shape{1, hw[0], hw[1]}, classes.get<int>()),
+                stored);
         } catch (const ConfigError& err) {
             invalid(path, std::string("the stored model does not fit its images: ") + err.what());
         }
@@ -243,7 +257,7 @@ LoadedEnsemble importEnsemble(const SafetensorsFile& file) {
         if (w.size() < 2 || std::any_of(w.begin(), w.end(), [](int x) { return x < 1; })) {
             invalid(path, "metadata 'widths' " + widths.dump() + " is not a valid architecture");
         }
-        e.layout = ParamLayout(w, k);
+        e.layout = ParamLayout(w, stored);
     }
     // Every layer's tensors are checked against the layout before the parameters are allocated:
     // the metadata alone (widths, members) can ask for terabytes, while tensors that match it
@@ -263,7 +277,7 @@ LoadedEnsemble importEnsemble(const SafetensorsFile& file) {
     for (int l = 0; l < e.layout.layerCount(); ++l) {
         const LayerSlot& s = e.layout.layer(l);
         layerTensor(layerName(l, "weight"), e.layout.weightShape(l));
-        layerTensor(layerName(l, "bias"), {k, s.out});
+        layerTensor(layerName(l, "bias"), {stored, s.out});
     }
     e.params.resize(e.layout.size());
     for (int l = 0; l < e.layout.layerCount(); ++l) {
@@ -274,7 +288,7 @@ LoadedEnsemble importEnsemble(const SafetensorsFile& file) {
             std::copy(values.begin(), values.end(), e.params.begin() + static_cast<long>(offset));
         };
         load(layerName(l, "weight"), e.layout.weightShape(l), s.weightOffset);
-        load(layerName(l, "bias"), {k, s.out}, s.biasOffset);
+        load(layerName(l, "bias"), {stored, s.out}, s.biasOffset);
     }
     const int64_t d = e.layout.inputs();
     for (const char* name : {"normalization.mean", "normalization.std"}) {
@@ -328,6 +342,28 @@ LoadedEnsemble importEnsemble(const SafetensorsFile& file) {
     }
     if (meta.contains("dataset") && meta["dataset"].is_string()) {
         e.datasetName = meta["dataset"].get<std::string>();
+    }
+    if (network) {
+        // mc_dropout: the K members are the network under the masks regenerated from the
+        // stored seed and the stored config's rate. The members list (K entries in the file)
+        // must be there first: it bounds K by the file's size before K networks are allocated.
+        if (!meta.contains("members") || !meta["members"].is_array()) {
+            invalid(path, std::string("metadata 'members' is missing (a ") + toString(e.method) +
+                              " file lists its members)");
+        }
+        const json& seed = metaJson(meta, path, "dropout_seed");
+        if (!seed.is_number_unsigned() && !(seed.is_number_integer() && seed.get<int64_t>() >= 0)) {
+            invalid(path, "metadata 'dropout_seed' " + seed.dump() + " is not a seed");
+        }
+        if (meta.contains("dropout") && meta["dropout"] != json(e.config.model.dropout)) {
+            invalid(path, "metadata 'dropout' " + meta["dropout"].dump() +
+                              " is not the stored config's model.dropout");
+        }
+        e.network = std::move(e.params);
+        e.dropoutSeed = seed.get<uint64_t>();
+        e.params = mcDropoutMembers(e.layout.architecture(), e.network.data(),
+                                    e.config.model.dropout, e.dropoutSeed, k);
+        e.layout = ParamLayout(e.layout.architecture(), k);
     }
     return e;
 }

@@ -30,8 +30,13 @@ struct LoadedEnsemble {
     ExperimentConfig config;  // the full config it was trained with
     // The metadata "method" (independent for version-1 files), the same as config's.
     EnsembleMethod method = EnsembleMethod::Independent;
-    ParamLayout layout;
+    ParamLayout layout;         // the K (effective) members'
     std::vector<float> params;  // layout order
+    // A method that stores its one network (model/ensemble_methods.h: storesNetwork): that
+    // network (ParamLayout(architecture, 1) order) and the seed its members' masks were drawn
+    // from (metadata "dropout_seed"); `params` are the members derived from it. Empty otherwise.
+    std::vector<float> network;
+    uint64_t dropoutSeed = 0;
     Normalization normalization;
     std::vector<uint8_t> diverged;  // per member
     std::vector<int32_t> counts;    // K x N bootstrap multiplicities; empty when none
@@ -51,7 +56,10 @@ struct LoadedEnsemble {
 // classes, activation, widths, and `metrics` when given; `extraMetadata` adds entries (the CLI's
 // "interrupted_at_step"). A path ending in ".onnx" or ".npz" writes that format instead
 // (io/export_formats.h: the ensemble as one ONNX graph, or the same tensors and metadata as
-// NumPy arrays); any other name is safetensors.
+// NumPy arrays); any other name is safetensors. A method that stores its one network
+// (model/ensemble_methods.h: storesNetwork, mc_dropout) writes that network's tensors with one
+// member ([1,out,in], [1,out]) and the metadata "dropout" and "dropout_seed"; importEnsemble
+// derives the K members from them.
 void exportEnsemble(const std::string& path, const Trainer& trainer,
                     const nlohmann::json& metrics = nullptr,
                     const std::map<std::string, std::string>& extraMetadata = {});

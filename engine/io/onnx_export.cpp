@@ -1,6 +1,6 @@
 // An ensemble as one ONNX graph (members batched, normalisation and the ensemble's mixture
 // inside), checked by ONNX's checker and shape inference, written self-contained or with its
-// tensors in an external data file. One piece (~660 lines) because the graph's initializers are
+// tensors in an external data file. One piece (~720 lines) because the graph's initializers are
 // what the external-data writer lays out: the two share the weight list and its names.
 #include "io/onnx_export.h"
 #include "core/unreachable.h"
@@ -25,6 +25,7 @@
 #include "core/errors.h"
 #include "io/atomic_file.h"
 #include "math/loss.h"
+#include "model/dropout_masks.h"
 #include "model/likelihood.h"
 
 #ifndef ENSEMBLE_VERSION
@@ -165,6 +166,10 @@ class GraphBuilder {
         return constant("const" + std::to_string(m_constants++) + "_f32", kFloat, {},
                         rawOf(std::vector<float>{v}));
     }
+    std::string constTensorF32(const std::vector<float>& values, const std::vector<int64_t>& dims) {
+        return constant("const" + std::to_string(m_constants++) + "_f32", kFloat, dims,
+                        rawOf(values));
+    }
     std::string constF64(double v) {
         return constant("const" + std::to_string(m_constants++) + "_f64", kDouble, {},
                         rawOf(std::vector<double>{v}));
@@ -256,6 +261,55 @@ std::vector<Weight> buildModel(onnx::ModelProto& model, const LoadedEnsemble& en
                         {reinterpret_cast<const char*>(t.data.data()), t.data.size()});
     };
 
+    // A method that stores its one network (mc_dropout): member k's weights are the network's
+    // times member k's dropout mask over the layer's input units or channels, the masks
+    // constants regenerated from the stored seed (as importEnsemble folds them: the same float
+    // products), the bias repeated for every member. Otherwise the tensors hold the K members.
+    const bool network = ensembleMethodInfo(ensemble.method).storesNetwork;
+    std::vector<std::vector<float>> inputMasks(static_cast<std::size_t>(arch.paramLayers()));
+    if (network) {
+        for (int64_t m = 0; m < k; ++m) {
+            const std::vector<std::vector<float>> masks =
+                dropoutMemberMasks(arch, static_cast<float>(ensemble.config.model.dropout),
+                                   ensemble.dropoutSeed, static_cast<uint32_t>(m));
+            for (std::size_t l = 1; l < masks.size(); ++l) {
+                inputMasks[l].insert(inputMasks[l].end(), masks[l - 1].begin(), masks[l - 1].end());
+            }
+        }
+    }
+    const auto memberWeight = [&](int param) {
+        const std::string w = tensor(paramName(param, "weight"));
+        if (!network) {
+            return w;
+        }
+        const std::vector<int64_t> shape = layout.weightShape(param);  // [K, ...]
+        const std::vector<float>& mask = inputMasks[static_cast<std::size_t>(param)];
+        if (mask.empty()) {
+            return g.node("Expand", {w, g.constI64(shape, {static_cast<int64_t>(shape.size())})});
+        }
+        const int64_t units = static_cast<int64_t>(mask.size()) / k;
+        if (shape.size() == 5) {
+            // [1, F, C, kh, kw] * [K, 1, C, 1, 1]: input channel c of member k.
+            return g.node("Mul", {w, g.constTensorF32(mask, {k, 1, units, 1, 1})});
+        }
+        // [1, out, in] as [1, out, units, span] (input column i reads unit i / span: a dense
+        // layer after a conv/pool stack reads a channel's span = H W flattened positions).
+        const int64_t out = shape[1];
+        const int64_t in = shape[2];
+        const std::string grouped =
+            g.node("Reshape", {w, g.constI64({1, out, units, in / units}, {4})});
+        const std::string masked =
+            g.node("Mul", {grouped, g.constTensorF32(mask, {k, 1, units, 1})});
+        return g.node("Reshape", {masked, g.constI64({k, out, in}, {3})});
+    };
+    const auto memberBias = [&](int param) {
+        const std::string b = tensor(paramName(param, "bias"));
+        if (!network) {
+            return b;
+        }
+        return g.node("Expand", {b, g.constI64({k, layout.layer(param).out}, {2})});
+    };
+
     g.input("x", kFloat, {kRows, d});
     // (x - mean) / std, as predictLogProbs normalises (two float operations).
     std::string h = g.node(
@@ -278,10 +332,10 @@ std::vector<Weight> buildModel(onnx::ModelProto& model, const LoadedEnsemble& en
                 // shared input a plain Conv, on the members' channels a grouped one.
                 const int64_t f = s.out.channels;
                 const std::string w = g.node(
-                    "Reshape", {tensor(paramName(s.param, "weight")),
+                    "Reshape", {memberWeight(s.param),
                                 g.constI64({k * f, s.in.channels, s.kernel, s.kernel}, {4})});
-                const std::string b = g.node(
-                    "Reshape", {tensor(paramName(s.param, "bias")), g.constI64({k * f}, {1})});
+                const std::string b =
+                    g.node("Reshape", {memberBias(s.param), g.constI64({k * f}, {1})});
                 // "same" pads total = (out - 1) stride + kernel - in, the smaller half first
                 // (StackLayer::padTop); "valid" has none.
                 const int64_t padBottom = std::max<int64_t>(
@@ -319,10 +373,10 @@ std::vector<Weight> buildModel(onnx::ModelProto& model, const LoadedEnsemble& en
                     form = Form::MemberFlat;
                 }
                 // [K, out, in] -> [K, in, out]; a shared [N, in] input broadcasts to [K, N, out].
-                const std::string wt = g.node("Transpose", {tensor(paramName(s.param, "weight"))},
-                                              {attrInts("perm", {0, 2, 1})});
+                const std::string wt =
+                    g.node("Transpose", {memberWeight(s.param)}, {attrInts("perm", {0, 2, 1})});
                 const std::string b =
-                    g.node("Unsqueeze", {tensor(paramName(s.param, "bias")), g.constI64({1}, {1})});
+                    g.node("Unsqueeze", {memberBias(s.param), g.constI64({1}, {1})});
                 h = g.node("Add", {g.node("MatMul", {h, wt}), b});
                 if (s.activated) {
                     h = activate(g, act, h);

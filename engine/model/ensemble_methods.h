@@ -15,8 +15,8 @@
 
 namespace ensemble {
 
-enum class EnsembleMethod : uint8_t { Independent, Snapshot };
-inline constexpr std::size_t kEnsembleMethodCount = 2;
+enum class EnsembleMethod : uint8_t { Independent, Snapshot, McDropout };
+inline constexpr std::size_t kEnsembleMethodCount = 3;
 
 struct EnsembleMethodInfo {
     EnsembleMethod value;
@@ -39,6 +39,10 @@ struct EnsembleMethodInfo {
     // The weights file's format_version for this method (io/model_io.h): 1 keeps independent
     // ensembles' files readable by older builds; the other methods' files are version 2.
     int formatVersion;
+    // The weights file stores the one trained network (layers.{l}.* with one member) and what
+    // derives the members from it; reading the file derives them again (mc_dropout: the masks
+    // from the stored seed, io/model_io.h). False: the file stores the K members themselves.
+    bool storesNetwork;
 };
 
 template <>
@@ -47,11 +51,17 @@ struct EnumNames<EnsembleMethod> {
     static constexpr EnsembleMethodInfo table[] = {
         {EnsembleMethod::Independent, "independent", "Deep ensemble",
          "K networks trained independently (Lakshminarayanan et al. 2017)",
-         false, false, false, false, 1},
+         false, false, false, false, 1, false},
         {EnsembleMethod::Snapshot, "snapshot", "Snapshot ensemble",
          "one network under a cyclic cosine learning rate of K cycles; member k is the network "
          "at the end of cycle k (Huang et al. 2017)",
-         true, true, true, true, 2},
+         true, true, true, true, 2, false},
+        // Live lr edits and schedule entries apply (one lr for the one network); per-member
+        // lists cannot. Continue trains the same network on: the members follow it.
+        {EnsembleMethod::McDropout, "mc_dropout", "MC dropout",
+         "one network trained with inverted dropout of rate model.dropout; member k is the "
+         "network under its own fixed dropout mask (Gal & Ghahramani 2016)",
+         true, true, false, false, 2, true},
     };
     // clang-format on
 };

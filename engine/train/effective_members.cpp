@@ -8,6 +8,7 @@
 
 #include "core/errors.h"
 #include "core/unreachable.h"
+#include "model/dropout_masks.h"
 
 namespace ensemble {
 
@@ -39,7 +40,32 @@ class SnapshotMembers final : public EffectiveMembers {
     SnapshotCycles m_cycles;
 };
 
+// mc_dropout (Gal & Ghahramani 2016): no schedule of its own, no member is ever fixed (every
+// member follows the network, so Continue just trains it on), member k the network under mask k.
+class McDropoutMembers final : public EffectiveMembers {
+  public:
+    McDropoutMembers(float rate, uint64_t seed) : m_rate(rate), m_seed(seed) {}
+    double lrFactor(int64_t) const override { return 1.0; }
+    int takenAfter(int64_t) const override { return 0; }
+    void derive(int k, const ParamLayout& trainedLayout, const float* trained,
+                const ParamLayout& memberLayout, float* members) const override {
+        const std::vector<float> member = foldDropoutMasks(
+            trainedLayout.architecture(), trained, m_rate, m_seed, 1, static_cast<uint32_t>(k));
+        copyMember(ParamLayout(trainedLayout.architecture(), 1), member.data(), 0, memberLayout,
+                   members, k);
+    }
+
+  private:
+    float m_rate;
+    uint64_t m_seed;
+};
+
 }  // namespace
+
+std::vector<float> mcDropoutMembers(const Architecture& architecture, const float* trained,
+                                    double rate, uint64_t seed, int members) {
+    return foldDropoutMasks(architecture, trained, static_cast<float>(rate), seed, members);
+}
 
 std::vector<float> memberParameters(const ParamLayout& layout, const float* params, int k) {
     const ParamLayout one(layout.architecture(), 1);
@@ -101,6 +127,9 @@ std::unique_ptr<EffectiveMembers> makeEffectiveMembers(const ExperimentConfig& c
                                       std::to_string(k) + " members (ensemble.members)");
             }
             return std::make_unique<SnapshotMembers>(k, totalSteps);
+        case EnsembleMethod::McDropout:
+            return std::make_unique<McDropoutMembers>(static_cast<float>(config.model.dropout),
+                                                      dropoutMaskSeed(config));
     }
     unreachableKind("EnsembleMethod");
 }

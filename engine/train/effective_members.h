@@ -58,6 +58,19 @@ class SnapshotCycles {
     int64_t m_length;  // of every cycle but the last
 };
 
+// mc_dropout's mask seed: ensemble.seed itself. The dropout draws have Philox purposes of their
+// own (math/dropout.h: RngPurpose::Dropout in training, DropoutMember for the members' masks),
+// so they are independent of the initialisation, batches and bootstrap keyed by the same seed.
+// Exports store it (metadata "dropout_seed") and reading a file folds the masks from that.
+inline uint64_t dropoutMaskSeed(const ExperimentConfig& config) {
+    return config.ensemble.seed;
+}
+
+// mc_dropout's K members from its one network (`trained`, ParamLayout(architecture, 1) order):
+// member k is the network with member k's fixed mask folded in (model/dropout_masks.h).
+std::vector<float> mcDropoutMembers(const Architecture& architecture, const float* trained,
+                                    double rate, uint64_t seed, int members);
+
 // Member k of `params` (in `layout`) as a 1-member layout of the same architecture.
 std::vector<float> memberParameters(const ParamLayout& layout, const float* params, int k);
 

@@ -228,6 +228,9 @@ Trainer::Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backen
     problem.plan.memberOffset = static_cast<uint32_t>(m_share.begin);
     problem.rules = m_rules;
     problem.adversarialEps = static_cast<float>(m_config.training.adversarialEps);
+    // model.dropout applies to mc_dropout only (0 otherwise: today's step).
+    problem.dropout = static_cast<float>(m_config.model.dropout);
+    problem.dropoutSeed = dropoutMaskSeed(m_config);
     if (mesh.data > 1) {
         Collective* c = m_collective;
         problem.shard.index = c->dataIndex();
@@ -861,6 +864,12 @@ std::vector<float> Trainer::parameters() const {
         return out;
     }
     std::vector<float> out(m_layout.size());
+    m_backend->parameters(out.data());
+    return out;
+}
+
+std::vector<float> Trainer::trainedParameters() const {
+    std::vector<float> out(m_trainedLayout.size());
     m_backend->parameters(out.data());
     return out;
 }

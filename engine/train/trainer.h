@@ -186,6 +186,8 @@ class Trainer {
     // Every member's parameters (the members' layout: the effective members for a one-network
     // method).
     std::vector<float> parameters() const;
+    // What the backend trains (trainedLayout()'s order): a one-network method's network.
+    std::vector<float> trainedParameters() const;
     // The effective members taken so far (a one-network method; members() otherwise).
     int membersTaken() const;
     // Each member's multiplicity of every train row, K x N row-major (all 1 for `none`).

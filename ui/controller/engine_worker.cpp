@@ -163,7 +163,11 @@ void EngineWorker::build(const nlohmann::json& config, std::shared_ptr<const Dat
             TrainingState state = trainer->trainingState();
             state.params = opened->checkpoint.ensemble.params;
             state.diverged = opened->checkpoint.ensemble.diverged;
-            if (!state.trained.empty()) {
+            const LoadedEnsemble& stored = opened->checkpoint.ensemble;
+            if (!stored.network.empty()) {
+                // A file that stores the one network (mc_dropout): it goes on from there.
+                state.trained = stored.network;
+            } else if (!state.trained.empty()) {
                 // A one-network method's network goes on from where the exported run ended:
                 // its last member (the members follow it until their cycles end again).
                 state.trained = memberParameters(trainer->layout(), state.params.data(),

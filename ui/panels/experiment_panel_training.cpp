@@ -51,6 +51,7 @@ void ExperimentPanel::buildEnsembleSection(QFormLayout* ens) {
         }
     };
     m_form->addChoice(ens, "ensemble.method", tr("Method"));
+    m_form->addDoubleSpin(ens, "model.dropout", tr("Dropout rate"), 0.05, 3);
     m_form->addChoice(ens, "ensemble.bootstrap", tr("Data per member"));
     m_form->addSpin(ens, "ensemble.seed", tr("Seed"));
 }

@@ -322,7 +322,10 @@ QSpinBox* schemaSpinBox(const char* key, int step) {
 QDoubleSpinBox* schemaDoubleSpinBox(const char* key, double step, int decimals) {
     const KeySpec& spec = keySpec(key);
     auto* box = new QDoubleSpinBox;
-    box->setRange(spec.min, spec.max);
+    // An excluded end (model.dropout's (0, 1)) becomes the nearest value the box can show.
+    const double unit = std::pow(10.0, -decimals);
+    box->setRange(spec.minExclusive ? spec.min + unit : spec.min,
+                  spec.maxExclusive ? spec.max - unit : spec.max);
     box->setSingleStep(step);
     box->setDecimals(decimals);
     return box;
