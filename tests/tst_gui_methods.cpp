@@ -53,6 +53,7 @@ class TestGuiMethods : public QObject {
     void imageDataHasTheTableAndNoMaps();
     void cancelKeepsTheFinishedMethods();
     void saveReportWritesTheReport();
+    void keyboardDrivesTheView();
     void anotherExperimentClearsTheResults();
 
   private:
@@ -402,6 +403,43 @@ void TestGuiMethods::saveReportWritesTheReport() {
     QVERIFY(!view->saveReport(dir.path(), &error));
     QVERIFY(!error.isEmpty());
     QCOMPARE(static_cast<int>(QDir(dir.path()).entryList(QDir::Files | QDir::Hidden).size()), 2);
+}
+
+void TestGuiMethods::keyboardDrivesTheView() {
+    auto w = makeWindow({900, 600});
+    w->loadExperiment(smallConfig(), QString());
+    QVERIFY(waitFresh(*w));
+    w->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(w.get()));
+    // The view's own key brings it forward.
+    QTest::keySequence(w.get(), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_M));
+    QCOMPARE(w->currentViewName(), QStringLiteral("methods"));
+    MethodsView* view = w->methodsView();
+    // Space unchecks the method under the cursor, and again checks it; with none checked there
+    // is nothing to compare.
+    QListWidget* list = view->methodList();
+    list->setFocus();
+    list->setCurrentRow(0);
+    const auto first = static_cast<EnsembleMethod>(list->item(0)->data(Qt::UserRole).toInt());
+    const std::size_t all = view->checkedMethods().size();
+    QTest::keyClick(list, Qt::Key_Space);
+    QCOMPARE(view->checkedMethods().size(), all - 1);
+    if (all == 1) {
+        QVERIFY(!view->compareButton()->isEnabled());
+    }
+    QTest::keyClick(list, Qt::Key_Space);
+    QCOMPARE(view->checkedMethods().size(), all);
+    QVERIFY(view->checkedMethods().front() == first);
+    // The list took Space: the window's Space (Train) did not start the run.
+    QVERIFY(ensemble::test::engineIdle(*w->controller()));
+    QCOMPARE(w->controller()->snapshot()->step, int64_t{0});
+    // Ctrl+Enter compares.
+    QSignalSpy finished(w->controller(), &ensemble::ui::EngineController::methodsFinished);
+    QTest::keyClick(list, Qt::Key_Return, Qt::ControlModifier);
+    QVERIFY(view->isComparing());
+    QVERIFY(finished.wait(120000));
+    QCoreApplication::processEvents();
+    QCOMPARE(view->table()->rowCount(), static_cast<int>(all));
 }
 
 void TestGuiMethods::anotherExperimentClearsTheResults() {

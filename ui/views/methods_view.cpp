@@ -5,6 +5,7 @@
 #include <QFile>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QKeyEvent>
 #include <QLabel>
 #include <QListWidget>
 #include <QMimeData>
@@ -177,6 +178,7 @@ MethodsView::MethodsView(QWidget* parent) : QWidget(parent) {
         item->setCheckState(Qt::Checked);
     }
     m_list->setCurrentRow(0);
+    m_list->installEventFilter(this);
     // As tall as its rows (up to five), so the view does not scroll for an empty list's room.
     const int rows = std::min(5, m_list->count());
     m_list->setFixedHeight(rows * m_list->sizeHintForRow(0) + 2 * m_list->frameWidth() + 4);
@@ -275,6 +277,19 @@ MethodsView::MethodsView(QWidget* parent) : QWidget(parent) {
     updateControls();
 }
 
+bool MethodsView::eventFilter(QObject* watched, QEvent* event) {
+    // The window binds Space to Train (a one-key shortcut, as long as no field has focus); in
+    // the list it is the key that checks an item, so the list takes it first.
+    if (watched == m_list && event->type() == QEvent::ShortcutOverride) {
+        const auto* key = static_cast<QKeyEvent*>(event);
+        if (key->key() == Qt::Key_Space && key->modifiers() == Qt::NoModifier) {
+            event->accept();
+            return true;
+        }
+    }
+    return QWidget::eventFilter(watched, event);
+}
+
 std::vector<EnsembleMethod> MethodsView::checkedMethods() const {
     std::vector<EnsembleMethod> methods;
     for (int i = 0; i < m_list->count(); ++i) {
@@ -345,8 +360,11 @@ void MethodsView::startComparison(const std::vector<EnsembleMethod>& methods) {
     m_comparing = true;
     m_progress->setRange(0, 0);  // busy until the first progress report
     m_progress->setVisible(true);
-    setMessage(
-        tr("Comparing %n method(s)… (Esc cancels)", nullptr, static_cast<int>(methods.size())));
+    QStringList labels;
+    for (EnsembleMethod m : methods) {
+        labels << methodLabel(m);
+    }
+    setMessage(tr("Comparing %1… (Esc cancels)").arg(labels.join(QStringLiteral(", "))));
     updateControls();
     Q_EMIT compareRequested(methods);
 }
@@ -405,9 +423,13 @@ void MethodsView::setOutcome(MethodsOutcomePtr outcome) {
                            .arg(finished)
                            .arg(asked));
         } else {
+            QStringList labels;
+            for (const MethodComparison& m : r.methods) {
+                labels << methodLabel(m.method);
+            }
             QString text =
-                tr("%1: %n method(s) compared, K = %2, %3 steps, seed %4", nullptr, finished)
-                    .arg(QString::fromStdString(r.dataset))
+                tr("%1: %2 compared, K = %3, %4 steps, seed %5")
+                    .arg(QString::fromStdString(r.dataset), labels.join(QStringLiteral(", ")))
                     .arg(r.members)
                     .arg(formatCount(r.steps))
                     .arg(r.seed);
@@ -509,8 +531,7 @@ void MethodsView::copyTable() {
     mime->setText(tableText(QLatin1Char('\t')));
     mime->setData(QStringLiteral("text/csv"), tableText(QLatin1Char(',')).toUtf8());
     QApplication::clipboard()->setMimeData(mime);
-    setMessage(
-        tr("Copied the table (%n method(s)) as tab-separated text.", nullptr, m_table->rowCount()));
+    setMessage(tr("Copied the table as tab-separated text (and CSV)."));
 }
 
 bool MethodsView::saveReport(const QString& path, QString* error) const {

@@ -83,6 +83,10 @@ class MethodsView : public QWidget {
     QString message() const;
     QString progressText() const;
 
+  protected:
+    // Space in the method list checks the method under the cursor rather than training.
+    bool eventFilter(QObject* watched, QEvent* event) override;
+
   Q_SIGNALS:
     void compareRequested(std::vector<ensemble::EnsembleMethod> methods);
     void cancelRequested();
