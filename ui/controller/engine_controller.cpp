@@ -159,8 +159,7 @@ EngineController::~EngineController() {
     m_worker->requestStop();
     cancelShift();
     cancelMethods();
-    m_active->requestPause();
-    m_active->requestCancel();
+    m_active->requestShutdown();
     m_thread.quit();
     m_thread.wait();
     acceptHandoff();  // what the thread did before `finished` happened before this

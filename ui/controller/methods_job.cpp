@@ -74,6 +74,12 @@ MethodsOutcome measureMethods(const ExperimentConfig& base,
     outcome.runId = runId;
     outcome.config = base.json;
     outcome.requested = methods;
+    if (cancel.load()) {
+        // Cancelled while queued (a newer request, a new run, the window closing): nothing
+        // to load or train.
+        outcome.cancelled = true;
+        return outcome;
+    }
     try {
         auto result = std::make_shared<CompareResult>(
             compareMethods(base, methods, methodsCompareOptions(gridSize), progress, &cancel));
