@@ -55,6 +55,7 @@ class TestGuiMethods : public QObject {
     void saveReportWritesTheReport();
     void keyboardDrivesTheView();
     void anotherExperimentClearsTheResults();
+    void closingTheWindowStopsAComparison();
 
   private:
     // `config` set up in `w` and the Methods view in front (null when either failed).
@@ -489,6 +490,20 @@ void TestGuiMethods::anotherExperimentClearsTheResults() {
     QVERIFY(!view->isComparing());
     QVERIFY(view->outcome() == nullptr);
     QCOMPARE(view->table()->rowCount(), 0);
+}
+
+void TestGuiMethods::closingTheWindowStopsAComparison() {
+    // A comparison of minutes under way: closing the window cancels it and joins the engine
+    // thread (the destructor would otherwise wait for every method to train; the suite's
+    // time limit is the check).
+    auto w = makeWindow({900, 600});
+    MethodsView* view = methodsViewOn(*w, smallConfig(kCancelSteps * 200));
+    QVERIFY(view != nullptr);
+    QSignalSpy progress(w->controller(), &ensemble::ui::EngineController::methodsProgress);
+    view->compareButton()->click();
+    QVERIFY(progress.wait(60000));
+    QVERIFY(view->isComparing());
+    w.reset();  // returns once the engine thread has stopped
 }
 
 QTEST_MAIN(TestGuiMethods)
