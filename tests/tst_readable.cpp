@@ -39,6 +39,7 @@
 #include "view_table.h"
 #include "views/filters_view.h"
 #include "views/images_view.h"
+#include "views/methods_view.h"
 
 using ensemble::test::makeWindow;
 using ensemble::test::waitFresh;
@@ -393,13 +394,19 @@ void TestReadable::twoDimensionalRun() {
     QVERIFY(waitFresh(*w));
     QVERIFY(trainToEnd(*w));
     QCOMPARE(w->size(), kReadmeSize);
-    // Boundary, Members, Curves, Calibration, Sweep, Shift, Active learning.
-    checkEveryView(*w, 7);
+    // The Methods view with its results: the maps, the note and the filled table.
+    QVERIFY(w->setView(QStringLiteral("methods")));
+    QSignalSpy compared(w->controller(), &ensemble::ui::EngineController::methodsFinished);
+    w->methodsView()->compareButton()->click();
+    QVERIFY(compared.wait(120000));
+    QVERIFY(w->methodsView()->table()->rowCount() > 0);
+    // Boundary, Members, Curves, Calibration, Sweep, Shift, Active learning, Methods.
+    checkEveryView(*w, 8);
     // Wider, where the charts stand side by side and the test accuracy was cut at 1,100 px.
     w->resize(1100, 650);
     settle();
     QCOMPARE(w->size(), QSize(1100, 650));
-    checkEveryView(*w, 7);
+    checkEveryView(*w, 8);
     w->resize(kReadmeSize);
     settle();
 
@@ -459,8 +466,8 @@ void TestReadable::imageRun() {
     pen->drawStroke({QPointF(60 * f, 60 * f), QPointF(160 * f, 170 * f)});
     QVERIFY(QTest::qWaitFor([&] { return w->filtersView()->featureMaps()->rows() == 4; }, 20000));
     // The confusion matrix counts run to four digits (1200 test images).
-    // Members, Curves, Calibration, Sweep, Images, Filters, Shift, Active learning.
-    checkEveryView(*w, 8);
+    // Members, Curves, Calibration, Sweep, Images, Filters, Shift, Active learning, Methods.
+    checkEveryView(*w, 9);
 }
 
 void TestReadable::regressionRun() {

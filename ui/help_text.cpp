@@ -59,6 +59,9 @@ QString shortcutsHtml(const QWidget* window) {
     html += row(tr("Arrows, Home / Enter"),
                 tr("Active learning picture: move the cursor over the pool by score / label the "
                    "row under it"));
+    html += row(tr("Ctrl+Enter / Esc"),
+                tr("Shift: run the shift / cancel it. Methods: compare the checked methods / "
+                   "cancel (the finished ones stay)"));
     html += QStringLiteral("</table><h3>%1</h3><table>").arg(tr("Mouse"));
     html += row(tr("Wheel over the panel"),
                 tr("scrolls; a field changes with the wheel only once it has focus (click it)"));

@@ -45,6 +45,7 @@
 #include "views/filters_view.h"
 #include "views/images_view.h"
 #include "views/members_view.h"
+#include "views/methods_view.h"
 #include "views/regression_view.h"
 #include "views/shift_view.h"
 #include "views/sweep_view.h"
@@ -283,8 +284,14 @@ void MainWindow::buildViews() {
     connect(shift, &ShiftView::exportRequested, this, &MainWindow::chooseShiftExport);
     connect(m_controller.get(), &EngineController::shiftProgress, shift, &ShiftView::setProgress);
     connect(m_controller.get(), &EngineController::shiftFinished, shift, &ShiftView::setOutcome);
-    ActiveView* active = activeView();
     EngineController* c = m_controller.get();
+    MethodsView* methods = methodsView();
+    connect(methods, &MethodsView::compareRequested, c, &EngineController::compareMethods);
+    connect(methods, &MethodsView::cancelRequested, c, &EngineController::cancelMethods);
+    connect(methods, &MethodsView::saveRequested, this, &MainWindow::chooseMethodsReport);
+    connect(c, &EngineController::methodsProgress, methods, &MethodsView::setProgress);
+    connect(c, &EngineController::methodsFinished, methods, &MethodsView::setOutcome);
+    ActiveView* active = activeView();
     // The loop reads the panel's active section (its edits need no new run) and the view's
     // acquisition, which the panel's active.acquisition then shows, so Save and Copy as
     // Command replay the loop.
@@ -497,6 +504,9 @@ ShiftView* MainWindow::shiftView() const {
 ActiveView* MainWindow::activeView() const {
     return m_tabs->viewAs<ActiveView>(ViewId::Active);
 }
+MethodsView* MainWindow::methodsView() const {
+    return m_tabs->viewAs<MethodsView>(ViewId::Methods);
+}
 QAction* MainWindow::trainAction() const {
     return m_session->trainAction();
 }
@@ -567,6 +577,30 @@ void MainWindow::chooseShiftExport() {
         showError(tr("Export failed"), error,
                   tr("Nothing was written. Choose a folder that exists and that you can write "
                      "to, and export again."));
+    }
+}
+
+void MainWindow::chooseMethodsReport() {
+    QSettings settings;
+    const QString dir =
+        settings.value(QStringLiteral("files/exports"), QDir::homePath()).toString();
+    const SnapshotPtr s = m_controller->snapshot();
+    const QString name = s ? QStringLiteral("%1-compare.json").arg(str(s->run->datasetName))
+                           : QStringLiteral("compare.json");
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("Save the methods' comparison"), QDir(dir).filePath(name),
+        tr("Report, as ensemble-cli compare --report (*.json);;Table (*.csv)"));
+    if (path.isEmpty()) {
+        return;
+    }
+    settings.setValue(QStringLiteral("files/exports"), QFileInfo(path).path());
+    QString error;
+    if (methodsView()->saveReport(path, &error)) {
+        showStatus(tr("Saved the comparison to %1").arg(path), 8000);
+    } else {
+        showError(tr("Could not save the comparison"), error,
+                  tr("Nothing was written. Choose a folder that exists and that you can write "
+                     "to, and save again."));
     }
 }
 

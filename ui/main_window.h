@@ -33,6 +33,7 @@ class FileActions;
 class FiltersView;
 class ImagesView;
 class MembersView;
+class MethodsView;
 class RegressionView;
 class ShiftView;
 class RunSession;
@@ -101,8 +102,8 @@ class MainWindow : public QMainWindow {
     void compareWith(const QString& path);
 
     // Views by the view table's keys (view_table.h): boundary, members, curves, calibration,
-    // sweep, images, filters, regression, shift, active. setView is false for a view that does not
-    // apply to the run (its tab is hidden).
+    // sweep, images, filters, regression, shift, active, methods. setView is false for a view that
+    // does not apply to the run (its tab is hidden).
     static QStringList viewNames();
     bool setView(const QString& name);
     bool setView(ViewId id);
@@ -125,6 +126,7 @@ class MainWindow : public QMainWindow {
     RegressionView* regressionView() const;
     ShiftView* shiftView() const;
     ActiveView* activeView() const;
+    MethodsView* methodsView() const;
     RunSession* session() const { return m_session; }
     FileActions* files() const { return m_files; }
     QAction* trainAction() const;
@@ -208,6 +210,8 @@ class MainWindow : public QMainWindow {
     void chooseCompare();
     // The Shift view's Export…: a folder, then ShiftView::exportTo.
     void chooseShiftExport();
+    // The Methods view's Save report…: a file, then MethodsView::saveReport.
+    void chooseMethodsReport();
     void showHelpBox(const QString& name, const QString& title, const QString& html);
     // The engine's recovery writes follow m_autosaveSeconds and the store's own slot.
     void applyRecovery();

@@ -9,6 +9,7 @@
 #include "views/filters_view.h"
 #include "views/images_view.h"
 #include "views/members_view.h"
+#include "views/methods_view.h"
 #include "views/regression_view.h"
 #include "views/shift_view.h"
 #include "views/sweep_view.h"
@@ -37,8 +38,8 @@ constexpr ViewRow row(ViewId id, const char* key, const char* title, QKeyCombina
 }
 
 // Ctrl+1 … Ctrl+9 are documented (docs/app.md's key table): the views keep them (Shift, the
-// ninth, took Ctrl+9); later ones a key of their own (Active learning: Ctrl+Shift+A), added to
-// that table.
+// ninth, took Ctrl+9); later ones a key of their own (Active learning: Ctrl+Shift+A, Methods:
+// Ctrl+Shift+M), added to that table.
 constexpr std::array<ViewRow, kViewCount> kViews{{
     row<BoundaryView>(ViewId::Boundary, "boundary",
                       QT_TRANSLATE_NOOP("ensemble::ui::ViewTable", "Boundary"),
@@ -96,6 +97,12 @@ constexpr std::array<ViewRow, kViewCount> kViews{{
                     QT_TRANSLATE_NOOP("ensemble::ui::ViewTable",
                                       "the ensemble picks the train rows to label next: the "
                                       "acquisition map, Acquire, click to label, Play")),
+    row<MethodsView>(ViewId::Methods, "methods",
+                     QT_TRANSLATE_NOOP("ensemble::ui::ViewTable", "Methods"),
+                     Qt::CTRL | Qt::SHIFT | Qt::Key_M, ViewData::Classification,
+                     QT_TRANSLATE_NOOP("ensemble::ui::ViewTable",
+                                       "the ensemble methods trained on this experiment side by "
+                                       "side: their boundaries, epistemic maps and a table")),
 }};
 
 constexpr bool rowsInIdOrder() {

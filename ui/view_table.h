@@ -31,9 +31,10 @@ enum class ViewId {
     Filters,
     Regression,
     Shift,
-    Active
+    Active,
+    Methods
 };
-inline constexpr int kViewCount = 10;
+inline constexpr int kViewCount = 11;
 
 // The runs a view applies to; its tab is hidden for the others.
 enum class ViewData {

@@ -82,7 +82,6 @@ void ViewTabs::followRun(const Snapshot& s) {
     }
     const bool grid = viewApplies(ViewData::TwoDimensional, s);
     const bool images = viewApplies(ViewData::Images, s);
-    const bool filters = viewApplies(ViewData::ConvMembers, s);
     const bool curve = viewApplies(ViewData::OneDimensionalRegression, s);
     // Choosing a 1-D regression dataset brings its picture forward, as 2-D data brings the
     // boundary; leaving regression leaves its tab.
@@ -90,9 +89,8 @@ void ViewTabs::followRun(const Snapshot& s) {
     m_regression = s.run->regression;
     if (enteredRegression || (current == ViewId::Regression && !curve)) {
         setView(curve ? ViewId::Regression : (grid ? ViewId::Boundary : ViewId::Members));
-    } else if ((current == ViewId::Boundary && !grid) || (current == ViewId::Images && !images) ||
-               (current == ViewId::Filters && !filters) ||
-               (current == ViewId::Active && !viewApplies(ViewData::Classification, s))) {
+    } else if (!viewApplies(viewRow(current).data, s)) {
+        // The view in front does not apply to this run's data (its tab is hidden now).
         setView(images ? ViewId::Images : (curve ? ViewId::Regression : ViewId::Members));
     }
 }

@@ -168,7 +168,7 @@ void ActiveWorker::restore(std::shared_ptr<const RunInfo> run, const DataSplit& 
     m_scores = PoolScores{};
     m_earlier.clear();
     useRun(std::move(run), data);
-    m_cancel.store(false, std::memory_order_release);  // a cancel before this was for another
+    rearmCancel();  // a cancel before this was for another
     try {
         if (!active.is_object() || !active.contains("state")) {
             throw DataError(
@@ -190,7 +190,7 @@ void ActiveWorker::restore(std::shared_ptr<const RunInfo> run, const DataSplit& 
             loopConfig(*m_run, active.value("config", nlohmann::json())), m_data, acquisition);
         const nlohmann::json& state = active.at("state");
         if (!replayLastRound(state)) {
-            m_cancel.store(false, std::memory_order_release);
+            rearmCancel();
             m_learner.reset();
             publish(tr("Restoring the loop was cancelled."));
             return;
@@ -373,7 +373,7 @@ void ActiveWorker::requestPlay() {
 
 bool ActiveWorker::trainAndPublish() {
     m_scored = false;
-    m_cancel.store(false, std::memory_order_release);
+    rearmCancel();
     bool trained = false;
     try {
         trained = m_learner->trainRound(
@@ -387,7 +387,7 @@ bool ActiveWorker::trainAndPublish() {
         return false;
     }
     if (!trained) {
-        m_cancel.store(false, std::memory_order_release);
+        rearmCancel();
         m_playing.store(false, std::memory_order_release);
         publish(tr("Round cancelled: Retrain trains it on the labelled rows."));
         return false;

@@ -104,6 +104,14 @@ class ActiveWorker : public QObject {
 
     // Any thread: stop the round under way (it ends without a round; the rows stay labelled).
     void requestCancel() { m_cancel.store(true, std::memory_order_release); }
+    // Any thread: the window is closing. The round under way stops, and so does every round a
+    // command already queued would start (a new command clears an earlier cancel; this one
+    // stays), so the engine thread ends without training them.
+    void requestShutdown() {
+        m_shutdown.store(true, std::memory_order_release);
+        m_playing.store(false, std::memory_order_release);
+        m_cancel.store(true, std::memory_order_release);
+    }
     // Any thread: Play goes on (set before play() is queued, so a Pause after it wins).
     void requestPlay();
     // Any thread: Play stops after the round under way.
@@ -136,6 +144,10 @@ class ActiveWorker : public QObject {
     void stateReady(ActiveStatePtr state);
 
   private:
+    // A new round may run: an earlier cancel was for another, unless the window is closing.
+    void rearmCancel() {
+        m_cancel.store(m_shutdown.load(std::memory_order_acquire), std::memory_order_release);
+    }
     // Restores `state` (ActiveLearner::toJson) into m_learner with the last round's trainer
     // trained again; false when cancelled.
     bool replayLastRound(const nlohmann::json& state);
@@ -162,6 +174,7 @@ class ActiveWorker : public QObject {
     std::vector<ActiveCurve> m_earlier;
     uint64_t m_serial = 0;
     std::atomic<bool> m_cancel{false};
+    std::atomic<bool> m_shutdown{false};
     std::atomic<bool> m_playing{false};
     bool m_playQueued = false;
     bool m_publishedPlaying = false;  // the playing flag of the last state published

@@ -4,7 +4,9 @@
 #include "io/model_io.h"
 
 #include <QMetaObject>
+#include <QTimer>
 
+#include <array>
 #include <exception>
 #include <utility>
 
@@ -17,6 +19,8 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
     m_comparer->moveToThread(&m_thread);
     m_shifter = new ShiftWorker;
     m_shifter->moveToThread(&m_thread);
+    m_methods = new MethodsWorker;
+    m_methods->moveToThread(&m_thread);
     m_active = new ActiveWorker;
     m_active->moveToThread(&m_thread);
     ActiveWorker* active = m_active;
@@ -45,6 +49,8 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
     announceSignal(m_comparer, &ComparisonWorker::measured);
     announceSignal(m_shifter, &ShiftWorker::progressed);
     announceSignal(m_shifter, &ShiftWorker::finished);
+    announceSignal(m_methods, &MethodsWorker::progressed);
+    announceSignal(m_methods, &MethodsWorker::finished);
     announceSignal(m_active, &ActiveWorker::progressed);
     announceSignal(m_active, &ActiveWorker::stateReady);
     announceSignal(&m_thread, &QThread::finished);
@@ -117,6 +123,10 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
             Qt::QueuedConnection);
     connect(m_shifter, &ShiftWorker::finished, this, &EngineController::shiftFinished,
             Qt::QueuedConnection);
+    connect(m_methods, &MethodsWorker::progressed, this, &EngineController::methodsProgress,
+            Qt::QueuedConnection);
+    connect(m_methods, &MethodsWorker::finished, this, &EngineController::methodsFinished,
+            Qt::QueuedConnection);
     connect(m_active, &ActiveWorker::progressed, this, &EngineController::activeProgress,
             Qt::QueuedConnection);
     connect(
@@ -126,6 +136,20 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
             Q_EMIT activeChanged(state);
         },
         Qt::QueuedConnection);
+    // The workers' timers (the recovery write's) belong to the engine thread: stopped there as
+    // it ends, since the destructor deletes the workers from this thread, where stopping an
+    // active one is refused with a warning ("Timers cannot be stopped from another thread").
+    const std::array<QObject*, 5> workers = {m_worker, m_comparer, m_shifter, m_methods, m_active};
+    connect(
+        &m_thread, &QThread::finished, m_worker,
+        [workers] {
+            for (QObject* worker : workers) {
+                for (QTimer* timer : worker->findChildren<QTimer*>()) {
+                    timer->stop();
+                }
+            }
+        },
+        Qt::DirectConnection);
     m_thread.start();
 }
 
@@ -134,8 +158,8 @@ EngineController::~EngineController() {
     // join it; then the worker and its Trainer can be destroyed from here.
     m_worker->requestStop();
     cancelShift();
-    m_active->requestPause();
-    m_active->requestCancel();
+    cancelMethods();
+    m_active->requestShutdown();
     m_thread.quit();
     m_thread.wait();
     acceptHandoff();  // what the thread did before `finished` happened before this
@@ -145,6 +169,8 @@ EngineController::~EngineController() {
     m_comparer = nullptr;
     delete m_shifter;
     m_shifter = nullptr;
+    delete m_methods;
+    m_methods = nullptr;
     delete m_active;
     m_active = nullptr;
 }
@@ -158,6 +184,7 @@ uint64_t EngineController::configure(const nlohmann::json& config,
                                      std::shared_ptr<const DataSplit> data) {
     const uint64_t id = ++m_runId;
     m_worker->requestPause();
+    cancelMethods();
     EngineWorker* w = m_worker;
     post([w, config, data = std::move(data), id] { w->configure(config, data, id); });
     Q_EMIT runRequested(id);
@@ -168,6 +195,7 @@ uint64_t EngineController::open(std::shared_ptr<const OpenedEnsemble> opened) {
     m_runIdBeforeOpen = m_runId;
     const uint64_t id = ++m_runId;
     m_worker->requestPause();
+    cancelMethods();
     m_active->requestPause();
     m_active->requestCancel();
     const bool restoresLoop = opened->isCheckpoint && !opened->checkpoint.active.is_null();
@@ -328,6 +356,35 @@ void EngineController::cancelShift() {
     if (m_shiftCancel) {
         m_shiftCancel->store(true, std::memory_order_release);
         m_shiftCancel.reset();
+    }
+}
+
+void EngineController::compareMethods(const std::vector<EnsembleMethod>& methods) {
+    cancelMethods();
+    auto cancel = std::make_shared<std::atomic<bool>>(false);
+    m_methodsCancel = cancel;
+    EngineWorker* w = m_worker;
+    MethodsWorker* m = m_methods;
+    const uint64_t runId = m_runId;
+    const QString noRun =
+        tr("There is no experiment with its data to compare the methods on: choose one whose "
+           "dataset is on this machine.");
+    post([w, m, methods, runId, cancel, noRun] {
+        // The run's own config, as the engine thread built it: what `ensemble-cli compare
+        // --config` reads from the same file.
+        const std::shared_ptr<const RunInfo> run = w->run();
+        if (!run || !run->missingData.empty()) {
+            m->refuse(methods, runId, noRun);
+            return;
+        }
+        m->run(run->config, methods, run->hasGrid ? kMethodsGridSize : 0, run->runId, cancel);
+    });
+}
+
+void EngineController::cancelMethods() {
+    if (m_methodsCancel) {
+        m_methodsCancel->store(true, std::memory_order_release);
+        m_methodsCancel.reset();
     }
 }
 

@@ -22,6 +22,7 @@
 #include "controller/active_job.h"
 #include "controller/comparison.h"
 #include "controller/engine_worker.h"
+#include "controller/methods_job.h"
 #include "controller/shift_job.h"
 #include "controller/snapshot.h"
 
@@ -89,6 +90,16 @@ class EngineController : public QObject {
     // Stops the shift under way (it finishes with outcome->cancelled); nothing when none.
     void cancelShift();
 
+    // The Methods view's comparison (issue 35): `methods` trained on the current run's config
+    // and measured by compareMethods on the engine thread (MethodsWorker), with each method's
+    // ensemble on a shared grid for 2-D data. methodsProgress() while it runs, then
+    // methodsFinished() (the result, cancelled with the finished methods, or why not). A new
+    // request cancels the one under way, and so does a new run (configure(), open()): the
+    // engine thread is wanted for it, and the comparison was of the experiment before.
+    void compareMethods(const std::vector<EnsembleMethod>& methods);
+    // Stops the comparison under way (it finishes cancelled, keeping the finished methods).
+    void cancelMethods();
+
     // The Active learning view's loop (issue 36) over the current run's config and data, on the
     // engine thread (ActiveWorker): activeChanged() after every change, activeProgress() while
     // a round trains. Start begins a loop with `acquisition` (the one before it is kept as an
@@ -135,6 +146,8 @@ class EngineController : public QObject {
     void comparisonMeasured(ComparisonResult result);
     void shiftProgress(qint64 done, qint64 total);
     void shiftFinished(ShiftOutcomePtr outcome);
+    void methodsProgress(ensemble::CompareProgress progress);
+    void methodsFinished(ensemble::ui::MethodsOutcomePtr outcome);
     void activeProgress(qint64 done, qint64 total);
     void activeChanged(ActiveStatePtr state);
     // open() brings back a checkpoint's active-learning loop on run `runId` (activeChanged()
@@ -149,10 +162,12 @@ class EngineController : public QObject {
     SnapshotMailbox m_mailbox;
     QThread m_thread;
     EngineWorker* m_worker = nullptr;
-    ComparisonWorker* m_comparer = nullptr;            // on m_thread beside the worker
-    ShiftWorker* m_shifter = nullptr;                  // on m_thread beside the worker
-    std::shared_ptr<std::atomic<bool>> m_shiftCancel;  // the latest shift's
-    ActiveWorker* m_active = nullptr;                  // on m_thread beside the worker
+    ComparisonWorker* m_comparer = nullptr;              // on m_thread beside the worker
+    ShiftWorker* m_shifter = nullptr;                    // on m_thread beside the worker
+    std::shared_ptr<std::atomic<bool>> m_shiftCancel;    // the latest shift's
+    MethodsWorker* m_methods = nullptr;                  // on m_thread beside the worker
+    std::shared_ptr<std::atomic<bool>> m_methodsCancel;  // the latest comparison's
+    ActiveWorker* m_active = nullptr;                    // on m_thread beside the worker
     ActiveStatePtr m_activeState;
     SnapshotPtr m_snapshot;
     std::vector<uint8_t> m_switchedOn;
