@@ -1,5 +1,5 @@
 // The Trainer: one experiment's step loop, its schedule of live changes, its training state
-// (checkpoints) and its evaluation. One piece (~880 lines) because these are one object's
+// (checkpoints) and its evaluation. One piece (~890 lines) because these are one object's
 // members sharing its backend, data and step counter; the report built from a trainer is
 // trainer_report.cpp.
 #include "train/trainer.h"
