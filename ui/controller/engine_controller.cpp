@@ -4,9 +4,7 @@
 #include "io/model_io.h"
 
 #include <QMetaObject>
-#include <QTimer>
 
-#include <array>
 #include <exception>
 #include <utility>
 
@@ -136,20 +134,6 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
             Q_EMIT activeChanged(state);
         },
         Qt::QueuedConnection);
-    // The workers' timers (the recovery write's) belong to the engine thread: stopped there as
-    // it ends, since the destructor deletes the workers from this thread, where stopping an
-    // active one is refused with a warning ("Timers cannot be stopped from another thread").
-    const std::array<QObject*, 5> workers = {m_worker, m_comparer, m_shifter, m_methods, m_active};
-    connect(
-        &m_thread, &QThread::finished, m_worker,
-        [workers] {
-            for (QObject* worker : workers) {
-                for (QTimer* timer : worker->findChildren<QTimer*>()) {
-                    timer->stop();
-                }
-            }
-        },
-        Qt::DirectConnection);
     m_thread.start();
 }
 
