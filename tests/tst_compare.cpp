@@ -63,7 +63,7 @@ const std::set<std::string>& reportKeys() {
         "accuracy",    "nll",           "brier",
         "ece",         "ood_auroc",     "shift_nll",
         "parameters",  "train_seconds", "predict_seconds_per_1000",
-        "peak_rss_mib"};
+        "peak_rss_mib", "ood_mean_mi"};
     return keys;
 }
 
@@ -216,7 +216,8 @@ void TestCompare::reportHasExactlyTheKeysInRange() {
         QString::fromStdString(compareCsv(r)).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
     QCOMPARE(csv.size(), 2);
     QCOMPARE(csv[0], QStringLiteral("method,accuracy,nll,brier,ece,ood_auroc,shift_nll,parameters,"
-                                    "train_seconds,predict_seconds_per_1000,peak_rss_mib"));
+                                    "train_seconds,predict_seconds_per_1000,peak_rss_mib,"
+                                    "ood_mean_mi"));
     QVERIFY(csv[1].startsWith(QStringLiteral("independent,")));
 }
 

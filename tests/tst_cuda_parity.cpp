@@ -22,7 +22,9 @@
 #include "core/errors.h"
 #include "data/dataset.h"
 #include "metrics/metrics.h"
+#include "model/batch_ensemble.h"
 #include "model/mlp.h"
+#include "train/batch_ensemble_backend.h"
 
 using namespace ensemble;
 using ensemble::test::gridPoints;
@@ -186,6 +188,8 @@ class TestCudaParity : public QObject {
     void oversizedRunIsRefusedWithNumbers();
     void cnnParityWithCpu_data();
     void cnnParityWithCpu();
+    void batchEnsembleParityWithCpu_data();
+    void batchEnsembleParityWithCpu();
     void cnnGraphReplayEqualsEagerAndReproduces_data();
     void cnnGraphReplayEqualsEagerAndReproduces();
     // The data axis on the GPU: D = 2 replicas (two backends on two threads, their sum a
@@ -559,6 +563,70 @@ void TestCudaParity::cnnParityWithCpu() {
     const double predictError = nmse(cpuOut, gpuOut);
     qInfo("CNN log-probability nMSE: %.3g", predictError);
     QVERIFY2(predictError < test::kDeviceLogProbNmse, qPrintable(QString::number(predictError)));
+}
+
+void TestCudaParity::batchEnsembleParityWithCpu_data() {
+    QTest::addColumn<bool>("cnn");
+    QTest::newRow("mlp resample adam") << false;
+    QTest::newRow("cnn poisson sgd") << true;
+}
+
+// batchensemble (train/batch_ensemble_backend.h) on each backend: the members' gradients
+// (Backend::gradient) of the CUDA backend against the CPU's at the same parameters, then 30
+// steps of the shared and fast weights trained on each.
+void TestCudaParity::batchEnsembleParityWithCpu() {
+    QFETCH(bool, cnn);
+    Problem mlp = makeProblem(BootstrapMode::Resample, OptimizerKind::Adam, Activation::Tanh);
+    ImageProblem image = makeCnnProblem(BootstrapMode::Poisson);
+    const TrainingProblem& problem = cnn ? image.training : mlp.training;
+    const ParamLayout& layout = problem.layout;
+    const std::size_t members = static_cast<std::size_t>(layout.members());
+
+    // One gradient at the initial members.
+    std::vector<float> init(layout.size());
+    initParameters(layout, 2024, init.data());
+    CpuBackend cpuInner;
+    const std::unique_ptr<Backend> cudaInner = makeCudaBackend(kDevice);
+    std::vector<float> cpuGrad(layout.size());
+    std::vector<float> gpuGrad(layout.size(), std::nanf(""));
+    std::vector<float> cpuLoss(members);
+    std::vector<float> gpuLoss(members);
+    const std::vector<uint8_t> active(members, 1);
+    for (Backend* b : {static_cast<Backend*>(&cpuInner), cudaInner.get()}) {
+        b->bind(problem);
+        b->setParameters(init.data());
+    }
+    cpuInner.gradient(3, active.data(), cpuGrad.data(), cpuLoss.data());
+    cudaInner->gradient(3, active.data(), gpuGrad.data(), gpuLoss.data());
+    const double gradError = nmse(cpuGrad, gpuGrad);
+    qInfo("gradient nMSE %.3g", gradError);
+    QVERIFY2(gradError < test::kDeviceParamNmse, qPrintable(QString::number(gradError)));
+    for (std::size_t k = 0; k < members; ++k) {
+        QVERIFY(test::nearScaled(gpuLoss[k], cpuLoss[k], test::kDeviceLoss));
+    }
+
+    // 30 steps of BatchEnsemble on each.
+    const BatchEnsembleLayout be(layout);
+    std::vector<float> theta(be.size());
+    batchEnsembleInit(be, 2024, theta.data());
+    Run runs[2];
+    for (int d = 0; d < 2; ++d) {
+        BatchEnsembleBackend backend(d == 0
+                                         ? std::unique_ptr<Backend>(std::make_unique<CpuBackend>())
+                                         : makeCudaBackend(kDevice));
+        backend.bind(problem);
+        backend.setParameters(theta.data());
+        std::vector<uint8_t> flags(members, 1);
+        for (int i = 0; i < 30; ++i) {
+            setActive(i, flags);
+            std::vector<float> loss(members);
+            backend.step(stepIndex(i), flags.data(), loss.data());
+            runs[d].losses.push_back(loss);
+        }
+        runs[d].params.resize(be.size());
+        backend.parameters(runs[d].params.data());
+    }
+    compareRuns(runs[0], runs[1], theta, 1e-6, "batchensemble, cpu / cuda");
 }
 
 void TestCudaParity::cnnGraphReplayEqualsEagerAndReproduces_data() {

@@ -400,6 +400,20 @@ class TestInterop : public QObject {
             config, {2});
     }
 
+    // batchensemble: the file holds the shared weights and the members' fast weights; the graph
+    // expands each member's weights, member 1 diverged (left out).
+    void spiralsBatchEnsemble() {
+        const QStringList config = {QStringLiteral("--config"), QStringLiteral("spirals"),
+                                    QStringLiteral("--set"), QStringLiteral("dataset.n=400")};
+        checkCase(
+            QStringLiteral("spirals-be"),
+            config + QStringList{QStringLiteral("--set"),
+                                 QStringLiteral("ensemble.method=batchensemble"),
+                                 QStringLiteral("--set"), QStringLiteral("ensemble.members=4"),
+                                 QStringLiteral("--set"), QStringLiteral("training.steps=200")},
+            config, {1});
+    }
+
     // Every member diverged: predict and the graph both give NaN for the ensemble.
     void spiralsAllDiverged() {
         const QStringList config = {QStringLiteral("--config"), QStringLiteral("spirals"),
@@ -460,6 +474,27 @@ class TestInterop : public QObject {
             config + QStringList{QStringLiteral("--set"),
                                  QStringLiteral("ensemble.method=mc_dropout"),
                                  QStringLiteral("--set"), QStringLiteral("model.dropout=0.5"),
+                                 QStringLiteral("--set"), QStringLiteral("ensemble.members=3"),
+                                 QStringLiteral("--set"), layers, QStringLiteral("--set"),
+                                 QStringLiteral("training.steps=30")},
+            config);
+    }
+
+    // batchensemble on a CNN: per-channel fast weights of the convs, per-position ones of the
+    // dense layer after the flatten.
+    void mnistCnnBatchEnsemble() {
+        const QStringList config = {QStringLiteral("--config"), QStringLiteral("mnist-cnn"),
+                                    QStringLiteral("--set"),
+                                    QStringLiteral("dataset.path=") + mnistFolder()};
+        const QString layers = QStringLiteral(
+            "model.layers=[{\"type\":\"conv\",\"filters\":4,\"kernel\":3,\"stride\":2},"
+            "{\"type\":\"pool\",\"kind\":\"max\",\"size\":2},"
+            "{\"type\":\"conv\",\"filters\":3,\"kernel\":2,\"padding\":\"valid\"},"
+            "{\"type\":\"pool\",\"kind\":\"avg\",\"size\":2},{\"type\":\"dense\",\"units\":16}]");
+        checkCase(
+            QStringLiteral("mnist-cnn-be"),
+            config + QStringList{QStringLiteral("--set"),
+                                 QStringLiteral("ensemble.method=batchensemble"),
                                  QStringLiteral("--set"), QStringLiteral("ensemble.members=3"),
                                  QStringLiteral("--set"), layers, QStringLiteral("--set"),
                                  QStringLiteral("training.steps=30")},

@@ -68,16 +68,17 @@ std::string shiftHeader(const CompareResult& r) {
 void printTable(const CompareResult& r) {
     const std::string shift = shiftHeader(r);
     const int shiftWidth = std::max<int>(9, static_cast<int>(shift.size()));
-    std::printf("%-14s %8s %8s %8s %8s %9s %*s %11s %9s %12s %9s\n", "method", "accuracy", "nll",
-                "brier", "ece", "ood auroc", shiftWidth, shift.c_str(), "parameters", "train s",
-                "predict s/1k", "peak MiB");
+    std::printf("%-14s %8s %8s %8s %8s %9s %*s %11s %9s %12s %9s %7s\n", "method", "accuracy",
+                "nll", "brier", "ece", "ood auroc", shiftWidth, shift.c_str(), "parameters",
+                "train s", "predict s/1k", "peak MiB", "ood MI");
     for (const MethodComparison& m : r.methods) {
-        std::printf("%-14s%s%s%s%s%s%s %11lld%s%s%s\n", toString(m.method),
+        std::printf("%-14s%s%s%s%s%s%s %11lld%s%s%s%s\n", toString(m.method),
                     cell(m.accuracy, 8, 4).c_str(), cell(m.nll, 8, 4).c_str(),
                     cell(m.brier, 8, 4).c_str(), cell(m.ece, 8, 4).c_str(),
                     cell(m.oodAuroc, 9, 4).c_str(), cell(m.shiftNll, shiftWidth, 4).c_str(),
                     static_cast<long long>(m.parameters), cell(m.trainSeconds, 9, 2).c_str(),
-                    cell(m.predictSecondsPer1000, 12, 5).c_str(), cell(m.peakRssMib, 9, 1).c_str());
+                    cell(m.predictSecondsPer1000, 12, 5).c_str(), cell(m.peakRssMib, 9, 1).c_str(),
+                    cell(m.oodMeanMi, 7, 4).c_str());
     }
     std::printf(
         "\naccuracy, nll (nats), brier, ece: the ensemble on the %lld %s rows; ood auroc: mutual "
@@ -87,8 +88,9 @@ void printTable(const CompareResult& r) {
         std::printf(
             "  none for this data (no OOD set: the ring is for 2-D points, noise for images);\n");
     } else {
-        std::printf("  the %s rows against as many %s points;\n", r.split.c_str(),
-                    r.oodName.c_str());
+        std::printf("  the %s rows against as many %s points; ood MI: the mean mutual information "
+                    "(nats) over those points;\n",
+                    r.split.c_str(), r.oodName.c_str());
     }
     std::printf(
         "%s: the %s rows under %s at level %g (%s); parameters: what the method stores;\n"

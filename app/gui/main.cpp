@@ -1,6 +1,6 @@
 // ensemble-lab: the desktop app.
 //   ensemble-lab [--config FILE|PRESET] [--set key=value]... [--train-steps N] [--view NAME]
-//                [--active-rounds N] [--screenshot OUT.png]
+//                [--active-rounds N] [--compare-methods LIST] [--screenshot OUT.png]
 //   ensemble-lab --weights W.safetensors [--view NAME] [--screenshot OUT.png]
 //   ensemble-lab FILE.ensemble.json|FILE.json|FILE.safetensors
 //   ensemble-lab --restore-recovery [--train-steps N] [--view NAME] [--screenshot OUT.png]
@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "compare/compare.h"
 #include "core/exit_codes.h"
 #include "io/config.h"
 #include "main_window.h"
@@ -53,6 +54,7 @@
 #include "views/boundary_view.h"
 #include "views/filters_view.h"
 #include "views/images_view.h"
+#include "views/methods_view.h"
 
 using ensemble::ExitCode;
 using ensemble::exitStatus;
@@ -195,6 +197,11 @@ int main(int argc, char** argv) {
         QStringLiteral("Active learning view: acquire this many rounds (Acquire) before the "
                        "screenshot."),
         QStringLiteral("N"));
+    const QCommandLineOption compareOption(
+        QStringLiteral("compare-methods"),
+        QStringLiteral("Methods view: compare these methods (comma-separated, e.g. "
+                       "independent,snapshot) before the screenshot, as Compare does."),
+        QStringLiteral("LIST"));
     const QCommandLineOption hoverOption(
         QStringLiteral("hover"),
         QStringLiteral("Boundary: show the pointer's read-out at this point of the plot, as "
@@ -210,7 +217,7 @@ int main(int argc, char** argv) {
         QStringLiteral("Restore the run a crash left (the banner's Restore, without asking)."));
     parser.addOptions({configOption, setOption, stepsOption, viewOption, shotOption, digitOption,
                        memberOption, quantityOption, sizeOption, weightsOption, hoverOption,
-                       activeRoundsOption, autosaveOption, restoreOption});
+                       activeRoundsOption, compareOption, autosaveOption, restoreOption});
     parser.addPositionalArgument(
         QStringLiteral("file"),
         QStringLiteral("An experiment (.ensemble.json or .json) or a trained ensemble "
@@ -321,6 +328,16 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "ensemble-lab: --active-rounds expects a non-negative integer\n");
         return exitStatus(ExitCode::Usage);
     }
+    std::vector<ensemble::EnsembleMethod> compareList;
+    if (parser.isSet(compareOption)) {
+        try {
+            compareList = ensemble::parseMethodList(parser.value(compareOption).toStdString(),
+                                                    "--compare-methods");
+        } catch (const ensemble::ConfigError& e) {
+            std::fprintf(stderr, "ensemble-lab: %s\n", e.what());
+            return exitStatus(ExitCode::Usage);
+        }
+    }
 
     MainWindow::Options options;
     options.useSettings = screenshot.isEmpty();
@@ -413,6 +430,17 @@ int main(int argc, char** argv) {
         }
         if (parser.isSet(digitOption)) {
             drawDemoDigit(window);
+        }
+        if (window.currentViewId() == ensemble::ui::ViewId::Methods && !compareList.empty()) {
+            // The Methods view: the comparison, as Compare runs it, then the picture.
+            auto* waiting = new QObject(&window);
+            QObject::connect(window.controller(), &ensemble::ui::EngineController::methodsFinished,
+                             waiting, [&, waiting] {
+                                 waiting->deleteLater();  // disconnects
+                                 grabLater();
+                             });
+            window.methodsView()->startComparison(compareList);
+            return;
         }
         if (window.currentViewId() == ensemble::ui::ViewId::Active) {
             // The Active learning view: its loop's first round, then --active-rounds more

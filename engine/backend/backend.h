@@ -142,6 +142,21 @@ class Backend {
     // replica, and every replica makes the same update.
     virtual void step(uint64_t step, const uint8_t* active, float* losses) = 0;
 
+    // Every member's gradient of its batch loss at the current parameters, without an update:
+    // what step() computes before it updates (the same batch for the same `step`). grads are in
+    // the layout's order, zero for a member with active[k] == 0 and unspecified for one whose
+    // loss (losses[k], as step() writes it) is not finite. With a data shard they are the sums
+    // over the replicas, the same on every replica. The parameters, the optimizer state and the
+    // update count do not change. BatchEnsemble's chain rule needs them
+    // (train/batch_ensemble_backend.h); backends that cannot give them throw std::logic_error.
+    virtual void gradient(uint64_t step, const uint8_t* active, float* grads, float* losses) {
+        (void)step;
+        (void)active;
+        (void)grads;
+        (void)losses;
+        throw std::logic_error(name() + ": this backend cannot give gradients without a step");
+    }
+
     // Log-probabilities of every member for `rows` normalised inputs: out[(k*rows + i)*C + c],
     // C = layout.classes() outputs. For a regression head the outputs are its predictive in
     // standardised target units instead (headPredictiveInPlace, math/loss.h): [mu, sigma^2]

@@ -221,8 +221,9 @@ BackendChoice chooseBackend(const ExperimentConfig& experiment, const DataSplit&
 
 BackendChoice makeBackend(const ExperimentConfig& experiment, const DataSplit& data) {
     BackendChoice choice = chooseBackend(experiment, data);
-    if (ensembleMethodInfo(experiment.ensemble.method).oneNetwork) {
-        // The K members predict where the network trains: a second backend of the same kind.
+    if (derivesMembers(experiment.ensemble.method)) {
+        // The K members predict where the network (or BatchEnsemble's shared and fast weights)
+        // trains: a second backend of the same kind.
         const BackendConfig& config = experiment.backend;
         choice.memberBackend = choice.decision.chosen == BackendKind::Cuda
                                    ? makeCuda(config, config.math)

@@ -256,8 +256,15 @@ CompareResult compareMethods(const ExperimentConfig& base,
         row.shiftNll = classificationMetrics(statisticsOf(moved, include, shifted.y)).nll;
         if (hasOod) {
             const MemberPredictions out = trainer.predictRaw(ood.x.data(), ood.rows);
-            row.oodAuroc =
-                oodMetrics(stats, statisticsOf(out, include, {})).mutualInformation.auroc;
+            const PointStatistics oodStats = statisticsOf(out, include, {});
+            row.oodAuroc = oodMetrics(stats, oodStats).mutualInformation.auroc;
+            double sum = 0.0;
+            for (double mi : oodStats.epistemic) {
+                sum += mi;
+            }
+            row.oodMeanMi = oodStats.epistemic.empty()
+                                ? kNotMeasured
+                                : sum / static_cast<double>(oodStats.epistemic.size());
         }
         row.parameters = storedParameters(trainer);
         row.predictSecondsPer1000 =
@@ -285,6 +292,7 @@ json compareReportJson(const CompareResult& result) {
             {"train_seconds", jsonNumber(m.trainSeconds)},
             {"predict_seconds_per_1000", jsonNumber(m.predictSecondsPer1000)},
             {"peak_rss_mib", jsonNumber(m.peakRssMib)},
+            {"ood_mean_mi", jsonNumber(m.oodMeanMi)},
         };
     }
     json ood = nullptr;
@@ -313,12 +321,13 @@ json compareReportJson(const CompareResult& result) {
 std::string compareCsv(const CompareResult& result) {
     std::ostringstream os;
     os << "method,accuracy,nll,brier,ece,ood_auroc,shift_nll,parameters,train_seconds,"
-          "predict_seconds_per_1000,peak_rss_mib\n";
+          "predict_seconds_per_1000,peak_rss_mib,ood_mean_mi\n";
     for (const MethodComparison& m : result.methods) {
         os << toString(m.method) << ',' << number(m.accuracy) << ',' << number(m.nll) << ','
            << number(m.brier) << ',' << number(m.ece) << ',' << number(m.oodAuroc) << ','
            << number(m.shiftNll) << ',' << m.parameters << ',' << number(m.trainSeconds) << ','
-           << number(m.predictSecondsPer1000) << ',' << number(m.peakRssMib) << '\n';
+           << number(m.predictSecondsPer1000) << ',' << number(m.peakRssMib) << ','
+           << number(m.oodMeanMi) << '\n';
     }
     return os.str();
 }

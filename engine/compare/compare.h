@@ -93,6 +93,9 @@ struct MethodComparison {
     double trainSeconds = kNotMeasured;
     double predictSecondsPer1000 = kNotMeasured;
     double peakRssMib = kNotMeasured;
+    // The mean mutual information (nats) over the OOD set (the far ring for 2-D points): how
+    // much the members disagree where there is no data. NaN: no OOD set.
+    double oodMeanMi = kNotMeasured;
     // CompareOptions::gridSize > 0 on 2-D data: the ensemble (the same members as the metrics)
     // on the grid (metrics/grid.h), measured after peak_rss_mib.
     std::optional<GridEvaluation> grid;

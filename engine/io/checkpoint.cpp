@@ -9,6 +9,7 @@
 #include "core/unreachable.h"
 #include "io/config.h"
 #include "io/config_schema.h"
+#include "model/batch_ensemble.h"
 #include "train/trainer_report.h"
 
 namespace ensemble {
@@ -43,6 +44,28 @@ std::vector<ParamTensor> paramTensors(const ParamLayout& layout) {
             {prefix + ".bias", {k, s.out}, s.biasOffset, static_cast<std::size_t>(k) * s.out});
     }
     return out;
+}
+
+// The tensors of what the backend trains for `method` (`layout`: the trainer's trainedLayout):
+// the parameters' own, or BatchEnsemble's shared and fast weights. The optimizer's moments are
+// stored in the same tensors.
+std::vector<ParamTensor> trainedTensors(EnsembleMethod method, const ParamLayout& layout) {
+    if (ensembleMethodInfo(method).fastWeights) {
+        std::vector<ParamTensor> out;
+        for (const BatchEnsembleTensor& t : batchEnsembleTensors(BatchEnsembleLayout(layout))) {
+            out.push_back({t.name, t.shape, t.offset, t.count});
+        }
+        return out;
+    }
+    return paramTensors(layout);
+}
+
+std::size_t tensorsSize(const std::vector<ParamTensor>& tensors) {
+    std::size_t size = 0;
+    for (const ParamTensor& t : tensors) {
+        size += t.count;
+    }
+    return size;
 }
 
 std::string momentName(const ParamTensor& t, const std::string& moment) {
@@ -265,8 +288,10 @@ void writeCheckpoint(const std::string& path, const Trainer& trainer,
     const ParamLayout& layout = trainer.trainedLayout();
     const int k = layout.members();
     const std::vector<std::string> moments = checkpointMoments(trainer.config().optimizer.kind);
+    const std::vector<ParamTensor> tensors =
+        trainedTensors(trainer.config().ensemble.method, layout);
     if (!state.trained.empty()) {
-        for (const ParamTensor& t : paramTensors(layout)) {
+        for (const ParamTensor& t : tensors) {
             file.tensors.push_back(Tensor::fromF32(trainedName(t), t.shape,
                                                    {state.trained.data() + t.offset, t.count}));
         }
@@ -275,7 +300,7 @@ void writeCheckpoint(const std::string& path, const Trainer& trainer,
         // SGD's buffer and Adam's m share a slot (Backend::OptimizerState).
         const std::vector<float>& buffer =
             i == 0 ? state.optimizer.moment1 : state.optimizer.moment2;
-        for (const ParamTensor& t : paramTensors(layout)) {
+        for (const ParamTensor& t : tensors) {
             file.tensors.push_back(Tensor::fromF32(momentName(t, moments[i]), t.shape,
                                                    {buffer.data() + t.offset, t.count}));
         }
@@ -327,7 +352,7 @@ Checkpoint readCheckpoint(const SafetensorsFile& file) {
     c.trainRows = meta["train_rows"].get<int64_t>();
 
     const ExperimentConfig& config = c.ensemble.config;
-    const bool oneNetwork = ensembleMethodInfo(config.ensemble.method).oneNetwork;
+    const bool derived = derivesMembers(config.ensemble.method);
     // What the backend trained: the members, or a one-network method's network.
     const ParamLayout layout(c.ensemble.layout.architecture(),
                              trainedNetworks(config.ensemble.method, c.ensemble.layout.members()));
@@ -347,18 +372,20 @@ Checkpoint readCheckpoint(const SafetensorsFile& file) {
         std::copy(values.begin(), values.end(),
                   buffer.begin() + static_cast<std::ptrdiff_t>(p.offset));
     };
-    if (oneNetwork) {
-        state.trained.assign(layout.size(), 0.0f);
-        for (const ParamTensor& p : paramTensors(layout)) {
+    const std::vector<ParamTensor> tensors = trainedTensors(config.ensemble.method, layout);
+    const std::size_t trainedSize = tensorsSize(tensors);
+    if (derived) {
+        state.trained.assign(trainedSize, 0.0f);
+        for (const ParamTensor& p : tensors) {
             readInto(state.trained, p, trainedName(p));
         }
     }
-    state.optimizer.moment1.assign(layout.size(), 0.0f);
-    state.optimizer.moment2.assign(layout.size(), 0.0f);
+    state.optimizer.moment1.assign(trainedSize, 0.0f);
+    state.optimizer.moment2.assign(trainedSize, 0.0f);
     const std::vector<std::string> moments = checkpointMoments(config.optimizer.kind);
     for (std::size_t i = 0; i < moments.size(); ++i) {
         std::vector<float>& buffer = i == 0 ? state.optimizer.moment1 : state.optimizer.moment2;
-        for (const ParamTensor& p : paramTensors(layout)) {
+        for (const ParamTensor& p : tensors) {
             readInto(buffer, p, momentName(p, moments[i]));
         }
     }

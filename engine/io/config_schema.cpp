@@ -129,7 +129,9 @@ std::vector<KeySpec> buildSchema() {
                "how the K members are made: `independent`: K networks trained independently; "
                "`snapshot`: one network under K cosine learning-rate cycles, member k taken at "
                "the end of cycle k; `mc_dropout`: one network trained with dropout, member k "
-               "the network under its own fixed dropout mask (docs/methods.md)"),
+               "the network under its own fixed dropout mask; `batchensemble`: one shared "
+               "weight per layer, member k's weight the shared one times its rank-1 fast "
+               "weights s_k r_k^T (docs/methods.md)"),
         // After ensemble.method: a condition reads an earlier key.
         onlyWhen(exclusiveRange(row("model.dropout", T::Number, 0.1,
                                     "the dropout rate p: after each hidden layer's activation a "

@@ -31,13 +31,13 @@ void checkEnsembleMethod(const ExperimentConfig& c) {
                               "axis cannot split it over ranks (use {\"ensemble\": 1, "
                               "\"data\": N}: the data axis works)");
     }
-    if (!method.oneNetwork) {
+    if (!method.oneOptimizer) {
         return;
     }
     const std::string why =
-        name +
-        " trains one network, so its members share one optimizer: per-member values (a "
-        "list or log_uniform) do not apply; give one number";
+        name + (method.oneNetwork ? " trains one network" : " trains one shared weight per layer") +
+        ", so its members share one optimizer: per-member values (a list or log_uniform) do "
+        "not apply; give one number";
     const struct {
         const char* key;
         const std::vector<double>& values;
@@ -49,7 +49,7 @@ void checkEnsembleMethod(const ExperimentConfig& c) {
             throw ConfigError(key, why);
         }
     }
-    if (c.ensemble.bootstrap != BootstrapMode::None) {
+    if (method.oneNetwork && c.ensemble.bootstrap != BootstrapMode::None) {
         throw ConfigError("ensemble.bootstrap",
                           name +
                               " trains one network on one stream of batches: its members "

@@ -7,6 +7,7 @@
 #include "core/errors.h"
 #include "io/export_formats.h"
 #include "io/safetensors.h"
+#include "model/batch_ensemble.h"
 #include "train/effective_members.h"
 #include "train/trainer.h"
 
@@ -82,10 +83,20 @@ SafetensorsFile exportFile(const Trainer& trainer, const json& metrics) {
     const ExperimentConfig& config = trainer.config();
     // What the method has: the K members, or the one network they derive from (storesNetwork).
     const bool network = ensembleMethodInfo(config.ensemble.method).storesNetwork;
+    const bool fastWeights = ensembleMethodInfo(config.ensemble.method).fastWeights;
     const ParamLayout& stored = network ? trainer.trainedLayout() : layout;
-    const std::vector<float> params = network ? trainer.trainedParameters() : trainer.parameters();
+    const std::vector<float> params =
+        network || fastWeights ? trainer.trainedParameters() : trainer.parameters();
     SafetensorsFile file;
-    for (int l = 0; l < stored.layerCount(); ++l) {
+    if (fastWeights) {
+        // BatchEnsemble: the shared weights, the fast weights and the biases, not K networks.
+        for (const BatchEnsembleTensor& t :
+             batchEnsembleTensors(BatchEnsembleLayout(trainer.trainedLayout()))) {
+            file.tensors.push_back(
+                Tensor::fromF32("layers." + t.name, t.shape, {params.data() + t.offset, t.count}));
+        }
+    }
+    for (int l = 0; l < (fastWeights ? 0 : stored.layerCount()); ++l) {
         const LayerSlot& s = stored.layer(l);
         const int n = stored.members();
         const std::size_t wCount = static_cast<std::size_t>(n) * s.out * s.in;
@@ -274,13 +285,32 @@ LoadedEnsemble importEnsemble(const SafetensorsFile& file) {
         }
         return t;
     };
-    for (int l = 0; l < e.layout.layerCount(); ++l) {
+    const bool fastWeights = ensembleMethodInfo(e.method).fastWeights;
+    if (fastWeights) {
+        // BatchEnsemble: the members are the expansion of the stored shared and fast weights.
+        const BatchEnsembleLayout trained(e.layout);
+        const std::vector<BatchEnsembleTensor> tensors = batchEnsembleTensors(trained);
+        for (const BatchEnsembleTensor& t : tensors) {
+            layerTensor("layers." + t.name, t.shape);
+        }
+        e.network.resize(trained.size());
+        for (const BatchEnsembleTensor& t : tensors) {
+            const auto values = layerTensor("layers." + t.name, t.shape).f32();
+            std::copy(values.begin(), values.end(),
+                      e.network.begin() + static_cast<std::ptrdiff_t>(t.offset));
+        }
+        e.params.resize(e.layout.size());
+        batchEnsembleExpand(trained, e.network.data(), e.params.data());
+    }
+    for (int l = 0; l < (fastWeights ? 0 : e.layout.layerCount()); ++l) {
         const LayerSlot& s = e.layout.layer(l);
         layerTensor(layerName(l, "weight"), e.layout.weightShape(l));
         layerTensor(layerName(l, "bias"), {stored, s.out});
     }
-    e.params.resize(e.layout.size());
-    for (int l = 0; l < e.layout.layerCount(); ++l) {
+    if (!fastWeights) {
+        e.params.resize(e.layout.size());
+    }
+    for (int l = 0; l < (fastWeights ? 0 : e.layout.layerCount()); ++l) {
         const LayerSlot& s = e.layout.layer(l);
         const auto load = [&](const std::string& name, std::vector<int64_t> shape,
                               std::size_t offset) {

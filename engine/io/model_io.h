@@ -32,9 +32,11 @@ struct LoadedEnsemble {
     EnsembleMethod method = EnsembleMethod::Independent;
     ParamLayout layout;         // the K (effective) members'
     std::vector<float> params;  // layout order
-    // A method that stores its one network (model/ensemble_methods.h: storesNetwork): that
-    // network (ParamLayout(architecture, 1) order) and the seed its members' masks were drawn
-    // from (metadata "dropout_seed"); `params` are the members derived from it. Empty otherwise.
+    // What the members derive from, as the file stores it: a method that stores its one network
+    // (model/ensemble_methods.h: storesNetwork) that network (ParamLayout(architecture, 1)
+    // order) and the seed its members' masks were drawn from (metadata "dropout_seed");
+    // BatchEnsemble (fastWeights) its shared and fast weights (model/batch_ensemble.h order).
+    // `params` are the members derived from it. Empty for the other methods.
     std::vector<float> network;
     uint64_t dropoutSeed = 0;
     Normalization normalization;
@@ -59,7 +61,9 @@ struct LoadedEnsemble {
 // NumPy arrays); any other name is safetensors. A method that stores its one network
 // (model/ensemble_methods.h: storesNetwork, mc_dropout) writes that network's tensors with one
 // member ([1,out,in], [1,out]) and the metadata "dropout" and "dropout_seed"; importEnsemble
-// derives the K members from them.
+// derives the K members from them. BatchEnsemble (fastWeights) writes its shared and fast
+// weights: layers.{l}.weight (one member's shape), layers.{l}.fast_in [K, in] ([K, C_in] for a
+// conv), layers.{l}.fast_out [K, out] and layers.{l}.bias [K, out].
 void exportEnsemble(const std::string& path, const Trainer& trainer,
                     const nlohmann::json& metrics = nullptr,
                     const std::map<std::string, std::string>& extraMetadata = {});

@@ -277,7 +277,34 @@ std::vector<Weight> buildModel(onnx::ModelProto& model, const LoadedEnsemble& en
             }
         }
     }
+    // BatchEnsemble: member k's weight is (W * s_k) * r_k, the shared weight times its fast
+    // weights over the output and input units (channels for a conv), the same float products as
+    // batchEnsembleExpand; the biases are stored per member.
+    const bool fastWeights = ensembleMethodInfo(ensemble.method).fastWeights;
+    const auto batchEnsembleWeight = [&](int param) {
+        const std::vector<int64_t> shape = layout.weightShape(param);  // [K, ...]
+        const int64_t out = shape[1];
+        const int64_t inUnits = file.get(paramName(param, "fast_in")).shape[1];
+        std::vector<int64_t> one = shape;
+        one[0] = 1;
+        std::vector<int64_t> sShape(shape.size(), 1);
+        sShape[0] = k;
+        sShape[1] = out;
+        std::vector<int64_t> rShape(shape.size(), 1);
+        rShape[0] = k;
+        rShape[2] = inUnits;
+        const auto shaped = [&](const std::string& name, const std::vector<int64_t>& dims) {
+            return g.node("Reshape",
+                          {tensor(name), g.constI64(dims, {static_cast<int64_t>(dims.size())})});
+        };
+        const std::string scaled = g.node("Mul", {shaped(paramName(param, "weight"), one),
+                                                  shaped(paramName(param, "fast_out"), sShape)});
+        return g.node("Mul", {scaled, shaped(paramName(param, "fast_in"), rShape)});
+    };
     const auto memberWeight = [&](int param) {
+        if (fastWeights) {
+            return batchEnsembleWeight(param);
+        }
         const std::string w = tensor(paramName(param, "weight"));
         if (!network) {
             return w;

@@ -50,6 +50,7 @@ enum class RngPurpose : uint32_t {
     Active = 10,         // active/active_learning.h: initial set, pool subsets, `random` scores
     Dropout = 11,        // math/dropout.h: the training masks
     DropoutMember = 12,  // math/dropout.h: an mc_dropout member's fixed mask
+    BatchEnsembleSigns = 13,  // model/batch_ensemble.h: the fast weights' initial signs
 };
 
 // Draw number `index` of stream (seed, purpose, member, sub): four independent 32-bit words,

@@ -8,6 +8,7 @@
 
 #include "core/errors.h"
 #include "core/unreachable.h"
+#include "model/batch_ensemble.h"
 #include "model/dropout_masks.h"
 
 namespace ensemble {
@@ -113,6 +114,25 @@ int SnapshotCycles::endedAfter(int64_t stepsDone) const {
     return early + (stepsDone >= m_steps ? 1 : 0);
 }
 
+namespace {
+
+// BatchEnsemble: every member follows the shared and fast weights (the trainer's backend trains
+// them, train/batch_ensemble_backend.h); member k is their expansion (model/batch_ensemble.h).
+class BatchEnsembleMembers final : public EffectiveMembers {
+  public:
+    double lrFactor(int64_t) const override { return 1.0; }
+    int takenAfter(int64_t) const override { return 0; }
+    void derive(int k, const ParamLayout&, const float* trained, const ParamLayout& memberLayout,
+                float* members) const override {
+        batchEnsembleExpandMember(BatchEnsembleLayout(memberLayout), trained, k, members);
+    }
+    std::size_t trainedSize(const ParamLayout& trainedLayout) const override {
+        return BatchEnsembleLayout(trainedLayout).size();
+    }
+};
+
+}  // namespace
+
 std::unique_ptr<EffectiveMembers> makeEffectiveMembers(const ExperimentConfig& config,
                                                        int64_t totalSteps) {
     const int k = config.ensemble.members;
@@ -130,6 +150,8 @@ std::unique_ptr<EffectiveMembers> makeEffectiveMembers(const ExperimentConfig& c
         case EnsembleMethod::McDropout:
             return std::make_unique<McDropoutMembers>(static_cast<float>(config.model.dropout),
                                                       dropoutMaskSeed(config));
+        case EnsembleMethod::BatchEnsemble:
+            return std::make_unique<BatchEnsembleMembers>();
     }
     unreachableKind("EnsembleMethod");
 }

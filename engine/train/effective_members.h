@@ -31,6 +31,11 @@ class EffectiveMembers {
     // network's (`trained`, a 1-member layout of the same architecture).
     virtual void derive(int k, const ParamLayout& trainedLayout, const float* trained,
                         const ParamLayout& memberLayout, float* members) const = 0;
+    // The size of what the backend trains for `trainedLayout`: its parameters, or BatchEnsemble's
+    // shared and fast weights (model/batch_ensemble.h).
+    virtual std::size_t trainedSize(const ParamLayout& trainedLayout) const {
+        return trainedLayout.size();
+    }
 };
 
 // The snapshot method's cycle plan (Huang et al. 2017): `steps` steps in K cycles. Cycles

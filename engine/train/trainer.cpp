@@ -20,6 +20,8 @@
 #include "core/unreachable.h"
 #include "metrics/metrics.h"
 #include "metrics/regression.h"
+#include "model/batch_ensemble.h"
+#include "train/batch_ensemble_backend.h"
 
 namespace ensemble {
 
@@ -189,6 +191,11 @@ Trainer::Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backen
     m_layout = ParamLayout(modelArchitecture(m_config.model, m_data.inputShape(), classes), k);
     const int trained = trainedNetworks(m_config.ensemble.method, k);
     m_trainedLayout = ParamLayout(m_layout.architecture(), trained);
+    m_oneNetwork = method.oneNetwork;
+    if (method.fastWeights) {
+        // The backend steps the K members; the wrapper trains what they derive from.
+        m_backend = std::make_unique<BatchEnsembleBackend>(std::move(m_backend));
+    }
     m_trainX = m_data.normalization.apply(m_data.train);
     m_testX = m_data.normalization.apply(m_data.test);
     if (m_data.regression) {
@@ -197,6 +204,8 @@ Trainer::Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backen
     m_totalSteps = m_config.totalSteps(m_data.train.rows);
     m_plannedSteps = m_totalSteps;
     m_effective = makeEffectiveMembers(m_config, m_totalSteps);
+    m_trainedSize =
+        m_effective ? m_effective->trainedSize(m_trainedLayout) : m_trainedLayout.size();
     if (m_effective && !m_memberBackend) {
         throw std::invalid_argument(std::string("Trainer: ensemble.method ") + method.name +
                                     " predicts its members on a second backend; none was given");
@@ -239,9 +248,14 @@ Trainer::Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backen
     }
     m_backend->bind(problem);
 
-    std::vector<float> initial(m_trainedLayout.size());
-    initParameters(m_trainedLayout, m_config.ensemble.seed, initial.data(),
-                   static_cast<uint32_t>(m_share.begin));
+    std::vector<float> initial(m_trainedSize);
+    if (method.fastWeights) {
+        batchEnsembleInit(BatchEnsembleLayout(m_trainedLayout), m_config.ensemble.seed,
+                          initial.data(), static_cast<uint32_t>(m_share.begin));
+    } else {
+        initParameters(m_trainedLayout, m_config.ensemble.seed, initial.data(),
+                       static_cast<uint32_t>(m_share.begin));
+    }
     m_backend->setParameters(initial.data());
 
     if (m_effective) {
@@ -404,14 +418,14 @@ TrainingState Trainer::trainingState() const {
     state.optimizer = m_backend->optimizerState();
     state.diverged = diverged();
     if (m_effective) {
-        state.trained.resize(m_trainedLayout.size());
+        state.trained.resize(m_trainedSize);
         m_backend->parameters(state.trained.data());
     }
     return state;
 }
 
 std::vector<uint8_t> Trainer::diverged() const {
-    if (!m_effective) {
+    if (!m_oneNetwork) {
         return m_diverged;
     }
     std::vector<uint8_t> out(static_cast<std::size_t>(members()), m_diverged.front());
@@ -420,7 +434,7 @@ std::vector<uint8_t> Trainer::diverged() const {
 }
 
 std::vector<float> Trainer::lastLosses() const {
-    if (!m_effective) {
+    if (!m_oneNetwork) {
         return m_lastLosses;
     }
     // A taken member has no batch any more: only the network in training has a loss.
@@ -430,7 +444,7 @@ std::vector<float> Trainer::lastLosses() const {
 }
 
 std::vector<OptimizerRule> Trainer::rules() const {
-    if (!m_effective) {
+    if (!m_oneNetwork) {
         return m_rules;
     }
     return std::vector<OptimizerRule>(static_cast<std::size_t>(members()), m_rules.front());
@@ -444,7 +458,7 @@ void Trainer::deriveMembers(std::vector<float>& out) const {
     if (m_taken >= members()) {
         return;
     }
-    std::vector<float> trained(m_trainedLayout.size());
+    std::vector<float> trained(m_trainedSize);
     m_backend->parameters(trained.data());
     for (int k = m_taken; k < members(); ++k) {
         m_effective->derive(k, m_trainedLayout, trained.data(), m_layout, out.data());
@@ -456,7 +470,7 @@ void Trainer::takeMembers() {
     if (due <= m_taken) {
         return;
     }
-    std::vector<float> trained(m_trainedLayout.size());
+    std::vector<float> trained(m_trainedSize);
     m_backend->parameters(trained.data());
     for (int k = m_taken; k < due; ++k) {
         m_effective->derive(k, m_trainedLayout, trained.data(), m_layout, m_memberParams.data());
@@ -516,8 +530,13 @@ TrainingState Trainer::gatherTrainingState() const {
                                     trainedNetworks(m_config.ensemble.method, globalMembers()));
     // Each group's leader sends its members (its replicas on the data axis hold the same).
     const bool leader = c.groupLeader();
+    const bool flat = ensembleMethodInfo(m_config.ensemble.method).fastWeights;
     const auto gathered = [&](const std::vector<float>& v, const ParamLayout& localLayout,
                               const ParamLayout& globalLayout) {
+        if (flat && &localLayout == &m_trainedLayout) {
+            // BatchEnsemble's trained parameters: one group (no ensemble axis), not per member.
+            return c.gather(leader ? v : std::vector<float>{});
+        }
         std::vector<float> all = c.gather(
             v.empty() || !leader ? std::vector<float>{} : reorderMembers(localLayout, v, true));
         return all.empty() ? all : reorderMembers(globalLayout, all, false);
@@ -541,7 +560,7 @@ void Trainer::restoreTrainingState(const TrainingState& state) {
         throw std::logic_error("Trainer::restoreTrainingState: the trainer has already run");
     }
     const std::size_t k = static_cast<std::size_t>(members());
-    const std::size_t trained = m_effective ? m_trainedLayout.size() : 0;
+    const std::size_t trained = m_effective ? m_trainedSize : 0;
     if (state.step < 0 || state.params.size() != m_layout.size() || state.diverged.size() != k ||
         state.trained.size() != trained) {
         throw std::invalid_argument("Trainer::restoreTrainingState: a state of " +
@@ -559,12 +578,15 @@ void Trainer::restoreTrainingState(const TrainingState& state) {
         std::transform(state.diverged.begin(), state.diverged.end(), m_takenDiverged.begin(),
                        [](uint8_t d) { return static_cast<uint8_t>(d != 0 ? 1 : 0); });
         m_backend->setParameters(state.trained.data());
-        // The network's flag is that of a member following it (the last one's at the end).
-        m_diverged.front() = m_takenDiverged[std::min<std::size_t>(m_taken, k - 1)];
-        m_active.front() = m_diverged.front() ? 0 : 1;
         m_predictorStep = -1;
     } else {
         m_backend->setParameters(state.params.data());
+    }
+    if (m_oneNetwork) {
+        // The network's flag is that of a member following it (the last one's at the end).
+        m_diverged.front() = m_takenDiverged[std::min<std::size_t>(m_taken, k - 1)];
+        m_active.front() = m_diverged.front() ? 0 : 1;
+    } else {
         for (std::size_t i = 0; i < k; ++i) {
             m_diverged[i] = state.diverged[i] != 0 ? 1 : 0;
             m_active[i] = m_diverged[i] ? 0 : 1;
@@ -869,7 +891,7 @@ std::vector<float> Trainer::parameters() const {
 }
 
 std::vector<float> Trainer::trainedParameters() const {
-    std::vector<float> out(m_trainedLayout.size());
+    std::vector<float> out(m_trainedSize);
     m_backend->parameters(out.data());
     return out;
 }

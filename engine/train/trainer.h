@@ -237,6 +237,8 @@ class Trainer {
     // so far (the members' layout; slots >= m_taken are rebuilt from the network on demand) and
     // whether each taken member's network had diverged.
     ParamLayout m_trainedLayout;
+    std::size_t m_trainedSize = 0;  // the backend's parameters (BatchEnsemble: theta's size)
+    bool m_oneNetwork = false;      // one network's loss, flag and rule stand for every member
     std::unique_ptr<EffectiveMembers> m_effective;
     std::unique_ptr<Backend> m_memberBackend;
     std::vector<float> m_memberParams;

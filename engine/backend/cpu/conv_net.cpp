@@ -484,9 +484,10 @@ void ConvNetCpu::train(const ConvMemberBatch* batches, bool sharedInput, const u
         }
         losses[k] = loss;
     }
-    if (replicaSum != nullptr) {
+    if (replicaSum != nullptr || rules == nullptr) {
         // The data axis: this replica's gradients (its groups summed in order) and losses,
-        // added up over the replicas; the update below then reads the sums.
+        // added up over the replicas; the update below then reads the sums. Without rules
+        // (gradients only) the sums are what the caller reads (packedGradients()).
         const std::size_t total = perMember * static_cast<std::size_t>(members);
         m_reduce.resize(total + static_cast<std::size_t>(members));
         const int chunks = static_cast<int>((perMember + kUpdateChunk - 1) / kUpdateChunk);
@@ -513,8 +514,13 @@ void ConvNetCpu::train(const ConvMemberBatch* batches, bool sharedInput, const u
             }
         }
         std::copy(losses, losses + members, m_reduce.data() + total);
-        (*replicaSum)(m_reduce.data(), m_reduce.size());
-        std::copy_n(m_reduce.data() + total, members, losses);
+        if (replicaSum != nullptr) {
+            (*replicaSum)(m_reduce.data(), m_reduce.size());
+            std::copy_n(m_reduce.data() + total, members, losses);
+        }
+    }
+    if (rules == nullptr) {
+        return;
     }
     std::vector<uint8_t> update(static_cast<std::size_t>(members), 0);
     for (int k = 0; k < members; ++k) {

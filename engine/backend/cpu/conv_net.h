@@ -65,11 +65,17 @@ class ConvNetCpu {
     // batch has the same x (same batches, Poisson), so the first layer's columns are made once.
     // A member whose loss is not finite is left as it was. With `replicaSum` (the data axis,
     // DataShard::sum) every member's gradient and loss are added up over the replicas between
-    // the backward pass and the update; `losses` are then the sums.
+    // the backward pass and the update; `losses` are then the sums. Without `rules` (null) it
+    // stops before the update: packedGradients() then holds every member's gradient (the sum
+    // over the replicas with `replicaSum`), zero for an inactive member, and nothing changes.
     void train(const ConvMemberBatch* batches, bool sharedInput, const uint8_t* active,
                const OptimizerRule* rules, bool firstUpdate, float* params, float* moment1,
                float* moment2, float* losses,
                const std::function<void(float*, std::size_t)>* replicaSum = nullptr);
+
+    // After a train() without rules: member k's gradient, packed per layer ([W_l, b_l]), at
+    // k * perMember. Unspecified for a member whose loss is not finite.
+    const float* packedGradients() const { return m_reduce.data(); }
 
     // Member k's gradient over `batch` examples, packed per layer ([W_l (out x in), b_l (out)]),
     // and its loss: the same computation train() makes, without the update.

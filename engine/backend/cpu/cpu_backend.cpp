@@ -223,14 +223,50 @@ void CpuBackend::step(uint64_t step, const uint8_t* active, float* losses) {
 
 void CpuBackend::stepShard(uint64_t step, const uint8_t* active, float* losses) {
     const ParamLayout& layout = m_problem.layout;
+    const int members = layout.members();
+    const bool firstUpdate = m_updates == 0;
+    const uint64_t updateNumber = m_updates + 1;
+    memberGradients(step, active);
+    const float* grads = m_shardBuffer.data();
+    const float* shardLosses = grads + layout.size();
+    const std::size_t perMember = layout.perMember();
+    const int threads = std::max(1, std::min(m_threads, members));
+    const int chunk = std::max(1, members / (threads * 8));
+#pragma omp parallel for num_threads(threads) schedule(dynamic, chunk)
+    for (int k = 0; k < members; ++k) {
+        Workspace& ws = m_workspaces[static_cast<std::size_t>(omp_get_thread_num())];
+        losses[k] = active[k] ? shardLosses[k] : 0.0f;
+        if (!active[k] || !std::isfinite(losses[k])) {
+            continue;
+        }
+        const OptimizerRule rule =
+            ws.prepare(m_problem.rules[static_cast<std::size_t>(k)], updateNumber);
+        const float* grad = grads + static_cast<std::size_t>(k) * perMember;
+        std::size_t packed = 0;
+        for (int l = 0; l < layout.layerCount(); ++l) {
+            const LayerSlot& s = layout.layer(l);
+            const std::size_t w = static_cast<std::size_t>(s.out) * s.in;
+            const std::size_t wOff = layout.weightOffset(l, k);
+            const std::size_t bOff = layout.biasOffset(l, k);
+            fastApplyUpdate(rule, firstUpdate, m_params.data() + wOff, grad + packed,
+                            m_moment1.data() + wOff, m_moment2.data() + wOff, w);
+            fastApplyUpdate(rule, firstUpdate, m_params.data() + bOff, grad + packed + w,
+                            m_moment1.data() + bOff, m_moment2.data() + bOff,
+                            static_cast<std::size_t>(s.out));
+            packed += w + static_cast<std::size_t>(s.out);
+        }
+    }
+    ++m_updates;
+}
+
+void CpuBackend::memberGradients(uint64_t step, const uint8_t* active) {
+    const ParamLayout& layout = m_problem.layout;
     const BatchPlanParams& plan = m_problem.plan;
     const DataShard& shard = m_problem.shard;
     const int members = layout.members();
     const int batch = static_cast<int>(plan.batch);
     const int rows = batch / shard.count;
     const int first = shard.index * rows;  // this replica's rows: [first, first + rows)
-    const bool firstUpdate = m_updates == 0;
-    const uint64_t updateNumber = m_updates + 1;
     const bool regression = isRegression(m_problem.likelihood);
     const std::size_t perMember = layout.perMember();
     float* grads = m_shardBuffer.data();  // member k's packed gradient at k * perMember
@@ -300,36 +336,12 @@ void CpuBackend::stepShard(uint64_t step, const uint8_t* active, float* losses) 
 
     // The pmean of gradients: the shards' sums over the whole batch, added up (the sum of a
     // non-finite shard loss is non-finite on every replica, so all skip the same updates).
-    shard.sum(m_shardBuffer.data(), m_shardBuffer.size());
-
-#pragma omp parallel for num_threads(threads) schedule(dynamic, chunk)
-    for (int k = 0; k < members; ++k) {
-        Workspace& ws = m_workspaces[static_cast<std::size_t>(omp_get_thread_num())];
-        losses[k] = active[k] ? shardLosses[k] : 0.0f;
-        if (!active[k] || !std::isfinite(losses[k])) {
-            continue;
-        }
-        const OptimizerRule rule =
-            ws.prepare(m_problem.rules[static_cast<std::size_t>(k)], updateNumber);
-        const float* grad = grads + static_cast<std::size_t>(k) * perMember;
-        std::size_t packed = 0;
-        for (int l = 0; l < layout.layerCount(); ++l) {
-            const LayerSlot& s = layout.layer(l);
-            const std::size_t w = static_cast<std::size_t>(s.out) * s.in;
-            const std::size_t wOff = layout.weightOffset(l, k);
-            const std::size_t bOff = layout.biasOffset(l, k);
-            fastApplyUpdate(rule, firstUpdate, m_params.data() + wOff, grad + packed,
-                            m_moment1.data() + wOff, m_moment2.data() + wOff, w);
-            fastApplyUpdate(rule, firstUpdate, m_params.data() + bOff, grad + packed + w,
-                            m_moment1.data() + bOff, m_moment2.data() + bOff,
-                            static_cast<std::size_t>(s.out));
-            packed += w + static_cast<std::size_t>(s.out);
-        }
+    if (shard.count > 1) {
+        shard.sum(m_shardBuffer.data(), m_shardBuffer.size());
     }
-    ++m_updates;
 }
 
-void CpuBackend::stepConv(uint64_t step, const uint8_t* active, float* losses) {
+void CpuBackend::stepConv(uint64_t step, const uint8_t* active, float* losses, bool gradientOnly) {
     const ParamLayout& layout = m_problem.layout;
     const BatchPlanParams& plan = m_problem.plan;
     const DataShard& shard = m_problem.shard;
@@ -388,10 +400,50 @@ void CpuBackend::stepConv(uint64_t step, const uint8_t* active, float* losses) {
     }
     m_conv->setDropoutStep(m_problem.dropoutSeed, step, plan.memberOffset,
                            static_cast<uint32_t>(first));
-    m_conv->train(batches.data(), !own, active, rules.data(), m_updates == 0, m_params.data(),
-                  m_moment1.data(), m_moment2.data(), losses,
+    m_conv->train(batches.data(), !own, active, gradientOnly ? nullptr : rules.data(),
+                  m_updates == 0, m_params.data(), m_moment1.data(), m_moment2.data(), losses,
                   shard.count > 1 ? &shard.sum : nullptr);
-    ++m_updates;
+    if (!gradientOnly) {
+        ++m_updates;
+    }
+}
+
+void CpuBackend::gradient(uint64_t step, const uint8_t* active, float* grads, float* losses) {
+    const ParamLayout& layout = m_problem.layout;
+    const int members = layout.members();
+    const std::size_t perMember = layout.perMember();
+    const float* packed = nullptr;
+    if (m_conv) {
+        stepConv(step, active, losses, true);
+        packed = m_conv->packedGradients();
+    } else {
+        // Allocated on the first call: only BatchEnsemble asks for gradients.
+        m_shardBuffer.resize(layout.size() + static_cast<std::size_t>(members));
+        memberGradients(step, active);
+        packed = m_shardBuffer.data();
+        for (int k = 0; k < members; ++k) {
+            losses[k] =
+                active[k] ? m_shardBuffer[layout.size() + static_cast<std::size_t>(k)] : 0.0f;
+        }
+    }
+    // Packed per member ([W_l, b_l] layer after layer) to the layout's order.
+    for (int k = 0; k < members; ++k) {
+        const float* grad = packed + static_cast<std::size_t>(k) * perMember;
+        for (int l = 0; l < layout.layerCount(); ++l) {
+            const LayerSlot& s = layout.layer(l);
+            const std::size_t w = static_cast<std::size_t>(s.out) * s.in;
+            float* weight = grads + layout.weightOffset(l, k);
+            float* bias = grads + layout.biasOffset(l, k);
+            if (active[k] == 0) {
+                std::fill_n(weight, w, 0.0f);
+                std::fill_n(bias, s.out, 0.0f);
+            } else {
+                std::copy_n(grad, w, weight);
+                std::copy_n(grad + w, s.out, bias);
+            }
+            grad += w + static_cast<std::size_t>(s.out);
+        }
+    }
 }
 
 DropoutStep CpuBackend::dropoutStep(uint64_t step, uint32_t member, uint32_t firstRow) const {

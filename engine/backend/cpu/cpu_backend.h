@@ -29,6 +29,7 @@ class CpuBackend final : public Backend {
     OptimizerState optimizerState() override;
     void setOptimizerState(const OptimizerState& state) override;
     void step(uint64_t step, const uint8_t* active, float* losses) override;
+    void gradient(uint64_t step, const uint8_t* active, float* grads, float* losses) override;
     void predictLogProbs(const float* x, int64_t rows, float* out) override;
 
     int threads() const { return m_threads; }
@@ -38,11 +39,15 @@ class CpuBackend final : public Backend {
     // Trains member k for one step on one thread; returns its batch loss.
     float trainMember(int k, uint64_t step, Workspace& ws, const OptimizerRule& rule,
                       bool firstUpdate);
-    // step() for conv members: plans and gathers every member's batch, then ConvNetCpu::train.
-    void stepConv(uint64_t step, const uint8_t* active, float* losses);
+    // step() for conv members: plans and gathers every member's batch, then ConvNetCpu::train
+    // (without the update when gradientOnly: gradient()).
+    void stepConv(uint64_t step, const uint8_t* active, float* losses, bool gradientOnly = false);
     // step() of MLP members on a data-axis shard (TrainingProblem::shard): every member's
     // gradient on this replica's rows, the sum over the replicas, then the update.
     void stepShard(uint64_t step, const uint8_t* active, float* losses);
+    // Every MLP member's gradient on this replica's rows, packed per member, and its loss, into
+    // m_shardBuffer, summed over the replicas on a data axis: stepShard() and gradient().
+    void memberGradients(uint64_t step, const uint8_t* active);
     // The dropout masks' key of global member `member` at `step` (off when the rate is 0);
     // firstRow: the batch position of this replica's first row.
     DropoutStep dropoutStep(uint64_t step, uint32_t member, uint32_t firstRow) const;

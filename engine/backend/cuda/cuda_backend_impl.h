@@ -83,6 +83,9 @@ class CudaBackend final : public Backend {
     OptimizerState optimizerState() override;
     void setOptimizerState(const OptimizerState& state) override;
     void step(uint64_t step, const uint8_t* active, float* losses) override;
+    // The gradient phase of the step program, eagerly, and its gradients and losses back to the
+    // host (summed over a data axis's replicas there): BatchEnsemble's inner step.
+    void gradient(uint64_t step, const uint8_t* active, float* grads, float* losses) override;
     void predictLogProbs(const float* x, int64_t rows, float* out) override;
     // The classification measures; a regression head's predictive comes back as it is.
     bool measuresUncertainty() const override {
@@ -99,6 +102,9 @@ class CudaBackend final : public Backend {
         }
     }
     void release();
+    // Uploads the step index and the active flags where the device holds others (step() and
+    // gradient()); the caller sets the mirror again once the work completed.
+    void uploadStepInputs(uint64_t step, const uint8_t* active);
     void checkMemory(const MemoryEstimate& estimate) const;
     // Records `phase` of a step as a graph (the whole step, or one side of the data axis's sum).
     GraphExecHandle captureStep(StepPhase phase);
@@ -167,6 +173,8 @@ class CudaBackend final : public Backend {
     bool m_sharded = false;
     StepShard m_shard;
     PinnedBuffer<float> m_hostSum;
+    // gradient(): the gradients and losses on the host (allocated on its first call).
+    PinnedBuffer<float> m_hostGradient;
     bool m_warm = false;  // a step ran eagerly: every kernel is loaded, graphs may be captured
 
     GraphExecHandle m_updateGraph;  // the update phase, when sharded

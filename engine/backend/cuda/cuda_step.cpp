@@ -62,12 +62,7 @@ GraphExecHandle CudaBackend::captureStep(StepPhase phase) {
     return GraphExecHandle(exec);
 }
 
-void CudaBackend::step(uint64_t step, const uint8_t* active, float* losses) {
-    requireBound("step");
-    useDevice();
-    if (!m_training) {
-        throw RuntimeError("CudaBackend::step: bound without training data");
-    }
+void CudaBackend::uploadStepInputs(uint64_t step, const uint8_t* active) {
     cudaStream_t stream = m_stream.get();
     const std::size_t members = static_cast<std::size_t>(m_problem.layout.members());
 
@@ -89,6 +84,17 @@ void CudaBackend::step(uint64_t step, const uint8_t* active, float* losses) {
         ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(&m_state.data()->step, m_hostStep.data(),
                                             sizeof(uint64_t), cudaMemcpyHostToDevice, stream));
     }
+}
+
+void CudaBackend::step(uint64_t step, const uint8_t* active, float* losses) {
+    requireBound("step");
+    useDevice();
+    if (!m_training) {
+        throw RuntimeError("CudaBackend::step: bound without training data");
+    }
+    cudaStream_t stream = m_stream.get();
+    const std::size_t members = static_cast<std::size_t>(m_problem.layout.members());
+    uploadStepInputs(step, active);
 
     if (!m_sharded) {
         runPhase(StepPhase::All, m_graph);
@@ -132,6 +138,54 @@ void CudaBackend::step(uint64_t step, const uint8_t* active, float* losses) {
         }
     }
     m_warm = true;
+}
+
+void CudaBackend::gradient(uint64_t step, const uint8_t* active, float* grads, float* losses) {
+    requireBound("gradient");
+    useDevice();
+    if (!m_training) {
+        throw RuntimeError("CudaBackend::gradient: bound without training data");
+    }
+    cudaStream_t stream = m_stream.get();
+    const std::size_t members = static_cast<std::size_t>(m_problem.layout.members());
+    const std::size_t size = m_grad.size();
+    uploadStepInputs(step, active);
+    if (m_hostGradient.size() != size + members) {
+        m_hostGradient = PinnedBuffer<float>(size + members);
+    }
+    // Eagerly: the gradient phase leaves the device's step and update count as they are.
+    {
+        DeviceExecutor ex(m_cublas.get(), stream);
+        enqueueStep(ex, StepPhase::Gradient);
+    }
+    float* host = m_hostGradient.data();
+    ENSEMBLE_CUDA_CHECK(
+        cudaMemcpyAsync(host, m_grad.data(), m_grad.bytes(), cudaMemcpyDeviceToHost, stream));
+    ENSEMBLE_CUDA_CHECK(cudaMemcpyAsync(host + size, m_loss.data(), members * sizeof(float),
+                                        cudaMemcpyDeviceToHost, stream));
+    sync();
+    if (m_sharded) {
+        m_problem.shard.sum(host, size + members);
+    }
+    std::copy(host, host + size, grads);
+    std::copy(host + size, host + size + members, losses);
+    // As the CPU backend: an inactive member's gradient and loss are zero.
+    const ParamLayout& layout = m_problem.layout;
+    for (int k = 0; k < layout.members(); ++k) {
+        if (active[k] != 0) {
+            continue;
+        }
+        losses[k] = 0.0f;
+        for (int l = 0; l < layout.layerCount(); ++l) {
+            const LayerSlot& s = layout.layer(l);
+            std::fill_n(grads + layout.weightOffset(l, k), static_cast<std::size_t>(s.out) * s.in,
+                        0.0f);
+            std::fill_n(grads + layout.biasOffset(l, k), s.out, 0.0f);
+        }
+    }
+    std::copy(m_hostActive.data(), m_hostActive.data() + members, m_deviceActive.begin());
+    m_deviceStep = step;  // not advanced: no update ran
+    m_mirrorValid = true;
 }
 
 }  // namespace ensemble::gpu
