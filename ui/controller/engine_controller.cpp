@@ -4,7 +4,9 @@
 #include "io/model_io.h"
 
 #include <QMetaObject>
+#include <QTimer>
 
+#include <array>
 #include <exception>
 #include <utility>
 
@@ -138,12 +140,31 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
 }
 
 EngineController::~EngineController() {
-    // Stop the current chunk, end the thread's event loop (queued commands are dropped) and
-    // join it; then the worker and its Trainer can be destroyed from here.
+    // Stop the current chunk, stop the workers' timers on the engine thread, end its event loop
+    // and join it; then the worker and its Trainer can be destroyed from here.
     m_worker->requestStop();
     cancelShift();
     cancelMethods();
     m_active->requestShutdown();
+    // The workers' timers (the recovery write's) belong to the engine thread and are stopped
+    // there, before it ends: the workers are deleted below from this thread, where stopping an
+    // active timer is refused with a warning ("Timers cannot be stopped from another thread").
+    // A blocking call, so it has run before quit(); it runs after the commands queued before it
+    // (those that build or train return at once on requestStop()). Unlike a slot on
+    // `finished` (read there after the thread's last announcement, freed here: a TSan race),
+    // the call announces its end before this thread goes on (announced()).
+    EngineWorker* w = m_worker;
+    const std::array<QObject*, 5> workers = {m_worker, m_comparer, m_shifter, m_methods, m_active};
+    QMetaObject::invokeMethod(
+        m_worker, announced([w, workers] {
+            w->shutdown();
+            for (QObject* worker : workers) {
+                for (QTimer* timer : worker->findChildren<QTimer*>()) {
+                    timer->stop();  // none but the recovery timer so far: any added later
+                }
+            }
+        }),
+        Qt::BlockingQueuedConnection);
     m_thread.quit();
     m_thread.wait();
     acceptHandoff();  // what the thread did before `finished` happened before this

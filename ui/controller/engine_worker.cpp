@@ -773,4 +773,13 @@ void EngineWorker::flushRecovery() {
     Q_EMIT recoveryFlushed(m_trainer ? m_trainer->step() : -1);
 }
 
+void EngineWorker::shutdown() {
+    // An empty path keeps scheduleRecovery() from needing the timer again (a chunk or a paced
+    // wake-up still queued behind this call returns at m_stop anyway).
+    m_recoveryPath.clear();
+    m_recoveryDue.reset();
+    delete m_recoveryTimer;  // stopped here, on its own thread
+    m_recoveryTimer = nullptr;
+}
+
 }  // namespace ensemble::ui

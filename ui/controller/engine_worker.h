@@ -118,6 +118,11 @@ class EngineWorker : public QObject {
     // Writes the recovery checkpoint now if the run changed since the last write, then emits
     // recoveryFlushed() (SIGTERM, SIGHUP).
     void flushRecovery();
+    // On this (the engine) thread, before it ends: deletes the recovery timer and writes no
+    // more recovery checkpoints. The worker is destroyed from the GUI thread after the engine
+    // thread is joined, where an active timer of this thread could not be stopped ("Timers
+    // cannot be stopped from another thread"). EngineController's destructor calls it.
+    void shutdown();
 
     // The run's trainer: null before a run and for a file opened without its data.
     const Trainer* trainer() const { return m_trainer.get(); }
