@@ -36,3 +36,8 @@ want mnist && shoot mnist --config mnist-mlp --set ensemble.members=4 --train-st
   --view images --demo-digit
 want filters && shoot filters --config mnist-cnn --set backend.kind=cpu --train-steps 100 \
   --view filters --demo-digit
+# The four methods' ensemble boundaries over their epistemic maps on one colour scale (the
+# spirals preset's K, steps and seed; docs/methods.md): larger than the others to fit them.
+want methods && "$lab" --window-size 1440x900 --config spirals --train-steps 0 --view methods \
+  --compare-methods independent,mc_dropout,batchensemble,snapshot \
+  --screenshot "$out/methods.png" >/dev/null

@@ -1,5 +1,5 @@
 // BatchEnsemble (Wen et al. 2020; model/batch_ensemble.h, train/batch_ensemble_backend.h): the
-// chain rule against central finite differences of the members' summed loss (dense and conv
+// chain rule against central finite differences of the members' mean loss (dense and conv
 // layers, own bootstrap batches), the backends' gradient() against their own step, r = s = 1
 // with equal biases equals K copies of one network, one trainer step against the update rule by
 // hand, the export that stores the shared and fast weights (members expanded on reading,
@@ -203,12 +203,12 @@ void TestBatchEnsemble::chainRuleMatchesFiniteDifferences() {
     std::vector<float> grads(layout.size());
     std::vector<float> losses(3);
     constexpr uint64_t step = 3;
-    // The members' summed loss at theta, in double from the backend's float losses.
+    // The ensemble's loss at theta, the mean of the members', in double from the backend's floats.
     const auto loss = [&](const std::vector<float>& t) {
         batchEnsembleExpand(be, t.data(), members.data());
         backend.setParameters(members.data());
         backend.gradient(step, active.data(), grads.data(), losses.data());
-        return static_cast<double>(losses[0]) + losses[1] + losses[2];
+        return (static_cast<double>(losses[0]) + losses[1] + losses[2]) / 3.0;
     };
     (void)loss(theta);
     std::vector<float> analytic(be.size());

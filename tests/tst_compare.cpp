@@ -63,7 +63,7 @@ const std::set<std::string>& reportKeys() {
         "accuracy",    "nll",           "brier",
         "ece",         "ood_auroc",     "shift_nll",
         "parameters",  "train_seconds", "predict_seconds_per_1000",
-        "peak_rss_mib", "ood_mean_mi"};
+        "peak_rss_mib", "ood_mean_mi", "diverged_members"};
     return keys;
 }
 
@@ -113,6 +113,7 @@ class TestCompare : public QObject {
     void independentEqualsTrainMetrics();
     void oodAndShiftEqualEvalAndShiftReport();
     void everyRegistryMethodRuns();
+    void divergedMethodIsReportedAndTheOthersGoOn();
     void gridsShareOneBox();
     void cancelKeepsFinishedMethods();
     void refusesRegressionAndShiftsThatDoNotApply();
@@ -293,6 +294,34 @@ void TestCompare::everyRegistryMethodRuns() {
         }
         QVERIFY(started && measured);
     }
+}
+
+void TestCompare::divergedMethodIsReportedAndTheOthersGoOn() {
+    // No member left in the ensemble (here all switched off; all diverged is the same case):
+    // every metric is not measured (null in the report) and the next method still runs.
+    json c = smallConfig();
+    c["ensemble"]["switched_off"] = json::array({0, 1, 2});
+    const CompareResult r = compareMethods(
+        parseConfig(c), {EnsembleMethod::Independent, EnsembleMethod::Snapshot}, fastOptions());
+    QVERIFY(r.complete);
+    QCOMPARE(r.methods.size(), std::size_t{2});
+    for (const MethodComparison& m : r.methods) {
+        QVERIFY(std::isnan(m.nll) && std::isnan(m.accuracy) && std::isnan(m.oodAuroc));
+        QVERIFY(m.parameters > 0);
+        QCOMPARE(m.divergedMembers, 0);
+    }
+    QVERIFY(compareReportJson(r)["methods"]["independent"]["nll"].is_null());
+    // A learning rate some members do not survive: they are counted, the rest measured.
+    json wild = smallConfig();
+    wild["optimizer"] = {{"kind", "sgd"}, {"lr", 10000.0}};
+    const CompareResult w =
+        compareMethods(parseConfig(wild), {EnsembleMethod::Independent}, fastOptions());
+    const MethodComparison& m = w.methods.front();
+    QVERIFY2(m.divergedMembers >= 1 && m.divergedMembers < kMembers,
+             qPrintable(QString::number(m.divergedMembers)));
+    QVERIFY(std::isfinite(m.nll));
+    QCOMPARE(compareReportJson(w)["methods"]["independent"]["diverged_members"].get<int>(),
+             m.divergedMembers);
 }
 
 void TestCompare::gridsShareOneBox() {

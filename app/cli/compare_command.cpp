@@ -99,6 +99,13 @@ void printTable(const CompareResult& r) {
         shift.c_str(), r.split.c_str(), toString(r.shiftKind), r.shiftLevel, r.shiftUnit.c_str(),
         r.peakRssSource == "VmHWM" ? "VmHWM, reset per method"
                                    : "getrusage: the process's peak so far, not reset");
+    for (const MethodComparison& m : r.methods) {
+        if (m.divergedMembers > 0) {
+            std::printf("%s: %d of %d members diverged (a non-finite loss froze them)%s\n",
+                        toString(m.method), m.divergedMembers, r.members,
+                        m.divergedMembers >= r.members ? "; no ensemble to measure" : "");
+        }
+    }
 }
 
 }  // namespace

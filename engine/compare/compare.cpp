@@ -243,6 +243,17 @@ CompareResult compareMethods(const ExperimentConfig& base,
         }
 
         const std::vector<uint8_t> include = trainer.included();
+        row.parameters = storedParameters(trainer);
+        const std::vector<uint8_t> diverged = trainer.diverged();
+        row.divergedMembers = static_cast<int>(
+            std::count_if(diverged.begin(), diverged.end(), [](uint8_t d) { return d != 0; }));
+        if (std::none_of(include.begin(), include.end(), [](uint8_t on) { return on != 0; })) {
+            // Every member diverged (or is switched off): no ensemble to measure; the row says
+            // so with its metrics not measured, and the other methods go on.
+            row.peakRssMib = memory.peakMib();
+            result.methods.push_back(row);
+            continue;
+        }
         const MemberPredictions predictions =
             useTest ? trainer.predictTest() : trainer.predictTrain();
         const PointStatistics stats = statisticsOf(predictions, include, evaluated.y);
@@ -266,7 +277,6 @@ CompareResult compareMethods(const ExperimentConfig& base,
                                 ? kNotMeasured
                                 : sum / static_cast<double>(oodStats.epistemic.size());
         }
-        row.parameters = storedParameters(trainer);
         row.predictSecondsPer1000 =
             predictSecondsPer1000(trainer, evaluated, options.predictRows, options.predictSeconds);
         row.peakRssMib = memory.peakMib();
@@ -293,6 +303,7 @@ json compareReportJson(const CompareResult& result) {
             {"predict_seconds_per_1000", jsonNumber(m.predictSecondsPer1000)},
             {"peak_rss_mib", jsonNumber(m.peakRssMib)},
             {"ood_mean_mi", jsonNumber(m.oodMeanMi)},
+            {"diverged_members", m.divergedMembers},
         };
     }
     json ood = nullptr;

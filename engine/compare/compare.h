@@ -96,6 +96,9 @@ struct MethodComparison {
     // The mean mutual information (nats) over the OOD set (the far ring for 2-D points): how
     // much the members disagree where there is no data. NaN: no OOD set.
     double oodMeanMi = kNotMeasured;
+    // Members whose training diverged (a non-finite loss froze them). When every member is out
+    // of the ensemble the metrics stay NaN (not measured) and the comparison goes on.
+    int divergedMembers = 0;
     // CompareOptions::gridSize > 0 on 2-D data: the ensemble (the same members as the metrics)
     // on the grid (metrics/grid.h), measured after peak_rss_mib.
     std::optional<GridEvaluation> grid;

@@ -7,6 +7,14 @@
 
 namespace ensemble {
 
+namespace {
+
+// Values below which the expansion and the chain rule stay on one thread: a fork and join costs
+// more than a small network's whole pass (and far more on a loaded machine).
+constexpr std::size_t kParallelValues = std::size_t{1} << 17;
+
+}  // namespace
+
 BatchEnsembleLayout::BatchEnsembleLayout(ParamLayout members) : m_members(std::move(members)) {
     const Architecture& a = m_members.architecture();
     const auto k = static_cast<std::size_t>(m_members.members());
@@ -103,11 +111,18 @@ void batchEnsembleExpandMember(const BatchEnsembleLayout& layout, const float* t
         const float* r = theta + b.fastIn + m * static_cast<std::size_t>(b.inUnits);
         const float* s = theta + b.fastOut + m * static_cast<std::size_t>(b.out);
         float* dst = members + ml.weightOffset(l, k);
+        const int span = b.unitSpan;
         for (int o = 0; o < b.out; ++o) {
             const std::size_t row = static_cast<std::size_t>(o) * b.in;
-            for (int j = 0; j < b.in; ++j) {
-                // (W s) r: the order the gradient's products use too.
-                dst[row + j] = w[row + j] * s[o] * r[j / b.unitSpan];
+            const float so = s[o];
+            // Input unit u covers columns [u * span, (u + 1) * span): no division per element.
+            for (int u = 0; u < b.inUnits; ++u) {
+                const float ru = r[u];
+                const std::size_t at = row + static_cast<std::size_t>(u) * span;
+                for (int t = 0; t < span; ++t) {
+                    // (W s) r: the order the ONNX graph's products use too.
+                    dst[at + t] = w[at + t] * so * ru;
+                }
             }
         }
         std::copy_n(theta + b.bias + m * static_cast<std::size_t>(b.out), b.out,
@@ -116,6 +131,8 @@ void batchEnsembleExpandMember(const BatchEnsembleLayout& layout, const float* t
 }
 
 void batchEnsembleExpand(const BatchEnsembleLayout& layout, const float* theta, float* members) {
+    const bool parallel = layout.memberLayout().size() >= kParallelValues;
+#pragma omp parallel for schedule(static) if (parallel)
     for (int k = 0; k < layout.members(); ++k) {
         batchEnsembleExpandMember(layout, theta, k, members);
     }
@@ -124,37 +141,74 @@ void batchEnsembleExpand(const BatchEnsembleLayout& layout, const float* theta, 
 void batchEnsembleGradient(const BatchEnsembleLayout& layout, const float* theta,
                            const float* memberGrads, const uint8_t* include, float* thetaGrad) {
     const ParamLayout& ml = layout.memberLayout();
+    const int members = layout.members();
     std::fill(thetaGrad, thetaGrad + layout.size(), 0.0f);
     for (int l = 0; l < layout.layerCount(); ++l) {
         const BatchEnsembleLayout::Layer& b = layout.layer(l);
         const float* w = theta + b.weight;
         float* dw = thetaGrad + b.weight;
-        // Members in order, so the shared weight's sum has one order on every backend.
-        for (int k = 0; k < layout.members(); ++k) {
+        const int span = b.unitSpan;
+        // Member k's r and s in theta (and in its gradient).
+        const auto fastIn = [&](int k) {
+            return b.fastIn + static_cast<std::size_t>(k) * b.inUnits;
+        };
+        const auto fastOut = [&](int k) { return b.fastOut + static_cast<std::size_t>(k) * b.out; };
+        const bool parallel =
+            static_cast<std::size_t>(members) * b.out * b.in >= kParallelValues;
+        // Rows in parallel: dW (the members in order, so the sum has one order whatever the
+        // threads) and ds_k, each row's own.
+#pragma omp parallel for schedule(static) if (parallel)
+        for (int o = 0; o < b.out; ++o) {
+            const std::size_t row = static_cast<std::size_t>(o) * b.in;
+            for (int k = 0; k < members; ++k) {
+                if (include[k] == 0) {
+                    continue;
+                }
+                const float* r = theta + fastIn(k);
+                const float so = theta[fastOut(k) + static_cast<std::size_t>(o)];
+                const float* g = memberGrads + ml.weightOffset(l, k) + row;
+                double dsRow = 0.0;
+                for (int u = 0; u < b.inUnits; ++u) {
+                    const float ru = r[u];
+                    const std::size_t at = static_cast<std::size_t>(u) * span;
+                    float part = 0.0f;
+                    for (int t = 0; t < span; ++t) {
+                        dw[row + at + t] += g[at + t] * so * ru;
+                        part += g[at + t] * w[row + at + t];
+                    }
+                    dsRow += static_cast<double>(part) * ru;
+                }
+                thetaGrad[fastOut(k) + static_cast<std::size_t>(o)] = static_cast<float>(dsRow);
+            }
+        }
+        // Members in parallel: dr_k over the rows in order, and the bias.
+#pragma omp parallel for schedule(static) if (parallel)
+        for (int k = 0; k < members; ++k) {
             if (include[k] == 0) {
                 continue;
             }
-            const auto m = static_cast<std::size_t>(k);
-            const float* r = theta + b.fastIn + m * static_cast<std::size_t>(b.inUnits);
-            const float* s = theta + b.fastOut + m * static_cast<std::size_t>(b.out);
-            float* dr = thetaGrad + b.fastIn + m * static_cast<std::size_t>(b.inUnits);
-            float* ds = thetaGrad + b.fastOut + m * static_cast<std::size_t>(b.out);
+            const float* s = theta + fastOut(k);
             const float* g = memberGrads + ml.weightOffset(l, k);
+            float* dr = thetaGrad + fastIn(k);
             for (int o = 0; o < b.out; ++o) {
                 const std::size_t row = static_cast<std::size_t>(o) * b.in;
-                double dsRow = 0.0;
-                for (int j = 0; j < b.in; ++j) {
-                    const float gw = g[row + j] * w[row + j];
-                    const float rj = r[j / b.unitSpan];
-                    dw[row + j] += g[row + j] * s[o] * rj;
-                    dr[j / b.unitSpan] += gw * s[o];
-                    dsRow += static_cast<double>(gw) * rj;
+                for (int u = 0; u < b.inUnits; ++u) {
+                    const std::size_t at = row + static_cast<std::size_t>(u) * span;
+                    float part = 0.0f;
+                    for (int t = 0; t < span; ++t) {
+                        part += g[at + t] * w[at + t];
+                    }
+                    dr[u] += part * s[o];
                 }
-                ds[o] = static_cast<float>(dsRow);
             }
             std::copy_n(memberGrads + ml.biasOffset(l, k), b.out,
-                        thetaGrad + b.bias + m * static_cast<std::size_t>(b.out));
+                        thetaGrad + b.bias + static_cast<std::size_t>(k) * b.out);
         }
+    }
+    // The mean of the members' losses: one scaling at the end, after every sum.
+    const float mean = 1.0f / static_cast<float>(members);
+    for (std::size_t i = 0; i < layout.size(); ++i) {
+        thetaGrad[i] *= mean;
     }
 }
 

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "backend/cpu/fast_mlp.h"
+
 namespace ensemble {
 
 namespace {
@@ -18,11 +20,11 @@ OptimizerRule fastRule(OptimizerRule rule) {
     return rule;
 }
 
+// applyUpdate on each of `count` parameters, vectorised (the CPU backend's update kernel: the
+// same float operations as the scalar rule).
 void update(const OptimizerRule& rule, bool firstStep, float* param, const float* grad, float* m1,
             float* m2, std::size_t count) {
-    for (std::size_t i = 0; i < count; ++i) {
-        applyUpdate(rule, firstStep, param[i], grad[i], m1[i], m2[i]);
-    }
+    fastApplyUpdate(rule, firstStep, param, grad, m1, m2, count);
 }
 
 }  // namespace
