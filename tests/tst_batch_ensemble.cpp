@@ -6,9 +6,11 @@
 // predict unchanged), a bit-exact resume and the refusals.
 #include <QtTest/QtTest>
 
+#include <barrier>
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <thread>
 
 #include "backend/cpu/cpu_backend.h"
 #include "core/errors.h"
@@ -150,6 +152,7 @@ class TestBatchEnsemble : public QObject {
     void membersDifferAndLearn();
     void exportStoresSharedAndFastWeights();
     void resumeIsBitExact();
+    void dataAxisReplicasAgreeWithOneProcess();
     void refusals();
 };
 
@@ -483,6 +486,70 @@ void TestBatchEnsemble::resumeIsBitExact() {
     QCOMPARE(a.optimizer.updates, b.optimizer.updates);
     // Continue trains on.
     QVERIFY(straight->lengthChangeable());
+}
+
+void TestBatchEnsemble::dataAxisReplicasAgreeWithOneProcess() {
+    // Two replicas of the data axis, each with half of every member's batch and the gradients
+    // summed between them (as MpiCollective sums them, here in one process), train the same
+    // shared and fast weights, identical on both replicas and equal to one process's up to the
+    // order of the float sums.
+    const ParamLayout layout(std::vector<int>{3, 8, 3}, 3);
+    const BatchEnsembleLayout be(layout);
+    RandomProblem p = randomProblem(layout, 40, BootstrapMode::Resample,
+                                    makeRule(OptimizerKind::Adam, 0.01, 0.0, 0.0));
+    const std::vector<float> theta = randomTheta(be);
+    const std::vector<uint8_t> active(3, 1);
+    constexpr int steps = 20;
+    const auto train = [&](BatchEnsembleBackend& b) {
+        std::vector<float> losses(3);
+        for (int i = 0; i < steps; ++i) {
+            b.step(static_cast<uint64_t>(i), active.data(), losses.data());
+        }
+        std::vector<float> out(be.size());
+        b.parameters(out.data());
+        return out;
+    };
+    BatchEnsembleBackend one(std::make_unique<CpuBackend>(1));
+    one.bind(p.problem);
+    one.setParameters(theta.data());
+    const std::vector<float> reference = train(one);
+
+    std::vector<float*> buffers(2);
+    std::barrier sync(2);
+    std::vector<float> replica[2];
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 2; ++r) {
+        threads.emplace_back([&, r] {
+            TrainingProblem problem = p.problem;
+            problem.shard.index = r;
+            problem.shard.count = 2;
+            problem.shard.sum = [&, r](float* values, std::size_t n) {
+                buffers[static_cast<std::size_t>(r)] = values;
+                sync.arrive_and_wait();
+                std::vector<float> total(buffers[0], buffers[0] + n);
+                for (std::size_t i = 0; i < n; ++i) {
+                    total[i] += buffers[1][i];
+                }
+                sync.arrive_and_wait();
+                std::copy(total.begin(), total.end(), values);
+            };
+            BatchEnsembleBackend b(std::make_unique<CpuBackend>(1));
+            b.bind(problem);
+            b.setParameters(theta.data());
+            replica[r] = train(b);
+        });
+    }
+    for (std::thread& t : threads) {
+        t.join();
+    }
+    QVERIFY(sameBits(replica[0], replica[1]));
+    QVERIFY(!sameBits(replica[0], theta));
+    double worst = 0.0;
+    for (std::size_t i = 0; i < reference.size(); ++i) {
+        worst = std::max(worst, static_cast<double>(std::fabs(replica[0][i] - reference[i])));
+    }
+    qInfo("largest difference from one process after %d steps: %.2e", steps, worst);
+    QVERIFY2(worst < 1e-4, qPrintable(QString::number(worst)));
 }
 
 void TestBatchEnsemble::refusals() {

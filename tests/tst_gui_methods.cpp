@@ -198,11 +198,12 @@ void TestGuiMethods::comparesOnTheEngineThreadAsCompareMethodsDoes() {
                  QString::number(d.accuracy, 'f', 4));
         QVERIFY(cell(table, row, MethodsColumn::TrainSeconds) > 0);
     }
-    // The report's keys are the issue's.
-    const std::set<std::string> keys = {"accuracy",    "nll",           "brier",
-                                        "ece",         "ood_auroc",     "shift_nll",
-                                        "parameters",  "train_seconds", "predict_seconds_per_1000",
-                                        "peak_rss_mib"};
+    // The report's keys are the issue's, and the two compare adds (ood_mean_mi,
+    // diverged_members).
+    const std::set<std::string> keys = {"accuracy",     "nll",           "brier",
+                                        "ece",          "ood_auroc",     "shift_nll",
+                                        "parameters",   "train_seconds", "predict_seconds_per_1000",
+                                        "peak_rss_mib", "ood_mean_mi",   "diverged_members"};
     for (EnsembleMethod m : methods) {
         const json& row = outcome->report.at("methods").at(ensemble::toString(m));
         std::set<std::string> got;

@@ -637,8 +637,11 @@ void TestGuiRecovery::killedAtRandomMomentsContinuesBitForBit() {
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         probe.killNow();
         const double rate = static_cast<double>(c->step - s0) / seconds;
+        // At least 12,000 steps: a probe slowed by a busy machine (a rate of a few hundred
+        // steps a second) would otherwise make a run that, at full pace (about 2,400 steps a
+        // second here), ends before the last kill's random delay (up to 0.9 s) is over.
         finalStep =
-            std::clamp<int64_t>(static_cast<int64_t>(rate * 8.0) / 100 * 100, 2000, 5'000'000);
+            std::clamp<int64_t>(static_cast<int64_t>(rate * 8.0) / 100 * 100, 12000, 5'000'000);
     }
     qInfo("training to step %lld", static_cast<long long>(finalStep));
     const QStringList length{QStringLiteral("--train-steps"), QString::number(finalStep),
