@@ -118,6 +118,10 @@ class Backend {
 
     // Replaces all members' parameters (layout order) and resets the optimizer state.
     virtual void setParameters(const float* params) = 0;
+    // Replaces all members' parameters and leaves the optimizer state and update count as they
+    // are: for a caller that only asks for gradients (BatchEnsemble's, which replaces the
+    // members before every step). Defaults to setParameters().
+    virtual void loadParameters(const float* params) { setParameters(params); }
     // Copies all members' parameters out (layout order).
     virtual void parameters(float* out) = 0;
 

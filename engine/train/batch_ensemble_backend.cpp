@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <stdexcept>
 #include <utility>
 
@@ -24,7 +25,15 @@ OptimizerRule fastRule(OptimizerRule rule) {
 // same float operations as the scalar rule).
 void update(const OptimizerRule& rule, bool firstStep, float* param, const float* grad, float* m1,
             float* m2, std::size_t count) {
-    fastApplyUpdate(rule, firstStep, param, grad, m1, m2, count);
+    // Chunks on the threads for a large shared weight (every element's update is its own).
+    constexpr std::size_t kChunk = std::size_t{1} << 14;
+    const auto chunks = static_cast<int64_t>((count + kChunk - 1) / kChunk);
+#pragma omp parallel for schedule(static) if (chunks >= 4)
+    for (int64_t c = 0; c < chunks; ++c) {
+        const std::size_t begin = static_cast<std::size_t>(c) * kChunk;
+        const std::size_t n = std::min(kChunk, count - begin);
+        fastApplyUpdate(rule, firstStep, param + begin, grad + begin, m1 + begin, m2 + begin, n);
+    }
 }
 
 }  // namespace
@@ -95,7 +104,7 @@ void BatchEnsembleBackend::pushMembers() {
         return;
     }
     batchEnsembleExpand(m_layout, m_theta.data(), m_members.data());
-    m_inner->setParameters(m_members.data());
+    m_inner->loadParameters(m_members.data());
     m_membersCurrent = true;
 }
 

@@ -141,6 +141,10 @@ void CpuBackend::setParameters(const float* params) {
     m_updates = 0;
 }
 
+void CpuBackend::loadParameters(const float* params) {
+    std::copy(params, params + m_params.size(), m_params.data());
+}
+
 void CpuBackend::parameters(float* out) {
     std::copy(m_params.data(), m_params.data() + m_params.size(), out);
 }

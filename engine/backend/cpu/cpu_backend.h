@@ -25,6 +25,7 @@ class CpuBackend final : public Backend {
     void bind(const TrainingProblem& problem) override;
     void setRules(const std::vector<OptimizerRule>& rules) override;
     void setParameters(const float* params) override;
+    void loadParameters(const float* params) override;
     void parameters(float* out) override;
     OptimizerState optimizerState() override;
     void setOptimizerState(const OptimizerState& state) override;
