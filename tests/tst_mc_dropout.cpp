@@ -14,12 +14,16 @@
 #include "io/export_formats.h"
 #include "io/model_io.h"
 #include "io/safetensors.h"
+#include "method_test_support.h"
 #include "model/dropout_masks.h"
 #include "optim/update_rules.h"
 #include "train/effective_members.h"
 #include "train/trainer.h"
 
 using namespace ensemble;
+using ensemble::test::expectConfigError;
+using ensemble::test::makeCpuTrainer;
+using ensemble::test::sameBits;
 using nlohmann::json;
 
 namespace {
@@ -37,15 +41,6 @@ json mcConfigJson(int64_t steps = 30, int members = 4) {
     root["ensemble"]["members"] = members;
     root["training"]["steps"] = steps;
     return root;
-}
-
-std::unique_ptr<Trainer> makeCpuTrainer(const ExperimentConfig& c) {
-    return std::make_unique<Trainer>(c, loadDataSplit(c.dataset), std::make_unique<CpuBackend>(2),
-                                     nullptr, std::make_unique<CpuBackend>(2));
-}
-
-bool sameBits(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 // The network a CpuBackend bound by hand trains in `steps` steps: one member, the config's
@@ -82,16 +77,6 @@ std::vector<float> referenceNetwork(const ExperimentConfig& c, int64_t steps, fl
     }
     backend.parameters(params.data());
     return params;
-}
-
-template <typename F>
-void expectConfigError(F&& f, const std::string& key) {
-    try {
-        f();
-        QFAIL(qPrintable(QString::fromStdString("expected a ConfigError naming " + key)));
-    } catch (const ConfigError& e) {
-        QVERIFY2(e.key() == key, e.what());
-    }
 }
 
 }  // namespace

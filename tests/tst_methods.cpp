@@ -16,10 +16,14 @@
 #include "io/checkpoint.h"
 #include "io/model_io.h"
 #include "io/safetensors.h"
+#include "method_test_support.h"
 #include "train/effective_members.h"
 #include "train/trainer.h"
 
 using namespace ensemble;
+using ensemble::test::expectConfigError;
+using ensemble::test::makeCpuTrainer;
+using ensemble::test::sameBits;
 using nlohmann::json;
 
 namespace {
@@ -37,29 +41,8 @@ json snapshotConfigJson(int64_t steps = 40, int members = 4) {
     return root;
 }
 
-std::unique_ptr<Trainer> makeCpuTrainer(const ExperimentConfig& c) {
-    const bool oneNetwork = ensembleMethodInfo(c.ensemble.method).oneNetwork;
-    return std::make_unique<Trainer>(c, loadDataSplit(c.dataset), std::make_unique<CpuBackend>(2),
-                                     nullptr,
-                                     oneNetwork ? std::make_unique<CpuBackend>(2) : nullptr);
-}
-
-bool sameBits(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
 std::vector<float> member(const Trainer& t, const std::vector<float>& params, int k) {
     return memberParameters(t.layout(), params.data(), k);
-}
-
-template <typename F>
-void expectConfigError(F&& f, const std::string& key) {
-    try {
-        f();
-        QFAIL(qPrintable(QString::fromStdString("expected a ConfigError naming " + key)));
-    } catch (const ConfigError& e) {
-        QVERIFY2(e.key() == key, e.what());
-    }
 }
 
 // Two ranks on the ensemble axis, as an mpirun of 2 would give them (rank 0's view).
