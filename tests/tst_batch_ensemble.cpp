@@ -6,6 +6,7 @@
 // predict unchanged), a bit-exact resume and the refusals.
 #include <QtTest/QtTest>
 
+#include <algorithm>
 #include <barrier>
 #include <cmath>
 #include <cstring>
@@ -270,6 +271,15 @@ void TestBatchEnsemble::gradientIsWhatTheStepUses() {
             QCOMPARE(grads[layout.weightOffset(l, 1) + static_cast<std::size_t>(i)], 0.0f);
         }
     }
+    // No member active: zero gradients and losses, nothing read from the (empty) packed sums.
+    const uint8_t none[3] = {0, 0, 0};
+    CpuBackend c(1);
+    c.bind(p.problem);
+    c.setParameters(params.data());
+    std::fill(grads.begin(), grads.end(), 7.0f);
+    c.gradient(5, none, grads.data(), gradLosses);
+    QVERIFY(std::all_of(grads.begin(), grads.end(), [](float g) { return g == 0.0f; }));
+    QCOMPARE(gradLosses[0] + gradLosses[1] + gradLosses[2], 0.0f);
 }
 
 void TestBatchEnsemble::unitFastWeightsAreCopiesOfOneNetwork() {

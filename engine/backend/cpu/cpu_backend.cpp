@@ -430,9 +430,10 @@ void CpuBackend::gradient(uint64_t step, const uint8_t* active, float* grads, fl
                 active[k] ? m_shardBuffer[layout.size() + static_cast<std::size_t>(k)] : 0.0f;
         }
     }
-    // Packed per member ([W_l, b_l] layer after layer) to the layout's order.
+    // Packed per member ([W_l, b_l] layer after layer) to the layout's order. An inactive
+    // member's packed slot is never read (with every member inactive the conv path packs none).
     for (int k = 0; k < members; ++k) {
-        const float* grad = packed + static_cast<std::size_t>(k) * perMember;
+        std::size_t at = static_cast<std::size_t>(k) * perMember;
         for (int l = 0; l < layout.layerCount(); ++l) {
             const LayerSlot& s = layout.layer(l);
             const std::size_t w = static_cast<std::size_t>(s.out) * s.in;
@@ -442,10 +443,10 @@ void CpuBackend::gradient(uint64_t step, const uint8_t* active, float* grads, fl
                 std::fill_n(weight, w, 0.0f);
                 std::fill_n(bias, s.out, 0.0f);
             } else {
-                std::copy_n(grad, w, weight);
-                std::copy_n(grad + w, s.out, bias);
+                std::copy_n(packed + at, w, weight);
+                std::copy_n(packed + at + w, s.out, bias);
             }
-            grad += w + static_cast<std::size_t>(s.out);
+            at += w + static_cast<std::size_t>(s.out);
         }
     }
 }
