@@ -60,10 +60,10 @@ CompareOptions fastOptions() {
 
 const std::set<std::string>& reportKeys() {
     static const std::set<std::string> keys = {
-        "accuracy",    "nll",           "brier",
-        "ece",         "ood_auroc",     "shift_nll",
-        "parameters",  "train_seconds", "predict_seconds_per_1000",
-        "peak_rss_mib", "ood_mean_mi", "diverged_members"};
+        "accuracy",     "nll",           "brier",
+        "ece",          "ood_auroc",     "shift_nll",
+        "parameters",   "train_seconds", "predict_seconds_per_1000",
+        "peak_rss_mib", "ood_mean_mi",   "diverged_members"};
     return keys;
 }
 

@@ -88,9 +88,10 @@ void printTable(const CompareResult& r) {
         std::printf(
             "  none for this data (no OOD set: the ring is for 2-D points, noise for images);\n");
     } else {
-        std::printf("  the %s rows against as many %s points; ood MI: the mean mutual information "
-                    "(nats) over those points;\n",
-                    r.split.c_str(), r.oodName.c_str());
+        std::printf(
+            "  the %s rows against as many %s points; ood MI: the mean mutual information "
+            "(nats) over those points;\n",
+            r.split.c_str(), r.oodName.c_str());
     }
     std::printf(
         "%s: the %s rows under %s at level %g (%s); parameters: what the method stores;\n"

@@ -39,8 +39,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/errors.h"
 #include "compare/compare.h"
+#include "core/errors.h"
 #include "core/exit_codes.h"
 #include "io/config.h"
 #include "main_window.h"
