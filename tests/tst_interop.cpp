@@ -161,6 +161,16 @@ struct Agreement {
     int64_t values = 0;
 };
 
+// The MNIST CNN cases' stack: a strided "same" conv (uneven padding), max pooling, a "valid"
+// conv on the members' channels (grouped), average pooling, dense.
+QString smallCnnLayers() {
+    return QStringLiteral(
+        "model.layers=[{\"type\":\"conv\",\"filters\":4,\"kernel\":3,\"stride\":2},"
+        "{\"type\":\"pool\",\"kind\":\"max\",\"size\":2},"
+        "{\"type\":\"conv\",\"filters\":3,\"kernel\":2,\"padding\":\"valid\"},"
+        "{\"type\":\"pool\",\"kind\":\"avg\",\"size\":2},{\"type\":\"dense\",\"units\":16}]");
+}
+
 }  // namespace
 
 class TestInterop : public QObject {
@@ -445,11 +455,7 @@ class TestInterop : public QObject {
         const QStringList config = {QStringLiteral("--config"), QStringLiteral("mnist-cnn"),
                                     QStringLiteral("--set"),
                                     QStringLiteral("dataset.path=") + mnistFolder()};
-        const QString layers = QStringLiteral(
-            "model.layers=[{\"type\":\"conv\",\"filters\":4,\"kernel\":3,\"stride\":2},"
-            "{\"type\":\"pool\",\"kind\":\"max\",\"size\":2},"
-            "{\"type\":\"conv\",\"filters\":3,\"kernel\":2,\"padding\":\"valid\"},"
-            "{\"type\":\"pool\",\"kind\":\"avg\",\"size\":2},{\"type\":\"dense\",\"units\":16}]");
+        const QString layers = smallCnnLayers();
         checkCase(
             QStringLiteral("mnist-cnn"),
             config + QStringList{QStringLiteral("--set"), QStringLiteral("ensemble.members=3"),
@@ -464,11 +470,7 @@ class TestInterop : public QObject {
         const QStringList config = {QStringLiteral("--config"), QStringLiteral("mnist-cnn"),
                                     QStringLiteral("--set"),
                                     QStringLiteral("dataset.path=") + mnistFolder()};
-        const QString layers = QStringLiteral(
-            "model.layers=[{\"type\":\"conv\",\"filters\":4,\"kernel\":3,\"stride\":2},"
-            "{\"type\":\"pool\",\"kind\":\"max\",\"size\":2},"
-            "{\"type\":\"conv\",\"filters\":3,\"kernel\":2,\"padding\":\"valid\"},"
-            "{\"type\":\"pool\",\"kind\":\"avg\",\"size\":2},{\"type\":\"dense\",\"units\":16}]");
+        const QString layers = smallCnnLayers();
         checkCase(
             QStringLiteral("mnist-cnn-mc"),
             config + QStringList{QStringLiteral("--set"),
@@ -486,11 +488,7 @@ class TestInterop : public QObject {
         const QStringList config = {QStringLiteral("--config"), QStringLiteral("mnist-cnn"),
                                     QStringLiteral("--set"),
                                     QStringLiteral("dataset.path=") + mnistFolder()};
-        const QString layers = QStringLiteral(
-            "model.layers=[{\"type\":\"conv\",\"filters\":4,\"kernel\":3,\"stride\":2},"
-            "{\"type\":\"pool\",\"kind\":\"max\",\"size\":2},"
-            "{\"type\":\"conv\",\"filters\":3,\"kernel\":2,\"padding\":\"valid\"},"
-            "{\"type\":\"pool\",\"kind\":\"avg\",\"size\":2},{\"type\":\"dense\",\"units\":16}]");
+        const QString layers = smallCnnLayers();
         checkCase(
             QStringLiteral("mnist-cnn-be"),
             config + QStringList{QStringLiteral("--set"),

@@ -17,8 +17,28 @@ namespace {
 
 using nlohmann::json;
 
-std::string layerName(int l, const char* what) {
-    return "layers." + std::to_string(l) + "." + what;
+// The layers.* tensors a weights file stores for `layout` (what the method has: the K members,
+// the one network, or BatchEnsemble's shared and fast weights), with where each lives in the
+// flat buffer. Export and import read the same list.
+std::vector<BatchEnsembleTensor> storedTensors(EnsembleMethod method, const ParamLayout& layout) {
+    std::vector<BatchEnsembleTensor> out;
+    if (ensembleMethodInfo(method).fastWeights) {
+        out = batchEnsembleTensors(BatchEnsembleLayout(layout));
+    } else {
+        const int64_t n = layout.members();
+        for (int l = 0; l < layout.layerCount(); ++l) {
+            const LayerSlot& s = layout.layer(l);
+            const std::string prefix = std::to_string(l);
+            out.push_back({prefix + ".weight", layout.weightShape(l), s.weightOffset,
+                           static_cast<std::size_t>(n) * s.out * s.in});
+            out.push_back(
+                {prefix + ".bias", {n, s.out}, s.biasOffset, static_cast<std::size_t>(n) * s.out});
+        }
+    }
+    for (BatchEnsembleTensor& t : out) {
+        t.name = "layers." + t.name;
+    }
+    return out;
 }
 
 [[noreturn]] void invalid(const std::string& path, const std::string& what) {
@@ -84,27 +104,13 @@ SafetensorsFile exportFile(const Trainer& trainer, const json& metrics) {
     // What the method has: the K members, or the one network they derive from (storesNetwork).
     const bool network = ensembleMethodInfo(config.ensemble.method).storesNetwork;
     const bool fastWeights = ensembleMethodInfo(config.ensemble.method).fastWeights;
-    const ParamLayout& stored = network ? trainer.trainedLayout() : layout;
-    const std::vector<float> params =
-        network || fastWeights ? trainer.trainedParameters() : trainer.parameters();
+    const bool trained = network || fastWeights;  // not the K members themselves
+    const ParamLayout& stored = trained ? trainer.trainedLayout() : layout;
+    const std::vector<float> params = trained ? trainer.trainedParameters() : trainer.parameters();
     SafetensorsFile file;
-    if (fastWeights) {
-        // BatchEnsemble: the shared weights, the fast weights and the biases, not K networks.
-        for (const BatchEnsembleTensor& t :
-             batchEnsembleTensors(BatchEnsembleLayout(trainer.trainedLayout()))) {
-            file.tensors.push_back(
-                Tensor::fromF32("layers." + t.name, t.shape, {params.data() + t.offset, t.count}));
-        }
-    }
-    for (int l = 0; l < (fastWeights ? 0 : stored.layerCount()); ++l) {
-        const LayerSlot& s = stored.layer(l);
-        const int n = stored.members();
-        const std::size_t wCount = static_cast<std::size_t>(n) * s.out * s.in;
-        const std::size_t bCount = static_cast<std::size_t>(n) * s.out;
-        file.tensors.push_back(Tensor::fromF32(layerName(l, "weight"), stored.weightShape(l),
-                                               {params.data() + s.weightOffset, wCount}));
-        file.tensors.push_back(Tensor::fromF32(layerName(l, "bias"), {n, s.out},
-                                               {params.data() + s.biasOffset, bCount}));
+    for (const BatchEnsembleTensor& t : storedTensors(config.ensemble.method, stored)) {
+        file.tensors.push_back(
+            Tensor::fromF32(t.name, t.shape, {params.data() + t.offset, t.count}));
     }
     const Normalization& norm = trainer.data().normalization;
     const int64_t d = layout.inputs();
@@ -286,39 +292,21 @@ LoadedEnsemble importEnsemble(const SafetensorsFile& file) {
         return t;
     };
     const bool fastWeights = ensembleMethodInfo(e.method).fastWeights;
+    const std::vector<BatchEnsembleTensor> tensors = storedTensors(e.method, e.layout);
+    for (const BatchEnsembleTensor& t : tensors) {
+        layerTensor(t.name, t.shape);
+    }
+    // BatchEnsemble's file holds what its members derive from; the others' the parameters.
+    std::vector<float>& read = fastWeights ? e.network : e.params;
+    read.resize(fastWeights ? BatchEnsembleLayout(e.layout).size() : e.layout.size());
+    for (const BatchEnsembleTensor& t : tensors) {
+        const auto values = layerTensor(t.name, t.shape).f32();
+        std::copy(values.begin(), values.end(),
+                  read.begin() + static_cast<std::ptrdiff_t>(t.offset));
+    }
     if (fastWeights) {
-        // BatchEnsemble: the members are the expansion of the stored shared and fast weights.
-        const BatchEnsembleLayout trained(e.layout);
-        const std::vector<BatchEnsembleTensor> tensors = batchEnsembleTensors(trained);
-        for (const BatchEnsembleTensor& t : tensors) {
-            layerTensor("layers." + t.name, t.shape);
-        }
-        e.network.resize(trained.size());
-        for (const BatchEnsembleTensor& t : tensors) {
-            const auto values = layerTensor("layers." + t.name, t.shape).f32();
-            std::copy(values.begin(), values.end(),
-                      e.network.begin() + static_cast<std::ptrdiff_t>(t.offset));
-        }
         e.params.resize(e.layout.size());
-        batchEnsembleExpand(trained, e.network.data(), e.params.data());
-    }
-    for (int l = 0; l < (fastWeights ? 0 : e.layout.layerCount()); ++l) {
-        const LayerSlot& s = e.layout.layer(l);
-        layerTensor(layerName(l, "weight"), e.layout.weightShape(l));
-        layerTensor(layerName(l, "bias"), {stored, s.out});
-    }
-    if (!fastWeights) {
-        e.params.resize(e.layout.size());
-    }
-    for (int l = 0; l < (fastWeights ? 0 : e.layout.layerCount()); ++l) {
-        const LayerSlot& s = e.layout.layer(l);
-        const auto load = [&](const std::string& name, std::vector<int64_t> shape,
-                              std::size_t offset) {
-            const auto values = layerTensor(name, shape).f32();
-            std::copy(values.begin(), values.end(), e.params.begin() + static_cast<long>(offset));
-        };
-        load(layerName(l, "weight"), e.layout.weightShape(l), s.weightOffset);
-        load(layerName(l, "bias"), {stored, s.out}, s.biasOffset);
+        batchEnsembleExpand(BatchEnsembleLayout(e.layout), e.network.data(), e.params.data());
     }
     const int64_t d = e.layout.inputs();
     for (const char* name : {"normalization.mean", "normalization.std"}) {
