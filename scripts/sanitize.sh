@@ -48,4 +48,13 @@ fi
 echo "sanitize.sh: $preset: ${tests[*]}"
 nice -n 10 cmake --build --preset "$preset" --target "${tests[@]}"
 export QT_QPA_PLATFORM=offscreen
+# One suite per core: most suites use one (the window's, a CLI process's), and the few that
+# time themselves measure what they compare against on the same loaded machine (the monkey's
+# stall is lateness less the time its thread waited for a CPU).
+export CTEST_PARALLEL_LEVEL="${CTEST_PARALLEL_LEVEL:-$(nproc)}"
+# OpenMP threads that find their core taken sleep at a barrier rather than spin: two suites'
+# teams (and tst_mpi's ranks) on the same cores spin against each other otherwise, a run of
+# several seconds then taking ten times as long (seen here with a Release ensemble-cli beside a
+# second one). Nothing here measures speed.
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 ctest --preset "$preset" "${selection[@]}"

@@ -2,6 +2,7 @@
 // backward pass, checked against finite differences and hand-computed values in double.
 #include <QtTest/QtTest>
 
+#include <cfloat>
 #include <cmath>
 #include <vector>
 
@@ -27,6 +28,7 @@ class TestMath : public QObject {
     void layerGradientsMatchFiniteDifferences_data();
     void layerGradientsMatchFiniteDifferences();
     void regressionLossesHandComputed();
+    void softplusIsAccurateInFloat();
     void regressionLossGradientsMatchFiniteDifferences_data();
     void regressionLossGradientsMatchFiniteDifferences();
     void regressionLayerGradientsMatchFiniteDifferences_data();
@@ -209,6 +211,41 @@ void TestMath::regressionLossesHandComputed() {
     headPredictiveInPlace(Likelihood::Gaussian, pred, 2);
     ENSEMBLE_COMPARE_NEAR(pred[0], 0.5, 0.0);
     ENSEMBLE_COMPARE_NEAR(pred[1], s, test::kExactDouble);
+}
+
+// softplus in float against long double: a few ulps everywhere, the small values a well-fitted
+// Gaussian head's variance takes included. log(1 + e^x) evaluated as written rounds 1 + e^x to
+// float first and is off by up to half an ulp of 1 / e^x relative: 1e-3 at x = -10, which the
+// ONNX export then "disagreed" with by more than its 1e-5 contract (tst_interop).
+void TestMath::softplusIsAccurateInFloat() {
+    const double bound = 8.0 * FLT_EPSILON;
+    double worst = 0.0;
+    for (int i = 0; i <= 2000; ++i) {
+        const float x = -60.0f + 0.04f * static_cast<float>(i);  // -60 .. 20
+        const long double exact = x > 0 ? x + std::log1p(std::exp(-static_cast<long double>(x)))
+                                        : std::log1p(std::exp(static_cast<long double>(x)));
+        const double got = softplusLanes<float>(x);
+        const double error = std::abs(static_cast<double>((got - exact) / exact));
+        worst = std::max(worst, error);
+        QVERIFY2(error <= bound, qPrintable(QStringLiteral("softplus(%1) = %2, exact %3")
+                                                .arg(static_cast<double>(x), 0, 'g', 9)
+                                                .arg(got, 0, 'g', 9)
+                                                .arg(static_cast<double>(exact), 0, 'g', 17)));
+    }
+    // log1pLanes alone, down to where 1 + t rounds to 1 (t = t + 0 to working precision).
+    for (const float t : {0.0f, 1e-30f, 3e-8f, 6e-8f, 1e-7f, 1e-5f, 0.01f, 0.5f, 1.0f, 7.0f}) {
+        const long double exact = std::log1p(static_cast<long double>(t));
+        const double got = log1pLanes<float>(t);
+        QVERIFY2(
+            t == 0.0f ? got == 0.0 : std::abs(static_cast<double>((got - exact) / exact)) <= bound,
+            qPrintable(QStringLiteral("log1p(%1) = %2").arg(static_cast<double>(t)).arg(got)));
+    }
+    // The double lane too: t = e^-30 is far below double's rounding of 1 + t; log1p(t) is
+    // t - t^2 / 2 to double precision there.
+    const double t30 = std::exp(-30.0);
+    const double exact30 = t30 - t30 * t30 / 2;
+    QVERIFY(std::abs(softplusLanes<double>(-30.0) - exact30) <= 4 * DBL_EPSILON * exact30);
+    qInfo("softplus in float: worst relative error %.3g (%.2f ulp)", worst, worst / FLT_EPSILON);
 }
 
 void TestMath::regressionLossGradientsMatchFiniteDifferences_data() {

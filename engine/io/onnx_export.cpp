@@ -464,12 +464,22 @@ std::vector<Weight> buildModel(onnx::ModelProto& model, const LoadedEnsemble& en
         std::string variance;
         if (likelihood == Likelihood::Gaussian) {
             // sigma^2 = softplus(raw) + 1e-6 in float (math/loss.h gaussianVariance), softplus
-            // in its stable form max(x, 0) + log(1 + e^-|x|); then times std^2 in double.
+            // in its stable form max(x, 0) + log1p(e^-|x|) with log1p as math/loss.h's
+            // log1pLanes computes it, operation for operation (ONNX has no Log1p): with
+            // t = e^-|x|, u = 1 + t and d = u - 1, log(u) * t / (d + [d == 0]) + [d == 0] * t.
+            // Then times std^2 in double.
             const std::string raw =
                 g.node("Gather", {h, g.constI64({1}, {})}, {attrInt("axis", 2)});
-            const std::string tail = g.node(
-                "Log", {g.node("Add", {g.constF32(1.0f),
-                                       g.node("Exp", {g.node("Neg", {g.node("Abs", {raw})})})})});
+            const std::string expNeg = g.node("Exp", {g.node("Neg", {g.node("Abs", {raw})})});
+            const std::string onePlus = g.node("Add", {g.constF32(1.0f), expNeg});
+            const std::string onePlusLessOne = g.node("Sub", {onePlus, g.constF32(1.0f)});
+            const std::string rounded =
+                g.node("Cast", {g.node("Equal", {onePlusLessOne, g.constF32(0.0f)})},
+                       {attrInt("to", kFloat)});
+            const std::string tail =
+                g.node("Add", {g.node("Div", {g.node("Mul", {g.node("Log", {onePlus}), expNeg}),
+                                              g.node("Add", {onePlusLessOne, rounded})}),
+                               g.node("Mul", {rounded, expNeg})});
             const std::string sigma2 =
                 g.node("Add", {g.node("Add", {g.node("Relu", {raw}), tail}),
                                g.constF32(static_cast<float>(kMinVariance))});
