@@ -154,14 +154,14 @@ void TestBatchEnsemble::layoutCountsOneNetworkPlusFastWeights() {
     QCOMPARE(cnn.layer(0).inUnits, 2);
     QCOMPARE(cnn.layer(0).unitSpan, 9);
     QCOMPARE(cnn.layer(1).inUnits, 3 * 3 * 3);  // the flattened [3, 3, 3] positions
-    const std::vector<BatchEnsembleTensor> tensors = batchEnsembleTensors(cnn);
+    const std::vector<TrainedTensor> tensors = batchEnsembleTensors(cnn);
     QCOMPARE(tensors.size(), std::size_t{12});
     QVERIFY((tensors[0].shape == std::vector<int64_t>{3, 2, 3, 3}));
     QVERIFY((tensors[1].shape == std::vector<int64_t>{2, 2}));
     QVERIFY((tensors[2].shape == std::vector<int64_t>{2, 3}));
     QVERIFY((tensors[3].shape == std::vector<int64_t>{2, 3}));
     std::size_t total = 0;
-    for (const BatchEnsembleTensor& t : tensors) {
+    for (const TrainedTensor& t : tensors) {
         QCOMPARE(t.offset, total);
         total += t.count;
     }

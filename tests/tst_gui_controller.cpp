@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <memory>
+#include <utility>
 
 #include "backend/registry.h"
 #include "controller/engine_controller.h"
@@ -54,6 +55,7 @@ class TestGuiController : public QObject {
     void configurePublishesStepZero();
     void autoDecisionInRunAndAbout();
     void trainToPauseAndStep();
+    void memberStepsCountTheNetworksTrained();
     void pauseStopsProgress();
     void resetSameSeedSameWeights();
     void memberSwitchChangesEnsemble();
@@ -122,6 +124,25 @@ void TestGuiController::trainToPauseAndStep() {
     QVERIFY(engineIdle(c));  // one step, not a run
     QCOMPARE(c.snapshot()->step, int64_t{61});
     QVERIFY(c.snapshot()->history.back()->step == 61);
+}
+
+// The run bar's member-steps/s: K networks per step for independent members, one for a
+// one-network method (MC dropout here; snapshots alike), whatever K is.
+void TestGuiController::memberStepsCountTheNetworksTrained() {
+    for (const auto& [method, networks] : {std::pair{"independent", 4.0}, {"mc_dropout", 1.0}}) {
+        EngineController c;
+        nlohmann::json config = smallConfig(4, kLongRun);
+        config["ensemble"]["method"] = method;
+        c.configure(config);
+        QVERIFY(waitSnapshot(c, [](const auto& s) { return s.step == 0; }));
+        c.start();
+        QVERIFY(waitSnapshot(c, [](const auto& s) { return s.running && s.stepsPerSecond > 0; }));
+        c.pause();
+        QVERIFY(waitSnapshot(c, [](const auto& s) { return !s.running; }));
+        const SnapshotPtr s = c.snapshot();
+        QVERIFY2(s->stepsPerSecond > 0, method);
+        QCOMPARE(s->memberStepsPerSecond, s->stepsPerSecond * networks);
+    }
 }
 
 void TestGuiController::pauseStopsProgress() {

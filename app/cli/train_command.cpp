@@ -23,6 +23,7 @@
 #include "io/export_formats.h"
 #include "io/model_io.h"
 #include "metrics/regression.h"
+#include "model/ensemble_methods.h"
 #include "train/trainer.h"
 #include "train/trainer_report.h"
 
@@ -369,10 +370,13 @@ ExitCode commandTrain(const CliArgs& args) {
                         std::isfinite(m.coverage[1]) ? std::to_string(m.coverage[1]).c_str() : "-",
                         m.sharpness);
         }
-        std::printf(
-            "%lld steps in %.2f s (%s member-steps/s)\n", static_cast<long long>(trainer->step()),
-            elapsed,
-            formatRate(elapsed > 0 ? trainer->step() * trainer->members() / elapsed : 0).c_str());
+        // A one-network method (MC dropout, snapshots) trains one network per step, not K.
+        const double networkSteps =
+            static_cast<double>(trainer->step()) *
+            trainedNetworks(trainer->config().ensemble.method, trainer->members());
+        std::printf("%lld steps in %.2f s (%s member-steps/s)\n",
+                    static_cast<long long>(trainer->step()), elapsed,
+                    formatRate(elapsed > 0 ? networkSteps / elapsed : 0).c_str());
     }
     if (args.has("--metrics")) {
         writeFileAtomic(args.get("--metrics"), metrics.dump(2) + "\n");

@@ -9,7 +9,8 @@
 #include "core/unreachable.h"
 #include "io/config.h"
 #include "io/config_schema.h"
-#include "model/batch_ensemble.h"
+#include "model/ensemble_methods.h"
+#include "model/trained_tensors.h"
 #include "train/trainer_report.h"
 
 namespace ensemble {
@@ -22,57 +23,11 @@ using nlohmann::json;
     throw DataError(ErrorKind::Weights, origin + ": " + what);
 }
 
-// One parameter tensor of the layout: "{l}.weight" or "{l}.bias", its stacked shape and where
-// it starts in the flat buffer. The moments are stored exactly like the parameters (the export's
-// layers.{l}.* tensors), so a new kind of layer changes this one list.
-struct ParamTensor {
-    std::string name;
-    std::vector<int64_t> shape;
-    std::size_t offset = 0;
-    std::size_t count = 0;
-};
-
-std::vector<ParamTensor> paramTensors(const ParamLayout& layout) {
-    const int64_t k = layout.members();
-    std::vector<ParamTensor> out;
-    for (int l = 0; l < layout.layerCount(); ++l) {
-        const LayerSlot& s = layout.layer(l);
-        const std::string prefix = std::to_string(l);
-        out.push_back({prefix + ".weight", layout.weightShape(l), s.weightOffset,
-                       static_cast<std::size_t>(k) * s.out * s.in});
-        out.push_back(
-            {prefix + ".bias", {k, s.out}, s.biasOffset, static_cast<std::size_t>(k) * s.out});
-    }
-    return out;
-}
-
-// The tensors of what the backend trains for `method` (`layout`: the trainer's trainedLayout):
-// the parameters' own, or BatchEnsemble's shared and fast weights. The optimizer's moments are
-// stored in the same tensors.
-std::vector<ParamTensor> trainedTensors(EnsembleMethod method, const ParamLayout& layout) {
-    if (ensembleMethodInfo(method).fastWeights) {
-        std::vector<ParamTensor> out;
-        for (const BatchEnsembleTensor& t : batchEnsembleTensors(BatchEnsembleLayout(layout))) {
-            out.push_back({t.name, t.shape, t.offset, t.count});
-        }
-        return out;
-    }
-    return paramTensors(layout);
-}
-
-std::size_t tensorsSize(const std::vector<ParamTensor>& tensors) {
-    std::size_t size = 0;
-    for (const ParamTensor& t : tensors) {
-        size += t.count;
-    }
-    return size;
-}
-
-std::string momentName(const ParamTensor& t, const std::string& moment) {
+std::string momentName(const TrainedTensor& t, const std::string& moment) {
     return "optimizer." + t.name + "." + moment;
 }
 
-std::string trainedName(const ParamTensor& t) {
+std::string trainedName(const TrainedTensor& t) {
     return "trained." + t.name;
 }
 
@@ -288,10 +243,10 @@ void writeCheckpoint(const std::string& path, const Trainer& trainer,
     const ParamLayout& layout = trainer.trainedLayout();
     const int k = layout.members();
     const std::vector<std::string> moments = checkpointMoments(trainer.config().optimizer.kind);
-    const std::vector<ParamTensor> tensors =
+    const std::vector<TrainedTensor> tensors =
         trainedTensors(trainer.config().ensemble.method, layout);
     if (!state.trained.empty()) {
-        for (const ParamTensor& t : tensors) {
+        for (const TrainedTensor& t : tensors) {
             file.tensors.push_back(Tensor::fromF32(trainedName(t), t.shape,
                                                    {state.trained.data() + t.offset, t.count}));
         }
@@ -300,7 +255,7 @@ void writeCheckpoint(const std::string& path, const Trainer& trainer,
         // SGD's buffer and Adam's m share a slot (Backend::OptimizerState).
         const std::vector<float>& buffer =
             i == 0 ? state.optimizer.moment1 : state.optimizer.moment2;
-        for (const ParamTensor& t : tensors) {
+        for (const TrainedTensor& t : tensors) {
             file.tensors.push_back(Tensor::fromF32(momentName(t, moments[i]), t.shape,
                                                    {buffer.data() + t.offset, t.count}));
         }
@@ -361,7 +316,7 @@ Checkpoint readCheckpoint(const SafetensorsFile& file) {
     state.step = c.ensemble.step;
     state.params = c.ensemble.params;
     state.diverged = c.ensemble.diverged;
-    const auto readInto = [&](std::vector<float>& buffer, const ParamTensor& p,
+    const auto readInto = [&](std::vector<float>& buffer, const TrainedTensor& p,
                               const std::string& name) {
         const Tensor* t = file.find(name);
         if (t == nullptr || t->dtype != DType::F32 || t->shape != p.shape) {
@@ -372,11 +327,11 @@ Checkpoint readCheckpoint(const SafetensorsFile& file) {
         std::copy(values.begin(), values.end(),
                   buffer.begin() + static_cast<std::ptrdiff_t>(p.offset));
     };
-    const std::vector<ParamTensor> tensors = trainedTensors(config.ensemble.method, layout);
-    const std::size_t trainedSize = tensorsSize(tensors);
+    const std::vector<TrainedTensor> tensors = trainedTensors(config.ensemble.method, layout);
+    const std::size_t trainedSize = trainedTensorsSize(tensors);
     if (derived) {
         state.trained.assign(trainedSize, 0.0f);
-        for (const ParamTensor& p : tensors) {
+        for (const TrainedTensor& p : tensors) {
             readInto(state.trained, p, trainedName(p));
         }
     }
@@ -385,7 +340,7 @@ Checkpoint readCheckpoint(const SafetensorsFile& file) {
     const std::vector<std::string> moments = checkpointMoments(config.optimizer.kind);
     for (std::size_t i = 0; i < moments.size(); ++i) {
         std::vector<float>& buffer = i == 0 ? state.optimizer.moment1 : state.optimizer.moment2;
-        for (const ParamTensor& p : tensors) {
+        for (const TrainedTensor& p : tensors) {
             readInto(buffer, p, momentName(p, moments[i]));
         }
     }

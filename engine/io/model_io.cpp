@@ -8,6 +8,7 @@
 #include "io/export_formats.h"
 #include "io/safetensors.h"
 #include "model/batch_ensemble.h"
+#include "model/trained_tensors.h"
 #include "train/effective_members.h"
 #include "train/trainer.h"
 
@@ -19,23 +20,10 @@ using nlohmann::json;
 
 // The layers.* tensors a weights file stores for `layout` (what the method has: the K members,
 // the one network, or BatchEnsemble's shared and fast weights), with where each lives in the
-// flat buffer. Export and import read the same list.
-std::vector<BatchEnsembleTensor> storedTensors(EnsembleMethod method, const ParamLayout& layout) {
-    std::vector<BatchEnsembleTensor> out;
-    if (ensembleMethodInfo(method).fastWeights) {
-        out = batchEnsembleTensors(BatchEnsembleLayout(layout));
-    } else {
-        const int64_t n = layout.members();
-        for (int l = 0; l < layout.layerCount(); ++l) {
-            const LayerSlot& s = layout.layer(l);
-            const std::string prefix = std::to_string(l);
-            out.push_back({prefix + ".weight", layout.weightShape(l), s.weightOffset,
-                           static_cast<std::size_t>(n) * s.out * s.in});
-            out.push_back(
-                {prefix + ".bias", {n, s.out}, s.biasOffset, static_cast<std::size_t>(n) * s.out});
-        }
-    }
-    for (BatchEnsembleTensor& t : out) {
+// flat buffer. Export and import read the same list; checkpoints store the same tensors.
+std::vector<TrainedTensor> storedTensors(EnsembleMethod method, const ParamLayout& layout) {
+    std::vector<TrainedTensor> out = trainedTensors(method, layout);
+    for (TrainedTensor& t : out) {
         t.name = "layers." + t.name;
     }
     return out;
@@ -108,7 +96,7 @@ SafetensorsFile exportFile(const Trainer& trainer, const json& metrics) {
     const ParamLayout& stored = trained ? trainer.trainedLayout() : layout;
     const std::vector<float> params = trained ? trainer.trainedParameters() : trainer.parameters();
     SafetensorsFile file;
-    for (const BatchEnsembleTensor& t : storedTensors(config.ensemble.method, stored)) {
+    for (const TrainedTensor& t : storedTensors(config.ensemble.method, stored)) {
         file.tensors.push_back(
             Tensor::fromF32(t.name, t.shape, {params.data() + t.offset, t.count}));
     }
@@ -292,14 +280,14 @@ LoadedEnsemble importEnsemble(const SafetensorsFile& file) {
         return t;
     };
     const bool fastWeights = ensembleMethodInfo(e.method).fastWeights;
-    const std::vector<BatchEnsembleTensor> tensors = storedTensors(e.method, e.layout);
-    for (const BatchEnsembleTensor& t : tensors) {
+    const std::vector<TrainedTensor> tensors = storedTensors(e.method, e.layout);
+    for (const TrainedTensor& t : tensors) {
         layerTensor(t.name, t.shape);
     }
     // BatchEnsemble's file holds what its members derive from; the others' the parameters.
     std::vector<float>& read = fastWeights ? e.network : e.params;
     read.resize(fastWeights ? BatchEnsembleLayout(e.layout).size() : e.layout.size());
-    for (const BatchEnsembleTensor& t : tensors) {
+    for (const TrainedTensor& t : tensors) {
         const auto values = layerTensor(t.name, t.shape).f32();
         std::copy(values.begin(), values.end(),
                   read.begin() + static_cast<std::ptrdiff_t>(t.offset));

@@ -49,9 +49,9 @@ std::vector<int64_t> BatchEnsembleLayout::weightShape(int l) const {
     return m_members.architecture().weightShape(l);
 }
 
-std::vector<BatchEnsembleTensor> batchEnsembleTensors(const BatchEnsembleLayout& layout) {
+std::vector<TrainedTensor> batchEnsembleTensors(const BatchEnsembleLayout& layout) {
     const int64_t k = layout.members();
-    std::vector<BatchEnsembleTensor> out;
+    std::vector<TrainedTensor> out;
     for (int l = 0; l < layout.layerCount(); ++l) {
         const BatchEnsembleLayout::Layer& b = layout.layer(l);
         const std::string prefix = std::to_string(l);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "model/mlp.h"
+#include "model/trained_tensors.h"
 
 namespace ensemble {
 
@@ -55,14 +56,8 @@ class BatchEnsembleLayout {
 // The trained parameters as named tensors, in the order a file stores them: "{l}.weight" (one
 // member's shape: [out, in] or [F, C, k, k]), "{l}.fast_in" [K, inUnits], "{l}.fast_out"
 // [K, out], "{l}.bias" [K, out]; exports prefix "layers.", checkpoints "trained." and the
-// optimizer's moments.
-struct BatchEnsembleTensor {
-    std::string name;
-    std::vector<int64_t> shape;
-    std::size_t offset = 0;
-    std::size_t count = 0;
-};
-std::vector<BatchEnsembleTensor> batchEnsembleTensors(const BatchEnsembleLayout& layout);
+// optimizer's moments (model/trained_tensors.h).
+std::vector<TrainedTensor> batchEnsembleTensors(const BatchEnsembleLayout& layout);
 
 // The initialisation: W is member 0's weight as initParameters draws it (PyTorch's default), each
 // member's bias its own (initParameters' draw for that member), and r_k, s_k random signs (+1 or

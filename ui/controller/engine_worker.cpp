@@ -22,6 +22,7 @@
 #include "controller/run_files.h"
 #include "core/errors.h"
 #include "metrics/grid.h"
+#include "model/ensemble_methods.h"
 
 namespace ensemble::ui {
 
@@ -559,7 +560,10 @@ SnapshotPtr EngineWorker::buildSnapshot(bool quick) {
     s->schedule = m_trainer->config().json["training"]["schedule"];
     s->untilPaused = m_untilPaused;
     s->stepsPerSecond = m_measuredStepsPerSecond;
-    s->memberStepsPerSecond = m_measuredStepsPerSecond * m_trainer->members();
+    // A one-network method (MC dropout, snapshots) trains one network per step, not K.
+    s->memberStepsPerSecond =
+        m_measuredStepsPerSecond *
+        trainedNetworks(m_trainer->config().ensemble.method, m_trainer->members());
     s->lastLosses = m_trainer->lastLosses();
     if (m_trainer->lastStepSeconds() <= 0.0) {
         // No batch trained in this run yet (a new run, an opened file): no loss to show.
