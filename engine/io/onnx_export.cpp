@@ -1,6 +1,6 @@
 // An ensemble as one ONNX graph (members batched, normalisation and the ensemble's mixture
 // inside), checked by ONNX's checker and shape inference, written self-contained or with its
-// tensors in an external data file. One piece (~720 lines) because the graph's initializers are
+// tensors in an external data file. One piece (~760 lines) because the graph's initializers are
 // what the external-data writer lays out: the two share the weight list and its names.
 #include "io/onnx_export.h"
 #include "core/unreachable.h"
