@@ -190,6 +190,8 @@ void TestGuiMethods::comparesOnTheEngineThreadAsCompareMethodsDoes() {
         QVERIFY(sameBits(cell(table, row, MethodsColumn::Brier), d.brier));
         QVERIFY(sameBits(cell(table, row, MethodsColumn::Ece), d.ece));
         QVERIFY(sameBits(cell(table, row, MethodsColumn::OodAuroc), d.oodAuroc));
+        QVERIFY(sameBits(cell(table, row, MethodsColumn::OodMeanMi), d.oodMeanMi));
+        QVERIFY(std::isfinite(d.oodMeanMi) && d.oodMeanMi >= 0);
         QVERIFY(sameBits(cell(table, row, MethodsColumn::ShiftNll), d.shiftNll));
         QCOMPARE(cell(table, row, MethodsColumn::Parameters), static_cast<double>(d.parameters));
         QVERIFY(std::isfinite(d.oodAuroc));  // the far ring for 2-D points

@@ -78,6 +78,11 @@ constexpr std::array<ColumnInfo, kMethodsColumnCount> kColumns{{
                        "AUROC of the mutual information between the evaluated rows and the "
                        "data's out-of-distribution set (none for tabular data)"),
      4},
+    {QT_TRANSLATE_NOOP("ensemble::ui::MethodsView", "OOD MI (nats)"),
+     QT_TRANSLATE_NOOP("ensemble::ui::MethodsView",
+                       "Mean mutual information over the out-of-distribution set: how much the "
+                       "members disagree where there is no data (none for tabular data)"),
+     4},
     {QT_TRANSLATE_NOOP("ensemble::ui::MethodsView", "Shift NLL (nats)"),
      QT_TRANSLATE_NOOP("ensemble::ui::MethodsView",
                        "NLL of the evaluated rows under the stated shift (see the note above)"),
@@ -118,6 +123,8 @@ double valueOf(const MethodComparison& m, MethodsColumn column) {
             return m.ece;
         case MethodsColumn::OodAuroc:
             return m.oodAuroc;
+        case MethodsColumn::OodMeanMi:
+            return m.oodMeanMi;
         case MethodsColumn::ShiftNll:
             return m.shiftNll;
         case MethodsColumn::Parameters:

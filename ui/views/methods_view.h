@@ -38,13 +38,14 @@ enum class MethodsColumn {
     Brier,
     Ece,
     OodAuroc,
+    OodMeanMi,
     ShiftNll,
     Parameters,
     TrainSeconds,
     PredictSeconds,
     PeakRss
 };
-inline constexpr int kMethodsColumnCount = 11;
+inline constexpr int kMethodsColumnCount = 12;
 
 class MethodsView : public QWidget {
     Q_OBJECT
