@@ -34,10 +34,10 @@
 #include <string>
 #include <vector>
 
-#include "backend/registry.h"
+#include "config/config.h"
 #include "data/dataset.h"
-#include "io/config.h"
 #include "metrics/grid.h"
+#include "registry/registry.h"
 #include "sys/allocator.h"
 #include "train/trainer.h"
 #include "train/trainer_report.h"

@@ -20,8 +20,8 @@
 #include <memory>
 #include <vector>
 
+#include "config/config.h"
 #include "controller/engine_controller.h"
-#include "io/config.h"
 #include "main_window.h"
 #include "sys/allocator.h"
 

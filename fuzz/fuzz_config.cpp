@@ -11,8 +11,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "config/config.h"
 #include "fuzz_support.h"
-#include "io/config.h"
 
 using namespace ensemble;
 

@@ -18,11 +18,11 @@
 #include <nlohmann/json.hpp>
 
 #include "active/active_learning.h"
-#include "backend/registry.h"
+#include "config/config.h"
 #include "core/errors.h"
 #include "io/checkpoint.h"
-#include "io/config.h"
 #include "metrics/metrics.h"
+#include "registry/registry.h"
 #include "test_support.h"
 #include "train/trainer.h"
 

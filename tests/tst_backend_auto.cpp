@@ -1,4 +1,4 @@
-// backend.kind=auto (backend/auto_choice.h, backend/registry.h): the cost of a run against
+// backend.kind=auto (backend/auto_choice.h, registry/registry.h): the cost of a run against
 // hand-computed counts, the rule with injected calibrations (the CPU for spirals at K = 1, the
 // GPU for large K), its determinism, the calibration cache (write, read, damaged files), auto
 // without a usable GPU, the decision in an export's metadata and kept by a resumed run,
@@ -12,13 +12,13 @@
 #include <string>
 
 #include "backend/auto_choice.h"
-#include "backend/registry.h"
+#include "config/config.h"
 #include "core/errors.h"
-#include "io/atomic_file.h"
 #include "io/checkpoint.h"
-#include "io/config.h"
 #include "io/model_io.h"
 #include "io/safetensors.h"
+#include "registry/registry.h"
+#include "sys/atomic_file.h"
 #include "test_support.h"
 #include "train/trainer.h"
 

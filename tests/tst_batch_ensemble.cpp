@@ -1,4 +1,4 @@
-// BatchEnsemble (Wen et al. 2020; model/batch_ensemble.h, train/batch_ensemble_backend.h): the
+// BatchEnsemble (Wen et al. 2020; model/batch_ensemble.h, backend/batch_ensemble_backend.h): the
 // chain rule against central finite differences of the members' mean loss (dense and conv
 // layers, own bootstrap batches), the backends' gradient() against their own step, r = s = 1
 // with equal biases equals K copies of one network, one trainer step against the update rule by
@@ -13,6 +13,7 @@
 #include <memory>
 #include <thread>
 
+#include "backend/batch_ensemble_backend.h"
 #include "backend/cpu/cpu_backend.h"
 #include "core/errors.h"
 #include "io/checkpoint.h"
@@ -22,7 +23,6 @@
 #include "method_test_support.h"
 #include "model/batch_ensemble.h"
 #include "optim/update_rules.h"
-#include "train/batch_ensemble_backend.h"
 #include "train/trainer.h"
 
 using namespace ensemble;

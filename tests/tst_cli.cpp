@@ -2,10 +2,10 @@
 // 0 ok, 2 usage/config, 3 bad data or weights file, 4 runtime failure).
 #include <QtTest/QtTest>
 
-#include "backend/registry.h"
-#include "io/config.h"
-#include "io/config_schema.h"
+#include "config/config.h"
+#include "config/config_schema.h"
 #include "io/model_io.h"
+#include "registry/registry.h"
 #include "test_support.h"
 
 using ensemble::test::cliPath;

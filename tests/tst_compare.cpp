@@ -15,14 +15,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "backend/registry.h"
 #include "compare/compare.h"
 #include "compare/peak_memory.h"
+#include "config/config.h"
+#include "config/config_schema.h"
 #include "core/errors.h"
 #include "data/dataset.h"
-#include "io/config.h"
-#include "io/config_schema.h"
 #include "io/model_io.h"
+#include "registry/registry.h"
 #include "shift/shift_report.h"
 #include "test_support.h"
 #include "train/trainer.h"

@@ -5,10 +5,11 @@
 #include <cmath>
 #include <functional>
 
+#include "config/command_line.h"
+#include "config/config.h"
+#include "config/config_schema.h"
+#include "config/kind_tables.h"
 #include "core/errors.h"
-#include "io/config.h"
-#include "io/config_schema.h"
-#include "io/kind_tables.h"
 #include "test_support.h"
 
 using namespace ensemble;
@@ -40,6 +41,8 @@ class TestConfig : public QObject {
     void invalidUtf8InSetIsAConfigError();
     void configTextInMemoryComposesAsItsFile();
     void defaultsAreTheSchemasEveryCall();
+    void trainCommandLineComposesBack_data();
+    void trainCommandLineComposesBack();
 };
 
 void TestConfig::emptyConfigTakesDefaults() {
@@ -280,7 +283,7 @@ void TestConfig::docsTableMatchesTheSchema() {
 }
 
 // docs/configuration.md's dataset and model kind tables are the registries' rows
-// (io/kind_tables.h): a new kind shows up there, or this test prints the table to paste.
+// (config/kind_tables.h): a new kind shows up there, or this test prints the table to paste.
 void TestConfig::docsKindTablesMatchTheRegistries() {
     QFile doc(ensemble::test::sourceDir() + QStringLiteral("/docs/configuration.md"));
     QVERIFY2(doc.open(QIODevice::ReadOnly), qPrintable(doc.fileName()));
@@ -517,6 +520,96 @@ void TestConfig::defaultsAreTheSchemasEveryCall() {
     }
     QVERIFY(findKeySpec("ensemble.member") == nullptr);
     QVERIFY(findKeySpec("") == nullptr);
+}
+
+namespace {
+
+// The words of a command line as a POSIX shell splits them: blanks separate words, single
+// quotes keep everything up to the next single quote, a backslash outside quotes escapes one
+// character (enough for what shellQuoted writes).
+std::vector<std::string> shellWords(const std::string& line) {
+    std::vector<std::string> words;
+    std::string word;
+    bool inWord = false;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+        const char c = line[i];
+        if (c == ' ') {
+            if (inWord) {
+                words.push_back(word);
+            }
+            word.clear();
+            inWord = false;
+        } else if (c == '\'') {
+            const std::size_t close = line.find('\'', i + 1);
+            word += line.substr(i + 1, close - i - 1);
+            i = close;
+            inWord = true;
+        } else if (c == '\\' && i + 1 < line.size()) {
+            word += line[++i];
+            inWord = true;
+        } else {
+            word += c;
+            inWord = true;
+        }
+    }
+    if (inWord) {
+        words.push_back(word);
+    }
+    return words;
+}
+
+}  // namespace
+
+void TestConfig::trainCommandLineComposesBack_data() {
+    QTest::addColumn<QString>("preset");
+    QTest::addColumn<QString>("edits");
+    QTest::newRow("defaults, no edit") << ""
+                                       << "{}";
+    QTest::newRow("spirals, no edit") << "spirals"
+                                      << "{}";
+    QTest::newRow("spirals, edited") << "spirals"
+                                     << R"({"ensemble": {"members": 3, "bootstrap": "poisson"},
+               "optimizer": {"lr": [0.1, 0.01, 0.001]}, "training": {"steps": 123}})";
+    QTest::newRow("a csv path with a quote and a blank")
+        << ""
+        << R"({"dataset": {"kind": "csv", "path": "/tmp/it's here.csv"}})";
+    QTest::newRow("moons, another model")
+        << "moons"
+        << R"({"model": {"hidden": [8, 4], "activation": "tanh"}})";
+}
+
+void TestConfig::trainCommandLineComposesBack() {
+    QFETCH(QString, preset);
+    QFETCH(QString, edits);
+    const json base =
+        preset.isEmpty() ? json::object() : json::parse(presetText(preset.toStdString()));
+    const json config = overlayConfig(base, json::parse(edits.toStdString()), nullptr);
+    const std::string line = trainCommandLine(preset.toStdString(), config);
+    const std::vector<std::string> words = shellWords(line);
+    QVERIFY(words.size() >= 2);
+    QCOMPARE(words[0], std::string("ensemble-cli"));
+    QCOMPARE(words[1], std::string("train"));
+    std::string presetWord;
+    std::vector<std::string> assignments;
+    for (std::size_t i = 2; i + 1 < words.size(); i += 2) {
+        if (words[i] == "--config") {
+            presetWord = words[i + 1];
+        } else {
+            QCOMPARE(words[i], std::string("--set"));
+            assignments.push_back(words[i + 1]);
+        }
+    }
+    QCOMPARE(QString::fromStdString(presetWord), preset);
+    const json composed = composeConfig(presetWord, assignments).json;
+    if (json::parse(edits.toStdString()).value("dataset", json::object()).contains("path")) {
+        // A csv file that does not exist cannot be parsed: compare the composed keys.
+        QCOMPARE(withDefaults(composed), withDefaults(config));
+    } else {
+        QCOMPARE(parseConfig(composed).json, parseConfig(config).json);
+    }
+    if (json::parse(edits.toStdString()).empty()) {
+        QCOMPARE(assignments.size(), std::size_t(0));
+    }
 }
 
 QTEST_APPLESS_MAIN(TestConfig)

@@ -12,8 +12,8 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend_test_problem.h"
+#include "config/config.h"
 #include "core/errors.h"
-#include "io/config.h"
 #include "io/model_io.h"
 #include "io/safetensors.h"
 #include "model/feature_maps.h"

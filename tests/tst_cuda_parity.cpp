@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/batch_ensemble_backend.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend_test_problem.h"
@@ -24,7 +25,6 @@
 #include "metrics/metrics.h"
 #include "model/batch_ensemble.h"
 #include "model/mlp.h"
-#include "train/batch_ensemble_backend.h"
 
 using namespace ensemble;
 using ensemble::test::gridPoints;
@@ -571,7 +571,7 @@ void TestCudaParity::batchEnsembleParityWithCpu_data() {
     QTest::newRow("cnn poisson sgd") << true;
 }
 
-// batchensemble (train/batch_ensemble_backend.h) on each backend: the members' gradients
+// batchensemble (backend/batch_ensemble_backend.h) on each backend: the members' gradients
 // (Backend::gradient) of the CUDA backend against the CPU's at the same parameters, then 30
 // steps of the shared and fast weights trained on each.
 void TestCudaParity::batchEnsembleParityWithCpu() {

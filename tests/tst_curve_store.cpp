@@ -11,10 +11,10 @@
 #include <random>
 #include <vector>
 
-#include "controller/curve_store.h"
+#include "metrics/curve_store.h"
 
-using ensemble::ui::CurvePoint;
-using ensemble::ui::CurveStore;
+using ensemble::CurvePoint;
+using ensemble::CurveStore;
 
 namespace {
 

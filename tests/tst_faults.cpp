@@ -22,8 +22,8 @@
 #include <thread>
 
 #include "core/errors.h"
-#include "io/atomic_file.h"
 #include "io/model_io.h"
+#include "sys/atomic_file.h"
 #include "test_support.h"
 
 using ensemble::test::cliPath;

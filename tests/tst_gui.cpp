@@ -23,13 +23,13 @@
 #include <cmath>
 #include <memory>
 
-#include "backend/registry.h"
+#include "config/config.h"
+#include "config/config_schema.h"
 #include "gui_test_support.h"
-#include "io/config.h"
-#include "io/config_schema.h"
 #include "io/model_io.h"
 #include "main_window.h"
 #include "panels/experiment_panel.h"
+#include "registry/registry.h"
 #include "test_support.h"
 #include "views/boundary_view.h"
 #include "views/curves_view.h"

@@ -22,11 +22,11 @@
 #include <numeric>
 
 #include "active/active_learning.h"
+#include "config/config.h"
 #include "controller/active_job.h"
 #include "data/dataset.h"
 #include "gui_test_support.h"
 #include "io/checkpoint.h"
-#include "io/config.h"
 #include "main_window.h"
 #include "metrics/grid.h"
 #include "render/colormap.h"

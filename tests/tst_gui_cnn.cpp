@@ -17,9 +17,9 @@
 #include <set>
 #include <string>
 
+#include "config/config.h"
 #include "controller/engine_controller.h"
 #include "gui_test_support.h"
-#include "io/config.h"
 #include "main_window.h"
 #include "model/architecture.h"
 #include "panels/experiment_panel.h"

@@ -9,13 +9,13 @@
 #include <memory>
 #include <utility>
 
-#include "backend/registry.h"
+#include "config/config.h"
 #include "controller/engine_controller.h"
 #include "core/errors.h"
 #include "gui_test_support.h"
 #include "help_text.h"
-#include "io/config.h"
 #include "io/model_io.h"
+#include "registry/registry.h"
 #include "test_support.h"
 
 using ensemble::test::engineIdle;

@@ -11,9 +11,9 @@
 
 #include <algorithm>
 
+#include "config/config.h"
 #include "controller/learning_curves.h"
 #include "gui_test_support.h"
-#include "io/config.h"
 #include "views/curves_view.h"
 #include "widgets/speed_control.h"
 

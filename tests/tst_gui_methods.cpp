@@ -23,10 +23,10 @@
 #include <string>
 
 #include "compare/compare.h"
+#include "config/config.h"
 #include "controller/methods_job.h"
 #include "controller/snapshot_builder.h"
 #include "gui_test_support.h"
-#include "io/config.h"
 #include "main_window.h"
 #include "test_support.h"
 #include "view_table.h"

@@ -74,9 +74,9 @@
 #endif
 #endif
 
+#include "config/config.h"
 #include "controller/engine_worker.h"
 #include "gui_test_support.h"
-#include "io/config.h"
 #include "main_window.h"
 #include "panels/experiment_panel.h"
 #include "sys/allocator.h"

@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <string>
 
-#include "io/config.h"
-#include "io/config_schema.h"
+#include "config/config.h"
+#include "config/config_schema.h"
 #include "panels/experiment_panel.h"
 #include "panels/panel_kinds.h"
 

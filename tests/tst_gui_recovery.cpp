@@ -27,8 +27,8 @@
 #include <optional>
 #include <random>
 
+#include "config/config.h"
 #include "gui_test_support.h"
-#include "io/config.h"
 #include "io/safetensors.h"
 #include "recovery.h"
 #include "render/plot_helpers.h"

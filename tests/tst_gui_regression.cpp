@@ -12,8 +12,8 @@
 #include <cmath>
 #include <memory>
 
+#include "config/config.h"
 #include "gui_test_support.h"
-#include "io/config.h"
 #include "main_window.h"
 #include "panels/experiment_panel.h"
 #include "views/boundary_view.h"

@@ -20,8 +20,8 @@
 
 #include "action_reason.h"
 #include "backend/cpu/cpu_backend.h"
+#include "config/config.h"
 #include "gui_test_support.h"
-#include "io/config.h"
 #include "io/model_io.h"
 #include "main_window.h"
 #include "panels/experiment_panel.h"

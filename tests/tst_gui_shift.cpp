@@ -19,9 +19,9 @@
 #include <cmath>
 #include <memory>
 
+#include "config/config.h"
 #include "data/dataset.h"
 #include "gui_test_support.h"
-#include "io/config.h"
 #include "io/model_io.h"
 #include "main_window.h"
 #include "shift/shift_report.h"

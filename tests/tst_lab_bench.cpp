@@ -29,8 +29,8 @@
 #include <set>
 
 #include "action_reason.h"
+#include "config/config.h"
 #include "gui_test_support.h"
-#include "io/config.h"
 #include "main_window.h"
 #include "panels/experiment_panel.h"
 #include "render/plot_helpers.h"

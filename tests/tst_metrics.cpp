@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
-#include "backend/registry.h"
 #include "core/errors.h"
 #include "math/philox.h"
 #include "metrics/grid.h"
@@ -24,6 +23,7 @@
 #include "metrics/regression.h"
 #include "metrics/report.h"
 #include "metrics/temperature.h"
+#include "registry/registry.h"
 #include "test_support.h"
 #include "train/trainer_report.h"
 

@@ -6,9 +6,9 @@
 
 #include <cstdio>
 
-#include "backend/registry.h"
-#include "io/config.h"
+#include "config/config.h"
 #include "io/model_io.h"
+#include "registry/registry.h"
 #include "test_support.h"
 #include "train/trainer.h"
 

@@ -29,9 +29,9 @@
 
 #include <memory>
 
+#include "config/config.h"
 #include "controller/engine_controller.h"
 #include "gui_test_support.h"
-#include "io/config.h"
 #include "main_window.h"
 #include "panels/experiment_panel.h"
 #include "render/text_fit.h"

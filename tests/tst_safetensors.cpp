@@ -15,9 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
-#include "io/atomic_file.h"
 #include "io/model_io.h"
 #include "io/safetensors.h"
+#include "sys/atomic_file.h"
 #include "test_support.h"
 
 using namespace ensemble;

@@ -12,11 +12,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "backend/registry.h"
+#include "config/config.h"
 #include "core/errors.h"
-#include "io/config.h"
 #include "io/model_io.h"
 #include "metrics/report.h"
+#include "registry/registry.h"
 #include "shift/shift_report.h"
 #include "shift/transforms.h"
 #include "test_support.h"

@@ -21,12 +21,12 @@
 #include <QStyle>
 
 #include "action_reason.h"
+#include "config/config.h"
 #include "file_kinds.h"
-#include "io/atomic_file.h"
-#include "io/config.h"
 #include "job_files.h"
 #include "panels/experiment_panel.h"
 #include "run_session.h"
+#include "sys/atomic_file.h"
 #include "view_tabs.h"
 #include "views/shift_view.h"
 

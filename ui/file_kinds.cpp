@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <string>
 
-#include "io/config_schema.h"
+#include "config/config_schema.h"
 
 namespace ensemble::ui {
 

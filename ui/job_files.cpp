@@ -2,9 +2,9 @@
 
 #include <sstream>
 
+#include "config/config.h"
+#include "config/config_schema.h"
 #include "core/errors.h"
-#include "io/config.h"
-#include "io/config_schema.h"
 
 namespace ensemble::ui {
 

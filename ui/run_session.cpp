@@ -8,9 +8,10 @@
 #include <QWidget>
 
 #include "action_reason.h"
+#include "config/command_line.h"
+#include "config/config.h"
 #include "core/errors.h"
 #include "data_kinds.h"
-#include "io/config.h"
 #include "panels/experiment_panel.h"
 #include "sys/script_hints.h"
 
@@ -372,32 +373,8 @@ nlohmann::json RunSession::experimentToSave() const {
 QString RunSession::commandLine() const {
     // The preset the experiment started from (else the defaults), then one --set per key that
     // differs from it: the schedule of live edits and the steps trained included.
-    const QString preset = m_panel->presetName();
-    const nlohmann::json base = preset.isEmpty()
-                                    ? nlohmann::json::object()
-                                    : nlohmann::json::parse(presetText(preset.toStdString()));
-    const nlohmann::json config = experimentToSave();
-    // Single quotes keep JSON as it is; a single quote inside becomes '\''.
-    auto quoted = [](const std::string& text) {
-        std::string out = "'";
-        for (char c : text) {
-            out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-        }
-        return QString::fromStdString(out + "'");
-    };
-    QStringList parts{QStringLiteral("ensemble-cli train")};
-    if (!preset.isEmpty()) {
-        parts << QStringLiteral("--config %1").arg(preset);
-    }
-    for (const std::string& key : changedKeys(base, config)) {
-        const KeySpec& spec = keySpec(key);
-        if (!config[spec.section()].contains(spec.name())) {
-            continue;  // a key that does not apply here: nothing to set
-        }
-        parts << QStringLiteral("--set %1")
-                     .arg(quoted(key + "=" + config[spec.section()][spec.name()].dump()));
-    }
-    return parts.join(QLatin1Char(' '));
+    return QString::fromStdString(
+        trainCommandLine(m_panel->presetName().toStdString(), experimentToSave()));
 }
 
 void RunSession::updateActions() {

@@ -20,8 +20,8 @@
 #include "cli/interrupt.h"
 #include "core/errors.h"
 #include "data/dataset.h"
-#include "io/atomic_file.h"
 #include "metrics/report.h"
+#include "sys/atomic_file.h"
 
 namespace ensemble::cli {
 namespace {

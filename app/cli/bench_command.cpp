@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "backend/registry.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
-#include "io/atomic_file.h"
+#include "registry/registry.h"
+#include "sys/atomic_file.h"
 #include "train/trainer.h"
 
 namespace ensemble::cli {

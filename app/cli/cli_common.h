@@ -13,9 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/config.h"
 #include "core/exit_codes.h"
 #include "dist/collective.h"
-#include "io/config.h"
 
 namespace ensemble {
 class Trainer;

@@ -15,8 +15,8 @@
 #include "cli/interrupt.h"
 #include "compare/compare.h"
 #include "core/errors.h"
-#include "io/atomic_file.h"
 #include "metrics/report.h"
+#include "sys/atomic_file.h"
 
 namespace ensemble::cli {
 namespace {

@@ -12,15 +12,15 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "cli/ood_sets.h"
+#include "config/config.h"
+#include "config/config_schema.h"
 #include "core/errors.h"
 #include "data/dataset.h"
-#include "io/atomic_file.h"
-#include "io/config.h"
-#include "io/config_schema.h"
 #include "io/model_io.h"
 #include "metrics/metrics.h"
 #include "metrics/ood.h"
 #include "metrics/report.h"
+#include "sys/atomic_file.h"
 
 namespace ensemble::cli {
 

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <thread>
 
-#include "io/atomic_file.h"
+#include "sys/atomic_file.h"
 
 namespace ensemble::cli {
 

@@ -4,7 +4,7 @@
 // and taken by one thread of their own (sigwait), so what happens on one is ordinary code, not
 // a signal handler:
 //  - by default the process ends at once: the temporary file of any write in flight is removed
-//    (io/atomic_file.h: nothing half-written stays), one line says so on stderr, and the exit
+//    (sys/atomic_file.h: nothing half-written stays), one line says so on stderr, and the exit
 //    code is 128 + the signal (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP);
 //  - inside a StopOnInterrupt scope (train, around the training loop and the writes after it) a
 //    signal only sets stopRequested(), which Trainer::run polls at each step boundary; the

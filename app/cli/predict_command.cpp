@@ -9,9 +9,9 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "data/dataset.h"
-#include "io/atomic_file.h"
 #include "io/model_io.h"
 #include "metrics/regression.h"
+#include "sys/atomic_file.h"
 
 namespace ensemble::cli {
 

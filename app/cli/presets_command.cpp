@@ -6,7 +6,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
-#include "io/config.h"
+#include "config/config.h"
 
 namespace ensemble::cli {
 

@@ -4,8 +4,8 @@
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "config/config_schema.h"
 #include "core/errors.h"
-#include "io/config_schema.h"
 
 namespace ensemble::cli {
 

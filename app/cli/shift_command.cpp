@@ -11,9 +11,9 @@
 #include "cli/interrupt.h"
 #include "core/errors.h"
 #include "data/dataset.h"
-#include "io/atomic_file.h"
 #include "io/model_io.h"
 #include "shift/shift_report.h"
+#include "sys/atomic_file.h"
 
 namespace ensemble::cli {
 namespace {

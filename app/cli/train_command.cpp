@@ -13,17 +13,17 @@
 #include <string>
 #include <vector>
 
-#include "backend/registry.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "cli/interrupt.h"
 #include "core/errors.h"
-#include "io/atomic_file.h"
 #include "io/checkpoint.h"
 #include "io/export_formats.h"
 #include "io/model_io.h"
 #include "metrics/regression.h"
 #include "model/ensemble_methods.h"
+#include "registry/registry.h"
+#include "sys/atomic_file.h"
 #include "train/trainer.h"
 #include "train/trainer_report.h"
 

@@ -43,9 +43,9 @@
 #include <vector>
 
 #include "compare/compare.h"
+#include "config/config.h"
 #include "core/errors.h"
 #include "core/exit_codes.h"
-#include "io/config.h"
 #include "main_window.h"
 #include "panels/experiment_panel.h"
 #include "recovery.h"

@@ -14,11 +14,11 @@
 #include <stdexcept>
 #include <utility>
 
-#include "backend/registry.h"
 #include "core/errors.h"
 #include "core/unreachable.h"
 #include "math/philox.h"
 #include "metrics/metrics.h"
+#include "registry/registry.h"
 #include "train/trainer.h"
 
 namespace ensemble {

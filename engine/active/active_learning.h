@@ -20,10 +20,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "active/active_config.h"
+#include "config/active_config.h"
+#include "config/config.h"
 #include "core/named_enum.h"
 #include "data/dataset.h"
-#include "io/config.h"
 #include "metrics/types.h"
 
 namespace ensemble {

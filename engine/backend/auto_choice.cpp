@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "core/errors.h"
-#include "io/atomic_file.h"
 #include "model/mlp.h"
 #include "optim/update_rules.h"
+#include "sys/atomic_file.h"
 
 namespace ensemble {
 

@@ -20,7 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
-#include "io/config_schema.h"
+#include "config/config_schema.h"
 #include "model/architecture.h"
 
 namespace ensemble {

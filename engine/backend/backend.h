@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "math/activations.h"
+#include "math/likelihood.h"
 #include "math/uncertainty.h"
-#include "model/likelihood.h"
 #include "model/mlp.h"
 #include "optim/update_rules.h"
 #include "sampling/batch_plan.h"
@@ -38,7 +38,7 @@ struct TrainingProblem {
     const float* trainX = nullptr;    // rows x inputs, normalised; null for predict-only use
     const int32_t* trainY = nullptr;  // rows; categorical only
     int64_t trainRows = 0;
-    // The head (model/likelihood.h); regression heads read trainTargets (rows, standardised)
+    // The head (math/likelihood.h); regression heads read trainTargets (rows, standardised)
     // instead of trainY.
     Likelihood likelihood = Likelihood::Categorical;
     const float* trainTargets = nullptr;
@@ -152,7 +152,7 @@ class Backend {
     // loss (losses[k], as step() writes it) is not finite. With a data shard they are the sums
     // over the replicas, the same on every replica. The parameters, the optimizer state and the
     // update count do not change. BatchEnsemble's chain rule needs them
-    // (train/batch_ensemble_backend.h); backends that cannot give them throw std::logic_error.
+    // (backend/batch_ensemble_backend.h); backends that cannot give them throw std::logic_error.
     virtual void gradient(uint64_t step, const uint8_t* active, float* grads, float* losses) {
         (void)step;
         (void)active;
@@ -181,5 +181,13 @@ class Backend {
         return false;
     }
 };
+
+// The CPU backend with `threads` OpenMP threads (0: all cores), for code above the backends
+// that needs one without choosing by config (a loaded ensemble's prediction); the registry
+// (registry/registry.h) makes the backend a config asks for.
+std::unique_ptr<Backend> makeCpuBackend(int threads = 0);
+// Bytes the CPU backend's bind() allocates for convolutional members of `layout` at `batch`
+// examples per step on `threads` threads (the trainer's memory estimate before a run).
+std::size_t cpuConvWorkspaceBytes(const ParamLayout& layout, int batch, int threads);
 
 }  // namespace ensemble

@@ -9,16 +9,16 @@
 #include <sstream>
 #include <utility>
 
-#include "backend/registry.h"
 #include "compare/peak_memory.h"
+#include "config/config_schema.h"
 #include "core/errors.h"
 #include "data/dataset.h"
-#include "io/config_schema.h"
 #include "io/model_io.h"
 #include "io/safetensors.h"
 #include "metrics/metrics.h"
 #include "metrics/ood.h"
 #include "metrics/report.h"
+#include "registry/registry.h"
 #include "train/trainer.h"
 #include "train/trainer_report.h"
 

@@ -44,7 +44,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "io/config.h"
+#include "config/config.h"
 #include "metrics/grid.h"
 #include "model/ensemble_methods.h"
 #include "shift/transforms.h"

@@ -5,7 +5,7 @@
 // outside the enum (a bad cast, corrupt memory) stops here instead of running some other kind's
 // code.
 
-#include "math/hd.h"
+#include "core/host_device.h"
 
 #if !defined(__CUDA_ARCH__)
 #include <cstdio>

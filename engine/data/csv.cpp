@@ -13,7 +13,7 @@
 
 #include "core/errors.h"
 #include "data/dataset.h"
-#include "io/atomic_file.h"
+#include "sys/atomic_file.h"
 
 namespace ensemble {
 namespace {

@@ -5,7 +5,8 @@
 #include <string_view>
 #include <vector>
 
-#include "io/config.h"
+#include "core/shape.h"
+#include "data/dataset_config.h"
 
 namespace ensemble {
 

@@ -5,10 +5,10 @@
 #include <cstring>
 #include <limits>
 
+#include "config/config.h"
+#include "config/config_schema.h"
 #include "core/errors.h"
 #include "core/unreachable.h"
-#include "io/config.h"
-#include "io/config_schema.h"
 #include "model/ensemble_methods.h"
 #include "model/trained_tensors.h"
 #include "train/trainer_report.h"

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
-#include "io/atomic_file.h"
+#include "sys/atomic_file.h"
 
 namespace ensemble {
 

@@ -23,10 +23,10 @@
 #include <vector>
 
 #include "core/errors.h"
-#include "io/atomic_file.h"
+#include "math/likelihood.h"
 #include "math/loss.h"
 #include "model/dropout_masks.h"
-#include "model/likelihood.h"
+#include "sys/atomic_file.h"
 
 #ifndef ENSEMBLE_VERSION
 #define ENSEMBLE_VERSION "unknown"

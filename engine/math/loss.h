@@ -5,7 +5,7 @@
 
 #include "math/hd.h"
 #include "math/lane.h"
-#include "model/likelihood.h"
+#include "math/likelihood.h"
 
 namespace ensemble {
 
@@ -73,7 +73,7 @@ ENSEMBLE_HD inline T softmaxCrossEntropy(const T* logits, int classes, int label
         weight * scale, [dLogits](int c, T g) { dLogits[c] = g; });
 }
 
-// --- regression heads (model/likelihood.h) ----------------------------------------------------
+// --- regression heads (math/likelihood.h) ----------------------------------------------------
 
 // The variance floor of the gaussian head: sigma^2 = softplus(raw) + kMinVariance.
 constexpr double kMinVariance = 1e-6;

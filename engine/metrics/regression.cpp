@@ -9,8 +9,8 @@
 #include <system_error>
 
 #include "core/errors.h"
-#include "io/atomic_file.h"
 #include "metrics/report.h"
+#include "sys/atomic_file.h"
 
 namespace ensemble {
 

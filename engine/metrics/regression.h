@@ -30,8 +30,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "math/likelihood.h"
 #include "metrics/types.h"
-#include "model/likelihood.h"
 
 namespace ensemble {
 

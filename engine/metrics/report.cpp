@@ -7,8 +7,8 @@
 #include <system_error>
 
 #include "core/errors.h"
-#include "io/atomic_file.h"
 #include "metrics/metrics_detail.h"
+#include "sys/atomic_file.h"
 
 namespace ensemble {
 

@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "core/errors.h"
-#include "io/config_schema.h"
+#include "core/json_message.h"
 
 namespace ensemble {
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/named_enum.h"
+#include "core/shape.h"
 
 namespace ensemble {
 
@@ -67,15 +68,6 @@ std::vector<LayerSpec> recipeLayers();
 // value out of range or an unknown field.
 std::vector<LayerSpec> parseLayers(const nlohmann::json& value, const std::string& key);
 nlohmann::json layersToJson(const std::vector<LayerSpec>& layers);
-
-struct Shape {
-    int channels = 0;
-    int height = 0;
-    int width = 0;
-    int64_t size() const { return int64_t{channels} * height * width; }
-    int64_t plane() const { return int64_t{height} * width; }
-    bool operator==(const Shape&) const = default;
-};
 
 // A layer with its shapes resolved.
 struct StackLayer {

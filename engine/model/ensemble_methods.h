@@ -48,7 +48,7 @@ struct EnsembleMethodInfo {
     bool oneOptimizer;
     // BatchEnsemble's parameterisation (model/batch_ensemble.h): the backend trains one shared
     // weight per layer and each member's rank-1 fast weights and bias; the members derive from
-    // those (train/batch_ensemble_backend.h), and the files store them, not K networks.
+    // those (backend/batch_ensemble_backend.h), and the files store them, not K networks.
     bool fastWeights;
 };
 

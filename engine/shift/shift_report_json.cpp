@@ -5,9 +5,9 @@
 #include <string>
 
 #include "core/errors.h"
-#include "io/atomic_file.h"
 #include "metrics/report.h"
 #include "shift/shift_report.h"
+#include "sys/atomic_file.h"
 
 namespace ensemble {
 namespace {

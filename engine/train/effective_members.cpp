@@ -117,7 +117,7 @@ int SnapshotCycles::endedAfter(int64_t stepsDone) const {
 namespace {
 
 // BatchEnsemble: every member follows the shared and fast weights (the trainer's backend trains
-// them, train/batch_ensemble_backend.h); member k is their expansion (model/batch_ensemble.h).
+// them, backend/batch_ensemble_backend.h); member k is their expansion (model/batch_ensemble.h).
 class BatchEnsembleMembers final : public EffectiveMembers {
   public:
     double lrFactor(int64_t) const override { return 1.0; }

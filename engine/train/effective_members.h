@@ -15,7 +15,7 @@
 #include <memory>
 #include <vector>
 
-#include "io/config.h"
+#include "config/config.h"
 #include "model/mlp.h"
 
 namespace ensemble {

@@ -15,13 +15,12 @@
 
 #include <omp.h>
 
-#include "backend/cpu/conv_net.h"
+#include "backend/batch_ensemble_backend.h"
 #include "core/errors.h"
 #include "core/unreachable.h"
 #include "metrics/metrics.h"
 #include "metrics/regression.h"
 #include "model/batch_ensemble.h"
-#include "train/batch_ensemble_backend.h"
 
 namespace ensemble {
 
@@ -96,7 +95,7 @@ std::size_t estimateRunBytes(const ExperimentConfig& config, int64_t trainRows, 
         // Conv workspaces are a few MB per thread: count the threads this machine has.
         const int cores = std::max(
             1, config.backend.threads > 0 ? config.backend.threads : omp_get_max_threads());
-        bytes += ConvNetCpu::workspaceBytes(layout, config.training.batchSize, cores);
+        bytes += cpuConvWorkspaceBytes(layout, config.training.batchSize, cores);
         bytes += k * static_cast<std::size_t>(config.training.batchSize) * features * f;
     }
     bytes += k *

@@ -9,9 +9,9 @@
 
 #include "backend/auto_choice.h"
 #include "backend/backend.h"
+#include "config/config.h"
 #include "data/dataset.h"
 #include "dist/collective.h"
-#include "io/config.h"
 #include "metrics/types.h"
 #include "model/mlp.h"
 #include "train/effective_members.h"

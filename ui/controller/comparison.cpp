@@ -6,11 +6,11 @@
 #include <algorithm>
 #include <exception>
 
+#include "config/config.h"
+#include "config/config_schema.h"
 #include "controller/snapshot_builder.h"
 #include "core/errors.h"
 #include "data/dataset.h"
-#include "io/config.h"
-#include "io/config_schema.h"
 #include "io/model_io.h"
 
 namespace ensemble::ui {

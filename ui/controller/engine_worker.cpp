@@ -17,12 +17,12 @@
 #include <limits>
 #include <sstream>
 
-#include "backend/registry.h"
 #include "controller/run_description.h"
 #include "controller/run_files.h"
 #include "core/errors.h"
 #include "metrics/grid.h"
 #include "model/ensemble_methods.h"
+#include "registry/registry.h"
 
 namespace ensemble::ui {
 

@@ -21,8 +21,8 @@
 #include <nlohmann/json.hpp>
 
 #include "compare/compare.h"
+#include "config/config.h"
 #include "controller/snapshot.h"
-#include "io/config.h"
 
 namespace ensemble::ui {
 

@@ -5,10 +5,10 @@
 #include <cmath>
 #include <exception>
 
-#include "io/atomic_file.h"
 #include "io/checkpoint.h"
 #include "io/model_io.h"
 #include "metrics/report.h"
+#include "sys/atomic_file.h"
 #include "train/trainer_report.h"
 
 namespace ensemble::ui {

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "config/config.h"
 #include "data/dataset.h"
-#include "io/config.h"
 #include "metrics/grid.h"
 #include "metrics/metrics.h"
 #include "metrics/regression.h"

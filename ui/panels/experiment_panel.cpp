@@ -16,12 +16,12 @@
 
 #include <algorithm>
 
-#include "backend/registry.h"
+#include "config/config.h"
 #include "core/errors.h"
-#include "io/config.h"
 #include "panels/field_input.h"
 #include "panels/form_binding.h"
 #include "panels/panel_kinds.h"
+#include "registry/registry.h"
 
 namespace ensemble::ui {
 

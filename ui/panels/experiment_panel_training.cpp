@@ -13,9 +13,9 @@
 
 #include <algorithm>
 
-#include "backend/registry.h"
 #include "panels/experiment_panel.h"
 #include "panels/form_binding.h"
+#include "registry/registry.h"
 
 namespace ensemble::ui {
 

@@ -18,7 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "io/config_schema.h"
+#include "config/config_schema.h"
 
 class QComboBox;
 class QDoubleSpinBox;

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "io/config_schema.h"
+#include "config/config_schema.h"
 
 namespace ensemble::ui {
 

@@ -22,7 +22,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "io/config_schema.h"
+#include "config/config_schema.h"
 #include "render/chart_axes.h"
 #include "render/plot_helpers.h"
 #include "render/text_fit.h"

@@ -14,8 +14,8 @@
 #include <memory>
 #include <vector>
 
-#include "controller/curve_store.h"
 #include "controller/snapshot.h"
+#include "metrics/curve_store.h"
 
 class QCheckBox;
 class QComboBox;

@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "io/config_schema.h"
+#include "config/config_schema.h"
 #include "render/colormap.h"
 #include "render/text_fit.h"
 #include "views/images_view.h"

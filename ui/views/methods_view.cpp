@@ -19,8 +19,8 @@
 #include <cmath>
 #include <exception>
 
-#include "io/atomic_file.h"
 #include "render/plot_helpers.h"
+#include "sys/atomic_file.h"
 #include "views/methods_maps.h"
 #include "widgets/elided_label.h"
 #include "widgets/wrapping_label.h"

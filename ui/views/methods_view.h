@@ -69,7 +69,7 @@ class MethodsView : public QWidget {
     // The table as text: a header row (with units) and a row per method in the order shown,
     // fields separated by `separator` (a tab for Copy).
     QString tableText(QChar separator) const;
-    // Writes the report to `path` atomically (io/atomic_file.h): compareReportJson as JSON, or
+    // Writes the report to `path` atomically (sys/atomic_file.h): compareReportJson as JSON, or
     // compareCsv when the name ends in .csv. False with `error` set when there is no result or
     // the file cannot be written (nothing is left behind).
     bool saveReport(const QString& path, QString* error) const;

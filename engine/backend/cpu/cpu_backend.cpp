@@ -537,4 +537,12 @@ void CpuBackend::predictLogProbs(const float* x, int64_t rows, float* out) {
     }
 }
 
+std::unique_ptr<Backend> makeCpuBackend(int threads) {
+    return std::make_unique<CpuBackend>(threads);
+}
+
+std::size_t cpuConvWorkspaceBytes(const ParamLayout& layout, int batch, int threads) {
+    return ConvNetCpu::workspaceBytes(layout, batch, threads);
+}
+
 }  // namespace ensemble

@@ -1,5 +1,9 @@
 #pragma once
 
+// The CPU backend: the Backend interface over the MLP kernels (fast_mlp.h) and the conv path
+// (conv_net.h). Kept whole because it is one dispatch: each call picks the kernel family for
+// the bound problem and spreads the members over OpenMP threads the same way.
+
 #include <memory>
 #include <vector>
 

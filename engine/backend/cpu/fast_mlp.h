@@ -21,7 +21,7 @@
 
 #include "math/activations.h"
 #include "math/dropout.h"
-#include "model/likelihood.h"
+#include "math/likelihood.h"
 #include "model/mlp.h"
 #include "optim/update_rules.h"
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "backend/backend.h"
-#include "io/config_schema.h"
+#include "config/config_schema.h"
 
 namespace ensemble {
 

@@ -23,7 +23,7 @@
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/step_program.h"
 #include "backend/cuda/uncertainty_kernels.cuh"
-#include "io/config_schema.h"
+#include "config/config_schema.h"
 
 namespace ensemble::gpu {
 

@@ -20,8 +20,8 @@
 #include "math/activations.h"
 #include "math/dropout.h"
 #include "math/hd.h"
+#include "math/likelihood.h"
 #include "math/loss.h"
-#include "model/likelihood.h"
 #include "optim/update_rules.h"
 #include "sampling/batch_plan.h"
 

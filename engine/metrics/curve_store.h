@@ -16,7 +16,7 @@
 #include <deque>
 #include <vector>
 
-namespace ensemble::ui {
+namespace ensemble {
 
 struct CurvePoint {
     int64_t step = 0;
@@ -70,4 +70,4 @@ class CurveStore {
     std::deque<CurvePoint> m_latest;
 };
 
-}  // namespace ensemble::ui
+}  // namespace ensemble

@@ -1,4 +1,4 @@
-#include "io/kind_tables.h"
+#include "config/kind_tables.h"
 #include "core/unreachable.h"
 
 #include "data/dataset_kinds.h"

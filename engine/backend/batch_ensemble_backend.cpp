@@ -1,4 +1,4 @@
-#include "train/batch_ensemble_backend.h"
+#include "backend/batch_ensemble_backend.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,10 +1,10 @@
-#include "controller/curve_store.h"
+#include "metrics/curve_store.h"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 
-namespace ensemble::ui {
+namespace ensemble {
 
 void CurveStore::Bucket::add(const CurvePoint& p) {
     if (count == 0) {
@@ -158,4 +158,4 @@ std::vector<CurvePoint> CurveStore::points(int64_t from, int64_t to, int maxPoin
     return out;
 }
 
-}  // namespace ensemble::ui
+}  // namespace ensemble

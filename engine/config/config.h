@@ -7,9 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "active/active_config.h"
+#include "config/active_config.h"
+#include "config/config_schema.h"
+#include "data/dataset_config.h"
 #include "data/dataset_kinds.h"
-#include "io/config_schema.h"
 #include "model/architecture.h"
 #include "model/ensemble_methods.h"
 #include "model/model_kinds.h"
@@ -17,25 +18,8 @@
 namespace ensemble {
 
 // The fields of a parsed config, named after their JSON keys. Their defaults, ranges and
-// meanings live in one place, the schema (io/config_schema.h); the fields have no initialisers
+// meanings live in one place, the schema (config/config_schema.h); the fields have no initialisers
 // of their own, so a config that did not come from parseConfig() is visibly unset.
-
-struct DatasetConfig {
-    DatasetKind kind = DatasetKind::Spirals;
-    int64_t n = 0;
-    double noise = 0.0;
-    double rotations = 0.0;
-    int classes = 0;
-    double testFraction = 0.0;
-    uint64_t seed = 0;
-    std::string path;
-    std::string testPath;
-    int64_t limit = 0;
-    int features = 0;                          // linear: d
-    DataTask task = DataTask::Classification;  // csv: dataset.task; else the kind's own task
-    std::string target;                        // regression csv: the target column
-    bool regression() const { return task == DataTask::Regression; }
-};
 
 // The shape the image datasets (mnist, fashion-mnist) give a cnn: [1, 28, 28].
 inline constexpr Shape kImageInput{1, 28, 28};
@@ -144,7 +128,7 @@ nlohmann::json defaultConfigJson();
 // Missing keys that apply take their defaults.
 ExperimentConfig parseConfig(const nlohmann::json& json);
 
-// What ensemble.method asks of the rest (io/method_config.cpp, from the method's row in
+// What ensemble.method asks of the rest (config/method_config.cpp, from the method's row in
 // model/ensemble_methods.h): a one-network method refuses per-member optimizer values,
 // bootstrap modes and (when it owns the learning rate) schedule entries of optimizer.lr; a
 // method whose members share their training refuses an ensemble axis in backend.mesh.

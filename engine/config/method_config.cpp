@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "config/config.h"
 #include "core/errors.h"
-#include "io/config.h"
 
 namespace ensemble {
 

@@ -1,4 +1,4 @@
-#include "backend/registry.h"
+#include "registry/registry.h"
 
 #include <optional>
 #include <stdexcept>
@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "config/config.h"
 #include "core/errors.h"
 #include "dist/collective.h"
-#include "io/config.h"
 #include "train/trainer.h"
 
 #if defined(ENSEMBLE_HAVE_CUDA)

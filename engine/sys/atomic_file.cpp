@@ -1,4 +1,4 @@
-#include "io/atomic_file.h"
+#include "sys/atomic_file.h"
 
 #include <fcntl.h>
 #include <limits.h>

@@ -13,9 +13,10 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
+#include "core/json_message.h"
 #include "core/named_enum.h"
 #include "math/activations.h"
-#include "model/likelihood.h"
+#include "math/likelihood.h"
 #include "optim/update_rules.h"
 #include "sampling/batch_plan.h"
 
@@ -125,10 +126,6 @@ struct KeySpec {
 // active).
 const std::vector<KeySpec>& configSchema();
 const std::vector<std::string>& configSections();
-// A JSON value as text for a message. A string from `--set` is taken as given, so it may be
-// invalid UTF-8, where dump() would throw json's type_error instead of our ConfigError: such
-// bytes are shown as U+FFFD.
-std::string jsonForMessage(const nlohmann::json& value);
 
 // The row of a dotted key, or null when the schema has none (a person's typo).
 const KeySpec* findKeySpec(std::string_view key);

@@ -1,7 +1,7 @@
 #pragma once
 
 // The `active` config section's kinds and values (active/active_learning.h runs the loop). Kept
-// apart from the loop so that io/config.h can hold ExperimentConfig::active without reaching
+// apart from the loop so that config/config.h can hold ExperimentConfig::active without reaching
 // the trainer: this header needs nothing but the enum tables.
 
 #include <cstdint>
@@ -50,7 +50,7 @@ struct EnumNames<ActiveRetrain> {
 };
 
 // The `active` config section, parsed (ExperimentConfig::active). The defaults are the schema's
-// (io/config_schema.cpp), repeated here so a config not read by parseConfig (a regression run,
+// (config/config_schema.cpp), repeated here so a config not read by parseConfig (a regression run,
 // whose configs refuse the section) still holds sensible values.
 struct ActiveConfig {
     int initial = 20;     // active.initial: labelled rows at the start
