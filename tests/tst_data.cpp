@@ -24,6 +24,8 @@
 
 #include <Eigen/Dense>
 
+#include "config/config.h"
+#include "config/config_schema.h"
 #include "core/errors.h"
 #include "data/dataset.h"
 #include "sys/script_hints.h"

@@ -85,8 +85,8 @@ class TestGuiLongRun : public QObject {
         const auto& test = s->curves->curve(-1, CurveSplit::Test, CurveFigure::Loss);
         QCOMPARE(test.appended(), kSteps + 1);
         // ... the stores hold a bounded number of them ...
-        QVERIFY(test.bucketCount() <= ensemble::ui::CurveStore::kDefaultCapacity);
-        QVERIFY(test.latestCount() <= ensemble::ui::CurveStore::kDefaultLatest);
+        QVERIFY(test.bucketCount() <= ensemble::CurveStore::kDefaultCapacity);
+        QVERIFY(test.latestCount() <= ensemble::CurveStore::kDefaultLatest);
         // ... the snapshot's list of points is thinned to the tuning's bound, its span kept ...
         QVERIFY2(s->history.size() <= 256, qPrintable(QString::number(s->history.size())));
         QCOMPARE(s->history.front()->step, int64_t{0});
