@@ -23,9 +23,9 @@
 #include "backend/cuda/conv_program.h"
 #include "backend/cuda/step_elements.h"
 #include "backend/cuda/step_program.h"
-#include "support/backend_test_problem.h"
 #include "math/philox.h"
 #include "model/mlp.h"
+#include "support/backend_test_problem.h"
 #include "support/test_support.h"
 
 namespace ensemble::test::emulation {

@@ -1,8 +1,9 @@
 #pragma once
 
 // Helpers shared by the suites that drive the main window or its engine controller (tst_gui,
-// tst_gui_run, tst_lab_bench, tst_gui_controller, ...): a window without QSettings, waits on
-// snapshots, and a check that the engine thread stopped training that needs no sleep.
+// tst_gui_run, tst_lab_bench, tst_gui_controller, ...): the small run they train, a window
+// without QSettings, waits on snapshots, and a check that the engine thread stopped training
+// that needs no sleep.
 
 #include <QApplication>
 #include <QFile>
@@ -19,13 +20,41 @@
 #include <memory>
 #include <vector>
 
+#include "io/config.h"
 #include "io/model_io.h"
 #include "main_window.h"
+#include "support/test_support.h"
 
 namespace ensemble::test {
 
 // Longer than any test waits: a run that must still be going when the test looks.
 constexpr int64_t kLongRun = 50'000'000;
+
+// What the window suites vary in their small run; the rest is the spirals preset's. Named at
+// the call: smallConfig({.members = 3, .steps = 60, .threads = 1}).
+struct SmallRun {
+    int members = 4;
+    int64_t steps = kLongRun;
+    int threads = 0;                 // 0: the preset's (every core)
+    const char* bootstrap = "none";  // the preset's
+    uint64_t seed = 0;               // the preset's
+    int points = 300;                // dataset.n
+};
+
+// A small, fast run of the window suites: the spirals preset, 300 points, on the CPU backend.
+inline nlohmann::json smallConfig(const SmallRun& run = {}) {
+    nlohmann::json c = loadConfigJson("spirals");
+    c["dataset"]["n"] = run.points;
+    c["ensemble"]["members"] = run.members;
+    c["ensemble"]["bootstrap"] = run.bootstrap;
+    c["ensemble"]["seed"] = run.seed;
+    c["training"]["steps"] = run.steps;
+    c["backend"]["kind"] = "cpu";
+    if (run.threads > 0) {
+        c["backend"]["threads"] = run.threads;
+    }
+    return c;
+}
 
 // QStandardPaths and QSettings in test mode, under a test organisation: a suite never touches
 // the person's settings or folders. Call from initTestCase().
@@ -118,12 +147,6 @@ inline std::vector<float> exportedParameters(ui::MainWindow& w, const QTemporary
         return {};
     }
     return importEnsemble((base + QStringLiteral(".safetensors")).toStdString()).params;
-}
-
-// The same weights to the bit (never true of an empty vector: a failed export is not a match).
-inline bool sameBits(const std::vector<float>& a, const std::vector<float>& b) {
-    return !a.empty() && a.size() == b.size() &&
-           std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 // Waits until the window's current run is at step 0.

@@ -1,7 +1,8 @@
 #pragma once
 
 // Shared helpers for the test suites: named tolerances and comparisons with readable messages,
-// child processes (ensemble-cli), MNIST-format test data.
+// bit-for-bit comparisons, child processes (ensemble-cli), MNIST-format test data. Each helper
+// is defined here once, with one meaning, so that every suite asserts the same thing by it.
 
 #include <QtTest/QtTest>
 
@@ -10,7 +11,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -123,6 +126,30 @@ inline double nmse(const std::vector<float>& reference, const std::vector<float>
     return power > 0.0 ? diff / power : diff;
 }
 
+// Bit-for-bit equality, for what must be reproduced exactly (a resume, a replay, the engine's
+// numbers shown by the app). Two meanings, two names, because an empty vector means different
+// things to different callers:
+// - sameBits: the same values to the bit; two empty vectors match (state a run may lack, such
+//   as the trained network of a method that keeps none, is equal when both lack it);
+// - sameBitsNonEmpty: the same, and not empty, where empty means the result never came (a
+//   failed export, scores not computed): a missing result must not pass as a match.
+template <typename T>
+bool sameBits(const std::vector<T>& a, const std::vector<T>& b) {
+    static_assert(std::is_floating_point_v<T>);
+    return a.size() == b.size() &&
+           (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+template <typename T>
+bool sameBitsNonEmpty(const std::vector<T>& a, const std::vector<T>& b) {
+    return !a.empty() && sameBits(a, b);
+}
+
+// One double to the bit (NaN equals the same NaN; 0.0 and -0.0 differ).
+inline bool sameBits(double a, double b) {
+    return std::memcmp(&a, &b, sizeof a) == 0;
+}
+
 // ||g - h|| / ||g + h|| (mlpack's gradient-check measure): 0 for identical vectors.
 inline double relativeDifference(const std::vector<double>& g, const std::vector<double>& h) {
     double diff = 0.0;
@@ -141,6 +168,45 @@ inline const std::vector<std::string>& runReportMemberKeys() {
         "index", "member",   "included",     "accuracy", "nll",         "brier", "ece", "mce",
         "lr",    "momentum", "weight_decay", "diverged", "switched_on", "train", "test"};
     return keys;
+}
+
+// The whole of the file at `path`; empty when it cannot be read (a missing file compares unequal
+// to any content a test expects).
+inline QByteArray fileBytes(const QString& path) {
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+}
+
+// The raw float32 values (this machine's byte order) of the file at `path`, as the interop
+// checkers write them (numpy's tofile(), a Float32Array's buffer); empty when it cannot be read.
+inline std::vector<float> readFloats(const QString& path) {
+    const QByteArray bytes = fileBytes(path);
+    std::vector<float> v(static_cast<std::size_t>(bytes.size()) / sizeof(float));
+    if (!v.empty()) {
+        std::memcpy(v.data(), bytes.constData(), v.size() * sizeof(float));
+    }
+    return v;
+}
+
+// The numbers of the first line of `out` (ensemble-cli eval's table) that starts with `label`
+// and a space; empty when no line does.
+inline QList<double> numbersOf(const QString& out, const QString& label) {
+    for (const QString& line : out.split(QLatin1Char('\n'))) {
+        if (!line.startsWith(label + QLatin1Char(' '))) {
+            continue;
+        }
+        QList<double> values;
+        for (const QString& word :
+             line.mid(label.size()).split(QLatin1Char(' '), Qt::SkipEmptyParts)) {
+            bool ok = false;
+            const double v = word.toDouble(&ok);
+            if (ok) {
+                values.push_back(v);
+            }
+        }
+        return values;
+    }
+    return {};
 }
 
 // The ensemble-cli binary under test (set by CTest), for the CLI suites.

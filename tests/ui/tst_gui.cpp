@@ -24,12 +24,12 @@
 #include <memory>
 
 #include "backend/registry.h"
-#include "support/gui_test_support.h"
 #include "io/config.h"
 #include "io/config_schema.h"
 #include "io/model_io.h"
 #include "main_window.h"
 #include "panels/experiment_panel.h"
+#include "support/gui_test_support.h"
 #include "support/test_support.h"
 #include "views/boundary_view.h"
 #include "views/curves_view.h"
@@ -38,23 +38,13 @@
 using ensemble::test::engineIdle;
 using ensemble::test::kLongRun;
 using ensemble::test::makeWindow;
+using ensemble::test::smallConfig;
 using ensemble::test::waitFresh;
 using ensemble::test::waitSnapshot;
 using ensemble::ui::MainWindow;
 using ensemble::ui::SnapshotPtr;
 
 namespace {
-
-nlohmann::json smallConfig(int members = 4, int64_t steps = kLongRun,
-                           const char* bootstrap = "none") {
-    nlohmann::json c = ensemble::loadConfigJson("spirals");
-    c["dataset"]["n"] = 300;
-    c["ensemble"]["members"] = members;
-    c["ensemble"]["bootstrap"] = bootstrap;
-    c["training"]["steps"] = steps;
-    c["backend"]["kind"] = "cpu";
-    return c;
-}
 
 QImage boundaryImage(MainWindow& w) {
     w.setView(QStringLiteral("boundary"));
@@ -102,7 +92,7 @@ void TestGui::initTestCase() {
 void TestGui::trainPauseStepReset() {
     auto w = makeWindow();
     QVERIFY(QTest::qWaitForWindowExposed(w.get()));
-    w->loadExperiment(smallConfig(4, kLongRun), QString());
+    w->loadExperiment(smallConfig(), QString());
     QVERIFY(waitFresh(*w));
     const SnapshotPtr first = w->controller()->snapshot();
     const QImage initial = boundaryImage(*w);
@@ -240,7 +230,7 @@ void TestGui::presetRoundTripsThroughSaveAndOpen() {
 
 void TestGui::membersAndQuantitiesChangeImages() {
     auto w = makeWindow();
-    w->loadExperiment(smallConfig(4, kLongRun, "resample"), QString());
+    w->loadExperiment(smallConfig({.bootstrap = "resample"}), QString());
     QVERIFY(waitFresh(*w));
     w->controller()->trainTo(150);
     QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 150 && !s.running; }));
@@ -286,7 +276,7 @@ void TestGui::membersAndQuantitiesChangeImages() {
 void TestGui::exportWritesLoadableFiles() {
     QTemporaryDir dir;
     auto w = makeWindow();
-    w->loadExperiment(smallConfig(3, kLongRun), QString());
+    w->loadExperiment(smallConfig({.members = 3}), QString());
     QVERIFY(waitFresh(*w));
     w->controller()->trainTo(80);
     QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 80 && !s.running; }));
@@ -348,7 +338,7 @@ void TestGui::guiStaysResponsiveWithHundredMembers() {
     // fire is measured by bench/gui_throughput.py (the app's --train-steps run reports it).
     auto w = makeWindow();
     QVERIFY(QTest::qWaitForWindowExposed(w.get()));
-    nlohmann::json c = smallConfig(100, kLongRun);
+    nlohmann::json c = smallConfig({.members = 100});
     c["dataset"]["n"] = 1000;
     w->loadExperiment(c, QString());
     QVERIFY(waitFresh(*w));
@@ -384,7 +374,7 @@ void TestGui::guiStaysResponsiveWithHundredMembers() {
 
 void TestGui::closesCleanlyWhileTraining() {
     auto w = makeWindow();
-    w->loadExperiment(smallConfig(16, kLongRun), QString());
+    w->loadExperiment(smallConfig({.members = 16}), QString());
     QVERIFY(waitFresh(*w));
     w->controller()->start();
     QVERIFY(QTest::qWaitFor([&] { return w->controller()->isRunning(); }, 20000));
@@ -405,7 +395,7 @@ void TestGui::settingsPersistLayoutAndExperiment() {
     {
         MainWindow w;  // with QSettings
         w.show();
-        nlohmann::json c = smallConfig(5);
+        nlohmann::json c = smallConfig({.members = 5});
         w.loadExperiment(c, QString());
         QVERIFY(waitFresh(w));
         QVERIFY(w.setView(QStringLiteral("sweep")));

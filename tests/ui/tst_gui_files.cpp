@@ -31,11 +31,11 @@
 
 #include "file_actions.h"
 #include "file_kinds.h"
-#include "support/gui_test_support.h"
 #include "help_text.h"
 #include "io/model_io.h"
 #include "main_window.h"
 #include "panels/experiment_panel.h"
+#include "support/gui_test_support.h"
 #include "support/test_support.h"
 #include "views/calibration_view.h"
 #include "widgets/busy_overlay.h"
@@ -81,30 +81,13 @@ QList<double> evalEnsembleRow(const QString& weights) {
         qWarning("%s", qPrintable(cli.err));
         return {};
     }
-    for (const QString& line : cli.out.split('\n')) {
-        if (line.startsWith(QStringLiteral("ensemble "))) {
-            QList<double> values;
-            for (const QString& word : line.mid(9).split(' ', Qt::SkipEmptyParts)) {
-                bool ok = false;
-                const double v = word.toDouble(&ok);
-                if (ok) {
-                    values.push_back(v);
-                }
-            }
-            return values;
-        }
-    }
-    return {};
+    return ensemble::test::numbersOf(cli.out, QStringLiteral("ensemble"));
 }
 
+// The window suites' small run, K = 3 on one thread, its length in steps only.
 nlohmann::json spirals(int64_t steps) {
-    nlohmann::json c = nlohmann::json::parse(ensemble::presetText("spirals"));
-    c["dataset"]["n"] = 300;
-    c["ensemble"]["members"] = 3;
+    nlohmann::json c = ensemble::test::smallConfig({.members = 3, .steps = steps, .threads = 1});
     c["training"]["epochs"] = 0;
-    c["training"]["steps"] = steps;
-    c["backend"]["kind"] = "cpu";
-    c["backend"]["threads"] = 1;
     return c;
 }
 

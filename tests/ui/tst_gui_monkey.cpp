@@ -75,12 +75,12 @@
 #endif
 
 #include "controller/engine_worker.h"
-#include "support/gui_test_support.h"
 #include "io/config.h"
 #include "main_window.h"
 #include "panels/experiment_panel.h"
-#include "sys/allocator.h"
+#include "support/gui_test_support.h"
 #include "support/test_support.h"
+#include "sys/allocator.h"
 
 using ensemble::ui::MainWindow;
 
@@ -318,17 +318,14 @@ Memory memoryNow() {
 
 // The experiment every window starts with: small, so that it trains fast on one thread.
 nlohmann::json startingExperiment() {
-    nlohmann::json c = nlohmann::json::parse(ensemble::presetText("spirals"));
-    c["dataset"]["n"] = 400;
-    c["ensemble"]["members"] = 4;
-    c["training"]["steps"] = 200'000;
+    nlohmann::json c =
+        ensemble::test::smallConfig({.members = 4, .steps = 200'000, .threads = 1, .points = 400});
     c["training"]["eval_every"] = 100;
-    c["backend"]["kind"] = "cpu";
-    c["backend"]["threads"] = 1;
     return c;
 }
 
-QString describe(const QWidget* w) {
+// The widget's class, object name and button text, for the monkey's log.
+QString widgetLabel(const QWidget* w) {
     if (w == nullptr) {
         return QStringLiteral("nothing");
     }
@@ -595,7 +592,7 @@ class Monkey : public QObject {
         return QStringLiteral("(%1,%2) on %3 in %4")
             .arg(p.x())
             .arg(p.y())
-            .arg(describe(under != nullptr ? under : top), describe(top));
+            .arg(widgetLabel(under != nullptr ? under : top), widgetLabel(top));
     }
 
     // A window manager activates the window a person clicks or types into.
@@ -697,8 +694,8 @@ class Monkey : public QObject {
             text = text.toUpper();
         }
         const QString what = QStringLiteral("key %1 to %2 (focus %3)")
-                                 .arg(QKeySequence(key | mods).toString(), describe(top),
-                                      describe(QApplication::focusWidget()));
+                                 .arg(QKeySequence(key | mods).toString(), widgetLabel(top),
+                                      widgetLabel(QApplication::focusWidget()));
         activate(top);
         sendKey(top->windowHandle(), key, mods, text);
         return what;
@@ -739,7 +736,7 @@ class Monkey : public QObject {
         const QKeyCombination combo = k[0];
         activate(m_window.get());
         const QString what = QStringLiteral("shortcut %1 (focus %2)")
-                                 .arg(k.toString(), describe(QApplication::focusWidget()));
+                                 .arg(k.toString(), widgetLabel(QApplication::focusWidget()));
         QString text;
         if (combo.keyboardModifiers() == Qt::NoModifier && combo.key() < Qt::Key_Escape) {
             text = QString(QChar(static_cast<char16_t>(combo.key()))).toLower();
@@ -921,7 +918,7 @@ class Monkey : public QObject {
         } else if (auto* row = modal->findChild<QDialogButtonBox*>()) {
             buttons = row->buttons();
         }
-        const QString name = describe(modal);
+        const QString name = widgetLabel(modal);
         if (age > 12) {
             if (auto* dialog = qobject_cast<QDialog*>(modal)) {
                 dialog->reject();
@@ -1003,7 +1000,7 @@ class Monkey : public QObject {
 
     QString actOnPopup(QWidget* popup, const std::array<uint32_t, 10>& r) {
         const int age = ageOf(popup);
-        const QString name = describe(popup);
+        const QString name = widgetLabel(popup);
         if (age > 8) {
             popup->close();
             return QStringLiteral("[popup] %1 closed").arg(name);

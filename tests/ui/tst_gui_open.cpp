@@ -23,12 +23,12 @@
 
 #include <QAction>
 
-#include "support/gui_test_support.h"
 #include "io/model_io.h"
 #include "io/safetensors.h"
 #include "main_window.h"
 #include "metrics/grid.h"
 #include "panels/experiment_panel.h"
+#include "support/gui_test_support.h"
 #include "support/test_support.h"
 #include "views/boundary_view.h"
 #include "views/calibration_view.h"
@@ -39,7 +39,7 @@ using ensemble::test::exportedParameters;
 using ensemble::test::makeWindow;
 using ensemble::test::Run;
 using ensemble::test::runProgram;
-using ensemble::test::sameBits;
+using ensemble::test::sameBitsNonEmpty;
 using ensemble::test::waitFresh;
 using ensemble::test::waitSnapshot;
 using ensemble::ui::MainWindow;
@@ -203,8 +203,8 @@ void TestGuiOpen::opensAnExportAsTheStartingPoint() {
     QCOMPARE(w->windowFilePath(), m_export);
     checkBoundaryShowsFile(*w, m_export);
     // Nothing trained: the window holds the file's weights, bit for bit.
-    QVERIFY(sameBits(exportedParameters(*w, dir, "held"),
-                     ensemble::importEnsemble(m_export.toStdString()).params));
+    QVERIFY(sameBitsNonEmpty(exportedParameters(*w, dir, "held"),
+                             ensemble::importEnsemble(m_export.toStdString()).params));
 }
 
 void TestGuiOpen::membersShowWhereAMeshTrainedThem() {
@@ -270,7 +270,7 @@ void TestGuiOpen::opensACheckpointAndContinuesItAsTheCliResumes() {
                      QStringLiteral("--export"), resumed, QStringLiteral("--quiet")},
                     &err),
              0);
-    QVERIFY2(sameBits(app, ensemble::importEnsemble(resumed.toStdString()).params),
+    QVERIFY2(sameBitsNonEmpty(app, ensemble::importEnsemble(resumed.toStdString()).params),
              "the app's continuation differs from ensemble-cli train --resume");
 }
 
@@ -306,7 +306,7 @@ void TestGuiOpen::savedCheckpointContinuesInTheCliAndReopens() {
     w->trainAction()->trigger();  // Continue: to 40
     QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 40 && !s.running; }));
     const std::vector<float> app = exportedParameters(*w, dir, "app40");
-    QVERIFY(sameBits(app, ensemble::importEnsemble(m_export.toStdString()).params));
+    QVERIFY(sameBitsNonEmpty(app, ensemble::importEnsemble(m_export.toStdString()).params));
     const QString resumed = dir.filePath(QStringLiteral("resumed.safetensors"));
     QByteArray err;
     QCOMPARE(runCli({QStringLiteral("train"), QStringLiteral("--resume"), saved,
@@ -314,7 +314,7 @@ void TestGuiOpen::savedCheckpointContinuesInTheCliAndReopens() {
                      QStringLiteral("--export"), resumed, QStringLiteral("--quiet")},
                     &err),
              0);
-    QVERIFY2(sameBits(app, ensemble::importEnsemble(resumed.toStdString()).params),
+    QVERIFY2(sameBitsNonEmpty(app, ensemble::importEnsemble(resumed.toStdString()).params),
              err.constData());
 
     // Saved after Continue: the stored config has the run's new length (40, not the 20
@@ -335,7 +335,7 @@ void TestGuiOpen::savedCheckpointContinuesInTheCliAndReopens() {
              0);
     const ensemble::LoadedEnsemble asStoredFile = ensemble::importEnsemble(asStored.toStdString());
     QCOMPARE(asStoredFile.step, int64_t{40});
-    QVERIFY(sameBits(app, asStoredFile.params));
+    QVERIFY(sameBitsNonEmpty(app, asStoredFile.params));
     const QString replayConfig = dir.filePath(QStringLiteral("replay.json"));
     {
         QFile f(replayConfig);
@@ -347,7 +347,7 @@ void TestGuiOpen::savedCheckpointContinuesInTheCliAndReopens() {
                      QStringLiteral("--export"), replayed, QStringLiteral("--quiet")},
                     &err),
              0);
-    QVERIFY(sameBits(app, ensemble::importEnsemble(replayed.toStdString()).params));
+    QVERIFY(sameBitsNonEmpty(app, ensemble::importEnsemble(replayed.toStdString()).params));
 
     // Opened again (through Open Recent's path): at step 20 with the curves it was saved with.
     auto again = makeWindow();

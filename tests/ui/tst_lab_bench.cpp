@@ -29,11 +29,11 @@
 #include <set>
 
 #include "action_reason.h"
-#include "support/gui_test_support.h"
 #include "io/config.h"
 #include "main_window.h"
 #include "panels/experiment_panel.h"
 #include "render/plot_helpers.h"
+#include "support/gui_test_support.h"
 #include "views/boundary_view.h"
 #include "views/curves_view.h"
 #include "views/images_view.h"
@@ -43,21 +43,13 @@
 using ensemble::test::engineIdle;
 using ensemble::test::kLongRun;
 using ensemble::test::makeWindow;
+using ensemble::test::smallConfig;
 using ensemble::test::waitFresh;
 using ensemble::test::waitSnapshot;
 using ensemble::ui::MainWindow;
 using ensemble::ui::SnapshotPtr;
 
 namespace {
-
-nlohmann::json smallConfig(int members = 4) {
-    nlohmann::json c = ensemble::loadConfigJson("spirals");
-    c["dataset"]["n"] = 300;
-    c["ensemble"]["members"] = members;
-    c["training"]["steps"] = kLongRun;
-    c["backend"]["kind"] = "cpu";
-    return c;
-}
 
 bool waitStep(MainWindow& w, int64_t step) {
     const uint64_t id = w.controller()->currentRunId();
@@ -352,7 +344,7 @@ void TestLabBench::dockFitsItsLabelsAndWidens() {
 void TestLabBench::boundaryReadoutZoomAndPan() {
     auto w = makeWindow();
     QVERIFY(QTest::qWaitForWindowExposed(w.get()));
-    w->loadExperiment(smallConfig(5), QString());
+    w->loadExperiment(smallConfig({.members = 5}), QString());
     QVERIFY(waitStep(*w, 0));
     w->controller()->trainTo(60);
     QVERIFY(waitStep(*w, 60));
@@ -422,7 +414,7 @@ void TestLabBench::boundaryReadoutZoomAndPan() {
 void TestLabBench::everyViewUsableAt900x600() {
     auto w = makeWindow({900, 600});
     QVERIFY(QTest::qWaitForWindowExposed(w.get()));
-    w->loadExperiment(smallConfig(6), QString());
+    w->loadExperiment(smallConfig({.members = 6}), QString());
     QVERIFY(waitStep(*w, 0));
     w->controller()->trainTo(40);
     QVERIFY(waitStep(*w, 40));

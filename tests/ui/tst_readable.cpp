@@ -30,11 +30,11 @@
 #include <memory>
 
 #include "controller/engine_controller.h"
-#include "support/gui_test_support.h"
 #include "io/config.h"
 #include "main_window.h"
 #include "panels/experiment_panel.h"
 #include "render/text_fit.h"
+#include "support/gui_test_support.h"
 #include "support/test_support.h"
 #include "view_table.h"
 #include "views/filters_view.h"
@@ -53,7 +53,8 @@ namespace {
 
 const QSize kReadmeSize(900, 600);
 
-QString describe(const QWidget* w) {
+// The widget and up to three of its parents, class#name from the outermost, for a message.
+QString widgetPath(const QWidget* w) {
     QStringList path;
     for (const QObject* o = w; o != nullptr; o = o->parent()) {
         path.prepend(QString::fromLatin1(o->metaObject()->className()) +
@@ -67,7 +68,7 @@ QString describe(const QWidget* w) {
 
 QString problem(const QWidget* w, const QString& text, double needed, double room) {
     return QStringLiteral("%1: \"%2\" needs %3 px, has %4")
-        .arg(describe(w), text)
+        .arg(widgetPath(w), text)
         .arg(needed, 0, 'f', 0)
         .arg(room, 0, 'f', 0);
 }
@@ -246,7 +247,7 @@ void checkChart(const QChartView* view, QStringList& out) {
         if (text.endsWith(QStringLiteral("...")) || text.endsWith(QChar(0x2026))) {
             const QRectF box = item->sceneBoundingRect();
             out << QStringLiteral("%1: chart text cut to \"%2\" (%3x%4 at %5,%6)")
-                       .arg(describe(view), text)
+                       .arg(widgetPath(view), text)
                        .arg(box.width())
                        .arg(box.height())
                        .arg(box.x())
@@ -298,7 +299,7 @@ QStringList clippedPainting(QWidget* root) {
         w->render(&image, QPoint(), QRegion(), QWidget::DrawWindowBackground);
         for (const ensemble::ui::TextFitProblem& p : TextFitLog::take()) {
             out << QStringLiteral("%1 painted \"%2\" as \"%3\": needs %4 px, room %5x%6 at %7,%8")
-                       .arg(describe(w), p.text, p.shown)
+                       .arg(widgetPath(w), p.text, p.shown)
                        .arg(p.needed, 0, 'f', 0)
                        .arg(p.room.width(), 0, 'f', 0)
                        .arg(p.room.height(), 0, 'f', 0)
@@ -310,7 +311,8 @@ QStringList clippedPainting(QWidget* root) {
     return out;
 }
 
-bool trainToEnd(MainWindow& w) {
+// Starts the current run on the controller and waits until it has finished.
+bool startAndFinish(MainWindow& w) {
     w.controller()->start();
     return waitSnapshot(
         w, [](const auto& s) { return s.finished && !s.running; }, 120000);
@@ -384,15 +386,11 @@ void TestReadable::checkEveryView(MainWindow& w, int expectedViews) {
 
 void TestReadable::twoDimensionalRun() {
     auto w = makeWindow(kReadmeSize);
-    json c = ensemble::loadConfigJson("spirals");
-    c["dataset"]["n"] = 300;
-    c["ensemble"]["members"] = 4;
-    c["training"]["steps"] = 120;
+    json c = ensemble::test::smallConfig({.steps = 120, .threads = 1});
     c["training"]["eval_every"] = 40;
-    c["backend"] = {{"kind", "cpu"}, {"threads", 1}};
     w->loadExperiment(c, QString());
     QVERIFY(waitFresh(*w));
-    QVERIFY(trainToEnd(*w));
+    QVERIFY(startAndFinish(*w));
     QCOMPARE(w->size(), kReadmeSize);
     // The Methods view with its results: the maps, the note and the filled table.
     QVERIFY(w->setView(QStringLiteral("methods")));
@@ -450,7 +448,7 @@ void TestReadable::imageRun() {
     QVERIFY2(w->panel()->isValid(),
              qPrintable(w->panel()->errors().values().join(QStringLiteral("; "))));
     QVERIFY(waitFresh(*w));
-    QVERIFY(trainToEnd(*w));
+    QVERIFY(startAndFinish(*w));
     // A digit drawn on the Images and Filters views: the vote bars and feature maps.
     QVERIFY(w->setView(QStringLiteral("images")));
     settle();
@@ -479,7 +477,7 @@ void TestReadable::regressionRun() {
     c["backend"] = {{"kind", "cpu"}, {"threads", 1}};
     w->loadExperiment(c, QString());
     QVERIFY(waitFresh(*w));
-    QVERIFY(trainToEnd(*w));
+    QVERIFY(startAndFinish(*w));
     // Members, Curves, Calibration, Sweep, Regression, Shift.
     checkEveryView(*w, 6);
 }

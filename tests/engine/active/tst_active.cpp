@@ -23,12 +23,15 @@
 #include "io/checkpoint.h"
 #include "io/config.h"
 #include "metrics/metrics.h"
+#include "support/json_files.h"
 #include "support/test_support.h"
 #include "train/trainer.h"
 
 using namespace ensemble;
 using ensemble::test::kExactDouble;
 using ensemble::test::kFloatInput;
+using ensemble::test::readJson;
+using ensemble::test::writeJson;
 using nlohmann::json;
 
 namespace {
@@ -51,7 +54,7 @@ MemberPredictions predictions(const std::vector<std::vector<std::vector<double>>
 }
 
 // A small 2-D classification experiment for the loop: moons, K = 3, a tiny MLP on one thread.
-json smallConfig() {
+json moonsLoopConfig() {
     json c = defaultConfigJson();
     c["dataset"]["kind"] = "moons";
     c["dataset"]["n"] = 240;
@@ -101,24 +104,6 @@ std::unique_ptr<Trainer> trainerOn(const ActiveLearner& learner, const std::vect
     s.train = selectRows(learner.data().train, rows);
     return std::make_unique<Trainer>(learner.config(), s,
                                      makeBackend(learner.config(), learner.data()).backend);
-}
-
-QString writeJson(const QString& folder, const char* name, const json& j) {
-    const QString path = folder + QLatin1Char('/') + QLatin1String(name);
-    QFile f(path);
-    if (!f.open(QIODevice::WriteOnly)) {
-        return {};
-    }
-    f.write(QByteArray::fromStdString(j.dump(2)));
-    return path;
-}
-
-json readJson(const QString& path) {
-    QFile f(path);
-    if (!f.open(QIODevice::ReadOnly)) {
-        return nullptr;
-    }
-    return json::parse(f.readAll().toStdString(), nullptr, false);
 }
 
 int lineCount(const QString& path) {
@@ -295,7 +280,7 @@ void TestActive::initialSetBalancedAndSeeded() {
 }
 
 void TestActive::configSection() {
-    const ExperimentConfig c = parsed(smallConfig());
+    const ExperimentConfig c = parsed(moonsLoopConfig());
     QCOMPARE(c.active.initial, 6);
     QCOMPARE(c.active.perRound, 4);
     QCOMPARE(c.active.steps, int64_t(40));
@@ -324,7 +309,7 @@ void TestActive::configSection() {
         QCOMPARE(e.key(), std::string("active.initial"));
         QVERIFY2(std::string(e.what()).find("model.likelihood") != std::string::npos, e.what());
     }
-    json acquisition = smallConfig();
+    json acquisition = moonsLoopConfig();
     acquisition["active"]["acquisition"] = "dropout";
     QVERIFY_THROWS_EXCEPTION(ConfigError, parseConfig(acquisition));
     acquisition["active"]["acquisition"] = "variation_ratios";
@@ -334,7 +319,7 @@ void TestActive::configSection() {
     QVERIFY_THROWS_EXCEPTION(
         ConfigError,
         ActiveLearner(regression, loadDataSplit(regression.dataset), Acquisition::Bald));
-    json big = smallConfig();
+    json big = moonsLoopConfig();
     big["active"]["initial"] = 100000;
     const ExperimentConfig tooBig = parseConfig(big);
     QVERIFY_THROWS_EXCEPTION(
@@ -342,7 +327,7 @@ void TestActive::configSection() {
 }
 
 void TestActive::loopBookkeeping() {
-    const ExperimentConfig c = parsed(smallConfig());
+    const ExperimentConfig c = parsed(moonsLoopConfig());
     ActiveLearner learner(c, loadDataSplit(c.dataset), Acquisition::Entropy);
     const int64_t n = learner.data().train.rows;
     QCOMPARE(learner.labelled(), learner.initial());
@@ -399,7 +384,7 @@ void TestActive::loopBookkeeping() {
 }
 
 void TestActive::poolSubsetIsRedrawnEachRound() {
-    json j = smallConfig();
+    json j = moonsLoopConfig();
     j["active"]["pool_subset"] = 50;
     const ExperimentConfig c = parsed(j);
     ActiveLearner learner(c, loadDataSplit(c.dataset), Acquisition::Random);
@@ -418,7 +403,7 @@ void TestActive::poolSubsetIsRedrawnEachRound() {
 }
 
 void TestActive::scratchRoundIsAFreshTrainer() {
-    const ExperimentConfig c = parsed(smallConfig());
+    const ExperimentConfig c = parsed(moonsLoopConfig());
     ActiveLearner learner(c, loadDataSplit(c.dataset), Acquisition::Bald);
     runLoop(learner, 1);
     // Round 1 trained from the seeds on the 10 labelled rows, exactly as a fresh trainer does.
@@ -435,7 +420,7 @@ void TestActive::scratchRoundIsAFreshTrainer() {
 }
 
 void TestActive::warmRoundsContinueBitForBit() {
-    json j = smallConfig();
+    json j = moonsLoopConfig();
     j["active"]["retrain"] = "warm";
     const ExperimentConfig c = parsed(j);
     ActiveLearner learner(c, loadDataSplit(c.dataset), Acquisition::Bald);
@@ -452,14 +437,14 @@ void TestActive::warmRoundsContinueBitForBit() {
     second->runSteps(40);
     QCOMPARE(learner.trainer()->parameters(), second->parameters());
     // Warm differs from scratch.
-    ActiveLearner scratch(parsed(smallConfig()), learner.data(), Acquisition::Bald);
+    ActiveLearner scratch(parsed(moonsLoopConfig()), learner.data(), Acquisition::Bald);
     runLoop(scratch, 1);
     QCOMPARE(scratch.rounds().front().accuracy, learner.rounds().front().accuracy);
     QVERIFY(scratch.trainer()->parameters() != learner.trainer()->parameters());
 }
 
 void TestActive::sameSeedSameRows() {
-    const ExperimentConfig c = parsed(smallConfig());
+    const ExperimentConfig c = parsed(moonsLoopConfig());
     const DataSplit data = loadDataSplit(c.dataset);
     for (Acquisition a : {Acquisition::Bald, Acquisition::Random, Acquisition::Margin}) {
         ActiveLearner one(c, data, a);
@@ -477,7 +462,7 @@ void TestActive::sameSeedSameRows() {
 }
 
 void TestActive::restoreRoundTrip() {
-    const ExperimentConfig c = parsed(smallConfig());
+    const ExperimentConfig c = parsed(moonsLoopConfig());
     ActiveLearner learner(c, loadDataSplit(c.dataset), Acquisition::Bald);
     runLoop(learner, 2);
     // The report's reading: round r lists what was labelled since round r - 1.
@@ -517,7 +502,7 @@ void TestActive::restoreRoundTrip() {
 }
 
 void TestActive::restoreRejectsForeignStates() {
-    const ExperimentConfig c = parsed(smallConfig());
+    const ExperimentConfig c = parsed(moonsLoopConfig());
     ActiveLearner learner(c, loadDataSplit(c.dataset), Acquisition::Bald);
     runLoop(learner, 1);
     const json good = learner.toJson();
@@ -546,7 +531,7 @@ void TestActive::restoreRejectsForeignStates() {
 }
 
 void TestActive::checkpointKeepsActiveState() {
-    const ExperimentConfig c = parsed(smallConfig());
+    const ExperimentConfig c = parsed(moonsLoopConfig());
     ActiveLearner learner(c, loadDataSplit(c.dataset), Acquisition::Bald);
     runLoop(learner, 1);
     QTemporaryDir dir;
@@ -568,7 +553,7 @@ void TestActive::checkpointKeepsActiveState() {
 
 void TestActive::cliEndToEnd() {
     QTemporaryDir dir;
-    json config = smallConfig();
+    json config = moonsLoopConfig();
     const QString configPath = writeJson(dir.path(), "moons.json", config);
     const QString report = dir.path() + QStringLiteral("/r.json");
     const QString csv = dir.path() + QStringLiteral("/csv");
@@ -638,7 +623,7 @@ void TestActive::cliEndToEnd() {
 
 void TestActive::cliLabelsAndRounds() {
     QTemporaryDir dir;
-    const QString configPath = writeJson(dir.path(), "moons.json", smallConfig());
+    const QString configPath = writeJson(dir.path(), "moons.json", moonsLoopConfig());
     const QString report = dir.path() + QStringLiteral("/r.json");
     // --labels 12: ceil((12 - 6) / 4) = 2 rounds, to 14 labels.
     ensemble::test::Run r =
@@ -664,7 +649,7 @@ void TestActive::cliLabelsAndRounds() {
 
 void TestActive::cliBadFlags() {
     QTemporaryDir dir;
-    const QString configPath = writeJson(dir.path(), "moons.json", smallConfig());
+    const QString configPath = writeJson(dir.path(), "moons.json", moonsLoopConfig());
     const struct {
         QStringList args;
         const char* message;
@@ -700,7 +685,7 @@ void TestActive::cliBadFlags() {
 
 void TestActive::cliInterruptKeepsFinishedRounds() {
     QTemporaryDir dir;
-    json config = smallConfig();
+    json config = moonsLoopConfig();
     config["active"]["steps"] = 4000;  // rounds long enough to be interrupted in one
     const QString configPath = writeJson(dir.path(), "moons.json", config);
     const QString report = dir.path() + QStringLiteral("/r.json");

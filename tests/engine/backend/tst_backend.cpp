@@ -10,9 +10,9 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
-#include "support/backend_test_problem.h"
 #include "core/errors.h"
 #include "core/exit_codes.h"
+#include "support/backend_test_problem.h"
 
 using namespace ensemble;
 using ensemble::test::makeProblem;

@@ -19,6 +19,7 @@
 #include "io/config.h"
 #include "io/model_io.h"
 #include "io/safetensors.h"
+#include "support/engine_test_support.h"
 #include "support/test_support.h"
 #include "train/trainer.h"
 
@@ -73,15 +74,15 @@ RunCost spirals(int members) {
     return runCost(Architecture::mlp({2, 32, 32, 2}), members, 32);
 }
 
-json smallConfigJson(const std::string& extra = "{}") {
-    json root = json::parse(R"({
-        "dataset": {"kind": "spirals", "n": 200, "noise": 0.05, "seed": 3},
-        "model": {"hidden": [8, 8]},
-        "ensemble": {"members": 3, "bootstrap": "none", "seed": 5},
-        "training": {"batch_size": 16, "steps": 10, "eval_every": 0},
-        "backend": {"kind": "auto", "threads": 1}})");
-    root.merge_patch(json::parse(extra));
-    return root;
+// The suites' small spirals run, smaller (n = 200, an 8-8 MLP of the default activation, K = 3,
+// the default optimizer, 10 steps) and with backend.kind = auto on one thread; `extra` is the
+// test's own patch.
+json autoConfigJson(const std::string& extra = "{}") {
+    return ensemble::test::smallSpiralsJson(
+        R"({"dataset": {"n": 200}, "model": {"hidden": [8, 8], "activation": null},
+            "ensemble": {"members": 3}, "optimizer": null, "training": {"steps": 10},
+            "backend": {"kind": "auto", "threads": 1}})",
+        extra);
 }
 
 bool gpuHere() {
@@ -334,7 +335,7 @@ class TestBackendAuto : public QObject {
     }
 
     void autoOnThisMachine() {
-        const ExperimentConfig config = parseConfig(smallConfigJson());
+        const ExperimentConfig config = parseConfig(autoConfigJson());
         const DataSplit data = loadDataSplit(config.dataset);
         const std::string cache = calibrationCachePath();
         QFile::remove(QString::fromStdString(cache));
@@ -359,7 +360,7 @@ class TestBackendAuto : public QObject {
 
     void explicitKindsSaySo() {
         const ExperimentConfig config =
-            parseConfig(smallConfigJson(R"({"backend": {"kind": "cpu"}})"));
+            parseConfig(autoConfigJson(R"({"backend": {"kind": "cpu"}})"));
         const BackendChoice c = makeBackend(config, loadDataSplit(config.dataset));
         QVERIFY(c.decision.requested == BackendKind::Cpu);
         QVERIFY(c.decision.chosen == BackendKind::Cpu);
@@ -368,28 +369,28 @@ class TestBackendAuto : public QObject {
     }
 
     void mathModeConfig() {
-        QVERIFY(parseConfig(smallConfigJson()).backend.math == MathMode::Fp32);
-        QVERIFY(parseConfig(smallConfigJson(R"({"backend": {"math": "tf32"}})")).backend.math ==
+        QVERIFY(parseConfig(autoConfigJson()).backend.math == MathMode::Fp32);
+        QVERIFY(parseConfig(autoConfigJson(R"({"backend": {"math": "tf32"}})")).backend.math ==
                 MathMode::Tf32);
-        QVERIFY(parseConfig(smallConfigJson(R"({"backend": {"kind": "cuda", "math": "tf32"}})"))
+        QVERIFY(parseConfig(autoConfigJson(R"({"backend": {"kind": "cuda", "math": "tf32"}})"))
                     .backend.math == MathMode::Tf32);
         // The CPU computes in FP32: tf32 with backend.kind cpu is accepted (a default config
         // switched to the CPU stays valid) and the run says once that it does not apply.
         const ExperimentConfig cpuTf32 =
-            parseConfig(smallConfigJson(R"({"backend": {"kind": "cpu", "math": "tf32"}})"));
+            parseConfig(autoConfigJson(R"({"backend": {"kind": "cpu", "math": "tf32"}})"));
         QVERIFY(cpuTf32.backend.math == MathMode::Tf32);
         const BackendChoice onCpu = makeBackend(cpuTf32, loadDataSplit(cpuTf32.dataset));
         QVERIFY(onCpu.decision.chosen == BackendKind::Cpu);
         QVERIFY2(onCpu.notice.find("tf32 does not apply") != std::string::npos,
                  onCpu.notice.c_str());
         try {
-            (void)parseConfig(smallConfigJson(R"({"backend": {"math": "fp16"}})"));
+            (void)parseConfig(autoConfigJson(R"({"backend": {"math": "fp16"}})"));
             QFAIL("expected a ConfigError for backend.math fp16");
         } catch (const ConfigError& e) {
             QVERIFY(e.key() == std::string("backend.math"));
         }
         // The config a run stores has the key (the default filled in).
-        QCOMPARE(parseConfig(smallConfigJson()).json["backend"]["math"], json("fp32"));
+        QCOMPARE(parseConfig(autoConfigJson()).json["backend"]["math"], json("fp32"));
         // The full default config with the CPU picked: valid (the pattern of many configs).
         json defaults = defaultConfigJson();
         defaults["backend"]["kind"] = "cpu";
@@ -398,7 +399,7 @@ class TestBackendAuto : public QObject {
 
     void decisionInExportAndKeptOnResume() {
         const QTemporaryDir dir;
-        const ExperimentConfig config = parseConfig(smallConfigJson());
+        const ExperimentConfig config = parseConfig(autoConfigJson());
         std::string notice;
         std::unique_ptr<Trainer> trainer = makeTrainer(config, &notice);
         QVERIFY(trainer->backendDecision().requested == BackendKind::Auto);

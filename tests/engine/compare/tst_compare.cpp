@@ -24,11 +24,14 @@
 #include "io/config_schema.h"
 #include "io/model_io.h"
 #include "shift/shift_report.h"
+#include "support/json_files.h"
 #include "support/test_support.h"
 #include "train/trainer.h"
 #include "train/trainer_report.h"
 
 using namespace ensemble;
+using ensemble::test::readJson;
+using ensemble::test::writeJson;
 using nlohmann::json;
 
 namespace {
@@ -37,7 +40,7 @@ namespace {
 constexpr int kMembers = 3;
 const std::vector<int> kHidden = {8, 8};
 
-json smallConfig() {
+json compareConfig() {
     json c = defaultConfigJson();
     c["dataset"]["kind"] = "spirals";
     c["dataset"]["n"] = 200;
@@ -65,24 +68,6 @@ const std::set<std::string>& reportKeys() {
         "parameters",   "train_seconds", "predict_seconds_per_1000",
         "peak_rss_mib", "ood_mean_mi",   "diverged_members"};
     return keys;
-}
-
-QString writeJson(const QString& folder, const char* name, const json& j) {
-    const QString path = folder + QLatin1Char('/') + QLatin1String(name);
-    QFile f(path);
-    if (!f.open(QIODevice::WriteOnly)) {
-        return {};
-    }
-    f.write(QByteArray::fromStdString(j.dump(2)));
-    return path;
-}
-
-json readJson(const QString& path) {
-    QFile f(path);
-    if (!f.open(QIODevice::ReadOnly)) {
-        return nullptr;
-    }
-    return json::parse(f.readAll().toStdString(), nullptr, false);
 }
 
 QStringList readLines(const QString& path) {
@@ -149,11 +134,11 @@ void TestCompare::unknownMethodIsAUsageError() {
     QVERIFY_THROWS_EXCEPTION(ConfigError, parseMethodList("independent,independent"));
     QVERIFY_THROWS_EXCEPTION(ConfigError, parseMethodList(""));
     QVERIFY_THROWS_EXCEPTION(ConfigError, parseMethodList("independent,"));
-    QVERIFY_THROWS_EXCEPTION(ConfigError, compareMethods(parseConfig(smallConfig()), {}));
+    QVERIFY_THROWS_EXCEPTION(ConfigError, compareMethods(parseConfig(compareConfig()), {}));
 }
 
 void TestCompare::methodConfigSetsOnlyTheMethod() {
-    const ExperimentConfig base = parseConfig(smallConfig());
+    const ExperimentConfig base = parseConfig(compareConfig());
     for (EnsembleMethod m : allEnsembleMethods()) {
         const ExperimentConfig c = methodConfig(base, m);
         QVERIFY(c.ensemble.method == m);
@@ -171,7 +156,7 @@ void TestCompare::methodConfigSetsOnlyTheMethod() {
 }
 
 void TestCompare::reportHasExactlyTheKeysInRange() {
-    const ExperimentConfig base = parseConfig(smallConfig());
+    const ExperimentConfig base = parseConfig(compareConfig());
     const CompareResult r = compareMethods(base, {EnsembleMethod::Independent}, fastOptions());
     QVERIFY(r.complete);
     QCOMPARE(r.methods.size(), std::size_t{1});
@@ -226,7 +211,7 @@ void TestCompare::independentEqualsTrainMetrics() {
     // The comparison's row of `independent` and the "ensemble" of the report `train --metrics`
     // writes (trainerReport) for the same config: the same training, the same summation, so
     // the same doubles.
-    const ExperimentConfig base = parseConfig(smallConfig());
+    const ExperimentConfig base = parseConfig(compareConfig());
     const CompareResult r = compareMethods(base, {EnsembleMethod::Independent}, fastOptions());
     std::unique_ptr<Trainer> t = trained(methodConfig(base, EnsembleMethod::Independent));
     const json report = trainerReport(*t).json;
@@ -242,7 +227,7 @@ void TestCompare::independentEqualsTrainMetrics() {
 void TestCompare::oodAndShiftEqualEvalAndShiftReport() {
     // ood_auroc and shift_nll against the shift report of the same trained ensemble loaded as
     // an export (its own prediction path, the CPU one of `eval` and `shift`), at the same level.
-    const ExperimentConfig base = parseConfig(smallConfig());
+    const ExperimentConfig base = parseConfig(compareConfig());
     CompareOptions options = fastOptions();
     options.shiftLevel = 0.5;
     const CompareResult r = compareMethods(base, {EnsembleMethod::Independent}, options);
@@ -267,7 +252,7 @@ void TestCompare::oodAndShiftEqualEvalAndShiftReport() {
 
 void TestCompare::everyRegistryMethodRuns() {
     // Each method of the registry compares on the same config with no change here.
-    const ExperimentConfig base = parseConfig(smallConfig());
+    const ExperimentConfig base = parseConfig(compareConfig());
     const std::vector<EnsembleMethod> all = allEnsembleMethods();
     std::vector<CompareProgress> seen;
     const CompareResult r = compareMethods(base, all, fastOptions(),
@@ -299,7 +284,7 @@ void TestCompare::everyRegistryMethodRuns() {
 void TestCompare::divergedMethodIsReportedAndTheOthersGoOn() {
     // No member left in the ensemble (here all switched off; all diverged is the same case):
     // every metric is not measured (null in the report) and the next method still runs.
-    json c = smallConfig();
+    json c = compareConfig();
     c["ensemble"]["switched_off"] = json::array({0, 1, 2});
     const CompareResult r = compareMethods(
         parseConfig(c), {EnsembleMethod::Independent, EnsembleMethod::Snapshot}, fastOptions());
@@ -312,7 +297,7 @@ void TestCompare::divergedMethodIsReportedAndTheOthersGoOn() {
     }
     QVERIFY(compareReportJson(r)["methods"]["independent"]["nll"].is_null());
     // A learning rate some members do not survive: they are counted, the rest measured.
-    json wild = smallConfig();
+    json wild = compareConfig();
     wild["optimizer"] = {{"kind", "sgd"}, {"lr", 10000.0}};
     const CompareResult w =
         compareMethods(parseConfig(wild), {EnsembleMethod::Independent}, fastOptions());
@@ -327,7 +312,7 @@ void TestCompare::divergedMethodIsReportedAndTheOthersGoOn() {
 void TestCompare::gridsShareOneBox() {
     // The Methods view's maps: every method on the same box, the ensemble the metrics measure,
     // equal to the trainer's own grid of that box.
-    const ExperimentConfig base = parseConfig(smallConfig());
+    const ExperimentConfig base = parseConfig(compareConfig());
     CompareOptions options = fastOptions();
     options.gridSize = 16;
     options.gridMargin = 0.5;
@@ -351,7 +336,7 @@ void TestCompare::gridsShareOneBox() {
 }
 
 void TestCompare::cancelKeepsFinishedMethods() {
-    const ExperimentConfig base = parseConfig(smallConfig());
+    const ExperimentConfig base = parseConfig(compareConfig());
     const std::vector<EnsembleMethod> all = allEnsembleMethods();
     // Two methods: the registry's first two, or the first twice while it has one.
     const std::vector<EnsembleMethod> two = {all[0], all.size() > 1 ? all[1] : all[0]};
@@ -374,7 +359,7 @@ void TestCompare::cancelKeepsFinishedMethods() {
     QCOMPARE(compareReportJson(r)["complete"], json(false));
 
     // Cancelled in the middle of the first method's training: nothing finished.
-    json longer = smallConfig();
+    json longer = compareConfig();
     longer["training"]["steps"] = 100000;
     std::atomic<bool> stop{false};
     CompareOptions options = fastOptions();
@@ -395,7 +380,7 @@ void TestCompare::cancelKeepsFinishedMethods() {
 }
 
 void TestCompare::refusesRegressionAndShiftsThatDoNotApply() {
-    json regression = smallConfig();
+    json regression = compareConfig();
     regression["dataset"] = {{"kind", "sine"}};
     regression["model"]["likelihood"] = "gaussian";
     QVERIFY_THROWS_EXCEPTION(
@@ -404,11 +389,11 @@ void TestCompare::refusesRegressionAndShiftsThatDoNotApply() {
     CompareOptions translate = fastOptions();
     translate.shiftKind = ShiftKind::Translate;  // images only
     translate.shiftLevel = 2;
-    QVERIFY_THROWS_EXCEPTION(ConfigError, compareMethods(parseConfig(smallConfig()),
+    QVERIFY_THROWS_EXCEPTION(ConfigError, compareMethods(parseConfig(compareConfig()),
                                                          {EnsembleMethod::Independent}, translate));
     CompareOptions negative = fastOptions();
     negative.shiftLevel = -1.0;
-    QVERIFY_THROWS_EXCEPTION(ConfigError, compareMethods(parseConfig(smallConfig()),
+    QVERIFY_THROWS_EXCEPTION(ConfigError, compareMethods(parseConfig(compareConfig()),
                                                          {EnsembleMethod::Independent}, negative));
 }
 
@@ -441,7 +426,7 @@ void TestCompare::peakMemorySeesAnAllocation() {
 void TestCompare::cliEndToEnd() {
     QTemporaryDir dir;
     QVERIFY(dir.isValid());
-    const QString config = writeJson(dir.path(), "spirals.json", smallConfig());
+    const QString config = writeJson(dir.path(), "spirals.json", compareConfig());
     const QString report = dir.path() + QStringLiteral("/r.json");
     const QString csv = dir.path() + QStringLiteral("/tables");
     const QString metrics = dir.path() + QStringLiteral("/m.json");
@@ -505,7 +490,7 @@ void TestCompare::cliUnknownMethodExits2() {
 
 void TestCompare::cliInterruptKeepsWhatIsDone() {
     QTemporaryDir dir;
-    json c = smallConfig();
+    json c = compareConfig();
     c["training"]["steps"] = 10000000;  // long enough to be interrupted in the first method
     const QString config = writeJson(dir.path(), "long.json", c);
     const QString report = dir.path() + QStringLiteral("/r.json");

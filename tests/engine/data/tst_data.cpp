@@ -26,8 +26,8 @@
 
 #include "core/errors.h"
 #include "data/dataset.h"
-#include "sys/script_hints.h"
 #include "support/test_support.h"
+#include "sys/script_hints.h"
 
 using namespace ensemble;
 

@@ -16,6 +16,7 @@
 
 using ensemble::test::cliPath;
 using ensemble::test::describe;
+using ensemble::test::fileBytes;
 using ensemble::test::Run;
 
 namespace {
@@ -49,11 +50,6 @@ Run train(int ranks, const QStringList& args) {
         QStringLiteral("--bind-to"), QStringLiteral("none"), cliPath(),
         QStringLiteral("train")};
     return run(mpirun(), all + args);
-}
-
-QByteArray readAll(const QString& path) {
-    QFile f(path);
-    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
 }
 
 ensemble::SafetensorsFile readWeights(const QString& path) {
@@ -133,9 +129,9 @@ void TestMpi::ensembleAxisIsBitIdentical() {
     QVERIFY2(mesh.code == 0, qPrintable(describe(mesh)));
 
     // The metrics (every evaluation's numbers, computed by rank 0 from the gathered outputs).
-    const QByteArray metricsOne = readAll(oneM);
+    const QByteArray metricsOne = fileBytes(oneM);
     QVERIFY(!metricsOne.isEmpty());
-    QVERIFY2(metricsOne == readAll(meshM), "the metrics differ from one process's");
+    QVERIFY2(metricsOne == fileBytes(meshM), "the metrics differ from one process's");
 
     const ensemble::SafetensorsFile a = readWeights(oneW);
     const ensemble::SafetensorsFile b = readWeights(meshW);
@@ -194,7 +190,7 @@ void TestMpi::ensembleAxisIsBitIdentical() {
         run(cliPath(), {QStringLiteral("predict"), QStringLiteral("--weights"), meshW,
                         QStringLiteral("--input"), input, QStringLiteral("--output"), outB});
     QVERIFY2(pb.code == 0, qPrintable(describe(pb)));
-    QCOMPARE(readAll(outB), readAll(outA));
+    QCOMPARE(fileBytes(outB), fileBytes(outA));
 }
 
 void TestMpi::meshMismatchIsAConfigError() {
@@ -447,8 +443,8 @@ void TestMpi::dataAxisMatchesOneProcess() {
         QVERIFY2(r.code == 0, qPrintable(describe(r)));
     }
     // Deterministic run to run: the same bits (the allreduce sums in rank order).
-    QVERIFY2(readAll(meshW[0]) == readAll(meshW[1]), "two runs on the mesh differ");
-    QVERIFY2(readAll(meshM[0]) == readAll(meshM[1]), "two runs' metrics differ");
+    QVERIFY2(fileBytes(meshW[0]) == fileBytes(meshW[1]), "two runs on the mesh differ");
+    QVERIFY2(fileBytes(meshM[0]) == fileBytes(meshM[1]), "two runs' metrics differ");
 
     const ensemble::SafetensorsFile a = readWeights(oneW);
     const ensemble::SafetensorsFile b = readWeights(meshW[0]);
@@ -560,7 +556,7 @@ void TestMpi::dataParallelLinearRegression() {
     QVERIFY2(difference <= 1e-5, qPrintable(QString::number(difference)));
     // The fit itself: test RMSE near the noise's std (0.5), the same to rounding in both.
     const auto rmse = [](const QString& path) {
-        const QJsonObject m = QJsonDocument::fromJson(readAll(path)).object();
+        const QJsonObject m = QJsonDocument::fromJson(fileBytes(path)).object();
         return m.value(QStringLiteral("ensemble"))
             .toObject()
             .value(QStringLiteral("rmse"))

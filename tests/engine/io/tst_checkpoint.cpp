@@ -14,52 +14,23 @@
 #include "io/checkpoint.h"
 #include "io/model_io.h"
 #include "io/safetensors.h"
+#include "support/engine_test_support.h"
 #include "support/test_support.h"
 #include "train/trainer.h"
 
 using namespace ensemble;
 using ensemble::test::describe;
+using ensemble::test::expectConfigError;
+using ensemble::test::fileBytes;
+using ensemble::test::makeCpuTrainer;
+using ensemble::test::numbersOf;
 using ensemble::test::Run;
 using ensemble::test::runCli;
+using ensemble::test::sameBits;
+using ensemble::test::smallSpiralsJson;
 using nlohmann::json;
 
 namespace {
-
-json smallConfigJson(const std::string& extra = "{}") {
-    json root = json::parse(R"({
-        "dataset": {"kind": "spirals", "n": 300, "noise": 0.05, "seed": 3},
-        "model": {"hidden": [12, 12], "activation": "tanh"},
-        "ensemble": {"members": 4, "bootstrap": "none", "seed": 5},
-        "optimizer": {"kind": "adam", "lr": {"log_uniform": [0.003, 0.03]}},
-        "training": {"batch_size": 16, "steps": 60, "eval_every": 0},
-        "backend": {"kind": "cpu"}})");
-    root.merge_patch(json::parse(extra));
-    return root;
-}
-
-std::unique_ptr<Trainer> makeCpuTrainer(const ExperimentConfig& c, int threads = 2) {
-    return std::make_unique<Trainer>(c, loadDataSplit(c.dataset),
-                                     std::make_unique<CpuBackend>(threads));
-}
-
-bool sameBits(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-template <typename F>
-void expectConfigError(F&& f, const std::string& key) {
-    try {
-        f();
-        QFAIL(qPrintable(QString::fromStdString("expected a ConfigError naming " + key)));
-    } catch (const ConfigError& e) {
-        QVERIFY2(e.key() == key || std::string(e.what()).find(key) != std::string::npos, e.what());
-    }
-}
-
-QByteArray readAll(const QString& path) {
-    QFile f(path);
-    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
-}
 
 const QStringList kSmall = {QStringLiteral("--config"), QStringLiteral("spirals"),
                             QStringLiteral("--set"),    QStringLiteral("ensemble.members=3"),
@@ -67,25 +38,6 @@ const QStringList kSmall = {QStringLiteral("--config"), QStringLiteral("spirals"
                             QStringLiteral("--set"),    QStringLiteral("backend.kind=cpu"),
                             QStringLiteral("--set"),    QStringLiteral("training.eval_every=25"),
                             QStringLiteral("--quiet")};
-
-// The numbers of a line of `eval`'s output that starts with `label`.
-QList<double> numbersOf(const QString& out, const QString& label) {
-    for (const QString& line : out.split('\n')) {
-        if (!line.startsWith(label + ' ')) {
-            continue;
-        }
-        QList<double> values;
-        for (const QString& word : line.mid(label.size()).split(' ', Qt::SkipEmptyParts)) {
-            bool ok = false;
-            const double v = word.toDouble(&ok);
-            if (ok) {
-                values.push_back(v);
-            }
-        }
-        return values;
-    }
-    return {};
-}
 
 }  // namespace
 
@@ -137,7 +89,7 @@ void TestCheckpoint::resumeIsBitExact() {
     QFETCH(QString, optimizer);
     constexpr int64_t n = 37;
     constexpr int64_t m = 29;
-    json root = smallConfigJson();
+    json root = smallSpiralsJson();
     root["ensemble"]["bootstrap"] = bootstrap.toStdString();
     root["optimizer"]["kind"] = optimizer.toStdString();
     root["optimizer"]["weight_decay"] = 0.01;
@@ -205,7 +157,7 @@ void TestCheckpoint::checkpointHoldsTheMomentsItsOptimizerUses() {
     QFETCH(QString, optimizer);
     QFETCH(QStringList, present);
     QFETCH(QStringList, absent);
-    json root = smallConfigJson();
+    json root = smallSpiralsJson();
     root["optimizer"]["kind"] = optimizer.toStdString();
     auto t = makeCpuTrainer(parseConfig(root));
     t->runSteps(23);
@@ -253,7 +205,7 @@ void TestCheckpoint::checkpointHoldsTheMomentsItsOptimizerUses() {
 // A checkpoint is an export: importEnsemble reads its weights, which predict as the trainer.
 void TestCheckpoint::checkpointIsAnExport() {
     auto t =
-        makeCpuTrainer(parseConfig(smallConfigJson(R"({"ensemble": {"bootstrap": "resample"}})")));
+        makeCpuTrainer(parseConfig(smallSpiralsJson(R"({"ensemble": {"bootstrap": "resample"}})")));
     t->runSteps(31);
     const std::string path = m_dir.filePath("export.safetensors").toStdString();
     writeCheckpoint(path, *t, {});
@@ -272,7 +224,7 @@ void TestCheckpoint::checkpointIsAnExport() {
 }
 
 void TestCheckpoint::divergedMembersStayFrozenAfterResume() {
-    json root = smallConfigJson(R"({"model": {"activation": "relu"},
+    json root = smallSpiralsJson(R"({"model": {"activation": "relu"},
         "optimizer": {"kind": "sgd", "momentum": 0.9, "lr": [0.05, 0.05, 10000, 0.05]}})");
     root["training"]["steps"] = 120;
     auto straight = makeCpuTrainer(parseConfig(root));
@@ -299,7 +251,7 @@ void TestCheckpoint::divergedMembersStayFrozenAfterResume() {
 // The app's live edit before a checkpoint is stored in training.schedule, so the resumed run
 // applies it too.
 void TestCheckpoint::liveChangeBeforeTheCheckpointIsReplayed() {
-    const ExperimentConfig c = parseConfig(smallConfigJson(R"({"training": {"steps": 90}})"));
+    const ExperimentConfig c = parseConfig(smallSpiralsJson(R"({"training": {"steps": 90}})"));
     auto live = makeCpuTrainer(c);
     live->runSteps(20);
     live->changeHyperparameters(json{{"optimizer.lr", 0.05}});
@@ -321,7 +273,7 @@ void TestCheckpoint::liveChangeBeforeTheCheckpointIsReplayed() {
 // are in its stored schedule: the resumed run has them from the start and goes on as the
 // straight run; `--set ensemble.switched_off=...` on resume is a switch at the checkpoint's step.
 void TestCheckpoint::memberSwitchesCarryThroughACheckpoint() {
-    const ExperimentConfig c = parseConfig(smallConfigJson(R"({"training": {"steps": 60}})"));
+    const ExperimentConfig c = parseConfig(smallSpiralsJson(R"({"training": {"steps": 60}})"));
     const int k = c.ensemble.members;
     QVERIFY(k >= 3);
     auto live = makeCpuTrainer(c);
@@ -358,7 +310,7 @@ void TestCheckpoint::memberSwitchesCarryThroughACheckpoint() {
 // --set optimizer.lr=... on resume is a schedule entry at the checkpoint's step: the stored
 // config of the resumed run replays it straight.
 void TestCheckpoint::resumeOverrideOfALiveKeyEqualsItsScheduledReplay() {
-    const ExperimentConfig c = parseConfig(smallConfigJson(R"({"training": {"steps": 30}})"));
+    const ExperimentConfig c = parseConfig(smallSpiralsJson(R"({"training": {"steps": 30}})"));
     auto first = makeCpuTrainer(c);
     first->runSteps(30);
     const std::string path = m_dir.filePath("override.safetensors").toStdString();
@@ -384,7 +336,7 @@ void TestCheckpoint::resumeOverrideOfALiveKeyEqualsItsScheduledReplay() {
 }
 
 void TestCheckpoint::resumeConfigRefusesChangesToModelDataAndK() {
-    json root = smallConfigJson(R"({"training": {"steps": 30, "schedule": [
+    json root = smallSpiralsJson(R"({"training": {"steps": 30, "schedule": [
         {"step": 10, "set": {"optimizer.lr": 0.01}},
         {"step": 50, "set": {"optimizer.lr": 0.001}}]}})");
     auto t = makeCpuTrainer(parseConfig(root));
@@ -427,7 +379,7 @@ void TestCheckpoint::resumeConfigRefusesChangesToModelDataAndK() {
 }
 
 void TestCheckpoint::resumeRefusesOtherData() {
-    json root = smallConfigJson();
+    json root = smallSpiralsJson();
     auto t = makeCpuTrainer(parseConfig(root));
     t->runSteps(5);
     const std::string path = m_dir.filePath("data.safetensors").toStdString();
@@ -447,7 +399,7 @@ void TestCheckpoint::resumeRefusesOtherData() {
 }
 
 void TestCheckpoint::malformedCheckpointsFailCleanly() {
-    auto t = makeCpuTrainer(parseConfig(smallConfigJson()));
+    auto t = makeCpuTrainer(parseConfig(smallSpiralsJson()));
     t->runSteps(4);
     const std::string path = m_dir.filePath("good.safetensors").toStdString();
     writeCheckpoint(path, *t, {t->evaluate()});
@@ -541,7 +493,7 @@ void TestCheckpoint::curvesRoundTrip() {
 // and a resume without --set has nothing left; paused before its end, that end, so a resume
 // finishes the run; an explicit length (the app's until paused) as given.
 void TestCheckpoint::checkpointStoresTheRunsLength() {
-    json root = smallConfigJson();
+    json root = smallSpiralsJson();
     root["training"]["steps"] = 0;
     root["training"]["epochs"] = 2;  // 300 rows, test 20 %: 240 train rows, 15 steps an epoch
     const ExperimentConfig config = parseConfig(root);
@@ -596,7 +548,7 @@ void TestCheckpoint::checkpointStoresTheRunsLength() {
 
 void TestCheckpoint::periodicHookRunsEveryNSteps() {
     auto t = makeCpuTrainer(
-        parseConfig(smallConfigJson(R"({"training": {"steps": 100, "eval_every": 40}})")));
+        parseConfig(smallSpiralsJson(R"({"training": {"steps": 100, "eval_every": 40}})")));
     std::vector<int64_t> hooks;
     std::vector<int64_t> evaluations;
     t->setPeriodicHook(25, [&] {
@@ -631,8 +583,8 @@ void TestCheckpoint::cliResumeEqualsStraightRun() {
                 "--checkpoint", resumedCkpt});
     QVERIFY2(r.code == 0, qPrintable(describe(r)));
     QVERIFY2(r.err.contains(QStringLiteral("resuming")), qPrintable(r.err));
-    QVERIFY(!readAll(full).isEmpty());
-    QVERIFY(readAll(full) == readAll(resumed));
+    QVERIFY(!fileBytes(full).isEmpty());
+    QVERIFY(fileBytes(full) == fileBytes(resumed));
     // The checkpoints hold the same tensors and metadata; their curves differ only by the
     // evaluation at step 60, where the first part ended.
     SafetensorsFile x = readSafetensors(fullCkpt.toStdString());
@@ -679,8 +631,8 @@ void TestCheckpoint::cliPredictAndEvalReadACheckpoint() {
     QVERIFY2(r.code == 0, qPrintable(describe(r)));
     r = runCli({"predict", "--weights", exported, "--input", input, "--output", p2});
     QVERIFY2(r.code == 0, qPrintable(describe(r)));
-    QVERIFY(readAll(p1).count('\n') == 41);
-    QVERIFY(readAll(p1) == readAll(p2));
+    QVERIFY(fileBytes(p1).count('\n') == 41);
+    QVERIFY(fileBytes(p1) == fileBytes(p2));
     const Run e1 = runCli({"eval", "--weights", ckpt});
     const Run e2 = runCli({"eval", "--weights", exported});
     QVERIFY2(e1.code == 0, qPrintable(describe(e1)));

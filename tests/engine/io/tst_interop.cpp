@@ -29,6 +29,7 @@
 #include "support/test_support.h"
 
 using ensemble::test::cliPath;
+using ensemble::test::readFloats;
 using ensemble::test::sourceDir;
 using nlohmann::json;
 
@@ -78,7 +79,7 @@ QString interopScript(const char* name) {
 }
 
 // Why the suite cannot run here, or empty.
-QString findTools() {
+QString findInteropTools() {
     for (const QString& candidate :
          {QStringLiteral("/usr/bin/python3"), QStringLiteral("python3")}) {
         if (run(candidate, {QStringLiteral("-c"), QStringLiteral("import onnx, numpy")}).code ==
@@ -129,17 +130,6 @@ std::vector<std::vector<double>> readNumbers(const QString& path) {
         rows.push_back(std::move(row));
     }
     return rows;
-}
-
-std::vector<float> readFloats(const QString& path) {
-    QFile f(path);
-    std::vector<float> v;
-    if (f.open(QIODevice::ReadOnly)) {
-        const QByteArray bytes = f.readAll();
-        v.resize(static_cast<std::size_t>(bytes.size()) / 4);
-        std::memcpy(v.data(), bytes.constData(), v.size() * 4);
-    }
-    return v;
 }
 
 // Marks `members` diverged in the export's metadata (what the trainer records for a member
@@ -548,7 +538,7 @@ class TestInterop : public QObject {
 int main(int argc, char** argv) {
     QCoreApplication app(argc, argv);
     TestInterop test;
-    return ensemble::test::runInteropSuite(test, findTools(), argc, argv);
+    return ensemble::test::runInteropSuite(test, findInteropTools(), argc, argv);
 }
 
 #include "tst_interop.moc"

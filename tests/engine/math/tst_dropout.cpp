@@ -15,130 +15,24 @@
 #include "backend/cpu/conv_net.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/fast_mlp.h"
-#include "support/backend_test_problem.h"
 #include "core/errors.h"
 #include "math/dropout.h"
 #include "math/philox.h"
 #include "model/dropout_masks.h"
 #include "model/mlp.h"
+#include "support/backend_test_problem.h"
+#include "support/reference_network.h"
 #include "support/test_support.h"
 
 using namespace ensemble;
 using test::conv;
 using test::dense;
+using test::logSoftmax;
+using test::memberParams;
 using test::pool;
+using test::UnitMask;
 
 namespace {
-
-// mask(param layer, unit) of one example: the value the activation of that unit is multiplied by.
-using MaskFn = std::function<double(int, int)>;
-
-// One example through the architecture with direct loops in double, parameters packed per layer
-// ([W in PyTorch's layout, b]); each activated layer's outputs multiplied by mask (per channel
-// of a conv, per unit of a dense layer). Returns the logits.
-std::vector<double> maskedForward(const Architecture& arch, Activation a,
-                                  const std::vector<double>& p, const float* x,
-                                  const MaskFn& mask) {
-    std::vector<double> cur(x, x + arch.input().size());
-    std::size_t offset = 0;
-    for (const StackLayer& s : arch.layers()) {
-        std::vector<double> next(static_cast<std::size_t>(s.out.size()), 0.0);
-        const int H = s.in.height;
-        const int W = s.in.width;
-        if (s.kind == LayerKind::Conv) {
-            const int C = s.in.channels;
-            const int k = s.kernel;
-            const double* w = p.data() + offset;
-            const double* b = w + static_cast<std::size_t>(s.out.channels) * C * k * k;
-            for (int f = 0; f < s.out.channels; ++f) {
-                const double m = mask(s.param, f);
-                for (int oy = 0; oy < s.out.height; ++oy) {
-                    for (int ox = 0; ox < s.out.width; ++ox) {
-                        double z = b[f];
-                        for (int c = 0; c < C; ++c) {
-                            for (int ky = 0; ky < k; ++ky) {
-                                for (int kx = 0; kx < k; ++kx) {
-                                    const int iy = oy * s.stride + ky - s.padTop;
-                                    const int ix = ox * s.stride + kx - s.padLeft;
-                                    if (iy >= 0 && iy < H && ix >= 0 && ix < W) {
-                                        z += w[((f * C + c) * k + ky) * k + kx] *
-                                             cur[(static_cast<std::size_t>(c) * H + iy) * W + ix];
-                                    }
-                                }
-                            }
-                        }
-                        next[(static_cast<std::size_t>(f) * s.out.height + oy) * s.out.width + ox] =
-                            activate(a, z) * m;
-                    }
-                }
-            }
-            offset += static_cast<std::size_t>(s.out.channels) * (C * k * k + 1);
-        } else if (s.kind == LayerKind::Pool) {
-            const int size = s.kernel;
-            for (int c = 0; c < s.out.channels; ++c) {
-                for (int oy = 0; oy < s.out.height; ++oy) {
-                    for (int ox = 0; ox < s.out.width; ++ox) {
-                        double acc = s.pool == PoolKind::Avg ? 0.0 : -INFINITY;
-                        for (int dy = 0; dy < size; ++dy) {
-                            for (int dx = 0; dx < size; ++dx) {
-                                const double v =
-                                    cur[(static_cast<std::size_t>(c) * H + oy * size + dy) * W +
-                                        ox * size + dx];
-                                acc = s.pool == PoolKind::Avg ? acc + v : std::max(acc, v);
-                            }
-                        }
-                        next[(static_cast<std::size_t>(c) * s.out.height + oy) * s.out.width + ox] =
-                            s.pool == PoolKind::Avg ? acc / (size * size) : acc;
-                    }
-                }
-            }
-        } else {
-            const int in = static_cast<int>(s.in.size());
-            const double* w = p.data() + offset;
-            const double* b = w + static_cast<std::size_t>(s.out.channels) * in;
-            for (int o = 0; o < s.out.channels; ++o) {
-                double z = b[o];
-                for (int i = 0; i < in; ++i) {
-                    z += w[static_cast<std::size_t>(o) * in + i] * cur[static_cast<std::size_t>(i)];
-                }
-                next[static_cast<std::size_t>(o)] =
-                    s.activated ? activate(a, z) * mask(s.param, o) : z;
-            }
-            offset += static_cast<std::size_t>(s.out.channels) * (in + 1);
-        }
-        cur = std::move(next);
-    }
-    return cur;
-}
-
-std::vector<double> logSoftmax(std::vector<double> z) {
-    double m = z[0];
-    for (double v : z) {
-        m = std::max(m, v);
-    }
-    double sum = 0.0;
-    for (double v : z) {
-        sum += std::exp(v - m);
-    }
-    const double lse = m + std::log(sum);
-    for (double& v : z) {
-        v -= lse;
-    }
-    return z;
-}
-
-// Member k's parameters from the stacked layout, per layer [W, b], in double.
-std::vector<double> memberParams(const ParamLayout& layout, int k, const float* p) {
-    std::vector<double> out;
-    for (int l = 0; l < layout.layerCount(); ++l) {
-        const LayerSlot& s = layout.layer(l);
-        const float* w = p + layout.weightOffset(l, k);
-        out.insert(out.end(), w, w + static_cast<std::size_t>(s.out) * s.in);
-        const float* b = p + layout.biasOffset(l, k);
-        out.insert(out.end(), b, b + s.out);
-    }
-    return out;
-}
 
 struct Case {
     Architecture arch;
@@ -175,36 +69,30 @@ Case makeCase(const Architecture& arch, int members, int batch, uint64_t seed) {
 
 // The masked loss (mean of weight_b * CE_b) of one member, example b masked with the training
 // masks of batch position b.
-double referenceLoss(const Case& c, Activation a, const std::vector<double>& p,
-                     const DropoutStep& d) {
-    double loss = 0.0;
-    for (int b = 0; b < c.batch; ++b) {
-        const MaskFn mask = [&](int layer, int unit) {
+double maskedLoss(const Case& c, Activation a, const std::vector<double>& p, const DropoutStep& d) {
+    return test::referenceLoss(c.arch, a, p, c.x, c.y, c.w, [&d](int b) -> test::UnitMask {
+        return [&d, b](int layer, int unit) {
             return static_cast<double>(
                 dropoutTrainingMask(d, d.firstRow + static_cast<uint32_t>(b), layer, unit));
         };
-        const std::vector<double> lp = logSoftmax(maskedForward(
-            c.arch, a, p, c.x.data() + static_cast<std::size_t>(b) * c.arch.inputs(), mask));
-        loss -= c.w[static_cast<std::size_t>(b)] * lp[static_cast<std::size_t>(c.y[b])];
-    }
-    return loss / c.batch;
+    });
 }
 
-// The float gradient against central differences of referenceLoss, over every `stride`-th
+// The float gradient against central differences of maskedLoss, over every `stride`-th
 // parameter; the relative error of the whole vector.
 double finiteDifferenceError(const Case& c, Activation a, int k, const std::vector<float>& grad,
                              const DropoutStep& d, std::size_t stride, double& lossOut) {
     std::vector<double> p = memberParams(c.layout, k, c.params.data());
-    lossOut = referenceLoss(c, a, p, d);
+    lossOut = maskedLoss(c, a, p, d);
     double diff = 0.0;
     double norm = 0.0;
     const double h = 1e-6;
     for (std::size_t i = 0; i < p.size(); i += stride) {
         const double keep = p[i];
         p[i] = keep + h;
-        const double up = referenceLoss(c, a, p, d);
+        const double up = maskedLoss(c, a, p, d);
         p[i] = keep - h;
-        const double down = referenceLoss(c, a, p, d);
+        const double down = maskedLoss(c, a, p, d);
         p[i] = keep;
         const double fd = (up - down) / (2 * h);
         diff += (grad[i] - fd) * (grad[i] - fd);
@@ -557,16 +445,16 @@ void TestDropout::foldedMembersPredictTheMaskedNetwork() {
     for (int k = 0; k < members; ++k) {
         const std::vector<std::vector<float>> masks =
             dropoutMemberMasks(arch, rate, seed, 10u + static_cast<uint32_t>(k));
-        const MaskFn mask = [&](int layer, int unit) {
+        const UnitMask mask = [&](int layer, int unit) {
             return static_cast<double>(
                 masks[static_cast<std::size_t>(layer)][static_cast<std::size_t>(unit)]);
         };
         for (int b = 0; b < c.batch; ++b) {
             const float* x = c.x.data() + static_cast<std::size_t>(b) * arch.inputs();
             const std::vector<double> want =
-                logSoftmax(maskedForward(arch, Activation::Tanh, p, x, mask));
+                logSoftmax(test::referenceForward(arch, Activation::Tanh, p, x, mask));
             const std::vector<double> plain = logSoftmax(
-                maskedForward(arch, Activation::Tanh, p, x, [](int, int) { return 1.0; }));
+                test::referenceForward(arch, Activation::Tanh, p, x, [](int, int) { return 1.0; }));
             for (int cl = 0; cl < classes; ++cl) {
                 const float got =
                     logProbs[(static_cast<std::size_t>(k) * c.batch + b) * classes + cl];

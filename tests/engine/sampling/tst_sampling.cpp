@@ -15,7 +15,7 @@ using namespace ensemble;
 class TestSampling : public QObject {
     Q_OBJECT
 
-private Q_SLOTS:
+  private Q_SLOTS:
     void philoxKnownAnswers();
     void uniformIndexStaysInRange();
     void permutationIsABijection_data();
@@ -191,7 +191,7 @@ void TestSampling::poissonWeightsHaveMeanOneAndAreStablePerRow() {
     const double mean = sum / n;
     ENSEMBLE_COMPARE_NEAR(mean, 1.0, test::kStatistical);
     ENSEMBLE_COMPARE_NEAR(sumSq / n - mean * mean, 1.0, 2 * test::kStatistical);  // Var = 1
-    ENSEMBLE_COMPARE_NEAR(zeros / double(n), std::exp(-1.0), 0.005);               // P(0) = 1/e
+    ENSEMBLE_COMPARE_NEAR(zeros / double(n), std::exp(-1.0), 0.005);              // P(0) = 1/e
 
     // The batches are shared (as with none), and a row's weight is the same in every epoch.
     BatchPlanParams plan{8, 50, 16, BootstrapMode::Poisson};
@@ -209,7 +209,8 @@ void TestSampling::poissonWeightsHaveMeanOneAndAreStablePerRow() {
 
 void TestSampling::planRowAgreesWithPlanMember() {
     // planRow (one slot, as a GPU thread computes it) and planMember (the CPU loop) agree.
-    for (BootstrapMode mode : {BootstrapMode::None, BootstrapMode::Resample, BootstrapMode::Poisson}) {
+    for (BootstrapMode mode :
+         {BootstrapMode::None, BootstrapMode::Resample, BootstrapMode::Poisson}) {
         BatchPlanParams plan{13, 37, 16, mode};
         std::vector<uint32_t> rows(16);
         std::vector<float> w(16);

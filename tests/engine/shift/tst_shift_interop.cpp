@@ -23,6 +23,7 @@
 #include "support/test_support.h"
 
 using namespace ensemble;
+using ensemble::test::readFloats;
 using ensemble::test::runProgram;
 using ensemble::test::sourceDir;
 
@@ -38,7 +39,7 @@ std::string g_imagesFile;  // an IDX images file of real 28x28 images
 std::string g_labelsFile;
 
 // Why the suite cannot run here, or empty.
-QString findTools() {
+QString findPythonAndImages() {
     for (const QString& candidate :
          {QStringLiteral("/usr/bin/python3"), QStringLiteral("python3")}) {
         if (runProgram(candidate,
@@ -70,17 +71,6 @@ QString findTools() {
     return QStringLiteral(
         "neither Fashion-MNIST nor MNIST is installed (Debian: apt install "
         "dataset-fashion-mnist; or scripts/fetch-mnist.sh)");
-}
-
-std::vector<float> readFloats(const QString& path) {
-    QFile f(path);
-    std::vector<float> v;
-    if (f.open(QIODevice::ReadOnly)) {
-        const QByteArray bytes = f.readAll();
-        v.resize(static_cast<std::size_t>(bytes.size()) / 4);
-        std::memcpy(v.data(), bytes.constData(), v.size() * 4);
-    }
-    return v;
 }
 
 }  // namespace
@@ -169,7 +159,7 @@ void TestShiftInterop::rollEqualsNumpy() {
 int main(int argc, char** argv) {
     QCoreApplication app(argc, argv);
     TestShiftInterop test;
-    return ensemble::test::runInteropSuite(test, findTools(), argc, argv);
+    return ensemble::test::runInteropSuite(test, findPythonAndImages(), argc, argv);
 }
 
 #include "tst_shift_interop.moc"

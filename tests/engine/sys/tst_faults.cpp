@@ -28,6 +28,7 @@
 
 using ensemble::test::cliPath;
 using ensemble::test::describe;
+using ensemble::test::fileBytes;
 using ensemble::test::finish;
 using ensemble::test::Run;
 
@@ -71,11 +72,6 @@ Run runCli(const QStringList& args, const Faults& faults = {}) {
     QProcess p;
     start(p, args, faults);
     return finish(p);
-}
-
-QByteArray slurp(const QString& path) {
-    QFile f(path);
-    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
 }
 
 void writeBytes(const QString& path, const QByteArray& bytes) {
@@ -184,7 +180,8 @@ bool makeNode(const QString& path, mode_t type, unsigned major, unsigned minor) 
     return ::mknod(QFile::encodeName(path).constData(), type | 0600, makedev(major, minor)) == 0;
 }
 
-std::string errorOf(const std::function<void()>& f) {
+// The message of the RuntimeError f() throws; empty when it throws none.
+std::string runtimeErrorOf(const std::function<void()>& f) {
     try {
         f();
     } catch (const ensemble::RuntimeError& e) {
@@ -235,10 +232,10 @@ void TestFaults::sigkillDuringExportLeavesTheOldFileOrTheNew() {
     // The old file and, separately, what a complete export of the new run writes.
     Run r = runCli(bigExport(target, 1));
     QVERIFY2(r.code == 0, qPrintable(describe(r)));
-    const QByteArray oldBytes = slurp(target);
+    const QByteArray oldBytes = fileBytes(target);
     r = runCli(bigExport(reference, 2));
     QVERIFY2(r.code == 0, qPrintable(describe(r)));
-    const QByteArray newBytes = slurp(reference);
+    const QByteArray newBytes = fileBytes(reference);
     QVERIFY(oldBytes.size() > 2 << 20 && oldBytes != newBytes);
 
     // Each write of the export takes 40 ms more, so kills land before, during and after the
@@ -280,7 +277,7 @@ void TestFaults::sigkillDuringExportLeavesTheOldFileOrTheNew() {
             sendSignal(p, SIGKILL);
         }
         QVERIFY(p.waitForFinished(30000));
-        const QByteArray now = slurp(target);
+        const QByteArray now = fileBytes(target);
         QVERIFY2(now == oldBytes || now == newBytes,
                  qPrintable(
                      QStringLiteral("kill %1 left %2 bytes, neither file").arg(i).arg(now.size())));
@@ -295,7 +292,7 @@ void TestFaults::sigkillDuringExportLeavesTheOldFileOrTheNew() {
     // A later run is not tripped by what the killed ones left, and removes it.
     r = runCli(bigExport(target, 2));
     QVERIFY2(r.code == 0, qPrintable(describe(r)));
-    QVERIFY(slurp(target) == newBytes);
+    QVERIFY(fileBytes(target) == newBytes);
     QCOMPARE(temporariesIn(dir.path()), QStringList());
     qInfo("%d of 9 kills landed while the temporary file was being written; %d left the new file",
           midWrite, sawNew);
@@ -322,7 +319,7 @@ void TestFaults::staleTemporariesOfDeadWritersAreRemoved() {
     QVERIFY(!QFileInfo::exists(dead));
     QVERIFY(QFileInfo::exists(live));   // its writer may still be at work
     QVERIFY(QFileInfo::exists(other));  // another name's, left to that name's next write
-    QCOMPARE(slurp(dir.filePath(QStringLiteral("out.csv"))), QByteArray("x,y\n"));
+    QCOMPARE(fileBytes(dir.filePath(QStringLiteral("out.csv"))), QByteArray("x,y\n"));
 }
 
 void TestFaults::fullDiskFailsWithExitFourAndLeavesTheOldFile() {
@@ -330,7 +327,7 @@ void TestFaults::fullDiskFailsWithExitFourAndLeavesTheOldFile() {
     const QString target = dir.filePath(QStringLiteral("w.safetensors"));
     Run r = runCli(bigExport(target, 1));
     QVERIFY2(r.code == 0, qPrintable(describe(r)));
-    const QByteArray oldBytes = slurp(target);
+    const QByteArray oldBytes = fileBytes(target);
     // The disk fills at once, within the header, and deep in the tensors.
     for (const long long room : {0LL, 100LL, 3000000LL}) {
         r = runCli(bigExport(target, 2), Faults{room, -1});
@@ -339,7 +336,7 @@ void TestFaults::fullDiskFailsWithExitFourAndLeavesTheOldFile() {
             r.err.contains(target) && r.err.contains(QStringLiteral("No space left on device")),
             qPrintable(r.err));
         QVERIFY2(r.err.contains(QStringLiteral("left as it was")), qPrintable(r.err));
-        QVERIFY(slurp(target) == oldBytes);
+        QVERIFY(fileBytes(target) == oldBytes);
         QCOMPARE(QDir(dir.path()).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot),
                  QStringList{QStringLiteral("w.safetensors")});
     }
@@ -377,12 +374,12 @@ void TestFaults::fullTmpfsFailsWithExitFourAndLeavesTheOldFile() {
     } unmount{mountPoint.toLocal8Bit()};
     r = runCli(bigExport(target, 1));
     QVERIFY2(r.code == 0, qPrintable(describe(r)));
-    const QByteArray oldBytes = slurp(target);
+    const QByteArray oldBytes = fileBytes(target);
     r = runCli(bigExport(target, 2));
     QVERIFY2(r.code == 4, qPrintable(describe(r)));
     QVERIFY2(r.err.contains(target) && r.err.contains(QStringLiteral("No space left on device")),
              qPrintable(r.err));
-    QVERIFY(slurp(target) == oldBytes);
+    QVERIFY(fileBytes(target) == oldBytes);
     QCOMPARE(QDir(mountPoint).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot),
              QStringList{QStringLiteral("w.safetensors")});
 }
@@ -413,7 +410,7 @@ void TestFaults::sigintStopsTrainingWritesTheExportAndExits130() {
     QVERIFY2(e.metadata.contains("interrupted_at_step"), e.metadata.dump().c_str());
     QCOMPARE(e.metadata["interrupted_at_step"].dump(), std::to_string(e.step));
     QVERIFY2(err.contains(QStringLiteral("at step %1 of 100000000").arg(e.step)), qPrintable(err));
-    const QJsonDocument report = QJsonDocument::fromJson(slurp(metrics));
+    const QJsonDocument report = QJsonDocument::fromJson(fileBytes(metrics));
     QVERIFY(report.isObject());
     QCOMPARE(report[QStringLiteral("step")].toInteger(), e.step);
     QCOMPARE(temporariesIn(dir.path()), QStringList());
@@ -474,7 +471,7 @@ void TestFaults::sigintOutsideTrainingLeavesNoTemporary() {
     QVERIFY2(r.code == 130, qPrintable(describe(r)));
     QVERIFY2(r.err.contains(QStringLiteral("ensemble-cli dataset: interrupted by SIGINT")),
              qPrintable(r.err));
-    QCOMPARE(slurp(out), QByteArray("old\n"));
+    QCOMPARE(fileBytes(out), QByteArray("old\n"));
     QCOMPARE(temporariesIn(dir.path()), QStringList());
 }
 
@@ -491,11 +488,11 @@ void TestFaults::symlinkIsFollowedAndStays() {
     QVERIFY(QFile::link(QStringLiteral("real/new.csv"), dir.filePath(QStringLiteral("dangling"))));
 
     ensemble::writeFileAtomic(dir.filePath(QStringLiteral("rel")).toStdString(), "one\n");
-    QCOMPARE(slurp(dir.filePath(QStringLiteral("real/target.csv"))), QByteArray("one\n"));
+    QCOMPARE(fileBytes(dir.filePath(QStringLiteral("real/target.csv"))), QByteArray("one\n"));
     ensemble::writeFileAtomic(dir.filePath(QStringLiteral("abs")).toStdString(), "two\n");
-    QCOMPARE(slurp(dir.filePath(QStringLiteral("real/target.csv"))), QByteArray("two\n"));
+    QCOMPARE(fileBytes(dir.filePath(QStringLiteral("real/target.csv"))), QByteArray("two\n"));
     ensemble::writeFileAtomic(dir.filePath(QStringLiteral("dangling")).toStdString(), "three\n");
-    QCOMPARE(slurp(dir.filePath(QStringLiteral("real/new.csv"))), QByteArray("three\n"));
+    QCOMPARE(fileBytes(dir.filePath(QStringLiteral("real/new.csv"))), QByteArray("three\n"));
     for (const char* link : {"rel", "abs", "dangling"}) {
         QVERIFY2(QFileInfo(dir.filePath(QLatin1String(link))).isSymLink(), link);
     }
@@ -513,7 +510,7 @@ void TestFaults::symlinkIsFollowedAndStays() {
         QFile::link(dir.filePath(QStringLiteral("loop2")), dir.filePath(QStringLiteral("loop1"))));
     QVERIFY(
         QFile::link(dir.filePath(QStringLiteral("loop1")), dir.filePath(QStringLiteral("loop2"))));
-    const std::string msg = errorOf([&] {
+    const std::string msg = runtimeErrorOf([&] {
         ensemble::writeFileAtomic(dir.filePath(QStringLiteral("loop1")).toStdString(), "x");
     });
     QVERIFY2(msg.find("symbolic links") != std::string::npos, msg.c_str());
@@ -536,13 +533,13 @@ void TestFaults::ownDescriptorIsWrittenThrough() {
     ensemble::writeFileAtomic("/proc/self/fd/" + n.toStdString(), "b\n");
     ensemble::writeFileAtomic("/dev/fd/" + n.toStdString(), "c\n");
     ::close(fd);
-    QCOMPARE(slurp(log), QByteArray("old\na\nb\nc\n"));
+    QCOMPARE(fileBytes(log), QByteArray("old\na\nb\nc\n"));
     QVERIFY(QFileInfo(link).isSymLink());
     struct stat after {};
     QCOMPARE(::stat(QFile::encodeName(log).constData(), &after), 0);
     QCOMPARE(after.st_ino, before.st_ino);
     // A descriptor that is not open fails and says so.
-    const std::string msg = errorOf([&] { ensemble::writeFileAtomic(link.toStdString(), "x"); });
+    const std::string msg = runtimeErrorOf([&] { ensemble::writeFileAtomic(link.toStdString(), "x"); });
     QVERIFY2(msg.find("Bad file descriptor") != std::string::npos, msg.c_str());
 }
 
@@ -577,7 +574,7 @@ void TestFaults::cliOutputToALinkToStdoutAppends() {
     start(p, predict);
     r = finish(p);
     QVERIFY2(r.code == 0, qPrintable(describe(r)));
-    const QByteArray logged = slurp(log);
+    const QByteArray logged = fileBytes(log);
     QVERIFY2(logged.startsWith("earlier line\nens_p0,ens_p1"), logged.constData());
     QCOMPARE(logged.count('\n'), 4);
     QVERIFY(QFileInfo(link).isSymLink());

@@ -12,31 +12,26 @@
 #include "core/errors.h"
 #include "io/model_io.h"
 #include "io/safetensors.h"
-#include "sys/allocator.h"
+#include "support/engine_test_support.h"
 #include "support/test_support.h"
+#include "sys/allocator.h"
 #include "train/trainer.h"
 #include "train/trainer_report.h"
 
 using namespace ensemble;
+using ensemble::test::makeCpuTrainer;
 using nlohmann::json;
 
 namespace {
 
-ExperimentConfig smallConfig(const std::string& extra = "{}") {
-    json root = json::parse(R"({
-        "dataset": {"kind": "spirals", "n": 400, "noise": 0.05, "seed": 3},
-        "model": {"hidden": [16, 16], "activation": "tanh"},
-        "ensemble": {"members": 6, "bootstrap": "none", "seed": 1},
-        "optimizer": {"kind": "adam", "lr": 0.01},
-        "training": {"batch_size": 32, "steps": 60, "eval_every": 0},
-        "backend": {"kind": "cpu"}})");
-    root.merge_patch(json::parse(extra));
-    return parseConfig(root);
-}
-
-std::unique_ptr<Trainer> makeCpuTrainer(const ExperimentConfig& c, int threads) {
-    return std::make_unique<Trainer>(c, loadDataSplit(c.dataset),
-                                     std::make_unique<CpuBackend>(threads));
+// The suites' small spirals run, larger (n = 400, a 16-16 MLP, K = 6) and at one learning rate;
+// `extra` is the test's own patch.
+ExperimentConfig trainerConfig(const std::string& extra = "{}") {
+    return parseConfig(ensemble::test::smallSpiralsJson(
+        R"({"dataset": {"n": 400}, "model": {"hidden": [16, 16]},
+            "ensemble": {"members": 6, "seed": 1}, "optimizer": {"lr": 0.01},
+            "training": {"batch_size": 32}})",
+        extra));
 }
 
 }  // namespace
@@ -66,7 +61,7 @@ class TestTrainer : public QObject {
 };
 
 void TestTrainer::learnsTwoSpirals() {
-    const ExperimentConfig c = smallConfig(R"({"training": {"steps": 600}})");
+    const ExperimentConfig c = trainerConfig(R"({"training": {"steps": 600}})");
     auto t = makeCpuTrainer(c, 2);
     const Evaluation before = t->evaluate();
     t->runSteps(600);
@@ -90,8 +85,8 @@ void TestTrainer::bitIdenticalForAnyThreadCount_data() {
 void TestTrainer::bitIdenticalForAnyThreadCount() {
     QFETCH(QString, bootstrap);
     const ExperimentConfig c =
-        smallConfig(R"({"ensemble": {"bootstrap": ")" + bootstrap.toStdString() +
-                    R"("}, "optimizer": {"lr": {"log_uniform": [0.001, 0.05]}}})");
+        trainerConfig(R"({"ensemble": {"bootstrap": ")" + bootstrap.toStdString() +
+                      R"("}, "optimizer": {"lr": {"log_uniform": [0.001, 0.05]}}})");
     auto one = makeCpuTrainer(c, 1);
     auto two = makeCpuTrainer(c, 2);
     auto three = makeCpuTrainer(c, 3);
@@ -109,9 +104,9 @@ void TestTrainer::bitIdenticalForAnyThreadCount() {
 }
 
 void TestTrainer::seedChangesTheRun() {
-    auto a = makeCpuTrainer(smallConfig(), 2);
-    auto b = makeCpuTrainer(smallConfig(), 2);
-    auto c = makeCpuTrainer(smallConfig(R"({"ensemble": {"seed": 2}})"), 2);
+    auto a = makeCpuTrainer(trainerConfig(), 2);
+    auto b = makeCpuTrainer(trainerConfig(), 2);
+    auto c = makeCpuTrainer(trainerConfig(R"({"ensemble": {"seed": 2}})"), 2);
     a->runSteps(10);
     b->runSteps(10);
     c->runSteps(10);
@@ -122,8 +117,8 @@ void TestTrainer::seedChangesTheRun() {
 void TestTrainer::memberTrajectoryDoesNotDependOnK() {
     // With shared batches, member k's initialisation and batches depend only on (seed, k): the
     // same member trained in a K = 2 and a K = 6 ensemble ends bit-identical.
-    auto small = makeCpuTrainer(smallConfig(R"({"ensemble": {"members": 2}})"), 2);
-    auto large = makeCpuTrainer(smallConfig(), 2);
+    auto small = makeCpuTrainer(trainerConfig(R"({"ensemble": {"members": 2}})"), 2);
+    auto large = makeCpuTrainer(trainerConfig(), 2);
     small->runSteps(30);
     large->runSteps(30);
     const std::vector<float> ps = small->parameters();
@@ -140,7 +135,7 @@ void TestTrainer::perMemberLearningRatesReallyDiffer() {
     // Two members from identical parameters, lr 0.01 and 0.001: Adam's first step moves every
     // parameter by about lr (m^/sqrt(v^) = sign(g)), so member 0 moves 10x as far.
     const ExperimentConfig c =
-        smallConfig(R"({"ensemble": {"members": 2}, "optimizer": {"lr": [0.01, 0.001]}})");
+        trainerConfig(R"({"ensemble": {"members": 2}, "optimizer": {"lr": [0.01, 0.001]}})");
     const DataSplit data = loadDataSplit(c.dataset);
     CpuBackend backend(2);
     const ParamLayout layout({2, 16, 16, 2}, 2);
@@ -181,7 +176,7 @@ void TestTrainer::perMemberLearningRatesReallyDiffer() {
 
 void TestTrainer::divergedMemberIsFrozenAndLeftOut() {
     // SGD with lr 1e4 explodes member 2 within a few steps; the others train on.
-    const ExperimentConfig c = smallConfig(
+    const ExperimentConfig c = trainerConfig(
         R"({"ensemble": {"members": 3}, "optimizer": {"kind": "sgd", "momentum": 0.9, "lr": [0.05, 0.05, 10000]}, "model": {"activation": "relu"},
             "training": {"steps": 200}})");
     auto t = makeCpuTrainer(c, 2);
@@ -207,7 +202,7 @@ void TestTrainer::divergedMemberIsFrozenAndLeftOut() {
 }
 
 void TestTrainer::exportImportRoundTrip() {
-    const ExperimentConfig c = smallConfig(R"({"ensemble": {"bootstrap": "resample"}})");
+    const ExperimentConfig c = trainerConfig(R"({"ensemble": {"bootstrap": "resample"}})");
     auto t = makeCpuTrainer(c, 2);
     t->runSteps(40);
     QTemporaryDir dir;
@@ -250,7 +245,7 @@ void TestTrainer::exportImportRoundTrip() {
 }
 
 void TestTrainer::zeroStepsExportsTheInitialWeights() {
-    const ExperimentConfig c = smallConfig(R"({"training": {"steps": 0}})");
+    const ExperimentConfig c = trainerConfig(R"({"training": {"steps": 0}})");
     auto t = makeCpuTrainer(c, 2);
     QVERIFY(t->finished());
     std::vector<float> expected(t->layout().size());
@@ -259,7 +254,8 @@ void TestTrainer::zeroStepsExportsTheInitialWeights() {
 }
 
 void TestTrainer::cancelStopsTheRun() {
-    const ExperimentConfig c = smallConfig(R"({"training": {"steps": 100000, "eval_every": 50}})");
+    const ExperimentConfig c =
+        trainerConfig(R"({"training": {"steps": 100000, "eval_every": 50}})");
     auto t = makeCpuTrainer(c, 2);
     std::atomic<bool> cancel{false};
     int evaluations = 0;
@@ -280,7 +276,7 @@ void TestTrainer::cancelStopsTheRun() {
 
 void TestTrainer::refusesRunsThatDoNotFitInMemory() {
     const ExperimentConfig c =
-        smallConfig(R"({"ensemble": {"members": 100000}, "model": {"hidden": [4096, 4096]}})");
+        trainerConfig(R"({"ensemble": {"members": 100000}, "model": {"hidden": [4096, 4096]}})");
     try {
         checkRunFitsInMemory(c, 1000, 100, Shape{2, 1, 1}, 2);
         QFAIL("expected a RuntimeError");
@@ -338,7 +334,7 @@ void TestTrainer::continuingAfterTheEndEqualsOneLongerRun_data() {
 // one longer run, whatever the bootstrap mode and optimizer.
 void TestTrainer::continuingAfterTheEndEqualsOneLongerRun() {
     QFETCH(QString, extra);
-    const ExperimentConfig c = smallConfig(extra.toStdString());
+    const ExperimentConfig c = trainerConfig(extra.toStdString());
     auto straight = makeCpuTrainer(c, 2);
     straight->setTotalSteps(100);
     straight->runSteps(100);
@@ -368,7 +364,7 @@ void TestTrainer::continuingAfterTheEndEqualsOneLongerRun() {
 // training.schedule; replaying that config gives the same weights, bit for bit. A change does
 // something: without it the weights differ.
 void TestTrainer::liveChangeEqualsItsScheduledReplay() {
-    const ExperimentConfig c = smallConfig(
+    const ExperimentConfig c = trainerConfig(
         R"({"ensemble": {"bootstrap": "poisson"}, "optimizer": {"kind": "sgd", "lr": 0.05}})");
     auto live = makeCpuTrainer(c, 2);
     live->runSteps(20);
@@ -413,7 +409,7 @@ void TestTrainer::liveChangeEqualsItsScheduledReplay() {
 // gives the same weights and the same report. A config that switches a member off from the
 // start does the same from step 0.
 void TestTrainer::memberSwitchesLeaveTheEnsembleNotTraining() {
-    const ExperimentConfig c = smallConfig(R"({"ensemble": {"members": 4}})");
+    const ExperimentConfig c = trainerConfig(R"({"ensemble": {"members": 4}})");
     auto live = makeCpuTrainer(c, 2);
     live->runSteps(20);
     live->changeHyperparameters(json{{"ensemble.switched_off", {1}}});
@@ -451,7 +447,7 @@ void TestTrainer::memberSwitchesLeaveTheEnsembleNotTraining() {
     // The same weights as the run with the lr change and no switch at all: switches do not
     // train differently.
     auto unswitched =
-        makeCpuTrainer(smallConfig(R"({"ensemble": {"members": 4}, "training": {"schedule": [
+        makeCpuTrainer(trainerConfig(R"({"ensemble": {"members": 4}, "training": {"schedule": [
             {"step": 35, "set": {"optimizer.lr": 0.02}}]}})"),
                        1);
     unswitched->runSteps(60);
@@ -474,7 +470,7 @@ void TestTrainer::memberSwitchesLeaveTheEnsembleNotTraining() {
     QVERIFY(liveReport["members"][1]["switched_on"].get<bool>());
 
     // Switched off from the start: the same weights as every member on, the ensemble without it.
-    auto fromStart = makeCpuTrainer(smallConfig(R"({"ensemble": {"members": 4,
+    auto fromStart = makeCpuTrainer(trainerConfig(R"({"ensemble": {"members": 4,
         "switched_off": [2]}, "training": {"schedule": [
             {"step": 35, "set": {"optimizer.lr": 0.02}}]}})"),
                                     1);
@@ -533,7 +529,7 @@ void TestTrainer::adversarialTrainingLearnsBothTasks() {
     // classifier and a regressor, stays independent of the thread count, and really changes
     // the run.
     const ExperimentConfig spirals =
-        smallConfig(R"({"training": {"steps": 600, "adversarial_eps": 0.05},
+        trainerConfig(R"({"training": {"steps": 600, "adversarial_eps": 0.05},
                         "ensemble": {"bootstrap": "poisson"}})");
     auto one = makeCpuTrainer(spirals, 1);
     auto two = makeCpuTrainer(spirals, 2);
@@ -549,7 +545,7 @@ void TestTrainer::adversarialTrainingLearnsBothTasks() {
                             .arg(after.ensembleTrain.loss)
                             .arg(after.ensembleTest.accuracy)));
     auto plain = makeCpuTrainer(
-        smallConfig(R"({"training": {"steps": 600}, "ensemble": {"bootstrap": "poisson"}})"), 1);
+        trainerConfig(R"({"training": {"steps": 600}, "ensemble": {"bootstrap": "poisson"}})"), 1);
     plain->runSteps(600);
     QVERIFY(plain->parameters() != one->parameters());
 

@@ -12,14 +12,15 @@
 #include "backend/registry.h"
 #include "controller/engine_controller.h"
 #include "core/errors.h"
-#include "support/gui_test_support.h"
 #include "help_text.h"
 #include "io/config.h"
 #include "io/model_io.h"
+#include "support/gui_test_support.h"
 #include "support/test_support.h"
 
 using ensemble::test::engineIdle;
 using ensemble::test::kLongRun;
+using ensemble::test::smallConfig;
 using ensemble::test::waitSnapshot;
 using ensemble::ui::EngineController;
 using ensemble::ui::HeatQuantity;
@@ -30,17 +31,6 @@ namespace {
 // The first snapshots of a 16-member run take seconds in a Debug + AddressSanitizer build on a
 // busy machine (16 s measured); a generous wait keeps that build's check meaningful.
 constexpr int kSlowBuildWaitMs = 90'000;
-
-// A small, fast run: 2-D spirals, a few members, CPU.
-nlohmann::json smallConfig(int members = 4, int64_t steps = 400, uint64_t seed = 0) {
-    nlohmann::json c = ensemble::loadConfigJson("spirals");
-    c["dataset"]["n"] = 300;
-    c["ensemble"]["members"] = members;
-    c["ensemble"]["seed"] = seed;
-    c["training"]["steps"] = steps;
-    c["backend"]["kind"] = "cpu";
-    return c;
-}
 
 bool sameImage(const QImage& a, const QImage& b) {
     return a.size() == b.size() && a == b;
@@ -69,7 +59,7 @@ class TestGuiController : public QObject {
 void TestGuiController::configurePublishesStepZero() {
     EngineController c;
     QSignalSpy configured(&c, &EngineController::configured);
-    c.configure(smallConfig());
+    c.configure(smallConfig({.steps = 400}));
     QVERIFY(waitSnapshot(c, [](const auto& s) { return s.step == 0; }));
     QCOMPARE(configured.count(), 1);
     SnapshotPtr s = c.snapshot();
@@ -90,7 +80,7 @@ void TestGuiController::autoDecisionInRunAndAbout() {
     // and the About box; without a usable GPU it is the CPU, saying why.
     QTemporaryDir cache;  // auto may calibrate where a GPU is usable: never the user's cache
     qputenv("XDG_CACHE_HOME", cache.path().toUtf8());
-    nlohmann::json config = smallConfig();
+    nlohmann::json config = smallConfig({.steps = 400});
     config["backend"]["kind"] = "auto";
     config["backend"]["threads"] = 1;
     EngineController c;
@@ -113,7 +103,7 @@ void TestGuiController::autoDecisionInRunAndAbout() {
 
 void TestGuiController::trainToPauseAndStep() {
     EngineController c;
-    c.configure(smallConfig());
+    c.configure(smallConfig({.steps = 400}));
     QVERIFY(waitSnapshot(c, [](const auto& s) { return s.step == 0; }));
     const QImage initial = c.snapshot()->heat[0].image;
     c.trainTo(60);
@@ -131,7 +121,7 @@ void TestGuiController::trainToPauseAndStep() {
 void TestGuiController::memberStepsCountTheNetworksTrained() {
     for (const auto& [method, networks] : {std::pair{"independent", 4.0}, {"mc_dropout", 1.0}}) {
         EngineController c;
-        nlohmann::json config = smallConfig(4, kLongRun);
+        nlohmann::json config = smallConfig();
         config["ensemble"]["method"] = method;
         c.configure(config);
         QVERIFY(waitSnapshot(c, [](const auto& s) { return s.step == 0; }));
@@ -147,7 +137,7 @@ void TestGuiController::memberStepsCountTheNetworksTrained() {
 
 void TestGuiController::pauseStopsProgress() {
     EngineController c;
-    c.configure(smallConfig(8, kLongRun));
+    c.configure(smallConfig({.members = 8}));
     QVERIFY(waitSnapshot(c, [](const auto& s) { return s.step == 0; }));
     QSignalSpy running(&c, &EngineController::runningChanged);
     c.start();
@@ -166,21 +156,21 @@ void TestGuiController::pauseStopsProgress() {
 
 void TestGuiController::resetSameSeedSameWeights() {
     EngineController c;
-    c.configure(smallConfig(4, 400, 7));
+    c.configure(smallConfig({.steps = 400, .seed = 7}));
     QVERIFY(waitSnapshot(c, [](const auto& s) { return s.step == 0; }));
     const SnapshotPtr first = c.snapshot();
     c.trainTo(40);
     QVERIFY(waitSnapshot(c, [](const auto& s) { return s.step == 40 && !s.running; }));
 
     // Reset with the same config: step 0, the same initial weights (same predictions).
-    c.configure(smallConfig(4, 400, 7));
+    c.configure(smallConfig({.steps = 400, .seed = 7}));
     QVERIFY(waitSnapshot(c, [&](const auto& s) { return s.step == 0 && s.run != first->run; }));
     QVERIFY(c.snapshot()->grid.memberProbabilities == first->grid.memberProbabilities);
     QVERIFY(sameImage(c.snapshot()->heat[0].image, first->heat[0].image));
 
     // A new seed: new initial weights.
     const auto before = c.snapshot()->run;
-    c.configure(smallConfig(4, 400, 8));
+    c.configure(smallConfig({.steps = 400, .seed = 8}));
     QVERIFY(waitSnapshot(c, [&](const auto& s) { return s.step == 0 && s.run != before; }));
     QVERIFY(c.snapshot()->grid.memberProbabilities != first->grid.memberProbabilities);
     QVERIFY(!sameImage(c.snapshot()->heat[0].image, first->heat[0].image));
@@ -188,7 +178,7 @@ void TestGuiController::resetSameSeedSameWeights() {
 
 void TestGuiController::memberSwitchChangesEnsemble() {
     EngineController c;
-    c.configure(smallConfig());
+    c.configure(smallConfig({.steps = 400}));
     c.trainTo(80);
     QVERIFY(waitSnapshot(c, [](const auto& s) { return s.step == 80 && !s.running; }));
     const SnapshotPtr all = c.snapshot();
@@ -212,7 +202,7 @@ void TestGuiController::memberSwitchChangesEnsemble() {
 
 void TestGuiController::snapshotsCoalesce() {
     EngineController c;
-    c.configure(smallConfig(8, kLongRun));
+    c.configure(smallConfig({.members = 8}));
     QVERIFY(waitSnapshot(c, [](const auto& s) { return s.step == 0; }));
     c.start();
     QVERIFY(waitSnapshot(c, [](const auto& s) { return s.running && s.step > 0; }));
@@ -233,7 +223,7 @@ void TestGuiController::exportRoundTrip() {
     QTemporaryDir dir;
     QVERIFY(dir.isValid());
     EngineController c;
-    c.configure(smallConfig(3, 400));
+    c.configure(smallConfig({.members = 3, .steps = 400}));
     c.trainTo(50);
     QVERIFY(waitSnapshot(c, [](const auto& s) { return s.step == 50 && !s.running; }));
     QSignalSpy done(&c, &EngineController::exportFinished);
@@ -286,7 +276,7 @@ void TestGuiController::exportRoundTrip() {
 void TestGuiController::invalidConfigReportsKey() {
     EngineController c;
     QSignalSpy failed(&c, &EngineController::configureFailed);
-    nlohmann::json bad = smallConfig();
+    nlohmann::json bad = smallConfig({.steps = 400});
     bad["ensemble"]["members"] = 0;
     c.configure(bad);
     QVERIFY(failed.wait(10000));
@@ -294,7 +284,7 @@ void TestGuiController::invalidConfigReportsKey() {
     QCOMPARE(failed.at(0).at(2).toInt(), static_cast<int>(ensemble::ErrorKind::Config));
     QVERIFY(!c.isConfigured());
     // A CSV that does not exist: the kind says what to fix (the app's advice comes from it).
-    nlohmann::json csv = smallConfig();
+    nlohmann::json csv = smallConfig({.steps = 400});
     csv["dataset"] = {{"kind", "csv"}, {"path", "/nonexistent/ensemblelab/data.csv"}};
     c.configure(csv);
     QVERIFY(failed.wait(10000));
@@ -304,7 +294,7 @@ void TestGuiController::invalidConfigReportsKey() {
 
 void TestGuiController::destroyWhileTraining() {
     auto c = std::make_unique<EngineController>();
-    c->configure(smallConfig(16, kLongRun));
+    c->configure(smallConfig({.members = 16}));
     c->start();
     QVERIFY(waitSnapshot(
         *c, [](const auto& s) { return s.running && s.step > 50; }, kSlowBuildWaitMs));
@@ -326,7 +316,7 @@ void TestGuiController::destroyWithRecoveryTimerActive() {
     const QString path = dir.filePath(QStringLiteral("recovery.ensemble"));
     auto c = std::make_unique<EngineController>();
     QSignalSpy written(c.get(), &EngineController::recoveryWritten);
-    c->configure(smallConfig());
+    c->configure(smallConfig({.steps = 400}));
     c->setRecovery(path, 3600.0);
     QVERIFY(waitSnapshot(*c, [](const auto& s) { return s.step == 0; }));
     c->step();  // paused: the timer, not the chunks, waits for the deadline

@@ -12,8 +12,8 @@
 #include <algorithm>
 
 #include "controller/learning_curves.h"
-#include "support/gui_test_support.h"
 #include "io/config.h"
+#include "support/gui_test_support.h"
 #include "views/curves_view.h"
 #include "widgets/speed_control.h"
 
@@ -31,15 +31,11 @@ using ensemble::ui::WorkerTuning;
 namespace {
 
 nlohmann::json tinyConfig(int64_t steps) {
-    nlohmann::json c = ensemble::loadConfigJson("spirals");
-    c["dataset"]["n"] = 200;
-    c["model"]["hidden"] = {8};
-    c["ensemble"]["members"] = 3;
-    c["training"]["steps"] = steps;
-    c["backend"]["kind"] = "cpu";
     // One thread: an OpenMP team spin-waits between the tiny steps, and on a loaded 2-core
     // machine (ctest -j2) that made 6,000 steps take minutes instead of seconds.
-    c["backend"]["threads"] = 1;
+    nlohmann::json c =
+        ensemble::test::smallConfig({.members = 3, .steps = steps, .threads = 1, .points = 200});
+    c["model"]["hidden"] = {8};
     return c;
 }
 

@@ -18,12 +18,12 @@
 #include <string>
 
 #include "controller/engine_controller.h"
-#include "support/gui_test_support.h"
 #include "io/config.h"
 #include "main_window.h"
 #include "model/architecture.h"
 #include "panels/experiment_panel.h"
 #include "panels/layer_list_editor.h"
+#include "support/gui_test_support.h"
 #include "support/test_support.h"
 #include "views/calibration_view.h"
 #include "views/filters_view.h"

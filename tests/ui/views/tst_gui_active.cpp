@@ -24,12 +24,12 @@
 #include "active/active_learning.h"
 #include "controller/active_job.h"
 #include "data/dataset.h"
-#include "support/gui_test_support.h"
 #include "io/checkpoint.h"
 #include "io/config.h"
 #include "main_window.h"
 #include "metrics/grid.h"
 #include "render/colormap.h"
+#include "support/gui_test_support.h"
 #include "support/test_support.h"
 #include "train/trainer.h"
 #include "views/active_canvas.h"
@@ -38,6 +38,7 @@
 using ensemble::Acquisition;
 using ensemble::ActiveLearner;
 using ensemble::test::makeWindow;
+using ensemble::test::sameBitsNonEmpty;
 using ensemble::test::waitFresh;
 using ensemble::ui::ActiveStatePtr;
 using ensemble::ui::ActiveView;
@@ -48,12 +49,9 @@ namespace {
 
 constexpr int kPerRound = 5;
 
-json smallConfig() {
-    json c = ensemble::loadConfigJson("spirals");
-    c["dataset"]["n"] = 300;
-    c["ensemble"]["members"] = 3;
-    c["training"]["steps"] = 40;
-    c["backend"] = {{"kind", "cpu"}, {"threads", 1}};
+// The window suites' small run (K = 3, 40 steps, one thread) with an active-learning loop.
+json activeRun() {
+    json c = ensemble::test::smallConfig({.members = 3, .steps = 40, .threads = 1});
     c["active"] = {{"initial", 10},        {"per_round", kPerRound},
                    {"steps", 60},          {"acquisition", "entropy"},
                    {"retrain", "scratch"}, {"rounds", 2}};
@@ -84,7 +82,7 @@ ActiveStatePtr waitState(MainWindow& w, Pred pred, int timeoutMs = 60000) {
     return came ? found : nullptr;
 }
 
-// The window on smallConfig() (with `acquisition`), the Active view in front and its first
+// The window on activeRun() (with `acquisition`), the Active view in front and its first
 // round trained.
 ActiveStatePtr startLoop(MainWindow& w, const json& c) {
     w.loadExperiment(c, QString());
@@ -132,16 +130,11 @@ std::vector<double> gridScoresOf(ActiveLearner& learner, const ensemble::GridBou
                                        learner.seed(), learner.round());
 }
 
-bool sameBits(const std::vector<double>& a, const std::vector<double>& b) {
-    return !a.empty() && a.size() == b.size() &&
-           std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
-}
-
 }  // namespace
 
 void TestGuiActive::roundsAcquireWhatTheEngineAcquires() {
     auto w = makeWindow({1200, 800});
-    const json c = smallConfig();
+    const json c = activeRun();
     ActiveStatePtr s = startLoop(*w, c);
     QVERIFY(s != nullptr);
     QCOMPARE(name(s->acquisition), name(Acquisition::Entropy));  // the config's active.acquisition
@@ -158,7 +151,7 @@ void TestGuiActive::roundsAcquireWhatTheEngineAcquires() {
     QCOMPARE(s->scores.rows, scores.rows);
     QCOMPARE(s->scores.picks, scores.picks);
     QCOMPARE(s->scores.picks.size(), std::size_t{kPerRound});
-    QVERIFY(sameBits(s->scores.scores, scores.scores));
+    QVERIFY(sameBitsNonEmpty(s->scores.scores, scores.scores));
     QCOMPARE(s->rounds[0].accuracy, reference.rounds()[0].accuracy);
 
     // The map is acquisitionScores on the grid, coloured as the uncertainty maps are: entropy
@@ -166,7 +159,7 @@ void TestGuiActive::roundsAcquireWhatTheEngineAcquires() {
     const ensemble::ui::RunInfo& run = *w->controller()->snapshot()->run;
     QVERIFY(s->hasGrid);
     const std::vector<double> grid = gridScoresOf(reference, run.bounds, run.gridSize);
-    QVERIFY(sameBits(s->gridScores, grid));
+    QVERIFY(sameBitsNonEmpty(s->gridScores, grid));
     const double high = std::max(*std::max_element(grid.begin(), grid.end()), 0.05 * std::log(2.0));
     QCOMPARE(s->heat.high, high);
     for (int r = 0; r < run.gridSize; r += 7) {
@@ -245,7 +238,7 @@ void TestGuiActive::roundsAcquireWhatTheEngineAcquires() {
 
 void TestGuiActive::clickAndCursorLabelExactlyThatRow() {
     auto w = makeWindow({1200, 800});
-    ActiveStatePtr s = startLoop(*w, smallConfig());
+    ActiveStatePtr s = startLoop(*w, activeRun());
     QVERIFY(s != nullptr);
     ActiveView* view = w->activeView();
     ensemble::ui::ActiveCanvas* canvas = view->canvas();
@@ -296,7 +289,7 @@ void TestGuiActive::clickAndCursorLabelExactlyThatRow() {
 
 void TestGuiActive::playRunsUntilPaused() {
     auto w = makeWindow({1200, 800});
-    ActiveStatePtr s = startLoop(*w, smallConfig());
+    ActiveStatePtr s = startLoop(*w, activeRun());
     QVERIFY(s != nullptr);
     ActiveView* view = w->activeView();
     QVERIFY(view->playButton()->isEnabled());
@@ -339,7 +332,7 @@ void TestGuiActive::pauseSaysStoppedOnceWhereverItLands() {
     using ensemble::ui::ActiveWorker;
     auto run = std::make_shared<ensemble::ui::RunInfo>();
     run->runId = 1;
-    run->config = ensemble::parseConfig(smallConfig());
+    run->config = ensemble::parseConfig(activeRun());
     const ensemble::DataSplit data = ensemble::loadDataSplit(run->config.dataset);
     enum class Where { BeforeFirstRound, DuringRound, AfterPublish, BetweenRounds };
     for (Where where :
@@ -401,7 +394,7 @@ void TestGuiActive::checkpointBringsTheLoopBack() {
     ActiveStatePtr saved;
     {
         auto w = makeWindow({1200, 800});
-        ActiveStatePtr s = startLoop(*w, smallConfig());
+        ActiveStatePtr s = startLoop(*w, activeRun());
         QVERIFY(s != nullptr);
         ActiveView* view = w->activeView();
         view->acquireButton()->click();
@@ -440,7 +433,7 @@ void TestGuiActive::checkpointBringsTheLoopBack() {
     // the view's own), its map bit for bit (the last round trained again from the same seeds
     // on the same rows).
     auto w = makeWindow({1200, 800});
-    w->loadExperiment(smallConfig(), QString());
+    w->loadExperiment(activeRun(), QString());
     QVERIFY(waitFresh(*w));
     QVERIFY(w->setView(QStringLiteral("active")));
     QString error;
@@ -462,7 +455,7 @@ void TestGuiActive::checkpointBringsTheLoopBack() {
         QCOMPARE(back->rounds[r].acquired, saved->rounds[r].acquired);
     }
     QCOMPARE(back->scores.picks, saved->scores.picks);
-    QVERIFY(sameBits(back->gridScores, saved->gridScores));
+    QVERIFY(sameBitsNonEmpty(back->gridScores, saved->gridScores));
     QCOMPARE(back->earlier.size(), std::size_t{1});
     QCOMPARE(name(back->earlier[0].acquisition), name(Acquisition::Entropy));
     QCOMPARE(back->earlier[0].accuracy, saved->earlier[0].accuracy);
@@ -526,7 +519,7 @@ void TestGuiActive::imageDataShowsTheDigitsAcquired() {
 
 // Warm-started rounds continue each other: opening replays every round, to the same map.
 void TestGuiActive::warmLoopComesBackBitForBit() {
-    json c = smallConfig();
+    json c = activeRun();
     c["active"]["retrain"] = "warm";
     QTemporaryDir dir;
     const QString path = dir.filePath(QStringLiteral("warm.safetensors"));
@@ -555,13 +548,13 @@ void TestGuiActive::warmLoopComesBackBitForBit() {
     QVERIFY(back->config.retrain == ensemble::ActiveRetrain::Warm);
     QCOMPARE(back->labelled, saved->labelled);
     QCOMPARE(back->scores.picks, saved->scores.picks);
-    QVERIFY(sameBits(back->gridScores, saved->gridScores));
-    QVERIFY(sameBits(back->scores.scores, saved->scores.scores));
+    QVERIFY(sameBitsNonEmpty(back->gridScores, saved->gridScores));
+    QVERIFY(sameBitsNonEmpty(back->scores.scores, saved->scores.scores));
 }
 
 // Esc stops a long round: no round is added, the rows wait, and Acquire becomes Retrain.
 void TestGuiActive::escapeCancelsTheRoundUnderWay() {
-    json c = smallConfig();
+    json c = activeRun();
     c["active"]["steps"] = 50'000'000;  // far longer than the test waits
     auto w = makeWindow({1200, 800});
     w->loadExperiment(c, QString());

@@ -25,9 +25,9 @@
 #include "compare/compare.h"
 #include "controller/methods_job.h"
 #include "controller/snapshot_builder.h"
-#include "support/gui_test_support.h"
 #include "io/config.h"
 #include "main_window.h"
+#include "support/gui_test_support.h"
 #include "support/test_support.h"
 #include "view_table.h"
 #include "views/methods_maps.h"
@@ -37,6 +37,7 @@ using ensemble::CompareResult;
 using ensemble::EnsembleMethod;
 using ensemble::MethodComparison;
 using ensemble::test::makeWindow;
+using ensemble::test::sameBits;
 using ensemble::test::waitFresh;
 using ensemble::ui::MainWindow;
 using ensemble::ui::MethodsColumn;
@@ -70,14 +71,10 @@ namespace {
 // Steps that take every method a few seconds (the cancel tests).
 constexpr int64_t kCancelSteps = 10000;
 
-json smallConfig(int64_t steps = 60) {
-    json c = ensemble::loadConfigJson("spirals");
-    c["dataset"]["n"] = 300;
+json methodsRun(int64_t steps = 60) {
+    json c = ensemble::test::smallConfig({.members = 3, .steps = steps, .threads = 1});
     c["model"]["hidden"] = {8, 8};
-    c["ensemble"]["members"] = 3;
-    c["training"]["steps"] = steps;
     c["training"]["eval_every"] = 20;
-    c["backend"] = {{"kind", "cpu"}, {"threads", 1}};
     return c;
 }
 
@@ -93,10 +90,6 @@ int rowOf(const QTableWidget* table, EnsembleMethod method) {
 
 double cell(const QTableWidget* table, int row, MethodsColumn column) {
     return table->item(row, static_cast<int>(column))->data(Qt::UserRole).toDouble();
-}
-
-bool sameBits(double a, double b) {
-    return std::memcmp(&a, &b, sizeof a) == 0;
 }
 
 const MethodComparison* find(const CompareResult& r, EnsembleMethod method) {
@@ -134,7 +127,7 @@ MethodsOutcomePtr TestGuiMethods::compare(MainWindow& w, MethodsView* view) {
 
 void TestGuiMethods::comparesOnTheEngineThreadAsCompareMethodsDoes() {
     auto w = makeWindow({900, 600});
-    MethodsView* view = methodsViewOn(*w, smallConfig());
+    MethodsView* view = methodsViewOn(*w, methodsRun());
     QVERIFY(view != nullptr);
     QCOMPARE(ensemble::ui::viewByKey(QStringLiteral("methods")),
              std::optional<ensemble::ui::ViewId>(ensemble::ui::ViewId::Methods));
@@ -313,7 +306,7 @@ void TestGuiMethods::cancelKeepsTheFinishedMethods() {
     // Every method trains the config's steps: long enough (a few seconds) that the second is
     // still training when the Esc sent at its start arrives, short enough to wait for the first.
     auto w = makeWindow({900, 600});
-    MethodsView* view = methodsViewOn(*w, smallConfig(kCancelSteps));
+    MethodsView* view = methodsViewOn(*w, methodsRun(kCancelSteps));
     QVERIFY(view != nullptr);
     // Two methods at least, so that one finishes before the cancel: the registry's, and its
     // first again while it holds only one (the comparison trains the list it is given).
@@ -366,7 +359,7 @@ void TestGuiMethods::cancelKeepsTheFinishedMethods() {
 
 void TestGuiMethods::saveReportWritesTheReport() {
     auto w = makeWindow({900, 600});
-    MethodsView* view = methodsViewOn(*w, smallConfig());
+    MethodsView* view = methodsViewOn(*w, methodsRun());
     QVERIFY(view != nullptr);
     QTemporaryDir dir;
     QString error;
@@ -412,7 +405,7 @@ void TestGuiMethods::saveReportWritesTheReport() {
 
 void TestGuiMethods::keyboardDrivesTheView() {
     auto w = makeWindow({900, 600});
-    w->loadExperiment(smallConfig(), QString());
+    w->loadExperiment(methodsRun(), QString());
     QVERIFY(waitFresh(*w));
     w->activateWindow();
     QVERIFY(QTest::qWaitForWindowActive(w.get()));
@@ -449,7 +442,7 @@ void TestGuiMethods::keyboardDrivesTheView() {
 
 void TestGuiMethods::anotherExperimentClearsTheResults() {
     auto w = makeWindow({900, 600});
-    MethodsView* view = methodsViewOn(*w, smallConfig());
+    MethodsView* view = methodsViewOn(*w, methodsRun());
     QVERIFY(view != nullptr);
     const MethodsOutcomePtr outcome = compare(*w, view);
     QVERIFY(outcome != nullptr && outcome->error.isEmpty());
@@ -469,7 +462,7 @@ void TestGuiMethods::anotherExperimentClearsTheResults() {
     QCOMPARE(view->outcome(), outcome);
     QCOMPARE(view->table()->rowCount(), rows);
     // Another experiment: the results were of the one before.
-    w->loadExperiment(smallConfig(80), QString());
+    w->loadExperiment(methodsRun(80), QString());
     QVERIFY(waitFresh(*w));
     QCoreApplication::processEvents();
     QVERIFY(view->outcome() == nullptr);
@@ -479,13 +472,13 @@ void TestGuiMethods::anotherExperimentClearsTheResults() {
              qPrintable(view->message()));
     // A comparison under way when the experiment changes is cancelled (the engine thread is
     // wanted for the new run) and its methods are not shown on the new experiment.
-    w->loadExperiment(smallConfig(kCancelSteps * 4), QString());
+    w->loadExperiment(methodsRun(kCancelSteps * 4), QString());
     QVERIFY(waitFresh(*w));
     QVERIFY(w->setView(QStringLiteral("methods")));
     QSignalSpy finished(w->controller(), &ensemble::ui::EngineController::methodsFinished);
     view->compareButton()->click();
     QVERIFY(view->isComparing());
-    w->loadExperiment(smallConfig(), QString());
+    w->loadExperiment(methodsRun(), QString());
     QVERIFY(finished.wait(60000));
     const MethodsOutcomePtr stopped = finished.at(0).at(0).value<MethodsOutcomePtr>();
     QVERIFY(stopped->cancelled);
@@ -501,7 +494,7 @@ void TestGuiMethods::closingTheWindowStopsAComparison() {
     // thread (the destructor would otherwise wait for every method to train; the suite's
     // time limit is the check).
     auto w = makeWindow({900, 600});
-    MethodsView* view = methodsViewOn(*w, smallConfig(kCancelSteps * 200));
+    MethodsView* view = methodsViewOn(*w, methodsRun(kCancelSteps * 200));
     QVERIFY(view != nullptr);
     QSignalSpy progress(w->controller(), &ensemble::ui::EngineController::methodsProgress);
     view->compareButton()->click();

@@ -12,10 +12,10 @@
 #include <cmath>
 #include <memory>
 
-#include "support/gui_test_support.h"
 #include "io/config.h"
 #include "main_window.h"
 #include "panels/experiment_panel.h"
+#include "support/gui_test_support.h"
 #include "views/boundary_view.h"
 #include "views/curves_view.h"
 #include "views/regression_view.h"

@@ -20,11 +20,11 @@
 #include <memory>
 
 #include "data/dataset.h"
-#include "support/gui_test_support.h"
 #include "io/config.h"
 #include "io/model_io.h"
 #include "main_window.h"
 #include "shift/shift_report.h"
+#include "support/gui_test_support.h"
 #include "support/test_support.h"
 #include "views/shift_inputs.h"
 #include "views/shift_view.h"
@@ -56,14 +56,9 @@ class TestGuiShift : public QObject {
 
 namespace {
 
-nlohmann::json smallConfig() {
-    nlohmann::json c = ensemble::loadConfigJson("spirals");
-    c["dataset"]["n"] = 300;
-    c["ensemble"]["members"] = 3;
-    c["training"]["steps"] = 60;
-    c["backend"]["kind"] = "cpu";
-    c["backend"]["threads"] = 1;
-    return c;
+// The window suites' small run, K = 3 for 60 steps on one thread.
+nlohmann::json shiftRun() {
+    return ensemble::test::smallConfig({.members = 3, .steps = 60, .threads = 1});
 }
 
 }  // namespace
@@ -73,7 +68,7 @@ void TestGuiShift::initTestCase() {
 }
 
 ShiftView* TestGuiShift::trainedShiftView(MainWindow& w) {
-    w.loadExperiment(smallConfig(), QString());
+    w.loadExperiment(shiftRun(), QString());
     if (!waitFresh(w)) {
         return nullptr;
     }

@@ -11,135 +11,23 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
-#include "support/backend_test_problem.h"
 #include "core/errors.h"
 #include "io/config.h"
 #include "io/model_io.h"
 #include "io/safetensors.h"
 #include "model/feature_maps.h"
+#include "support/backend_test_problem.h"
+#include "support/reference_network.h"
 #include "support/test_support.h"
 #include "train/trainer.h"
 
 using namespace ensemble;
+using ensemble::test::memberParams;
+using ensemble::test::referenceForward;
+using ensemble::test::referenceLoss;
 using nlohmann::json;
 
 namespace {
-
-// Member k's parameters from the stacked layout, per layer [W (out x in), b (out)] in double.
-std::vector<double> memberParams(const ParamLayout& layout, int k, const std::vector<float>& p) {
-    std::vector<double> out;
-    for (int l = 0; l < layout.layerCount(); ++l) {
-        const LayerSlot& s = layout.layer(l);
-        const float* w = p.data() + layout.weightOffset(l, k);
-        out.insert(out.end(), w, w + static_cast<std::size_t>(s.out) * s.in);
-        const float* b = p.data() + layout.biasOffset(l, k);
-        out.insert(out.end(), b, b + s.out);
-    }
-    return out;
-}
-
-double act(Activation a, double z) {
-    return activate(a, z);
-}
-
-// The reference: one example through the stack with direct loops (no im2col, no GEMM), weights
-// read in PyTorch's layout W[f][c][ky][kx] and W[out][in]. Returns the logits.
-std::vector<double> referenceForward(const Architecture& arch, Activation a,
-                                     const std::vector<double>& p, const float* x) {
-    const Shape in0 = arch.input();
-    std::vector<double> cur(x, x + in0.size());
-    std::size_t offset = 0;
-    for (const StackLayer& s : arch.layers()) {
-        std::vector<double> next(static_cast<std::size_t>(s.out.size()), 0.0);
-        const int H = s.in.height;
-        const int W = s.in.width;
-        if (s.kind == LayerKind::Conv) {
-            const int C = s.in.channels;
-            const int k = s.kernel;
-            const double* w = p.data() + offset;
-            const double* b = w + static_cast<std::size_t>(s.out.channels) * C * k * k;
-            for (int f = 0; f < s.out.channels; ++f) {
-                for (int oy = 0; oy < s.out.height; ++oy) {
-                    for (int ox = 0; ox < s.out.width; ++ox) {
-                        double z = b[f];
-                        for (int c = 0; c < C; ++c) {
-                            for (int ky = 0; ky < k; ++ky) {
-                                for (int kx = 0; kx < k; ++kx) {
-                                    const int iy = oy * s.stride + ky - s.padTop;
-                                    const int ix = ox * s.stride + kx - s.padLeft;
-                                    if (iy < 0 || iy >= H || ix < 0 || ix >= W) {
-                                        continue;
-                                    }
-                                    z += w[((f * C + c) * k + ky) * k + kx] *
-                                         cur[(static_cast<std::size_t>(c) * H + iy) * W + ix];
-                                }
-                            }
-                        }
-                        next[(static_cast<std::size_t>(f) * s.out.height + oy) * s.out.width + ox] =
-                            act(a, z);
-                    }
-                }
-            }
-            offset += static_cast<std::size_t>(s.out.channels) * (C * k * k + 1);
-        } else if (s.kind == LayerKind::Pool) {
-            const int size = s.kernel;
-            for (int c = 0; c < s.out.channels; ++c) {
-                for (int oy = 0; oy < s.out.height; ++oy) {
-                    for (int ox = 0; ox < s.out.width; ++ox) {
-                        double acc = s.pool == PoolKind::Avg ? 0.0 : -INFINITY;
-                        for (int dy = 0; dy < size; ++dy) {
-                            for (int dx = 0; dx < size; ++dx) {
-                                const double v =
-                                    cur[(static_cast<std::size_t>(c) * H + oy * size + dy) * W +
-                                        ox * size + dx];
-                                acc = s.pool == PoolKind::Avg ? acc + v : std::max(acc, v);
-                            }
-                        }
-                        next[(static_cast<std::size_t>(c) * s.out.height + oy) * s.out.width + ox] =
-                            s.pool == PoolKind::Avg ? acc / (size * size) : acc;
-                    }
-                }
-            }
-        } else {
-            const int in = static_cast<int>(s.in.size());
-            const double* w = p.data() + offset;
-            const double* b = w + static_cast<std::size_t>(s.out.channels) * in;
-            for (int o = 0; o < s.out.channels; ++o) {
-                double z = b[o];
-                for (int i = 0; i < in; ++i) {
-                    z += w[static_cast<std::size_t>(o) * in + i] * cur[static_cast<std::size_t>(i)];
-                }
-                next[static_cast<std::size_t>(o)] = s.activated ? act(a, z) : z;
-            }
-            offset += static_cast<std::size_t>(s.out.channels) * (in + 1);
-        }
-        cur = std::move(next);
-    }
-    return cur;
-}
-
-// Mean over the batch of weight_b * CE_b, in double.
-double referenceLoss(const Architecture& arch, Activation a, const std::vector<double>& p,
-                     const std::vector<float>& x, const std::vector<int32_t>& y,
-                     const std::vector<float>& w) {
-    const int n = static_cast<int>(y.size());
-    double loss = 0.0;
-    for (int b = 0; b < n; ++b) {
-        const std::vector<double> z =
-            referenceForward(arch, a, p, x.data() + static_cast<std::size_t>(b) * arch.inputs());
-        double m = z[0];
-        for (double v : z) {
-            m = std::max(m, v);
-        }
-        double sum = 0.0;
-        for (double v : z) {
-            sum += std::exp(v - m);
-        }
-        loss += w[static_cast<std::size_t>(b)] *
-                (m + std::log(sum) - z[static_cast<std::size_t>(y[static_cast<std::size_t>(b)])]);
-    }
-    return loss / n;
-}
 
 struct Problem {
     Architecture arch;
@@ -244,7 +132,7 @@ class TestConv : public QObject {
         std::vector<float> logProbs(static_cast<std::size_t>(members) * batch * 3);
         net.predictLogProbs(p.params.data(), p.x.data(), batch, logProbs.data());
         for (int k = 0; k < members; ++k) {
-            const std::vector<double> mp = memberParams(p.layout, k, p.params);
+            const std::vector<double> mp = memberParams(p.layout, k, p.params.data());
             for (int b = 0; b < batch; ++b) {
                 const std::vector<double> z = referenceForward(
                     p.arch, a, mp, p.x.data() + static_cast<std::size_t>(b) * p.arch.inputs());
@@ -262,7 +150,7 @@ class TestConv : public QObject {
         std::vector<float> grad(p.layout.perMember());
         const ConvMemberBatch mb{p.x.data(), p.y.data(), p.w.data()};
         const float loss = net.gradient(k, p.params.data(), mb, batch, grad.data());
-        std::vector<double> mp = memberParams(p.layout, k, p.params);
+        std::vector<double> mp = memberParams(p.layout, k, p.params.data());
         ENSEMBLE_COMPARE_NEAR_SCALED(loss, referenceLoss(p.arch, a, mp, p.x, p.y, p.w),
                                      test::kFloatRounding);
         double diff = 0.0;
@@ -387,7 +275,7 @@ class TestConv : public QObject {
         const auto [layout3b, two] = train(3, 2);
         QVERIFY(one == two);
         const auto [layout1, single] = train(1, 2);
-        QCOMPARE(memberParams(layout1, 0, single), memberParams(layout3, 0, one));
+        QCOMPARE(memberParams(layout1, 0, single.data()), memberParams(layout3, 0, one.data()));
     }
 
     void trainsAndRoundTripsThroughExport() {

@@ -18,12 +18,12 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/cuda_backend.h"
-#include "support/backend_test_problem.h"
 #include "core/errors.h"
 #include "data/dataset.h"
 #include "metrics/metrics.h"
 #include "model/batch_ensemble.h"
 #include "model/mlp.h"
+#include "support/backend_test_problem.h"
 #include "train/batch_ensemble_backend.h"
 
 using namespace ensemble;

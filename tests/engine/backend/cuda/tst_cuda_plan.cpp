@@ -27,11 +27,11 @@
 #include "backend/cuda/conv_program.h"
 #include "backend/cuda/step_elements.h"
 #include "backend/cuda/step_program.h"
-#include "support/backend_test_problem.h"
-#include "support/cuda_emulation.h"
 #include "data/dataset.h"
 #include "math/philox.h"
 #include "model/mlp.h"
+#include "support/backend_test_problem.h"
+#include "support/cuda_emulation.h"
 
 using namespace ensemble;
 using ensemble::test::gridPoints;

@@ -17,10 +17,10 @@
 #include "backend/cuda/conv_program.h"
 #include "backend/cuda/step_elements.h"
 #include "backend/cuda/step_program.h"
-#include "support/backend_test_problem.h"
-#include "support/cuda_emulation.h"
 #include "math/dropout.h"
 #include "model/mlp.h"
+#include "support/backend_test_problem.h"
+#include "support/cuda_emulation.h"
 #include "support/test_support.h"
 
 using namespace ensemble;
