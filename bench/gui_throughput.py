@@ -5,7 +5,7 @@ Each round runs, back to back, `ensemble-cli bench` (steady-state steps, nothing
 `ensemble-lab --train-steps N --screenshot` (offscreen: the engine thread trains while the GUI
 thread receives snapshots, evaluates the grid and draws every view), on the same config, and
 records member-steps per second of both, and how late a 10 ms timer on the GUI thread fired
-meanwhile (the GUI's responsiveness; tests/tst_gui only checks that it keeps responding). The rounds alternate which goes first; the report is
+meanwhile (the GUI's responsiveness; tests/ui/tst_gui.cpp only checks that it keeps responding). The rounds alternate which goes first; the report is
 the median of the per-round ratios (window / headless) and their spread.
 
 Usage: bench/gui_throughput.py [--build-dir build] [--members 100] [--steps 20000] [--rounds 5]

@@ -205,11 +205,11 @@ mandir=$(mktemp -d)
 for page in ensemble-cli ensemble-lab ensemble-fetch-mnist; do
   gzip -dc "/usr/share/man/man1/$page.1.gz" >"$mandir/$page.1"
 done
-bash tests/check_man_pages.sh /usr/bin/ensemble-cli /usr/bin/ensemble-lab /usr/bin/ensemble-fetch-mnist \
+bash tests/checks/check_man_pages.sh /usr/bin/ensemble-cli /usr/bin/ensemble-lab /usr/bin/ensemble-fetch-mnist \
   "$mandir" "$version" || fail "the installed man pages differ from the installed programs' help"
 rm -rf "$mandir"
 [ -f /usr/share/bash-completion/completions/ensemble-cli ] || fail "no bash completion"
-bash tests/check_completion.sh /usr/bin/ensemble-cli /usr/share/bash-completion/completions/ensemble-cli ||
+bash tests/checks/check_completion.sh /usr/bin/ensemble-cli /usr/share/bash-completion/completions/ensemble-cli ||
   fail "the installed bash completion"
 # bash-completion loads it on demand, by the command's name.
 grep -q _ensemble_cli <<<"$(bash -c 'source /usr/share/bash-completion/bash_completion

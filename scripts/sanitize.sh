@@ -13,7 +13,7 @@
 # (OMP_TOOL_LIBRARIES=libarcher.so) tells TSan about OpenMP's barriers and tasks: with GCC's
 # uninstrumented libgomp every parallel region is reported falsely (tst_trainer runs 2 and 3
 # threads on purpose). Qt's own queue locks are described by ui/controller/thread_handoff.h;
-# tests/tsan.supp says why each remaining suppression is a false positive.
+# tests/sanitizers/tsan.supp says why each remaining suppression is a false positive.
 # ccache is used when installed (never required; scripts/ccache_args.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."

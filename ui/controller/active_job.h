@@ -9,7 +9,7 @@
 // run between them. What the GUI sees is an immutable ActiveState, published after each change.
 //
 // The loop is the engine's, not the app's: the same config and seed acquire the same rows here
-// as in `ensemble-cli active` (tests/tst_gui_active.cpp). Its state goes into the run's
+// as in `ensemble-cli active` (tst_gui_active). Its state goes into the run's
 // checkpoint as the metadata "active" (activeCheckpointJson) and comes back from it.
 
 #include <QImage>

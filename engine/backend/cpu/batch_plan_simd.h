@@ -1,7 +1,7 @@
 #pragma once
 
 // Batch plans for the CPU backend, computed 16 slots at a time. The same rows and weights as
-// planMember() and poissonCount() in sampling/batch_plan.h, bit for bit (tests/tst_cpu_kernels
+// planMember() and poissonCount() in sampling/batch_plan.h, bit for bit (tst_cpu_kernels
 // checks it): the Feistel permutation, the cycle walking and Philox-4x32-10 run lane-wise in
 // SIMD registers, and a step's (epoch, position) cursor is advanced instead of divided out per
 // slot. The shared header stays the definition; this is only a faster way to evaluate it.

@@ -8,7 +8,7 @@
 // go to Eigen's GEMM on the same buffers.
 //
 // The templated memberForward / memberForwardBackward in mlp_kernels.h stay the reference (and
-// run in double for the gradient checks); tests/tst_cpu_kernels.cpp compares the two.
+// run in double for the gradient checks); the suite tst_cpu_kernels compares the two.
 //
 // Everything here is compiled with the engine's flags (-march=native), in fast_mlp.cpp (the
 // passes, over the kernels of fast_kernels.h), fast_update.cpp and fast_workspace.cpp: no SIMD

@@ -1,0 +1,35 @@
+#pragma once
+
+// JSON files for the suites that hand configs to ensemble-cli and read back what it wrote
+// (tst_active, tst_compare): one way to write them and one to read them, so a file that cannot
+// be read fails the test the same way everywhere.
+
+#include <QFile>
+#include <QString>
+
+#include <nlohmann/json.hpp>
+
+namespace ensemble::test {
+
+// `j` as <folder>/<name>, indented; the path, or empty when the file cannot be written.
+inline QString writeJson(const QString& folder, const char* name, const nlohmann::json& j) {
+    const QString path = folder + QLatin1Char('/') + QLatin1String(name);
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly)) {
+        return {};
+    }
+    f.write(QByteArray::fromStdString(j.dump(2)));
+    return path;
+}
+
+// The JSON at `path`: null when it cannot be read, discarded (is_discarded()) when it is not
+// JSON.
+inline nlohmann::json readJson(const QString& path) {
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly)) {
+        return nullptr;
+    }
+    return nlohmann::json::parse(f.readAll().toStdString(), nullptr, false);
+}
+
+}  // namespace ensemble::test

@@ -1,0 +1,302 @@
+// Convolutional members in the app (issue 21's app part): the Model section's kind switch and
+// layer list editor (the schema's conditional keys, the parser's errors at the row and field
+// they name), and a short CNN run on tiny MNIST-format files in a temporary folder: the Images
+// view, draw-a-digit, the confusion matrix, calibration and the Filters view's kernels and
+// feature maps.
+#include <QApplication>
+#include <QComboBox>
+#include <QLabel>
+#include <QSpinBox>
+#include <QStandardItemModel>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "config/config.h"
+#include "controller/engine_controller.h"
+#include "main_window.h"
+#include "model/architecture.h"
+#include "panels/experiment_panel.h"
+#include "panels/layer_list_editor.h"
+#include "support/gui_test_support.h"
+#include "support/test_support.h"
+#include "views/calibration_view.h"
+#include "views/filters_view.h"
+#include "views/images_view.h"
+
+using ensemble::test::makeWindow;
+using ensemble::test::waitFresh;
+using ensemble::test::waitSnapshot;
+using ensemble::ui::ExperimentPanel;
+using ensemble::ui::LayerListEditor;
+using nlohmann::json;
+
+namespace {
+
+json tinyCnnConfig(const QString& folder) {
+    json c = ensemble::loadConfigJson("mnist-cnn");
+    c["dataset"]["path"] = folder.toStdString();
+    c["model"]["layers"] = json::array({{{"type", "conv"}, {"filters", 4}, {"kernel", 3}},
+                                        {{"type", "pool"}, {"kind", "max"}, {"size", 2}},
+                                        {{"type", "dense"}, {"units", 16}}});
+    c["ensemble"]["members"] = 2;
+    c["optimizer"]["lr"] = 0.05;
+    c["training"]["batch_size"] = 20;
+    c["training"]["epochs"] = 0;
+    c["training"]["steps"] = 30;
+    c["backend"]["kind"] = "cpu";
+    c["backend"]["threads"] = 1;
+    return c;
+}
+
+// Whether a tile of `image` (from renderTiles) at tile (r, c) of th x tw holds more than one
+// colour.
+bool tileVaries(const QImage& image, int r, int c, int th, int tw) {
+    std::set<QRgb> colours;
+    for (int y = 0; y < th; ++y) {
+        for (int x = 0; x < tw; ++x) {
+            colours.insert(image.pixel(c * (tw + ensemble::ui::kTileGap) + x,
+                                       r * (th + ensemble::ui::kTileGap) + y));
+        }
+    }
+    return colours.size() > 1;
+}
+
+bool sawOnlyGapColour(const QImage& image, int x) {
+    for (int y = 0; y < image.height(); ++y) {
+        if (image.pixel(x, y) != ensemble::ui::kTileBackground) {
+            return false;
+        }
+    }
+    return true;
+}
+
+}  // namespace
+
+class TestGuiCnn : public QObject {
+    Q_OBJECT
+
+  private Q_SLOTS:
+    void initTestCase() { ensemble::test::isolateSettings(); }
+
+    void kindFollowsTheDataset() {
+        ExperimentPanel panel;
+        panel.setConfig(ensemble::loadConfigJson("spirals"));
+        auto* kind = qobject_cast<QComboBox*>(panel.editor(QStringLiteral("model.kind")));
+        QVERIFY(kind != nullptr);
+        const int cnn = kind->findData(QStringLiteral("cnn"));
+        auto* items = qobject_cast<QStandardItemModel*>(kind->model());
+        QVERIFY(!items->item(cnn)->isEnabled());
+        QVERIFY(kind->itemData(cnn, Qt::ToolTipRole)
+                    .toString()
+                    .contains(QStringLiteral("image dataset")));
+        QVERIFY(!panel.layerEditor()->isVisibleTo(&panel));
+        QVERIFY(panel.editor(QStringLiteral("model.hidden"))->isVisibleTo(&panel));
+        // The preset box offers the CNN preset; on MNIST the kind is free.
+        QVERIFY(panel.presetCombo()->findData(QStringLiteral("mnist-cnn")) >= 0);
+        auto* dataset = qobject_cast<QComboBox*>(panel.editor(QStringLiteral("dataset.kind")));
+        dataset->setCurrentIndex(dataset->findData(QStringLiteral("mnist")));
+        QVERIFY(items->item(cnn)->isEnabled());
+        kind->setCurrentIndex(cnn);
+        QVERIFY(panel.layerEditor()->isVisibleTo(&panel));
+        QVERIFY(!panel.editor(QStringLiteral("model.hidden"))->isVisibleTo(&panel));
+        // The recipe by default; the stored config holds layers, not hidden (the schema's rule).
+        QCOMPARE(panel.layerEditor()->rowCount(), 5);
+        json c = panel.config();
+        QCOMPARE(c["model"]["layers"], ensemble::layersToJson(ensemble::recipeLayers()));
+        QVERIFY(!c["model"].contains("hidden"));
+        QVERIFY2(panel.isValid(), qPrintable(panel.errors().values().join(QStringLiteral("; "))));
+        QCOMPARE(ensemble::parseConfig(c).model.layers, ensemble::recipeLayers());
+        // Back to MLP: hidden again, no layers.
+        kind->setCurrentIndex(kind->findData(QStringLiteral("mlp")));
+        c = panel.config();
+        QVERIFY(c["model"].contains("hidden"));
+        QVERIFY(!c["model"].contains("layers"));
+        QVERIFY(panel.isValid());
+        // A cnn on a table is the parser's error, at the kind.
+        json bad = tinyCnnConfig(QStringLiteral("/nonexistent"));
+        bad["dataset"] = {{"kind", "moons"}};
+        panel.setConfig(bad);
+        QVERIFY(!panel.isValid());
+        QVERIFY(
+            panel.errors().value(QStringLiteral("model.kind")).contains(QStringLiteral("image")));
+    }
+
+    void layerListEdits() {
+        ExperimentPanel panel;
+        json c = ensemble::loadConfigJson("mnist-cnn");
+        panel.setConfig(c, QStringLiteral("mnist-cnn"));
+        LayerListEditor* layers = panel.layerEditor();
+        QCOMPARE(layers->rowCount(), 5);
+        QSignalSpy edited(&panel, &ExperimentPanel::edited);
+        // A field edit goes into model.layers.
+        qobject_cast<QSpinBox*>(layers->fieldEditor(0, QStringLiteral("filters")))->setValue(8);
+        QCOMPARE(edited.count(), 1);
+        QCOMPARE(panel.config()["model"]["layers"][0]["filters"].get<int>(), 8);
+        QCOMPARE(panel.presetCombo()->currentData().toString(), QString());  // now Custom
+        // Pools go after the last conv or pool: 28 -> 14 -> 7 -> 3 -> 1 -> 0 at the third.
+        layers->addLayer(ensemble::LayerKind::Pool);
+        layers->addLayer(ensemble::LayerKind::Pool);
+        QVERIFY(panel.isValid());
+        layers->addLayer(ensemble::LayerKind::Pool);
+        QCOMPARE(layers->rowCount(), 8);
+        QCOMPARE(layers->rowType(6), QStringLiteral("pool"));
+        QCOMPARE(layers->rowType(7), QStringLiteral("dense"));
+        QVERIFY(!panel.isValid());
+        const QString error = panel.errors().value(QStringLiteral("model.layers"));
+        QVERIFY2(error.startsWith(QStringLiteral("model.layers[6]")), qPrintable(error));
+        // Shown at that row (and its field), not under the whole list.
+        QVERIFY(layers->rowError(6)->isVisibleTo(&panel));
+        QVERIFY(!layers->rowError(5)->isVisibleTo(&panel));
+        QVERIFY(!panel.errorLabel(QStringLiteral("model.layers"))->isVisibleTo(&panel));
+        QVERIFY(layers->fieldEditor(6, QStringLiteral("size"))->property("invalid").toBool());
+        layers->removeLayer(6);
+        QVERIFY(panel.isValid());
+        QVERIFY(!layers->rowError(6)->isVisibleTo(&panel));
+        // Reorder: a dense layer moved before a pool is the parser's error at that pool.
+        layers->moveLayer(6, -1);
+        QCOMPARE(layers->rowType(5), QStringLiteral("dense"));
+        QCOMPARE(panel.config()["model"]["layers"][5]["type"], json("dense"));
+        QVERIFY(!panel.isValid());
+        layers->moveLayer(5, 1);
+        QVERIFY(panel.isValid());
+        // Switching a row's type shows that type's fields.
+        auto* type = qobject_cast<QComboBox*>(layers->fieldEditor(1, QStringLiteral("type")));
+        type->setCurrentIndex(type->findData(QStringLiteral("conv")));
+        QCOMPARE(panel.config()["model"]["layers"][1]["type"], json("conv"));
+        QVERIFY(panel.config()["model"]["layers"][1].contains("kernel"));
+        layers->resetToRecipe();
+        QCOMPARE(panel.config()["model"]["layers"],
+                 ensemble::layersToJson(ensemble::recipeLayers()));
+
+        // A hand-edited list the rows cannot show (a kernel of 0) stays as written, so the
+        // parser's reason appears at its row and field.
+        c["model"]["layers"] = json::array({{{"type", "conv"}, {"filters", 8}, {"kernel", 3}},
+                                            {{"type", "conv"},
+                                             {"filters", 8},
+                                             {"kernel", 0},
+                                             {"stride", 1},
+                                             {"padding", "same"}}});
+        panel.setConfig(c);
+        QVERIFY(!panel.isValid());
+        QVERIFY(panel.errors()
+                    .value(QStringLiteral("model.layers"))
+                    .startsWith(QStringLiteral("model.layers[1].kernel")));
+        QVERIFY(layers->rowError(1)->isVisibleTo(&panel));
+        QVERIFY(layers->rowError(1)->text().startsWith(QStringLiteral("kernel")));
+        QVERIFY(layers->fieldEditor(1, QStringLiteral("kernel"))->property("invalid").toBool());
+        // Any edit makes the rows the list (the spin box cannot hold 0).
+        qobject_cast<QSpinBox*>(layers->fieldEditor(1, QStringLiteral("kernel")))->setValue(5);
+        QVERIFY(panel.isValid());
+        QCOMPARE(panel.config()["model"]["layers"][1]["kernel"].get<int>(), 5);
+    }
+
+    void cnnRunInTheViews() {
+        QTemporaryDir dir;
+        QVERIFY(ensemble::test::writeIdx(dir.path(), "train-images-idx3-ubyte",
+                                         "train-labels-idx1-ubyte", 200, 1));
+        QVERIFY(ensemble::test::writeIdx(dir.path(), "t10k-images-idx3-ubyte",
+                                         "t10k-labels-idx1-ubyte", 60, 2));
+        auto w = makeWindow({1400, 900});
+        w->loadExperiment(tinyCnnConfig(dir.path()), QString());
+        QVERIFY2(w->panel()->isValid(),
+                 qPrintable(w->panel()->errors().values().join(QStringLiteral("; "))));
+        QVERIFY(waitFresh(*w));
+        QVERIFY(w->controller()->snapshot()->firstConv != nullptr);
+        w->controller()->start();
+        QVERIFY(waitSnapshot(
+            *w, [](const auto& s) { return s.finished && !s.running; }, 60000));
+        QCoreApplication::processEvents();
+        const ensemble::ui::SnapshotPtr s = w->controller()->snapshot();
+        QCOMPARE(s->run->members, 2);
+        QVERIFY(s->run->isImage);
+
+        // Images: the uncertain test images, the confusion matrix over every evaluated row,
+        // calibration's bins.
+        QVERIFY(w->setView(QStringLiteral("images")));
+        QCoreApplication::processEvents();
+        QVERIFY(!w->imagesView()->uncertain()->shownRows().empty());
+        int64_t total = 0;
+        for (int64_t n : s->confusion) {
+            total += n;
+        }
+        QCOMPARE(total, s->run->evalTest.rows);
+        QCOMPARE(s->confusion.size(), std::size_t{100});
+        QVERIFY(s->ensembleMetrics.accuracy > 0.3);  // learnt something in 30 steps
+        QCOMPARE(s->reliability.rows, s->run->evalTest.rows);
+        QVERIFY(!s->reliability.bins.empty());
+        QVERIFY(w->setView(QStringLiteral("calibration")));
+        QCoreApplication::processEvents();
+        QCOMPARE(w->calibrationView()->table()->rowCount(), 2 + 2);  // members, mean, ensemble
+
+        // Draw-a-digit: every member's probabilities come back.
+        QVERIFY(w->setView(QStringLiteral("images")));
+        ensemble::ui::DigitCanvas* canvas = w->imagesView()->canvas();
+        const double k = canvas->width() / 224.0;
+        canvas->drawStroke({QPointF(40 * k, 100 * k), QPointF(180 * k, 104 * k)});
+        QVERIFY(QTest::qWaitFor([&] { return w->imagesView()->bars()->ensemble().size() == 10; },
+                                10000));
+
+        // Filters: one row per member, one tile per filter, each kernel not uniform.
+        QVERIFY(w->setView(QStringLiteral("filters")));
+        QCoreApplication::processEvents();
+        ensemble::ui::FiltersView* filters = w->filtersView();
+        const QImage kernels = filters->kernels()->image();
+        QCOMPARE(filters->kernels()->rows(), 2);
+        QCOMPARE(filters->kernels()->cols(), 4);
+        QCOMPARE(kernels.width(), 4 * (3 + 1) - 1);
+        QCOMPARE(kernels.height(), 2 * (3 + 1) - 1);
+        for (int r = 0; r < 2; ++r) {
+            for (int c = 0; c < 4; ++c) {
+                QVERIFY(tileVaries(kernels, r, c, 3, 3));
+            }
+        }
+        QVERIFY(sawOnlyGapColour(kernels, 3));  // the gap between the first two tiles
+        // The same weights the snapshot holds: the tiles of two different filters differ.
+        QVERIFY(kernels.copy(0, 0, 3, 3) != kernels.copy(4, 0, 3, 3));
+
+        // Feature maps of a digit drawn on the view's own canvas: [2 members] x [4 filters] of
+        // 28 x 28 (same padding), varying where the stroke is.
+        ensemble::ui::DigitCanvas* pen = filters->canvas();
+        const double f = pen->width() / 224.0;
+        pen->drawStroke({QPointF(60 * f, 60 * f), QPointF(160 * f, 170 * f)});
+        QVERIFY(QTest::qWaitFor([&] { return filters->featureMaps()->rows() == 2; }, 10000));
+        const QImage maps = filters->featureMaps()->image();
+        QCOMPARE(filters->featureMaps()->cols(), 4);
+        QCOMPARE(maps.width(), 4 * 29 - 1);
+        QCOMPARE(maps.height(), 2 * 29 - 1);
+        int varying = 0;
+        for (int r = 0; r < 2; ++r) {
+            for (int c = 0; c < 4; ++c) {
+                varying += tileVaries(maps, r, c, 28, 28) ? 1 : 0;
+            }
+        }
+        QVERIFY(varying >= 6);  // a ReLU map can be dead; most are not
+        // On screen: the view paints the tiles, not a blank.
+        const QImage shot = filters->kernels()->grab().toImage();
+        std::set<QRgb> colours;
+        for (int y = 0; y < shot.height(); y += 2) {
+            for (int x = 0; x < shot.width(); x += 2) {
+                colours.insert(shot.pixel(x, y));
+            }
+        }
+        QVERIFY(colours.size() > 8);
+
+        // An MLP run hides the Filters tab.
+        json mlp = tinyCnnConfig(dir.path());
+        mlp["model"] = {{"kind", "mlp"}, {"hidden", {16}}};
+        w->loadExperiment(mlp, QString());
+        QVERIFY(waitFresh(*w));
+        QCoreApplication::processEvents();
+        QVERIFY(w->controller()->snapshot()->firstConv == nullptr);
+        QVERIFY(!w->setView(QStringLiteral("filters")));
+    }
+};
+
+QTEST_MAIN(TestGuiCnn)
+#include "tst_gui_cnn.moc"

@@ -1,0 +1,436 @@
+// The window, as a person uses it (offscreen): Train, Pause, Step, Reset, invalid values,
+// presets through Save/Open, member selection and switches, heatmap quantities, Export, a
+// responsive GUI thread while K = 100 members train, closing while training. Behaviour only:
+// how late the GUI's timers fire and how long closing takes are measured in bench/
+// (gui_throughput.py, ensemble-gui-bench).
+#include <QAction>
+#include <QApplication>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMessageBox>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QStandardItemModel>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <QTemporaryDir>
+#include <QToolBar>
+#include <QtTest>
+
+#include <cmath>
+#include <memory>
+
+#include "config/config.h"
+#include "config/config_schema.h"
+#include "io/model_io.h"
+#include "main_window.h"
+#include "panels/experiment_panel.h"
+#include "registry/registry.h"
+#include "support/gui_test_support.h"
+#include "support/test_support.h"
+#include "views/boundary_view.h"
+#include "views/curves_view.h"
+#include "views/members_view.h"
+
+using ensemble::test::engineIdle;
+using ensemble::test::kLongRun;
+using ensemble::test::makeWindow;
+using ensemble::test::smallConfig;
+using ensemble::test::waitFresh;
+using ensemble::test::waitSnapshot;
+using ensemble::ui::MainWindow;
+using ensemble::ui::SnapshotPtr;
+
+namespace {
+
+QImage boundaryImage(MainWindow& w) {
+    w.setView(QStringLiteral("boundary"));
+    QCoreApplication::processEvents();
+    return w.boundaryView()->canvas()->grab().toImage();
+}
+
+void click(MainWindow& w, QAction* action) {
+    auto* bar = w.findChild<QToolBar*>(QStringLiteral("RunToolBar"));
+    QWidget* button = bar->widgetForAction(action);
+    QVERIFY(button != nullptr);
+    QTest::mouseClick(button, Qt::LeftButton);
+}
+
+QString statusText(MainWindow& w) {
+    QStringList parts;
+    for (QLabel* l : w.statusBar()->findChildren<QLabel*>()) {
+        parts << l->text();
+    }
+    return parts.join(QLatin1Char('|'));
+}
+
+}  // namespace
+
+class TestGui : public QObject {
+    Q_OBJECT
+
+  private Q_SLOTS:
+    void initTestCase();
+    void trainPauseStepReset();
+    void invalidValueDisablesTrain();
+    void presetRoundTripsThroughSaveAndOpen();
+    void membersAndQuantitiesChangeImages();
+    void exportWritesLoadableFiles();
+    void guiStaysResponsiveWithHundredMembers();
+    void closesCleanlyWhileTraining();
+    void settingsPersistLayoutAndExperiment();
+    void cudaChoiceShowsWhyItIsUnavailable();
+};
+
+void TestGui::initTestCase() {
+    ensemble::test::isolateSettings();
+}
+
+void TestGui::trainPauseStepReset() {
+    auto w = makeWindow();
+    QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+    w->loadExperiment(smallConfig(), QString());
+    QVERIFY(waitFresh(*w));
+    const SnapshotPtr first = w->controller()->snapshot();
+    const QImage initial = boundaryImage(*w);
+    QVERIFY(w->trainAction()->isEnabled());
+
+    // Train: snapshots arrive, the step counter advances, the boundary image changes.
+    const uint64_t received = w->controller()->snapshotsReceived();
+    click(*w, w->trainAction());
+    // Snapshots are paced by what they cost to build: on a loaded machine, seconds apart.
+    QVERIFY2(QTest::qWaitFor([&] { return w->controller()->snapshotsReceived() >= received + 3; },
+                             60000),
+             qPrintable(QStringLiteral("snapshots %1 -> %2, running %3, step %4, %5")
+                            .arg(received)
+                            .arg(w->controller()->snapshotsReceived())
+                            .arg(w->controller()->isRunning())
+                            .arg(w->controller()->snapshot()->step)
+                            .arg(w->trainAction()->text())));
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.running && s.step > 0; }));
+    QVERIFY(statusText(*w).contains(QStringLiteral("step ")));
+    QVERIFY(!statusText(*w).contains(QStringLiteral("step 0 /")));
+    QCOMPARE(w->trainAction()->text(), QStringLiteral("Pause"));
+    QVERIFY(boundaryImage(*w) != initial);
+
+    // Pause: progress stops.
+    click(*w, w->trainAction());
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return !s.running; }));
+    const int64_t paused = w->controller()->snapshot()->step;
+    QVERIFY(engineIdle(*w->controller()));
+    QCOMPARE(w->controller()->snapshot()->step, paused);
+    QCOMPARE(w->trainAction()->text(), QStringLiteral("Train"));
+
+    // Step (S): exactly one step.
+    w->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(w.get()));
+    w->centralWidget()->setFocus();
+    QTest::keyClick(w.get(), Qt::Key_S);
+    QVERIFY(waitSnapshot(*w, [paused](const auto& s) { return s.step == paused + 1; }));
+    QVERIFY(engineIdle(*w->controller()));
+    QCOMPARE(w->controller()->snapshot()->step, paused + 1);
+
+    // Reset (R) with the same seed: step 0 and the same initial weights.
+    QTest::keyClick(w.get(), Qt::Key_R);
+    QVERIFY(waitSnapshot(*w, [&](const auto& s) { return s.step == 0 && s.run != first->run; }));
+    QVERIFY(w->controller()->snapshot()->grid.memberProbabilities ==
+            first->grid.memberProbabilities);
+    QCOMPARE(boundaryImage(*w), initial);
+
+    // A new ensemble seed, then Reset: new initial weights.
+    auto* seed = qobject_cast<QSpinBox*>(w->panel()->editor(QStringLiteral("ensemble.seed")));
+    QVERIFY(seed != nullptr);
+    seed->setValue(seed->value() + 1);
+    const auto before = w->controller()->snapshot()->run;
+    click(*w, w->resetAction());
+    QVERIFY(waitSnapshot(*w, [&](const auto& s) { return s.step == 0 && s.run != before; }));
+    QVERIFY(w->controller()->snapshot()->grid.memberProbabilities !=
+            first->grid.memberProbabilities);
+    QVERIFY(boundaryImage(*w) != initial);
+}
+
+void TestGui::invalidValueDisablesTrain() {
+    auto w = makeWindow();
+    w->loadExperiment(smallConfig(), QString());
+    QVERIFY(waitFresh(*w));
+    QVERIFY(w->trainAction()->isEnabled());
+    // The form's ranges and tooltips are the schema's: K cannot go below 1.
+    auto* members = qobject_cast<QSpinBox*>(w->panel()->editor(QStringLiteral("ensemble.members")));
+    QVERIFY(members != nullptr);
+    const ensemble::KeySpec& spec = ensemble::keySpec("ensemble.members");
+    QCOMPARE(members->minimum(), static_cast<int>(spec.min));
+    QCOMPARE(members->maximum(), static_cast<int>(spec.max));
+    QVERIFY(members->toolTip().contains(QString::fromStdString(ensemble::plainHelp(spec))));
+    // A value the engine's parser rejects: its reason, on the field it names.
+    auto* hidden = qobject_cast<QLineEdit*>(w->panel()->editor(QStringLiteral("model.hidden")));
+    QVERIFY(hidden != nullptr);
+    hidden->setText(QStringLiteral("32, 0"));
+    QVERIFY(!w->panel()->isValid());
+    QVERIFY(!w->trainAction()->isEnabled());
+    QVERIFY(!w->stepAction()->isEnabled());
+    QLabel* reason = w->panel()->errorLabel(QStringLiteral("model.hidden"));
+    QVERIFY(reason != nullptr);
+    QVERIFY(!reason->isHidden());
+    QVERIFY2(reason->text().contains(QStringLiteral("model.hidden[1]: expected a width between 1")),
+             qPrintable(reason->text()));
+    QVERIFY(hidden->property("invalid").toBool());
+    hidden->setText(QStringLiteral("32, 3"));
+    QVERIFY(w->panel()->isValid());
+    QVERIFY(reason->isHidden());
+    QVERIFY(!hidden->property("invalid").toBool());
+
+    // Text that is not a width: the form's own reason, on the field.
+    QVERIFY(hidden != nullptr);
+    hidden->setText(QStringLiteral("32, x"));
+    QVERIFY(!w->trainAction()->isEnabled());
+    QVERIFY(!w->panel()->errorLabel(QStringLiteral("model.hidden"))->isHidden());
+    QVERIFY(w->panel()
+                ->errorLabel(QStringLiteral("model.hidden"))
+                ->text()
+                .contains(QStringLiteral("\"x\"")));
+    hidden->setText(QStringLiteral("16, 16"));
+    QVERIFY(w->panel()->isValid());
+    // The learning rate out of range: the engine's reason under the lr field.
+    auto* lr = w->panel()->findChild<QLineEdit*>();
+    QVERIFY(lr != nullptr);
+    const auto edits = w->panel()->findChildren<QLineEdit*>();
+    for (QLineEdit* e : edits) {
+        if (e->text() == QStringLiteral("0.01")) {
+            e->setText(QStringLiteral("-1"));
+            break;
+        }
+    }
+    QVERIFY(!w->panel()->isValid());
+    QVERIFY(w->panel()->errors().contains(QStringLiteral("optimizer.lr")));
+    QVERIFY(!w->panel()->errorLabel(QStringLiteral("optimizer.lr"))->isHidden());
+    QVERIFY(!w->trainAction()->isEnabled());
+}
+
+void TestGui::presetRoundTripsThroughSaveAndOpen() {
+    QTemporaryDir dir;
+    auto w = makeWindow();
+    const nlohmann::json moons = nlohmann::json::parse(ensemble::presetText("moons"));
+    w->loadExperiment(moons, QStringLiteral("moons"));
+    QCOMPARE(w->panel()->presetName(), QStringLiteral("moons"));
+    const QString path = dir.filePath(QStringLiteral("moons.json"));
+    QString error;
+    QVERIFY2(w->saveExperiment(path, &error), qPrintable(error));
+    w->loadExperiment(nlohmann::json::parse(ensemble::presetText("spirals")),
+                      QStringLiteral("spirals"));
+    QVERIFY(ensemble::parseConfig(w->panel()->config()).json != ensemble::parseConfig(moons).json);
+    QVERIFY2(w->openExperiment(path, &error), qPrintable(error));
+    QCOMPARE(QString::fromStdString(ensemble::parseConfig(w->panel()->config()).json.dump()),
+             QString::fromStdString(ensemble::parseConfig(moons).json.dump()));
+    QVERIFY(!w->openExperiment(dir.filePath(QStringLiteral("missing.json")), &error));
+    QVERIFY(!error.isEmpty());
+}
+
+void TestGui::membersAndQuantitiesChangeImages() {
+    auto w = makeWindow();
+    w->loadExperiment(smallConfig({.bootstrap = "resample"}), QString());
+    QVERIFY(waitFresh(*w));
+    w->controller()->trainTo(150);
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 150 && !s.running; }));
+    const QImage plain = boundaryImage(*w);
+
+    // Select member 1 by clicking its tile: its contour and multiplicities are drawn.
+    QVERIFY(w->setView(QStringLiteral("members")));
+    QCoreApplication::processEvents();
+    ensemble::ui::MembersGrid* grid = w->membersView()->grid();
+    const QRect tile = grid->tileRect(1);
+    QVERIFY(!tile.isEmpty());
+    QTest::mouseClick(grid, Qt::LeftButton, {}, tile.center());
+    QCOMPARE(w->selectedMember(), 1);
+    const QImage selected = boundaryImage(*w);
+    QVERIFY(selected != plain);
+
+    // Switch member 0 off: the ensemble is recomputed.
+    QVERIFY(w->setView(QStringLiteral("members")));
+    QCoreApplication::processEvents();
+    const QImage tilesBefore = grid->grab().toImage();
+    QTest::mouseClick(grid, Qt::LeftButton, {}, grid->switchRect(0).center());
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.includedCount == 3; }));
+    QCoreApplication::processEvents();
+    QVERIFY(grid->grab().toImage() != tilesBefore);
+    const QImage three = boundaryImage(*w);
+    QVERIFY(three != selected);
+
+    // Another heatmap quantity.
+    QComboBox* quantity = w->boundaryView()->quantityCombo();
+    quantity->setCurrentIndex(static_cast<int>(ensemble::ui::HeatQuantity::Epistemic));
+    const QImage epistemic = boundaryImage(*w);
+    QVERIFY(epistemic != three);
+    quantity->setCurrentIndex(static_cast<int>(ensemble::ui::HeatQuantity::Disagreement));
+    QVERIFY(boundaryImage(*w) != epistemic);
+
+    // The hover read-out names the ensemble's probabilities and the members' spread.
+    auto* canvas = w->boundaryView()->canvas();
+    const QString text = canvas->readout(QPointF(canvas->width() / 2.0, canvas->height() / 2.0));
+    QVERIFY2(text.contains(QStringLiteral("ensemble p(class) = (")), qPrintable(text));
+    QVERIFY(text.contains(QStringLiteral("members p(class")));
+}
+
+void TestGui::exportWritesLoadableFiles() {
+    QTemporaryDir dir;
+    auto w = makeWindow();
+    w->loadExperiment(smallConfig({.members = 3}), QString());
+    QVERIFY(waitFresh(*w));
+    w->controller()->trainTo(80);
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 80 && !s.running; }));
+    QSignalSpy done(w.get(), &MainWindow::exportFinished);
+    const QString base = dir.filePath(QStringLiteral("spirals-k3"));
+    w->exportTo(base);
+    QVERIFY(done.wait(20000));
+    QVERIFY2(done.at(0).at(0).toBool(), qPrintable(done.at(0).at(1).toString()));
+    QCOMPARE(done.at(0).at(2).toStringList().size(), 4);
+    QVERIFY(!QImage(base + QStringLiteral(".png")).isNull());
+    const ensemble::LoadedEnsemble loaded =
+        ensemble::importEnsemble((base + QStringLiteral(".safetensors")).toStdString());
+    QCOMPARE(loaded.step, int64_t{80});
+    const SnapshotPtr s = w->controller()->snapshot();
+    const int64_t rows = static_cast<int64_t>(s->grid.size) * s->grid.size;
+    const std::vector<float> lp = ensemble::predictLogProbs(loaded, s->grid.points.data(), rows);
+    QCOMPARE(lp.size(), s->grid.memberProbabilities.size());
+    for (std::size_t i = 0; i < lp.size(); ++i) {
+        QVERIFY(std::abs(std::exp(lp[i]) - s->grid.memberProbabilities[i]) <
+                static_cast<float>(ensemble::test::kFloatRounding));
+    }
+
+    // The dialog's other two formats (issue 27): the whole ensemble as ONNX, NumPy's .npz, with
+    // the same metrics and picture beside them.
+    for (const auto& [format, suffix, magic] :
+         {std::tuple{ensemble::ExportFormat::Onnx, ".onnx", QByteArray("\x08\x08", 2)},
+          std::tuple{ensemble::ExportFormat::Npz, ".npz", QByteArray("PK\x03\x04", 4)}}) {
+        done.clear();
+        const QString other = dir.filePath(QStringLiteral("other"));
+        w->exportTo(other, format);
+        QVERIFY(done.wait(20000));
+        QVERIFY2(done.at(0).at(0).toBool(), qPrintable(done.at(0).at(1).toString()));
+        QFile weights(other + QLatin1String(suffix));
+        QVERIFY2(weights.open(QIODevice::ReadOnly), suffix);
+        QCOMPARE(weights.read(magic.size()), magic);
+        QVERIFY(done.at(0).at(2).toStringList().contains(weights.fileName()));
+        QVERIFY(QFile::exists(other + QStringLiteral(".metrics.json")));
+        QVERIFY(!QFile::exists(other + QStringLiteral(".safetensors")));
+    }
+
+    // A folder that does not exist: a message that says what to do, nothing written.
+    done.clear();
+    const QString bad = dir.filePath(QStringLiteral("no/such/folder/run"));
+    w->exportTo(bad);
+    QVERIFY(done.wait(20000));
+    QVERIFY(!done.at(0).at(0).toBool());
+    QVERIFY(!w->lastError().isEmpty());
+    auto* box = w->findChild<QMessageBox*>(QStringLiteral("ErrorBox"));
+    QVERIFY(box != nullptr);
+    QVERIFY(box->informativeText().contains(QStringLiteral("Nothing was written")));
+    box->close();
+    QVERIFY(!QFile::exists(bad + QStringLiteral(".safetensors")));
+    QVERIFY(!QFile::exists(bad + QStringLiteral(".png")));
+}
+
+void TestGui::guiStaysResponsiveWithHundredMembers() {
+    // Behaviour, not timing: while K = 100 members train, the GUI thread keeps handling its
+    // events and snapshots keep arriving, also on the heaviest view. How late the GUI's timers
+    // fire is measured by bench/gui_throughput.py (the app's --train-steps run reports it).
+    auto w = makeWindow();
+    QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+    nlohmann::json c = smallConfig({.members = 100});
+    c["dataset"]["n"] = 1000;
+    w->loadExperiment(c, QString());
+    QVERIFY(waitFresh(*w));
+    const uint64_t before = w->controller()->snapshotsReceived();
+    w->controller()->start();
+    QVERIFY(QTest::qWaitFor([&] { return w->controller()->isRunning(); }, 20000));
+
+    int ticks = 0;
+    QTimer timer;
+    timer.setInterval(10);
+    QObject::connect(&timer, &QTimer::timeout, [&] { ++ticks; });
+    timer.start();
+    // Snapshots arrive and are shown while the engine trains (however slow the machine).
+    QVERIFY(QTest::qWaitFor([&] { return w->controller()->snapshotsReceived() >= before + 2; },
+                            ensemble::test::progressWaitMs(30000)));
+    // The heaviest view: 2 x 100 member lines in Qt Charts. It still receives new snapshots.
+    QVERIFY(w->setView(QStringLiteral("curves")));
+    const uint64_t onCurves = w->controller()->snapshotsReceived();
+    QVERIFY(QTest::qWaitFor([&] { return w->controller()->snapshotsReceived() >= onCurves + 2; },
+                            ensemble::test::progressWaitMs(30000)));
+    // The GUI thread's own timers keep firing while the members train: its event loop is not
+    // held by the snapshots (fails only if it is blocked for the whole wait).
+    const int ticksBefore = ticks;
+    QTRY_VERIFY_WITH_TIMEOUT(ticks >= ticksBefore + 10, 30000);
+    timer.stop();
+    const SnapshotPtr s = w->controller()->snapshot();
+    QVERIFY(s->step > 0);
+    QVERIFY(s->running);
+    // A click is still answered at once: Pause takes effect.
+    w->controller()->pause();
+    QVERIFY(QTest::qWaitFor([&] { return !w->controller()->isRunning(); }, 20000));
+}
+
+void TestGui::closesCleanlyWhileTraining() {
+    auto w = makeWindow();
+    w->loadExperiment(smallConfig({.members = 16}), QString());
+    QVERIFY(waitFresh(*w));
+    w->controller()->start();
+    QVERIFY(QTest::qWaitFor([&] { return w->controller()->isRunning(); }, 20000));
+    // Mid-run: chunks, snapshots and paints in flight.
+    const uint64_t received = w->controller()->snapshotsReceived();
+    QVERIFY(QTest::qWaitFor([&] { return w->controller()->snapshotsReceived() >= received + 2; },
+                            ensemble::test::progressWaitMs(20000)));
+    QVERIFY(w->controller()->isRunning());
+    // Closing stops the engine thread and joins it: the window goes (a hang fails at CTest's
+    // deadline).
+    QVERIFY(w->close());
+    w.reset();
+    QCoreApplication::processEvents();
+}
+
+void TestGui::settingsPersistLayoutAndExperiment() {
+    QSettings().clear();
+    {
+        MainWindow w;  // with QSettings
+        w.show();
+        nlohmann::json c = smallConfig({.members = 5});
+        w.loadExperiment(c, QString());
+        QVERIFY(waitFresh(w));
+        QVERIFY(w.setView(QStringLiteral("sweep")));
+        QVERIFY(w.close());
+    }
+    QSettings settings;
+    QVERIFY(settings.contains(QStringLiteral("window/geometry")));
+    QVERIFY(settings.contains(QStringLiteral("window/state")));
+    QCOMPARE(settings.value(QStringLiteral("window/view")).toString(), QStringLiteral("sweep"));
+    const auto last = nlohmann::json::parse(
+        settings.value(QStringLiteral("experiment/last")).toByteArray().toStdString());
+    QCOMPARE(last["ensemble"]["members"].get<int>(), 5);
+    MainWindow again;
+    QCOMPARE(again.currentViewName(), QStringLiteral("sweep"));
+    QSettings().clear();
+}
+
+void TestGui::cudaChoiceShowsWhyItIsUnavailable() {
+    ensemble::ui::ExperimentPanel panel;
+    std::string reason;
+    if (ensemble::cudaAvailable(0, reason)) {
+        QSKIP("a CUDA device is usable here");
+    }
+    auto* model = qobject_cast<QStandardItemModel*>(panel.backendCombo()->model());
+    QVERIFY(model != nullptr);
+    QStandardItem* cuda = model->item(2);
+    QVERIFY(!cuda->isEnabled());
+    QVERIFY(cuda->toolTip().contains(QString::fromStdString(reason)));
+    // A file that asks for CUDA anyway: marked in place, Train stays off.
+    nlohmann::json c = smallConfig();
+    c["backend"]["kind"] = "cuda";
+    panel.setConfig(c);
+    QVERIFY(!panel.isValid());
+    QVERIFY(panel.errors().value(QStringLiteral("backend.kind")).contains(QStringLiteral("CUDA")));
+}
+
+QTEST_MAIN(TestGui)
+#include "tst_gui.moc"

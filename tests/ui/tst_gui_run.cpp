@@ -1,0 +1,539 @@
+// The app's run control as a person uses it: Continue after a run stops at its limit (bit for
+// bit one longer run), Stop after raised without Reset, "until paused" for 2-D presets, and the
+// steps actually trained in a saved experiment.
+#include <QAction>
+#include <QApplication>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFrame>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cstring>
+#include <memory>
+
+#include "action_reason.h"
+#include "backend/cpu/cpu_backend.h"
+#include "config/config.h"
+#include "io/model_io.h"
+#include "main_window.h"
+#include "panels/experiment_panel.h"
+#include "support/gui_test_support.h"
+#include "support/test_support.h"
+#include "train/trainer.h"
+
+using ensemble::test::describe;
+using ensemble::test::engineIdle;
+using ensemble::test::exportedParameters;
+using ensemble::test::makeWindow;
+using ensemble::test::Run;
+using ensemble::test::runCli;
+using ensemble::test::sameBitsNonEmpty;
+using ensemble::test::waitFresh;
+using ensemble::test::waitSnapshot;
+using ensemble::ui::MainWindow;
+using ensemble::ui::SnapshotPtr;
+
+namespace {
+
+// The window suites' small run as this suite trains it: K = 3 on resampled batches, on one
+// thread as the engine's own run here.
+nlohmann::json resampledRun(int64_t steps) {
+    return ensemble::test::smallConfig(
+        {.members = 3, .steps = steps, .threads = 1, .bootstrap = "resample"});
+}
+
+std::vector<float> engineParameters(const nlohmann::json& config, int64_t steps) {
+    const ensemble::ExperimentConfig c = ensemble::parseConfig(config);
+    ensemble::Trainer t(c, ensemble::loadDataSplit(c.dataset),
+                        std::make_unique<ensemble::CpuBackend>(1));
+    t.setTotalSteps(steps);
+    t.runSteps(steps);
+    return t.parameters();
+}
+
+// A POSIX shell's word splitting of what Copy as Command writes: spaces separate words, single
+// quotes keep everything up to the next single quote.
+QStringList shellWords(const QString& line) {
+    QStringList words;
+    QString word;
+    bool inWord = false;
+    bool quoted = false;
+    for (const QChar c : line) {
+        if (quoted) {
+            if (c == QLatin1Char('\'')) {
+                quoted = false;
+            } else {
+                word += c;
+            }
+        } else if (c == QLatin1Char('\'')) {
+            quoted = true;
+            inWord = true;
+        } else if (c == QLatin1Char(' ')) {
+            if (inWord) {
+                words << word;
+                word.clear();
+                inWord = false;
+            }
+        } else {
+            word += c;
+            inWord = true;
+        }
+    }
+    if (inWord) {
+        words << word;
+    }
+    return words;
+}
+
+}  // namespace
+
+class TestGuiRun : public QObject {
+    Q_OBJECT
+
+  private Q_SLOTS:
+    void initTestCase();
+    void continueAfterStopEqualsOneLongerRun();
+    void raisingTheLimitReenablesTrainWithoutReset();
+    void twoDimensionalPresetPlaysUntilPaused();
+    void liveLearningRateEditEqualsItsReplay();
+    void memberSwitchesEqualTheirReplay();
+    void restartKeyRaisesTheBanner();
+    void exportWaitsForATrainedStep();
+    void exportedConfigReplaysToItsWeights();
+    void stoppedRunShowsTheFiguresEvalGives();
+    void choosingAPresetShowsItsDataWithoutReset();
+};
+
+void TestGuiRun::initTestCase() {
+    ensemble::test::isolateSettings();
+}
+
+void TestGuiRun::continueAfterStopEqualsOneLongerRun() {
+    QTemporaryDir dir;
+    const nlohmann::json config = resampledRun(40);
+    auto w = makeWindow();
+    w->loadExperiment(config, QString());  // an explicit file: steps, not until paused
+    QVERIFY(!w->panel()->untilPaused());
+    QVERIFY(waitFresh(*w));
+    w->trainAction()->trigger();
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 40 && !s.running; }));
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.finished; }));
+    QCoreApplication::processEvents();
+    // Stopped at its limit: Train became Continue, enabled, same shortcut.
+    QCOMPARE(w->trainAction()->text(), QStringLiteral("Continue"));
+    QVERIFY(w->trainAction()->isEnabled());
+    QCOMPARE(w->trainAction()->shortcut(), QKeySequence(Qt::Key_Space));
+    w->trainAction()->trigger();
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 80 && !s.running; }));
+    QCOMPARE(w->controller()->snapshot()->totalSteps, int64_t{80});
+    // Another block of the same length, from where it was: one 80-step run, bit for bit.
+    QVERIFY(
+        sameBitsNonEmpty(exportedParameters(*w, dir, "continued"), engineParameters(config, 80)));
+}
+
+void TestGuiRun::raisingTheLimitReenablesTrainWithoutReset() {
+    auto w = makeWindow();
+    w->loadExperiment(resampledRun(30), QString());
+    QVERIFY(waitFresh(*w));
+    const uint64_t run = w->controller()->currentRunId();
+    w->trainAction()->trigger();
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 30 && s.finished; }));
+    // Raise Stop after in the panel, as a person types it: the run goes on, no Reset.
+    auto* steps = w->panel()->findChild<QSpinBox*>(QStringLiteral("stopAfterSteps"));
+    QVERIFY(steps != nullptr);
+    QCOMPARE(steps->value(), 30);
+    steps->setValue(55);
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.totalSteps == 55 && !s.finished; }));
+    QCoreApplication::processEvents();
+    QCOMPARE(w->trainAction()->text(), QStringLiteral("Train"));
+    QVERIFY(w->trainAction()->isEnabled());
+    w->trainAction()->trigger();
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 55 && !s.running; }));
+    QCOMPARE(w->controller()->currentRunId(), run);  // the same run, continued
+}
+
+void TestGuiRun::twoDimensionalPresetPlaysUntilPaused() {
+    QTemporaryDir dir;
+    auto w = makeWindow();
+    nlohmann::json preset = nlohmann::json::parse(ensemble::presetText("spirals"));
+    preset["backend"]["kind"] = "cpu";
+    preset["ensemble"]["members"] = 2;  // small and short: still loaded as the preset
+    preset["training"]["steps"] = 50;
+    w->loadExperiment(preset, QStringLiteral("spirals"));
+    QVERIFY(w->panel()->untilPaused());
+    QVERIFY(waitFresh(*w));
+    const int64_t presetSteps = preset["training"]["steps"].get<int64_t>();
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.untilPaused; }));
+    w->controller()->trainTo(presetSteps + 10);  // past the preset's own length
+    QVERIFY(waitSnapshot(
+        *w, [&](const auto& s) { return s.step == presetSteps + 10 && !s.running; }, 60000));
+    QVERIFY(!w->controller()->snapshot()->finished);
+    // Saved, the experiment carries the steps actually trained.
+    const QString path = dir.filePath(QStringLiteral("played.json"));
+    QString error;
+    QVERIFY2(w->saveExperiment(path, &error), qPrintable(error));
+    const nlohmann::json saved = ensemble::loadConfigJson(path.toStdString());
+    QCOMPARE(saved["training"]["steps"].get<int64_t>(), presetSteps + 10);
+    // Opening that file is explicit: it stops after its steps.
+    w->loadExperiment(saved, QString());
+    QVERIFY(!w->panel()->untilPaused());
+}
+
+// The learning rate changed mid-run in the panel applies without Reset, is recorded in the
+// run's schedule, and the saved experiment replays to the same weights, bit for bit.
+void TestGuiRun::liveLearningRateEditEqualsItsReplay() {
+    QTemporaryDir dir;
+    auto w = makeWindow();
+    w->loadExperiment(resampledRun(60), QString());
+    QVERIFY(waitFresh(*w));
+    const uint64_t run = w->controller()->currentRunId();
+    w->controller()->trainTo(20);
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 20 && !s.running; }));
+    auto* lr = w->panel()->findChild<QLineEdit*>(QStringLiteral("learningRateValue"));
+    QVERIFY(lr != nullptr);
+    lr->setText(QStringLiteral("0.05"));
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.schedule.size() == 1; }));
+    QCOMPARE(w->controller()->snapshot()->schedule[0]["step"].get<int64_t>(), int64_t{20});
+    w->trainAction()->trigger();
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 60 && !s.running; }));
+    QCOMPARE(w->controller()->currentRunId(), run);  // no Reset happened
+    const std::vector<float> app = exportedParameters(*w, dir, "live");
+
+    const QString path = dir.filePath(QStringLiteral("live.json"));
+    QString error;
+    QVERIFY2(w->saveExperiment(path, &error), qPrintable(error));
+    const nlohmann::json saved = ensemble::loadConfigJson(path.toStdString());
+    QCOMPARE(saved["optimizer"]["lr"].get<double>(), 0.01);  // the run's starting value
+    QCOMPARE(saved["training"]["schedule"].size(), std::size_t{1});
+    QVERIFY(sameBitsNonEmpty(app, engineParameters(saved, 60)));
+    QVERIFY(!sameBitsNonEmpty(app, engineParameters(resampledRun(60), 60)));
+
+    // Run > Copy as Command: the CLI run of it gives the app's weights.
+    const QString command = w->commandLine();
+    QVERIFY2(command.contains(QStringLiteral("training.schedule=")), qPrintable(command));
+    QStringList args = shellWords(command);
+    QCOMPARE(args.value(0), QStringLiteral("ensemble-cli"));
+    args.removeFirst();
+    const QString exported = dir.filePath(QStringLiteral("cli.safetensors"));
+    args << QStringLiteral("--export") << exported << QStringLiteral("--quiet");
+    const Run cli = runCli(args);
+    QVERIFY2(cli.code == 0, qPrintable(describe(cli)));
+    QVERIFY(sameBitsNonEmpty(app, ensemble::importEnsemble(exported.toStdString()).params));
+}
+
+// Members switched off and on mid-run (Members' check boxes) are recorded in the run's
+// schedule, switches between the same two steps as one entry and one made after the last step
+// too. The CLI run of Copy as Command gives the app's weights and the app's report: the same
+// ensemble figures and switches; `eval` of the app's export leaves the same members out.
+void TestGuiRun::memberSwitchesEqualTheirReplay() {
+    QTemporaryDir dir;
+    auto w = makeWindow();
+    w->loadExperiment(resampledRun(60), QString());
+    QVERIFY(waitFresh(*w));
+    auto* controller = w->controller();
+    controller->trainTo(20);
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 20 && !s.running; }));
+    controller->setMemberSwitchedOn(1, false);
+    controller->setMemberSwitchedOn(2, false);  // the same step: one entry
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.includedCount == 1; }));
+    controller->trainTo(40);
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 40 && !s.running; }));
+    controller->setMemberSwitchedOn(1, true);
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.includedCount == 2; }));
+    w->trainAction()->trigger();
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 60 && !s.running; }));
+    controller->setMemberSwitchedOn(0, false);  // after the last step, while stopped
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.includedCount == 1; }));
+    const SnapshotPtr s = controller->snapshot();
+    QCOMPARE(s->schedule, nlohmann::json::parse(R"([
+        {"step": 20, "set": {"ensemble.switched_off": [1, 2]}},
+        {"step": 40, "set": {"ensemble.switched_off": [2]}},
+        {"step": 60, "set": {"ensemble.switched_off": [0, 2]}}])"));
+    QCOMPARE(s->included, (std::vector<uint8_t>{0, 1, 0}));
+    const std::vector<float> app = exportedParameters(*w, dir, "switched");
+    // Switches do not change training.
+    QVERIFY(sameBitsNonEmpty(app, engineParameters(resampledRun(60), 60)));
+    QFile appMetricsFile(dir.filePath(QStringLiteral("switched.metrics.json")));
+    QVERIFY(appMetricsFile.open(QIODevice::ReadOnly));
+    const nlohmann::json appMetrics = nlohmann::json::parse(appMetricsFile.readAll().toStdString());
+    QCOMPARE(appMetrics["members_included"].get<int>(), 1);
+
+    const QString path = dir.filePath(QStringLiteral("switched.json"));
+    QString error;
+    QVERIFY2(w->saveExperiment(path, &error), qPrintable(error));
+    const nlohmann::json saved = ensemble::loadConfigJson(path.toStdString());
+    QCOMPARE(saved["training"]["schedule"], s->schedule);
+
+    // Run > Copy as Command: the CLI run of it gives the app's weights and report.
+    const QString command = w->commandLine();
+    QVERIFY2(command.contains(QStringLiteral("ensemble.switched_off")), qPrintable(command));
+    QStringList args = shellWords(command);
+    args.removeFirst();
+    const QString exported = dir.filePath(QStringLiteral("cli.safetensors"));
+    const QString metrics = dir.filePath(QStringLiteral("cli.json"));
+    args << QStringLiteral("--export") << exported << QStringLiteral("--metrics") << metrics
+         << QStringLiteral("--quiet");
+    const Run cli = runCli(args);
+    QVERIFY2(cli.code == 0, qPrintable(describe(cli)));
+    QVERIFY(sameBitsNonEmpty(app, ensemble::importEnsemble(exported.toStdString()).params));
+    QFile cliMetricsFile(metrics);
+    QVERIFY(cliMetricsFile.open(QIODevice::ReadOnly));
+    const nlohmann::json cliMetrics = nlohmann::json::parse(cliMetricsFile.readAll().toStdString());
+    QCOMPARE(cliMetrics["ensemble"], appMetrics["ensemble"]);
+    QCOMPARE(cliMetrics["members"], appMetrics["members"]);
+    QCOMPARE(cliMetrics["size_curve"], appMetrics["size_curve"]);
+
+    // eval of the app's export: its switches at the stored step.
+    const QString report = dir.filePath(QStringLiteral("eval.json"));
+    const Run eval = runCli({QStringLiteral("eval"), QStringLiteral("--weights"),
+                             dir.filePath(QStringLiteral("switched.safetensors")),
+                             QStringLiteral("--report"), report});
+    QVERIFY2(eval.code == 0, qPrintable(describe(eval)));
+    QFile f(report);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const nlohmann::json r = nlohmann::json::parse(f.readAll().toStdString());
+    QCOMPARE(r["members_included"].get<int>(), 1);
+    QCOMPARE(r["ensemble"]["accuracy"], appMetrics["ensemble"]["accuracy"]);
+    QVERIFY(std::abs(r["ensemble"]["nll"].get<double>() -
+                     appMetrics["ensemble"]["nll"].get<double>()) <= 1e-6);
+    for (int k = 0; k < 3; ++k) {
+        QCOMPARE(r["members"][k]["switched_on"], appMetrics["members"][k]["switched_on"]);
+    }
+}
+
+// An edit that needs a new run (the dataset's noise) leaves the run as it is, raises one banner
+// above the views naming what changed, and marks the row; Reset applies it and clears both.
+void TestGuiRun::restartKeyRaisesTheBanner() {
+    const auto editNoise = [](MainWindow& window) {
+        auto* noise = window.panel()->findChild<QDoubleSpinBox*>(QStringLiteral("dataset.noise"));
+        QVERIFY(noise != nullptr);
+        noise->setValue(noise->value() + 0.05);
+    };
+    auto w = makeWindow();
+    w->loadExperiment(resampledRun(1000), QString());
+    QVERIFY(waitFresh(*w));
+    // A witness: on an untrained run the same edit applies on its own, after the window's edit
+    // debounce (a new run, no banner).
+    auto witness = makeWindow();
+    witness->loadExperiment(resampledRun(1000), QString());
+    QVERIFY(waitFresh(*witness));
+    const uint64_t run = w->controller()->currentRunId();
+    w->controller()->trainTo(10);
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 10 && !s.running; }));
+    auto* banner = w->findChild<QFrame*>(QStringLiteral("RestartBanner"));
+    QVERIFY(banner != nullptr);
+    QVERIFY(banner->isHidden());
+    editNoise(*w);
+    QVERIFY(!banner->isHidden());
+    const auto labels = banner->findChildren<QLabel*>();
+    QVERIFY(!labels.isEmpty());
+    QVERIFY2(labels.first()->text().startsWith(QStringLiteral("Dataset changed")),
+             qPrintable(labels.first()->text()));
+    QCOMPARE(w->panel()->pendingKeys(), QStringList{QStringLiteral("dataset.noise")});
+    // Two of the witness's debounces, one after the other, outlast one started by the edit
+    // above, whatever rounding the timers get: had that edit started one, it has fired.
+    for (int round = 0; round < 2; ++round) {
+        const uint64_t before = witness->controller()->currentRunId();
+        editNoise(*witness);
+        // Not at once: no event has been handled since the edit, so the debounce is pending.
+        QCOMPARE(witness->controller()->currentRunId(), before);
+        QTRY_VERIFY(witness->controller()->currentRunId() != before);
+        QVERIFY(witness->findChild<QFrame*>(QStringLiteral("RestartBanner"))->isHidden());
+        QVERIFY(waitFresh(*witness));
+    }
+    QCOMPARE(w->controller()->currentRunId(), run);  // nothing restarted on its own
+    QCOMPARE(w->controller()->snapshot()->step, int64_t{10});
+    auto* reset = banner->findChild<QPushButton*>();
+    QVERIFY(reset != nullptr);
+    reset->click();
+    QVERIFY(waitFresh(*w));
+    QVERIFY(w->controller()->currentRunId() != run);
+    QVERIFY(banner->isHidden());
+    QVERIFY(w->panel()->pendingKeys().isEmpty());
+}
+
+// Export at step 0 would write the seed's initial weights: disabled, saying why, until a step
+// is trained.
+void TestGuiRun::exportWaitsForATrainedStep() {
+    auto w = makeWindow();
+    w->loadExperiment(resampledRun(100), QString());
+    QVERIFY(waitFresh(*w));
+    QCoreApplication::processEvents();
+    QAction* exportAction = w->exportAction();
+    QVERIFY(!exportAction->isEnabled());
+    QCOMPARE(ensemble::ui::disabledReason(exportAction),
+             QStringLiteral("Export: train at least one step first"));
+    QVERIFY(exportAction->toolTip().contains(QStringLiteral("train at least one step first")));
+    QCOMPARE(exportAction->statusTip(), QStringLiteral("Export: train at least one step first"));
+    w->stepAction()->trigger();
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 1 && !s.running; }));
+    QCoreApplication::processEvents();
+    QVERIFY(exportAction->isEnabled());
+    QVERIFY(ensemble::ui::disabledReason(exportAction).isEmpty());
+    // Reset: a new run at step 0, disabled again.
+    w->resetAction()->trigger();
+    QVERIFY(waitFresh(*w));
+    QCoreApplication::processEvents();
+    QVERIFY(!exportAction->isEnabled());
+}
+
+// The export's stored config carries the steps actually trained (until paused, or paused
+// before Stop after), so the CLI replay of that config gives the exported weights.
+void TestGuiRun::exportedConfigReplaysToItsWeights() {
+    QTemporaryDir dir;
+    auto w = makeWindow();
+    nlohmann::json preset = nlohmann::json::parse(ensemble::presetText("spirals"));
+    preset["backend"]["kind"] = "cpu";
+    preset["backend"]["threads"] = 1;
+    preset["ensemble"]["members"] = 2;
+    preset["dataset"]["n"] = 300;
+    preset["training"]["steps"] = 30;
+    w->loadExperiment(preset, QStringLiteral("spirals"));
+    QVERIFY(w->panel()->untilPaused());
+    QVERIFY(waitFresh(*w));
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.untilPaused; }));
+    w->controller()->trainTo(47);  // past the preset's own 30 steps
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 47 && !s.running; }));
+    QSignalSpy done(w.get(), &MainWindow::exportFinished);
+    const QString base = dir.filePath(QStringLiteral("played"));
+    w->exportTo(base);
+    QVERIFY(done.wait(20000));
+    QVERIFY(done.at(0).at(0).toBool());
+    const ensemble::LoadedEnsemble e =
+        ensemble::importEnsemble((base + QStringLiteral(".safetensors")).toStdString());
+    QCOMPARE(e.step, int64_t{47});
+    QCOMPARE(e.config.json["training"]["steps"].get<int64_t>(), int64_t{47});
+    // The CLI replay of the stored config: the exported weights, bit for bit.
+    const QString config = dir.filePath(QStringLiteral("stored.json"));
+    {
+        QFile f(config);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(QByteArray::fromStdString(e.config.json.dump(2)));
+    }
+    const QString replayed = dir.filePath(QStringLiteral("replayed.safetensors"));
+    const Run cli = runCli({QStringLiteral("train"), QStringLiteral("--config"), config,
+                            QStringLiteral("--export"), replayed, QStringLiteral("--quiet")});
+    QVERIFY2(cli.code == 0, qPrintable(describe(cli)));
+    QVERIFY(sameBitsNonEmpty(e.params, ensemble::importEnsemble(replayed.toStdString()).params));
+
+    // A finite run paused before its Stop after: the same.
+    w->loadExperiment(resampledRun(200), QString());
+    QVERIFY(waitFresh(*w));
+    w->controller()->trainTo(23);
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 23 && !s.running; }));
+    const std::vector<float> paused = exportedParameters(*w, dir, "paused");
+    const ensemble::LoadedEnsemble p =
+        ensemble::importEnsemble(dir.filePath(QStringLiteral("paused.safetensors")).toStdString());
+    QCOMPARE(p.config.json["training"]["steps"].get<int64_t>(), int64_t{23});
+    QVERIFY(sameBitsNonEmpty(paused, engineParameters(p.config.json, 23)));
+}
+
+// MNIST-shaped data with a test split larger than the live subset: while training the figures
+// come from the subset and say so; once the run stops they are the whole split's, equal to
+// what `ensemble-cli eval` reports for the exported weights.
+void TestGuiRun::stoppedRunShowsTheFiguresEvalGives() {
+    QTemporaryDir dir;
+    // From image 50 on, the test labels are noisier: the live subset's figures differ from the
+    // whole split's.
+    QVERIFY(ensemble::test::writeIdx(dir.path(), "train-images-idx3-ubyte",
+                                     "train-labels-idx1-ubyte", 400, 1));
+    QVERIFY(ensemble::test::writeIdx(dir.path(), "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte",
+                                     300, 2, 50));
+    nlohmann::json c = ensemble::loadConfigJson("mnist-mlp");
+    c["dataset"]["path"] = dir.path().toStdString();
+    c["model"]["hidden"] = {16};
+    c["ensemble"]["members"] = 3;
+    c["optimizer"]["lr"] = 0.01;
+    c["training"]["batch_size"] = 20;
+    c["training"]["epochs"] = 0;
+    c["training"]["steps"] = 1'000'000;
+    c["backend"]["kind"] = "cpu";
+    c["backend"]["threads"] = 1;
+    MainWindow::Options options;
+    options.useSettings = false;
+    options.tuning.maxEvalRows = 50;  // the live subset: the first 50 of 300 test images
+    MainWindow w(options);
+    w.resize(1200, 800);
+    w.show();
+    w.loadExperiment(c, QString());
+    QVERIFY(waitFresh(w));
+    auto* figures = w.findChild<QLabel*>(QStringLiteral("TestFigures"));
+    QVERIFY(figures != nullptr);
+    // While training: the subset, labelled.
+    w.trainAction()->trigger();
+    QVERIFY(waitSnapshot(w, [](const auto& s) { return s.running && s.step > 0; }));
+    QVERIFY(w.controller()->snapshot()->figuresOnSubset());
+    QVERIFY2(QTest::qWaitFor(
+                 [&] { return figures->text().contains(QStringLiteral("live: 50 test images")); }),
+             qPrintable(figures->text()));
+    w.trainAction()->trigger();  // pause
+    QVERIFY(waitSnapshot(w, [](const auto& s) { return !s.running; }));
+    QVERIFY(waitSnapshot(w, [](const auto& s) { return !s.running && !s.figuresOnSubset(); }));
+    const SnapshotPtr s = w.controller()->snapshot();
+    QCOMPARE(s->testRowsMeasured, int64_t{300});
+    QCOMPARE(s->run->evalTest.rows, int64_t{50});
+    QVERIFY(QTest::qWaitFor([&] { return !figures->text().contains(QStringLiteral("live")); }));
+    QVERIFY2(figures->text().startsWith(QStringLiteral("test accuracy ")),
+             qPrintable(figures->text()));
+    // The live subset's figure (the curves' last point) is not the whole split's.
+    QVERIFY(s->history.back()->ensembleTest.accuracy != s->ensembleMetrics.accuracy);
+
+    QSignalSpy done(&w, &MainWindow::exportFinished);
+    const QString base = dir.filePath(QStringLiteral("stopped"));
+    w.exportTo(base);
+    QVERIFY(done.wait(20000));
+    QVERIFY(done.at(0).at(0).toBool());
+    const QString report = dir.filePath(QStringLiteral("eval.json"));
+    const Run cli =
+        runCli({QStringLiteral("eval"), QStringLiteral("--weights"),
+                base + QStringLiteral(".safetensors"), QStringLiteral("--report"), report});
+    QVERIFY2(cli.code == 0, qPrintable(describe(cli)));
+    QFile f(report);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const nlohmann::json r = nlohmann::json::parse(f.readAll().toStdString());
+    QCOMPARE(r["ensemble"]["accuracy"].get<double>(), s->ensembleMetrics.accuracy);
+    QVERIFY(std::abs(r["ensemble"]["nll"].get<double>() - s->ensembleMetrics.nll) <= 1e-6);
+    for (int k = 0; k < 3; ++k) {
+        QCOMPARE(r["members"][k]["accuracy"].get<double>(),
+                 s->memberMetrics[static_cast<std::size_t>(k)].accuracy);
+    }
+}
+
+// Choosing a preset in the box loads that experiment at once: its data and untrained boundary
+// show without Reset, even over a trained run, and nothing trains until Train or Space.
+void TestGuiRun::choosingAPresetShowsItsDataWithoutReset() {
+    auto w = makeWindow();
+    w->loadExperiment(resampledRun(1000), QString());
+    QVERIFY(waitFresh(*w));
+    w->controller()->trainTo(15);
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 15 && !s.running; }));
+    const uint64_t before = w->controller()->currentRunId();
+    QComboBox* box = w->panel()->presetCombo();
+    const int moons = box->findData(QStringLiteral("moons"));
+    QVERIFY(moons >= 0);
+    // As a person picks it from the list (which emits activated); no Reset.
+    box->setCurrentIndex(moons);
+    Q_EMIT box->activated(moons);
+    QVERIFY(waitSnapshot(*w, [&](const auto& s) {
+        return s.run->runId != before && s.run->config.dataset.kind == ensemble::DatasetKind::Moons;
+    }));
+    const SnapshotPtr s = w->controller()->snapshot();
+    QCOMPARE(s->step, int64_t{0});
+    QVERIFY(s->hasGrid && s->run->train.rows > 0);  // its data, drawn untrained
+    // Nothing trains: the engine thread answers twice with the same weights, and a start queued
+    // before the question would have said so (runningChanged) before the answer.
+    QVERIFY(engineIdle(*w->controller()));
+    QVERIFY(!w->controller()->isRunning());
+    QCOMPARE(w->controller()->snapshot()->step, int64_t{0});
+    QVERIFY(w->findChild<QFrame*>(QStringLiteral("RestartBanner"))->isHidden());
+}
+
+QTEST_MAIN(TestGuiRun)
+#include "tst_gui_run.moc"

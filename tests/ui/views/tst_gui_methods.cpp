@@ -1,0 +1,507 @@
+// The Methods view (issue 35, the app's part): it lists the methods of the registry, compares
+// the checked ones on the engine thread and shows exactly what compareMethods gives for the
+// run's config (the table's numbers, bit for bit where they are deterministic, and the maps:
+// each method's epistemic map on one shared scale); image data gets the table and no maps;
+// Cancel (Esc) keeps the methods that finished; Save report writes the report's JSON; another
+// experiment clears the results, a Reset of the same one does not.
+#include <QDir>
+#include <QFile>
+#include <QHeaderView>
+#include <QListWidget>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <numeric>
+#include <set>
+#include <string>
+
+#include "compare/compare.h"
+#include "config/config.h"
+#include "controller/methods_job.h"
+#include "controller/snapshot_builder.h"
+#include "main_window.h"
+#include "support/gui_test_support.h"
+#include "support/test_support.h"
+#include "view_table.h"
+#include "views/methods_maps.h"
+#include "views/methods_view.h"
+
+using ensemble::CompareResult;
+using ensemble::EnsembleMethod;
+using ensemble::MethodComparison;
+using ensemble::test::makeWindow;
+using ensemble::test::sameBits;
+using ensemble::test::waitFresh;
+using ensemble::ui::MainWindow;
+using ensemble::ui::MethodsColumn;
+using ensemble::ui::MethodsOutcomePtr;
+using ensemble::ui::MethodsView;
+using nlohmann::json;
+
+class TestGuiMethods : public QObject {
+    Q_OBJECT
+
+  private Q_SLOTS:
+    void initTestCase();
+    void comparesOnTheEngineThreadAsCompareMethodsDoes();
+    void imageDataHasTheTableAndNoMaps();
+    void cancelKeepsTheFinishedMethods();
+    void saveReportWritesTheReport();
+    void keyboardDrivesTheView();
+    void anotherExperimentClearsTheResults();
+    void closingTheWindowStopsAComparison();
+
+  private:
+    // `config` set up in `w` and the Methods view in front (null when either failed).
+    static MethodsView* methodsViewOn(MainWindow& w, const json& config);
+    // Clicks Compare and waits for the outcome (null when none came).
+    static MethodsOutcomePtr compare(MainWindow& w, MethodsView* view);
+};
+
+namespace {
+
+// Spirals, K = 3, a small MLP on one thread, 60 steps: a comparison takes a second or so.
+// Steps that take every method a few seconds (the cancel tests).
+constexpr int64_t kCancelSteps = 10000;
+
+json methodsRun(int64_t steps = 60) {
+    json c = ensemble::test::smallConfig({.members = 3, .steps = steps, .threads = 1});
+    c["model"]["hidden"] = {8, 8};
+    c["training"]["eval_every"] = 20;
+    return c;
+}
+
+// The table row showing `method` (-1: none).
+int rowOf(const QTableWidget* table, EnsembleMethod method) {
+    for (int r = 0; r < table->rowCount(); ++r) {
+        if (table->item(r, 0)->data(Qt::UserRole).toInt() == static_cast<int>(method)) {
+            return r;
+        }
+    }
+    return -1;
+}
+
+double cell(const QTableWidget* table, int row, MethodsColumn column) {
+    return table->item(row, static_cast<int>(column))->data(Qt::UserRole).toDouble();
+}
+
+const MethodComparison* find(const CompareResult& r, EnsembleMethod method) {
+    for (const MethodComparison& m : r.methods) {
+        if (m.method == method) {
+            return &m;
+        }
+    }
+    return nullptr;
+}
+
+}  // namespace
+
+void TestGuiMethods::initTestCase() {
+    ensemble::test::isolateSettings();
+}
+
+MethodsView* TestGuiMethods::methodsViewOn(MainWindow& w, const json& config) {
+    w.loadExperiment(config, QString());
+    if (!waitFresh(w) || !w.setView(QStringLiteral("methods"))) {
+        return nullptr;
+    }
+    return w.methodsView();
+}
+
+MethodsOutcomePtr TestGuiMethods::compare(MainWindow& w, MethodsView* view) {
+    QSignalSpy finished(w.controller(), &ensemble::ui::EngineController::methodsFinished);
+    view->compareButton()->click();
+    if (!finished.wait(120000)) {
+        return nullptr;
+    }
+    QCoreApplication::processEvents();
+    return finished.at(0).at(0).value<MethodsOutcomePtr>();
+}
+
+void TestGuiMethods::comparesOnTheEngineThreadAsCompareMethodsDoes() {
+    auto w = makeWindow({900, 600});
+    MethodsView* view = methodsViewOn(*w, methodsRun());
+    QVERIFY(view != nullptr);
+    QCOMPARE(ensemble::ui::viewByKey(QStringLiteral("methods")),
+             std::optional<ensemble::ui::ViewId>(ensemble::ui::ViewId::Methods));
+    QCOMPARE(w->currentViewName(), QStringLiteral("methods"));
+    // The list is the registry, every method checked.
+    const std::vector<EnsembleMethod> methods = ensemble::allEnsembleMethods();
+    QCOMPARE(view->methodList()->count(), static_cast<int>(methods.size()));
+    QCOMPARE(view->checkedMethods(), methods);
+    QVERIFY(view->compareButton()->isEnabled());
+    QVERIFY(!view->copyButton()->isEnabled());
+
+    QSignalSpy progress(w->controller(), &ensemble::ui::EngineController::methodsProgress);
+    QSignalSpy finished(w->controller(), &ensemble::ui::EngineController::methodsFinished);
+    view->compareButton()->click();
+    // The click returns with the comparison under way elsewhere: the engine thread trains.
+    QVERIFY(view->isComparing());
+    QVERIFY(finished.isEmpty());
+    QVERIFY(!view->compareButton()->isEnabled());
+    QVERIFY(view->cancelButton()->isEnabled());
+    QVERIFY(finished.wait(120000));
+    QCoreApplication::processEvents();
+    const MethodsOutcomePtr outcome = finished.at(0).at(0).value<MethodsOutcomePtr>();
+    QVERIFY(outcome != nullptr);
+    QVERIFY2(outcome->error.isEmpty(), qPrintable(outcome->error));
+    QVERIFY(!outcome->cancelled);
+    QCOMPARE(view->outcome(), outcome);
+    QVERIFY(!view->isComparing());
+    QVERIFY(view->compareButton()->isEnabled());
+    QVERIFY(view->copyButton()->isEnabled());
+    QVERIFY(view->saveButton()->isEnabled());
+    // Progress named each method and ended measuring the last.
+    QVERIFY(!progress.isEmpty());
+    const auto last = progress.last().at(0).value<ensemble::CompareProgress>();
+    QCOMPARE(last.method, static_cast<int>(methods.size()) - 1);
+    QCOMPARE(last.methods, static_cast<int>(methods.size()));
+    QVERIFY(last.phase == ensemble::ComparePhase::Measuring);
+    QCOMPARE(last.step, int64_t{60});
+
+    // compareMethods itself on the run's config, as `ensemble-cli compare` calls it.
+    const ensemble::ExperimentConfig config = w->controller()->snapshot()->run->config;
+    const CompareResult direct = ensemble::compareMethods(
+        config, methods, ensemble::ui::methodsCompareOptions(ensemble::ui::kMethodsGridSize));
+    QCOMPARE(direct.methods.size(), methods.size());
+    const QTableWidget* table = view->table();
+    QCOMPARE(table->rowCount(), static_cast<int>(methods.size()));
+    for (const MethodComparison& d : direct.methods) {
+        const int row = rowOf(table, d.method);
+        QVERIFY(row >= 0);
+        QCOMPARE(table->item(row, 0)->text(),
+                 QString::fromUtf8(ensemble::ensembleMethodInfo(d.method).label));
+        QVERIFY(sameBits(cell(table, row, MethodsColumn::Accuracy), d.accuracy));
+        QVERIFY(sameBits(cell(table, row, MethodsColumn::Nll), d.nll));
+        QVERIFY(sameBits(cell(table, row, MethodsColumn::Brier), d.brier));
+        QVERIFY(sameBits(cell(table, row, MethodsColumn::Ece), d.ece));
+        QVERIFY(sameBits(cell(table, row, MethodsColumn::OodAuroc), d.oodAuroc));
+        QVERIFY(sameBits(cell(table, row, MethodsColumn::OodMeanMi), d.oodMeanMi));
+        QVERIFY(std::isfinite(d.oodMeanMi) && d.oodMeanMi >= 0);
+        QVERIFY(sameBits(cell(table, row, MethodsColumn::ShiftNll), d.shiftNll));
+        QCOMPARE(cell(table, row, MethodsColumn::Parameters), static_cast<double>(d.parameters));
+        QVERIFY(std::isfinite(d.oodAuroc));  // the far ring for 2-D points
+        // The shown text is the number, rounded.
+        QCOMPARE(table->item(row, static_cast<int>(MethodsColumn::Accuracy))->text(),
+                 QString::number(d.accuracy, 'f', 4));
+        QVERIFY(cell(table, row, MethodsColumn::TrainSeconds) > 0);
+    }
+    // The report's keys are the issue's, and the two compare adds (ood_mean_mi,
+    // diverged_members).
+    const std::set<std::string> keys = {"accuracy",     "nll",           "brier",
+                                        "ece",          "ood_auroc",     "shift_nll",
+                                        "parameters",   "train_seconds", "predict_seconds_per_1000",
+                                        "peak_rss_mib", "ood_mean_mi",   "diverged_members"};
+    for (EnsembleMethod m : methods) {
+        const json& row = outcome->report.at("methods").at(ensemble::toString(m));
+        std::set<std::string> got;
+        for (auto it = row.begin(); it != row.end(); ++it) {
+            got.insert(it.key());
+        }
+        QVERIFY(got == keys);
+    }
+
+    // The maps: one per method, on one scale, each the engine's grid of that method.
+    ensemble::ui::MethodsMaps* maps = view->maps();
+    QVERIFY(maps->isVisible());
+    QCOMPARE(maps->count(), static_cast<int>(methods.size()));
+    double high = 0.0;
+    for (const MethodComparison& d : direct.methods) {
+        QVERIFY(d.grid.has_value());
+        for (double v : d.grid->ensemble.epistemic) {
+            high = std::max(high, v);
+        }
+    }
+    high = std::max(high, 0.01 * std::log(2.0));
+    QCOMPARE(outcome->epistemicHigh, high);
+    QCOMPARE(maps->bar()->high(), high);
+    QVERIFY(maps->bar()->isVisible());
+    for (int i = 0; i < maps->count(); ++i) {
+        const ensemble::ui::MethodMap* map = maps->map(i);
+        const MethodComparison* d = find(direct, map->figure().method);
+        QVERIFY(d != nullptr);
+        QCOMPARE(map->title(), QString::fromUtf8(ensemble::ensembleMethodInfo(d->method).label));
+        const std::vector<double>& mi = d->grid->ensemble.epistemic;
+        QCOMPARE(map->figure().meanEpistemic,
+                 std::accumulate(mi.begin(), mi.end(), 0.0) / static_cast<double>(mi.size()));
+        const ensemble::ui::HeatImage expected =
+            ensemble::ui::sequentialHeatImage(mi, d->grid->size, high);
+        QCOMPARE(expected.high, high);  // the shared scale, whatever this method's maximum
+        QVERIFY(map->figure().epistemic.image == expected.image);
+        QVERIFY(!map->figure().boundary.empty());  // two spirals: a boundary crosses the box
+        QVERIFY(map->isVisible());
+        QVERIFY(map->width() >= map->minimumSizeHint().width());
+    }
+    QVERIFY(!view->grab().isNull());
+
+    // Copy: the table as TSV, a header with units and a row per method, every digit.
+    view->copyButton()->click();
+    const QString tsv = view->tableText(QLatin1Char('\t'));
+    QStringList lines = tsv.trimmed().split(QLatin1Char('\n'));
+    QCOMPARE(lines.size(), 1 + static_cast<int>(methods.size()));
+    QVERIFY(lines[0].startsWith(QStringLiteral("Method\tAccuracy\tNLL (nats)")));
+    const QStringList first = lines[1].split(QLatin1Char('\t'));
+    QCOMPARE(first.size(), ensemble::ui::kMethodsColumnCount);
+    const MethodComparison* shown =
+        find(direct, static_cast<EnsembleMethod>(table->item(0, 0)->data(Qt::UserRole).toInt()));
+    QVERIFY(shown != nullptr);
+    QCOMPARE(first[0], QLatin1String(ensemble::toString(shown->method)));
+    QVERIFY(sameBits(first[1].toDouble(), shown->accuracy));
+
+    // Sorting by a column orders the rows by its numbers.
+    view->table()->sortByColumn(static_cast<int>(MethodsColumn::Nll), Qt::DescendingOrder);
+    for (int r = 1; r < table->rowCount(); ++r) {
+        QVERIFY(cell(table, r - 1, MethodsColumn::Nll) >= cell(table, r, MethodsColumn::Nll));
+    }
+}
+
+void TestGuiMethods::imageDataHasTheTableAndNoMaps() {
+    QTemporaryDir dir;
+    QVERIFY(ensemble::test::writeIdx(dir.path(), "train-images-idx3-ubyte",
+                                     "train-labels-idx1-ubyte", 200, 1));
+    QVERIFY(ensemble::test::writeIdx(dir.path(), "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte",
+                                     100, 2));
+    json c = ensemble::loadConfigJson("mnist-mlp");
+    c["dataset"]["path"] = dir.path().toStdString();
+    c["model"]["hidden"] = {16};
+    c["ensemble"]["members"] = 2;
+    c["training"]["batch_size"] = 20;
+    c["training"]["epochs"] = 0;
+    c["training"]["steps"] = 20;
+    c["training"]["eval_every"] = 10;
+    c["backend"] = {{"kind", "cpu"}, {"threads", 1}};
+    auto w = makeWindow({900, 600});
+    MethodsView* view = methodsViewOn(*w, c);
+    QVERIFY(view != nullptr);
+    const MethodsOutcomePtr outcome = compare(*w, view);
+    QVERIFY(outcome != nullptr);
+    QVERIFY2(outcome->error.isEmpty(), qPrintable(outcome->error));
+    const std::vector<EnsembleMethod> methods = ensemble::allEnsembleMethods();
+    QCOMPARE(view->table()->rowCount(), static_cast<int>(methods.size()));
+    // No plane to draw: no maps, and none in the outcome.
+    QVERIFY(outcome->figures.empty());
+    QCOMPARE(view->maps()->count(), 0);
+    QVERIFY(!view->maps()->isVisible());
+    QCOMPARE(QString::fromStdString(outcome->result->oodName), QStringLiteral("uniform-noise"));
+    const CompareResult direct = ensemble::compareMethods(
+        w->controller()->snapshot()->run->config, methods,
+        ensemble::ui::methodsCompareOptions(ensemble::ui::kMethodsGridSize));
+    for (const MethodComparison& d : direct.methods) {
+        const int row = rowOf(view->table(), d.method);
+        QVERIFY(row >= 0);
+        QVERIFY(sameBits(cell(view->table(), row, MethodsColumn::Accuracy), d.accuracy));
+        QVERIFY(sameBits(cell(view->table(), row, MethodsColumn::Nll), d.nll));
+        QVERIFY(!d.grid.has_value());
+    }
+}
+
+void TestGuiMethods::cancelKeepsTheFinishedMethods() {
+    // Every method trains the config's steps: long enough (a few seconds) that the second is
+    // still training when the Esc sent at its start arrives, short enough to wait for the first.
+    auto w = makeWindow({900, 600});
+    MethodsView* view = methodsViewOn(*w, methodsRun(kCancelSteps));
+    QVERIFY(view != nullptr);
+    // Two methods at least, so that one finishes before the cancel: the registry's, and its
+    // first again while it holds only one (the comparison trains the list it is given).
+    std::vector<EnsembleMethod> methods = ensemble::allEnsembleMethods();
+    if (methods.size() < 2) {
+        methods.push_back(methods.front());
+    }
+    w->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(w.get()));
+    view->table()->setFocus();
+    QSignalSpy cancelled(view, &MethodsView::cancelRequested);
+    QSignalSpy finished(w->controller(), &ensemble::ui::EngineController::methodsFinished);
+    bool pressed = false;
+    QObject context;
+    connect(w->controller(), &ensemble::ui::EngineController::methodsProgress, &context,
+            [&](const ensemble::CompareProgress& p) {
+                if (p.method == 1 && !pressed) {
+                    pressed = true;
+                    QTest::keyClick(view->table(), Qt::Key_Escape);  // Esc, as Cancel does
+                }
+            });
+    view->startComparison(methods);
+    QVERIFY(view->isComparing());
+    QVERIFY(finished.wait(120000));
+    QCoreApplication::processEvents();
+    QVERIFY(pressed);
+    QCOMPARE(cancelled.count(), 1);
+    const MethodsOutcomePtr outcome = finished.at(0).at(0).value<MethodsOutcomePtr>();
+    QVERIFY2(outcome->error.isEmpty(), qPrintable(outcome->error));
+    QVERIFY(outcome->cancelled);
+    QVERIFY(!outcome->result->complete);
+    QCOMPARE(outcome->result->methods.size(), std::size_t{1});
+    QCOMPARE(outcome->report.at("complete").get<bool>(), false);
+    // The finished method is shown: its row and its map; the message says what happened.
+    QCOMPARE(view->outcome(), outcome);
+    QVERIFY(!view->isComparing());
+    QVERIFY(view->compareButton()->isEnabled());
+    QCOMPARE(view->table()->rowCount(), 1);
+    QCOMPARE(view->maps()->count(), 1);
+    QVERIFY2(view->message().startsWith(
+                 QStringLiteral("Cancelled: 1 of %1").arg(static_cast<int>(methods.size()))),
+             qPrintable(view->message()));
+    // It is the whole method, trained to the end: compareMethods of it alone gives its numbers.
+    const CompareResult alone =
+        ensemble::compareMethods(w->controller()->snapshot()->run->config, {methods.front()},
+                                 ensemble::ui::methodsCompareOptions(0));
+    QVERIFY(sameBits(cell(view->table(), 0, MethodsColumn::Accuracy), alone.methods[0].accuracy));
+    QVERIFY(sameBits(cell(view->table(), 0, MethodsColumn::Nll), alone.methods[0].nll));
+}
+
+void TestGuiMethods::saveReportWritesTheReport() {
+    auto w = makeWindow({900, 600});
+    MethodsView* view = methodsViewOn(*w, methodsRun());
+    QVERIFY(view != nullptr);
+    QTemporaryDir dir;
+    QString error;
+    // Nothing to save before a comparison.
+    QVERIFY(!view->saveButton()->isEnabled());
+    QVERIFY(!view->saveReport(dir.filePath(QStringLiteral("early.json")), &error));
+    QVERIFY(!error.isEmpty());
+    QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("early.json"))));
+    const MethodsOutcomePtr outcome = compare(*w, view);
+    QVERIFY(outcome != nullptr && outcome->error.isEmpty());
+    QVERIFY(view->saveButton()->isEnabled());
+
+    const QString path = dir.filePath(QStringLiteral("report.json"));
+    QVERIFY2(view->saveReport(path, &error), qPrintable(error));
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const json report = json::parse(file.readAll().toStdString());
+    QCOMPARE(QString::fromStdString(report.dump()), QString::fromStdString(outcome->report.dump()));
+    QVERIFY(report.at("config") == w->controller()->snapshot()->run->config.json);
+    QCOMPARE(report.at("complete").get<bool>(), true);
+    QCOMPARE(report.at("methods").size(), ensemble::allEnsembleMethods().size());
+    for (EnsembleMethod m : ensemble::allEnsembleMethods()) {
+        const json& row = report.at("methods").at(ensemble::toString(m));
+        QVERIFY(row.at("accuracy").is_number());
+        QVERIFY(row.at("nll").is_number());
+        QVERIFY(row.at("ood_auroc").is_number());
+        QVERIFY(row.at("parameters").is_number_integer());
+        QVERIFY(row.at("peak_rss_mib").is_number());
+    }
+    // The table as CSV: compareCsv's text.
+    const QString csv = dir.filePath(QStringLiteral("table.csv"));
+    QVERIFY2(view->saveReport(csv, &error), qPrintable(error));
+    QFile csvFile(csv);
+    QVERIFY(csvFile.open(QIODevice::ReadOnly));
+    QCOMPARE(QString::fromUtf8(csvFile.readAll()),
+             QString::fromStdString(ensemble::compareCsv(*outcome->result)));
+    // A folder is not a file: refused, with the reason, and nothing left in it.
+    error.clear();
+    QVERIFY(!view->saveReport(dir.path(), &error));
+    QVERIFY(!error.isEmpty());
+    QCOMPARE(static_cast<int>(QDir(dir.path()).entryList(QDir::Files | QDir::Hidden).size()), 2);
+}
+
+void TestGuiMethods::keyboardDrivesTheView() {
+    auto w = makeWindow({900, 600});
+    w->loadExperiment(methodsRun(), QString());
+    QVERIFY(waitFresh(*w));
+    w->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(w.get()));
+    // The view's own key brings it forward.
+    QTest::keySequence(w.get(), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_M));
+    QCOMPARE(w->currentViewName(), QStringLiteral("methods"));
+    MethodsView* view = w->methodsView();
+    // Space unchecks the method under the cursor, and again checks it; with none checked there
+    // is nothing to compare.
+    QListWidget* list = view->methodList();
+    list->setFocus();
+    list->setCurrentRow(0);
+    const auto first = static_cast<EnsembleMethod>(list->item(0)->data(Qt::UserRole).toInt());
+    const std::size_t all = view->checkedMethods().size();
+    QTest::keyClick(list, Qt::Key_Space);
+    QCOMPARE(view->checkedMethods().size(), all - 1);
+    if (all == 1) {
+        QVERIFY(!view->compareButton()->isEnabled());
+    }
+    QTest::keyClick(list, Qt::Key_Space);
+    QCOMPARE(view->checkedMethods().size(), all);
+    QVERIFY(view->checkedMethods().front() == first);
+    // The list took Space: the window's Space (Train) did not start the run.
+    QVERIFY(ensemble::test::engineIdle(*w->controller()));
+    QCOMPARE(w->controller()->snapshot()->step, int64_t{0});
+    // Ctrl+Enter compares.
+    QSignalSpy finished(w->controller(), &ensemble::ui::EngineController::methodsFinished);
+    QTest::keyClick(list, Qt::Key_Return, Qt::ControlModifier);
+    QVERIFY(view->isComparing());
+    QVERIFY(finished.wait(120000));
+    QCoreApplication::processEvents();
+    QCOMPARE(view->table()->rowCount(), static_cast<int>(all));
+}
+
+void TestGuiMethods::anotherExperimentClearsTheResults() {
+    auto w = makeWindow({900, 600});
+    MethodsView* view = methodsViewOn(*w, methodsRun());
+    QVERIFY(view != nullptr);
+    const MethodsOutcomePtr outcome = compare(*w, view);
+    QVERIFY(outcome != nullptr && outcome->error.isEmpty());
+    const int rows = view->table()->rowCount();
+    QVERIFY(rows > 0);
+    // Reset: a new run of the same experiment; the comparison trains from the config, so it
+    // still stands.
+    const uint64_t before = w->controller()->currentRunId();
+    w->resetAction()->trigger();
+    QVERIFY(QTest::qWaitFor(
+        [&] {
+            const auto s = w->controller()->snapshot();
+            return s && s->run->runId > before;
+        },
+        20000));
+    QCoreApplication::processEvents();
+    QCOMPARE(view->outcome(), outcome);
+    QCOMPARE(view->table()->rowCount(), rows);
+    // Another experiment: the results were of the one before.
+    w->loadExperiment(methodsRun(80), QString());
+    QVERIFY(waitFresh(*w));
+    QCoreApplication::processEvents();
+    QVERIFY(view->outcome() == nullptr);
+    QCOMPARE(view->table()->rowCount(), 0);
+    QCOMPARE(view->maps()->count(), 0);
+    QVERIFY2(view->message().contains(QStringLiteral("experiment changed")),
+             qPrintable(view->message()));
+    // A comparison under way when the experiment changes is cancelled (the engine thread is
+    // wanted for the new run) and its methods are not shown on the new experiment.
+    w->loadExperiment(methodsRun(kCancelSteps * 4), QString());
+    QVERIFY(waitFresh(*w));
+    QVERIFY(w->setView(QStringLiteral("methods")));
+    QSignalSpy finished(w->controller(), &ensemble::ui::EngineController::methodsFinished);
+    view->compareButton()->click();
+    QVERIFY(view->isComparing());
+    w->loadExperiment(methodsRun(), QString());
+    QVERIFY(finished.wait(60000));
+    const MethodsOutcomePtr stopped = finished.at(0).at(0).value<MethodsOutcomePtr>();
+    QVERIFY(stopped->cancelled);
+    QVERIFY(waitFresh(*w));
+    QCoreApplication::processEvents();
+    QVERIFY(!view->isComparing());
+    QVERIFY(view->outcome() == nullptr);
+    QCOMPARE(view->table()->rowCount(), 0);
+}
+
+void TestGuiMethods::closingTheWindowStopsAComparison() {
+    // A comparison of minutes under way: closing the window cancels it and joins the engine
+    // thread (the destructor would otherwise wait for every method to train; the suite's
+    // time limit is the check).
+    auto w = makeWindow({900, 600});
+    MethodsView* view = methodsViewOn(*w, methodsRun(kCancelSteps * 200));
+    QVERIFY(view != nullptr);
+    QSignalSpy progress(w->controller(), &ensemble::ui::EngineController::methodsProgress);
+    view->compareButton()->click();
+    QVERIFY(progress.wait(60000));
+    QVERIFY(view->isComparing());
+    w.reset();  // returns once the engine thread has stopped
+}
+
+QTEST_MAIN(TestGuiMethods)
+#include "tst_gui_methods.moc"
