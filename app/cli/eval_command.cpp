@@ -1,6 +1,6 @@
 // ensemble-cli eval: every measurement of engine/metrics for an exported ensemble, on the test
-// split of the dataset it was trained on. One command's flags, data rebuild, table and report
-// (just over 600 lines); its OOD sets live in ood_sets.cpp, the measurements in engine/metrics.
+// split of the dataset it was trained on. One command's flags, data rebuild, table and report;
+// its OOD sets live in ood_sets.cpp, the measurements in engine/metrics.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

@@ -1,6 +1,6 @@
 // From JSON to ExperimentConfig: typed values checked against the schema's rows, per-member
 // hyperparameters, the schedule, presets and the layered composition of --config, --set and
-// stored configs. One piece (~710 lines) because each step reads the same schema rows and
+// stored configs. One piece because each step reads the same schema rows and
 // reports errors the same way (key, file, line); the schema itself is config_schema.cpp.
 #include "io/config.h"
 #include "core/unreachable.h"

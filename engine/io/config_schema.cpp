@@ -1,6 +1,6 @@
 // The config schema's table (every key once: type, default, range, help, condition) and what
 // reads it generically: defaults, conditions, overlays, the docs' table, the JSON schema and
-// key positions in a file. One piece (~660 lines) because the functions are the table's own
+// key positions in a file. One piece because the functions are the table's own
 // readers; typed parsing is config.cpp.
 #include "io/config_schema.h"
 
