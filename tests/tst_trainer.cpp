@@ -14,6 +14,7 @@
 #include "io/safetensors.h"
 #include "sys/allocator.h"
 #include "test_support.h"
+#include "train/memory_estimate.h"
 #include "train/trainer.h"
 #include "train/trainer_report.h"
 
