@@ -21,7 +21,7 @@
 #include "backend_test_problem.h"
 #include "core/errors.h"
 #include "data/dataset.h"
-#include "metrics/metrics.h"
+#include "metrics/point_statistics.h"
 #include "model/batch_ensemble.h"
 #include "model/mlp.h"
 #include "train/batch_ensemble_backend.h"

@@ -20,6 +20,7 @@
 #include "io/model_io.h"
 #include "metrics/metrics.h"
 #include "metrics/ood.h"
+#include "metrics/point_statistics.h"
 #include "metrics/report.h"
 
 namespace ensemble::cli {

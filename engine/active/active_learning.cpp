@@ -19,6 +19,7 @@
 #include "core/unreachable.h"
 #include "math/philox.h"
 #include "metrics/metrics.h"
+#include "metrics/point_statistics.h"
 #include "train/trainer.h"
 
 namespace ensemble {

@@ -18,6 +18,7 @@
 #include "io/safetensors.h"
 #include "metrics/metrics.h"
 #include "metrics/ood.h"
+#include "metrics/point_statistics.h"
 #include "metrics/report.h"
 #include "train/trainer.h"
 #include "train/trainer_report.h"

@@ -29,8 +29,8 @@
 #include <nlohmann/json.hpp>
 
 #include "io/model_io.h"
+#include "metrics/calibration.h"
 #include "metrics/conformal.h"
-#include "metrics/metrics.h"
 #include "metrics/ood.h"
 #include "shift/transforms.h"
 
