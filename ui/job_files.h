@@ -16,7 +16,7 @@ struct JobFiles {
     std::string sbatch;  // NAME.sbatch
 };
 
-// The files of a job training `config` (an experiment as Save writes it) on a mesh of
+// The files of a cluster job training `config` (an experiment as Save writes it) on a mesh of
 // `ensemble` x `data` ranks; `name` is the files' base name (the scripts refer to NAME.json
 // next to them and write NAME.safetensors and NAME.metrics.json). Throws ConfigError (key
 // backend.mesh, training.batch_size or backend.kind) when the mesh cannot train this config,

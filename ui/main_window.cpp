@@ -1,5 +1,5 @@
-// The window: its menus, toolbar, tabs and how snapshots reach the views. Over 600 lines
-// because it wires every part once; the parts themselves live apart (file_actions,
+// The window: its menus, toolbar, tabs and how snapshots reach the views. One file because it
+// wires every part once; the parts themselves live apart (file_actions,
 // run_session, run_status, view_table, view_tabs, the views).
 #include "main_window.h"
 

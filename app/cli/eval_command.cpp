@@ -1,6 +1,6 @@
 // ensemble-cli eval: every measurement of engine/metrics for an exported ensemble, on the test
-// split of the dataset it was trained on. One command's flags, data rebuild, table and report
-// (just over 600 lines); its OOD sets live in ood_sets.cpp, the measurements in engine/metrics.
+// split of the dataset it was trained on. One command's flags, data rebuild, table and report;
+// its OOD sets live in ood_sets.cpp, the measurements in engine/metrics.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -19,6 +19,7 @@
 #include "io/model_io.h"
 #include "metrics/metrics.h"
 #include "metrics/ood.h"
+#include "metrics/point_statistics.h"
 #include "metrics/report.h"
 #include "sys/atomic_file.h"
 

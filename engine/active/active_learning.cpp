@@ -1,7 +1,7 @@
 // The active-learning loop (active_learning.h): the acquisition functions over member
 // predictions, the balanced initial set, and ActiveLearner's rounds of train, score, acquire.
 // It builds a Trainer per round, so it lives in engine_backends beside the backend registry.
-// Over 600 lines as one file because the functions, the initial set and the rounds share the
+// One file because the functions, the initial set and the rounds share the
 // row bookkeeping (labelled, pool, subsets) that the tests check as a whole.
 #include "active/active_learning.h"
 
@@ -18,6 +18,7 @@
 #include "core/unreachable.h"
 #include "math/philox.h"
 #include "metrics/metrics.h"
+#include "metrics/point_statistics.h"
 #include "registry/registry.h"
 #include "train/trainer.h"
 

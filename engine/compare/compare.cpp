@@ -17,6 +17,7 @@
 #include "io/safetensors.h"
 #include "metrics/metrics.h"
 #include "metrics/ood.h"
+#include "metrics/point_statistics.h"
 #include "metrics/report.h"
 #include "registry/registry.h"
 #include "train/trainer.h"

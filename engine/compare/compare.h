@@ -1,6 +1,6 @@
 #pragma once
 
-// The methods side by side (issue 35, "The comparison"): each ensemble method of
+// The methods side by side: each ensemble method of
 // model/ensemble_methods.h trained on the same data with the same K, steps and seed (the base
 // config with ensemble.method set, so each method's own conditional keys take their defaults),
 // then measured the same way. One computation for `ensemble-cli compare` and the app's Methods

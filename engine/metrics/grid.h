@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "data/dataset.h"
-#include "metrics/metrics.h"
+#include "metrics/point_statistics.h"
 
 namespace ensemble {
 

@@ -6,9 +6,13 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
-#include "metrics/metrics.h"
+#include "metrics/calibration.h"
+#include "metrics/point_statistics.h"
+#include "metrics/types.h"
 
 namespace ensemble::detail {
 
@@ -16,6 +20,33 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 inline std::size_t idx(int64_t i) {
     return static_cast<std::size_t>(i);
+}
+
+inline void checkLabels(const MemberPredictions& p, const std::vector<int32_t>& labels,
+                        const char* where) {
+    if (labels.size() != idx(p.rows)) {
+        throw std::invalid_argument(std::string(where) + ": " + std::to_string(labels.size()) +
+                                    " labels for " + std::to_string(p.rows) + " rows");
+    }
+}
+
+inline void checkPredictions(const MemberPredictions& p, const char* where) {
+    if (p.logProbs.size() != static_cast<std::size_t>(p.members) * idx(p.rows) * idx(p.classes)) {
+        throw std::invalid_argument(std::string(where) + ": logProbs has the wrong size");
+    }
+}
+
+// Mean of v in index order (NaN for an empty vector).
+template <typename T>
+double orderedMean(const std::vector<T>& v) {
+    if (v.empty()) {
+        return kNaN;
+    }
+    double s = 0.0;
+    for (const T& x : v) {
+        s += static_cast<double>(x);
+    }
+    return s / static_cast<double>(v.size());
 }
 
 // Member k's log-probabilities at row i (C of them).

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "metrics/metrics.h"
+#include "metrics/point_statistics.h"
 
 namespace ensemble {
 

@@ -13,10 +13,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "metrics/calibration.h"
 #include "metrics/conformal.h"
 #include "metrics/metrics.h"
 #include "metrics/ood.h"
+#include "metrics/out_of_bag.h"
+#include "metrics/point_statistics.h"
 #include "metrics/regression.h"
+#include "metrics/size_curve.h"
 #include "metrics/temperature.h"
 #include "metrics/types.h"
 

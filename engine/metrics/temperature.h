@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "metrics/metrics.h"
+#include "metrics/calibration.h"
 
 namespace ensemble {
 

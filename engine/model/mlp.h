@@ -1,5 +1,9 @@
 #pragma once
 
+// The parameter layout of an ensemble of any architecture (dense, conv and pool layers alike,
+// not only MLPs, despite the file's name): where each member's weights and biases sit in the
+// one flat buffer every backend, checkpoint and export reads, and their initialisation.
+
 #include <cstddef>
 #include <cstdint>
 #include <vector>

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/errors.h"
+#include "metrics/metrics.h"
 #include "metrics/regression.h"
 #include "metrics/temperature.h"
 

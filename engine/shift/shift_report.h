@@ -6,7 +6,7 @@
 // sees where they stop holding. One computation for `ensemble-cli shift` and the app's Shift
 // view, so their numbers are equal.
 //
-// Rows (issue 34): the evaluated rows are the test split's first `subset` rows (all when 0),
+// Rows: the evaluated rows are the test split's first `subset` rows (all when 0),
 // split by splitHalves (metrics/conformal.h, `seed`) into a calibration half and a measuring
 // half. The temperatures (the ensemble's, pool-then-calibrate, and each member's) and the
 // conformal thresholds (LAC and APS of the ensemble_ts probabilities, LAC of each member_ts)
@@ -29,8 +29,8 @@
 #include <nlohmann/json.hpp>
 
 #include "io/model_io.h"
+#include "metrics/calibration.h"
 #include "metrics/conformal.h"
-#include "metrics/metrics.h"
 #include "metrics/ood.h"
 #include "shift/transforms.h"
 

@@ -28,14 +28,6 @@ struct TrainingProgress {
     int divergedMembers = 0;
 };
 
-// Bytes a run needs (data, parameters, optimizer state, workspaces, evaluation buffers) for
-// inputs of shape `input`.
-std::size_t estimateRunBytes(const ExperimentConfig& config, int64_t trainRows, int64_t testRows,
-                             Shape input, int classes);
-// Throws RuntimeError with the estimate when it exceeds the memory the machine has available.
-void checkRunFitsInMemory(const ExperimentConfig& config, int64_t trainRows, int64_t testRows,
-                          Shape input, int classes);
-
 // Everything a run's continuation needs besides its config (io/checkpoint.h stores it): the
 // step, every member's parameters, the optimizer state of what the backend trains, and which
 // members diverged. For a one-network method (model/ensemble_methods.h) `params` are the K

@@ -1,6 +1,6 @@
 #pragma once
 
-// The Active learning view's computation (issue 36): one ActiveLearner (engine/active) over the
+// The Active learning view's computation: one ActiveLearner (engine/active) over the
 // current run's config and data, driven on the engine thread beside the EngineWorker. Each
 // round (ActiveLearner::trainRound) reports progress and can be cancelled; after it the pool
 // is scored, and for 2-D data the acquisition function is evaluated on the grid's member

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "metrics/calibration.h"
 #include "metrics/metrics.h"
 #include "metrics/regression.h"
 

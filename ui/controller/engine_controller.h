@@ -90,7 +90,7 @@ class EngineController : public QObject {
     // Stops the shift under way (it finishes with outcome->cancelled); nothing when none.
     void cancelShift();
 
-    // The Methods view's comparison (issue 35): `methods` trained on the current run's config
+    // The Methods view's comparison: `methods` trained on the current run's config
     // and measured by compareMethods on the engine thread (MethodsWorker), with each method's
     // ensemble on a shared grid for 2-D data. methodsProgress() while it runs, then
     // methodsFinished() (the result, cancelled with the finished methods, or why not). A new
@@ -100,7 +100,7 @@ class EngineController : public QObject {
     // Stops the comparison under way (it finishes cancelled, keeping the finished methods).
     void cancelMethods();
 
-    // The Active learning view's loop (issue 36) over the current run's config and data, on the
+    // The Active learning view's loop over the current run's config and data, on the
     // engine thread (ActiveWorker): activeChanged() after every change, activeProgress() while
     // a round trains. Start begins a loop with `acquisition` (the one before it is kept as an
     // earlier curve), Acquire labels the marked picks (or trains the pending round), Label one

@@ -1,6 +1,6 @@
 // The engine thread's side of the controller: the run's life cycle (set up, train in chunks,
 // pace, pause), its curve points and snapshots, and when the recovery checkpoint is written
-// (between chunks). Over 600 lines because those share the worker's state step by step;
+// (between chunks). One file because those share the worker's state step by step;
 // measurements (run_measures), descriptions (run_description), files (run_files) and opened
 // ensembles (opened_ensemble) already live apart.
 #include "controller/engine_worker.h"

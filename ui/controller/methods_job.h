@@ -1,6 +1,6 @@
 #pragma once
 
-// The Methods view's computation (issue 35): the ensemble methods of the registry trained on the
+// The Methods view's computation: the ensemble methods of the registry trained on the
 // current experiment's config and measured side by side by the engine's compareMethods
 // (compare/compare.h, the very function `ensemble-cli compare` calls, so the numbers are the
 // CLI's), plus, for 2-D data, each method's ensemble on one shared grid drawn as its decision

@@ -1,6 +1,6 @@
 #pragma once
 
-// What the Shift view draws, read from the engine's shift report (metrics/shift.h) by
+// What the Shift view draws, read from the engine's shift report (shift/shift_report.h) by
 // shiftFigures(): per level, a metric's value for the ensemble, the members' median and range
 // ("a single network", Ovadia et al. 2019, figure 2) and both after temperature scaling. Plain
 // values, so the charts and the CSV read one structure and never the report's layout.

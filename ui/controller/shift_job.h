@@ -1,7 +1,7 @@
 #pragma once
 
 // The Shift view's computation: the current run's ensemble measured on its test split moved
-// by a shift at every level (the engine's shift report, metrics/shift.h: the very function
+// by a shift at every level (the engine's shift report, shift/shift_report.h: the very function
 // `ensemble-cli shift` calls, on the weights an export of the run holds, so the numbers are
 // the CLI's), plus the shifted inputs the view shows at each level. Runs on the engine thread
 // (EngineController::runShift), reports progress and stops early when cancelled.

@@ -16,9 +16,12 @@
 
 #include "config/config.h"
 #include "data/dataset.h"
+#include "metrics/calibration.h"
 #include "metrics/grid.h"
 #include "metrics/metrics.h"
+#include "metrics/point_statistics.h"
 #include "metrics/regression.h"
+#include "metrics/size_curve.h"
 #include "model/feature_maps.h"
 #include "train/trainer.h"
 

@@ -1,6 +1,6 @@
 #pragma once
 
-// The Active learning view (issue 36): the ensemble chooses which train rows to label next.
+// The Active learning view: the ensemble chooses which train rows to label next.
 // A loop (the engine's ActiveLearner, run on the engine thread) starts from `active.initial`
 // labelled rows of the run's train split; the rest is the pool. For 2-D data the picture shows
 // the acquisition score of the current ensemble over the plane, the labelled rows in their

@@ -1,5 +1,5 @@
 // The Boundary view: the canvas (heatmap, contour, points, zoom and pan, the read-out under the
-// mouse) and the controls around it. One piece (~770 lines) because the controls only set the
+// mouse) and the controls around it. One piece because the controls only set the
 // canvas's state; the canvas (BoundaryCanvas) could move to its own file when it grows.
 #include "views/boundary_view.h"
 

@@ -1,6 +1,6 @@
 // The Calibration view: the reliability plot (classification) or the interval-coverage plot
 // (regression), the headline figures, the comparison with a second ensemble and the
-// ensemble-size curve. One piece (~800 lines) for now because the plot and the table show the
+// ensemble-size curve. One piece because the plot and the table show the
 // same comparison and snapshot; the reliability plot (ReliabilityPlot) could be its own file.
 #include "views/calibration_view.h"
 

@@ -1,5 +1,5 @@
 // The Images view for image datasets: the test images the ensemble finds hardest or most
-// uncertain, a pad to draw a digit on, and the confusion matrix. One piece (~670 lines) because
+// uncertain, a pad to draw a digit on, and the confusion matrix. One piece because
 // the three panes read the same snapshot and class names.
 #include "views/images_view.h"
 

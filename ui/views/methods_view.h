@@ -1,6 +1,6 @@
 #pragma once
 
-// The Methods view (issue 35): is the ensemble worth K networks? The methods of the registry
+// The Methods view: is the ensemble worth K networks? The methods of the registry
 // (model/ensemble_methods.h), each checked by default, trained on the current experiment's
 // config with the same data, K, steps and seed and measured side by side by the engine's
 // compareMethods on the engine thread (the numbers of `ensemble-cli compare` for that config),

@@ -1,6 +1,6 @@
 #pragma once
 
-// The Shift view (issue 34): how the ensemble degrades as its test inputs move. Pick a shift
+// The Shift view: how the ensemble degrades as its test inputs move. Pick a shift
 // (those that apply to the run's data), Run: the engine thread measures the run's ensemble at
 // every level — the very report `ensemble-cli shift` writes for the same weights — with
 // progress, and Cancel (Esc) stops it. The slider steps through the levels, showing the

@@ -1,5 +1,5 @@
 // The CPU's batched conv members: forward, backward (with dropout's masks where asked) and the
-// update over tiles of examples. One piece (~640 lines) because every pass shares the tile
+// update over tiles of examples. One piece because every pass shares the tile
 // workspace and the layer walk; the element kernels are conv_kernels.h.
 #include "backend/cpu/conv_net.h"
 

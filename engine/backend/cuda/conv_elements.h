@@ -207,7 +207,7 @@ ENSEMBLE_HD inline void sumPartialsElement(I i, const float* partial, int splits
     out[i] = sum;
 }
 
-// --- The implicit-GEMM convolution (issue 39) --------------------------------------------
+// --- The implicit-GEMM convolution -------------------------------------------------------
 //
 // The same three products as im2col + GEMM (forwardGemm, inputGradGemm + col2im,
 // weightGradGemm; step_program.h), with the im2col gather folded into the products' loads, so

@@ -15,6 +15,7 @@
 #include "support/engine_test_support.h"
 #include "support/test_support.h"
 #include "sys/allocator.h"
+#include "train/memory_estimate.h"
 #include "train/trainer.h"
 #include "train/trainer_report.h"
 

@@ -21,7 +21,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "core/errors.h"
 #include "data/dataset.h"
-#include "metrics/metrics.h"
+#include "metrics/point_statistics.h"
 #include "model/batch_ensemble.h"
 #include "model/mlp.h"
 #include "support/backend_test_problem.h"
