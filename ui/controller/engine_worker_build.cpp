@@ -3,6 +3,7 @@
 #include "controller/engine_worker.h"
 
 #include <QFileInfo>
+#include <QTimer>
 
 #include <algorithm>
 #include <exception>

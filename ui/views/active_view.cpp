@@ -9,7 +9,6 @@
 #include <QLabel>
 #include <QLegend>
 #include <QLineSeries>
-#include <QProgressBar>
 #include <QPushButton>
 #include <QScatterSeries>
 #include <QShortcut>

@@ -22,7 +22,6 @@ class QBoxLayout;
 class QChart;
 class QChartView;
 class QComboBox;
-class QProgressBar;
 class QPushButton;
 
 namespace ensemble::ui {

@@ -21,7 +21,6 @@
 #include "controller/snapshot.h"
 
 class QListWidget;
-class QProgressBar;
 class QPushButton;
 
 namespace ensemble::ui {

@@ -25,7 +25,6 @@ class QDoubleSpinBox;
 class QGridLayout;
 class QLabel;
 class QLineEdit;
-class QProgressBar;
 class QPushButton;
 class QSlider;
 class QSpinBox;
