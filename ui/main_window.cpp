@@ -1,6 +1,7 @@
-// The window: its menus, toolbar, tabs and how snapshots reach the views. One file because it
-// wires every part once; the parts themselves live apart (file_actions,
-// run_session, run_status, view_table, view_tabs, the views).
+// The window: its menus, toolbar, tabs and how snapshots reach the views, wired once here;
+// the parts live apart (file_actions, run_session, run_status, view_table, view_tabs, the
+// views), as do the banners (main_window_banners.cpp), the jobs (main_window_jobs.cpp) and the
+// crash recovery (main_window_recovery.cpp).
 #include "main_window.h"
 
 #include <QAction>
@@ -60,27 +61,6 @@ QString str(const std::string& s) {
     return QString::fromStdString(s);
 }
 
-// A strip above the views: a message and the buttons that answer it, in the colours of a note
-// (background, border, text).
-QFrame* makeBanner(const QString& name, const char* background, const char* border,
-                   const char* text, QLabel** label, const QList<QPushButton*>& buttons) {
-    auto* banner = new QFrame;
-    banner->setObjectName(name);
-    banner->setStyleSheet(
-        QStringLiteral("#%1 { background: %2; border-bottom: 1px solid %3; } #%1 QLabel { color: "
-                       "%4; }")
-            .arg(name, QLatin1String(background), QLatin1String(border), QLatin1String(text)));
-    auto* row = new QHBoxLayout(banner);
-    row->setContentsMargins(10, 4, 10, 4);
-    *label = new QLabel;
-    row->addWidget(*label, 1);
-    for (QPushButton* b : buttons) {
-        row->addWidget(b);
-    }
-    banner->setVisible(false);
-    return banner;
-}
-
 }  // namespace
 
 MainWindow::MainWindow(Options options, QWidget* parent)
@@ -104,6 +84,7 @@ MainWindow::MainWindow(Options options, QWidget* parent)
     connect(m_speed, &SpeedControl::speedChanged, m_controller.get(),
             &EngineController::setStepsPerSecond);
     buildMenus();
+    connectJobs();
 
     connect(m_controller.get(), &EngineController::snapshotChanged, this, &MainWindow::onSnapshot);
     // A new run asked for: what is on screen is the previous run's. The status bar's message
@@ -146,19 +127,6 @@ MainWindow::MainWindow(Options options, QWidget* parent)
             &ImagesView::showPrediction);
     connect(m_controller.get(), &EngineController::featureMapsReady, filtersView(),
             &FiltersView::showFeatureMaps);
-    connect(m_controller.get(), &EngineController::comparisonMeasured, this,
-            [this](const ComparisonResult& result) {
-                m_comparing = false;
-                CalibrationView* view = calibrationView();
-                view->compareButton()->setEnabled(true);
-                if (!result.comparison) {
-                    view->setComparisonMessage(result.error, true);
-                    Q_EMIT comparisonFinished(false, result.error);
-                    return;
-                }
-                view->setComparison(result.comparison);
-                Q_EMIT comparisonFinished(true, view->comparisonMessage());
-            });
 
     connect(m_session, &RunSession::stateChanged, this, &MainWindow::updateActions);
     connect(m_session, &RunSession::statusRequested, this, &MainWindow::showStatus);
@@ -225,34 +193,7 @@ void MainWindow::buildViews() {
     addDockWidget(Qt::LeftDockWidgetArea, dock);
 
     m_tabs = new ViewTabs;
-    // Above the views: the one place that says an edit waits for Reset.
-    auto* bannerReset = new QPushButton(tr("Reset (R)"));
-    connect(bannerReset, &QPushButton::clicked, this, [this] { resetAction()->trigger(); });
-    m_banner = makeBanner(QStringLiteral("RestartBanner"), "#fff4d6", "#f0d68a", "#7a5a00",
-                          &m_bannerText, {bannerReset});
-    // After a crash: the run a recovery checkpoint kept, to restore or discard. A banner, not a
-    // dialog: the window works meanwhile and the question waits for the person.
-    auto* restore = new QPushButton(tr("Restore"));
-    restore->setObjectName(QStringLiteral("RestoreRecoveryButton"));
-    connect(restore, &QPushButton::clicked, this, &MainWindow::restoreRecovery);
-    auto* discard = new QPushButton(tr("Discard"));
-    discard->setObjectName(QStringLiteral("DiscardRecoveryButton"));
-    connect(discard, &QPushButton::clicked, this, &MainWindow::discardRecovery);
-    m_recoveryBanner = makeBanner(QStringLiteral("RecoveryBanner"), "#e3f0fb", "#a9cbe8", "#123e63",
-                                  &m_recoveryBannerText, {restore, discard});
-    m_recoveryBannerText->setWordWrap(true);  // fits beside its buttons at 900 × 600
-    m_dataBanner = new QFrame;
-    m_dataBanner->setObjectName(QStringLiteral("MissingDataBanner"));
-    m_dataBanner->setStyleSheet(
-        QStringLiteral("#MissingDataBanner { background: #fde8e6; border-bottom: 1px solid "
-                       "#f0b4ae; } #MissingDataBanner QLabel { color: #7a1f16; }"));
-    auto* dataRow = new QHBoxLayout(m_dataBanner);
-    dataRow->setContentsMargins(10, 4, 10, 4);
-    m_dataBannerText = new QLabel;
-    m_dataBannerText->setWordWrap(true);
-    m_dataBannerText->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    dataRow->addWidget(m_dataBannerText, 1);
-    m_dataBanner->setVisible(false);
+    buildBanners();
     auto* central = new QWidget;
     auto* centralColumn = new QVBoxLayout(central);
     centralColumn->setContentsMargins(0, 0, 0, 0);
@@ -264,8 +205,6 @@ void MainWindow::buildViews() {
     setCentralWidget(central);
     m_busy = new BusyOverlay(m_tabs);
 
-    connect(calibrationView(), &CalibrationView::compareRequested, this,
-            &MainWindow::chooseCompare);
     connect(m_panel, &ExperimentPanel::validityChanged, this, [this] { updateActions(); });
     MembersView* members = membersView();
     connect(members, &MembersView::memberSelected, this, &MainWindow::selectMember);
@@ -278,49 +217,6 @@ void MainWindow::buildViews() {
                 std::vector<uint8_t>(static_cast<std::size_t>(s->run->members), on ? 1 : 0));
         }
     });
-    ShiftView* shift = shiftView();
-    connect(shift, &ShiftView::shiftRequested, m_controller.get(), &EngineController::runShift);
-    connect(shift, &ShiftView::cancelRequested, m_controller.get(), &EngineController::cancelShift);
-    connect(shift, &ShiftView::exportRequested, this, &MainWindow::chooseShiftExport);
-    connect(m_controller.get(), &EngineController::shiftProgress, shift, &ShiftView::setProgress);
-    connect(m_controller.get(), &EngineController::shiftFinished, shift, &ShiftView::setOutcome);
-    EngineController* c = m_controller.get();
-    MethodsView* methods = methodsView();
-    connect(methods, &MethodsView::compareRequested, c, &EngineController::compareMethods);
-    connect(methods, &MethodsView::cancelRequested, c, &EngineController::cancelMethods);
-    connect(methods, &MethodsView::saveRequested, this, &MainWindow::chooseMethodsReport);
-    connect(c, &EngineController::methodsProgress, methods, &MethodsView::setProgress);
-    connect(c, &EngineController::methodsFinished, methods, &MethodsView::setOutcome);
-    ActiveView* active = activeView();
-    // The loop reads the panel's active section (its edits need no new run) and the view's
-    // acquisition, which the panel's active.acquisition then shows, so Save and Copy as
-    // Command replay the loop.
-    connect(active, &ActiveView::startRequested, this, [this, c](Acquisition acquisition) {
-        nlohmann::json section = nullptr;
-        if (m_panel->isValid()) {
-            section = m_panel->config().value("active", nlohmann::json());
-            if (section.is_object()) {
-                section["acquisition"] = toString(acquisition);
-            }
-        }
-        if (auto* box =
-                qobject_cast<QComboBox*>(m_panel->editor(QStringLiteral("active.acquisition")))) {
-            const int index = box->findData(QLatin1String(toString(acquisition)));
-            if (index >= 0 && index != box->currentIndex()) {
-                box->setCurrentIndex(index);  // an edit of the panel, as if chosen there
-            }
-        }
-        c->activeStart(acquisition, section);
-    });
-    connect(active, &ActiveView::acquireRequested, c, &EngineController::activeAcquire);
-    connect(active, &ActiveView::labelRequested, c,
-            [c](qint64 row) { c->activeLabel(static_cast<int64_t>(row)); });
-    connect(active, &ActiveView::playRequested, c, &EngineController::activePlay);
-    connect(active, &ActiveView::pauseRequested, c, &EngineController::activePause);
-    connect(active, &ActiveView::cancelRequested, c, &EngineController::activeCancel);
-    connect(c, &EngineController::activeProgress, active, &ActiveView::setProgress);
-    connect(c, &EngineController::activeChanged, active, &ActiveView::setState);
-    connect(c, &EngineController::activeRestoring, active, &ActiveView::expectRestore);
     connect(imagesView(), &ImagesView::predictionRequested, this,
             [this](quint64 id, const std::vector<float>& pixels) {
                 m_controller->predict(id, pixels);
@@ -527,81 +423,6 @@ QAction* MainWindow::saveAction() const {
 }
 QAction* MainWindow::saveCheckpointAction() const {
     return m_files->saveCheckpointAction();
-}
-
-// --- the Calibration view's comparison ----------------------------------------------------
-
-void MainWindow::chooseCompare() {
-    QSettings settings;
-    const QString dir =
-        settings.value(QStringLiteral("files/exports"), QDir::homePath()).toString();
-    const QString path =
-        QFileDialog::getOpenFileName(this, tr("Compare with a trained ensemble"), dir,
-                                     tr("Trained ensembles (*.safetensors);;All files (*)"));
-    if (!path.isEmpty()) {
-        compareWith(path);
-    }
-}
-
-void MainWindow::compareWith(const QString& path) {
-    CalibrationView* view = calibrationView();
-    if (m_comparing) {
-        return;  // one at a time: the button is disabled meanwhile
-    }
-    if (!m_controller->compareWith(path)) {
-        const QString message = tr("There is no run to compare with yet.");
-        view->setComparisonMessage(message, true);
-        Q_EMIT comparisonFinished(false, message);
-        return;
-    }
-    m_comparing = true;
-    view->compareButton()->setEnabled(false);
-    view->setComparisonMessage(
-        tr("Measuring %1 on this run's test rows…").arg(QFileInfo(path).fileName()));
-}
-
-void MainWindow::chooseShiftExport() {
-    QSettings settings;
-    const QString dir = QFileDialog::getExistingDirectory(
-        this, tr("Export the shift's figures and data to a folder"),
-        settings.value(QStringLiteral("files/exports"), QDir::homePath()).toString());
-    if (dir.isEmpty()) {
-        return;
-    }
-    settings.setValue(QStringLiteral("files/exports"), dir);
-    QStringList written;
-    QString error;
-    if (shiftView()->exportTo(dir, &written, &error)) {
-        showStatus(tr("Exported %1 files to %2").arg(written.size()).arg(dir), 8000);
-    } else {
-        showError(tr("Export failed"), error,
-                  tr("Nothing was written. Choose a folder that exists and that you can write "
-                     "to, and export again."));
-    }
-}
-
-void MainWindow::chooseMethodsReport() {
-    QSettings settings;
-    const QString dir =
-        settings.value(QStringLiteral("files/exports"), QDir::homePath()).toString();
-    const SnapshotPtr s = m_controller->snapshot();
-    const QString name = s ? QStringLiteral("%1-compare.json").arg(str(s->run->datasetName))
-                           : QStringLiteral("compare.json");
-    const QString path = QFileDialog::getSaveFileName(
-        this, tr("Save the methods' comparison"), QDir(dir).filePath(name),
-        tr("Report, as ensemble-cli compare --report (*.json);;Table (*.csv)"));
-    if (path.isEmpty()) {
-        return;
-    }
-    settings.setValue(QStringLiteral("files/exports"), QFileInfo(path).path());
-    QString error;
-    if (methodsView()->saveReport(path, &error)) {
-        showStatus(tr("Saved the comparison to %1").arg(path), 8000);
-    } else {
-        showError(tr("Could not save the comparison"), error,
-                  tr("Nothing was written. Choose a folder that exists and that you can write "
-                     "to, and save again."));
-    }
 }
 
 // --- the run as the window shows it -------------------------------------------------------

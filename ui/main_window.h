@@ -197,7 +197,13 @@ class MainWindow : public QMainWindow {
 
   private:
     void buildViews();
+    // The strips above the views (main_window_banners.cpp): the pending Reset, the recovery
+    // offer and the missing data.
+    void buildBanners();
     void buildMenus();
+    // The views that run jobs and the controller's jobs, both ways, with the one rule for a
+    // new run (main_window_jobs.cpp).
+    void connectJobs();
     void onSnapshot();
     // The run openEnsemble() asked for stands: title, status bar and checkpoint mark follow it.
     void onEnsembleOpened(const std::shared_ptr<const OpenedEnsemble>& opened,
@@ -226,7 +232,6 @@ class MainWindow : public QMainWindow {
     std::unique_ptr<EngineController> m_controller;
     int m_selectedMember = -1;
     QString m_lastError;
-    bool m_comparing = false;  // a comparison is being measured (one at a time)
 
     ExperimentPanel* m_panel = nullptr;
     ViewTabs* m_tabs = nullptr;

@@ -39,6 +39,7 @@
 #include "support/test_support.h"
 #include "views/calibration_view.h"
 #include "widgets/busy_overlay.h"
+#include "widgets/job_status_row.h"
 
 using ensemble::test::engineIdle;
 using ensemble::test::makeWindow;
@@ -125,6 +126,7 @@ class TestGuiFiles : public QObject {
     void initTestCase();
     void exportWithAMemberSwitchedOffOpensAsEvalReportsIt();
     void comparisonLeavesOutTheSwitchedOffMember();
+    void comparisonEndsOnCancelAndOnANewRun();
     void withoutItsDataTheSwitchedOffMemberStaysOut();
     void metricsFileIsRefusedAndTheExperimentKept();
     void choosingAPresetAfterTrainingAsksFirst();
@@ -230,6 +232,56 @@ void TestGuiFiles::comparisonLeavesOutTheSwitchedOffMember() {
     QVERIFY2(view->table()->item(1, 0)->text().contains(
                  QStringLiteral("switched.safetensors: ensemble (3 of 4 members)")),
              qPrintable(view->table()->item(1, 0)->text()));
+}
+
+// The Calibration comparison is a window job like the others: Cancel ends it with the
+// comparison shown before kept (a file is read and measured in one piece, so a cancel counts
+// whenever it lands), and a new run ends one under way without an outcome. The compared
+// figures are of a file on the run's dataset, not of the run, so a Reset keeps them.
+void TestGuiFiles::comparisonEndsOnCancelAndOnANewRun() {
+    auto w = makeWindow();
+    nlohmann::json c = spirals(10);
+    c["ensemble"]["members"] = 4;
+    w->loadExperiment(c, QString());
+    QVERIFY(waitFresh(*w));
+    QVERIFY(w->setView(QStringLiteral("calibration")));
+    ensemble::ui::CalibrationView* view = w->calibrationView();
+    QSignalSpy done(w.get(), &MainWindow::comparisonFinished);
+    w->compareWith(m_switched);
+    QVERIFY(done.wait(30000));
+    QVERIFY2(done.at(0).at(0).toBool(), qPrintable(done.at(0).at(1).toString()));
+    const auto compared = view->comparison();
+    QVERIFY(compared != nullptr);
+
+    w->compareWith(m_switched);
+    QVERIFY(view->isComparing());
+    QVERIFY(!view->compareButton()->isEnabled());
+    QPushButton* cancel = view->comparisonStatus()->cancelButton();
+    QVERIFY(cancel->isEnabled());
+    cancel->click();
+    QVERIFY(done.wait(30000));
+    QCOMPARE(done.at(1).at(0).toBool(), false);
+    QVERIFY2(view->comparisonMessage().startsWith(QStringLiteral("Cancelled")),
+             qPrintable(view->comparisonMessage()));
+    QCOMPARE(view->comparison(), compared);
+    QVERIFY(!view->isComparing());
+    QVERIFY(!cancel->isEnabled());
+    QVERIFY(view->compareButton()->isEnabled());
+
+    QSignalSpy ended(w->controller(), &ensemble::ui::EngineController::jobsEnded);
+    QSignalSpy measured(w->controller(), &ensemble::ui::EngineController::comparisonMeasured);
+    w->compareWith(m_switched);
+    QVERIFY(view->isComparing());
+    w->resetAction()->trigger();
+    QCOMPARE(ended.count(), 1);
+    QVERIFY(!view->isComparing());
+    QVERIFY2(view->comparisonMessage().contains(QStringLiteral("a new run began")),
+             qPrintable(view->comparisonMessage()));
+    QVERIFY(waitFresh(*w));
+    QCoreApplication::processEvents();
+    QCOMPARE(measured.count(), 0);
+    QCOMPARE(view->comparison(), compared);
+    QVERIFY(view->compareButton()->isEnabled());
 }
 
 // A file whose dataset is gone shows the members it holds without a trainer: the switches

@@ -138,7 +138,9 @@ ActiveWorker::ActiveWorker() = default;
 ActiveWorker::~ActiveWorker() = default;
 
 void ActiveWorker::start(std::shared_ptr<const RunInfo> run, const DataSplit& data,
-                         const nlohmann::json& active, Acquisition acquisition) {
+                         const nlohmann::json& active, Acquisition acquisition,
+                         CancelToken cancel) {
+    useCancel(std::move(cancel));
     m_playing.store(false, std::memory_order_release);
     if (m_learner && m_run && run && m_run->runId == run->runId) {
         keepCurve(m_earlier,
@@ -161,14 +163,14 @@ void ActiveWorker::start(std::shared_ptr<const RunInfo> run, const DataSplit& da
 }
 
 void ActiveWorker::restore(std::shared_ptr<const RunInfo> run, const DataSplit& data,
-                           const nlohmann::json& active) {
+                           const nlohmann::json& active, CancelToken cancel) {
+    useCancel(std::move(cancel));
     m_playing.store(false, std::memory_order_release);
     m_learner.reset();
     m_scored = false;
     m_scores = PoolScores{};
     m_earlier.clear();
     useRun(std::move(run), data);
-    rearmCancel();  // a cancel before this was for another
     try {
         if (!active.is_object() || !active.contains("state")) {
             throw DataError(
@@ -190,7 +192,6 @@ void ActiveWorker::restore(std::shared_ptr<const RunInfo> run, const DataSplit& 
             loopConfig(*m_run, active.value("config", nlohmann::json())), m_data, acquisition);
         const nlohmann::json& state = active.at("state");
         if (!replayLastRound(state)) {
-            rearmCancel();
             m_learner.reset();
             publish(tr("Restoring the loop was cancelled."));
             return;
@@ -239,7 +240,7 @@ bool ActiveWorker::replayLastRound(const nlohmann::json& state) {
                 rounds[r].value("acquired", nlohmann::json::array()).get<std::vector<int64_t>>(),
                 {});
         }
-        if (!m_learner->trainRound(progress, &m_cancel)) {
+        if (!m_learner->trainRound(progress, m_cancel.get())) {
             return false;
         }
     }
@@ -286,7 +287,16 @@ bool ActiveWorker::pendingRound() const {
            (m_learner->rounds().empty() || !m_learner->rounds().back().acquired.empty());
 }
 
-void ActiveWorker::acquirePicks() {
+void ActiveWorker::useCancel(CancelToken cancel) {
+    m_cancel = cancel ? std::move(cancel) : std::make_shared<const std::atomic<bool>>(false);
+}
+
+void ActiveWorker::acquirePicks(CancelToken cancel) {
+    useCancel(std::move(cancel));
+    acquireAndTrain();
+}
+
+void ActiveWorker::acquireAndTrain() {
     if (!m_learner) {
         return;
     }
@@ -311,7 +321,8 @@ void ActiveWorker::acquirePicks() {
     trainAndPublish();
 }
 
-void ActiveWorker::label(int64_t row) {
+void ActiveWorker::label(int64_t row, CancelToken cancel) {
+    useCancel(std::move(cancel));
     if (!m_learner) {
         return;
     }
@@ -324,7 +335,10 @@ void ActiveWorker::label(int64_t row) {
     trainAndPublish();
 }
 
-void ActiveWorker::play() {
+void ActiveWorker::play(CancelToken cancel) {
+    // The rounds Play queues go on under the flag of the Play that started them: a Cancel
+    // since then stops them.
+    useCancel(std::move(cancel));
     if (m_playQueued) {
         return;  // the rounds go on already: their next call is queued
     }
@@ -353,7 +367,7 @@ void ActiveWorker::playRound() {
         publish(tr("The pool is empty: every train row is labelled."));
         return;
     }
-    acquirePicks();
+    acquireAndTrain();
     if (!m_playing.load(std::memory_order_acquire)) {
         if (m_publishedPlaying) {
             publish();  // paused after the round's state was published as playing
@@ -373,11 +387,11 @@ void ActiveWorker::requestPlay() {
 
 bool ActiveWorker::trainAndPublish() {
     m_scored = false;
-    rearmCancel();
     bool trained = false;
     try {
         trained = m_learner->trainRound(
-            [this](int64_t done, int64_t total) { Q_EMIT progressed(done, total); }, &m_cancel);
+            [this](int64_t done, int64_t total) { Q_EMIT progressed(done, total); },
+            m_cancel.get());
         if (trained) {
             m_scores = m_learner->scorePool();
             m_scored = true;
@@ -387,7 +401,6 @@ bool ActiveWorker::trainAndPublish() {
         return false;
     }
     if (!trained) {
-        rearmCancel();
         m_playing.store(false, std::memory_order_release);
         publish(tr("Round cancelled: Retrain trains it on the labelled rows."));
         return false;

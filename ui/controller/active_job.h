@@ -102,16 +102,12 @@ class ActiveWorker : public QObject {
     ActiveWorker();
     ~ActiveWorker() override;
 
-    // Any thread: stop the round under way (it ends without a round; the rows stay labelled).
-    void requestCancel() { m_cancel.store(true, std::memory_order_release); }
-    // Any thread: the window is closing. The round under way stops, and so does every round a
-    // command already queued would start (a new command clears an earlier cancel; this one
-    // stays), so the engine thread ends without training them.
-    void requestShutdown() {
-        m_shutdown.store(true, std::memory_order_release);
-        m_playing.store(false, std::memory_order_release);
-        m_cancel.store(true, std::memory_order_release);
-    }
+    // Each command carries the cancel flag of the request that sent it (the controller's, as an
+    // EngineJob's): setting it stops the round under way and every round that command would
+    // still train (Play's next ones), while a later command comes with a flag of its own, so a
+    // Cancel never reaches past the commands sent before it. Null: never cancelled.
+    using CancelToken = std::shared_ptr<const std::atomic<bool>>;
+
     // Any thread: Play goes on (set before play() is queued, so a Pause after it wins).
     void requestPlay();
     // Any thread: Play stops after the round under way.
@@ -122,18 +118,18 @@ class ActiveWorker : public QObject {
     // section unless null) over `data` (its trainer's split), trained at once on the initial
     // labelled set. The loop before it (same run) becomes an earlier curve.
     void start(std::shared_ptr<const RunInfo> run, const DataSplit& data,
-               const nlohmann::json& active, Acquisition acquisition);
+               const nlohmann::json& active, Acquisition acquisition, CancelToken cancel = {});
     // Labels the marked picks (Acquire), or trains the pending round, then trains a round.
-    void acquirePicks();
+    void acquirePicks(CancelToken cancel = {});
     // Labels pool row `row` (a person's click: score NaN) and trains a round.
-    void label(int64_t row);
+    void label(int64_t row, CancelToken cancel = {});
     // Runs rounds (acquire the picks, train) until paused, cancelled or out of pool rows.
-    void play();
+    void play(CancelToken cancel = {});
     // Brings back a loop from a checkpoint's metadata "active" on run `run`: its labelled rows
     // and rounds, the last round's ensemble retrained (bit for bit: every round is a Trainer
     // run from the same seeds), its earlier curves. `failed` says why when it cannot.
     void restore(std::shared_ptr<const RunInfo> run, const DataSplit& data,
-                 const nlohmann::json& active);
+                 const nlohmann::json& active, CancelToken cancel = {});
     // The run `runId` replaced the loop's: the loop and its curves go.
     void forgetRun(uint64_t runId);
     // The metadata "active" for a checkpoint of run `runId` (null when no loop runs on it).
@@ -144,10 +140,10 @@ class ActiveWorker : public QObject {
     void stateReady(ActiveStatePtr state);
 
   private:
-    // A new round may run: an earlier cancel was for another, unless the window is closing.
-    void rearmCancel() {
-        m_cancel.store(m_shutdown.load(std::memory_order_acquire), std::memory_order_release);
-    }
+    // The command under way is `cancel`'s (a fresh flag when null).
+    void useCancel(CancelToken cancel);
+    // Labels the marked picks (or takes the pending round) and trains, under the current flag.
+    void acquireAndTrain();
     // Restores `state` (ActiveLearner::toJson) into m_learner with the last round's trainer
     // trained again; false when cancelled.
     bool replayLastRound(const nlohmann::json& state);
@@ -173,8 +169,7 @@ class ActiveWorker : public QObject {
     bool m_scored = false;
     std::vector<ActiveCurve> m_earlier;
     uint64_t m_serial = 0;
-    std::atomic<bool> m_cancel{false};
-    std::atomic<bool> m_shutdown{false};
+    CancelToken m_cancel;  // the command under way's (engine thread)
     std::atomic<bool> m_playing{false};
     bool m_playQueued = false;
     bool m_publishedPlaying = false;  // the playing flag of the last state published

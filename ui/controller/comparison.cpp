@@ -96,15 +96,27 @@ std::shared_ptr<const Comparison> measureComparison(const QString& path,
     return c;
 }
 
-void ComparisonWorker::measure(const QString& path, const nlohmann::json& runDataset) {
+ComparisonResult measureComparisonJob(const QString& path, const nlohmann::json& runDataset,
+                                      const std::atomic<bool>& cancel) {
     ComparisonResult result;
     result.path = path;
+    // Reading and predicting cannot stop half-way: the checks are before and after them, so a
+    // Cancel while the file is measured leaves the comparison shown before in place.
+    if (cancel.load(std::memory_order_acquire)) {
+        result.cancelled = true;
+        return result;
+    }
     try {
         result.comparison = measureComparison(path, runDataset);
     } catch (const std::exception& e) {
         result.error = QString::fromStdString(e.what());
     }
-    Q_EMIT measured(result);
+    if (cancel.load(std::memory_order_acquire)) {
+        result.comparison.reset();
+        result.error.clear();
+        result.cancelled = true;
+    }
+    return result;
 }
 
 }  // namespace ensemble::ui

@@ -3,11 +3,11 @@
 // The Calibration view's second ensemble: a trained ensemble read from a file and measured on
 // the test split of the dataset the current run uses, so both stand side by side (e.g. with
 // and without bootstrap, K = 5 vs K = 50). Plain engine code behind a QString path, measured
-// on the engine thread between training chunks (EngineController::compareWith).
+// on the engine thread between training chunks (EngineController::compareWith, an EngineJob).
 
-#include <QObject>
 #include <QString>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -52,21 +52,15 @@ std::shared_ptr<const Comparison> measureComparison(const QString& path,
 // What a comparison sends back to the GUI thread: the measured ensemble, or why there is none.
 struct ComparisonResult {
     QString path;
-    std::shared_ptr<const Comparison> comparison;  // null when it failed
+    std::shared_ptr<const Comparison> comparison;  // null when it failed or was cancelled
     QString error;
+    bool cancelled = false;
 };
 
-// Lives on the engine thread beside the EngineWorker (the controller queues measure() to it),
-// so a comparison runs between training chunks like every other computation there.
-class ComparisonWorker : public QObject {
-    Q_OBJECT
-
-  public:
-    // Worker thread: measureComparison(), reported with measured().
-    void measure(const QString& path, const nlohmann::json& runDataset);
-
-  Q_SIGNALS:
-    void measured(ComparisonResult result);
-};
+// Engine thread: measureComparison() as a job's outcome (EngineController::compareWith, an
+// EngineJob): the error when it throws; cancelled (nothing measured) when `cancel` is set before
+// the ensemble is read or before it is measured.
+ComparisonResult measureComparisonJob(const QString& path, const nlohmann::json& runDataset,
+                                      const std::atomic<bool>& cancel);
 
 }  // namespace ensemble::ui

@@ -3,6 +3,7 @@
 #include "controller/thread_handoff.h"
 #include "io/model_io.h"
 
+#include <QFileInfo>
 #include <QMetaObject>
 #include <QTimer>
 
@@ -15,12 +16,22 @@ namespace ensemble::ui {
 EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObject(parent) {
     m_worker = new EngineWorker(&m_mailbox, tuning);
     m_worker->moveToThread(&m_thread);
-    m_comparer = new ComparisonWorker;
-    m_comparer->moveToThread(&m_thread);
-    m_shifter = new ShiftWorker;
-    m_shifter->moveToThread(&m_thread);
-    m_methods = new MethodsWorker;
-    m_methods->moveToThread(&m_thread);
+    // Outcomes come back once, to the signals the views take; a job the rule dropped never
+    // comes back (endJobs says so instead).
+    m_comparisonJob = std::make_unique<EngineJob<JobProgress, ComparisonResult>>(
+        m_worker, this, nullptr, [this](ComparisonResult result, bool cancelled) {
+            if (cancelled && !result.cancelled) {
+                // Measured before the cancel reached it: what was asked for is nothing.
+                result = ComparisonResult{result.path, nullptr, QString(), true};
+            }
+            Q_EMIT comparisonMeasured(result);
+        });
+    m_shiftJob = std::make_unique<EngineJob<JobProgress, ShiftOutcomePtr>>(
+        m_worker, this, [this](const JobProgress& p) { Q_EMIT shiftProgress(p.done, p.total); },
+        [this](const ShiftOutcomePtr& outcome, bool) { Q_EMIT shiftFinished(outcome); });
+    m_methodsJob = std::make_unique<EngineJob<CompareProgress, MethodsOutcomePtr>>(
+        m_worker, this, [this](const CompareProgress& p) { Q_EMIT methodsProgress(p); },
+        [this](const MethodsOutcomePtr& outcome, bool) { Q_EMIT methodsFinished(outcome); });
     m_active = new ActiveWorker;
     m_active->moveToThread(&m_thread);
     ActiveWorker* active = m_active;
@@ -46,11 +57,6 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
     announceSignal(m_worker, &EngineWorker::recoveryFlushed);
     announceSignal(m_worker, &EngineWorker::working);
     announceSignal(m_worker, &EngineWorker::measuring);
-    announceSignal(m_comparer, &ComparisonWorker::measured);
-    announceSignal(m_shifter, &ShiftWorker::progressed);
-    announceSignal(m_shifter, &ShiftWorker::finished);
-    announceSignal(m_methods, &MethodsWorker::progressed);
-    announceSignal(m_methods, &MethodsWorker::finished);
     announceSignal(m_active, &ActiveWorker::progressed);
     announceSignal(m_active, &ActiveWorker::stateReady);
     announceSignal(&m_thread, &QThread::finished);
@@ -117,16 +123,6 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
             Qt::QueuedConnection);
     connect(m_worker, &EngineWorker::recoveryFlushed, this, &EngineController::recoveryFlushed,
             Qt::QueuedConnection);
-    connect(m_comparer, &ComparisonWorker::measured, this, &EngineController::comparisonMeasured,
-            Qt::QueuedConnection);
-    connect(m_shifter, &ShiftWorker::progressed, this, &EngineController::shiftProgress,
-            Qt::QueuedConnection);
-    connect(m_shifter, &ShiftWorker::finished, this, &EngineController::shiftFinished,
-            Qt::QueuedConnection);
-    connect(m_methods, &MethodsWorker::progressed, this, &EngineController::methodsProgress,
-            Qt::QueuedConnection);
-    connect(m_methods, &MethodsWorker::finished, this, &EngineController::methodsFinished,
-            Qt::QueuedConnection);
     connect(m_active, &ActiveWorker::progressed, this, &EngineController::activeProgress,
             Qt::QueuedConnection);
     connect(
@@ -142,10 +138,14 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
 EngineController::~EngineController() {
     // Stop the current chunk, stop the workers' timers on the engine thread, end its event loop
     // and join it; then the worker and its Trainer can be destroyed from here.
+    // Closing the window cancels every job and waits for it: each stops at its next check, and
+    // the join below waits for the one under way.
     m_worker->requestStop();
-    cancelShift();
-    cancelMethods();
-    m_active->requestShutdown();
+    m_comparisonJob->drop();
+    m_shiftJob->drop();
+    m_methodsJob->drop();
+    m_active->requestPause();
+    m_activeCancel->store(true, std::memory_order_release);
     // The workers' timers (the recovery write's) belong to the engine thread and are stopped
     // there, before it ends: the workers are deleted below from this thread, where stopping an
     // active timer is refused with a warning ("Timers cannot be stopped from another thread").
@@ -154,7 +154,7 @@ EngineController::~EngineController() {
     // `finished` (read there after the thread's last announcement, freed here: a TSan race),
     // the call announces its end before this thread goes on (announced()).
     EngineWorker* w = m_worker;
-    const std::array<QObject*, 5> workers = {m_worker, m_comparer, m_shifter, m_methods, m_active};
+    const std::array<QObject*, 2> workers = {m_worker, m_active};
     QMetaObject::invokeMethod(
         m_worker, announced([w, workers] {
             w->shutdown();
@@ -170,12 +170,6 @@ EngineController::~EngineController() {
     acceptHandoff();  // what the thread did before `finished` happened before this
     delete m_worker;
     m_worker = nullptr;
-    delete m_comparer;
-    m_comparer = nullptr;
-    delete m_shifter;
-    m_shifter = nullptr;
-    delete m_methods;
-    m_methods = nullptr;
     delete m_active;
     m_active = nullptr;
 }
@@ -189,7 +183,11 @@ uint64_t EngineController::configure(const nlohmann::json& config,
                                      std::shared_ptr<const DataSplit> data) {
     const uint64_t id = ++m_runId;
     m_worker->requestPause();
-    cancelMethods();
+    // A Reset asks again for the experiment the current run was configured with (the same
+    // config, the same data); anything else is a new experiment.
+    const bool sameExperiment = !m_experiment.is_null() && config == m_experiment && !data;
+    m_experiment = config;
+    endJobs(sameExperiment);
     EngineWorker* w = m_worker;
     post([w, config, data = std::move(data), id] { w->configure(config, data, id); });
     Q_EMIT runRequested(id);
@@ -200,20 +198,20 @@ uint64_t EngineController::open(std::shared_ptr<const OpenedEnsemble> opened) {
     m_runIdBeforeOpen = m_runId;
     const uint64_t id = ++m_runId;
     m_worker->requestPause();
-    cancelMethods();
-    m_active->requestPause();
-    m_active->requestCancel();
+    m_experiment = nullptr;
+    endJobs(false);
     const bool restoresLoop = opened->isCheckpoint && !opened->checkpoint.active.is_null();
     EngineWorker* w = m_worker;
     ActiveWorker* a = m_active;
-    post([w, a, opened = std::move(opened), id] {
+    ActiveWorker::CancelToken cancel = m_activeCancel;
+    post([w, a, opened = std::move(opened), id, cancel] {
         w->open(opened, id);
         // A checkpoint saved with an active-learning loop: the loop comes back on the run,
         // once it stands with its data.
         const std::shared_ptr<const RunInfo> run = w->run();
         if (opened->isCheckpoint && !opened->checkpoint.active.is_null() &&
             w->trainer() != nullptr && run && run->runId == id) {
-            a->restore(run, w->trainer()->data(), opened->checkpoint.active);
+            a->restore(run, w->trainer()->data(), opened->checkpoint.active, cancel);
         }
     });
     Q_EMIT runRequested(id);
@@ -317,110 +315,151 @@ void EngineController::flushRecovery() {
     });
 }
 
+bool EngineController::isJobRunning() const {
+    return m_comparisonJob->isRunning() || m_shiftJob->isRunning() || m_methodsJob->isRunning();
+}
+
+void EngineController::endJobs(bool sameExperiment) {
+    m_comparisonJob->drop();
+    m_shiftJob->drop();
+    m_methodsJob->drop();
+    cancelActiveCommands();
+    Q_EMIT jobsEnded(sameExperiment);
+}
+
+void EngineController::noteJobQueued(const QString& what) {
+    if (m_running) {
+        Q_EMIT runWaitsForJob(what);
+    }
+}
+
 bool EngineController::compareWith(const QString& path) {
     if (!m_snapshot) {
         return false;
     }
     const nlohmann::json dataset =
         m_snapshot->run->config.json.value("dataset", nlohmann::json::object());
-    ComparisonWorker* c = m_comparer;
-    QMetaObject::invokeMethod(c, announced([c, path, dataset] { c->measure(path, dataset); }),
-                              Qt::QueuedConnection);
+    m_comparisonJob->start([path, dataset](const auto&, const std::atomic<bool>& cancel) {
+        return measureComparisonJob(path, dataset, cancel);
+    });
+    noteJobQueued(tr("the comparison with %1").arg(QFileInfo(path).fileName()));
     return true;
 }
 
+void EngineController::cancelComparison() {
+    m_comparisonJob->cancel();
+}
+
 void EngineController::runShift(const ShiftRequest& request) {
-    cancelShift();
-    auto cancel = std::make_shared<std::atomic<bool>>(false);
-    m_shiftCancel = cancel;
     EngineWorker* w = m_worker;
-    ShiftWorker* s = m_shifter;
     const uint64_t runId = m_runId;
     const QString noRun =
         tr("There is no ensemble with its data to shift: train one, or open "
            "one whose dataset is on this machine.");
-    post([w, s, request, runId, cancel, noRun] {
-        const Trainer* trainer = w->trainer();
-        if (trainer == nullptr) {
-            s->refuse(request, runId, noRun);
-            return;
-        }
-        LoadedEnsemble ensemble;
-        try {
-            // The weights as an export writes them and `ensemble-cli shift --weights` reads.
-            ensemble = importEnsemble(exportFile(*trainer));
-        } catch (const std::exception& e) {
-            s->refuse(request, runId, QString::fromStdString(e.what()));
-            return;
-        }
-        s->run(ensemble, trainer->data(), request, runId, cancel);
-    });
+    m_shiftJob->start(
+        [w, request, runId, noRun](const std::function<void(const JobProgress&)>& progress,
+                                   const std::atomic<bool>& cancel) {
+            auto outcome = std::make_shared<ShiftOutcome>();
+            const Trainer* trainer = w->trainer();
+            if (trainer == nullptr) {
+                *outcome = refusedShift(request, runId, noRun);
+                return ShiftOutcomePtr(outcome);
+            }
+            if (cancel.load(std::memory_order_acquire)) {
+                outcome->runId = runId;
+                outcome->request = request;
+                outcome->cancelled = true;  // before the export: nothing to undo
+                return ShiftOutcomePtr(outcome);
+            }
+            LoadedEnsemble ensemble;
+            try {
+                // The weights as an export writes them and `ensemble-cli shift --weights` reads.
+                ensemble = importEnsemble(exportFile(*trainer));
+            } catch (const std::exception& e) {
+                *outcome = refusedShift(request, runId, QString::fromStdString(e.what()));
+                return ShiftOutcomePtr(outcome);
+            }
+            *outcome = measureShift(
+                ensemble, trainer->data(), request, runId,
+                [&progress](int64_t done, int64_t total) {
+                    progress(JobProgress{done, total});
+                },
+                cancel);
+            return ShiftOutcomePtr(outcome);
+        });
+    noteJobQueued(tr("the shift"));
 }
 
 void EngineController::cancelShift() {
-    if (m_shiftCancel) {
-        m_shiftCancel->store(true, std::memory_order_release);
-        m_shiftCancel.reset();
-    }
+    m_shiftJob->cancel();
 }
 
 void EngineController::compareMethods(const std::vector<EnsembleMethod>& methods) {
-    cancelMethods();
-    auto cancel = std::make_shared<std::atomic<bool>>(false);
-    m_methodsCancel = cancel;
     EngineWorker* w = m_worker;
-    MethodsWorker* m = m_methods;
     const uint64_t runId = m_runId;
     const QString noRun =
         tr("There is no experiment with its data to compare the methods on: choose one whose "
            "dataset is on this machine.");
-    post([w, m, methods, runId, cancel, noRun] {
-        // The run's own config, as the engine thread built it: what `ensemble-cli compare
-        // --config` reads from the same file.
-        const std::shared_ptr<const RunInfo> run = w->run();
-        if (!run || !run->missingData.empty()) {
-            m->refuse(methods, runId, noRun);
-            return;
-        }
-        m->run(run->config, methods, run->hasGrid ? kMethodsGridSize : 0, run->runId, cancel);
-    });
+    m_methodsJob->start(
+        [w, methods, runId, noRun](const std::function<void(const CompareProgress&)>& progress,
+                                   const std::atomic<bool>& cancel) {
+            // The run's own config, as the engine thread built it: what `ensemble-cli compare
+            // --config` reads from the same file.
+            const std::shared_ptr<const RunInfo> run = w->run();
+            if (!run || !run->missingData.empty()) {
+                return MethodsOutcomePtr(
+                    std::make_shared<MethodsOutcome>(refusedMethods(methods, runId, noRun)));
+            }
+            return MethodsOutcomePtr(std::make_shared<MethodsOutcome>(
+                measureMethods(run->config, methods, run->hasGrid ? kMethodsGridSize : 0,
+                               run->runId, progress, cancel)));
+        });
+    noteJobQueued(tr("the methods comparison"));
 }
 
 void EngineController::cancelMethods() {
-    if (m_methodsCancel) {
-        m_methodsCancel->store(true, std::memory_order_release);
-        m_methodsCancel.reset();
-    }
+    m_methodsJob->cancel();
+}
+
+void EngineController::cancelActiveCommands() {
+    m_active->requestPause();
+    m_activeCancel->store(true, std::memory_order_release);
+    m_activeCancel = std::make_shared<std::atomic<bool>>(false);
 }
 
 void EngineController::activeStart(Acquisition acquisition, const nlohmann::json& active) {
-    m_active->requestPause();
-    m_active->requestCancel();
+    cancelActiveCommands();  // a new loop: the round under way is the old one's
     EngineWorker* w = m_worker;
     ActiveWorker* a = m_active;
-    post([w, a, acquisition, active] {
+    ActiveWorker::CancelToken cancel = m_activeCancel;
+    post([w, a, acquisition, active, cancel] {
         const Trainer* trainer = w->trainer();
         if (trainer == nullptr || !w->run()) {
             return;  // no run with its data: the view says so
         }
-        a->start(w->run(), trainer->data(), active, acquisition);
+        a->start(w->run(), trainer->data(), active, acquisition, cancel);
     });
 }
 
 void EngineController::activeAcquire() {
     ActiveWorker* a = m_active;
-    QMetaObject::invokeMethod(a, announced([a] { a->acquirePicks(); }), Qt::QueuedConnection);
+    ActiveWorker::CancelToken cancel = m_activeCancel;
+    QMetaObject::invokeMethod(a, announced([a, cancel] { a->acquirePicks(cancel); }),
+                              Qt::QueuedConnection);
 }
 
 void EngineController::activeLabel(int64_t row) {
     ActiveWorker* a = m_active;
-    QMetaObject::invokeMethod(a, announced([a, row] { a->label(row); }), Qt::QueuedConnection);
+    ActiveWorker::CancelToken cancel = m_activeCancel;
+    QMetaObject::invokeMethod(a, announced([a, row, cancel] { a->label(row, cancel); }),
+                              Qt::QueuedConnection);
 }
 
 void EngineController::activePlay() {
     ActiveWorker* a = m_active;
     a->requestPlay();
-    QMetaObject::invokeMethod(a, announced([a] { a->play(); }), Qt::QueuedConnection);
+    ActiveWorker::CancelToken cancel = m_activeCancel;
+    QMetaObject::invokeMethod(a, announced([a, cancel] { a->play(cancel); }), Qt::QueuedConnection);
 }
 
 void EngineController::activePause() {
@@ -428,8 +467,7 @@ void EngineController::activePause() {
 }
 
 void EngineController::activeCancel() {
-    m_active->requestPause();
-    m_active->requestCancel();
+    cancelActiveCommands();
 }
 
 void EngineController::takeSnapshot() {

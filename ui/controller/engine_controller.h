@@ -3,8 +3,11 @@
 // The GUI thread's handle on the engine: owns an EngineWorker moved to its own QThread and
 // forwards commands to it as queued functors, so they run between training chunks. Snapshots
 // come back through a one-slot mailbox (latest wins); the controller takes each one as soon as
-// it is announced and re-emits snapshotChanged(). The destructor stops the worker and joins
-// its thread, so closing the window while training is safe.
+// it is announced and re-emits snapshotChanged(). The side jobs (the Calibration comparison, the
+// Shift sweep, the Methods comparison) are EngineJobs on the same thread, and the Active
+// learning loop's rounds take the same cancel flag and coalesced progress; endJobs() is the one
+// rule for what a new run does to them. The destructor cancels every job, stops the worker and
+// joins its thread, so closing the window while training or a job runs is safe.
 
 #include <QList>
 #include <QObject>
@@ -21,6 +24,7 @@
 
 #include "controller/active_job.h"
 #include "controller/comparison.h"
+#include "controller/engine_job.h"
 #include "controller/engine_worker.h"
 #include "controller/methods_job.h"
 #include "controller/shift_job.h"
@@ -40,11 +44,12 @@ class EngineController : public QObject {
 
     // A new run from `config` at step 0: the data is loaded (or `data` used as it is) and the
     // members are initialised from ensemble.seed, so the same config gives the same initial
-    // weights. Returns the run id that configured()/configureFailed() will carry.
+    // weights. Returns the run id that configured()/configureFailed() will carry. Ends every
+    // job (endJobs): a Reset when `config` is the one the current run was configured with.
     uint64_t configure(const nlohmann::json& config, std::shared_ptr<const DataSplit> data = {});
     // A new run from a trained ensemble read with readOpenedEnsemble (EngineWorker::open):
     // configured() when it stands, openFailed() when its dataset cannot be used (the current
-    // run then stays, and currentRunId() is its id again).
+    // run then stays, and currentRunId() is its id again). Ends every job as a new experiment.
     uint64_t open(std::shared_ptr<const OpenedEnsemble> opened);
     void start();                // train to the end of the run
     void trainTo(int64_t step);  // train until `step`, then pause
@@ -78,24 +83,26 @@ class EngineController : public QObject {
     // run changed since the last one, then recoveryFlushed(): the app ending on a signal.
     void flushRecovery();
     // Measures the trained ensemble in `path` on the current run's test split (its dataset
-    // section), on the engine thread; comparisonMeasured() tells the result. False (nothing
-    // queued) when there is no run yet.
+    // section), on the engine thread; comparisonMeasured() tells the result (measured, failed
+    // or cancelled). False (nothing queued) when there is no run yet. A new request replaces
+    // the one under way.
     bool compareWith(const QString& path);
+    // Stops the comparison under way (it finishes cancelled); nothing when none.
+    void cancelComparison();
 
     // Measures the run's ensemble (the weights an export would write now) on its test split
     // moved by a shift, on the engine thread: the report `ensemble-cli shift` gives for those
     // weights. shiftProgress() while it runs, then shiftFinished() (with the report, or
-    // cancelled, or why not). A new request cancels the one under way.
+    // cancelled, or why not). A new request replaces the one under way.
     void runShift(const ShiftRequest& request);
     // Stops the shift under way (it finishes with outcome->cancelled); nothing when none.
     void cancelShift();
 
-    // The Methods view's comparison: `methods` trained on the current run's config
-    // and measured by compareMethods on the engine thread (MethodsWorker), with each method's
-    // ensemble on a shared grid for 2-D data. methodsProgress() while it runs, then
-    // methodsFinished() (the result, cancelled with the finished methods, or why not). A new
-    // request cancels the one under way, and so does a new run (configure(), open()): the
-    // engine thread is wanted for it, and the comparison was of the experiment before.
+    // The Methods view's comparison: `methods` trained on the current run's config and
+    // measured by compareMethods on the engine thread, with each method's ensemble on a shared
+    // grid for 2-D data. methodsProgress() while it runs, then methodsFinished() (the result,
+    // cancelled with the finished methods, or why not). A new request replaces the one under
+    // way.
     void compareMethods(const std::vector<EnsembleMethod>& methods);
     // Stops the comparison under way (it finishes cancelled, keeping the finished methods).
     void cancelMethods();
@@ -104,7 +111,8 @@ class EngineController : public QObject {
     // engine thread (ActiveWorker): activeChanged() after every change, activeProgress() while
     // a round trains. Start begins a loop with `acquisition` (the one before it is kept as an
     // earlier curve), Acquire labels the marked picks (or trains the pending round), Label one
-    // pool row; Play runs rounds until Pause; Cancel stops the round under way.
+    // pool row; Play runs rounds until Pause; Cancel stops the round under way. A new run
+    // (endJobs) stops the round under way and Play; the loop goes with the run it was of.
     // `active`: the loop's active section (the panel's; null: the run's own).
     void activeStart(Acquisition acquisition, const nlohmann::json& active = nullptr);
     void activeAcquire();
@@ -120,6 +128,9 @@ class EngineController : public QObject {
     bool isConfigured() const { return m_snapshot != nullptr; }
     uint64_t snapshotsReceived() const { return m_received; }
     uint64_t currentRunId() const { return m_runId; }
+    // A side job (the Calibration comparison, a shift, a methods comparison) was asked for and
+    // has not ended.
+    bool isJobRunning() const;
 
   Q_SIGNALS:
     void snapshotChanged();
@@ -143,6 +154,13 @@ class EngineController : public QObject {
     void recoveryWritten(QString path, qint64 step, double seconds);
     void recoveryFailed(QString message);
     void recoveryFlushed(qint64 step);
+    // A new run was asked for and every job under way was ended without its outcome
+    // (endJobs). sameExperiment: a Reset of the current experiment, whose finished results
+    // stay (marked as the previous run's); otherwise they are another experiment's and go.
+    void jobsEnded(bool sameExperiment);
+    // A job was queued while training runs: training waits for it between two chunks (they
+    // share the engine thread) until jobFinished(). `what` names the job for the status bar.
+    void runWaitsForJob(QString what);
     void comparisonMeasured(ComparisonResult result);
     void shiftProgress(qint64 done, qint64 total);
     void shiftFinished(ShiftOutcomePtr outcome);
@@ -155,6 +173,16 @@ class EngineController : public QObject {
     void activeRestoring(quint64 runId);
 
   private:
+    // The one rule for jobs when a run is replaced, enforced here so that no view decides it:
+    // every job under way is dropped (its input run is gone, and the engine thread is wanted
+    // for the new one), Play stops, and jobsEnded() tells the views whether their finished
+    // results are of the same experiment (a Reset keeps them) or not (they go).
+    void endJobs(bool sameExperiment);
+    // Stops Play and the active-learning command under way, and every one already sent; the
+    // commands sent after this carry a fresh flag.
+    void cancelActiveCommands();
+    // Tells the window when a job queued now holds up training (runWaitsForJob).
+    void noteJobQueued(const QString& what);
     void takeSnapshot();
     template <typename F>
     void post(F&& f);
@@ -162,12 +190,13 @@ class EngineController : public QObject {
     SnapshotMailbox m_mailbox;
     QThread m_thread;
     EngineWorker* m_worker = nullptr;
-    ComparisonWorker* m_comparer = nullptr;              // on m_thread beside the worker
-    ShiftWorker* m_shifter = nullptr;                    // on m_thread beside the worker
-    std::shared_ptr<std::atomic<bool>> m_shiftCancel;    // the latest shift's
-    MethodsWorker* m_methods = nullptr;                  // on m_thread beside the worker
-    std::shared_ptr<std::atomic<bool>> m_methodsCancel;  // the latest comparison's
-    ActiveWorker* m_active = nullptr;                    // on m_thread beside the worker
+    // The side jobs, run on m_thread (queued to m_worker) between training chunks.
+    std::unique_ptr<EngineJob<JobProgress, ComparisonResult>> m_comparisonJob;
+    std::unique_ptr<EngineJob<JobProgress, ShiftOutcomePtr>> m_shiftJob;
+    std::unique_ptr<EngineJob<CompareProgress, MethodsOutcomePtr>> m_methodsJob;
+    ActiveWorker* m_active = nullptr;  // on m_thread beside the worker
+    // The cancel flag the active-learning commands sent now carry (ActiveWorker::CancelToken).
+    std::shared_ptr<std::atomic<bool>> m_activeCancel = std::make_shared<std::atomic<bool>>(false);
     ActiveStatePtr m_activeState;
     SnapshotPtr m_snapshot;
     std::vector<uint8_t> m_switchedOn;
@@ -175,6 +204,8 @@ class EngineController : public QObject {
     uint64_t m_received = 0;
     uint64_t m_runId = 0;
     uint64_t m_runIdBeforeOpen = 0;
+    // The config of the last configure() (null after open()): a Reset asks for the same one.
+    nlohmann::json m_experiment;
 };
 
 }  // namespace ensemble::ui

@@ -3,9 +3,12 @@
 // The engine thread's side of the GUI: owns the Trainer and drives it synchronously in short
 // chunks, so commands queued by the GUI thread (configure, start, pause, step, member
 // switches, predictions, export) run between chunks. Lives in its own QThread; see
-// EngineController for the GUI thread's side. What a snapshot measures is RunMeasures', the
-// files it writes run_files.h's, what an opened file holds opened_ensemble.h's; comparisons
-// run beside it on the same thread (ComparisonWorker).
+// EngineController for the GUI thread's side. The class keeps the run's life cycle whole; its
+// parts are apart: building a run (engine_worker_build.cpp), its curve points and snapshots
+// (engine_worker_snapshots.cpp, through the SnapshotMailbox), its files and the recovery
+// writer (engine_worker_files.cpp). What a snapshot measures is RunMeasures', the files it
+// writes run_files.h's, what an opened file holds opened_ensemble.h's; the window's side jobs
+// run beside it on the same thread (EngineJob).
 //
 // Threading contract: every method but requestStop(), requestPause() and the mailbox
 // accessors runs on the worker's thread (the controller queues them as functors). Results
@@ -20,6 +23,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -31,6 +35,7 @@
 #include "controller/opened_ensemble.h"
 #include "controller/run_measures.h"
 #include "controller/snapshot.h"
+#include "controller/snapshot_mailbox.h"
 #include "controller/worker_tuning.h"
 #include "data/dataset.h"
 #include "io/export_formats.h"
@@ -39,23 +44,6 @@
 class QTimer;
 
 namespace ensemble::ui {
-
-// One slot holding the latest published snapshot. The worker builds a new snapshot only when
-// the GUI has taken the last one, so a slow GUI sees the latest state, never a backlog.
-class SnapshotMailbox {
-  public:
-    // Worker: whether the GUI still has to take the last snapshot.
-    bool waiting() const { return m_waiting.load(std::memory_order_acquire); }
-    // Worker: publishes `snapshot`; the GUI is then told with a signal.
-    void put(SnapshotPtr snapshot);
-    // GUI: takes the snapshot (null when there is none) and lets the worker build the next.
-    SnapshotPtr take();
-
-  private:
-    std::mutex m_mutex;
-    SnapshotPtr m_slot;
-    std::atomic<bool> m_waiting{false};
-};
 
 class EngineWorker : public QObject {
     Q_OBJECT
@@ -168,6 +156,9 @@ class EngineWorker : public QObject {
 
   private:
     using Clock = std::chrono::steady_clock;
+    // The limit of a run that goes on until paused: far beyond any run a person waits for.
+    static constexpr int64_t kUnboundedSteps = std::numeric_limits<int64_t>::max() / 4;
+    static double secondsOf(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
     // configure() and open(): `opened` (may be null) sets the new trainer's state and curves.
     void build(const nlohmann::json& config, std::shared_ptr<const DataSplit> data, uint64_t runId,

@@ -100,22 +100,13 @@ MethodsOutcome measureMethods(const ExperimentConfig& base,
     return outcome;
 }
 
-void MethodsWorker::run(const ExperimentConfig& base, const std::vector<EnsembleMethod>& methods,
-                        int gridSize, uint64_t runId,
-                        const std::shared_ptr<const std::atomic<bool>>& cancel) {
-    auto outcome = std::make_shared<MethodsOutcome>(measureMethods(
-        base, methods, gridSize, runId, [this](const CompareProgress& p) { Q_EMIT progressed(p); },
-        *cancel));
-    Q_EMIT finished(std::move(outcome));
-}
-
-void MethodsWorker::refuse(const std::vector<EnsembleMethod>& methods, uint64_t runId,
-                           const QString& why) {
-    auto outcome = std::make_shared<MethodsOutcome>();
-    outcome->runId = runId;
-    outcome->requested = methods;
-    outcome->error = why;
-    Q_EMIT finished(std::move(outcome));
+MethodsOutcome refusedMethods(const std::vector<EnsembleMethod>& methods, uint64_t runId,
+                              const QString& why) {
+    MethodsOutcome outcome;
+    outcome.runId = runId;
+    outcome.requested = methods;
+    outcome.error = why;
+    return outcome;
 }
 
 }  // namespace ensemble::ui

@@ -5,10 +5,9 @@
 // (compare/compare.h, the very function `ensemble-cli compare` calls, so the numbers are the
 // CLI's), plus, for 2-D data, each method's ensemble on one shared grid drawn as its decision
 // boundary and its epistemic (mutual information) map on one colour scale. Runs on the engine
-// thread (EngineController::compareMethods), reports progress and stops early when cancelled,
-// keeping the methods that finished.
+// thread (EngineController::compareMethods, an EngineJob), reports progress and stops early when
+// cancelled, keeping the methods that finished.
 
-#include <QObject>
 #include <QPolygonF>
 #include <QString>
 
@@ -68,22 +67,8 @@ MethodsOutcome measureMethods(const ExperimentConfig& base,
                               const std::function<void(const CompareProgress&)>& progress,
                               const std::atomic<bool>& cancel);
 
-// Lives on the engine thread beside the EngineWorker; the controller queues run() to it with the
-// run's config, so a comparison runs between training chunks like every other computation there.
-class MethodsWorker : public QObject {
-    Q_OBJECT
-
-  public:
-    // Worker thread: measureMethods, reported with progressed() and finished(); `cancel` (set
-    // from any thread) stops it.
-    void run(const ExperimentConfig& base, const std::vector<EnsembleMethod>& methods, int gridSize,
-             uint64_t runId, const std::shared_ptr<const std::atomic<bool>>& cancel);
-    // Worker thread: nothing to compare (`why`).
-    void refuse(const std::vector<EnsembleMethod>& methods, uint64_t runId, const QString& why);
-
-  Q_SIGNALS:
-    void progressed(ensemble::CompareProgress progress);
-    void finished(ensemble::ui::MethodsOutcomePtr outcome);
-};
+// The outcome of a comparison that did not run: `why` (no experiment with its data).
+MethodsOutcome refusedMethods(const std::vector<EnsembleMethod>& methods, uint64_t runId,
+                              const QString& why);
 
 }  // namespace ensemble::ui

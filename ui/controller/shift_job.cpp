@@ -1,5 +1,7 @@
 #include "controller/shift_job.h"
 
+#include <QObject>
+
 #include <algorithm>
 #include <cmath>
 #include <exception>
@@ -239,21 +241,12 @@ ShiftOutcome measureShift(const LoadedEnsemble& ensemble, const DataSplit& data,
     return outcome;
 }
 
-void ShiftWorker::run(const LoadedEnsemble& ensemble, const DataSplit& data,
-                      const ShiftRequest& request, uint64_t runId,
-                      const std::shared_ptr<const std::atomic<bool>>& cancel) {
-    auto outcome = std::make_shared<ShiftOutcome>(measureShift(
-        ensemble, data, request, runId,
-        [this](int64_t done, int64_t total) { Q_EMIT progressed(done, total); }, *cancel));
-    Q_EMIT finished(std::move(outcome));
-}
-
-void ShiftWorker::refuse(const ShiftRequest& request, uint64_t runId, const QString& why) {
-    auto outcome = std::make_shared<ShiftOutcome>();
-    outcome->runId = runId;
-    outcome->request = request;
-    outcome->error = why;
-    Q_EMIT finished(std::move(outcome));
+ShiftOutcome refusedShift(const ShiftRequest& request, uint64_t runId, const QString& why) {
+    ShiftOutcome outcome;
+    outcome.runId = runId;
+    outcome.request = request;
+    outcome.error = why;
+    return outcome;
 }
 
 }  // namespace ensemble::ui

@@ -4,10 +4,9 @@
 // by a shift at every level (the engine's shift report, shift/shift_report.h: the very function
 // `ensemble-cli shift` calls, on the weights an export of the run holds, so the numbers are
 // the CLI's), plus the shifted inputs the view shows at each level. Runs on the engine thread
-// (EngineController::runShift), reports progress and stops early when cancelled.
+// (EngineController::runShift, an EngineJob), reports progress and stops early when cancelled.
 
 #include <QImage>
-#include <QObject>
 #include <QPointF>
 #include <QString>
 
@@ -69,23 +68,7 @@ ShiftOutcome measureShift(const LoadedEnsemble& ensemble, const DataSplit& data,
                           const std::function<void(int64_t, int64_t)>& progress,
                           const std::atomic<bool>& cancel);
 
-// Lives on the engine thread beside the EngineWorker; the controller queues run() to it with
-// the run's ensemble, so a shift is measured between training chunks like every other
-// computation there.
-class ShiftWorker : public QObject {
-    Q_OBJECT
-
-  public:
-    // Worker thread: measureShift, reported with progressed() and finished(); `cancel` (set
-    // from any thread) stops it.
-    void run(const LoadedEnsemble& ensemble, const DataSplit& data, const ShiftRequest& request,
-             uint64_t runId, const std::shared_ptr<const std::atomic<bool>>& cancel);
-    // Worker thread: there is no ensemble to measure (`why`).
-    void refuse(const ShiftRequest& request, uint64_t runId, const QString& why);
-
-  Q_SIGNALS:
-    void progressed(qint64 done, qint64 total);
-    void finished(ShiftOutcomePtr outcome);
-};
+// The outcome of a shift that was not measured: `why` (no ensemble to shift).
+ShiftOutcome refusedShift(const ShiftRequest& request, uint64_t runId, const QString& why);
 
 }  // namespace ensemble::ui

@@ -9,7 +9,6 @@
 #include <QLabel>
 #include <QLegend>
 #include <QLineSeries>
-#include <QProgressBar>
 #include <QPushButton>
 #include <QScatterSeries>
 #include <QShortcut>
@@ -23,6 +22,7 @@
 #include "render/plot_helpers.h"
 #include "views/active_canvas.h"
 #include "widgets/elided_label.h"
+#include "widgets/job_status_row.h"
 #include "widgets/wrapping_label.h"
 
 namespace ensemble::ui {
@@ -78,23 +78,14 @@ ActiveView::ActiveView(QWidget* parent) : QWidget(parent) {
     m_restart = new QPushButton(tr("&New loop"));
     m_restart->setToolTip(
         tr("Start again from the initial labelled rows (the curve so far stays on the chart)"));
-    m_cancel = new QPushButton(tr("&Cancel"));
-    m_cancel->setToolTip(tr("Stop the round under way (Esc)"));
     buttons->addWidget(m_acquire);
     buttons->addWidget(m_play);
-    buttons->addWidget(m_cancel);
     buttons->addStretch(1);
     buttons->addWidget(m_restart);
     layout->addLayout(buttons);
 
-    auto* statusRow = new QHBoxLayout;
-    m_progress = new QProgressBar;
-    m_progress->setMaximumWidth(160);
-    m_progress->setVisible(false);
-    m_message = new ElidedLabel;
-    statusRow->addWidget(m_progress);
-    statusRow->addWidget(m_message, 1);
-    layout->addLayout(statusRow);
+    m_status = new JobStatusRow(this, tr("Stop the round under way (Esc)"));
+    layout->addWidget(m_status);
     m_summary = new WrappingLabel;
     m_summary->setStyleSheet(QStringLiteral("color: #555;"));
     layout->addWidget(m_summary);
@@ -123,7 +114,7 @@ ActiveView::ActiveView(QWidget* parent) : QWidget(parent) {
 
     connect(m_acquire, &QPushButton::clicked, this, &ActiveView::acquire);
     connect(m_play, &QPushButton::clicked, this, &ActiveView::togglePlay);
-    connect(m_cancel, &QPushButton::clicked, this, &ActiveView::cancel);
+    connect(m_status, &JobStatusRow::cancelRequested, this, &ActiveView::cancel);
     connect(m_restart, &QPushButton::clicked, this, &ActiveView::startLoop);
     connect(m_acquisition, &QComboBox::activated, this, [this] { startLoop(); });
     connect(m_canvas, &ActiveCanvas::labelRequested, this, &ActiveView::label);
@@ -141,11 +132,6 @@ ActiveView::ActiveView(QWidget* parent) : QWidget(parent) {
     shortcut(QKeySequence(Qt::Key_P), [this] {
         if (m_play->isEnabled()) {
             togglePlay();
-        }
-    });
-    shortcut(QKeySequence(Qt::Key_Escape), [this] {
-        if (m_cancel->isEnabled()) {
-            cancel();
         }
     });
     setMessage(tr("The loop starts when the view is shown on a classification run."));
@@ -234,9 +220,7 @@ void ActiveView::startLoop() {
     }
     m_startedFor = m_snapshot->run->runId;
     m_waiting = true;
-    setMessage(tr("Training round 0 on the initial labelled rows…"));
-    m_progress->setRange(0, 0);
-    m_progress->setVisible(true);
+    m_status->start(tr("Training round 0 on the initial labelled rows…"));
     updateControls();
     Q_EMIT startRequested(acquisition());
 }
@@ -295,22 +279,26 @@ void ActiveView::cancel() {
 void ActiveView::expectRestore(quint64 runId) {
     m_startedFor = runId;
     m_waiting = true;
-    setMessage(
+    m_status->start(
         tr("Restoring the checkpoint's active-learning loop (its last round trains "
            "again)…"));
-    m_progress->setRange(0, 0);
-    m_progress->setVisible(true);
     updateControls();
 }
 
 void ActiveView::setProgress(qint64 done, qint64 total) {
-    if (total <= 0) {
-        return;
+    m_status->setProgress(done, total);
+}
+
+void ActiveView::endJob() {
+    // The loop is the run's own (its checkpoint holds it): a new run, Reset included, ends
+    // the round under way and starts a loop of its own when shown.
+    const bool wasBusy = m_waiting || (stateIsCurrent() && m_state->playing);
+    m_waiting = false;
+    m_status->finish();
+    if (wasBusy) {
+        setMessage(tr("The round stopped: a new run began, and the loop starts again on it."));
     }
-    m_progress->setVisible(true);
-    m_progress->setRange(0, 1000);
-    m_progress->setValue(static_cast<int>(std::clamp<qint64>(done * 1000 / total, 0, 1000)));
-    m_progress->setFormat(QStringLiteral("%1 %").arg(done * 100 / total));
+    updateControls();
 }
 
 void ActiveView::setState(ActiveStatePtr state) {
@@ -335,7 +323,11 @@ void ActiveView::showState() {
         m_acquisition->setCurrentIndex(index);
     }
     m_canvas->setState(m_state);
-    m_progress->setVisible(m_state->playing);
+    if (m_state->playing) {
+        m_status->showBusy();
+    } else {
+        m_status->hideProgress();
+    }
     if (!m_state->message.isEmpty()) {
         setMessage(m_state->message, m_state->error);
     } else if (m_state->playing) {
@@ -367,12 +359,12 @@ void ActiveView::updateControls() {
     m_acquire->setText(current && m_state->pending ? tr("Re&train") : tr("&Acquire"));
     m_play->setEnabled(current && (m_state->playing || canAcquire));
     m_play->setText(current && m_state->playing ? tr("&Pause") : tr("&Play"));
-    m_cancel->setEnabled(busy);
+    m_status->setCancellable(busy);
     m_restart->setEnabled(runnable && !busy);
     m_acquisition->setEnabled(runnable && !busy);
     m_canvas->setLabelling(current && !busy && !m_state->pending);
     if (!busy) {
-        m_progress->setVisible(false);
+        m_status->hideProgress();
     }
 }
 
@@ -494,13 +486,15 @@ void ActiveView::refreshChart() {
 }
 
 void ActiveView::setMessage(const QString& text, bool error) {
-    m_message->setFullText(text);
-    m_message->setStyleSheet(error ? QStringLiteral("color: #b03a2e;")
-                                   : QStringLiteral("color: #555;"));
+    m_status->setMessage(text, error);
 }
 
 QString ActiveView::message() const {
-    return m_message->fullText();
+    return m_status->message();
+}
+
+QPushButton* ActiveView::cancelButton() const {
+    return m_status->cancelButton();
 }
 
 QString ActiveView::summary() const {

@@ -22,13 +22,13 @@ class QBoxLayout;
 class QChart;
 class QChartView;
 class QComboBox;
-class QProgressBar;
 class QPushButton;
 
 namespace ensemble::ui {
 
 class ActiveCanvas;
 class ElidedLabel;
+class JobStatusRow;
 class WrappingLabel;
 
 class ActiveView : public QWidget {
@@ -43,6 +43,8 @@ class ActiveView : public QWidget {
     void setProgress(qint64 done, qint64 total);
     // A checkpoint's loop is being restored on run `runId`: no loop of the view's own there.
     void expectRestore(quint64 runId);
+    // A new run ended the round under way and Play (EngineController::jobsEnded).
+    void endJob();
     ActiveStatePtr state() const { return m_state; }
 
     // The acquisition function chosen (the box).
@@ -56,7 +58,7 @@ class ActiveView : public QWidget {
     QPushButton* acquireButton() const { return m_acquire; }
     QPushButton* playButton() const { return m_play; }
     QPushButton* restartButton() const { return m_restart; }
-    QPushButton* cancelButton() const { return m_cancel; }
+    QPushButton* cancelButton() const;
     ActiveCanvas* canvas() const { return m_canvas; }
     QChart* chart() const { return m_chart; }
     QString message() const;
@@ -102,9 +104,7 @@ class ActiveView : public QWidget {
     QPushButton* m_acquire = nullptr;
     QPushButton* m_play = nullptr;
     QPushButton* m_restart = nullptr;
-    QPushButton* m_cancel = nullptr;
-    QProgressBar* m_progress = nullptr;
-    ElidedLabel* m_message = nullptr;
+    JobStatusRow* m_status = nullptr;
     WrappingLabel* m_summary = nullptr;
     ActiveCanvas* m_canvas = nullptr;
     QBoxLayout* m_body = nullptr;

@@ -19,8 +19,6 @@
 #include "controller/snapshot.h"
 
 class QChart;
-class QLabel;
-class QPainter;
 class QChartView;
 class QPushButton;
 class QTableWidget;
@@ -30,31 +28,8 @@ class QSplitter;
 namespace ensemble::ui {
 
 class ChartLegend;
-
-class ReliabilityPlot : public QWidget {
-    Q_OBJECT
-
-  public:
-    explicit ReliabilityPlot(QWidget* parent = nullptr);
-    void setSnapshot(SnapshotPtr snapshot);
-    // The compared ensemble's curve over the run's (null: none).
-    void setComparison(std::shared_ptr<const Comparison> comparison);
-    QSize sizeHint() const override { return {520, 460}; }
-
-  protected:
-    void paintEvent(QPaintEvent* event) override;
-
-  private:
-    // A regression run: the coverage (calibration) curve instead of the reliability bars.
-    void paintRegression(QPainter& p) const;
-
-    // The compared ensemble's curve and legend entry over the plot `area` (a regression run's
-    // calibration curve when `regression`).
-    void paintComparison(QPainter& p, const QRectF& area, bool regression) const;
-
-    SnapshotPtr m_snapshot;
-    std::shared_ptr<const Comparison> m_comparison;
-};
+class JobStatusRow;
+class ReliabilityPlot;
 
 class CalibrationView : public QWidget {
     Q_OBJECT
@@ -71,6 +46,15 @@ class CalibrationView : public QWidget {
     void setComparisonMessage(const QString& text, bool error = false);
     QString comparisonMessage() const;
     QPushButton* compareButton() const { return m_compareButton; }
+    // The comparison's status row: its progress, message and Cancel (Esc).
+    JobStatusRow* comparisonStatus() const { return m_compareStatus; }
+    // A file named `name` is being measured (EngineController::compareWith): Compare with… waits.
+    void startComparison(const QString& name);
+    // Its result: shown when measured; a failure says why and a cancel what stays.
+    void finishComparison(const ComparisonResult& result);
+    // A new run ended the measurement under way (EngineController::jobsEnded).
+    void endJob();
+    bool isComparing() const { return m_comparing; }
     // The table's ensemble row: "ensemble (16 members)", or "ensemble (15 of 16 members)"
     // when only `included` of `members` are in its average.
     static QString ensembleLabel(int included, int members);
@@ -78,6 +62,8 @@ class CalibrationView : public QWidget {
   Q_SIGNALS:
     // Compare with… was clicked: the window asks for a file and measures it.
     void compareRequested();
+    // Cancel (or Esc) while a file is measured.
+    void cancelComparisonRequested();
 
   protected:
     void showEvent(QShowEvent* event) override;
@@ -97,7 +83,8 @@ class CalibrationView : public QWidget {
     bool m_stale = false;
     QPushButton* m_compareButton = nullptr;
     QPushButton* m_clearButton = nullptr;
-    QLabel* m_compareLabel = nullptr;
+    JobStatusRow* m_compareStatus = nullptr;
+    bool m_comparing = false;
     ReliabilityPlot* m_plot = nullptr;
     QTableWidget* m_table = nullptr;
     QChart* m_sizeChart = nullptr;

@@ -9,7 +9,6 @@
 #include <QLabel>
 #include <QListWidget>
 #include <QMimeData>
-#include <QProgressBar>
 #include <QPushButton>
 #include <QShortcut>
 #include <QVBoxLayout>
@@ -18,11 +17,13 @@
 #include <array>
 #include <cmath>
 #include <exception>
+#include <utility>
 
 #include "render/plot_helpers.h"
 #include "sys/atomic_file.h"
 #include "views/methods_maps.h"
 #include "widgets/elided_label.h"
+#include "widgets/job_status_row.h"
 #include "widgets/wrapping_label.h"
 
 namespace ensemble::ui {
@@ -198,11 +199,8 @@ MethodsView::MethodsView(QWidget* parent) : QWidget(parent) {
     m_compare->setToolTip(
         tr("Train and measure the checked methods on the engine thread "
            "(Ctrl+Enter)"));
-    m_cancel = new QPushButton(tr("&Cancel"));
-    m_cancel->setToolTip(tr("Stop the comparison; the methods that finished stay (Esc)"));
     auto* firstRow = new QHBoxLayout;
     firstRow->addWidget(m_compare);
-    firstRow->addWidget(m_cancel);
     m_copy = new QPushButton(tr("C&opy"));
     m_copy->setToolTip(tr("Copy the table (tab-separated; CSV for applications that take it)"));
     m_save = new QPushButton(tr("&Save report…"));
@@ -218,15 +216,9 @@ MethodsView::MethodsView(QWidget* parent) : QWidget(parent) {
     top->addLayout(buttons);
     layout->addLayout(top);
 
-    auto* statusRow = new QHBoxLayout;
-    m_progress = new QProgressBar;
-    m_progress->setMaximumWidth(160);
-    m_progress->setTextVisible(true);
-    m_progress->setVisible(false);
-    m_message = new ElidedLabel;
-    statusRow->addWidget(m_progress);
-    statusRow->addWidget(m_message, 1);
-    layout->addLayout(statusRow);
+    m_status =
+        new JobStatusRow(this, tr("Stop the comparison; the methods that finished stay (Esc)"));
+    layout->addWidget(m_status);
 
     m_maps = new MethodsMaps;
     m_maps->setVisible(false);
@@ -256,7 +248,7 @@ MethodsView::MethodsView(QWidget* parent) : QWidget(parent) {
     layout->addWidget(m_table, 2);
 
     connect(m_compare, &QPushButton::clicked, this, [this] { startComparison(checkedMethods()); });
-    connect(m_cancel, &QPushButton::clicked, this, [this] { Q_EMIT cancelRequested(); });
+    connect(m_status, &JobStatusRow::cancelRequested, this, &MethodsView::cancelRequested);
     connect(m_copy, &QPushButton::clicked, this, &MethodsView::copyTable);
     connect(m_save, &QPushButton::clicked, this, [this] { Q_EMIT saveRequested(); });
     connect(m_list, &QListWidget::itemChanged, this, [this] { updateControls(); });
@@ -270,13 +262,6 @@ MethodsView::MethodsView(QWidget* parent) : QWidget(parent) {
             }
         });
     }
-    auto* escape = new QShortcut(QKeySequence(Qt::Key_Escape), this);
-    escape->setContext(Qt::WidgetWithChildrenShortcut);
-    connect(escape, &QShortcut::activated, this, [this] {
-        if (m_comparing) {
-            Q_EMIT cancelRequested();
-        }
-    });
     setMessage(
         tr("Check the methods and Compare: each is trained on this experiment's data with the "
            "same K, steps and seed on the engine thread (the numbers of `ensemble-cli "
@@ -317,20 +302,9 @@ void MethodsView::setChecked(EnsembleMethod method, bool checked) {
     }
 }
 
-bool MethodsView::isCurrentConfig(const nlohmann::json& config) const {
-    return m_snapshot && m_snapshot->run->config.json == config;
-}
-
 void MethodsView::setSnapshot(SnapshotPtr snapshot) {
     const bool newRun = snapshot && (!m_snapshot || m_snapshot->run->runId != snapshot->run->runId);
     m_snapshot = std::move(snapshot);
-    // A Reset keeps the experiment (the comparison trains from the config, not the run's
-    // weights); another config makes the results another experiment's.
-    if (newRun && m_outcome && !isCurrentConfig(m_outcome->config)) {
-        clearResults(
-            tr("The experiment changed: the results shown were of the one before. "
-               "Compare again to measure this one."));
-    }
     if (newRun || !m_snapshot) {
         updateControls();
     }
@@ -341,7 +315,7 @@ void MethodsView::updateControls() {
         m_snapshot && m_snapshot->run->missingData.empty() && !m_snapshot->run->regression;
     const bool anyChecked = !checkedMethods().empty();
     m_compare->setEnabled(haveData && anyChecked && !m_comparing);
-    m_cancel->setEnabled(m_comparing);
+    m_status->setCancellable(m_comparing);
     m_list->setEnabled(!m_comparing);
     const bool haveResult = m_outcome && m_outcome->result && !m_outcome->result->methods.empty();
     m_copy->setEnabled(haveResult);
@@ -365,13 +339,11 @@ void MethodsView::startComparison(const std::vector<EnsembleMethod>& methods) {
         return;
     }
     m_comparing = true;
-    m_progress->setRange(0, 0);  // busy until the first progress report
-    m_progress->setVisible(true);
     QStringList labels;
     for (EnsembleMethod m : methods) {
         labels << methodLabel(m);
     }
-    setMessage(tr("Comparing %1… (Esc cancels)").arg(labels.join(QStringLiteral(", "))));
+    m_status->start(tr("Comparing %1… (Esc cancels)").arg(labels.join(QStringLiteral(", "))));
     updateControls();
     Q_EMIT compareRequested(methods);
 }
@@ -386,9 +358,8 @@ void MethodsView::setProgress(const CompareProgress& p) {
             ? 1.0
             : (p.totalSteps > 0 ? std::clamp(static_cast<double>(p.step) / p.totalSteps, 0.0, 1.0)
                                 : 0.0);
-    m_progress->setRange(0, 1000);
-    m_progress->setValue(static_cast<int>(1000.0 * (p.method + within) / p.methods));
-    m_progress->setFormat(tr("%1 of %2").arg(p.method + 1).arg(p.methods));
+    m_status->setProgress((p.method + within) / p.methods,
+                          tr("%1 of %2").arg(p.method + 1).arg(p.methods));
     const QString label = methodLabel(p.value);
     setMessage(measuring ? tr("Method %1 of %2, %3: measuring… (Esc cancels)")
                                .arg(p.method + 1)
@@ -401,25 +372,48 @@ void MethodsView::setProgress(const CompareProgress& p) {
 }
 
 QString MethodsView::progressText() const {
-    return m_progress->isVisible() ? m_progress->text() : QString();
+    return m_status->progressText();
+}
+
+void MethodsView::endJob(bool sameExperiment) {
+    const bool wasComparing = std::exchange(m_comparing, false);
+    m_status->finish();
+    const bool haveResult = m_outcome && m_outcome->result && !m_outcome->result->methods.empty();
+    if (haveResult && !sameExperiment) {
+        clearResults(
+            tr("The experiment changed: the results shown were of the one before. "
+               "Compare again to measure this one."));
+        return;
+    }
+    if (haveResult) {
+        // The comparison trains from the config, not the run's weights: after a Reset its
+        // numbers still describe this experiment, but they were measured before it.
+        m_fromPreviousRun = true;
+        setMessage(
+            tr("Shown: the comparison from before the Reset. Compare again to measure "
+               "this run."));
+    } else if (wasComparing) {
+        setMessage(tr("The comparison stopped: a new run began. Compare again to measure it."));
+    }
+    updateControls();
 }
 
 void MethodsView::setOutcome(MethodsOutcomePtr outcome) {
     m_comparing = false;
-    m_progress->setVisible(false);
+    m_status->finish();
     if (!outcome) {
         updateControls();
         return;
     }
+    // Always of the current run: the controller drops a job whose run was replaced.
     if (!outcome->error.isEmpty()) {
         setMessage(outcome->error, true);
-    } else if (!isCurrentConfig(outcome->config)) {
-        setMessage(tr("That comparison was of an earlier experiment: Compare again."));
     } else if (!outcome->result || outcome->result->methods.empty()) {
         // Cancelled before any method finished: what was shown stays.
         setMessage(tr("Cancelled before a method finished: nothing new to show."));
     } else {
         m_outcome = std::move(outcome);
+        m_fromPreviousRun = false;
         showOutcome();
         const CompareResult& r = *m_outcome->result;
         const int finished = static_cast<int>(r.methods.size());
@@ -557,14 +551,16 @@ bool MethodsView::saveReport(const QString& path, QString* error) const {
     return true;
 }
 
+QPushButton* MethodsView::cancelButton() const {
+    return m_status->cancelButton();
+}
+
 void MethodsView::setMessage(const QString& text, bool error) {
-    m_message->setFullText(text);
-    m_message->setStyleSheet(error ? QStringLiteral("color: #b03a2e;")
-                                   : QStringLiteral("color: #555;"));
+    m_status->setMessage(text, error);
 }
 
 QString MethodsView::message() const {
-    return m_message->fullText();
+    return m_status->message();
 }
 
 }  // namespace ensemble::ui

@@ -21,12 +21,12 @@
 #include "controller/snapshot.h"
 
 class QListWidget;
-class QProgressBar;
 class QPushButton;
 
 namespace ensemble::ui {
 
 class ElidedLabel;
+class JobStatusRow;
 class MethodsMaps;
 class WrappingLabel;
 
@@ -60,9 +60,14 @@ class MethodsView : public QWidget {
     // Asks the engine to compare `methods` (the Compare button: the checked ones).
     void startComparison(const std::vector<EnsembleMethod>& methods);
     void setProgress(const CompareProgress& progress);
-    // The engine's answer: shown when it is of the current experiment; a cancelled one shows
-    // the methods that finished; a failed one says why and keeps what was shown.
+    // The engine's answer for the latest request: a cancelled one shows the methods that
+    // finished; a failed one says why and keeps what was shown.
     void setOutcome(MethodsOutcomePtr outcome);
+    // A new run ended the comparison under way (EngineController::jobsEnded): the results stay,
+    // marked as the previous run's, after a Reset of the same experiment, and go otherwise.
+    void endJob(bool sameExperiment);
+    // The results shown are of the run before a Reset.
+    bool showsPreviousRun() const { return m_outcome != nullptr && m_fromPreviousRun; }
     MethodsOutcomePtr outcome() const { return m_outcome; }
     bool isComparing() const { return m_comparing; }
 
@@ -76,7 +81,7 @@ class MethodsView : public QWidget {
 
     QListWidget* methodList() const { return m_list; }
     QPushButton* compareButton() const { return m_compare; }
-    QPushButton* cancelButton() const { return m_cancel; }
+    QPushButton* cancelButton() const;
     QPushButton* copyButton() const { return m_copy; }
     QPushButton* saveButton() const { return m_save; }
     QTableWidget* table() const { return m_table; }
@@ -101,20 +106,17 @@ class MethodsView : public QWidget {
     void showOutcome();
     void clearResults(const QString& why);
     void setMessage(const QString& text, bool error = false);
-    // Whether `config` is the current run's experiment.
-    bool isCurrentConfig(const nlohmann::json& config) const;
 
     SnapshotPtr m_snapshot;
     MethodsOutcomePtr m_outcome;
     bool m_comparing = false;
+    bool m_fromPreviousRun = false;
 
     QListWidget* m_list = nullptr;
     QPushButton* m_compare = nullptr;
-    QPushButton* m_cancel = nullptr;
     QPushButton* m_copy = nullptr;
     QPushButton* m_save = nullptr;
-    QProgressBar* m_progress = nullptr;
-    ElidedLabel* m_message = nullptr;
+    JobStatusRow* m_status = nullptr;
     MethodsMaps* m_maps = nullptr;
     WrappingLabel* m_note = nullptr;
     QTableWidget* m_table = nullptr;

@@ -11,7 +11,6 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
-#include <QProgressBar>
 #include <QPushButton>
 #include <QSaveFile>
 #include <QShortcut>
@@ -22,11 +21,13 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <utility>
 
 #include "render/plot_helpers.h"
 #include "views/shift_charts.h"
 #include "views/shift_inputs.h"
 #include "widgets/elided_label.h"
+#include "widgets/job_status_row.h"
 
 namespace ensemble::ui {
 
@@ -117,8 +118,6 @@ ShiftView::ShiftView(QWidget* parent) : QWidget(parent) {
     subsetLabel->setBuddy(m_subset);
     m_run = new QPushButton(tr("R&un"));
     m_run->setToolTip(tr("Measure the ensemble at every level (Ctrl+Enter)"));
-    m_cancel = new QPushButton(tr("&Cancel"));
-    m_cancel->setToolTip(tr("Stop the measurement (Esc)"));
     m_export = new QPushButton(tr("E&xport…"));
     m_export->setToolTip(
         tr("Write the figures (PNG), the report (JSON) and its CSVs to a "
@@ -137,21 +136,13 @@ ShiftView::ShiftView(QWidget* parent) : QWidget(parent) {
     auto* bar3 = new QHBoxLayout;
     bar3->addStretch(1);
     bar3->addWidget(m_run);
-    bar3->addWidget(m_cancel);
     bar3->addWidget(m_export);
     layout->addLayout(bar);
     layout->addLayout(bar2);
     layout->addLayout(bar3);
 
-    auto* statusRow = new QHBoxLayout;
-    m_progress = new QProgressBar;
-    m_progress->setMaximumWidth(180);
-    m_progress->setTextVisible(true);
-    m_progress->setVisible(false);
-    m_message = new ElidedLabel;
-    statusRow->addWidget(m_progress);
-    statusRow->addWidget(m_message, 1);
-    layout->addLayout(statusRow);
+    m_status = new JobStatusRow(this, tr("Stop the measurement (Esc)"));
+    layout->addWidget(m_status);
 
     m_body = new QBoxLayout(QBoxLayout::LeftToRight);
     QBoxLayout* body = m_body;
@@ -199,7 +190,7 @@ ShiftView::ShiftView(QWidget* parent) : QWidget(parent) {
     arrangeCharts();
 
     connect(m_run, &QPushButton::clicked, this, &ShiftView::start);
-    connect(m_cancel, &QPushButton::clicked, this, [this] { Q_EMIT cancelRequested(); });
+    connect(m_status, &JobStatusRow::cancelRequested, this, &ShiftView::cancelRequested);
     connect(m_export, &QPushButton::clicked, this, [this] { Q_EMIT exportRequested(); });
     connect(m_slider, &QSlider::valueChanged, this, [this] {
         refreshLevel();
@@ -216,13 +207,6 @@ ShiftView::ShiftView(QWidget* parent) : QWidget(parent) {
             }
         });
     }
-    auto* escape = new QShortcut(QKeySequence(Qt::Key_Escape), this);
-    escape->setContext(Qt::WidgetWithChildrenShortcut);
-    connect(escape, &QShortcut::activated, this, [this] {
-        if (m_measuring) {
-            Q_EMIT cancelRequested();
-        }
-    });
     setMessage(
         tr("Pick a shift and Run: the ensemble is measured at every level on the engine "
            "thread (the numbers of `ensemble-cli shift` for the same weights)."));
@@ -234,13 +218,6 @@ void ShiftView::setSnapshot(SnapshotPtr snapshot) {
     m_snapshot = std::move(snapshot);
     if (newRun) {
         fillShifts();
-        if (m_outcome) {
-            // Measured on another run's ensemble: gone with it.
-            m_outcome.reset();
-            m_inputs->clear();
-            setMessage(tr("A new run: Run again to measure its ensemble."));
-            refreshCharts();
-        }
     }
     if (!isVisible()) {
         m_stale = true;
@@ -304,7 +281,7 @@ void ShiftView::updateControls() {
     const bool haveData = m_snapshot && m_snapshot->run->missingData.empty();
     const bool canRun = haveData && m_shift->count() > 0 && !m_measuring;
     m_run->setEnabled(canRun);
-    m_cancel->setEnabled(m_measuring);
+    m_status->setCancellable(m_measuring);
     m_export->setEnabled(m_outcome != nullptr && m_outcome->engineReport != nullptr);
     m_shift->setEnabled(!m_measuring);
     m_levels->setEnabled(!m_measuring);
@@ -347,26 +324,40 @@ void ShiftView::start() {
         return;
     }
     m_measuring = true;
-    m_progress->setRange(0, 0);  // busy until the first progress report
-    m_progress->setVisible(true);
-    setMessage(tr("Measuring %1 at every level… (Esc cancels)").arg(m_shift->currentText()));
+    m_status->start(tr("Measuring %1 at every level… (Esc cancels)").arg(m_shift->currentText()));
     updateControls();
     Q_EMIT shiftRequested(r);
 }
 
 void ShiftView::setProgress(qint64 done, qint64 total) {
-    if (!m_measuring || total <= 0) {
-        return;
+    if (m_measuring) {
+        m_status->setProgress(done, total);
     }
-    // Rows can pass int's range: show per mille.
-    m_progress->setRange(0, 1000);
-    m_progress->setValue(static_cast<int>(std::clamp<qint64>(done * 1000 / total, 0, 1000)));
-    m_progress->setFormat(QStringLiteral("%1 %").arg(done * 100 / total));
+}
+
+void ShiftView::endJob(bool sameExperiment) {
+    const bool wasMeasuring = std::exchange(m_measuring, false);
+    m_status->finish();
+    if (m_outcome && !sameExperiment) {
+        // Measured on another experiment's ensemble: gone with it.
+        m_outcome.reset();
+        m_inputs->clear();
+        setMessage(tr("A new experiment: Run to measure its ensemble."));
+        refreshCharts();
+    } else if (m_outcome) {
+        m_fromPreviousRun = true;
+        setMessage(tr("Shown: the measurement of the run before the Reset (step %1). Run again "
+                      "to measure this run.")
+                       .arg(m_outcome->step));
+    } else if (wasMeasuring) {
+        setMessage(tr("The measurement stopped: a new run began. Run again to measure it."));
+    }
+    updateControls();
 }
 
 void ShiftView::setOutcome(ShiftOutcomePtr outcome) {
     m_measuring = false;
-    m_progress->setVisible(false);
+    m_status->finish();
     if (!outcome) {
         updateControls();
         return;
@@ -375,10 +366,10 @@ void ShiftView::setOutcome(ShiftOutcomePtr outcome) {
         setMessage(tr("Cancelled: nothing measured. Run again to measure."));
     } else if (!outcome->error.isEmpty()) {
         setMessage(outcome->error, true);
-    } else if (m_snapshot && outcome->runId != m_snapshot->run->runId) {
-        setMessage(tr("That measurement was of an earlier run: Run again."));
     } else {
+        // Always of the current run: the controller drops a job whose run was replaced.
         m_outcome = std::move(outcome);
+        m_fromPreviousRun = false;
         const ShiftReport& r = *m_outcome->engineReport;
         const QSignalBlocker block(m_slider);
         m_slider->setRange(0, std::max(0, static_cast<int>(m_outcome->figures.levels.size()) - 1));
@@ -491,13 +482,15 @@ void ShiftView::refreshCharts() {
 }
 
 void ShiftView::setMessage(const QString& text, bool error) {
-    m_message->setFullText(text);
-    m_message->setStyleSheet(error ? QStringLiteral("color: #b03a2e;")
-                                   : QStringLiteral("color: #555;"));
+    m_status->setMessage(text, error);
 }
 
 QString ShiftView::message() const {
-    return m_message->fullText();
+    return m_status->message();
+}
+
+QPushButton* ShiftView::cancelButton() const {
+    return m_status->cancelButton();
 }
 
 bool ShiftView::exportTo(const QString& directory, QStringList* written, QString* error) {

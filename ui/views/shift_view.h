@@ -3,10 +3,10 @@
 // The Shift view: how the ensemble degrades as its test inputs move. Pick a shift
 // (those that apply to the run's data), Run: the engine thread measures the run's ensemble at
 // every level — the very report `ensemble-cli shift` writes for the same weights — with
-// progress, and Cancel (Esc) stops it. The slider steps through the levels, showing the
-// shifted test images or the moved 2-D points over the boundary map, and marks the level on
-// the charts: accuracy, NLL, Brier and ECE against the level for the ensemble, the members'
-// median and range ("a single network") and both after temperature scaling (Ovadia et al.
+// progress, and Cancel (Esc) stops it (a JobStatusRow). The slider steps through the levels,
+// showing the shifted test images or the moved 2-D points over the boundary map, and marks the
+// level on the charts: accuracy, NLL, Brier and ECE against the level for the ensemble, the
+// members' median and range ("a single network") and both after temperature scaling (Ovadia et al.
 // 2019, figure 2); the conformal coverage against 1 − α; the risk–coverage curve of the level.
 // Export… writes the figures (PNG), the report (JSON) and its CSVs into a folder.
 
@@ -25,7 +25,6 @@ class QDoubleSpinBox;
 class QGridLayout;
 class QLabel;
 class QLineEdit;
-class QProgressBar;
 class QPushButton;
 class QSlider;
 class QSpinBox;
@@ -33,6 +32,7 @@ class QSpinBox;
 namespace ensemble::ui {
 
 class ElidedLabel;
+class JobStatusRow;
 class ShiftInputs;
 
 class ShiftView : public QWidget {
@@ -44,9 +44,15 @@ class ShiftView : public QWidget {
 
     // The request the controls describe (the shift, its levels, α and the test rows).
     ShiftRequest request() const;
-    // The engine's answer: shown when it is for the current run; a cancelled or failed one
-    // keeps the figures there were and says why.
+    // The engine's answer for the latest request: a cancelled or failed one keeps the figures
+    // there were and says why.
     void setOutcome(ShiftOutcomePtr outcome);
+    // A new run ended the measurement under way (EngineController::jobsEnded): the figures
+    // stay, marked as the previous run's, after a Reset of the same experiment, and go
+    // otherwise.
+    void endJob(bool sameExperiment);
+    // The figures shown are of the run before a Reset.
+    bool showsPreviousRun() const { return m_outcome != nullptr && m_fromPreviousRun; }
     // Progress of the measurement under way (predicted rows of all levels).
     void setProgress(qint64 done, qint64 total);
     ShiftOutcomePtr outcome() const { return m_outcome; }
@@ -67,7 +73,7 @@ class ShiftView : public QWidget {
     QDoubleSpinBox* alphaBox() const { return m_alpha; }
     QSpinBox* subsetBox() const { return m_subset; }
     QPushButton* runButton() const { return m_run; }
-    QPushButton* cancelButton() const { return m_cancel; }
+    QPushButton* cancelButton() const;
     QPushButton* exportButton() const { return m_export; }
     QSlider* levelSlider() const { return m_slider; }
     ShiftInputs* inputs() const { return m_inputs; }
@@ -97,6 +103,7 @@ class ShiftView : public QWidget {
     ShiftOutcomePtr m_outcome;
     bool m_measuring = false;
     bool m_stale = false;
+    bool m_fromPreviousRun = false;
     int m_columns = 0;
 
     QComboBox* m_shift = nullptr;
@@ -104,10 +111,8 @@ class ShiftView : public QWidget {
     QDoubleSpinBox* m_alpha = nullptr;
     QSpinBox* m_subset = nullptr;
     QPushButton* m_run = nullptr;
-    QPushButton* m_cancel = nullptr;
     QPushButton* m_export = nullptr;
-    QProgressBar* m_progress = nullptr;
-    ElidedLabel* m_message = nullptr;
+    JobStatusRow* m_status = nullptr;
     ShiftInputs* m_inputs = nullptr;
     QSlider* m_slider = nullptr;
     ElidedLabel* m_levelLabel = nullptr;

@@ -1,16 +1,22 @@
 // The engine-thread bridge without a window: snapshots, pause/step/reset semantics, member
-// switches, coalescing, export round trip, shutdown while training. How long shutdown takes is
-// measured by bench/gui_latency (ensemble-gui-bench), not asserted here.
+// switches, coalescing, export round trip, shutdown while training, and the window's job
+// pattern (EngineJob: coalesced progress, one outcome, cancel, a replaced job never delivered). How
+// long shutdown takes is measured by bench/gui_latency (ensemble-gui-bench), not asserted here.
+#include <QSemaphore>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <atomic>
 #include <cmath>
 #include <memory>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "config/config.h"
 #include "controller/engine_controller.h"
+#include "controller/engine_job.h"
 #include "core/errors.h"
 #include "help_text.h"
 #include "io/model_io.h"
@@ -54,7 +60,145 @@ class TestGuiController : public QObject {
     void invalidConfigReportsKey();
     void destroyWhileTraining();
     void destroyWithRecoveryTimerActive();
+    void engineJobCoalescesProgressAndEndsOnce();
+    void engineJobCancelEndsItWithItsOutcome();
+    void engineJobReplacedOrDroppedNeverComesBack();
 };
+
+namespace {
+
+// A job thread as the controller has one: an object living there for EngineJob to queue to.
+struct JobThread {
+    QThread thread;
+    QObject* target = new QObject;
+    JobThread() {
+        target->moveToThread(&thread);
+        thread.start();
+    }
+    ~JobThread() {
+        thread.quit();
+        thread.wait();
+        delete target;
+    }
+};
+
+using ensemble::ui::EngineJob;
+using ensemble::ui::JobProgress;
+
+// What a test job saw and said.
+struct Ended {
+    int outcome = 0;
+    bool cancelled = false;
+};
+
+}  // namespace
+
+// A thousand reports made while this thread takes no event arrive as one (the latest), and
+// the outcome comes once, after it.
+void TestGuiController::engineJobCoalescesProgressAndEndsOnce() {
+    JobThread engine;
+    QObject gui;
+    std::vector<int64_t> seen;
+    std::vector<Ended> ended;
+    EngineJob<JobProgress, int> job(
+        engine.target, &gui, [&](const JobProgress& p) { seen.push_back(p.done); },
+        [&](int outcome, bool cancelled) {
+            QCOMPARE(seen.size(), std::size_t{1});  // the progress came first
+            ended.push_back({outcome, cancelled});
+        });
+    QSemaphore workDone;
+    const uint64_t id = job.start([&](const auto& progress, const std::atomic<bool>&) {
+        for (int64_t i = 1; i <= 1000; ++i) {
+            progress(JobProgress{i, 1000});
+        }
+        workDone.release();
+        return 7;
+    });
+    QVERIFY(id > 0);
+    QCOMPARE(job.currentId(), id);
+    QVERIFY(job.isRunning());
+    workDone.acquire();  // every report made, none delivered: this thread took no event
+    QVERIFY(QTest::qWaitFor([&] { return !ended.empty(); }, 20000));
+    QCoreApplication::processEvents();
+    QCOMPARE(seen, (std::vector<int64_t>{1000}));
+    QCOMPARE(ended.size(), std::size_t{1});
+    QCOMPARE(ended[0].outcome, 7);
+    QVERIFY(!ended[0].cancelled);
+    QVERIFY(!job.isRunning());
+    QCOMPARE(job.currentId(), uint64_t{0});
+}
+
+// Cancel reaches the job's flag; its outcome (what it kept) still comes, marked cancelled.
+void TestGuiController::engineJobCancelEndsItWithItsOutcome() {
+    JobThread engine;
+    QObject gui;
+    std::vector<Ended> ended;
+    EngineJob<JobProgress, int> job(engine.target, &gui, nullptr, [&](int outcome, bool cancelled) {
+        ended.push_back({outcome, cancelled});
+    });
+    QSemaphore started;
+    job.start([&](const auto&, const std::atomic<bool>& cancel) {
+        started.release();
+        while (!cancel.load()) {
+            std::this_thread::yield();
+        }
+        return 3;  // what it kept
+    });
+    started.acquire();
+    job.cancel();
+    QVERIFY(QTest::qWaitFor([&] { return !ended.empty(); }, 20000));
+    QCoreApplication::processEvents();
+    QCOMPARE(ended.size(), std::size_t{1});
+    QCOMPARE(ended[0].outcome, 3);
+    QVERIFY(ended[0].cancelled);
+}
+
+// A start replaces the job under way and drop() ends it: each stops at its flag, and neither
+// its progress nor its outcome is ever delivered. Only the latest job's end comes.
+void TestGuiController::engineJobReplacedOrDroppedNeverComesBack() {
+    JobThread engine;
+    QObject gui;
+    std::vector<int64_t> seen;
+    std::vector<Ended> ended;
+    EngineJob<JobProgress, int> job(
+        engine.target, &gui, [&](const JobProgress& p) { seen.push_back(p.done); },
+        [&](int outcome, bool cancelled) {
+            ended.push_back({outcome, cancelled});
+        });
+    // Each waits for its cancel after a report, so only a replaced job can end early.
+    const auto waitingJob = [](int value, QSemaphore* started) {
+        return [value, started](const auto& progress, const std::atomic<bool>& cancel) {
+            progress(JobProgress{value, 100});
+            started->release();
+            while (!cancel.load()) {
+                std::this_thread::yield();
+            }
+            return value;
+        };
+    };
+    QSemaphore firstStarted;
+    const uint64_t first = job.start(waitingJob(1, &firstStarted));
+    firstStarted.acquire();
+    QSemaphore secondStarted;
+    const uint64_t second = job.start(waitingJob(2, &secondStarted));  // drops the first
+    QVERIFY(second > first);
+    secondStarted.acquire();  // it runs: the first one stopped at its flag
+    job.drop();
+    QVERIFY(!job.isRunning());
+    QSemaphore thirdDone;
+    job.start([&](const auto& progress, const std::atomic<bool>&) {
+        progress(JobProgress{3, 100});
+        thirdDone.release();
+        return 3;
+    });
+    thirdDone.acquire();  // the engine thread went past both ended jobs
+    QVERIFY(QTest::qWaitFor([&] { return !ended.empty(); }, 20000));
+    QCoreApplication::processEvents();
+    QCOMPARE(seen, (std::vector<int64_t>{3}));
+    QCOMPARE(ended.size(), std::size_t{1});
+    QCOMPARE(ended[0].outcome, 3);
+    QVERIFY(!ended[0].cancelled);
+}
 
 void TestGuiController::configurePublishesStepZero() {
     EngineController c;

@@ -112,6 +112,7 @@ class TestGuiActive : public QObject {
     void imageDataShowsTheDigitsAcquired();
     void warmLoopComesBackBitForBit();
     void escapeCancelsTheRoundUnderWay();
+    void newRunEndsTheRoundUnderWay();
 };
 
 namespace {
@@ -574,6 +575,59 @@ void TestGuiActive::escapeCancelsTheRoundUnderWay() {
     QVERIFY(!view->cancelButton()->isEnabled());
     QVERIFY(view->acquireButton()->isEnabled());
     QCOMPARE(view->acquireButton()->text().remove(QLatin1Char('&')), QStringLiteral("Retrain"));
+}
+
+// The window's rule for jobs: a new run (a Reset, another experiment, Open) ends the round
+// under way at once. The rounds here would train for hours, so each new run standing proves
+// the engine thread was let go; the loop of the run before shows nothing on the new one, which
+// starts a loop of its own as the view is in front.
+void TestGuiActive::newRunEndsTheRoundUnderWay() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("fresh.safetensors"));
+    json c = smallConfig();
+    c["active"]["steps"] = 50'000'000;  // far longer than the test waits
+    auto w = makeWindow({1200, 800});
+    w->loadExperiment(c, QString());
+    QVERIFY(waitFresh(*w));
+    {
+        QSignalSpy saved(w.get(), &MainWindow::checkpointSaved);
+        w->saveCheckpoint(path);  // no loop yet: Open below starts from this run
+        QVERIFY(saved.wait(30000));
+        QVERIFY2(saved.at(0).at(0).toBool(), qPrintable(saved.at(0).at(1).toString()));
+    }
+    ActiveView* view = w->activeView();
+    QSignalSpy ended(w->controller(), &ensemble::ui::EngineController::jobsEnded);
+    const auto roundTraining = [&] {
+        QSignalSpy progress(w->controller(), &ensemble::ui::EngineController::activeProgress);
+        return progress.wait(30000) && view->cancelButton()->isEnabled();
+    };
+    QVERIFY(w->setView(QStringLiteral("active")));
+    QVERIFY(roundTraining());
+
+    w->resetAction()->trigger();
+    QCOMPARE(ended.count(), 1);
+    QCOMPARE(ended.at(0).at(0).toBool(), true);
+    QVERIFY2(view->message().contains(QStringLiteral("a new run began")),
+             qPrintable(view->message()));
+    QVERIFY(waitFresh(*w));
+    QVERIFY(roundTraining());  // the new run's own loop
+
+    json other = c;
+    other["ensemble"]["members"] = 2;
+    w->loadExperiment(other, QString());
+    QCOMPARE(ended.count(), 2);
+    QCOMPARE(ended.at(1).at(0).toBool(), false);
+    QVERIFY(waitFresh(*w));
+    QVERIFY(roundTraining());
+
+    QString error;
+    QVERIFY2(w->openEnsemble(path, &error), qPrintable(error));
+    QCOMPARE(ended.count(), 3);
+    QCOMPARE(ended.at(2).at(0).toBool(), false);
+    const uint64_t opened = w->controller()->currentRunId();
+    QVERIFY(ensemble::test::waitSnapshot(
+        *w, [opened](const auto& s) { return s.run->runId == opened; }));
+    QCOMPARE(w->controller()->snapshot()->run->members, 3);
 }
 
 QTEST_MAIN(TestGuiActive)

@@ -2,8 +2,10 @@
 // the checked ones on the engine thread and shows exactly what compareMethods gives for the
 // run's config (the table's numbers, bit for bit where they are deterministic, and the maps:
 // each method's epistemic map on one shared scale); image data gets the table and no maps;
-// Cancel (Esc) keeps the methods that finished; Save report writes the report's JSON; another
-// experiment clears the results, a Reset of the same one does not.
+// Cancel (Esc) keeps the methods that finished; Save report writes the report's JSON; the
+// window's rule for jobs: another experiment ends a comparison under way and clears the
+// results, a Reset of the same one ends it and keeps the finished results, marked as the
+// previous run's.
 #include <QDir>
 #include <QFile>
 #include <QHeaderView>
@@ -56,6 +58,7 @@ class TestGuiMethods : public QObject {
     void saveReportWritesTheReport();
     void keyboardDrivesTheView();
     void anotherExperimentClearsTheResults();
+    void resetEndsAComparisonAndKeepsTheFinishedOne();
     void closingTheWindowStopsAComparison();
 
   private:
@@ -461,6 +464,9 @@ void TestGuiMethods::anotherExperimentClearsTheResults() {
     QCoreApplication::processEvents();
     QCOMPARE(view->outcome(), outcome);
     QCOMPARE(view->table()->rowCount(), rows);
+    QVERIFY(view->showsPreviousRun());
+    QVERIFY2(view->message().contains(QStringLiteral("before the Reset")),
+             qPrintable(view->message()));
     // Another experiment: the results were of the one before.
     w->loadExperiment(methodsRun(80), QString());
     QVERIFY(waitFresh(*w));
@@ -470,23 +476,61 @@ void TestGuiMethods::anotherExperimentClearsTheResults() {
     QCOMPARE(view->maps()->count(), 0);
     QVERIFY2(view->message().contains(QStringLiteral("experiment changed")),
              qPrintable(view->message()));
-    // A comparison under way when the experiment changes is cancelled (the engine thread is
-    // wanted for the new run) and its methods are not shown on the new experiment.
-    w->loadExperiment(methodsRun(kCancelSteps * 4), QString());
+    // A comparison under way when the experiment changes ends at once: no outcome ever comes
+    // for it, and the new run gets the engine thread although the comparison would take
+    // minutes.
+    w->loadExperiment(methodsRun(kCancelSteps * 200), QString());
     QVERIFY(waitFresh(*w));
     QVERIFY(w->setView(QStringLiteral("methods")));
     QSignalSpy finished(w->controller(), &ensemble::ui::EngineController::methodsFinished);
+    QSignalSpy ended(w->controller(), &ensemble::ui::EngineController::jobsEnded);
+    QSignalSpy progress(w->controller(), &ensemble::ui::EngineController::methodsProgress);
     view->compareButton()->click();
+    QVERIFY(progress.wait(60000));  // training its first method
     QVERIFY(view->isComparing());
     w->loadExperiment(methodsRun(), QString());
-    QVERIFY(finished.wait(60000));
-    const MethodsOutcomePtr stopped = finished.at(0).at(0).value<MethodsOutcomePtr>();
-    QVERIFY(stopped->cancelled);
+    QCOMPARE(ended.count(), 1);
+    QCOMPARE(ended.at(0).at(0).toBool(), false);
+    QVERIFY(!view->isComparing());
+    QVERIFY(!view->cancelButton()->isEnabled());
+    QVERIFY(!w->controller()->isJobRunning());
     QVERIFY(waitFresh(*w));
     QCoreApplication::processEvents();
-    QVERIFY(!view->isComparing());
+    QCOMPARE(finished.count(), 0);
     QVERIFY(view->outcome() == nullptr);
     QCOMPARE(view->table()->rowCount(), 0);
+    QVERIFY(view->compareButton()->isEnabled());
+}
+
+void TestGuiMethods::resetEndsAComparisonAndKeepsTheFinishedOne() {
+    auto w = makeWindow({900, 600});
+    MethodsView* view = methodsViewOn(*w, methodsRun());
+    QVERIFY(view != nullptr);
+    const MethodsOutcomePtr outcome = compare(*w, view);
+    QVERIFY(outcome != nullptr && outcome->error.isEmpty() && !outcome->cancelled);
+    const int rows = view->table()->rowCount();
+    // Compare again and Reset before this thread takes another event: whatever the engine
+    // thread did meanwhile, the second comparison's outcome is never shown.
+    QSignalSpy finished(w->controller(), &ensemble::ui::EngineController::methodsFinished);
+    QSignalSpy ended(w->controller(), &ensemble::ui::EngineController::jobsEnded);
+    view->compareButton()->click();
+    QVERIFY(view->isComparing());
+    QVERIFY(w->controller()->isJobRunning());
+    w->resetAction()->trigger();
+    QCOMPARE(ended.count(), 1);
+    QCOMPARE(ended.at(0).at(0).toBool(), true);  // the same experiment
+    QVERIFY(!view->isComparing());
+    QVERIFY(!w->controller()->isJobRunning());
+    QVERIFY(waitFresh(*w));
+    QCoreApplication::processEvents();
+    QCOMPARE(finished.count(), 0);
+    // The comparison that finished stays, marked as the previous run's.
+    QCOMPARE(view->outcome(), outcome);
+    QCOMPARE(view->table()->rowCount(), rows);
+    QVERIFY(view->showsPreviousRun());
+    QVERIFY2(view->message().contains(QStringLiteral("before the Reset")),
+             qPrintable(view->message()));
+    QVERIFY(view->compareButton()->isEnabled());
 }
 
 void TestGuiMethods::closingTheWindowStopsAComparison() {

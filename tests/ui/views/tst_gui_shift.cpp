@@ -1,8 +1,9 @@
 // The Shift view (issue 34, the app's part): it measures the run's ensemble on the engine
 // thread and shows exactly the report `ensemble-cli shift` computes for the exported weights;
-// Cancel stops a measurement; the slider shows the moved points (checked against the closed
-// form of a rotation about the training mean); Export writes the figures as PNG and the data
-// as CSV and JSON.
+// Cancel stops a measurement; a new run ends one under way (a Reset keeps the figures measured
+// before it, another experiment clears them); the slider shows the moved points (checked against
+// the closed form of a rotation about the training mean); Export writes the figures as PNG and the
+// data as CSV and JSON.
 #include <QComboBox>
 #include <QDir>
 #include <QDoubleSpinBox>
@@ -44,6 +45,7 @@ class TestGuiShift : public QObject {
     void initTestCase();
     void viewShowsTheEngineReportOfTheExportedWeights();
     void cancelStopsAMeasurement();
+    void newRunEndsAMeasurement();
     void imagesShowTheShiftedTestImages();
     void regressionChartsReadTheRegressionReport();
 
@@ -268,6 +270,55 @@ void TestGuiShift::cancelStopsAMeasurement() {
     const ShiftOutcomePtr next = runShift(*w, view);
     QVERIFY(next != nullptr && !next->cancelled && next->error.isEmpty());
     QCOMPARE(next->figures.levels.size(), std::size_t{2});
+}
+
+// The window's rule for jobs: a Reset ends the measurement under way without an outcome and
+// keeps the figures measured before it, marked as the previous run's; another experiment
+// ends it and clears them. Each new run is asked for before this thread takes another event,
+// so whatever the engine thread did meanwhile, the ended measurement is never shown.
+void TestGuiShift::newRunEndsAMeasurement() {
+    auto w = makeWindow({900, 600});
+    ShiftView* view = trainedShiftView(*w);
+    QVERIFY(view != nullptr);
+    view->shiftBox()->setCurrentIndex(view->shiftBox()->findData(QStringLiteral("rotate")));
+    view->levelsEdit()->setText(QStringLiteral("0,90"));
+    const ShiftOutcomePtr measured = runShift(*w, view);
+    QVERIFY(measured != nullptr && !measured->cancelled && measured->error.isEmpty());
+    QCOMPARE(view->outcome(), measured);
+
+    QSignalSpy finished(w->controller(), &ensemble::ui::EngineController::shiftFinished);
+    QSignalSpy ended(w->controller(), &ensemble::ui::EngineController::jobsEnded);
+    view->runButton()->click();
+    QVERIFY(view->isMeasuring());
+    w->resetAction()->trigger();
+    QCOMPARE(ended.count(), 1);
+    QCOMPARE(ended.at(0).at(0).toBool(), true);  // the same experiment
+    QVERIFY(!view->isMeasuring());
+    QVERIFY(!view->cancelButton()->isEnabled());
+    QVERIFY(waitFresh(*w));
+    QCoreApplication::processEvents();
+    QCOMPARE(finished.count(), 0);
+    QCOMPARE(view->outcome(), measured);
+    QVERIFY(view->showsPreviousRun());
+    QVERIFY2(view->message().contains(QStringLiteral("before the Reset")),
+             qPrintable(view->message()));
+    QVERIFY(view->runButton()->isEnabled());
+
+    // Another experiment: the measurement under way ends and the figures go.
+    view->runButton()->click();
+    QVERIFY(view->isMeasuring());
+    nlohmann::json other = smallConfig();
+    other["ensemble"]["members"] = 2;
+    w->loadExperiment(other, QString());
+    QCOMPARE(ended.count(), 2);
+    QCOMPARE(ended.at(1).at(0).toBool(), false);
+    QVERIFY(!view->isMeasuring());
+    QVERIFY(view->outcome() == nullptr);
+    QVERIFY(!view->showsPreviousRun());
+    QVERIFY(waitFresh(*w));
+    QCoreApplication::processEvents();
+    QCOMPARE(finished.count(), 0);
+    QVERIFY(view->outcome() == nullptr);
 }
 
 // Image data (MNIST-format IDX files): translation applies (scaling does not), and the
