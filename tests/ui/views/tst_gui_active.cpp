@@ -584,7 +584,7 @@ void TestGuiActive::escapeCancelsTheRoundUnderWay() {
 void TestGuiActive::newRunEndsTheRoundUnderWay() {
     QTemporaryDir dir;
     const QString path = dir.filePath(QStringLiteral("fresh.safetensors"));
-    json c = smallConfig();
+    json c = activeRun();
     c["active"]["steps"] = 50'000'000;  // far longer than the test waits
     auto w = makeWindow({1200, 800});
     w->loadExperiment(c, QString());

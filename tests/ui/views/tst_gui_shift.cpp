@@ -307,7 +307,7 @@ void TestGuiShift::newRunEndsAMeasurement() {
     // Another experiment: the measurement under way ends and the figures go.
     view->runButton()->click();
     QVERIFY(view->isMeasuring());
-    nlohmann::json other = smallConfig();
+    nlohmann::json other = shiftRun();
     other["ensemble"]["members"] = 2;
     w->loadExperiment(other, QString());
     QCOMPARE(ended.count(), 2);
