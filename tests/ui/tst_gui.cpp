@@ -299,7 +299,7 @@ void TestGui::exportWritesLoadableFiles() {
                 static_cast<float>(ensemble::test::kFloatRounding));
     }
 
-    // The dialog's other two formats (issue 27): the whole ensemble as ONNX, NumPy's .npz, with
+    // The dialog's other two formats: the whole ensemble as ONNX, NumPy's .npz, with
     // the same metrics and picture beside them.
     for (const auto& [format, suffix, magic] :
          {std::tuple{ensemble::ExportFormat::Onnx, ".onnx", QByteArray("\x08\x08", 2)},

@@ -1,4 +1,4 @@
-// Issue 33's file part: what is opened is what was saved (an export with a member switched
+// Files in the app: what is opened is what was saved (an export with a member switched
 // off opens and compares as `ensemble-cli eval` reports it), files that are no experiment are
 // refused with the experiment kept, a preset asks before it replaces a trained run, status
 // messages and the busy overlay belong to the run they describe, and the smaller things (the

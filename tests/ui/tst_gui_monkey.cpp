@@ -1,4 +1,4 @@
-// A monkey at the window (issue 38): a seeded random sequence of clicks, keys (the window's
+// A monkey at the window: a seeded random sequence of clicks, keys (the window's
 // shortcuts among them), drags, wheel turns, hovers, resizes and file drops, sent to the
 // offscreen window through the same window-system entry points a real keyboard and mouse use,
 // while a run trains, presets change and files open and save in a temporary folder. Dialogs
@@ -87,7 +87,7 @@ using ensemble::ui::MainWindow;
 namespace {
 
 // A stall: the GUI thread's timer fired this much later than asked, less the time the thread
-// waited for a CPU (issue 38's bound; the app's screenshot mode measures lateness the same way).
+// waited for a CPU (the monkey's bound; the app's screenshot mode measures lateness the same way).
 constexpr qint64 kStallMs = 250;
 // Growth allowed between the two moments with no window (after the warm-up and at the end),
 // after malloc_trim. Heap in use: Qt's pixmap cache may keep 10 MiB of drawn pixmaps, its glyph,

@@ -1,4 +1,4 @@
-// Issue 24's app part: the window opens ensembles the CLI trained (an export: its weights as
+// Opening in the app: the window opens ensembles the CLI trained (an export: its weights as
 // a new run's starting point; a checkpoint: its whole training state, so Train continues it
 // bit for bit as the CLI's --resume does), draws them without training, keeps the current
 // experiment when a file cannot be used, and renders one unattended with --weights.

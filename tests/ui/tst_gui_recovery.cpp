@@ -1,4 +1,4 @@
-// Issue 38: the app keeps a run through a crash. In-process: the recovery store's locks (two
+// The app keeps a run through a crash. In-process: the recovery store's locks (two
 // instances never take the same slot, a dead owner's lock is taken over), writes only when
 // the run changed, a clean exit removes the file and a signal keeps it, the banner offers a
 // crash's run and restores it bit for bit. With the real ensemble-lab binary (offscreen, a

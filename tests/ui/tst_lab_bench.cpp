@@ -1,4 +1,4 @@
-// The app as a lab bench (issue 26), the parts a person reads and touches: nice axis ticks, a
+// The app as a lab bench, the parts a person reads and touches: nice axis ticks, a
 // panel that can be read (errors under their field, a dock wide enough for its labels), the
 // wheel that scrolls the panel instead of changing an unfocused field, Enter/Escape that give
 // the window its shortcuts back, disabled actions that say why, the Boundary view's zoom and

@@ -1,4 +1,4 @@
-// Every view readable at 900 x 600 (issue 33): the window at the size the README promises,
+// Every view readable at 900 x 600: the window at the size the README promises,
 // trained on 2-D data, on tiny MNIST-format images (a CNN, so the Filters view shows) and on a
 // 1-D regression, each view of the view table in front in turn, and no text anywhere wider
 // than its room. Widgets are measured (a label's text against its rectangle, a button's, a

@@ -1,4 +1,4 @@
-// The methods' comparison (compare/compare.h, issue 35): the report's keys and ranges, the
+// The methods' comparison (compare/compare.h): the report's keys and ranges, the
 // parameter count against the architecture's widths, the numbers against what `train
 // --metrics`, `eval --ood` and the shift report give for the same config, the method list and
 // its errors, cancelling between methods, and `ensemble-cli compare` end to end (report, CSV,

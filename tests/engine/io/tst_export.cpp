@@ -1,4 +1,4 @@
-// `ensemble-cli export` and `train --export` without outside tools (issue 27): the format a
+// `ensemble-cli export` and `train --export` without outside tools: the format a
 // name or --format selects, the exit codes of bad input with nothing written, a checkpoint's
 // export part, the .npz / .npy structure the writer promises, ONNX's C++ checker on the ONNX
 // models and their external-data form (tst_interop has NumPy, the Python ONNX checker and ONNX

@@ -1,4 +1,4 @@
-// Exports other tools run (issue 27), checked by those tools: for an MLP classifier on spirals,
+// Exports other tools run, checked by those tools: for an MLP classifier on spirals,
 // an MLP and a CNN on MNIST-format images, and Gaussian and MSE regressors, `ensemble-cli
 // export` writes an ONNX model that onnx.checker accepts (tests/interop/check_onnx.py: IR 8,
 // opset 17, inputs, outputs, metadata_props, initializer bytes) and that ONNX Runtime

@@ -292,7 +292,7 @@ void TestConformal::auprHandCases() {
 
 void TestConformal::evalReportBlocks() {
     // evaluateEnsemble with conformalAlpha: the report's "conformal" and "selective" blocks
-    // as issue 34 spells them, on the same halves as the temperature fit.
+    // as the shift report's contract spells them, on the same halves as the temperature fit.
     std::mt19937_64 rng(9);
     const int rows = 200;
     const int classes = 4;

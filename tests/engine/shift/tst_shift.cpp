@@ -360,7 +360,7 @@ void TestShift::reportAgreesWithEvaluation() {
     input.predictions = &q;
     input.labels = &turned.y;
     QCOMPARE(r.levels[1].ensemble.nll, evaluateEnsemble(input, eo).ensemble.nll);
-    // The JSON keys of issue 34.
+    // The report's JSON keys (a public contract).
     const nlohmann::json j = shiftReportJson(r);
     QCOMPARE(j["shift"].get<std::string>(), std::string("rotate"));
     QCOMPARE(j["levels"][1]["level"].get<double>(), 90.0);

@@ -1,4 +1,4 @@
-// The image shifts of issue 34 checked by the tools that define them, on real images: for the
+// The image shifts checked by the tools that define them, on real images: for the
 // first 16 test images of Fashion-MNIST (Debian's dataset-fashion-mnist) or MNIST, rotateImage
 // equals scipy.ndimage.rotate(img, angle, reshape=False, order=1, mode='constant', cval=0)
 // within 1e-5 on the 0..1 pixel scale at every default angle and two others, 90 degrees equals
@@ -29,7 +29,7 @@ using ensemble::test::sourceDir;
 
 namespace {
 
-// The contract's tolerance (issue 34), on 0..1 pixels.
+// The contract's tolerance, on 0..1 pixels.
 constexpr double kScipyTolerance = 1e-5;
 constexpr int kImages = 16;
 constexpr int kSide = 28;

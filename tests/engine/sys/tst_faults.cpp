@@ -1,4 +1,4 @@
-// Faults, tried rather than claimed (issue 25): ensemble-cli killed (SIGKILL) while exporting
+// Faults, tried rather than claimed: ensemble-cli killed (SIGKILL) while exporting
 // over a file, a full disk (ENOSPC, injected by an LD_PRELOAD shim over write(2), and for real
 // on a small tmpfs of the test's own where mounting one is permitted),
 // Ctrl-C (SIGINT) during training and during the writes after it, and the output-path rule for

@@ -1,4 +1,4 @@
-// Issue 33's long runs, offscreen: what the app keeps stays bounded however long the run (the
+// Long runs, offscreen: what the app keeps stays bounded however long the run (the
 // Curves view's points, the snapshot's curve points, the stores behind them), the step shown
 // never goes back across pauses, and the speed until paused is obeyed and remembered. How
 // late the GUI is and how much memory a run takes are measured by bench/budgets.py

@@ -1,4 +1,4 @@
-// Convolutional members in the app (issue 21's app part): the Model section's kind switch and
+// Convolutional members in the app: the Model section's kind switch and
 // layer list editor (the schema's conditional keys, the parser's errors at the row and field
 // they name), and a short CNN run on tiny MNIST-format files in a temporary folder: the Images
 // view, draw-a-digit, the confusion matrix, calibration and the Filters view's kernels and

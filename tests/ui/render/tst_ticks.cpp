@@ -1,6 +1,6 @@
 // The app's one tick generator (ui/render/ticks.h) and the Qt Charts axes built on it: 1-2-5
 // steps, whole-number axes for counts and sizes, labels that tell neighbours apart, SI suffixes
-// for large step counts (issue 33's cases: K = 4 sizes, NLL near 2.3 at step 0, 200000 steps).
+// for large step counts (the long runs' cases: K = 4 sizes, NLL near 2.3 at step 0, 200000 steps).
 #include <QCategoryAxis>
 #include <QtTest>
 

@@ -1,4 +1,4 @@
-// The Active learning view (issue 36, the app's part). The loop the view drives on the engine
+// The Active learning view. The loop the view drives on the engine
 // thread is the engine's: a round on 2-D data acquires the same rows in the app as an
 // ActiveLearner called directly with the same config and seed (and as `ensemble-cli active
 // --report`); the heatmap is acquisitionScores on the grid's member predictions, coloured by

@@ -1,4 +1,4 @@
-// The Methods view (issue 35, the app's part): it lists the methods of the registry, compares
+// The Methods view: it lists the methods of the registry, compares
 // the checked ones on the engine thread and shows exactly what compareMethods gives for the
 // run's config (the table's numbers, bit for bit where they are deterministic, and the maps:
 // each method's epistemic map on one shared scale); image data gets the table and no maps;

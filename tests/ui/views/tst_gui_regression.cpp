@@ -1,4 +1,4 @@
-// Regression in the app (issue 23): the presets train and display without a crash, the
+// Regression in the app: the presets train and display without a crash, the
 // Experiment panel keeps model.likelihood in step with the dataset's task, the Regression view
 // draws the Deep Ensembles figure (bands wider away from the data), and 2-D regression inputs
 // get mean and std heatmaps in the Boundary view.

@@ -1,4 +1,4 @@
-// The Shift view (issue 34, the app's part): it measures the run's ensemble on the engine
+// The Shift view: it measures the run's ensemble on the engine
 // thread and shows exactly the report `ensemble-cli shift` computes for the exported weights;
 // Cancel stops a measurement; a new run ends one under way (a Reset keeps the figures measured
 // before it, another experiment clears them); the slider shows the moved points (checked against
