@@ -20,14 +20,11 @@ def read_floors(path):
     private = {}
     with open(path, encoding="utf-8") as table:
         lines = [l.split("#", 1)[0].strip() for l in table]
-    for line in (l for l in lines if l and not l.startswith("@")):
+    floor_lines = [l for l in lines if l and not l.startswith("@")]
+    for level, line in enumerate(floor_lines):
         for folder in line.split():
             if folder in floors:
                 sys.exit(f"{path}: {folder} is placed twice")
-            floors[folder] = len(set(floors.values()))
-        # every folder of the line shares the floor the first one opened
-        level = floors[line.split()[0]]
-        for folder in line.split():
             floors[folder] = level
     for line in (l for l in lines if l.startswith("@private")):
         parts, _, readers = line[len("@private"):].partition(":")

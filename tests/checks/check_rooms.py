@@ -23,12 +23,13 @@ def lines(path):
 def opens_with_comment(text):
     """Whether the first lines that are not blank, #pragma once or an SPDX line are a comment.
     A .cpp may first include its own header (as clang-format keeps it), then comment."""
+    own_header_seen = False
     for line in text:
         stripped = line.strip()
         if not stripped or stripped == "#pragma once" or "SPDX-License-Identifier" in stripped:
             continue
-        if stripped.startswith("#include") and not opens_with_comment.seen_include:
-            opens_with_comment.seen_include = True
+        if stripped.startswith("#include") and not own_header_seen:
+            own_header_seen = True
             continue
         return stripped.startswith("//") or stripped.startswith("/*")
     return False
@@ -54,11 +55,7 @@ def main():
             failures.append(f"{rel}: {total} lines with its header, above {LIMIT}: split it "
                             "along a seam it already has")
         elif total > NEEDS_COMMENT:
-            commented = False
-            for text in counted.values():
-                opens_with_comment.seen_include = False
-                commented = commented or opens_with_comment(text)
-            if not commented:
+            if not any(opens_with_comment(text) for text in counted.values()):
                 failures.append(f"{rel}: {total} lines with its header and no first comment "
                                 "naming the seam it keeps whole")
     for failure in failures:
