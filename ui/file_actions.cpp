@@ -26,19 +26,14 @@
 #include "job_files.h"
 #include "panels/experiment_panel.h"
 #include "run_session.h"
+#include "std_string.h"
 #include "sys/atomic_file.h"
 #include "view_tabs.h"
 #include "views/shift_view.h"
 
 namespace ensemble::ui {
 
-namespace {
-
-QString str(const std::string& s) {
-    return QString::fromStdString(s);
-}
-
-}  // namespace
+namespace {}  // namespace
 
 FileActions::FileActions(EngineController* controller, ExperimentPanel* panel, RunSession* session,
                          ViewTabs* views, QMainWindow* window, bool useSettings)
@@ -104,13 +99,27 @@ void FileActions::addActions(QMenu* file) {
 
 bool FileActions::openExperiment(const QString& path, QString* error) {
     try {
-        const nlohmann::json config = loadConfigJson(QFile::encodeName(path).toStdString());
+        const std::string file = QFile::encodeName(path).toStdString();
+        const nlohmann::json config = loadConfigJson(file);
         // A JSON file that is no experiment (the metrics an export writes) is refused here:
         // loaded, it would replace the running experiment with one that cannot start.
+        // The engine's validation decides, as `ensemble-cli train --config` does, before any
+        // widget sees a value: the form's fields clamp (members -3 would become 1) and would
+        // turn an invalid file into a valid run. A refused file keeps the experiment shown; the
+        // window's own reason (a metrics file is named as one) adds to the engine's message.
+        QString engineMessage;
+        try {
+            (void)parseConfig(composeConfig(file, {}));
+        } catch (const ConfigError& e) {
+            engineMessage = str(e.what());
+        }
         const QString notExperiment = notAnExperiment(path, config);
-        if (!notExperiment.isEmpty()) {
+        if (!notExperiment.isEmpty() || !engineMessage.isEmpty()) {
             if (error != nullptr) {
-                *error = notExperiment;
+                *error = notExperiment.isEmpty() ? engineMessage
+                         : engineMessage.isEmpty()
+                             ? notExperiment
+                             : notExperiment + QLatin1Char('\n') + engineMessage;
             }
             return false;
         }
@@ -204,9 +213,14 @@ void FileActions::restoreLastExperiment() {
         Q_EMIT statusRequested(tr("No experiment was saved yet."), 5000);
         return;
     }
-    const nlohmann::json config = nlohmann::json::parse(text.toStdString(), nullptr, false);
-    if (!config.is_discarded()) {
-        m_session->loadExperiment(config);
+    try {
+        const ComposedConfig composed =
+            composeConfigText(text.toStdString(), tr("the saved experiment").toStdString(), {});
+        (void)parseConfig(composed);
+        m_session->loadExperiment(composed.json);
+    } catch (const std::exception& e) {
+        Q_EMIT statusRequested(tr("The saved experiment was not loaded: %1").arg(str(e.what())),
+                               10000);
     }
 }
 

@@ -38,6 +38,7 @@
 #include "render/plot_helpers.h"
 #include "run_session.h"
 #include "run_status.h"
+#include "std_string.h"
 #include "view_tabs.h"
 #include "views/active_view.h"
 #include "views/boundary_view.h"
@@ -55,13 +56,7 @@
 
 namespace ensemble::ui {
 
-namespace {
-
-QString str(const std::string& s) {
-    return QString::fromStdString(s);
-}
-
-}  // namespace
+namespace {}  // namespace
 
 MainWindow::MainWindow(Options options, QWidget* parent)
     : QMainWindow(parent),

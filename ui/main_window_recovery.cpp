@@ -16,6 +16,7 @@
 #include "file_actions.h"
 #include "recovery.h"
 #include "run_session.h"
+#include "std_string.h"
 
 namespace ensemble::ui {
 
@@ -23,10 +24,6 @@ namespace {
 
 const QString kAutosaveKey = QStringLiteral("recovery/autosaveSeconds");
 constexpr int kDefaultAutosaveSeconds = 60;
-
-QString str(const std::string& s) {
-    return QString::fromStdString(s);
-}
 
 }  // namespace
 

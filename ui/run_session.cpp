@@ -13,15 +13,12 @@
 #include "core/errors.h"
 #include "data_kinds.h"
 #include "panels/experiment_panel.h"
+#include "std_string.h"
 #include "sys/script_hints.h"
 
 namespace ensemble::ui {
 
 namespace {
-
-QString str(const std::string& s) {
-    return QString::fromStdString(s);
-}
 
 // What a person can do about a failed run, from the kind of error.
 QString adviceFor(ErrorKind kind) {

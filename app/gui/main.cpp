@@ -218,6 +218,9 @@ std::optional<int> parseCommandLine(const QApplication& app, LabCommand& command
         for (const std::string& notice : composed.notices) {
             std::fprintf(stderr, "ensemble-lab: note: %s\n", notice.c_str());
         }
+        // The engine's validation, as ensemble-cli's: the same message and exit code for a
+        // config either program refuses (the panel's fields would clamp what it refuses).
+        (void)ensemble::parseConfig(composed);
         config = composed.json;
         if (assignments.empty() && !ensemble::presetText(source.toStdString()).empty() &&
             !QFile::exists(source)) {
@@ -225,7 +228,7 @@ std::optional<int> parseCommandLine(const QApplication& app, LabCommand& command
         }
     } catch (const std::exception& e) {
         std::fprintf(stderr, "ensemble-lab: %s\n", e.what());
-        return exitStatus(ExitCode::Usage);
+        return exitStatus(ensemble::exitCodeFor(e));
     }
     bool stepsOk = true;
     const qint64 trainSteps =

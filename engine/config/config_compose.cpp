@@ -138,6 +138,11 @@ ComposedConfig composeFrom(ConfigText* source, const std::vector<std::string>& a
     json base = json::object();
     if (source != nullptr) {
         base = parseConfigText(*source);
+        if (!base.is_object()) {
+            // An array or a number is no config: refused, never read as the defaults.
+            throw ConfigError("config", "expected a JSON object",
+                              FilePosition{source->isFile ? source->origin : std::string(), 1, 1});
+        }
         if (source->isFile) {
             out.origin = source->origin;
             out.text = std::move(source->text);

@@ -19,7 +19,7 @@ namespace {
 
 using nlohmann::json;
 
-[[noreturn]] void invalid(const std::string& origin, const std::string& what) {
+[[noreturn]] void invalidCheckpoint(const std::string& origin, const std::string& what) {
     throw DataError(ErrorKind::Weights, origin + ": " + what);
 }
 
@@ -64,7 +64,7 @@ double readNumber(const json& v, const std::string& origin, const std::string& w
         return std::numeric_limits<double>::quiet_NaN();
     }
     if (!v.is_number()) {
-        invalid(origin, "curves: " + where + " is not a number or null");
+        invalidCheckpoint(origin, "curves: " + where + " is not a number or null");
     }
     return v.get<double>();
 }
@@ -73,10 +73,10 @@ const json& readArray(const json& parent, const char* key, std::size_t size,
                       const std::string& origin, const std::string& where) {
     if (!parent.is_object() || !parent.contains(key) || !parent[key].is_array() ||
         (size != std::numeric_limits<std::size_t>::max() && parent[key].size() != size)) {
-        invalid(origin, "curves: " + where + key + " is not a list" +
-                            (size == std::numeric_limits<std::size_t>::max()
-                                 ? std::string()
-                                 : " of " + std::to_string(size) + " entries"));
+        invalidCheckpoint(origin, "curves: " + where + key + " is not a list" +
+                                      (size == std::numeric_limits<std::size_t>::max()
+                                           ? std::string()
+                                           : " of " + std::to_string(size) + " entries"));
     }
     return parent[key];
 }
@@ -183,7 +183,7 @@ std::vector<Evaluation> curvesFromJson(const json& curves, const std::string& or
     const std::size_t n = steps.size();
     const json& epochs = readArray(curves, "epoch", n, origin, "");
     if (!curves.contains("ensemble") || !curves.contains("members")) {
-        invalid(origin, "curves: has no 'ensemble' or no 'members'");
+        invalidCheckpoint(origin, "curves: has no 'ensemble' or no 'members'");
     }
     const json& ensemble = curves["ensemble"];
     const json& members = curves["members"];
@@ -192,18 +192,20 @@ std::vector<Evaluation> curvesFromJson(const json& curves, const std::string& or
     for (std::size_t j = 0; j < n; ++j) {
         Evaluation& e = out[j];
         if (!steps[j].is_number_integer() || steps[j].get<int64_t>() < 0) {
-            invalid(origin, "curves: step[" + std::to_string(j) + "] is not a step number");
+            invalidCheckpoint(origin,
+                              "curves: step[" + std::to_string(j) + "] is not a step number");
         }
         e.step = steps[j].get<int64_t>();
         e.epoch = readNumber(epochs[j], origin, "epoch[" + std::to_string(j) + "]");
         if (!diverged[j].is_array()) {
-            invalid(origin, "curves: members.diverged[" + std::to_string(j) + "] is not a list");
+            invalidCheckpoint(origin,
+                              "curves: members.diverged[" + std::to_string(j) + "] is not a list");
         }
         e.members.resize(diverged[j].size());
         for (std::size_t k = 0; k < e.members.size(); ++k) {
             if (!diverged[j][k].is_boolean()) {
-                invalid(origin, "curves: members.diverged[" + std::to_string(j) + "][" +
-                                    std::to_string(k) + "] is not true or false");
+                invalidCheckpoint(origin, "curves: members.diverged[" + std::to_string(j) + "][" +
+                                              std::to_string(k) + "] is not true or false");
             }
             e.members[k].diverged = diverged[j][k].get<bool>();
         }
@@ -218,8 +220,8 @@ std::vector<Evaluation> curvesFromJson(const json& curves, const std::string& or
             measure(e.ensembleTrain, e.ensembleTest, i) =
                 readNumber(ens[j], origin, "ensemble." + name + at);
             if (!mem[j].is_array() || mem[j].size() != e.members.size()) {
-                invalid(origin, "curves: members." + name + at + " is not a list of " +
-                                    std::to_string(e.members.size()) + " values");
+                invalidCheckpoint(origin, "curves: members." + name + at + " is not a list of " +
+                                              std::to_string(e.members.size()) + " values");
             }
             for (std::size_t k = 0; k < e.members.size(); ++k) {
                 MemberEvaluation& m = e.members[k];
@@ -282,9 +284,9 @@ Checkpoint readCheckpoint(const std::string& path) {
 Checkpoint readCheckpoint(const SafetensorsFile& file) {
     const std::string& origin = file.origin;
     if (!isCheckpoint(file)) {
-        invalid(origin,
-                "not a checkpoint: it holds weights but no optimizer state (an export; "
-                "`ensemble-cli train --checkpoint FILE` writes checkpoints)");
+        invalidCheckpoint(origin,
+                          "not a checkpoint: it holds weights but no optimizer state (an export; "
+                          "`ensemble-cli train --checkpoint FILE` writes checkpoints)");
     }
     Checkpoint c;
     c.ensemble = importEnsemble(file);
@@ -292,17 +294,17 @@ Checkpoint readCheckpoint(const SafetensorsFile& file) {
     const json& version = meta["checkpoint_format_version"];
     if (!version.is_number_integer() || version.get<int64_t>() < 1 ||
         version.get<int64_t>() > kCheckpointFormatVersion) {
-        invalid(origin, "checkpoint_format_version " + version.dump() +
-                            " is not supported (this build reads 1.." +
-                            std::to_string(kCheckpointFormatVersion) + ")");
+        invalidCheckpoint(origin, "checkpoint_format_version " + version.dump() +
+                                      " is not supported (this build reads 1.." +
+                                      std::to_string(kCheckpointFormatVersion) + ")");
     }
     if (!meta.contains("step") || !meta["step"].is_number_integer() ||
         meta["step"].get<int64_t>() < 0) {
-        invalid(origin, "metadata 'step' is not a step number");
+        invalidCheckpoint(origin, "metadata 'step' is not a step number");
     }
     if (!meta.contains("train_rows") || !meta["train_rows"].is_number_integer() ||
         meta["train_rows"].get<int64_t>() < 1) {
-        invalid(origin, "metadata 'train_rows' is not a row count");
+        invalidCheckpoint(origin, "metadata 'train_rows' is not a row count");
     }
     c.trainRows = meta["train_rows"].get<int64_t>();
 
@@ -320,8 +322,8 @@ Checkpoint readCheckpoint(const SafetensorsFile& file) {
                               const std::string& name) {
         const Tensor* t = file.find(name);
         if (t == nullptr || t->dtype != DType::F32 || t->shape != p.shape) {
-            invalid(origin, "tensor '" + name + "' should be F32 " + shapeText(p.shape) +
-                                (t == nullptr ? " and is missing" : ""));
+            invalidCheckpoint(origin, "tensor '" + name + "' should be F32 " + shapeText(p.shape) +
+                                          (t == nullptr ? " and is missing" : ""));
         }
         const auto values = t->f32();
         std::copy(values.begin(), values.end(),
@@ -347,19 +349,21 @@ Checkpoint readCheckpoint(const SafetensorsFile& file) {
     const Tensor* updates = file.find("optimizer.step");
     if (updates == nullptr || updates->dtype != DType::I64 ||
         updates->shape != std::vector<int64_t>{k}) {
-        invalid(origin, "tensor 'optimizer.step' should be I64 [" + std::to_string(k) + "]");
+        invalidCheckpoint(origin,
+                          "tensor 'optimizer.step' should be I64 [" + std::to_string(k) + "]");
     }
     const auto counts = updates->i64();
     if (std::any_of(counts.begin(), counts.end(), [&](int64_t u) { return u != counts[0]; }) ||
         counts[0] < 0) {
-        invalid(origin,
-                "tensor 'optimizer.step' holds different update counts for different members "
-                "(this build resumes members that have taken the same number of updates)");
+        invalidCheckpoint(
+            origin,
+            "tensor 'optimizer.step' holds different update counts for different members "
+            "(this build resumes members that have taken the same number of updates)");
     }
     state.optimizer.updates = static_cast<uint64_t>(counts[0]);
 
     if (!meta.contains("curves")) {
-        invalid(origin, "metadata has no 'curves'");
+        invalidCheckpoint(origin, "metadata has no 'curves'");
     }
     c.curves = curvesFromJson(meta["curves"], origin);
     if (meta.contains("active")) {
@@ -367,9 +371,10 @@ Checkpoint readCheckpoint(const SafetensorsFile& file) {
     }
     for (const Evaluation& e : c.curves) {
         if (e.members.size() != static_cast<std::size_t>(c.ensemble.layout.members())) {
-            invalid(origin, "curves: an evaluation of " + std::to_string(e.members.size()) +
-                                " members in a checkpoint of " +
-                                std::to_string(c.ensemble.layout.members()));
+            invalidCheckpoint(origin, "curves: an evaluation of " +
+                                          std::to_string(e.members.size()) +
+                                          " members in a checkpoint of " +
+                                          std::to_string(c.ensemble.layout.members()));
         }
     }
     return c;

@@ -28,13 +28,13 @@ std::vector<TrainedTensor> storedTensors(EnsembleMethod method, const ParamLayou
     return out;
 }
 
-[[noreturn]] void invalid(const std::string& path, const std::string& what) {
+[[noreturn]] void invalidWeights(const std::string& path, const std::string& what) {
     throw DataError(ErrorKind::Weights, path + ": " + what);
 }
 
 const json& metaJson(const json& meta, const std::string& path, const std::string& key) {
     if (!meta.contains(key)) {
-        invalid(path, "metadata has no '" + key + "' (not an EnsembleLab weights file?)");
+        invalidWeights(path, "metadata has no '" + key + "' (not an EnsembleLab weights file?)");
     }
     return meta.at(key);
 }
@@ -58,13 +58,14 @@ void readTargetNormalization(const SafetensorsFile& file, LoadedEnsemble& e) {
     for (int i = 0; i < 2; ++i) {
         const Tensor* t = file.find(names[i]);
         if (t == nullptr || t->dtype != DType::F32 || t->shape != std::vector<int64_t>{1}) {
-            invalid(path, std::string("a regression model needs the tensor '") + names[i] +
-                              "' as F32 [1]");
+            invalidWeights(path, std::string("a regression model needs the tensor '") + names[i] +
+                                     "' as F32 [1]");
         }
         values[i] = static_cast<double>(t->f32()[0]);
     }
     if (!std::isfinite(values[0]) || !(values[1] > 0.0) || !std::isfinite(values[1])) {
-        invalid(path, "normalization.target_mean / target_std must be finite, the std positive");
+        invalidWeights(path,
+                       "normalization.target_mean / target_std must be finite, the std positive");
     }
     e.normalization.targetMean = values[0];
     e.normalization.targetStd = values[1];
@@ -176,15 +177,15 @@ LoadedEnsemble importEnsemble(const SafetensorsFile& file) {
     // Read as int64: get<int>() would wrap a large number into the supported range.
     if (!version.is_number_integer() || version.get<int64_t>() < 1 ||
         version.get<int64_t>() > kWeightsFormatVersion) {
-        invalid(path, "format_version " + version.dump() +
-                          " is not supported (this build reads 1.." +
-                          std::to_string(kWeightsFormatVersion) + ")");
+        invalidWeights(path, "format_version " + version.dump() +
+                                 " is not supported (this build reads 1.." +
+                                 std::to_string(kWeightsFormatVersion) + ")");
     }
     const json& config = metaJson(meta, path, "config");
     try {
         e.config = parseConfig(config);
     } catch (const ConfigError& err) {
-        invalid(path, std::string("the stored config is invalid: ") + err.what());
+        invalidWeights(path, std::string("the stored config is invalid: ") + err.what());
     }
     // The method: the metadata "method" (version 2 on; version 1 files are independent
     // ensembles, with or without the entry), which the stored config must agree with.
@@ -192,21 +193,22 @@ LoadedEnsemble importEnsemble(const SafetensorsFile& file) {
     if (meta.contains("method")) {
         const json& method = meta["method"];
         if (!method.is_string() || !enumFromName(method.get<std::string>(), e.method)) {
-            invalid(path, "metadata 'method' " + method.dump() + " is not a method (" +
-                              namesText<EnsembleMethod>() + ")");
+            invalidWeights(path, "metadata 'method' " + method.dump() + " is not a method (" +
+                                     namesText<EnsembleMethod>() + ")");
         }
     } else if (version.get<int64_t>() >= 2) {
-        invalid(path, "metadata 'method' is missing (format_version 2 files name their method)");
+        invalidWeights(path,
+                       "metadata 'method' is missing (format_version 2 files name their method)");
     }
     if (version.get<int64_t>() < weightsFormatVersion(e.method)) {
-        invalid(path, "format_version " + version.dump() + " cannot hold a " + toString(e.method) +
-                          " ensemble (it needs " + std::to_string(weightsFormatVersion(e.method)) +
-                          ")");
+        invalidWeights(path, "format_version " + version.dump() + " cannot hold a " +
+                                 toString(e.method) + " ensemble (it needs " +
+                                 std::to_string(weightsFormatVersion(e.method)) + ")");
     }
     if (e.config.ensemble.method != e.method) {
-        invalid(path, std::string("metadata 'method' is ") + toString(e.method) +
-                          " but the stored config's ensemble.method is " +
-                          toString(e.config.ensemble.method));
+        invalidWeights(path, std::string("metadata 'method' is ") + toString(e.method) +
+                                 " but the stored config's ensemble.method is " +
+                                 toString(e.config.ensemble.method));
     }
     const int k = e.config.ensemble.members;
     // A method that stores its one network (storesNetwork) holds one member's tensors.
@@ -223,18 +225,20 @@ LoadedEnsemble importEnsemble(const SafetensorsFile& file) {
         } catch (const json::exception&) {
         }
         if (hw.size() != 2 || hw[0] < 1 || hw[1] < 1 || hw[0] > 65536 || hw[1] > 65536) {
-            invalid(path, "metadata 'image_shape' " + shape.dump() + " is not [height, width]");
+            invalidWeights(path,
+                           "metadata 'image_shape' " + shape.dump() + " is not [height, width]");
         }
         if (!classes.is_number_integer() || classes.get<int64_t>() < 1 ||
             classes.get<int64_t>() > 65536) {
-            invalid(path, "metadata 'classes' " + classes.dump() + " is not a class count");
+            invalidWeights(path, "metadata 'classes' " + classes.dump() + " is not a class count");
         }
         try {
             e.layout = ParamLayout(
                 modelArchitecture(e.config.model, Shape{1, hw[0], hw[1]}, classes.get<int>()),
                 stored);
         } catch (const ConfigError& err) {
-            invalid(path, std::string("the stored model does not fit its images: ") + err.what());
+            invalidWeights(path,
+                           std::string("the stored model does not fit its images: ") + err.what());
         }
     } else {
         const json& widths = metaJson(meta, path, "widths");
@@ -242,10 +246,11 @@ LoadedEnsemble importEnsemble(const SafetensorsFile& file) {
         try {
             w = widths.get<std::vector<int>>();
         } catch (const json::exception&) {
-            invalid(path, "metadata 'widths' is not a list of integers");
+            invalidWeights(path, "metadata 'widths' is not a list of integers");
         }
         if (w.size() < 2 || std::any_of(w.begin(), w.end(), [](int x) { return x < 1; })) {
-            invalid(path, "metadata 'widths' " + widths.dump() + " is not a valid architecture");
+            invalidWeights(path,
+                           "metadata 'widths' " + widths.dump() + " is not a valid architecture");
         }
         e.layout = ParamLayout(w, stored);
     }
@@ -260,7 +265,7 @@ LoadedEnsemble importEnsemble(const SafetensorsFile& file) {
             for (int64_t x : shape) {
                 expected += (expected.empty() ? "" : ",") + std::to_string(x);
             }
-            invalid(path, "tensor '" + name + "' should be F32 [" + expected + "]");
+            invalidWeights(path, "tensor '" + name + "' should be F32 [" + expected + "]");
         }
         return t;
     };
@@ -285,8 +290,8 @@ LoadedEnsemble importEnsemble(const SafetensorsFile& file) {
     for (const char* name : {"normalization.mean", "normalization.std"}) {
         const Tensor& t = file.get(name);
         if (t.dtype != DType::F32 || t.shape != std::vector<int64_t>{d}) {
-            invalid(path,
-                    std::string("tensor '") + name + "' should be F32 [" + std::to_string(d) + "]");
+            invalidWeights(path, std::string("tensor '") + name + "' should be F32 [" +
+                                     std::to_string(d) + "]");
         }
         const auto values = t.f32();
         auto& dst =
@@ -295,7 +300,7 @@ LoadedEnsemble importEnsemble(const SafetensorsFile& file) {
     }
     for (float s : e.normalization.std) {
         if (!(s > 0.0f) || !std::isfinite(s)) {
-            invalid(path, "normalization.std has a value that is not positive and finite");
+            invalidWeights(path, "normalization.std has a value that is not positive and finite");
         }
     }
     if (isRegression(e.config.model.likelihood)) {
@@ -303,7 +308,8 @@ LoadedEnsemble importEnsemble(const SafetensorsFile& file) {
     }
     if (const Tensor* counts = file.find("bootstrap.counts")) {
         if (counts->dtype != DType::I32 || counts->shape.size() != 2 || counts->shape[0] != k) {
-            invalid(path, "tensor 'bootstrap.counts' should be I32 [" + std::to_string(k) + ",N]");
+            invalidWeights(path,
+                           "tensor 'bootstrap.counts' should be I32 [" + std::to_string(k) + ",N]");
         }
         e.trainRows = counts->shape[1];
         const auto values = counts->i32();
@@ -313,8 +319,8 @@ LoadedEnsemble importEnsemble(const SafetensorsFile& file) {
     if (meta.contains("members") && meta["members"].is_array()) {
         const json& members = meta["members"];
         if (members.size() != static_cast<std::size_t>(k)) {
-            invalid(path, "metadata 'members' lists " + std::to_string(members.size()) +
-                              " members but the tensors hold " + std::to_string(k));
+            invalidWeights(path, "metadata 'members' lists " + std::to_string(members.size()) +
+                                     " members but the tensors hold " + std::to_string(k));
         }
         for (std::size_t m = 0; m < members.size(); ++m) {
             // Checked here: json's value() would throw its own type_error for a member that is
@@ -322,8 +328,8 @@ LoadedEnsemble importEnsemble(const SafetensorsFile& file) {
             const json& member = members[m];
             if (!member.is_object() ||
                 (member.contains("diverged") && !member["diverged"].is_boolean())) {
-                invalid(path, "metadata 'members' entry " + std::to_string(m) +
-                                  " is not an object with a true/false 'diverged'");
+                invalidWeights(path, "metadata 'members' entry " + std::to_string(m) +
+                                         " is not an object with a true/false 'diverged'");
             }
             e.diverged[m] = member.value("diverged", false) ? 1 : 0;
         }
@@ -339,16 +345,16 @@ LoadedEnsemble importEnsemble(const SafetensorsFile& file) {
         // stored seed and the stored config's rate. The members list (K entries in the file)
         // must be there first: it bounds K by the file's size before K networks are allocated.
         if (!meta.contains("members") || !meta["members"].is_array()) {
-            invalid(path, std::string("metadata 'members' is missing (a ") + toString(e.method) +
-                              " file lists its members)");
+            invalidWeights(path, std::string("metadata 'members' is missing (a ") +
+                                     toString(e.method) + " file lists its members)");
         }
         const json& seed = metaJson(meta, path, "dropout_seed");
         if (!seed.is_number_unsigned() && !(seed.is_number_integer() && seed.get<int64_t>() >= 0)) {
-            invalid(path, "metadata 'dropout_seed' " + seed.dump() + " is not a seed");
+            invalidWeights(path, "metadata 'dropout_seed' " + seed.dump() + " is not a seed");
         }
         if (meta.contains("dropout") && meta["dropout"] != json(e.config.model.dropout)) {
-            invalid(path, "metadata 'dropout' " + meta["dropout"].dump() +
-                              " is not the stored config's model.dropout");
+            invalidWeights(path, "metadata 'dropout' " + meta["dropout"].dump() +
+                                     " is not the stored config's model.dropout");
         }
         e.network = std::move(e.params);
         e.dropoutSeed = seed.get<uint64_t>();

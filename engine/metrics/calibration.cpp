@@ -9,7 +9,6 @@
 
 namespace ensemble {
 
-using detail::idx;
 using detail::kNaN;
 
 namespace detail {

@@ -11,7 +11,6 @@
 
 namespace ensemble {
 
-using detail::idx;
 using detail::kNaN;
 
 namespace {

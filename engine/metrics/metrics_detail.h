@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/index.h"
 #include "metrics/calibration.h"
 #include "metrics/point_statistics.h"
 #include "metrics/types.h"
@@ -17,10 +18,6 @@
 namespace ensemble::detail {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-inline std::size_t idx(int64_t i) {
-    return static_cast<std::size_t>(i);
-}
 
 inline void checkLabels(const MemberPredictions& p, const std::vector<int32_t>& labels,
                         const char* where) {

@@ -14,7 +14,6 @@ namespace ensemble {
 using detail::argmaxFirst;
 using detail::checkLabels;
 using detail::checkPredictions;
-using detail::idx;
 using detail::kNaN;
 using detail::logSumExpD;
 using detail::memberRow;

@@ -14,7 +14,6 @@ namespace ensemble {
 
 using detail::checkLabels;
 using detail::checkPredictions;
-using detail::idx;
 using detail::memberRow;
 using detail::orderedMean;
 

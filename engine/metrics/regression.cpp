@@ -9,14 +9,15 @@
 #include <system_error>
 
 #include "core/errors.h"
+#include "metrics/metrics_detail.h"
 #include "metrics/report.h"
 #include "sys/atomic_file.h"
 
 namespace ensemble {
 
-namespace {
+using detail::kNaN;
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+namespace {
 
 // z such that N(0, 1) puts mass p in [-z, z]: Phi^-1((1 + p) / 2) for p = 0.5, 0.9, 0.95.
 constexpr std::array<double, 3> kCoverageZ = {0.67448975019608171, 1.6448536269514722,

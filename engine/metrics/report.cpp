@@ -12,8 +12,6 @@
 
 namespace ensemble {
 
-using detail::idx;
-
 namespace {
 nlohmann::json num(double v) {
     return jsonNumber(v);

@@ -15,7 +15,6 @@ namespace ensemble {
 using detail::argmaxFirst;
 using detail::checkLabels;
 using detail::checkPredictions;
-using detail::idx;
 using detail::kNaN;
 using detail::logAddExp;
 using detail::memberRow;

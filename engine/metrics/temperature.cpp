@@ -8,7 +8,6 @@
 
 namespace ensemble {
 
-using detail::idx;
 using detail::kNaN;
 using detail::logSumExpD;
 using detail::memberRow;

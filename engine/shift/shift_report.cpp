@@ -1,6 +1,7 @@
 // computeShiftReport: predictions of every level in chunks (progress, cancel), the
 // in-distribution fits on the calibration half, and each level's blocks.
 #include "shift/shift_report.h"
+#include "core/index.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,10 +15,6 @@
 
 namespace ensemble {
 namespace {
-
-std::size_t idx(int64_t i) {
-    return static_cast<std::size_t>(i);
-}
 
 // DataError unless the ensemble can be measured on `data` (eval's checks, in the engine).
 void checkData(const LoadedEnsemble& ensemble, const DataSplit& data) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "core/index.h"
 #include "math/philox.h"
 
 namespace ensemble {
@@ -15,10 +16,6 @@ namespace {
 
 // Streams of RngPurpose::Shift (the `sub` word of the counter).
 enum class ShiftStream : uint32_t { Noise = 0, UniformImages = 1, Ring = 2 };
-
-std::size_t idx(int64_t i) {
-    return static_cast<std::size_t>(i);
-}
 
 // cos and sin of an angle in degrees, exact at multiples of 90 (as scipy.special.cosdg and
 // sindg are): the rotations by 90 and 180 degrees then move pixels without rounding.

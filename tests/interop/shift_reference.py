@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The reference image shifts of issue 34, for tst_shift_interop.
+"""The reference image shifts for tst_shift_interop.
 
     shift_reference.py IMAGES.f32 COUNT OUT_DIR
 

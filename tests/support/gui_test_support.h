@@ -73,7 +73,8 @@ inline std::unique_ptr<ui::MainWindow> makeWindow(QSize size = {1200, 800}) {
     return w;
 }
 
-// Waits until the controller's latest snapshot satisfies `pred`.
+// Waits until the controller's latest snapshot satisfies `pred`; `timeoutMs` is for a Release
+// build and scales as progressWaitMs() does.
 template <typename Pred>
 bool waitSnapshot(ui::EngineController& c, Pred pred, int timeoutMs = 20000) {
     return QTest::qWaitFor(
@@ -81,7 +82,7 @@ bool waitSnapshot(ui::EngineController& c, Pred pred, int timeoutMs = 20000) {
             ui::SnapshotPtr s = c.snapshot();
             return s && pred(*s);
         },
-        timeoutMs);
+        progressWaitMs(timeoutMs));
 }
 
 // Waits until the window's snapshot satisfies `pred`.

@@ -36,6 +36,7 @@
 #include "main_window.h"
 #include "panels/experiment_panel.h"
 #include "support/gui_test_support.h"
+#include "support/invalid_configs.h"
 #include "support/test_support.h"
 #include "views/calibration_view.h"
 #include "widgets/busy_overlay.h"
@@ -129,6 +130,7 @@ class TestGuiFiles : public QObject {
     void comparisonEndsOnCancelAndOnANewRun();
     void withoutItsDataTheSwitchedOffMemberStaysOut();
     void metricsFileIsRefusedAndTheExperimentKept();
+    void invalidConfigIsRefusedAsTheCliRefusesIt();
     void choosingAPresetAfterTrainingAsksFirst();
     void statusMessageGoesWithItsRun();
     void busyOverlayCoversTheOldRunAndTheWholeSplitMeasure();
@@ -357,6 +359,45 @@ void TestGuiFiles::metricsFileIsRefusedAndTheExperimentKept() {
     QVERIFY(!ensemble::ui::offeredByOpen(QStringLiteral("run.metrics.json")));
     QVERIFY(ensemble::ui::offeredByOpen(QStringLiteral("run.json")));
     QVERIFY(ensemble::ui::offeredByOpen(QStringLiteral("run.safetensors")));
+}
+
+// Every config the engine refuses (tst_config's set) is refused by File > Open with the engine's
+// message, the experiment shown kept, and by `ensemble-cli train` with the same message and exit
+// code 2: one validation for both programs, before any field of the form sees a value.
+void TestGuiFiles::invalidConfigIsRefusedAsTheCliRefusesIt() {
+    QTemporaryDir dir;
+    auto w = makeWindow();
+    w->loadExperiment(spirals(5), QString());
+    QVERIFY(waitFresh(*w));
+    const uint64_t run = w->controller()->currentRunId();
+    const nlohmann::json before = w->panel()->config();
+    for (const ensemble::test::InvalidConfig& row : ensemble::test::invalidConfigs()) {
+        const QString path = dir.filePath(QStringLiteral("bad.json"));
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        f.write(row.config.data(), static_cast<qint64>(row.config.size()));
+        f.close();
+        QString engine;
+        try {
+            (void)ensemble::parseConfig(
+                ensemble::composeConfig(QFile::encodeName(path).toStdString(), {}));
+        } catch (const ensemble::ConfigError& e) {
+            engine = QString::fromStdString(e.what());
+        }
+        QVERIFY2(engine.contains(QString::fromStdString(row.expected)), row.name.c_str());
+        QString error;
+        QVERIFY2(!w->openFile(path, &error), row.name.c_str());
+        QVERIFY2(error.contains(engine),
+                 qPrintable(QString::fromStdString(row.name) + QStringLiteral(": ") + error));
+        QCOMPARE(w->controller()->currentRunId(), run);
+        QCOMPARE(w->panel()->config(), before);
+        const ensemble::test::Run train =
+            ensemble::test::runCli({QStringLiteral("train"), QStringLiteral("--config"), path});
+        QVERIFY2(train.code == 2 && train.err.contains(engine),
+                 qPrintable(ensemble::test::describe(train)));
+    }
+    QVERIFY(w->panel()->isValid());
+    QVERIFY(w->trainAction()->isEnabled());
 }
 
 void TestGuiFiles::choosingAPresetAfterTrainingAsksFirst() {

@@ -29,6 +29,7 @@
 #include "metrics/grid.h"
 #include "panels/experiment_panel.h"
 #include "support/gui_test_support.h"
+#include "support/invalid_configs.h"
 #include "support/test_support.h"
 #include "views/boundary_view.h"
 #include "views/calibration_view.h"
@@ -166,6 +167,7 @@ class TestGuiOpen : public QObject {
     void missingCsvOpensWithoutData();
     void missingMnistFolderOpensWithoutData();
     void rendersWeightsUnattended();
+    void refusesAnInvalidConfigAsTheCliDoes();
     void exportsAJob();
     void membersShowWhereAMeshTrainedThem();
     void comparesASecondEnsembleInCalibration();
@@ -679,6 +681,37 @@ void TestGuiOpen::rendersWeightsUnattended() {
                               QStringLiteral("--screenshot"), shot})
                  .code,
              3);
+}
+
+// `ensemble-lab --config FILE` refuses what `ensemble-cli train --config FILE` refuses, with the
+// engine's message and exit code 2, before a window opens (the form would clamp the values).
+void TestGuiOpen::refusesAnInvalidConfigAsTheCliDoes() {
+    QTemporaryDir dir;
+    const QString lab = QStringLiteral(ENSEMBLE_LAB_PATH);
+    const QString path = dir.filePath(QStringLiteral("bad.json"));
+    for (const ensemble::test::InvalidConfig& row : ensemble::test::invalidConfigs()) {
+        if (row.name != "negative members" && row.name != "unknown dataset kind" &&
+            row.name != "misspelled key") {
+            continue;  // a process each: the three the walkthrough met stand for the set
+        }
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        f.write(row.config.data(), static_cast<qint64>(row.config.size()));
+        f.close();
+        const ensemble::test::Run cli =
+            ensemble::test::runCli({QStringLiteral("train"), QStringLiteral("--config"), path});
+        const ensemble::test::Run app =
+            runProgram(lab, {QStringLiteral("--config"), path, QStringLiteral("--screenshot"),
+                             dir.filePath(QStringLiteral("never.png"))});
+        QVERIFY2(cli.code == 2 && cli.err.contains(QString::fromStdString(row.expected)),
+                 qPrintable(describe(cli)));
+        QVERIFY2(app.code == 2, qPrintable(describe(app)));
+        // The same line after each program's name.
+        const QString message = cli.err.section(QStringLiteral(": "), 1, -1).trimmed();
+        QVERIFY2(!message.isEmpty() && app.err.contains(message),
+                 qPrintable(describe(cli) + QLatin1Char('\n') + describe(app)));
+        QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("never.png"))));
+    }
 }
 
 // Calibration > Compare with…: a second ensemble of the same dataset (K = 5 without bootstrap

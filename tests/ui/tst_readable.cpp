@@ -396,7 +396,7 @@ void TestReadable::twoDimensionalRun() {
     QVERIFY(w->setView(QStringLiteral("methods")));
     QSignalSpy compared(w->controller(), &ensemble::ui::EngineController::methodsFinished);
     w->methodsView()->compareButton()->click();
-    QVERIFY(compared.wait(120000));
+    QVERIFY(compared.wait(ensemble::test::progressWaitMs(120000)));
     QVERIFY(w->methodsView()->table()->rowCount() > 0);
     // Boundary, Members, Curves, Calibration, Sweep, Shift, Active learning, Methods.
     checkEveryView(*w, 8);
@@ -455,14 +455,15 @@ void TestReadable::imageRun() {
     ensemble::ui::DigitCanvas* canvas = w->imagesView()->canvas();
     const double k = canvas->width() / 224.0;
     canvas->drawStroke({QPointF(40 * k, 100 * k), QPointF(180 * k, 104 * k)});
-    QVERIFY(
-        QTest::qWaitFor([&] { return w->imagesView()->bars()->ensemble().size() == 10; }, 20000));
+    QVERIFY(QTest::qWaitFor([&] { return w->imagesView()->bars()->ensemble().size() == 10; },
+                            ensemble::test::progressWaitMs(20000)));
     QVERIFY(w->setView(QStringLiteral("filters")));
     settle();
     ensemble::ui::DigitCanvas* pen = w->filtersView()->canvas();
     const double f = pen->width() / 224.0;
     pen->drawStroke({QPointF(60 * f, 60 * f), QPointF(160 * f, 170 * f)});
-    QVERIFY(QTest::qWaitFor([&] { return w->filtersView()->featureMaps()->rows() == 4; }, 20000));
+    QVERIFY(QTest::qWaitFor([&] { return w->filtersView()->featureMaps()->rows() == 4; },
+                            ensemble::test::progressWaitMs(20000)));
     // The confusion matrix counts run to four digits (1200 test images).
     // Members, Curves, Calibration, Sweep, Images, Filters, Shift, Active learning, Methods.
     checkEveryView(*w, 9);

@@ -13,6 +13,7 @@
 #include "core/named_enum.h"
 #include "metrics/grid.h"
 #include "render/contour.h"
+#include "std_string.h"
 #include "train/trainer.h"
 
 namespace ensemble::ui {
@@ -20,10 +21,6 @@ namespace ensemble::ui {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-QString str(const std::string& s) {
-    return QString::fromStdString(s);
-}
 
 ActiveCurve curveOf(Acquisition acquisition, uint64_t seed,
                     const std::vector<ActiveRound>& rounds) {

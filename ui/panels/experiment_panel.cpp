@@ -22,16 +22,13 @@
 #include "panels/form_binding.h"
 #include "panels/panel_kinds.h"
 #include "registry/registry.h"
+#include "std_string.h"
 
 namespace ensemble::ui {
 
 namespace {
 
 using nlohmann::json;
-
-QString str(const std::string& s) {
-    return QString::fromStdString(s);
-}
 
 }  // namespace
 

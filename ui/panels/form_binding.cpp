@@ -17,16 +17,13 @@
 #include <utility>
 
 #include "panels/panel_kinds.h"
+#include "std_string.h"
 
 namespace ensemble::ui {
 
 namespace {
 
 using nlohmann::json;
-
-QString str(const std::string& s) {
-    return QString::fromStdString(s);
-}
 
 int clampToInt(double v) {
     return static_cast<int>(

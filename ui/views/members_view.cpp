@@ -25,7 +25,7 @@ namespace ensemble::ui {
 
 namespace {
 
-constexpr int kMargin = 8;
+constexpr int kTileMargin = 8;
 constexpr int kGap = 8;
 constexpr int kThumb = 124;
 constexpr int kTextHeight = 36;
@@ -47,18 +47,18 @@ QSize MembersGrid::tileSize() const {
 
 int MembersGrid::columns(int width) const {
     const int w = tileSize().width() + kGap;
-    return std::max(1, (width - 2 * kMargin + kGap) / w);
+    return std::max(1, (width - 2 * kTileMargin + kGap) / w);
 }
 
 int MembersGrid::heightForWidth(int width) const {
     const int n = m_snapshot ? m_snapshot->run->members : 0;
     const int cols = columns(width);
     const int rows = (n + cols - 1) / cols;
-    return 2 * kMargin + rows * (tileSize().height() + kGap);
+    return 2 * kTileMargin + rows * (tileSize().height() + kGap);
 }
 
 QSize MembersGrid::sizeHint() const {
-    const int w = 4 * (tileSize().width() + kGap) + 2 * kMargin;
+    const int w = 4 * (tileSize().width() + kGap) + 2 * kTileMargin;
     return {w, heightForWidth(w)};
 }
 
@@ -123,8 +123,8 @@ QRect MembersGrid::tileRect(int member) const {
     const int index = static_cast<int>(it - m_order.begin());
     const int cols = columns(width());
     const QSize t = tileSize();
-    return {kMargin + (index % cols) * (t.width() + kGap),
-            kMargin + (index / cols) * (t.height() + kGap), t.width(), t.height()};
+    return {kTileMargin + (index % cols) * (t.width() + kGap),
+            kTileMargin + (index / cols) * (t.height() + kGap), t.width(), t.height()};
 }
 
 QRect MembersGrid::switchRect(int member) const {

@@ -18,7 +18,7 @@ namespace {
 // Room around a map's plot: the title above, the mean MI below.
 constexpr double kTitleHeight = 22.0;
 constexpr double kCaptionHeight = 18.0;
-constexpr double kMargin = 4.0;
+constexpr double kMapMargin = 4.0;
 // The most train points a map draws (spirals has 1,000; a 2-D CSV may have many more).
 constexpr int64_t kMaxPoints = 3000;
 // Canvas width below which the row wraps.
@@ -57,7 +57,7 @@ QString MethodMap::title() const {
 }
 
 QRectF MethodMap::plotRect() const {
-    const QRectF area(kMargin, kTitleHeight, std::max(10.0, width() - 2 * kMargin),
+    const QRectF area(kMapMargin, kTitleHeight, std::max(10.0, width() - 2 * kMapMargin),
                       std::max(10.0, height() - kTitleHeight - kCaptionHeight));
     return fitAspect(
         area, (m_bounds.xMax - m_bounds.xMin) / std::max(1e-12, m_bounds.yMax - m_bounds.yMin));
@@ -72,7 +72,7 @@ void MethodMap::paintEvent(QPaintEvent* /*event*/) {
     font.setBold(true);
     p.setFont(font);
     p.setPen(plot::kText);
-    drawTextFitted(p, QRectF(kMargin, 2, width() - 2 * kMargin, kTitleHeight - 4),
+    drawTextFitted(p, QRectF(kMapMargin, 2, width() - 2 * kMapMargin, kTitleHeight - 4),
                    Qt::AlignHCenter | Qt::AlignVCenter, title());
     font.setBold(false);
     p.setFont(font);
@@ -121,9 +121,10 @@ void MethodMap::paintEvent(QPaintEvent* /*event*/) {
     p.setBrush(Qt::NoBrush);
     p.drawRect(plot);
     p.setPen(plot::kMuted);
-    drawTextFitted(p, QRectF(kMargin, plot.bottom() + 2, width() - 2 * kMargin, kCaptionHeight - 2),
-                   Qt::AlignHCenter | Qt::AlignVCenter,
-                   tr("mean MI %1").arg(formatValue(m_figure.meanEpistemic)));
+    drawTextFitted(
+        p, QRectF(kMapMargin, plot.bottom() + 2, width() - 2 * kMapMargin, kCaptionHeight - 2),
+        Qt::AlignHCenter | Qt::AlignVCenter,
+        tr("mean MI %1").arg(formatValue(m_figure.meanEpistemic)));
 }
 
 EpistemicBar::EpistemicBar(QWidget* parent) : QWidget(parent) {

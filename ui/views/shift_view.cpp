@@ -24,6 +24,7 @@
 #include <utility>
 
 #include "render/plot_helpers.h"
+#include "std_string.h"
 #include "views/shift_charts.h"
 #include "views/shift_inputs.h"
 #include "widgets/elided_label.h"
@@ -32,10 +33,6 @@
 namespace ensemble::ui {
 
 namespace {
-
-QString str(const std::string& s) {
-    return QString::fromStdString(s);
-}
 
 // What the shifts know of the run's data (shift/transforms.h shiftDataOf, from the run's
 // description rather than its split).
