@@ -1,6 +1,7 @@
 #include "view_tabs.h"
 
 #include <QAction>
+#include <QApplication>
 #include <QFrame>
 #include <QKeySequence>
 #include <QMenu>
@@ -58,7 +59,16 @@ void ViewTabs::addViewActions(QMenu* menu) {
                           ? tr("%1: %2").arg(viewTitle(row.id), viewHelp(row.id))
                           : tr("%1 (%2): %3").arg(viewTitle(row.id), data, viewHelp(row.id)));
         const ViewId id = row.id;
-        connect(a, &QAction::triggered, this, [this, id] { setView(id); });
+        connect(a, &QAction::triggered, this, [this, id] {
+            // A view's own keys (Ctrl+Enter in Shift and Methods) are shortcuts of the view and
+            // its children: the person who switched to it by its key can use them at once.
+            if (setView(id)) {
+                QWidget* view = m_views[static_cast<std::size_t>(id)];
+                if (!view->isAncestorOf(QApplication::focusWidget())) {
+                    view->setFocus(Qt::ShortcutFocusReason);
+                }
+            }
+        });
     }
 }
 

@@ -42,7 +42,7 @@ struct Command {
 const std::vector<Command>& commands() {
     static const std::vector<Command> table = {
         {"train",
-         "(--config FILE.json|PRESET | --resume C.safetensors) [--set key=value]...\n"
+         "[--config FILE.json|PRESET | --resume C.safetensors] [--set key=value]...\n"
          "[--export W.safetensors|.onnx|.npz] [--metrics M.json]\n"
          "[--checkpoint C.safetensors [--checkpoint-every N]] [--quiet]",
          "train an ensemble, or resume a checkpoint; write its weights, metrics, checkpoints",

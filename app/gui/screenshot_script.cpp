@@ -137,15 +137,25 @@ void ScreenshotScript::onSnapshotShown() {
     if (!s) {
         return;
     }
+    const qint64 trainSteps = m_options.trainSteps;
+    // The step the script waits for: a run shorter than --train-steps ends at its own length.
+    const int64_t target = std::min<int64_t>(trainSteps, s->run->totalSteps);
     if (!m_started) {
         start(s->run->missingData);
-        if (m_options.trainSteps > 0) {
+        if (trainSteps > s->run->totalSteps && !s->untilPaused) {
+            std::fprintf(stderr,
+                         "ensemble-lab: note: the run has %lld steps to train; --train-steps %lld "
+                         "ends there\n",
+                         static_cast<long long>(s->run->totalSteps),
+                         static_cast<long long>(trainSteps));
+        }
+        // Wait for the training trainTo() started, unless there is none to wait for (a run of
+        // training.steps=0 is where it ends: no snapshot would come to end the script).
+        if (trainSteps > 0 && s->step < target) {
             return;
         }
     }
-    const qint64 trainSteps = m_options.trainSteps;
-    const bool reached =
-        trainSteps <= 0 || s->step >= std::min<int64_t>(trainSteps, s->run->totalSteps);
+    const bool reached = trainSteps <= 0 || s->step >= target;
     // Not while the whole test split is being measured: the picture shows its figures.
     if (!m_options.screenshot.isEmpty() && !m_shotScheduled && reached && !s->running &&
         !s->evaluating) {

@@ -10,6 +10,7 @@
 #include <QList>
 #include <QSignalSpy>
 #include <QSize>
+#include <QSpinBox>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -23,6 +24,7 @@
 #include "config/config.h"
 #include "io/model_io.h"
 #include "main_window.h"
+#include "panels/experiment_panel.h"
 #include "support/test_support.h"
 
 namespace ensemble::test {
@@ -71,6 +73,18 @@ inline std::unique_ptr<ui::MainWindow> makeWindow(QSize size = {1200, 800}) {
     w->resize(size);
     w->show();
     return w;
+}
+
+// Gives the focus to the first visible, enabled spin box of the Experiment panel (the window
+// active) and returns it; null when none took it.
+inline QWidget* focusAPanelField(ui::MainWindow& w) {
+    for (QSpinBox* field : w.panel()->findChildren<QSpinBox*>()) {
+        if (field->isVisibleTo(&w) && field->isEnabled()) {
+            field->setFocus();
+            return QApplication::focusWidget() == field ? field : nullptr;
+        }
+    }
+    return nullptr;
 }
 
 // Waits until the controller's latest snapshot satisfies `pred`; `timeoutMs` is for a Release

@@ -168,6 +168,7 @@ class TestGuiOpen : public QObject {
     void missingMnistFolderOpensWithoutData();
     void rendersWeightsUnattended();
     void refusesAnInvalidConfigAsTheCliDoes();
+    void aScriptedRunWithNothingToTrainEnds();
     void exportsAJob();
     void membersShowWhereAMeshTrainedThem();
     void comparesASecondEnsembleInCalibration();
@@ -712,6 +713,22 @@ void TestGuiOpen::refusesAnInvalidConfigAsTheCliDoes() {
                  qPrintable(describe(cli) + QLatin1Char('\n') + describe(app)));
         QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("never.png"))));
     }
+}
+
+// A scripted start always ends: --train-steps beyond a run of training.steps=0 (nothing to
+// train, so no snapshot would come) saves the picture at step 0 and exits 0, saying why.
+void TestGuiOpen::aScriptedRunWithNothingToTrainEnds() {
+    QTemporaryDir dir;
+    const QString shot = dir.filePath(QStringLiteral("zero.png"));
+    const Run r =
+        runProgram(QStringLiteral(ENSEMBLE_LAB_PATH),
+                   {QStringLiteral("--config"), QStringLiteral("spirals"), QStringLiteral("--set"),
+                    QStringLiteral("training.steps=0"), QStringLiteral("--train-steps"),
+                    QStringLiteral("1"), QStringLiteral("--screenshot"), shot},
+                   ensemble::test::progressWaitMs(60000));
+    QVERIFY2(r.code == 0, qPrintable(describe(r)));
+    QVERIFY2(r.err.contains(QStringLiteral("the run has 0 steps to train")), qPrintable(r.err));
+    QVERIFY(!QImage(shot).isNull());
 }
 
 // Calibration > Compare with…: a second ensemble of the same dataset (K = 5 without bootstrap

@@ -6,6 +6,8 @@
 #include <QAction>
 #include <QApplication>
 #include <QComboBox>
+#include <QDialog>
+#include <QDialogButtonBox>
 #include <QDir>
 #include <QDockWidget>
 #include <QFile>
@@ -14,6 +16,8 @@
 #include <QLineEdit>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QPushButton>
+#include <QScreen>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSignalSpy>
@@ -21,6 +25,7 @@
 #include <QSplitter>
 #include <QStandardPaths>
 #include <QTabWidget>
+#include <QTextBrowser>
 #include <QWheelEvent>
 #include <QtTest>
 
@@ -466,20 +471,35 @@ void TestLabBench::statusMessagesElideAndHelpListsShortcuts() {
     QAction* keys = menuAction(*w, QStringLiteral("Keyboard and mouse"));
     QVERIFY(keys != nullptr);
     keys->trigger();
-    auto* box = w->findChild<QMessageBox*>(QStringLiteral("ShortcutsBox"));
+    auto* box = w->findChild<QDialog*>(QStringLiteral("ShortcutsBox"));
     QVERIFY(box != nullptr);
+    const auto helpText = [](QDialog* d) {
+        auto* text = d->findChild<QTextBrowser*>(QStringLiteral("HelpText"));
+        return text != nullptr ? text->toPlainText() : QString();
+    };
     for (const char* key : {"Space", "S", "R", "Ctrl+E", "double-click"}) {
-        QVERIFY2(box->text().contains(QString::fromLatin1(key)), key);
+        QVERIFY2(helpText(box).contains(QString::fromLatin1(key)), key);
     }
+    // The key list is longer than a small screen: the dialog fits the screen, its text scrolls
+    // and its Close button is on the screen.
+    QVERIFY(QTest::qWaitForWindowExposed(box));
+    const QRect screen = box->screen()->availableGeometry();
+    QVERIFY2(box->frameGeometry().height() <= screen.height(),
+             qPrintable(QStringLiteral("%1 px on a %2 px screen")
+                            .arg(box->frameGeometry().height())
+                            .arg(screen.height())));
+    auto* close = box->findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Close);
+    QVERIFY(close != nullptr && close->isVisible());
+    QVERIFY(screen.contains(QRect(close->mapToGlobal(QPoint(0, 0)), close->size())));
     box->close();
     QAction* about = menuAction(*w, QStringLiteral("About EnsembleLab"));
     QVERIFY(about != nullptr);
     about->trigger();
-    box = w->findChild<QMessageBox*>(QStringLiteral("AboutBox"));
+    box = w->findChild<QDialog*>(QStringLiteral("AboutBox"));
     QVERIFY(box != nullptr);
-    QVERIFY(box->text().contains(QStringLiteral("EnsembleLab 0.")));
-    QVERIFY(box->text().contains(QStringLiteral("CPU threads")));
-    QVERIFY(box->text().contains(QStringLiteral("Qt ")));
+    QVERIFY(helpText(box).contains(QStringLiteral("EnsembleLab 0.")));
+    QVERIFY(helpText(box).contains(QStringLiteral("CPU threads")));
+    QVERIFY(helpText(box).contains(QStringLiteral("Qt ")));
     box->close();
 }
 

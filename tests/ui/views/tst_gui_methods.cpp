@@ -57,6 +57,7 @@ class TestGuiMethods : public QObject {
     void cancelKeepsTheFinishedMethods();
     void saveReportWritesTheReport();
     void keyboardDrivesTheView();
+    void itsKeyGivesTheViewTheFocusCtrlEnterNeeds();
     void anotherExperimentClearsTheResults();
     void resetEndsAComparisonAndKeepsTheFinishedOne();
     void closingTheWindowStopsAComparison();
@@ -441,6 +442,23 @@ void TestGuiMethods::keyboardDrivesTheView() {
     QVERIFY(finished.wait(120000));
     QCoreApplication::processEvents();
     QCOMPARE(view->table()->rowCount(), static_cast<int>(all));
+}
+
+// Switching to the view by its key from a field of the Experiment panel gives the view the
+// focus its own keys need: Ctrl+Enter compares at once, without a click into the view first.
+void TestGuiMethods::itsKeyGivesTheViewTheFocusCtrlEnterNeeds() {
+    auto w = makeWindow({900, 600});
+    w->loadExperiment(methodsRun(), QString());
+    QVERIFY(waitFresh(*w));
+    w->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(w.get()));
+    QVERIFY(ensemble::test::focusAPanelField(*w) != nullptr);
+    QTest::keySequence(w.get(), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_M));
+    QCOMPARE(w->currentViewName(), QStringLiteral("methods"));
+    QSignalSpy finished(w->controller(), &ensemble::ui::EngineController::methodsFinished);
+    QTest::keyClick(QApplication::focusWidget(), Qt::Key_Return, Qt::ControlModifier);
+    QVERIFY(w->methodsView()->isComparing());
+    QVERIFY(finished.wait(ensemble::test::progressWaitMs(120000)));
 }
 
 void TestGuiMethods::anotherExperimentClearsTheResults() {

@@ -45,6 +45,7 @@ class TestGuiShift : public QObject {
     void initTestCase();
     void viewShowsTheEngineReportOfTheExportedWeights();
     void cancelStopsAMeasurement();
+    void itsKeyGivesTheViewTheFocusCtrlEnterNeeds();
     void newRunEndsAMeasurement();
     void imagesShowTheShiftedTestImages();
     void regressionChartsReadTheRegressionReport();
@@ -270,6 +271,26 @@ void TestGuiShift::cancelStopsAMeasurement() {
     const ShiftOutcomePtr next = runShift(*w, view);
     QVERIFY(next != nullptr && !next->cancelled && next->error.isEmpty());
     QCOMPARE(next->figures.levels.size(), std::size_t{2});
+}
+
+// Switching to the view by its key (Ctrl+9) from another view gives it the focus its own keys
+// need: Ctrl+Enter measures at once, without a click into the view first.
+void TestGuiShift::itsKeyGivesTheViewTheFocusCtrlEnterNeeds() {
+    auto w = makeWindow({900, 600});
+    ShiftView* view = trainedShiftView(*w);
+    QVERIFY(view != nullptr);
+    view->levelsEdit()->setText(QStringLiteral("0,0.5"));
+    w->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(w.get()));
+    QTest::keySequence(w.get(), QKeySequence(Qt::CTRL | Qt::Key_1));
+    QVERIFY(w->currentViewName() != QStringLiteral("shift"));
+    QVERIFY(ensemble::test::focusAPanelField(*w) != nullptr);
+    QTest::keySequence(w.get(), QKeySequence(Qt::CTRL | Qt::Key_9));
+    QCOMPARE(w->currentViewName(), QStringLiteral("shift"));
+    QSignalSpy finished(w->controller(), &ensemble::ui::EngineController::shiftFinished);
+    QTest::keyClick(QApplication::focusWidget(), Qt::Key_Return, Qt::ControlModifier);
+    QVERIFY(view->isMeasuring());
+    QVERIFY(finished.wait(ensemble::test::progressWaitMs(60000)));
 }
 
 // The window's rule for jobs: a Reset ends the measurement under way without an outcome and
