@@ -2,9 +2,15 @@
 
 #include <QAction>
 #include <QCoreApplication>
+#include <QDialog>
+#include <QDialogButtonBox>
 #include <QKeySequence>
 #include <QMap>
+#include <QScreen>
+#include <QTextBrowser>
+#include <QTextDocument>
 #include <QThread>
+#include <QVBoxLayout>
 #include <QWidget>
 
 #ifndef ENSEMBLE_VERSION
@@ -116,6 +122,31 @@ QString aboutHtml(const SnapshotPtr& snapshot) {
               "<tr><td style='padding-right:12px'>Licence</td><td>GPL-3.0-or-later</td></tr>"
               "</table>")
         .arg(version.toHtmlEscaped(), backend, threads, buildOptions().toHtmlEscaped());
+}
+
+void openHelpDialog(QWidget* parent, const QString& name, const QString& title,
+                    const QString& html) {
+    // A dialog whose text scrolls, no taller than the screen: the key list is longer than an
+    // 800-px screen, and a message box would put its end and Close button off-screen.
+    auto* box = new QDialog(parent);
+    box->setWindowTitle(title);
+    box->setObjectName(name);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    auto* text = new QTextBrowser(box);
+    text->setObjectName(QStringLiteral("HelpText"));
+    text->setOpenExternalLinks(true);
+    text->setHtml(html);
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, box);
+    QObject::connect(buttons, &QDialogButtonBox::rejected, box, &QDialog::reject);
+    auto* layout = new QVBoxLayout(box);
+    layout->addWidget(text);
+    layout->addWidget(buttons);
+    const QRect screen = parent->screen()->availableGeometry();
+    const int width = std::min(640, screen.width() * 9 / 10);
+    text->document()->setTextWidth(width - 40);
+    const int wanted = static_cast<int>(text->document()->size().height()) + 100;
+    box->resize(width, std::min(wanted, screen.height() * 85 / 100));
+    box->open();
 }
 
 }  // namespace ensemble::ui

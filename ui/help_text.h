@@ -19,6 +19,11 @@ QString shortcutsHtml(const QWidget* window);
 // HTML for About; `snapshot` (may be null) names the backend and device of the current run.
 QString aboutHtml(const SnapshotPtr& snapshot);
 
+// Opens (window-modal, deleted on close) a dialog named `name` over `parent` with `html` in a
+// text that scrolls: no taller than the screen, as the key list is longer than a small one.
+void openHelpDialog(QWidget* parent, const QString& name, const QString& title,
+                    const QString& html);
+
 // The build's configuration in one line ("Release, CUDA off, -march=native, Qt 6.4.2").
 QString buildOptions();
 

@@ -9,8 +9,6 @@
 #include <QClipboard>
 #include <QCloseEvent>
 #include <QComboBox>
-#include <QDialog>
-#include <QDialogButtonBox>
 #include <QDir>
 #include <QDockWidget>
 #include <QDragEnterEvent>
@@ -26,14 +24,10 @@
 #include <QMessageBox>
 #include <QProgressBar>
 #include <QPushButton>
-#include <QScreen>
 #include <QSettings>
 #include <QStatusBar>
-#include <QTextBrowser>
-#include <QTextDocument>
 #include <QToolBar>
 #include <QVBoxLayout>
-#include <QWindow>
 
 #include <algorithm>
 #include <exception>
@@ -562,29 +556,7 @@ QString MainWindow::statusMessage() const {
 }
 
 void MainWindow::showHelpBox(const QString& name, const QString& title, const QString& html) {
-    // A dialog whose text scrolls, no taller than the screen: the key list is longer than an
-    // 800-px screen, and a message box would put its end and Close button off-screen.
-    auto* box = new QDialog(this);
-    box->setWindowTitle(title);
-    box->setObjectName(name);
-    box->setAttribute(Qt::WA_DeleteOnClose);
-    auto* text = new QTextBrowser(box);
-    text->setObjectName(QStringLiteral("HelpText"));
-    text->setOpenExternalLinks(true);
-    text->setHtml(html);
-    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, box);
-    connect(buttons, &QDialogButtonBox::rejected, box, &QDialog::reject);
-    auto* layout = new QVBoxLayout(box);
-    layout->addWidget(text);
-    layout->addWidget(buttons);
-    const QRect screen = (windowHandle() != nullptr && windowHandle()->screen() != nullptr)
-                             ? windowHandle()->screen()->availableGeometry()
-                             : QGuiApplication::primaryScreen()->availableGeometry();
-    const int width = std::min(640, screen.width() * 9 / 10);
-    text->document()->setTextWidth(width - 40);
-    const int wanted = static_cast<int>(text->document()->size().height()) + 100;
-    box->resize(width, std::min(wanted, screen.height() * 85 / 100));
-    box->open();
+    openHelpDialog(this, name, title, html);
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event) {

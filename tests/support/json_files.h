@@ -7,6 +7,8 @@
 #include <QFile>
 #include <QString>
 
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 namespace ensemble::test {
@@ -19,6 +21,18 @@ inline QString writeJson(const QString& folder, const char* name, const nlohmann
         return {};
     }
     f.write(QByteArray::fromStdString(j.dump(2)));
+    return path;
+}
+
+// `text` as <folder>/<name>, as it is (a config file with its own lines and columns); the path,
+// or empty when the file cannot be written.
+inline QString writeText(const QString& folder, const char* name, const std::string& text) {
+    const QString path = folder + QLatin1Char('/') + QLatin1String(name);
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) {
+        return {};
+    }
+    f.write(text.data(), static_cast<qint64>(text.size()));
     return path;
 }
 

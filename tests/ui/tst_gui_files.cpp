@@ -37,6 +37,7 @@
 #include "panels/experiment_panel.h"
 #include "support/gui_test_support.h"
 #include "support/invalid_configs.h"
+#include "support/json_files.h"
 #include "support/test_support.h"
 #include "views/calibration_view.h"
 #include "widgets/busy_overlay.h"
@@ -372,11 +373,8 @@ void TestGuiFiles::invalidConfigIsRefusedAsTheCliRefusesIt() {
     const uint64_t run = w->controller()->currentRunId();
     const nlohmann::json before = w->panel()->config();
     for (const ensemble::test::InvalidConfig& row : ensemble::test::invalidConfigs()) {
-        const QString path = dir.filePath(QStringLiteral("bad.json"));
-        QFile f(path);
-        QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
-        f.write(row.config.data(), static_cast<qint64>(row.config.size()));
-        f.close();
+        const QString path = ensemble::test::writeText(dir.path(), "bad.json", row.config);
+        QVERIFY(!path.isEmpty());
         QString engine;
         try {
             (void)ensemble::parseConfig(

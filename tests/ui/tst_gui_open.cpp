@@ -30,6 +30,7 @@
 #include "panels/experiment_panel.h"
 #include "support/gui_test_support.h"
 #include "support/invalid_configs.h"
+#include "support/json_files.h"
 #include "support/test_support.h"
 #include "views/boundary_view.h"
 #include "views/calibration_view.h"
@@ -695,10 +696,7 @@ void TestGuiOpen::refusesAnInvalidConfigAsTheCliDoes() {
             row.name != "misspelled key") {
             continue;  // a process each: the three the walkthrough met stand for the set
         }
-        QFile f(path);
-        QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
-        f.write(row.config.data(), static_cast<qint64>(row.config.size()));
-        f.close();
+        QCOMPARE(ensemble::test::writeText(dir.path(), "bad.json", row.config), path);
         const ensemble::test::Run cli =
             ensemble::test::runCli({QStringLiteral("train"), QStringLiteral("--config"), path});
         const ensemble::test::Run app =
