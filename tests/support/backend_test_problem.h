@@ -84,6 +84,14 @@ inline Problem makeProblem(BootstrapMode mode, OptimizerKind kind, Activation ac
     return p;
 }
 
+// The parameters a comparison starts every backend from: initParameters of `layout` with
+// `seed`.
+inline std::vector<float> initialParameters(const ParamLayout& layout, uint64_t seed) {
+    std::vector<float> init(layout.size());
+    initParameters(layout, seed, init.data());
+    return init;
+}
+
 // side x side points evenly over [-1.5, 1.5]^2, interleaved (x, y), row by row.
 inline std::vector<float> gridPoints(int side) {
     std::vector<float> x;

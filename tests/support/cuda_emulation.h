@@ -628,6 +628,24 @@ inline std::vector<uint64_t> stepRange(uint64_t from, uint64_t to) {
     return steps;
 }
 
+// The oracle: CpuBackend (one thread) bound to `problem`, at `init`.
+inline std::unique_ptr<CpuBackend> cpuOracle(const TrainingProblem& problem,
+                                             const std::vector<float>& init) {
+    auto cpu = std::make_unique<CpuBackend>(1);
+    cpu->bind(problem);
+    cpu->setParameters(init.data());
+    return cpu;
+}
+
+// The 40 step indices of the longer MLP comparisons: 0..19, then a jump to 100..119 (an index
+// the program did not advance to itself, so new dropout masks come from the step counter).
+inline std::vector<uint64_t> stepsWithAJump() {
+    std::vector<uint64_t> steps = stepRange(0, 20);
+    const std::vector<uint64_t> later = stepRange(100, 120);
+    steps.insert(steps.end(), later.begin(), later.end());
+    return steps;
+}
+
 // Trains CpuBackend and an emulated CUDA program, both at `init`, through the step indices
 // `steps`, member `paused` switched off for the steps at positions [pauseFrom, pauseTo): every
 // member's loss agrees at every step (kEmulatedLoss; a switched-off member's is 0), then the

@@ -29,7 +29,7 @@ using nlohmann::json;
 
 namespace {
 
-struct Problem {
+struct GradientCase {
     Architecture arch;
     ParamLayout layout;
     std::vector<float> params;
@@ -38,10 +38,11 @@ struct Problem {
     std::vector<float> w;
 };
 
-// K members of `layers` on `input` images, random inputs, labels and (Poisson-like) weights.
-Problem makeProblem(Shape input, const std::vector<LayerSpec>& layers, int classes, int members,
-                    int batch, uint64_t seed) {
-    Problem p;
+// A gradient check's batch (not test::makeProblem's training problem): K members of `layers` on
+// `input` images, random inputs, labels and (Poisson-like) weights.
+GradientCase makeGradientCase(Shape input, const std::vector<LayerSpec>& layers, int classes,
+                              int members, int batch, uint64_t seed) {
+    GradientCase p;
     p.arch = Architecture::stack(input, layers, classes);
     p.layout = ParamLayout(p.arch, members);
     p.params.resize(p.layout.size());
@@ -124,7 +125,7 @@ class TestConv : public QObject {
     void checkAgainstReference(Shape input, const std::vector<LayerSpec>& layers, Activation a,
                                int batch) {
         const int members = 2;
-        Problem p = makeProblem(input, layers, 3, members, batch, 11);
+        GradientCase p = makeGradientCase(input, layers, 3, members, batch, 11);
         ConvNetCpu net;
         net.bind(p.layout, a, batch, 2);
 
@@ -202,8 +203,8 @@ class TestConv : public QObject {
         // One plain SGD step through CpuBackend moves every parameter by -lr * gradient.
         // 70 rows in one batch: three groups of 32, 32 and 6 examples, summed in train().
         constexpr int kRows = 70;
-        Problem p = makeProblem(Shape{1, 6, 6}, {conv(2, 3), pool(PoolKind::Max, 2), dense(4)}, 3,
-                                1, kRows, 5);
+        GradientCase p = makeGradientCase(
+            Shape{1, 6, 6}, {conv(2, 3), pool(PoolKind::Max, 2), dense(4)}, 3, 1, kRows, 5);
         std::vector<int32_t> labels(kRows);
         for (int i = 0; i < kRows; ++i) {
             labels[static_cast<std::size_t>(i)] = i % 3;

@@ -28,6 +28,8 @@
 
 using namespace ensemble;
 using ensemble::test::gridPoints;
+using ensemble::test::initialParameters;
+using ensemble::test::makeProblem;
 using ensemble::test::nmse;
 using ensemble::test::Problem;
 
@@ -37,20 +39,17 @@ constexpr int kDevice = 0;
 constexpr int kSteps = 50;
 constexpr uint64_t kDropoutSeed = 0xd40;
 
-// The spirals MLP of the presets, smaller: 2 -> 32 -> 32 -> 2, K = 8, batch 32 over 500
-// rows, per-member learning rates, momentum and weight decay.
-Problem makeProblem(BootstrapMode mode, OptimizerKind kind, Activation act) {
-    test::ProblemShape shape;
-    shape.rows = 500;
-    shape.dataSeed = 3;
-    shape.widths = {2, 32, 32, 2};
-    shape.members = 8;
-    shape.batch = 32;
-    shape.planSeed = 99;
-    shape.adamLr = 0.003;
-    shape.lrCycle = 4;
-    return test::makeProblem(mode, kind, act, shape);
-}
+// The shape of every parity case's problem (test::makeProblem): the spirals MLP of the presets,
+// smaller: 2 -> 32 -> 32 -> 2, K = 8, batch 32 over 500 rows, per-member learning rates,
+// momentum and weight decay.
+const test::ProblemShape kParityShape{.rows = 500,
+                                      .dataSeed = 3,
+                                      .widths = {2, 32, 32, 2},
+                                      .members = 8,
+                                      .batch = 32,
+                                      .planSeed = 99,
+                                      .adamLr = 0.003,
+                                      .lrCycle = 4};
 
 // The step indices used everywhere: 0..24, then a jump to 1000..1024 (the device must pick
 // up an index it did not advance to itself).
@@ -264,13 +263,12 @@ void TestCudaParity::parityWithCpu() {
     QFETCH(double, eps);
     QFETCH(double, dropout);
     Problem p = makeProblem(static_cast<BootstrapMode>(mode), static_cast<OptimizerKind>(kind),
-                            static_cast<Activation>(activation));
+                            static_cast<Activation>(activation), kParityShape);
     p.training.adversarialEps = static_cast<float>(eps);
     p.training.dropout = static_cast<float>(dropout);
     p.training.dropoutSeed = kDropoutSeed;
     const ParamLayout& layout = p.training.layout;
-    std::vector<float> init(layout.size());
-    initParameters(layout, 2024, init.data());
+    const std::vector<float> init = initialParameters(layout, 2024);
 
     CpuBackend cpuBackend;
     const std::unique_ptr<Backend> cudaBackend = makeCudaBackend(kDevice);
@@ -309,11 +307,11 @@ void TestCudaParity::graphReplayEqualsEagerSteps() {
     // Same kernels in the same order, replayed from a graph or launched one by one: the
     // results are bit-identical.
     QFETCH(double, dropout);
-    Problem p = makeProblem(BootstrapMode::Poisson, OptimizerKind::Adam, Activation::Relu);
+    Problem p =
+        makeProblem(BootstrapMode::Poisson, OptimizerKind::Adam, Activation::Relu, kParityShape);
     p.training.dropout = static_cast<float>(dropout);
     p.training.dropoutSeed = kDropoutSeed;
-    std::vector<float> init(p.training.layout.size());
-    initParameters(p.training.layout, 5, init.data());
+    const std::vector<float> init = initialParameters(p.training.layout, 5);
     const std::unique_ptr<Backend> graphed = makeCuda(true);
     const std::unique_ptr<Backend> eager = makeCuda(false);
     const Run a = train(*graphed, p, init, kSteps);
@@ -323,9 +321,9 @@ void TestCudaParity::graphReplayEqualsEagerSteps() {
 }
 
 void TestCudaParity::runsAreBitReproducible() {
-    const Problem p = makeProblem(BootstrapMode::Resample, OptimizerKind::Sgd, Activation::Tanh);
-    std::vector<float> init(p.training.layout.size());
-    initParameters(p.training.layout, 6, init.data());
+    const Problem p =
+        makeProblem(BootstrapMode::Resample, OptimizerKind::Sgd, Activation::Tanh, kParityShape);
+    const std::vector<float> init = initialParameters(p.training.layout, 6);
     const std::unique_ptr<Backend> first = makeCudaBackend(kDevice);
     const std::unique_ptr<Backend> second = makeCudaBackend(kDevice);
     const Run a = train(*first, p, init, kSteps);
@@ -339,10 +337,10 @@ void TestCudaParity::runsAreBitReproducible() {
 void TestCudaParity::setParametersRestartsTheOptimizer() {
     // After 10 steps, setParameters(init) and the same 10 steps again: the optimizer state,
     // bias-correction count and step index all restart, so the result equals the first run.
-    const Problem p = makeProblem(BootstrapMode::None, OptimizerKind::Adam, Activation::Gelu);
+    const Problem p =
+        makeProblem(BootstrapMode::None, OptimizerKind::Adam, Activation::Gelu, kParityShape);
     const ParamLayout& layout = p.training.layout;
-    std::vector<float> init(layout.size());
-    initParameters(layout, 8, init.data());
+    const std::vector<float> init = initialParameters(layout, 8);
     const std::unique_ptr<Backend> b = makeCudaBackend(kDevice);
     const Run first = train(*b, p, init, 10);
     b->setParameters(init.data());
@@ -369,11 +367,10 @@ void TestCudaParity::optimizerStateResumesBitExact_data() {
 // the parity bound, with the same update count.
 void TestCudaParity::optimizerStateResumesBitExact() {
     QFETCH(int, kind);
-    const Problem p =
-        makeProblem(BootstrapMode::Poisson, static_cast<OptimizerKind>(kind), Activation::Tanh);
+    const Problem p = makeProblem(BootstrapMode::Poisson, static_cast<OptimizerKind>(kind),
+                                  Activation::Tanh, kParityShape);
     const ParamLayout& layout = p.training.layout;
-    std::vector<float> init(layout.size());
-    initParameters(layout, 10, init.data());
+    const std::vector<float> init = initialParameters(layout, 10);
     const std::unique_ptr<Backend> straight = makeCudaBackend(kDevice);
     train(*straight, p, init, 20);
     const OptimizerState state = straight->optimizerState();
@@ -408,13 +405,13 @@ void TestCudaParity::optimizerStateResumesBitExact() {
 }
 
 void TestCudaParity::predictOnlyBinding() {
-    Problem p = makeProblem(BootstrapMode::None, OptimizerKind::Adam, Activation::Relu);
+    Problem p =
+        makeProblem(BootstrapMode::None, OptimizerKind::Adam, Activation::Relu, kParityShape);
     p.training.trainX = nullptr;
     p.training.trainY = nullptr;
     p.training.trainRows = 0;
     const ParamLayout& layout = p.training.layout;
-    std::vector<float> init(layout.size());
-    initParameters(layout, 9, init.data());
+    const std::vector<float> init = initialParameters(layout, 9);
     CpuBackend cpuBackend;
     cpuBackend.bind(p.training);
     cpuBackend.setParameters(init.data());
@@ -436,10 +433,10 @@ void TestCudaParity::predictOnlyBinding() {
 void TestCudaParity::gridUncertaintyMatchesCpu() {
     // The device's grid measures (uncertainty_kernels.cu) against the host metrics on the
     // CPU backend's predictions, for trained parameters and with member 2 left out.
-    const Problem p = makeProblem(BootstrapMode::Resample, OptimizerKind::Adam, Activation::Relu);
+    const Problem p =
+        makeProblem(BootstrapMode::Resample, OptimizerKind::Adam, Activation::Relu, kParityShape);
     const ParamLayout& layout = p.training.layout;
-    std::vector<float> init(layout.size());
-    initParameters(layout, 11, init.data());
+    const std::vector<float> init = initialParameters(layout, 11);
     const std::unique_ptr<Backend> gpu = makeCuda(true);
     const Run trained = train(*gpu, p, init, kSteps);
     CpuBackend cpu;
@@ -516,9 +513,9 @@ void TestCudaParity::oversizedRunIsRefusedWithNumbers() {
                  qPrintable(what));
     }
     // The backend is still usable afterwards.
-    const Problem p = makeProblem(BootstrapMode::None, OptimizerKind::Sgd, Activation::Relu);
-    std::vector<float> init(p.training.layout.size());
-    initParameters(p.training.layout, 10, init.data());
+    const Problem p =
+        makeProblem(BootstrapMode::None, OptimizerKind::Sgd, Activation::Relu, kParityShape);
+    const std::vector<float> init = initialParameters(p.training.layout, 10);
     const Run run = train(*b, p, init, 3);
     QCOMPARE(run.losses.size(), std::size_t{3});
 }
@@ -540,8 +537,7 @@ void TestCudaParity::cnnParityWithCpu() {
     p.training.dropout = static_cast<float>(dropout);
     p.training.dropoutSeed = kDropoutSeed;
     const ParamLayout& layout = p.training.layout;
-    std::vector<float> init(layout.size());
-    initParameters(layout, 2024, init.data());
+    const std::vector<float> init = initialParameters(layout, 2024);
     const int steps = 30;
     CpuBackend cpuBackend;
     const std::unique_ptr<Backend> cudaBackend = makeCudaBackend(kDevice);
@@ -576,15 +572,15 @@ void TestCudaParity::batchEnsembleParityWithCpu_data() {
 // steps of the shared and fast weights trained on each.
 void TestCudaParity::batchEnsembleParityWithCpu() {
     QFETCH(bool, cnn);
-    Problem mlp = makeProblem(BootstrapMode::Resample, OptimizerKind::Adam, Activation::Tanh);
+    Problem mlp =
+        makeProblem(BootstrapMode::Resample, OptimizerKind::Adam, Activation::Tanh, kParityShape);
     ImageProblem image = makeCnnProblem(BootstrapMode::Poisson);
     const TrainingProblem& problem = cnn ? image.training : mlp.training;
     const ParamLayout& layout = problem.layout;
     const std::size_t members = static_cast<std::size_t>(layout.members());
 
     // One gradient at the initial members.
-    std::vector<float> init(layout.size());
-    initParameters(layout, 2024, init.data());
+    const std::vector<float> init = initialParameters(layout, 2024);
     CpuBackend cpuInner;
     const std::unique_ptr<Backend> cudaInner = makeCudaBackend(kDevice);
     std::vector<float> cpuGrad(layout.size());
@@ -640,8 +636,7 @@ void TestCudaParity::cnnGraphReplayEqualsEagerAndReproduces() {
     ImageProblem p = makeCnnProblem(BootstrapMode::Poisson);
     p.training.dropout = static_cast<float>(dropout);
     p.training.dropoutSeed = kDropoutSeed;
-    std::vector<float> init(p.training.layout.size());
-    initParameters(p.training.layout, 5, init.data());
+    const std::vector<float> init = initialParameters(p.training.layout, 5);
     const std::unique_ptr<Backend> graphed = makeCuda(true);
     const std::unique_ptr<Backend> eager = makeCuda(false);
     const Run a = train(*graphed, p.training, init, 20);
@@ -693,13 +688,13 @@ void TestCudaParity::dataAxisReplicasMatchOneBackend_data() {
 void TestCudaParity::dataAxisReplicasMatchOneBackend() {
     QFETCH(bool, cnn);
     QFETCH(double, dropout);
-    const Problem mlp = makeProblem(BootstrapMode::Poisson, OptimizerKind::Sgd, Activation::Relu);
+    const Problem mlp =
+        makeProblem(BootstrapMode::Poisson, OptimizerKind::Sgd, Activation::Relu, kParityShape);
     const ImageProblem images = makeCnnProblem(BootstrapMode::Resample);
     TrainingProblem base = cnn ? images.training : mlp.training;
     base.dropout = static_cast<float>(dropout);
     base.dropoutSeed = kDropoutSeed;
-    std::vector<float> init(base.layout.size());
-    initParameters(base.layout, 77, init.data());
+    const std::vector<float> init = initialParameters(base.layout, 77);
     const int steps = 20;
 
     Run one;
@@ -764,12 +759,11 @@ void TestCudaParity::tf32ParityWithCpu() {
     QFETCH(int, activation);
     const Problem mlp =
         makeProblem(static_cast<BootstrapMode>(mode), static_cast<OptimizerKind>(kind),
-                    static_cast<Activation>(activation));
+                    static_cast<Activation>(activation), kParityShape);
     const ImageProblem images = makeCnnProblem(static_cast<BootstrapMode>(mode));
     const TrainingProblem& problem = cnn ? images.training : mlp.training;
     const ParamLayout& layout = problem.layout;
-    std::vector<float> init(layout.size());
-    initParameters(layout, 2024, init.data());
+    const std::vector<float> init = initialParameters(layout, 2024);
     const int steps = cnn ? 30 : kSteps;
     CpuBackend cpuBackend;
     const std::unique_ptr<Backend> tf32 = makeCudaBackend(kDevice, MathMode::Tf32);
@@ -805,8 +799,7 @@ void TestCudaParity::tf32GraphReplayEqualsEagerAndReproduces() {
     // TF32 changes how cuBLAS multiplies, not the step program: a captured graph still equals
     // the eager steps and two runs still agree bit for bit.
     const ImageProblem p = makeCnnProblem(BootstrapMode::Resample);
-    std::vector<float> init(p.training.layout.size());
-    initParameters(p.training.layout, 5, init.data());
+    const std::vector<float> init = initialParameters(p.training.layout, 5);
     const std::unique_ptr<Backend> graphed = makeCuda(true, MathMode::Tf32);
     const std::unique_ptr<Backend> eager = makeCuda(false, MathMode::Tf32);
     const Run a = train(*graphed, p.training, init, 20);
@@ -815,9 +808,9 @@ void TestCudaParity::tf32GraphReplayEqualsEagerAndReproduces() {
     QVERIFY(a.params == b.params);
     const Run c = train(*graphed, p.training, init, 20);
     QVERIFY(a.params == c.params);
-    const Problem mlp = makeProblem(BootstrapMode::Poisson, OptimizerKind::Adam, Activation::Relu);
-    std::vector<float> mlpInit(mlp.training.layout.size());
-    initParameters(mlp.training.layout, 6, mlpInit.data());
+    const Problem mlp =
+        makeProblem(BootstrapMode::Poisson, OptimizerKind::Adam, Activation::Relu, kParityShape);
+    const std::vector<float> mlpInit = initialParameters(mlp.training.layout, 6);
     const std::unique_ptr<Backend> first = makeCuda(true, MathMode::Tf32);
     const std::unique_ptr<Backend> second = makeCuda(false, MathMode::Tf32);
     QVERIFY(train(*first, mlp, mlpInit, kSteps).params ==
@@ -830,8 +823,7 @@ void TestCudaParity::tf32IsNotFp32() {
     // or backend.math=tf32 changed nothing. (Tiny MLP GEMMs may legitimately stay on FP32
     // kernels, so they are not asserted.)
     const ImageProblem p = makeCnnProblem(BootstrapMode::None);
-    std::vector<float> init(p.training.layout.size());
-    initParameters(p.training.layout, 12, init.data());
+    const std::vector<float> init = initialParameters(p.training.layout, 12);
     const std::unique_ptr<Backend> fp32 = makeCudaBackend(kDevice, MathMode::Fp32);
     const std::unique_ptr<Backend> tf32 = makeCudaBackend(kDevice, MathMode::Tf32);
     const Run a = train(*fp32, p.training, init, 5);

@@ -35,6 +35,7 @@
 
 using namespace ensemble;
 using ensemble::test::gridPoints;
+using ensemble::test::initialParameters;
 using ensemble::test::makeProblem;
 using ensemble::test::nmse;
 using ensemble::test::Problem;
@@ -367,12 +368,9 @@ void TestCudaPlan::emulatedStepMatchesCpuBackend() {
                             static_cast<Activation>(activation));
     p.training.adversarialEps = static_cast<float>(eps);
     const ParamLayout& layout = p.training.layout;
-    std::vector<float> init(layout.size());
-    initParameters(layout, 42, init.data());
+    const std::vector<float> init = initialParameters(layout, 42);
 
-    CpuBackend cpu(1);
-    cpu.bind(p.training);
-    cpu.setParameters(init.data());
+    const auto cpu = cpuOracle(p.training, init);
     // The smallest prediction chunk (256 rows), so the grid below takes several, the last
     // one partial.
     EmulatedCudaBackend emu(p.training, 1);
@@ -380,16 +378,14 @@ void TestCudaPlan::emulatedStepMatchesCpuBackend() {
     emu.setParameters(init);
 
     // 40 steps: a jump in the step index, and member 1 paused for a while.
-    std::vector<uint64_t> steps = stepRange(0, 20);
-    const std::vector<uint64_t> later = stepRange(100, 120);
-    steps.insert(steps.end(), later.begin(), later.end());
-    trainBoth(cpu, emu, layout, init, steps, 1, 8, 14);
+    const std::vector<uint64_t> steps = stepsWithAJump();
+    trainBoth(*cpu, emu, layout, init, steps, 1, 8, 14);
     if (QTest::currentTestFailed()) {
         return;
     }
     const int side = 23;  // 529 rows: chunks of 256, 256, 17
     const std::vector<float> grid = gridPoints(side);
-    predictBoth(cpu, emu, layout, grid.data(), int64_t{side} * side, logProbability);
+    predictBoth(*cpu, emu, layout, grid.data(), int64_t{side} * side, logProbability);
 }
 
 void TestCudaPlan::emulatedRegressionStepMatchesCpuBackend_data() {
@@ -436,22 +432,19 @@ void TestCudaPlan::emulatedRegressionStepMatchesCpuBackend() {
         problem.rules.push_back(makeRule(OptimizerKind::Adam, 0.004 * (1 + k % 3), 0.0, 0.0));
     }
     const ParamLayout& layout = problem.layout;
-    std::vector<float> init(layout.size());
-    initParameters(layout, 42, init.data());
+    const std::vector<float> init = initialParameters(layout, 42);
 
-    CpuBackend cpu(1);
-    cpu.bind(problem);
-    cpu.setParameters(init.data());
+    const auto cpu = cpuOracle(problem, init);
     EmulatedCudaBackend emu(problem, 1);
     emu.setParameters(init);
 
-    trainBoth(cpu, emu, layout, init, stepRange(0, 30), 2, 5, 9);
+    trainBoth(*cpu, emu, layout, init, stepRange(0, 30), 2, 5, 9);
     if (QTest::currentTestFailed()) {
         return;
     }
     const std::vector<float> grid = gridPoints(23);
     // The predictive: a mean, and with the Gaussian head a variance after it.
-    predictBoth(cpu, emu, layout, grid.data(), 23 * 23, [&](std::size_t i, float v) {
+    predictBoth(*cpu, emu, layout, grid.data(), 23 * 23, [&](std::size_t i, float v) {
         return head != Likelihood::Gaussian || i % 2 == 0 || v >= 1e-6f;
     });
 }
@@ -509,21 +502,18 @@ void TestCudaPlan::emulatedConvStepMatchesCpuBackend() {
     if (architecture == 0) {
         QCOMPARE(planConvArena(layout, 32, true, true).splits.front(), 2);  // the split path
     }
-    std::vector<float> init(layout.size());
-    initParameters(layout, 42, init.data());
+    const std::vector<float> init = initialParameters(layout, 42);
 
-    CpuBackend cpu(1);
-    cpu.bind(p.training);
-    cpu.setParameters(init.data());
+    const auto cpu = cpuOracle(p.training, init);
     // Chunks of 16 rows: the 40 predicted rows take three, the last partial.
     EmulatedConvCudaBackend emu(p.training, 16, implicitGemm);
     emu.setParameters(init);
 
-    trainBoth(cpu, emu, layout, init, stepRange(0, 12), 1, 4, 7);
+    trainBoth(*cpu, emu, layout, init, stepRange(0, 12), 1, 4, 7);
     if (QTest::currentTestFailed()) {
         return;
     }
-    predictBoth(cpu, emu, layout, p.x.data(), 40, logProbability);
+    predictBoth(*cpu, emu, layout, p.x.data(), 40, logProbability);
 }
 
 void TestCudaPlan::implicitConvMatchesIm2col_data() {
@@ -721,8 +711,7 @@ void TestCudaPlan::emulatedDataAxisMatchesFullBatch() {
     p.training.dropoutSeed = 31;
     const ParamLayout& layout = p.training.layout;
     const int members = layout.members();
-    std::vector<float> init(layout.size());
-    initParameters(layout, 42, init.data());
+    const std::vector<float> init = initialParameters(layout, 42);
 
     EmulatedCudaBackend whole(p.training, 1);
     whole.setParameters(init);

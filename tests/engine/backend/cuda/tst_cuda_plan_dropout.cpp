@@ -26,6 +26,7 @@
 using namespace ensemble;
 using namespace ensemble::gpu;
 using namespace ensemble::test::emulation;
+using ensemble::test::initialParameters;
 using ensemble::test::makeProblem;
 using ensemble::test::nmse;
 using ensemble::test::Problem;
@@ -37,16 +38,14 @@ constexpr uint64_t kDropoutSeed = 0x5eed'd80f;
 // CpuBackend's parameters after `steps` steps of `problem` from `init` (every member active).
 std::vector<float> cpuRun(const TrainingProblem& problem, const std::vector<float>& init,
                           const std::vector<uint64_t>& steps) {
-    CpuBackend cpu(1);
-    cpu.bind(problem);
-    cpu.setParameters(init.data());
+    const auto cpu = cpuOracle(problem, init);
     std::vector<uint8_t> active(static_cast<std::size_t>(problem.layout.members()), 1);
     std::vector<float> loss(active.size());
     for (uint64_t s : steps) {
-        cpu.step(s, active.data(), loss.data());
+        cpu->step(s, active.data(), loss.data());
     }
     std::vector<float> out(init.size());
-    cpu.parameters(out.data());
+    cpu->parameters(out.data());
     return out;
 }
 
@@ -194,21 +193,16 @@ void TestCudaPlanDropout::emulatedDropoutStepMatchesCpuBackend() {
     problem.dropoutSeed = kDropoutSeed;
     problem.plan.memberOffset = static_cast<uint32_t>(memberOffset);
     const ParamLayout& layout = problem.layout;
-    std::vector<float> init(layout.size());
-    initParameters(layout, 42, init.data());
+    const std::vector<float> init = initialParameters(layout, 42);
 
-    CpuBackend cpu(1);
-    cpu.bind(problem);
-    cpu.setParameters(init.data());
+    const auto cpu = cpuOracle(problem, init);
     EmulatedCudaBackend emu(problem, 1);
     emu.setParameters(init);
 
     // 40 steps: a jump in the step index (new masks from the device's counter), member 1
     // paused for a while.
-    std::vector<uint64_t> steps = stepRange(0, 20);
-    const std::vector<uint64_t> later = stepRange(100, 120);
-    steps.insert(steps.end(), later.begin(), later.end());
-    trainBoth(cpu, emu, layout, init, steps, 1, 8, 14);
+    const std::vector<uint64_t> steps = stepsWithAJump();
+    trainBoth(*cpu, emu, layout, init, steps, 1, 8, 14);
     if (QTest::currentTestFailed()) {
         return;
     }
@@ -261,17 +255,14 @@ void TestCudaPlanDropout::emulatedDropoutConvStepMatchesCpuBackend() {
     p.training.dropout = static_cast<float>(rate);
     p.training.dropoutSeed = kDropoutSeed;
     const ParamLayout& layout = p.training.layout;
-    std::vector<float> init(layout.size());
-    initParameters(layout, 42, init.data());
+    const std::vector<float> init = initialParameters(layout, 42);
 
-    CpuBackend cpu(1);
-    cpu.bind(p.training);
-    cpu.setParameters(init.data());
+    const auto cpu = cpuOracle(p.training, init);
     EmulatedConvCudaBackend emu(p.training, 16, implicitGemm);
     emu.setParameters(init);
 
     const std::vector<uint64_t> steps = stepRange(0, 12);
-    trainBoth(cpu, emu, layout, init, steps, 1, 4, 7);
+    trainBoth(*cpu, emu, layout, init, steps, 1, 4, 7);
     if (QTest::currentTestFailed()) {
         return;
     }
@@ -295,8 +286,7 @@ void TestCudaPlanDropout::zeroRateIsTodaysProgram() {
                                 alignFloats(std::size_t{6} * 24 * 12));
     QCOMPARE(masked.pre, plain.pre);
     QCOMPARE(masked.delta, plain.delta);
-    std::vector<float> init(layout.size());
-    initParameters(layout, 42, init.data());
+    const std::vector<float> init = initialParameters(layout, 42);
     EmulatedCudaBackend emu(p.training, 1);  // dropout 0 (the default)
     emu.setParameters(init);
     std::vector<uint8_t> active(static_cast<std::size_t>(layout.members()), 1);
@@ -324,8 +314,7 @@ void TestCudaPlanDropout::zeroRateIsTodaysProgram() {
     QCOMPARE(convMasked.floats, convPlain.floats + added);
     QVERIFY(planConvArena(convLayout, 32, true, false, true).mask.empty());  // not in prediction
     EmulatedConvCudaBackend convEmu(images.training, 16);
-    std::vector<float> convInit(convLayout.size());
-    initParameters(convLayout, 42, convInit.data());
+    const std::vector<float> convInit = initialParameters(convLayout, 42);
     convEmu.setParameters(convInit);
     std::vector<uint8_t> convActive(3, 1);
     std::vector<float> convLoss(3);
