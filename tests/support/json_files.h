@@ -1,8 +1,9 @@
 #pragma once
 
 // JSON files for the suites that hand configs to ensemble-cli and read back what it wrote
-// (tst_active, tst_compare): one way to write them and one to read them, so a file that cannot
-// be read fails the test the same way everywhere.
+// (tst_active, tst_compare, the window suites): one way to write them and one to read them, so
+// a file that cannot be read fails the test the same way everywhere. Other files, and bytes
+// as they are: writeBytes and fileBytes (test_support.h).
 
 #include <QFile>
 #include <QString>
@@ -10,6 +11,8 @@
 #include <string>
 
 #include <nlohmann/json.hpp>
+
+#include "support/test_support.h"
 
 namespace ensemble::test {
 
@@ -28,12 +31,7 @@ inline QString writeJson(const QString& folder, const char* name, const nlohmann
 // or empty when the file cannot be written.
 inline QString writeText(const QString& folder, const char* name, const std::string& text) {
     const QString path = folder + QLatin1Char('/') + QLatin1String(name);
-    QFile f(path);
-    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) {
-        return {};
-    }
-    f.write(text.data(), static_cast<qint64>(text.size()));
-    return path;
+    return writeBytes(path, QByteArray::fromStdString(text)) ? path : QString();
 }
 
 // The JSON at `path`: null when it cannot be read, discarded (is_discarded()) when it is not

@@ -1,7 +1,8 @@
 #pragma once
 
 // Shared helpers for the test suites: named tolerances and comparisons with readable messages,
-// bit-for-bit comparisons, child processes (ensemble-cli), MNIST-format test data. Each helper
+// bit-for-bit comparisons, files written and read whole, child processes (ensemble-cli) and the
+// command lines they are given, a button's job waited for, MNIST-format test data. Each helper
 // is defined here once, with one meaning, so that every suite asserts the same thing by it.
 
 #include <QtTest/QtTest>
@@ -177,6 +178,18 @@ inline QByteArray fileBytes(const QString& path) {
     return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
 }
 
+// `bytes` as the whole of the file at `path` (created or replaced); false when it cannot be
+// written in full. Callers QVERIFY it, so a setup that failed stops the test there.
+inline bool writeBytes(const QString& path, const QByteArray& bytes) {
+    QFile f(path);
+    return f.open(QIODevice::WriteOnly | QIODevice::Truncate) && f.write(bytes) == bytes.size();
+}
+
+// The same for the suites that build paths and contents as std::string (binary bytes too).
+inline bool writeBytes(const std::string& path, const std::string& bytes) {
+    return writeBytes(QString::fromStdString(path), QByteArray::fromStdString(bytes));
+}
+
 // The raw float32 values (this machine's byte order) of the file at `path`, as the interop
 // checkers write them (numpy's tofile(), a Float32Array's buffer); empty when it cannot be read.
 inline std::vector<float> readFloats(const QString& path) {
@@ -218,6 +231,9 @@ inline QString sourceDir() {
     return QString::fromLocal8Bit(qgetenv("ENSEMBLE_SOURCE_DIR"));
 }
 
+// How long a child process may run before it counts as a hang (killed, and the run fails).
+constexpr int kProcessDeadlineMs = 120000;
+
 // How a child process ended: its exit code (-1 when it crashed, did not start or was killed at
 // its deadline) and what it wrote.
 struct Run {
@@ -230,9 +246,17 @@ inline QString describe(const Run& r) {
     return QStringLiteral("exit %1\nstdout: %2\nstderr: %3").arg(r.code).arg(r.out, r.err);
 }
 
+// QFAILs unless the child process's Run (an expression) exited 0, showing its exit code and
+// what it wrote.
+#define ENSEMBLE_VERIFY_RUN_OK(run)                                       \
+    do {                                                                  \
+        const ensemble::test::Run r_ = (run);                             \
+        QVERIFY2(r_.code == 0, qPrintable(ensemble::test::describe(r_))); \
+    } while (false)
+
 // Waits for a started process to end. A hang is a failure, not a stuck job: past `timeoutMs`
 // it is killed, and the run says so.
-inline Run finish(QProcess& p, int timeoutMs = 120000) {
+inline Run finish(QProcess& p, int timeoutMs = kProcessDeadlineMs) {
     Run r;
     if (!p.waitForFinished(timeoutMs)) {
         p.kill();
@@ -246,7 +270,8 @@ inline Run finish(QProcess& p, int timeoutMs = 120000) {
     return r;
 }
 
-inline Run runProgram(const QString& program, const QStringList& args, int timeoutMs = 120000,
+inline Run runProgram(const QString& program, const QStringList& args,
+                      int timeoutMs = kProcessDeadlineMs,
                       const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment()) {
     QProcess p;
     p.setProcessEnvironment(env);
@@ -260,8 +285,67 @@ inline Run runProgram(const QString& program, const QStringList& args, int timeo
 }
 
 // ensemble-cli with `args`, to the end.
-inline Run runCli(const QStringList& args, int timeoutMs = 120000) {
+inline Run runCli(const QStringList& args, int timeoutMs = kProcessDeadlineMs) {
     return runProgram(cliPath(), args, timeoutMs);
+}
+
+// The same in the environment `env` (a fault-injection shim, MPI's settings).
+inline Run runCli(const QStringList& args, const QProcessEnvironment& env,
+                  int timeoutMs = kProcessDeadlineMs) {
+    return runProgram(cliPath(), args, timeoutMs, env);
+}
+
+// The words of a command line as a POSIX shell splits them (what Copy as Command and
+// trainCommandLine write, quoted by shellQuoted): blanks separate words, single quotes keep
+// everything up to the next single quote, a backslash outside quotes escapes one character.
+inline QStringList shellWords(const QString& line) {
+    QStringList words;
+    QString word;
+    bool inWord = false;
+    bool quoted = false;
+    for (qsizetype i = 0; i < line.size(); ++i) {
+        const QChar c = line[i];
+        if (quoted) {
+            if (c == QLatin1Char('\'')) {
+                quoted = false;
+            } else {
+                word += c;
+            }
+        } else if (c == QLatin1Char('\'')) {
+            quoted = true;
+            inWord = true;
+        } else if (c == QLatin1Char('\\') && i + 1 < line.size()) {
+            word += line[++i];
+            inWord = true;
+        } else if (c == QLatin1Char(' ')) {
+            if (inWord) {
+                words << word;
+                word.clear();
+                inWord = false;
+            }
+        } else {
+            word += c;
+            inWord = true;
+        }
+    }
+    if (inWord) {
+        words << word;
+    }
+    return words;
+}
+
+// Clicks `button` and waits up to `timeoutMs` for `sender`'s `signal` (a job's end); the
+// signal's first argument as T (the job's outcome), or T() when the signal did not come. The
+// events the signal queued are delivered first, so the views have shown the outcome.
+template <typename T, typename Button, typename Sender, typename Signal>
+T clickAndWaitFor(Button* button, const Sender* sender, Signal signal, int timeoutMs) {
+    QSignalSpy finished(sender, signal);
+    button->click();
+    if (!finished.wait(timeoutMs)) {
+        return T();
+    }
+    QCoreApplication::processEvents();
+    return finished.at(0).at(0).template value<T>();
 }
 
 // MNIST-format IDX files in `folder`: `count` 28x28 images whose class c = i mod 10 is a bright

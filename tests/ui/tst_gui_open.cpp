@@ -40,10 +40,12 @@ using ensemble::test::describe;
 using ensemble::test::exportedParameters;
 using ensemble::test::makeWindow;
 using ensemble::test::Run;
+using ensemble::test::runCli;
 using ensemble::test::runProgram;
 using ensemble::test::sameBitsNonEmpty;
 using ensemble::test::waitFresh;
 using ensemble::test::waitSnapshot;
+using ensemble::test::writeBytes;
 using ensemble::ui::MainWindow;
 using ensemble::ui::SnapshotPtr;
 
@@ -69,15 +71,6 @@ QStringList trainArgs(int64_t steps) {
             QStringLiteral("--set"),
             QStringLiteral("backend.threads=1"),
             QStringLiteral("--quiet")};
-}
-
-// Runs ensemble-cli; the exit code (-1 when it did not finish), stderr in `err`.
-int runCli(const QStringList& args, QByteArray* err = nullptr) {
-    const Run r = ensemble::test::runCli(args);
-    if (err != nullptr) {
-        *err = r.err.toUtf8();
-    }
-    return r.code;
 }
 
 // Opens `path` and waits for the run it makes to show its first snapshot.
@@ -127,8 +120,7 @@ void checkBoundaryShowsFile(MainWindow& w, const QString& path) {
 
 // The numbers of ensemble-cli eval's line that starts with `label` (accuracy nll brier ece).
 QList<double> evalRow(const QString& weights, const QString& label) {
-    const Run cli =
-        ensemble::test::runCli({QStringLiteral("eval"), QStringLiteral("--weights"), weights});
+    const Run cli = runCli({QStringLiteral("eval"), QStringLiteral("--weights"), weights});
     if (cli.code != 0) {
         return {};
     }
@@ -185,12 +177,10 @@ void TestGuiOpen::initTestCase() {
     QVERIFY(m_dir.isValid());
     m_export = m_dir.filePath(QStringLiteral("run.safetensors"));
     m_checkpoint = m_dir.filePath(QStringLiteral("run.ckpt.safetensors"));
-    QByteArray err;
-    QCOMPARE(runCli(trainArgs(40) << QStringLiteral("--export") << m_export
-                                  << QStringLiteral("--checkpoint") << m_checkpoint,
-                    &err),
-             0);
-    QVERIFY2(QFile::exists(m_export) && QFile::exists(m_checkpoint), err.constData());
+    const Run r = runCli(trainArgs(40) << QStringLiteral("--export") << m_export
+                                       << QStringLiteral("--checkpoint") << m_checkpoint);
+    QVERIFY2(r.code == 0, qPrintable(describe(r)));
+    QVERIFY2(QFile::exists(m_export) && QFile::exists(m_checkpoint), qPrintable(describe(r)));
 }
 
 void TestGuiOpen::opensAnExportAsTheStartingPoint() {
@@ -268,12 +258,10 @@ void TestGuiOpen::opensACheckpointAndContinuesItAsTheCliResumes() {
     const std::vector<float> app = exportedParameters(*w, dir, "continued");
 
     const QString resumed = dir.filePath(QStringLiteral("resumed.safetensors"));
-    QByteArray err;
-    QCOMPARE(runCli({QStringLiteral("train"), QStringLiteral("--resume"), m_checkpoint,
-                     QStringLiteral("--set"), QStringLiteral("training.steps=80"),
-                     QStringLiteral("--export"), resumed, QStringLiteral("--quiet")},
-                    &err),
-             0);
+    ENSEMBLE_VERIFY_RUN_OK(
+        runCli({QStringLiteral("train"), QStringLiteral("--resume"), m_checkpoint,
+                QStringLiteral("--set"), QStringLiteral("training.steps=80"),
+                QStringLiteral("--export"), resumed, QStringLiteral("--quiet")}));
     QVERIFY2(sameBitsNonEmpty(app, ensemble::importEnsemble(resumed.toStdString()).params),
              "the app's continuation differs from ensemble-cli train --resume");
 }
@@ -312,14 +300,12 @@ void TestGuiOpen::savedCheckpointContinuesInTheCliAndReopens() {
     const std::vector<float> app = exportedParameters(*w, dir, "app40");
     QVERIFY(sameBitsNonEmpty(app, ensemble::importEnsemble(m_export.toStdString()).params));
     const QString resumed = dir.filePath(QStringLiteral("resumed.safetensors"));
-    QByteArray err;
-    QCOMPARE(runCli({QStringLiteral("train"), QStringLiteral("--resume"), saved,
-                     QStringLiteral("--set"), QStringLiteral("training.steps=40"),
-                     QStringLiteral("--export"), resumed, QStringLiteral("--quiet")},
-                    &err),
-             0);
+    const Run cli = runCli({QStringLiteral("train"), QStringLiteral("--resume"), saved,
+                            QStringLiteral("--set"), QStringLiteral("training.steps=40"),
+                            QStringLiteral("--export"), resumed, QStringLiteral("--quiet")});
+    QVERIFY2(cli.code == 0, qPrintable(describe(cli)));
     QVERIFY2(sameBitsNonEmpty(app, ensemble::importEnsemble(resumed.toStdString()).params),
-             err.constData());
+             qPrintable(describe(cli)));
 
     // Saved after Continue: the stored config has the run's new length (40, not the 20
     // configured), so the CLI's resume without --set has nothing left to train and its export
@@ -333,24 +319,18 @@ void TestGuiOpen::savedCheckpointContinuesInTheCliAndReopens() {
     QCOMPARE(stored.step, int64_t{40});
     QCOMPARE(stored.config.json["training"]["steps"].get<int64_t>(), int64_t{40});
     const QString asStored = dir.filePath(QStringLiteral("as_stored.safetensors"));
-    QCOMPARE(runCli({QStringLiteral("train"), QStringLiteral("--resume"), continued,
-                     QStringLiteral("--export"), asStored, QStringLiteral("--quiet")},
-                    &err),
-             0);
+    ENSEMBLE_VERIFY_RUN_OK(
+        runCli({QStringLiteral("train"), QStringLiteral("--resume"), continued,
+                QStringLiteral("--export"), asStored, QStringLiteral("--quiet")}));
     const ensemble::LoadedEnsemble asStoredFile = ensemble::importEnsemble(asStored.toStdString());
     QCOMPARE(asStoredFile.step, int64_t{40});
     QVERIFY(sameBitsNonEmpty(app, asStoredFile.params));
     const QString replayConfig = dir.filePath(QStringLiteral("replay.json"));
-    {
-        QFile f(replayConfig);
-        QVERIFY(f.open(QIODevice::WriteOnly));
-        f.write(QByteArray::fromStdString(stored.config.json.dump()));
-    }
+    QVERIFY(writeBytes(replayConfig, QByteArray::fromStdString(stored.config.json.dump())));
     const QString replayed = dir.filePath(QStringLiteral("replayed.safetensors"));
-    QCOMPARE(runCli({QStringLiteral("train"), QStringLiteral("--config"), replayConfig,
-                     QStringLiteral("--export"), replayed, QStringLiteral("--quiet")},
-                    &err),
-             0);
+    ENSEMBLE_VERIFY_RUN_OK(
+        runCli({QStringLiteral("train"), QStringLiteral("--config"), replayConfig,
+                QStringLiteral("--export"), replayed, QStringLiteral("--quiet")}));
     QVERIFY(sameBitsNonEmpty(app, ensemble::importEnsemble(replayed.toStdString()).params));
 
     // Opened again (through Open Recent's path): at step 20 with the curves it was saved with.
@@ -470,8 +450,7 @@ void TestGuiOpen::exportsAJob() {
                  s.contains("mpirun -n $SLURM_NTASKS") && s.contains("--config 'job.json'"),
              s.constData());
     // The CLI reads the exported config (in one process it notes the mesh and ignores it).
-    QByteArray err;
-    QCOMPARE(runCli({QStringLiteral("config"), QStringLiteral("--config"), path}, &err), 0);
+    ENSEMBLE_VERIFY_RUN_OK(runCli({QStringLiteral("config"), QStringLiteral("--config"), path}));
     // A mesh that cannot train this experiment is refused, naming the key; nothing is written.
     const QString bad = dir.filePath(QStringLiteral("bad.json"));
     QVERIFY(!w->exportJob(bad, 1, 3, &error));  // batch 32 over 3 replicas
@@ -519,16 +498,13 @@ void TestGuiOpen::missingCsvOpensWithoutData() {
     };
     writeCsv(60);
     const QString weights = dir.filePath(QStringLiteral("csv.safetensors"));
-    QByteArray err;
-    QCOMPARE(runCli({QStringLiteral("train"), QStringLiteral("--set"),
-                     QStringLiteral("dataset.kind=\"csv\""), QStringLiteral("--set"),
-                     QStringLiteral("dataset.path=\"%1\"").arg(csv), QStringLiteral("--set"),
-                     QStringLiteral("ensemble.members=3"), QStringLiteral("--set"),
-                     QStringLiteral("training.steps=5"), QStringLiteral("--set"),
-                     QStringLiteral("backend.kind=\"cpu\""), QStringLiteral("--export"), weights,
-                     QStringLiteral("--quiet")},
-                    &err),
-             0);
+    ENSEMBLE_VERIFY_RUN_OK(runCli(
+        {QStringLiteral("train"), QStringLiteral("--set"), QStringLiteral("dataset.kind=\"csv\""),
+         QStringLiteral("--set"), QStringLiteral("dataset.path=\"%1\"").arg(csv),
+         QStringLiteral("--set"), QStringLiteral("ensemble.members=3"), QStringLiteral("--set"),
+         QStringLiteral("training.steps=5"), QStringLiteral("--set"),
+         QStringLiteral("backend.kind=\"cpu\""), QStringLiteral("--export"), weights,
+         QStringLiteral("--quiet")}));
 
     auto w = makeWindow();
     nlohmann::json config = nlohmann::json::parse(ensemble::presetText("spirals"));
@@ -541,9 +517,12 @@ void TestGuiOpen::missingCsvOpensWithoutData() {
     // Other rows in the file: another dataset, refused; the experiment before it stands.
     writeCsv(80);
     QSignalSpy failed(w.get(), &MainWindow::openFailed);
+    // The jobs end with the run they ran on: a refused file ends none (the run stays).
+    QSignalSpy jobsEnded(w->controller(), &ensemble::ui::EngineController::jobsEnded);
     QString error;
     QVERIFY2(w->openEnsemble(weights, &error), qPrintable(error));
     QVERIFY(failed.wait(20000));
+    QCOMPARE(jobsEnded.count(), 0);
     const QString message = failed.at(0).at(0).toString();
     QVERIFY2(message.contains(QStringLiteral("not the one")), qPrintable(message));
     QCOMPARE(w->lastError(), message);
@@ -561,6 +540,8 @@ void TestGuiOpen::missingCsvOpensWithoutData() {
     QVERIFY2(w->openEnsemble(weights, &error), qPrintable(error));
     QVERIFY(opened.wait(20000));
     QVERIFY(waitSnapshot(*w, [&](const auto& s) { return s.run->runId != run && s.step == 5; }));
+    QCOMPARE(jobsEnded.count(), 1);  // this one stood: a new experiment
+    QCOMPARE(jobsEnded.at(0).at(0).toBool(), false);
     const SnapshotPtr s = w->controller()->snapshot();
     QVERIFY2(QString::fromStdString(s->run->missingData).contains(QStringLiteral("points.csv")),
              s->run->missingData.c_str());
@@ -600,33 +581,31 @@ void TestGuiOpen::missingMnistFolderOpensWithoutData() {
                                      "t10k-labels-idx1-ubyte", 60, 2));
     QTemporaryDir dir;
     const QString ckpt = dir.filePath(QStringLiteral("cnn.ckpt.safetensors"));
-    QByteArray err;
-    QCOMPARE(runCli({QStringLiteral("train"),
-                     QStringLiteral("--config"),
-                     QStringLiteral("mnist-cnn"),
-                     QStringLiteral("--set"),
-                     QStringLiteral("dataset.path=\"%1\"").arg(data.path()),
-                     QStringLiteral("--set"),
-                     QStringLiteral("model.layers=[{\"type\":\"conv\",\"filters\":4,"
-                                    "\"kernel\":3},{\"type\":\"pool\",\"kind\":\"max\","
-                                    "\"size\":2},{\"type\":\"dense\",\"units\":16}]"),
-                     QStringLiteral("--set"),
-                     QStringLiteral("ensemble.members=2"),
-                     QStringLiteral("--set"),
-                     QStringLiteral("training.batch_size=20"),
-                     QStringLiteral("--set"),
-                     QStringLiteral("training.epochs=0"),
-                     QStringLiteral("--set"),
-                     QStringLiteral("training.steps=10"),
-                     QStringLiteral("--set"),
-                     QStringLiteral("training.eval_every=5"),
-                     QStringLiteral("--set"),
-                     QStringLiteral("backend.kind=\"cpu\""),
-                     QStringLiteral("--checkpoint"),
-                     ckpt,
-                     QStringLiteral("--quiet")},
-                    &err),
-             0);
+    ENSEMBLE_VERIFY_RUN_OK(
+        runCli({QStringLiteral("train"),
+                QStringLiteral("--config"),
+                QStringLiteral("mnist-cnn"),
+                QStringLiteral("--set"),
+                QStringLiteral("dataset.path=\"%1\"").arg(data.path()),
+                QStringLiteral("--set"),
+                QStringLiteral("model.layers=[{\"type\":\"conv\",\"filters\":4,"
+                               "\"kernel\":3},{\"type\":\"pool\",\"kind\":\"max\","
+                               "\"size\":2},{\"type\":\"dense\",\"units\":16}]"),
+                QStringLiteral("--set"),
+                QStringLiteral("ensemble.members=2"),
+                QStringLiteral("--set"),
+                QStringLiteral("training.batch_size=20"),
+                QStringLiteral("--set"),
+                QStringLiteral("training.epochs=0"),
+                QStringLiteral("--set"),
+                QStringLiteral("training.steps=10"),
+                QStringLiteral("--set"),
+                QStringLiteral("training.eval_every=5"),
+                QStringLiteral("--set"),
+                QStringLiteral("backend.kind=\"cpu\""),
+                QStringLiteral("--checkpoint"),
+                ckpt,
+                QStringLiteral("--quiet")}));
     const QString folder = data.path();
     QVERIFY(data.remove());
 
@@ -698,7 +677,7 @@ void TestGuiOpen::refusesAnInvalidConfigAsTheCliDoes() {
         }
         QCOMPARE(ensemble::test::writeText(dir.path(), "bad.json", row.config), path);
         const ensemble::test::Run cli =
-            ensemble::test::runCli({QStringLiteral("train"), QStringLiteral("--config"), path});
+            runCli({QStringLiteral("train"), QStringLiteral("--config"), path});
         const ensemble::test::Run app =
             runProgram(lab, {QStringLiteral("--config"), path, QStringLiteral("--screenshot"),
                              dir.filePath(QStringLiteral("never.png"))});
@@ -738,17 +717,13 @@ void TestGuiOpen::comparesASecondEnsembleInCalibration() {
     QTemporaryDir dir;
     const QString other = dir.filePath(QStringLiteral("k5.safetensors"));
     const QString noisy = dir.filePath(QStringLiteral("noisy.safetensors"));
-    QByteArray err;
-    QCOMPARE(runCli(trainArgs(120)
-                        << QStringLiteral("--set") << QStringLiteral("ensemble.members=5")
-                        << QStringLiteral("--set") << QStringLiteral("ensemble.bootstrap=\"none\"")
-                        << QStringLiteral("--export") << other,
-                    &err),
-             0);
-    QCOMPARE(runCli(trainArgs(10) << QStringLiteral("--set") << QStringLiteral("dataset.noise=0.3")
-                                  << QStringLiteral("--export") << noisy,
-                    &err),
-             0);
+    ENSEMBLE_VERIFY_RUN_OK(runCli(
+        trainArgs(120) << QStringLiteral("--set") << QStringLiteral("ensemble.members=5")
+                       << QStringLiteral("--set") << QStringLiteral("ensemble.bootstrap=\"none\"")
+                       << QStringLiteral("--export") << other));
+    ENSEMBLE_VERIFY_RUN_OK(runCli(trainArgs(10)
+                                  << QStringLiteral("--set") << QStringLiteral("dataset.noise=0.3")
+                                  << QStringLiteral("--export") << noisy));
     const QList<double> ours = evalRow(m_export, QStringLiteral("ensemble"));
     const QList<double> theirs = evalRow(other, QStringLiteral("ensemble"));
     QCOMPARE(ours.size(), 4);  // accuracy nll brier ece

@@ -35,6 +35,7 @@ using ensemble::test::makeWindow;
 using ensemble::test::Run;
 using ensemble::test::runCli;
 using ensemble::test::sameBitsNonEmpty;
+using ensemble::test::shellWords;
 using ensemble::test::waitFresh;
 using ensemble::test::waitSnapshot;
 using ensemble::ui::MainWindow;
@@ -56,40 +57,6 @@ std::vector<float> engineParameters(const nlohmann::json& config, int64_t steps)
     t.setTotalSteps(steps);
     t.runSteps(steps);
     return t.parameters();
-}
-
-// A POSIX shell's word splitting of what Copy as Command writes: spaces separate words, single
-// quotes keep everything up to the next single quote.
-QStringList shellWords(const QString& line) {
-    QStringList words;
-    QString word;
-    bool inWord = false;
-    bool quoted = false;
-    for (const QChar c : line) {
-        if (quoted) {
-            if (c == QLatin1Char('\'')) {
-                quoted = false;
-            } else {
-                word += c;
-            }
-        } else if (c == QLatin1Char('\'')) {
-            quoted = true;
-            inWord = true;
-        } else if (c == QLatin1Char(' ')) {
-            if (inWord) {
-                words << word;
-                word.clear();
-                inWord = false;
-            }
-        } else {
-            word += c;
-            inWord = true;
-        }
-    }
-    if (inWord) {
-        words << word;
-    }
-    return words;
 }
 
 }  // namespace

@@ -12,14 +12,9 @@ using ensemble::test::cliPath;
 using ensemble::test::describe;
 using ensemble::test::Run;
 using ensemble::test::runCli;
+using ensemble::test::writeBytes;
 
 namespace {
-
-void writeText(const QString& path, const QByteArray& text) {
-    QFile f(path);
-    QVERIFY(f.open(QIODevice::WriteOnly));
-    f.write(text);
-}
 
 const QStringList kSmallSpirals = {QStringLiteral("--config"), QStringLiteral("spirals"),
                                    QStringLiteral("--set"),    QStringLiteral("ensemble.members=3"),
@@ -164,7 +159,7 @@ void TestCli::switchedOffMembersLeaveTheEnsemble() {
 
 void TestCli::badDataExitsThree() {
     const QString csv = m_dir.filePath(QStringLiteral("bad.csv"));
-    writeText(csv, "x0,x1,label\n0.5,1.0,0\n0.25,oops,1\n");
+    QVERIFY(writeBytes(csv, "x0,x1,label\n0.5,1.0,0\n0.25,oops,1\n"));
     const Run r = runCli({QStringLiteral("train"), QStringLiteral("--set"),
                           QStringLiteral("dataset.kind=csv"), QStringLiteral("--set"),
                           QStringLiteral("dataset.path=") + csv});
@@ -172,11 +167,11 @@ void TestCli::badDataExitsThree() {
     QVERIFY2(r.err.contains(QStringLiteral("bad.csv:3")), qPrintable(describe(r)));
     const QString json = m_dir.filePath(QStringLiteral("bad.json"));
     // A config file is not data: not valid JSON, or a number beyond range, is a config error.
-    writeText(json, "{\"model\": [");
+    QVERIFY(writeBytes(json, "{\"model\": ["));
     const Run notJson = runCli({QStringLiteral("train"), QStringLiteral("--config"), json});
     QCOMPARE(notJson.code, 2);
     QVERIFY2(notJson.err.contains(QStringLiteral("not valid JSON")), qPrintable(describe(notJson)));
-    writeText(json, "{\"ensemble\": {\"members\": 31e3092}}");
+    QVERIFY(writeBytes(json, "{\"ensemble\": {\"members\": 31e3092}}"));
     QCOMPARE(runCli({QStringLiteral("train"), QStringLiteral("--config"), json}).code, 2);
     QCOMPARE(runCli({QStringLiteral("train"), QStringLiteral("--set"),
                      QStringLiteral("ensemble.members=31e3092")})
@@ -186,9 +181,9 @@ void TestCli::badDataExitsThree() {
 
 void TestCli::badWeightsExitThree() {
     const QString junk = m_dir.filePath(QStringLiteral("junk.safetensors"));
-    writeText(junk, "definitely not safetensors");
+    QVERIFY(writeBytes(junk, "definitely not safetensors"));
     const QString input = m_dir.filePath(QStringLiteral("in.csv"));
-    writeText(input, "x0,x1\n0,0\n");
+    QVERIFY(writeBytes(input, "x0,x1\n0,0\n"));
     const Run r = runCli({QStringLiteral("predict"), QStringLiteral("--weights"), junk,
                           QStringLiteral("--input"), input, QStringLiteral("--output"),
                           m_dir.filePath(QStringLiteral("p.csv"))});
@@ -241,7 +236,7 @@ void TestCli::trainExportPredictRoundTrip() {
     QVERIFY(report.contains("epoch") && report.contains("dataset"));
 
     const QString input = m_dir.filePath(QStringLiteral("points.csv"));
-    writeText(input, "x0,label,x1\n0.1,1,0.2\n-0.5,0,0.4\n0.9,1,-0.9\n");
+    QVERIFY(writeBytes(input, "x0,label,x1\n0.1,1,0.2\n-0.5,0,0.4\n0.9,1,-0.9\n"));
     const QString output = m_dir.filePath(QStringLiteral("p.csv"));
     const Run predict =
         runCli({QStringLiteral("predict"), QStringLiteral("--weights"), weights,
@@ -326,7 +321,7 @@ void TestCli::configPrintsTheKeysThatApply() {
     QCOMPARE(printed["model"]["kind"].get<std::string>(), std::string("mlp"));
     // A key of the file that is wrong: exit 2, the file, line and column, the key.
     const QString path = m_dir.filePath(QStringLiteral("bad-config.json"));
-    writeText(path, "{\n  \"optimizer\": {\n    \"lr\": -2\n  }\n}\n");
+    QVERIFY(writeBytes(path, "{\n  \"optimizer\": {\n    \"lr\": -2\n  }\n}\n"));
     const Run bad = runCli({QStringLiteral("config"), QStringLiteral("--config"), path});
     QCOMPARE(bad.code, 2);
     QVERIFY2(bad.err.contains(path + QStringLiteral(":3:5: optimizer.lr: expected a number")),
@@ -436,9 +431,12 @@ void TestCli::regressionTrainPredictEval() {
 }
 
 void TestCli::regressionBadInput() {
-    const auto trainCsv = [&](const char* name, const QByteArray& text) {
+    const auto trainCsv = [&](const char* name, const QByteArray& text) -> Run {
         const QString csv = m_dir.filePath(QString::fromLatin1(name));
-        writeText(csv, text);
+        if (!writeBytes(csv, text)) {
+            QTest::qFail(qPrintable(QStringLiteral("cannot write ") + csv), __FILE__, __LINE__);
+            return {};  // exit -1: no check of it passes
+        }
         return runCli({QStringLiteral("train"), QStringLiteral("--set"),
                        QStringLiteral("dataset.kind=csv"), QStringLiteral("--set"),
                        QStringLiteral("dataset.path=") + csv, QStringLiteral("--set"),

@@ -14,6 +14,7 @@
 #include "support/test_support.h"
 
 using namespace ensemble;
+using ensemble::test::shellWords;
 using nlohmann::json;
 
 class TestConfig : public QObject {
@@ -488,44 +489,6 @@ void TestConfig::defaultsAreTheSchemasEveryCall() {
     QVERIFY(findKeySpec("") == nullptr);
 }
 
-namespace {
-
-// The words of a command line as a POSIX shell splits them: blanks separate words, single
-// quotes keep everything up to the next single quote, a backslash outside quotes escapes one
-// character (enough for what shellQuoted writes).
-std::vector<std::string> shellWords(const std::string& line) {
-    std::vector<std::string> words;
-    std::string word;
-    bool inWord = false;
-    for (std::size_t i = 0; i < line.size(); ++i) {
-        const char c = line[i];
-        if (c == ' ') {
-            if (inWord) {
-                words.push_back(word);
-            }
-            word.clear();
-            inWord = false;
-        } else if (c == '\'') {
-            const std::size_t close = line.find('\'', i + 1);
-            word += line.substr(i + 1, close - i - 1);
-            i = close;
-            inWord = true;
-        } else if (c == '\\' && i + 1 < line.size()) {
-            word += line[++i];
-            inWord = true;
-        } else {
-            word += c;
-            inWord = true;
-        }
-    }
-    if (inWord) {
-        words.push_back(word);
-    }
-    return words;
-}
-
-}  // namespace
-
 void TestConfig::trainCommandLineComposesBack_data() {
     QTest::addColumn<QString>("preset");
     QTest::addColumn<QString>("edits");
@@ -551,18 +514,18 @@ void TestConfig::trainCommandLineComposesBack() {
         preset.isEmpty() ? json::object() : json::parse(presetText(preset.toStdString()));
     const json config = overlayConfig(base, json::parse(edits.toStdString()), nullptr);
     const std::string line = trainCommandLine(preset.toStdString(), config);
-    const std::vector<std::string> words = shellWords(line);
+    const QStringList words = shellWords(QString::fromStdString(line));
     QVERIFY(words.size() >= 2);
-    QCOMPARE(words[0], std::string("ensemble-cli"));
-    QCOMPARE(words[1], std::string("train"));
+    QCOMPARE(words[0], QStringLiteral("ensemble-cli"));
+    QCOMPARE(words[1], QStringLiteral("train"));
     std::string presetWord;
     std::vector<std::string> assignments;
-    for (std::size_t i = 2; i + 1 < words.size(); i += 2) {
-        if (words[i] == "--config") {
-            presetWord = words[i + 1];
+    for (qsizetype i = 2; i + 1 < words.size(); i += 2) {
+        if (words[i] == QStringLiteral("--config")) {
+            presetWord = words[i + 1].toStdString();
         } else {
-            QCOMPARE(words[i], std::string("--set"));
-            assignments.push_back(words[i + 1]);
+            QCOMPARE(words[i], QStringLiteral("--set"));
+            assignments.push_back(words[i + 1].toStdString());
         }
     }
     QCOMPARE(QString::fromStdString(presetWord), preset);

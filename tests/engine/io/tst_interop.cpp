@@ -28,8 +28,10 @@
 #include "support/onnx_check.h"
 #include "support/test_support.h"
 
-using ensemble::test::cliPath;
 using ensemble::test::readFloats;
+using ensemble::test::Run;
+using ensemble::test::runCli;
+using ensemble::test::runProgram;
 using ensemble::test::sourceDir;
 using nlohmann::json;
 
@@ -42,38 +44,6 @@ QString g_python;   // a python3 that imports onnx and numpy
 QString g_ortDir;   // .../node_modules/onnxruntime-node
 QString g_version;  // the project's version, as metadata_props must say
 
-struct Run {
-    int code = -1;
-    QString out;
-};
-
-Run run(const QString& program, const QStringList& args, int timeoutMs = 120000) {
-    QProcess p;
-    p.setProcessChannelMode(QProcess::MergedChannels);
-    p.start(program, args);
-    Run r;
-    if (!p.waitForStarted(10000)) {
-        r.out = program + QStringLiteral(": could not start");
-        return r;
-    }
-    if (!p.waitForFinished(timeoutMs)) {
-        p.kill();
-        p.waitForFinished();
-        r.out = program + QStringLiteral(": timed out");
-        return r;
-    }
-    r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-    r.out = QString::fromUtf8(p.readAll());
-    return r;
-}
-
-#define RUN_OK(expr)                                                                  \
-    do {                                                                              \
-        const Run r_ = (expr);                                                        \
-        QVERIFY2(r_.code == 0,                                                        \
-                 qPrintable(QStringLiteral("exit %1: %2").arg(r_.code).arg(r_.out))); \
-    } while (0)
-
 QString interopScript(const char* name) {
     return sourceDir() + QStringLiteral("/tests/interop/") + QString::fromLatin1(name);
 }
@@ -82,8 +52,8 @@ QString interopScript(const char* name) {
 QString findInteropTools() {
     for (const QString& candidate :
          {QStringLiteral("/usr/bin/python3"), QStringLiteral("python3")}) {
-        if (run(candidate, {QStringLiteral("-c"), QStringLiteral("import onnx, numpy")}).code ==
-            0) {
+        if (runProgram(candidate, {QStringLiteral("-c"), QStringLiteral("import onnx, numpy")})
+                .code == 0) {
             g_python = candidate;
             break;
         }
@@ -93,21 +63,18 @@ QString findInteropTools() {
             "python3 with onnx and numpy is not installed (Debian: apt install "
             "python3-onnx python3-numpy)");
     }
-    if (run(QStringLiteral("node"), {QStringLiteral("--version")}).code != 0) {
+    if (runProgram(QStringLiteral("node"), {QStringLiteral("--version")}).code != 0) {
         return QStringLiteral("node is not installed (Debian: apt install nodejs npm)");
     }
     const QString folder = QDir::currentPath() + QStringLiteral("/test-data/onnxruntime");
     const Run fetch =
-        run(sourceDir() + QStringLiteral("/scripts/fetch-onnxruntime.sh"), {folder}, 600000);
+        runProgram(sourceDir() + QStringLiteral("/scripts/fetch-onnxruntime.sh"), {folder}, 600000);
     if (fetch.code != 0) {
-        return QStringLiteral("scripts/fetch-onnxruntime.sh failed: ") + fetch.out.trimmed();
+        return QStringLiteral("scripts/fetch-onnxruntime.sh failed: ") +
+               (fetch.out + fetch.err).trimmed();
     }
     g_ortDir = folder + QStringLiteral("/node_modules/onnxruntime-node");
     return {};
-}
-
-QString cli() {
-    return cliPath();
 }
 
 // A CSV of numbers with a header: rows of doubles ("nan" reads as NaN).
@@ -183,26 +150,28 @@ class TestInterop : public QObject {
         const QString npz = path(name + QStringLiteral(".npz"));
         const QString outDir = path(name + QStringLiteral(".ort"));
         [&] {
-            RUN_OK(
-                run(cli(),
-                    QStringList{QStringLiteral("train")} + trainArgs +
-                        QStringList{QStringLiteral("--export"), weights, QStringLiteral("--quiet")},
-                    300000));
+            ENSEMBLE_VERIFY_RUN_OK(runCli(
+                QStringList{QStringLiteral("train")} + trainArgs +
+                    QStringList{QStringLiteral("--export"), weights, QStringLiteral("--quiet")},
+                300000));
             if (!diverged.empty()) {
                 markDiverged(weights, diverged);
             }
-            RUN_OK(run(cli(), QStringList{QStringLiteral("dataset")} + datasetArgs +
-                                  QStringList{QStringLiteral("--out"), data,
-                                              QStringLiteral("--split"), QStringLiteral("test")}));
-            RUN_OK(run(cli(),
-                       {QStringLiteral("predict"), QStringLiteral("--weights"), weights,
+            ENSEMBLE_VERIFY_RUN_OK(
+                runCli(QStringList{QStringLiteral("dataset")} + datasetArgs +
+                       QStringList{QStringLiteral("--out"), data, QStringLiteral("--split"),
+                                   QStringLiteral("test")}));
+            ENSEMBLE_VERIFY_RUN_OK(
+                runCli({QStringLiteral("predict"), QStringLiteral("--weights"), weights,
                         QStringLiteral("--input"), data, QStringLiteral("--output"), predicted}));
-            RUN_OK(run(cli(), {QStringLiteral("export"), QStringLiteral("--weights"), weights,
-                               QStringLiteral("--out"), onnx}));
-            RUN_OK(run(cli(), {QStringLiteral("export"), QStringLiteral("--weights"), weights,
-                               QStringLiteral("--out"), npz}));
-            RUN_OK(run(g_python, {interopScript("check_onnx.py"), onnx, weights, g_version}));
-            RUN_OK(run(g_python, {interopScript("check_npz.py"), npz, weights}));
+            ENSEMBLE_VERIFY_RUN_OK(runCli({QStringLiteral("export"), QStringLiteral("--weights"),
+                                           weights, QStringLiteral("--out"), onnx}));
+            ENSEMBLE_VERIFY_RUN_OK(runCli({QStringLiteral("export"), QStringLiteral("--weights"),
+                                           weights, QStringLiteral("--out"), npz}));
+            ENSEMBLE_VERIFY_RUN_OK(
+                runProgram(g_python, {interopScript("check_onnx.py"), onnx, weights, g_version}));
+            ENSEMBLE_VERIFY_RUN_OK(
+                runProgram(g_python, {interopScript("check_npz.py"), npz, weights}));
 
             // The rows predict read, as float32, through ONNX Runtime.
             const ensemble::LoadedEnsemble e = ensemble::importEnsemble(weights.toStdString());
@@ -216,9 +185,10 @@ class TestInterop : public QObject {
                 QCOMPARE(f.write(reinterpret_cast<const char*>(input.x.data()), bytes), bytes);
             }
             QVERIFY(QDir().mkpath(outDir));
-            RUN_OK(run(QStringLiteral("node"),
-                       {interopScript("ort_run.cjs"), g_ortDir, onnx, x,
-                        QString::number(input.rows), QString::number(e.layout.inputs()), outDir}));
+            ENSEMBLE_VERIFY_RUN_OK(runProgram(
+                QStringLiteral("node"),
+                {interopScript("ort_run.cjs"), g_ortDir, onnx, x, QString::number(input.rows),
+                 QString::number(e.layout.inputs()), outDir}));
 
             // ONNX's C++ checker; then the same ensemble in the external-data form (meant for
             // ensembles over 2 GiB, forced here) through both checkers and ONNX Runtime, which
@@ -235,12 +205,14 @@ class TestInterop : public QObject {
             QCOMPARE(QDir(externalDir).entryList(QDir::Files).size(), 2);
             failure = ensemble::test::onnxCheckFailure(external);
             QVERIFY2(failure.isEmpty(), qPrintable(failure));
-            RUN_OK(run(g_python, {interopScript("check_onnx.py"), external, weights, g_version}));
+            ENSEMBLE_VERIFY_RUN_OK(runProgram(
+                g_python, {interopScript("check_onnx.py"), external, weights, g_version}));
             const QString externalOut = path(name + QStringLiteral(".external.ort"));
             QVERIFY(QDir().mkpath(externalOut));
-            RUN_OK(run(QStringLiteral("node"), {interopScript("ort_run.cjs"), g_ortDir, external, x,
-                                                QString::number(input.rows),
-                                                QString::number(e.layout.inputs()), externalOut}));
+            ENSEMBLE_VERIFY_RUN_OK(runProgram(
+                QStringLiteral("node"),
+                {interopScript("ort_run.cjs"), g_ortDir, external, x, QString::number(input.rows),
+                 QString::number(e.layout.inputs()), externalOut}));
             const QStringList outputs =
                 QDir(outDir).entryList({QStringLiteral("*.f32")}, QDir::Files);
             QVERIFY(outputs.size() >= 2);
@@ -525,12 +497,12 @@ class TestInterop : public QObject {
         const QString npz = path(QStringLiteral("zip64.npz"));
         const ensemble::SafetensorsFile file = ensemble::readSafetensors(weights.toStdString());
         ensemble::writeNpz(npz.toStdString(), file, {.forceZip64 = true});
-        RUN_OK(run(g_python,
-                   {interopScript("check_npz.py"), npz, weights, QStringLiteral("--zip64")}));
+        ENSEMBLE_VERIFY_RUN_OK(runProgram(
+            g_python, {interopScript("check_npz.py"), npz, weights, QStringLiteral("--zip64")}));
         // The same check fails on the plain archive: it can tell the two apart.
-        const Run plain =
-            run(g_python, {interopScript("check_npz.py"), path(QStringLiteral("spirals.npz")),
-                           weights, QStringLiteral("--zip64")});
+        const Run plain = runProgram(
+            g_python, {interopScript("check_npz.py"), path(QStringLiteral("spirals.npz")), weights,
+                       QStringLiteral("--zip64")});
         QCOMPARE(plain.code, 1);
     }
 };

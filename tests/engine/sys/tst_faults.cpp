@@ -31,6 +31,8 @@ using ensemble::test::describe;
 using ensemble::test::fileBytes;
 using ensemble::test::finish;
 using ensemble::test::Run;
+using ensemble::test::runCli;
+using ensemble::test::writeBytes;
 
 namespace {
 
@@ -66,18 +68,6 @@ void start(QProcess& p, const QStringList& args, const Faults& faults = {}) {
     p.setProcessEnvironment(environmentWith(faults));
     p.start(cliPath(), args);
     QVERIFY2(p.waitForStarted(), qPrintable(p.errorString()));
-}
-
-Run runCli(const QStringList& args, const Faults& faults = {}) {
-    QProcess p;
-    start(p, args, faults);
-    return finish(p);
-}
-
-void writeBytes(const QString& path, const QByteArray& bytes) {
-    QFile f(path);
-    QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
-    QCOMPARE(f.write(bytes), bytes.size());
 }
 
 // Hidden temporary files of writeFileAtomic (".<name>.tmp-<pid>-<random>") in `dir`.
@@ -246,7 +236,7 @@ void TestFaults::sigkillDuringExportLeavesTheOldFileOrTheNew() {
     int sawNew = 0;
     // The last round kills mid-write, so that a dead writer's temporary is left for the end.
     for (int i = 0; i < 9; ++i) {
-        writeBytes(target, oldBytes);
+        QVERIFY(writeBytes(target, oldBytes));
         // Temporaries the earlier kills left; each round watches only its own.
         const QStringList before = temporariesIn(dir.path());
         QProcess p;
@@ -313,7 +303,7 @@ void TestFaults::staleTemporariesOfDeadWritersAreRemoved() {
         dir.filePath(QStringLiteral(".out.csv.tmp-%1-abcdefghij").arg(::getppid()));
     const QString other = dir.filePath(QStringLiteral(".other.csv.tmp-%1-abcdefghij").arg(child));
     for (const QString& path : {dead, live, other}) {
-        writeBytes(path, "partial");
+        QVERIFY(writeBytes(path, "partial"));
     }
     ensemble::writeFileAtomic(dir.filePath(QStringLiteral("out.csv")).toStdString(), "x,y\n");
     QVERIFY(!QFileInfo::exists(dead));
@@ -330,7 +320,7 @@ void TestFaults::fullDiskFailsWithExitFourAndLeavesTheOldFile() {
     const QByteArray oldBytes = fileBytes(target);
     // The disk fills at once, within the header, and deep in the tensors.
     for (const long long room : {0LL, 100LL, 3000000LL}) {
-        r = runCli(bigExport(target, 2), Faults{room, -1});
+        r = runCli(bigExport(target, 2), environmentWith(Faults{room, -1}));
         QVERIFY2(r.code == 4, qPrintable(describe(r)));
         QVERIFY2(
             r.err.contains(target) && r.err.contains(QStringLiteral("No space left on device")),
@@ -344,7 +334,7 @@ void TestFaults::fullDiskFailsWithExitFourAndLeavesTheOldFile() {
     const QString fresh = dir.filePath(QStringLiteral("fresh.csv"));
     r = runCli({QStringLiteral("dataset"), QStringLiteral("--config"), QStringLiteral("moons"),
                 QStringLiteral("--out"), fresh},
-               Faults{10, -1});
+               environmentWith(Faults{10, -1}));
     QVERIFY2(r.code == 4 && r.err.contains(QStringLiteral("No space left on device")),
              qPrintable(describe(r)));
     QVERIFY(!QFileInfo::exists(fresh));
@@ -388,7 +378,7 @@ void TestFaults::sigintStopsTrainingWritesTheExportAndExits130() {
     QTemporaryDir dir;
     const QString weights = dir.filePath(QStringLiteral("w.safetensors"));
     const QString metrics = dir.filePath(QStringLiteral("m.json"));
-    writeBytes(weights, "an old file");
+    QVERIFY(writeBytes(weights, "an old file"));
     QProcess p;
     start(p, longTraining() + QStringList{QStringLiteral("--export"), weights,
                                           QStringLiteral("--metrics"), metrics});
@@ -458,7 +448,7 @@ void TestFaults::sigintOutsideTrainingLeavesNoTemporary() {
     // `dataset` has no state to save: a signal ends it at once, in the middle of its write.
     QTemporaryDir dir;
     const QString out = dir.filePath(QStringLiteral("d.csv"));
-    writeBytes(out, "old\n");
+    QVERIFY(writeBytes(out, "old\n"));
     QProcess p;
     start(
         p,
@@ -479,7 +469,7 @@ void TestFaults::symlinkIsFollowedAndStays() {
     QTemporaryDir dir;
     QDir d(dir.path());
     QVERIFY(d.mkdir(QStringLiteral("real")));
-    writeBytes(dir.filePath(QStringLiteral("real/target.csv")), "old\n");
+    QVERIFY(writeBytes(dir.filePath(QStringLiteral("real/target.csv")), "old\n"));
     QFile::setPermissions(dir.filePath(QStringLiteral("real/target.csv")),
                           QFile::ReadOwner | QFile::WriteOwner);
     // A relative link, a chain through an absolute one, and a dangling link.
@@ -519,7 +509,7 @@ void TestFaults::symlinkIsFollowedAndStays() {
 void TestFaults::ownDescriptorIsWrittenThrough() {
     QTemporaryDir dir;
     const QString log = dir.filePath(QStringLiteral("log.csv"));
-    writeBytes(log, "old\n");
+    QVERIFY(writeBytes(log, "old\n"));
     const int fd = ::open(QFile::encodeName(log).constData(), O_WRONLY | O_APPEND | O_CLOEXEC);
     QVERIFY(fd > 2);
     const QString n = QString::number(fd);
@@ -552,7 +542,7 @@ void TestFaults::cliOutputToALinkToStdoutAppends() {
                     QStringLiteral("--set"), QStringLiteral("training.steps=5"),
                     QStringLiteral("--quiet"), QStringLiteral("--export"), weights});
     QVERIFY2(r.code == 0, qPrintable(describe(r)));
-    writeBytes(input, "x0,x1\n0.5,0.25\n-1,1\n");
+    QVERIFY(writeBytes(input, "x0,x1\n0.5,0.25\n-1,1\n"));
     const QString link = dir.filePath(QStringLiteral("stdout"));
     QVERIFY(QFile::link(QStringLiteral("/proc/self/fd/1"), link));
     const QStringList predict = {QStringLiteral("predict"),
@@ -569,7 +559,7 @@ void TestFaults::cliOutputToALinkToStdoutAppends() {
     QCOMPARE(r.out.count(QLatin1Char('\n')), 3);
     // `--output /dev/stdout >> log.csv`: appended to what the log held.
     const QString log = dir.filePath(QStringLiteral("log.csv"));
-    writeBytes(log, "earlier line\n");
+    QVERIFY(writeBytes(log, "earlier line\n"));
     QProcess p;
     p.setStandardOutputFile(log, QIODevice::Append);
     start(p, predict);

@@ -120,13 +120,9 @@ MethodsView* TestGuiMethods::methodsViewOn(MainWindow& w, const json& config) {
 }
 
 MethodsOutcomePtr TestGuiMethods::compare(MainWindow& w, MethodsView* view) {
-    QSignalSpy finished(w.controller(), &ensemble::ui::EngineController::methodsFinished);
-    view->compareButton()->click();
-    if (!finished.wait(120000)) {
-        return nullptr;
-    }
-    QCoreApplication::processEvents();
-    return finished.at(0).at(0).value<MethodsOutcomePtr>();
+    return ensemble::test::clickAndWaitFor<MethodsOutcomePtr>(
+        view->compareButton(), w.controller(), &ensemble::ui::EngineController::methodsFinished,
+        120000);
 }
 
 void TestGuiMethods::comparesOnTheEngineThreadAsCompareMethodsDoes() {

@@ -86,13 +86,8 @@ ShiftView* TestGuiShift::trainedShiftView(MainWindow& w) {
 }
 
 ShiftOutcomePtr TestGuiShift::runShift(MainWindow& w, ShiftView* view) {
-    QSignalSpy finished(w.controller(), &ensemble::ui::EngineController::shiftFinished);
-    view->runButton()->click();
-    if (!finished.wait(60000)) {
-        return nullptr;
-    }
-    QCoreApplication::processEvents();
-    return finished.at(0).at(0).value<ShiftOutcomePtr>();
+    return ensemble::test::clickAndWaitFor<ShiftOutcomePtr>(
+        view->runButton(), w.controller(), &ensemble::ui::EngineController::shiftFinished, 60000);
 }
 
 void TestGuiShift::viewShowsTheEngineReportOfTheExportedWeights() {
