@@ -34,6 +34,7 @@
 #include "views/boundary_view.h"
 #include "views/curves_view.h"
 #include "views/members_view.h"
+#include "widgets/lazy_refresh.h"
 
 using ensemble::test::engineIdle;
 using ensemble::test::kLongRun;
@@ -83,6 +84,8 @@ class TestGui : public QObject {
     void closesCleanlyWhileTraining();
     void settingsPersistLayoutAndExperiment();
     void cudaChoiceShowsWhyItIsUnavailable();
+    void aHiddenViewCatchesUpOnceWhenShown();
+    void hiddenCurvesAreDrawnWhenTheirTabOpens();
 };
 
 void TestGui::initTestCase() {
@@ -434,3 +437,49 @@ void TestGui::cudaChoiceShowsWhyItIsUnavailable() {
 
 QTEST_MAIN(TestGui)
 #include "tst_gui.moc"
+
+void TestGui::aHiddenViewCatchesUpOnceWhenShown() {
+    QWidget view;
+    int refreshes = 0;
+    auto* lazy = new ensemble::ui::LazyRefresh(&view, [&refreshes] { ++refreshes; });
+    // Hidden: requests only mark the view behind, however many come.
+    lazy->request();
+    lazy->request();
+    QCOMPARE(refreshes, 0);
+    QVERIFY(lazy->isStale());
+    QVERIFY(lazy->postponeWhileHidden());
+    // Shown: one refresh catches up.
+    view.show();
+    QCOMPARE(refreshes, 1);
+    QVERIFY(!lazy->isStale());
+    // Shown: a request refreshes at once, and nothing is postponed.
+    lazy->request();
+    QCOMPARE(refreshes, 2);
+    QVERIFY(!lazy->postponeWhileHidden());
+    // Hidden and shown again with nothing new: no refresh.
+    view.hide();
+    view.show();
+    QCOMPARE(refreshes, 2);
+}
+
+void TestGui::hiddenCurvesAreDrawnWhenTheirTabOpens() {
+    auto w = makeWindow();
+    QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+    w->setView(QStringLiteral("boundary"));
+    nlohmann::json config = smallConfig();
+    config["training"]["eval_every"] = 10;  // a curve point every 10 steps
+    w->loadExperiment(config, QString());
+    QVERIFY(waitFresh(*w));
+    w->controller()->trainTo(40);
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return !s.running && s.step == 40; }));
+    QVERIFY(engineIdle(*w->controller()));
+    QCoreApplication::processEvents();
+    // The curves tab was never shown: its charts wait for it.
+    QVERIFY(!w->curvesView()->isVisible());
+    QCOMPARE(w->curvesView()->ensemblePointCount(), 0);
+    w->setView(QStringLiteral("curves"));
+    QCoreApplication::processEvents();
+    QVERIFY(w->curvesView()->isVisible());
+    QVERIFY2(w->curvesView()->ensemblePointCount() > 1,
+             qPrintable(QString::number(w->curvesView()->ensemblePointCount())));
+}

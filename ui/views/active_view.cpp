@@ -23,6 +23,7 @@
 #include "views/active_canvas.h"
 #include "widgets/elided_label.h"
 #include "widgets/job_status_row.h"
+#include "widgets/lazy_refresh.h"
 #include "widgets/wrapping_label.h"
 
 namespace ensemble::ui {
@@ -52,6 +53,10 @@ QLineSeries* curveSeries(const ActiveCurve& curve, const QString& name, const QP
 }  // namespace
 
 ActiveView::ActiveView(QWidget* parent) : QWidget(parent) {
+    m_lazyRefresh = new LazyRefresh(this, [this] {
+        updateControls();
+        updateSummary();
+    });
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(6, 6, 6, 6);
 
@@ -170,22 +175,12 @@ void ActiveView::setSnapshot(SnapshotPtr snapshot) {
             refreshChart();
         }
     }
-    if (!isVisible()) {
-        m_stale = true;
-        return;
-    }
-    startIfNeeded();
-    updateControls();
-    updateSummary();
+    startIfNeeded();  // only when shown: a loop nobody watches does not start
+    m_lazyRefresh->request();
 }
 
 void ActiveView::showEvent(QShowEvent* event) {
-    QWidget::showEvent(event);
-    if (m_stale) {
-        m_stale = false;
-        updateControls();
-        updateSummary();
-    }
+    QWidget::showEvent(event);  // brings the read-outs up to date first (m_lazyRefresh)
     startIfNeeded();
 }
 

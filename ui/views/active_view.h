@@ -26,6 +26,8 @@ class QPushButton;
 
 namespace ensemble::ui {
 
+class LazyRefresh;
+
 class ActiveCanvas;
 class ElidedLabel;
 class JobStatusRow;
@@ -98,7 +100,8 @@ class ActiveView : public QWidget {
     bool m_waiting = false;     // a command is on its way to the engine thread
     uint64_t m_startedFor = 0;  // the run the last loop was started (or restored) on
     uint64_t m_chartFor = 0;    // the state the chart shows
-    bool m_stale = false;
+    LazyRefresh* m_lazyRefresh =
+        nullptr;  // the read-outs, when shown, if a snapshot came while hidden
 
     QComboBox* m_acquisition = nullptr;
     QPushButton* m_acquire = nullptr;

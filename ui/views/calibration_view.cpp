@@ -29,6 +29,7 @@
 #include "views/reliability_plot.h"
 #include "widgets/chart_legend.h"
 #include "widgets/job_status_row.h"
+#include "widgets/lazy_refresh.h"
 
 namespace ensemble::ui {
 
@@ -80,6 +81,7 @@ bool sameDataset(const Comparison& c, const RunInfo& run) {
 }  // namespace
 
 CalibrationView::CalibrationView(QWidget* parent) : QWidget(parent) {
+    m_lazyRefresh = new LazyRefresh(this, [this] { refresh(); });
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(6, 6, 6, 6);
     auto* vertical = new QSplitter(Qt::Vertical);
@@ -216,11 +218,7 @@ void CalibrationView::endJob() {
 
 void CalibrationView::setSnapshot(SnapshotPtr snapshot) {
     m_snapshot = std::move(snapshot);
-    if (isVisible()) {
-        refresh();
-    } else {
-        m_stale = true;
-    }
+    m_lazyRefresh->request();
 }
 
 void CalibrationView::resizeEvent(QResizeEvent* event) {
@@ -233,15 +231,7 @@ void CalibrationView::resizeEvent(QResizeEvent* event) {
     }
 }
 
-void CalibrationView::showEvent(QShowEvent* event) {
-    QWidget::showEvent(event);
-    if (m_stale) {
-        refresh();
-    }
-}
-
 void CalibrationView::refresh() {
-    m_stale = false;
     if (m_snapshot && m_comparison && !sameDataset(*m_comparison, *m_snapshot->run)) {
         // A new run on other data: the compared figures were measured on other rows.
         const QString name = m_comparison->name;

@@ -27,6 +27,8 @@ class QSplitter;
 
 namespace ensemble::ui {
 
+class LazyRefresh;
+
 class ChartLegend;
 class JobStatusRow;
 class ReliabilityPlot;
@@ -66,7 +68,6 @@ class CalibrationView : public QWidget {
     void cancelComparisonRequested();
 
   protected:
-    void showEvent(QShowEvent* event) override;
     // Narrow (a small window): the two panes stack instead of standing side by side.
     void resizeEvent(QResizeEvent* event) override;
 
@@ -80,7 +81,7 @@ class CalibrationView : public QWidget {
 
     SnapshotPtr m_snapshot;
     std::shared_ptr<const Comparison> m_comparison;
-    bool m_stale = false;
+    LazyRefresh* m_lazyRefresh = nullptr;  // refresh() when shown, if a snapshot came while hidden
     QPushButton* m_compareButton = nullptr;
     QPushButton* m_clearButton = nullptr;
     JobStatusRow* m_compareStatus = nullptr;

@@ -27,6 +27,7 @@
 #include "render/plot_helpers.h"
 #include "render/text_fit.h"
 #include "widgets/chart_legend.h"
+#include "widgets/lazy_refresh.h"
 #include "widgets/reflow_row.h"
 #include "widgets/wrapping_label.h"
 
@@ -105,6 +106,7 @@ void ColorKey::paintEvent(QPaintEvent* /*event*/) {
 }
 
 CurvesView::CurvesView(QWidget* parent) : QWidget(parent) {
+    m_lazyRefresh = new LazyRefresh(this, [this] { refresh(); });
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(6, 6, 6, 6);
     auto* bar = new QHBoxLayout;
@@ -154,13 +156,7 @@ CurvesView::CurvesView(QWidget* parent) : QWidget(parent) {
     });
     connect(m_logBox, &QCheckBox::toggled, this, &CurvesView::setLogScale);
     m_drawTimer.setSingleShot(true);
-    connect(&m_drawTimer, &QTimer::timeout, this, [this] {
-        if (isVisible()) {
-            refresh();
-        } else {
-            m_stale = true;
-        }
-    });
+    connect(&m_drawTimer, &QTimer::timeout, m_lazyRefresh, &LazyRefresh::request);
 }
 
 void CurvesView::setupChart(Chart& c, bool loss) {
@@ -239,8 +235,7 @@ void CurvesView::setLogScale(bool log) {
 
 void CurvesView::setSnapshot(SnapshotPtr snapshot) {
     m_snapshot = std::move(snapshot);
-    if (!isVisible()) {
-        m_stale = true;
+    if (m_lazyRefresh->postponeWhileHidden()) {
         return;
     }
     // While training, at most a few redraws a second (a curve point can come with every
@@ -254,13 +249,6 @@ void CurvesView::setSnapshot(SnapshotPtr snapshot) {
     }
     m_drawTimer.stop();
     refresh();
-}
-
-void CurvesView::showEvent(QShowEvent* event) {
-    QWidget::showEvent(event);
-    if (m_stale) {
-        refresh();
-    }
 }
 
 int CurvesView::ensemblePointCount() const {
@@ -393,7 +381,6 @@ int CurvesView::pointBudget() const {
 }
 
 void CurvesView::refresh() {
-    m_stale = false;
     if (!m_snapshot) {
         return;
     }

@@ -29,6 +29,8 @@ class QXYSeries;
 
 namespace ensemble::ui {
 
+class LazyRefresh;
+
 class LearningCurves;
 class ChartLegend;
 
@@ -72,8 +74,6 @@ class CurvesView : public QWidget {
     bool isZoomed() const { return m_zoomed; }
 
   protected:
-    void showEvent(QShowEvent* event) override;
-
   private:
     ChartLegend* m_chartLegend = nullptr;
 
@@ -109,8 +109,8 @@ class CurvesView : public QWidget {
     QTimer m_drawTimer;        // the next redraw, when snapshots come faster than kMinDrawMs
     int m_memberSplit = 1;     // 0 none, 1 test, 2 train
     bool m_log = false;
-    bool m_stale = false;
-    std::vector<int> m_shownMembers;  // members drawn as lines (at most kMaxMemberLines)
+    LazyRefresh* m_lazyRefresh = nullptr;  // refresh() when shown, if a snapshot came while hidden
+    std::vector<int> m_shownMembers;       // members drawn as lines (at most kMaxMemberLines)
     Chart m_loss;
     Chart m_accuracy;
     QComboBox* m_split = nullptr;

@@ -4,7 +4,6 @@
 #include <QLabel>
 #include <QPainter>
 #include <QPushButton>
-#include <QShowEvent>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -14,6 +13,7 @@
 #include "render/colormap.h"
 #include "render/text_fit.h"
 #include "views/images_view.h"
+#include "widgets/lazy_refresh.h"
 
 namespace ensemble::ui {
 
@@ -164,6 +164,7 @@ void TileGrid::paintEvent(QPaintEvent*) {
 }
 
 FiltersView::FiltersView(QWidget* parent) : QWidget(parent) {
+    m_lazyRefresh = new LazyRefresh(this, [this] { refresh(); });
     auto* layout = new QVBoxLayout(this);
     m_title = new QLabel;
     m_title->setWordWrap(true);
@@ -214,22 +215,10 @@ FiltersView::FiltersView(QWidget* parent) : QWidget(parent) {
 
 void FiltersView::setSnapshot(SnapshotPtr snapshot) {
     m_snapshot = std::move(snapshot);
-    if (isVisible()) {
-        refresh();
-    } else {
-        m_stale = true;
-    }
-}
-
-void FiltersView::showEvent(QShowEvent* event) {
-    QWidget::showEvent(event);
-    if (m_stale) {
-        refresh();
-    }
+    m_lazyRefresh->request();
 }
 
 void FiltersView::refresh() {
-    m_stale = false;
     const std::shared_ptr<const FirstConv> shared =
         m_snapshot ? m_snapshot->firstConv : std::shared_ptr<const FirstConv>();
     const FirstConv* conv = shared.get();

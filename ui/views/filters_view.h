@@ -22,6 +22,8 @@ class QLabel;
 
 namespace ensemble::ui {
 
+class LazyRefresh;
+
 class DigitCanvas;
 
 // A grid of rows x cols tiles of th x tw values each, one pixel per value and a 1-pixel gap
@@ -97,15 +99,13 @@ class FiltersView : public QWidget {
     void predictionRequested(quint64 id, const std::vector<float>& pixels);
 
   protected:
-    void showEvent(QShowEvent* event) override;
-
   private:
     void requestMaps();
     void refresh();
 
     SnapshotPtr m_snapshot;
     std::shared_ptr<const FirstConv> m_shownConv;  // the layer m_kernels shows
-    bool m_stale = false;
+    LazyRefresh* m_lazyRefresh = nullptr;  // refresh() when shown, if a snapshot came while hidden
     quint64 m_requestId = kRequestBase;
     int64_t m_requestedAtStep = -1;
     QTimer m_throttle;

@@ -21,6 +21,7 @@
 #include "render/colormap.h"
 #include "render/plot_helpers.h"
 #include "render/text_fit.h"
+#include "widgets/lazy_refresh.h"
 #include "widgets/reflow_row.h"
 
 namespace ensemble::ui {
@@ -574,6 +575,7 @@ void PredictionBars::paintEvent(QPaintEvent* /*event*/) {
 // --- ImagesView --------------------------------------------------------------------------
 
 ImagesView::ImagesView(QWidget* parent) : QWidget(parent) {
+    m_lazyRefresh = new LazyRefresh(this, [this] { refresh(); });
     auto* layout = new QHBoxLayout(this);
     layout->setContentsMargins(6, 6, 6, 6);
     auto* split = new QSplitter(Qt::Horizontal);
@@ -642,11 +644,7 @@ ImagesView::ImagesView(QWidget* parent) : QWidget(parent) {
 
 void ImagesView::setSnapshot(SnapshotPtr snapshot) {
     m_snapshot = std::move(snapshot);
-    if (isVisible()) {
-        refresh();
-    } else {
-        m_stale = true;
-    }
+    m_lazyRefresh->request();
 }
 
 void ImagesView::resizeEvent(QResizeEvent* event) {
@@ -659,15 +657,7 @@ void ImagesView::resizeEvent(QResizeEvent* event) {
     }
 }
 
-void ImagesView::showEvent(QShowEvent* event) {
-    QWidget::showEvent(event);
-    if (m_stale) {
-        refresh();
-    }
-}
-
 void ImagesView::refresh() {
-    m_stale = false;
     m_uncertain->setSnapshot(m_snapshot);
     m_confusion->setSnapshot(m_snapshot);
     if (m_snapshot && m_snapshot->run->isImage) {

@@ -21,6 +21,8 @@ class QSplitter;
 
 namespace ensemble::ui {
 
+class LazyRefresh;
+
 // Class names of a run: digits, or Fashion-MNIST's garments.
 QStringList classNames(const RunInfo& run);
 
@@ -144,7 +146,6 @@ class ImagesView : public QWidget {
     void predictionRequested(quint64 id, const std::vector<float>& pixels);
 
   protected:
-    void showEvent(QShowEvent* event) override;
     // Narrow (a small window): the two panes stack instead of standing side by side.
     void resizeEvent(QResizeEvent* event) override;
 
@@ -154,7 +155,7 @@ class ImagesView : public QWidget {
     void refresh();
 
     SnapshotPtr m_snapshot;
-    bool m_stale = false;
+    LazyRefresh* m_lazyRefresh = nullptr;  // refresh() when shown, if a snapshot came while hidden
     quint64 m_requestId = 0;
     QTimer m_throttle;
     int64_t m_predictedAtStep = -1;

@@ -29,6 +29,7 @@
 #include "views/shift_inputs.h"
 #include "widgets/elided_label.h"
 #include "widgets/job_status_row.h"
+#include "widgets/lazy_refresh.h"
 
 namespace ensemble::ui {
 
@@ -80,6 +81,11 @@ bool writeImage(const QString& path, const QImage& image, QString* error) {
 }  // namespace
 
 ShiftView::ShiftView(QWidget* parent) : QWidget(parent) {
+    m_lazyRefresh = new LazyRefresh(this, [this] {
+        updateControls();
+        refreshLevel();
+        refreshCharts();
+    });
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(6, 6, 6, 6);
 
@@ -216,22 +222,11 @@ void ShiftView::setSnapshot(SnapshotPtr snapshot) {
     if (newRun) {
         fillShifts();
     }
-    if (!isVisible()) {
-        m_stale = true;
+    if (m_lazyRefresh->postponeWhileHidden()) {
         return;
     }
     updateControls();
     refreshLevel();  // the 2-D map follows training
-}
-
-void ShiftView::showEvent(QShowEvent* event) {
-    QWidget::showEvent(event);
-    if (m_stale) {
-        m_stale = false;
-        updateControls();
-        refreshLevel();
-        refreshCharts();
-    }
 }
 
 void ShiftView::resizeEvent(QResizeEvent* event) {

@@ -31,6 +31,8 @@ class QSpinBox;
 
 namespace ensemble::ui {
 
+class LazyRefresh;
+
 class ElidedLabel;
 class JobStatusRow;
 class ShiftInputs;
@@ -86,7 +88,6 @@ class ShiftView : public QWidget {
     void exportRequested();
 
   protected:
-    void showEvent(QShowEvent* event) override;
     void resizeEvent(QResizeEvent* event) override;
 
   private:
@@ -102,7 +103,8 @@ class ShiftView : public QWidget {
     SnapshotPtr m_snapshot;
     ShiftOutcomePtr m_outcome;
     bool m_measuring = false;
-    bool m_stale = false;
+    LazyRefresh* m_lazyRefresh =
+        nullptr;  // the read-outs, when shown, if a snapshot came while hidden
     bool m_fromPreviousRun = false;
     int m_columns = 0;
 

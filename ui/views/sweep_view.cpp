@@ -20,6 +20,7 @@
 #include "render/chart_axes.h"
 #include "render/plot_helpers.h"
 #include "widgets/chart_legend.h"
+#include "widgets/lazy_refresh.h"
 #include "widgets/reflow_row.h"
 #include "widgets/wrapping_label.h"
 
@@ -52,6 +53,7 @@ bool varies(const std::vector<double>& v) {
 }  // namespace
 
 SweepView::SweepView(QWidget* parent) : QWidget(parent) {
+    m_lazyRefresh = new LazyRefresh(this, [this] { refresh(); });
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(6, 6, 6, 6);
     auto* bar = new QHBoxLayout;
@@ -113,22 +115,10 @@ void SweepView::setSnapshot(SnapshotPtr snapshot) {
         const QSignalBlocker block(m_parameter);
         setParameter(key);
     }
-    if (isVisible()) {
-        refresh();
-    } else {
-        m_stale = true;
-    }
-}
-
-void SweepView::showEvent(QShowEvent* event) {
-    QWidget::showEvent(event);
-    if (m_stale) {
-        refresh();
-    }
+    m_lazyRefresh->request();
 }
 
 void SweepView::refresh() {
-    m_stale = false;
     if (!m_snapshot) {
         return;
     }

@@ -14,6 +14,8 @@ class QComboBox;
 
 namespace ensemble::ui {
 
+class LazyRefresh;
+
 class ChartLegend;
 
 class SweepView : public QWidget {
@@ -28,15 +30,13 @@ class SweepView : public QWidget {
     bool logAxis() const { return m_log; }
 
   protected:
-    void showEvent(QShowEvent* event) override;
-
   private:
     void refresh();
     void fill(QChart* chart, bool loss);
 
     SnapshotPtr m_snapshot;
-    uint64_t m_chosenFor = 0;  // RunInfo::runId the parameter was chosen for
-    bool m_stale = false;
+    uint64_t m_chosenFor = 0;              // RunInfo::runId the parameter was chosen for
+    LazyRefresh* m_lazyRefresh = nullptr;  // refresh() when shown, if a snapshot came while hidden
     bool m_log = false;
     QComboBox* m_parameter = nullptr;
     ChartLegend* m_legend = nullptr;
