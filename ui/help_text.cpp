@@ -71,11 +71,13 @@ QString shortcutsHtml(const QWidget* window) {
     html += QStringLiteral("</table><h3>%1</h3><table>").arg(tr("Mouse"));
     html += row(tr("Wheel over the panel"),
                 tr("scrolls; a field changes with the wheel only once it has focus (click it)"));
-    html += row(tr("Boundary: wheel"), tr("zoom in or out at the pointer"));
+    html += row(tr("Boundary, Regression, Active learning: wheel"),
+                tr("zoom in or out at the pointer (clicked first: + and - at the centre)"));
     html +=
         row(tr("Curves: drag across a chart"), tr("zoom into those steps (right-click: zoom out)"));
-    html += row(tr("Boundary: drag"), tr("pan"));
-    html += row(tr("Boundary: double-click"), tr("back to the whole data"));
+    html += row(tr("Boundary, Regression, Active learning: drag"), tr("pan a zoomed picture"));
+    html += row(tr("Boundary, Regression, Active learning: double-click or 0"),
+                tr("back to the whole data"));
     html += row(tr("Active learning: click a grey point"),
                 tr("label that pool row (its true label is revealed) and train a round"));
     html += row(tr("Boundary: hover"),

@@ -13,6 +13,7 @@
 #include <QSpinBox>
 #include <QStandardPaths>
 #include <QTemporaryDir>
+#include <QWheelEvent>
 #include <QtTest>
 
 #include <cmath>
@@ -162,6 +163,13 @@ inline std::vector<float> exportedParameters(ui::MainWindow& w, const QTemporary
         return {};
     }
     return importEnsemble((base + QStringLiteral(".safetensors")).toStdString()).params;
+}
+
+// A wheel turn of `delta` (120 a notch, > 0 away from the user) over `target` at `pos`.
+inline void wheelAt(QWidget* target, QPointF pos, int delta) {
+    QWheelEvent event(pos, target->mapToGlobal(pos), QPoint(), QPoint(0, delta), Qt::NoButton,
+                      Qt::NoModifier, Qt::NoScrollPhase, false);
+    QApplication::sendEvent(target, &event);
 }
 
 // Waits until the window's current run is at step 0.

@@ -51,6 +51,7 @@ using ensemble::test::makeWindow;
 using ensemble::test::smallConfig;
 using ensemble::test::waitFresh;
 using ensemble::test::waitSnapshot;
+using ensemble::test::wheelAt;
 using ensemble::ui::MainWindow;
 using ensemble::ui::SnapshotPtr;
 
@@ -64,12 +65,6 @@ bool waitStep(MainWindow& w, int64_t step) {
             return s && s->run->runId == id && s->step == step && !s->running;
         },
         20000);
-}
-
-void wheel(QWidget* target, QPointF pos, int delta) {
-    QWheelEvent event(pos, target->mapToGlobal(pos), QPoint(), QPoint(0, delta), Qt::NoButton,
-                      Qt::NoModifier, Qt::NoScrollPhase, false);
-    QApplication::sendEvent(target, &event);
 }
 
 // Visible widgets under `root` smaller than their layout minimum (the minimum size hint, or
@@ -205,11 +200,11 @@ void TestLabBench::wheelOverUnfocusedFieldScrollsThePanel() {
     const int index = combo->currentIndex();
     const int k = members->value();
     const int scrolled = scroll->verticalScrollBar()->value();
-    wheel(combo, QPointF(5, 5), -120);
+    wheelAt(combo, QPointF(5, 5), -120);
     QCOMPARE(combo->currentIndex(), index);
     const int afterCombo = scroll->verticalScrollBar()->value();
     QVERIFY(afterCombo > scrolled);  // the panel scrolled instead
-    wheel(members, QPointF(5, 5), -120);
+    wheelAt(members, QPointF(5, 5), -120);
     QCOMPARE(members->value(), k);
     QVERIFY(scroll->verticalScrollBar()->value() >= afterCombo);
 
@@ -218,7 +213,7 @@ void TestLabBench::wheelOverUnfocusedFieldScrollsThePanel() {
     QVERIFY(QTest::qWaitForWindowActive(w.get()));
     members->setFocus();
     QVERIFY(members->hasFocus());
-    wheel(members, QPointF(5, 5), 120);
+    wheelAt(members, QPointF(5, 5), 120);
     QCOMPARE(members->value(), k + 1);
 }
 
@@ -396,7 +391,7 @@ void TestLabBench::boundaryReadoutZoomAndPan() {
 
     // Wheel zooms at the pointer: the data point under it stays under it.
     const ensemble::GridBounds full = canvas->viewBounds();
-    wheel(canvas, pos, 120 * 3);
+    wheelAt(canvas, pos, 120 * 3);
     QVERIFY(canvas->isZoomed());
     const ensemble::GridBounds zoomed = canvas->viewBounds();
     QVERIFY(zoomed.xMax - zoomed.xMin < 0.6 * (full.xMax - full.xMin));

@@ -230,7 +230,7 @@ bool ActiveWorker::replayLastRound(const nlohmann::json& state) {
         before["pending"] = rounds[first].value("acquired", nlohmann::json::array());
     }
     m_learner->restore(before);
-    const auto progress = [this](int64_t done, int64_t total) { Q_EMIT progressed(done, total); };
+    const auto progress = [this](int64_t done, int64_t total) { reportProgress(done, total); };
     for (std::size_t r = first; r < rounds.size(); ++r) {
         if (r > first) {
             m_learner->acquire(
@@ -282,6 +282,12 @@ std::vector<int64_t> ActiveWorker::currentPicks() const {
 bool ActiveWorker::pendingRound() const {
     return m_learner &&
            (m_learner->rounds().empty() || !m_learner->rounds().back().acquired.empty());
+}
+
+void ActiveWorker::reportProgress(int64_t done, int64_t total) {
+    if (m_progress.put({done, total})) {
+        Q_EMIT progressPosted();
+    }
 }
 
 void ActiveWorker::useCancel(CancelToken cancel) {
@@ -387,8 +393,7 @@ bool ActiveWorker::trainAndPublish() {
     bool trained = false;
     try {
         trained = m_learner->trainRound(
-            [this](int64_t done, int64_t total) { Q_EMIT progressed(done, total); },
-            m_cancel.get());
+            [this](int64_t done, int64_t total) { reportProgress(done, total); }, m_cancel.get());
         if (trained) {
             m_scores = m_learner->scorePool();
             m_scored = true;

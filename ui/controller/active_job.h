@@ -20,12 +20,14 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "active/active_learning.h"
+#include "controller/progress_mailbox.h"
 #include "controller/snapshot.h"
 
 namespace ensemble::ui {
@@ -135,11 +137,18 @@ class ActiveWorker : public QObject {
     // The metadata "active" for a checkpoint of run `runId` (null when no loop runs on it).
     nlohmann::json checkpointJson(uint64_t runId) const;
 
+    // Any thread (the GUI thread, on progressPosted()): the latest round progress, none when a
+    // delivery before took it.
+    std::optional<JobProgress> takeProgress() { return m_progress.take(); }
+
   Q_SIGNALS:
-    void progressed(qint64 done, qint64 total);
+    // A round's progress waits in takeProgress(): emitted once per delivery, not per step.
+    void progressPosted();
     void stateReady(ActiveStatePtr state);
 
   private:
+    // A round's step report: coalesced in m_progress (ProgressMailbox).
+    void reportProgress(int64_t done, int64_t total);
     // The command under way is `cancel`'s (a fresh flag when null).
     void useCancel(CancelToken cancel);
     // Labels the marked picks (or takes the pending round) and trains, under the current flag.
@@ -170,6 +179,7 @@ class ActiveWorker : public QObject {
     std::vector<ActiveCurve> m_earlier;
     uint64_t m_serial = 0;
     CancelToken m_cancel;  // the command under way's (engine thread)
+    ProgressMailbox<JobProgress> m_progress;
     std::atomic<bool> m_playing{false};
     bool m_playQueued = false;
     bool m_publishedPlaying = false;  // the playing flag of the last state published

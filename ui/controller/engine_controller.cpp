@@ -9,6 +9,7 @@
 
 #include <array>
 #include <exception>
+#include <optional>
 #include <utility>
 
 namespace ensemble::ui {
@@ -57,7 +58,7 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
     announceSignal(m_worker, &EngineWorker::recoveryFlushed);
     announceSignal(m_worker, &EngineWorker::working);
     announceSignal(m_worker, &EngineWorker::measuring);
-    announceSignal(m_active, &ActiveWorker::progressed);
+    announceSignal(m_active, &ActiveWorker::progressPosted);
     announceSignal(m_active, &ActiveWorker::stateReady);
     announceSignal(&m_thread, &QThread::finished);
     connect(m_worker, &EngineWorker::snapshotReady, this, &EngineController::takeSnapshot,
@@ -69,8 +70,15 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
             Q_EMIT runningChanged(running);
         },
         Qt::QueuedConnection);
-    connect(m_worker, &EngineWorker::configured, this, &EngineController::configured,
-            Qt::QueuedConnection);
+    connect(
+        m_worker, &EngineWorker::configured, this,
+        [this](quint64 runId, const QString& notice) {
+            if (runId == m_pendingOpen) {
+                openStood(runId);
+            }
+            Q_EMIT configured(runId, notice);
+        },
+        Qt::QueuedConnection);
     connect(
         m_worker, &EngineWorker::configureFailed, this,
         [this](quint64 runId, const QString& message, int errorKind) {
@@ -104,7 +112,11 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
         m_worker, &EngineWorker::openFailed, this,
         [this](quint64 runId, const QString& message) {
             if (runId == m_runId) {
-                m_runId = m_runIdBeforeOpen;  // the run before it goes on
+                m_runId = m_runIdBeforeOpen;  // the run before it goes on, with its jobs
+            }
+            if (runId == m_pendingOpen) {
+                m_pendingOpen = 0;
+                m_pendingOpenCancel.reset();
             }
             Q_EMIT openFailed(runId, message);
         },
@@ -123,8 +135,14 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
             Qt::QueuedConnection);
     connect(m_worker, &EngineWorker::recoveryFlushed, this, &EngineController::recoveryFlushed,
             Qt::QueuedConnection);
-    connect(m_active, &ActiveWorker::progressed, this, &EngineController::activeProgress,
-            Qt::QueuedConnection);
+    connect(
+        m_active, &ActiveWorker::progressPosted, this,
+        [this] {
+            if (const std::optional<JobProgress> p = m_active->takeProgress()) {
+                Q_EMIT activeProgress(p->done, p->total);
+            }
+        },
+        Qt::QueuedConnection);
     connect(
         m_active, &ActiveWorker::stateReady, this,
         [this](const ActiveStatePtr& state) {
@@ -187,6 +205,7 @@ uint64_t EngineController::configure(const nlohmann::json& config,
     // config, the same data); anything else is a new experiment.
     const bool sameExperiment = !m_experiment.is_null() && config == m_experiment && !data;
     m_experiment = config;
+    m_pendingOpen = 0;  // this run replaces the opened one, and ends the jobs now
     endJobs(sameExperiment);
     EngineWorker* w = m_worker;
     post([w, config, data = std::move(data), id] { w->configure(config, data, id); });
@@ -198,12 +217,20 @@ uint64_t EngineController::open(std::shared_ptr<const OpenedEnsemble> opened) {
     m_runIdBeforeOpen = m_runId;
     const uint64_t id = ++m_runId;
     m_worker->requestPause();
-    m_experiment = nullptr;
-    endJobs(false);
-    const bool restoresLoop = opened->isCheckpoint && !opened->checkpoint.active.is_null();
+    // The engine thread must be free to read the file, so the jobs under way stop now,
+    // cancelled: what they finished still comes back. They end with the run only when the
+    // file's run stands (openStood); a file refused for its dataset leaves the run before with
+    // what its jobs finished.
+    m_comparisonJob->cancel();
+    m_shiftJob->cancel();
+    m_methodsJob->cancel();
+    cancelActiveCommands();
+    m_pendingOpen = id;
+    m_pendingOpenRestoresLoop = opened->isCheckpoint && !opened->checkpoint.active.is_null();
+    m_pendingOpenCancel = std::make_shared<std::atomic<bool>>(false);
     EngineWorker* w = m_worker;
     ActiveWorker* a = m_active;
-    ActiveWorker::CancelToken cancel = m_activeCancel;
+    ActiveWorker::CancelToken cancel = m_pendingOpenCancel;
     post([w, a, opened = std::move(opened), id, cancel] {
         w->open(opened, id);
         // A checkpoint saved with an active-learning loop: the loop comes back on the run,
@@ -215,10 +242,19 @@ uint64_t EngineController::open(std::shared_ptr<const OpenedEnsemble> opened) {
         }
     });
     Q_EMIT runRequested(id);
-    if (restoresLoop) {
-        Q_EMIT activeRestoring(id);
-    }
     return id;
+}
+
+void EngineController::openStood(uint64_t runId) {
+    m_pendingOpen = 0;
+    m_experiment = nullptr;
+    endJobs(false);
+    // The loop restore queued behind the open carries its own flag: a Cancel from now on
+    // reaches it, the end of the jobs just now did not.
+    m_activeCancel = std::move(m_pendingOpenCancel);
+    if (m_pendingOpenRestoresLoop) {
+        Q_EMIT activeRestoring(runId);
+    }
 }
 
 void EngineController::start() {

@@ -49,7 +49,9 @@ class EngineController : public QObject {
     uint64_t configure(const nlohmann::json& config, std::shared_ptr<const DataSplit> data = {});
     // A new run from a trained ensemble read with readOpenedEnsemble (EngineWorker::open):
     // configured() when it stands, openFailed() when its dataset cannot be used (the current
-    // run then stays, and currentRunId() is its id again). Ends every job as a new experiment.
+    // run then stays, and currentRunId() is its id again). The jobs under way are cancelled at
+    // once (the engine thread reads the file), and they end as for a new experiment only once
+    // the run stands: a refused file leaves the run it kept with what its jobs finished.
     uint64_t open(std::shared_ptr<const OpenedEnsemble> opened);
     void start();                // train to the end of the run
     void trainTo(int64_t step);  // train until `step`, then pause
@@ -109,11 +111,12 @@ class EngineController : public QObject {
 
     // The Active learning view's loop over the current run's config and data, on the
     // engine thread (ActiveWorker): activeChanged() after every change, activeProgress() while
-    // a round trains. Start begins a loop with `acquisition` (the one before it is kept as an
-    // earlier curve), Acquire labels the marked picks (or trains the pending round), Label one
-    // pool row; Play runs rounds until Pause; Cancel stops the round under way. A new run
-    // (endJobs) stops the round under way and Play; the loop goes with the run it was of.
-    // `active`: the loop's active section (the panel's; null: the run's own).
+    // a round trains (coalesced: the latest step's, however fast the round reports). Start begins a
+    // loop with `acquisition` (the one before it is kept as an earlier curve), Acquire labels the
+    // marked picks (or trains the pending round), Label one pool row; Play runs rounds until Pause;
+    // Cancel stops the round under way. A new run (endJobs) stops the round under way and Play; the
+    // loop goes with the run it was of. `active`: the loop's active section (the panel's; null: the
+    // run's own).
     void activeStart(Acquisition acquisition, const nlohmann::json& active = nullptr);
     void activeAcquire();
     void activeLabel(int64_t row);
@@ -181,6 +184,9 @@ class EngineController : public QObject {
     // Stops Play and the active-learning command under way, and every one already sent; the
     // commands sent after this carry a fresh flag.
     void cancelActiveCommands();
+    // The pending open() stood as run `runId`: the jobs of the run before end, the experiment
+    // is the file's, and a checkpoint's loop is awaited.
+    void openStood(uint64_t runId);
     // Tells the window when a job queued now holds up training (runWaitsForJob).
     void noteJobQueued(const QString& what);
     void takeSnapshot();
@@ -204,6 +210,11 @@ class EngineController : public QObject {
     uint64_t m_received = 0;
     uint64_t m_runId = 0;
     uint64_t m_runIdBeforeOpen = 0;
+    // The open() whose run has not stood yet (0: none): its configured() ends the jobs.
+    uint64_t m_pendingOpen = 0;
+    bool m_pendingOpenRestoresLoop = false;
+    // The flag the loop restored by the pending open carries (m_activeCancel once it stands).
+    std::shared_ptr<std::atomic<bool>> m_pendingOpenCancel;
     // The config of the last configure() (null after open()): a Reset asks for the same one.
     nlohmann::json m_experiment;
 };

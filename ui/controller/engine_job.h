@@ -18,19 +18,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <utility>
 
+#include "controller/progress_mailbox.h"
 #include "controller/thread_handoff.h"
 
 namespace ensemble::ui {
-
-// The progress of a job that counts its work (rows predicted, steps trained).
-struct JobProgress {
-    int64_t done = 0;
-    int64_t total = 0;
-};
 
 template <typename Progress, typename Outcome>
 class EngineJob {
@@ -91,22 +85,14 @@ class EngineJob {
     struct Run {
         uint64_t id = 0;
         std::atomic<bool> cancel{false};
-        std::mutex mutex;                // guards latest and posted
-        std::optional<Progress> latest;  // the report that waits for the GUI thread
-        bool posted = false;             // a delivery of `latest` is queued
+        ProgressMailbox<Progress> progress;
     };
 
     // Engine thread. A job dropped while queued still runs, but sees its cancel at once (every
     // job checks it before its first piece of work) and nobody receives its outcome.
     void execute(const std::shared_ptr<Run>& run, const Work& work) {
         const ReportProgress report = [this, run](const Progress& p) {
-            bool post = false;
-            {
-                const std::lock_guard lock(run->mutex);
-                run->latest = p;
-                post = !std::exchange(run->posted, true);
-            }
-            if (post) {
+            if (run->progress.put(p)) {
                 QMetaObject::invokeMethod(m_gui, announced([this, run] { deliverProgress(run); }),
                                           Qt::QueuedConnection);
             }
@@ -122,12 +108,7 @@ class EngineJob {
 
     // GUI thread.
     void deliverProgress(const std::shared_ptr<Run>& run) {
-        std::optional<Progress> p;
-        {
-            const std::lock_guard lock(run->mutex);
-            p = std::exchange(run->latest, std::nullopt);
-            run->posted = false;
-        }
+        const std::optional<Progress> p = run->progress.take();
         if (m_run == run && p && m_progressed) {
             m_progressed(*p);
         }

@@ -72,19 +72,22 @@ QString acquisitionScoreTitle(Acquisition acquisition) {
                           : QStringLiteral("%1 [%2]").arg(acquisitionLabel(acquisition), unit);
 }
 
-ActiveCanvas::ActiveCanvas(QWidget* parent) : QWidget(parent) {
-    setMouseTracking(true);
+ActiveCanvas::ActiveCanvas(QWidget* parent) : PlotCanvas(parent) {
     setFocusPolicy(Qt::StrongFocus);
     setAttribute(Qt::WA_OpaquePaintEvent);
     setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);
     setToolTip(
         tr("Click a grey pool point to label it (its true label is revealed). Keys: arrows move "
-           "the cursor over the pool by score, Home to the top pick, Enter labels it."));
+           "the cursor over the pool by score, Home to the top pick, Enter labels it. The wheel "
+           "or + and - zoom, a drag pans, a double-click or 0 shows it all."));
 }
 
 void ActiveCanvas::setRun(std::shared_ptr<const RunInfo> run) {
     if (run != m_run) {
         m_run = std::move(run);
+        if (m_run) {
+            followRun(m_run->members, true);  // another run: another box
+        }
         update();
     }
 }
@@ -114,10 +117,11 @@ QRectF ActiveCanvas::plotRect() const {
     return fitAspect(area, (b.xMax - b.xMin) / std::max(1e-12, b.yMax - b.yMin));
 }
 
-QPointF ActiveCanvas::toWidget(double x, double y, const QRectF& plot) const {
-    const GridBounds& b = m_run->bounds;
-    return {plot.left() + (x - b.xMin) / (b.xMax - b.xMin) * plot.width(),
-            plot.top() + (b.yMax - y) / (b.yMax - b.yMin) * plot.height()};
+std::optional<GridBounds> ActiveCanvas::dataBox() const {
+    if (!m_run || !m_run->hasGrid) {
+        return std::nullopt;
+    }
+    return m_run->bounds;
 }
 
 QPointF ActiveCanvas::rowPosition(int64_t row) const {
@@ -130,8 +134,8 @@ QPointF ActiveCanvas::rowPosition(int64_t row) const {
 }
 
 int64_t ActiveCanvas::poolRowAt(const QPointF& pos) const {
-    if (!m_state || !m_run || !m_run->hasGrid) {
-        return -1;
+    if (!m_state || !m_run || !m_run->hasGrid || !plotRect().contains(pos)) {
+        return -1;  // a point zoomed out of the plot is not under the pointer
     }
     int64_t best = -1;
     double bestDistance = kPickRadius * kPickRadius;
@@ -236,11 +240,9 @@ void ActiveCanvas::paintMap(QPainter& p) {
             m_pixmapFor = m_state->serial;
         }
         p.setRenderHint(QPainter::SmoothPixmapTransform);
-        p.drawPixmap(plot, m_pixmap, QRectF(m_pixmap.rect()));
+        p.drawPixmap(plot, m_pixmap, gridImageSource(m_pixmap.size()));
         // The ensemble's boundary, in grid units (0..G, row 0 at the top).
-        const double g = run.gridSize;
-        const QTransform toPlot = QTransform::fromTranslate(plot.left(), plot.top())
-                                      .scale(plot.width() / g, plot.height() / g);
+        const QTransform toPlot = gridToWidget(run.gridSize, plot);
         QPen pen(QColor(255, 255, 255, 200));
         pen.setWidthF(1.5);
         pen.setStyle(Qt::DashLine);
@@ -402,18 +404,19 @@ void ActiveCanvas::paintDigits(QPainter& p) {
 
 void ActiveCanvas::mousePressEvent(QMouseEvent* event) {
     setFocus(Qt::MouseFocusReason);
-    if (event->button() != Qt::LeftButton || !m_labelling) {
-        return;
-    }
-    const int64_t row = poolRowAt(event->position());
+    const int64_t row = event->button() == Qt::LeftButton && m_labelling
+                            ? poolRowAt(event->position())
+                            : int64_t{-1};
     if (row >= 0) {
         setCursorRow(row);
         Q_EMIT labelRequested(row);
+        return;
     }
+    PlotCanvas::mousePressEvent(event);  // off a pool point: a drag pans a zoomed map
 }
 
-void ActiveCanvas::mouseMoveEvent(QMouseEvent* event) {
-    const int64_t row = poolRowAt(event->position());
+void ActiveCanvas::hover(const QPointF& pos, const QPoint& globalPos) {
+    const int64_t row = isPanning() ? int64_t{-1} : poolRowAt(pos);
     if (row < 0) {
         m_hoverText.clear();
         QToolTip::hideText();
@@ -427,7 +430,7 @@ void ActiveCanvas::mouseMoveEvent(QMouseEvent* event) {
                       .arg(x[1], 0, 'f', 3)
                       .arg(acquisitionLabel(m_state->acquisition),
                            std::isnan(score) ? tr("not scored") : formatValue(score));
-    QToolTip::showText(event->globalPosition().toPoint(), m_hoverText, this);
+    QToolTip::showText(globalPos, m_hoverText, this);
 }
 
 void ActiveCanvas::leaveEvent(QEvent* /*event*/) {
@@ -455,7 +458,7 @@ void ActiveCanvas::keyPressEvent(QKeyEvent* event) {
             }
             return;
         default:
-            QWidget::keyPressEvent(event);
+            PlotCanvas::keyPressEvent(event);  // + - 0 zoom
     }
 }
 

@@ -4,22 +4,23 @@
 // as a heatmap over the grid (the uncertainty heatmaps' colour map, with its colour bar), the
 // ensemble's decision boundary, the pool in grey, the labelled rows in their class colours and
 // the next picks ringed. A click on a pool point asks to label it; the keys move a cursor over
-// the pool in score order (arrows, Home) and Enter labels the point under it. Image data: the
+// the pool in score order (arrows, Home) and Enter labels the point under it; the map zooms
+// and pans as PlotCanvas says (a drag that starts off a pool point pans). Image data: the
 // digits acquired last with their labels and scores. Only paints: the scores come computed
 // from the engine thread (ActiveState).
 
 #include <QPixmap>
-#include <QWidget>
 
 #include <cstdint>
 #include <vector>
 
 #include "controller/active_job.h"
 #include "controller/snapshot.h"
+#include "views/plot_canvas.h"
 
 namespace ensemble::ui {
 
-class ActiveCanvas : public QWidget {
+class ActiveCanvas : public PlotCanvas {
     Q_OBJECT
 
   public:
@@ -37,7 +38,7 @@ class ActiveCanvas : public QWidget {
     // The keyboard cursor: a pool row (-1: none), moved in score order.
     int64_t cursorRow() const { return m_cursor; }
     void setCursorRow(int64_t row);
-    QRectF plotRect() const;
+    QRectF plotRect() const override;
     QString hoverText() const { return m_hoverText; }
 
     QSize sizeHint() const override { return {520, 400}; }
@@ -49,9 +50,10 @@ class ActiveCanvas : public QWidget {
     void cursorMoved(qint64 row);
 
   protected:
+    std::optional<GridBounds> dataBox() const override;
+    void hover(const QPointF& pos, const QPoint& globalPos) override;  // the pool point's
     void paintEvent(QPaintEvent* event) override;
     void mousePressEvent(QMouseEvent* event) override;
-    void mouseMoveEvent(QMouseEvent* event) override;
     void leaveEvent(QEvent* event) override;
     void keyPressEvent(QKeyEvent* event) override;
 
@@ -59,7 +61,6 @@ class ActiveCanvas : public QWidget {
     void paintMap(QPainter& p);
     void paintDigits(QPainter& p);
     void drawColorBar(QPainter& p, const QRectF& bar) const;
-    QPointF toWidget(double x, double y, const QRectF& plot) const;
     // The pool rows by score, highest first (the cursor's order; ties by row).
     const std::vector<int64_t>& rankedPool() const;
     // The score of pool row `row` (NaN when it was not scored).

@@ -64,7 +64,7 @@ BoundaryReadout BoundaryCanvas::readoutAt(const QPointF& pos) const {
     for (int k = 0; k < s.grid.members; ++k) {
         const std::size_t ku = static_cast<std::size_t>(k);
         const float* pk = s.grid.memberProbabilities.data() + (ku * cells + r.point) * cu;
-        if (k == m_selected) {
+        if (k == selectedMember()) {
             r.selectedMember = k;
             r.selectedProbabilities.assign(pk, pk + cu);
         }

@@ -8,7 +8,6 @@
 #include <QElapsedTimer>
 #include <QHBoxLayout>
 #include <QLabel>
-#include <QMouseEvent>
 #include <QPainter>
 #include <QPainterPath>
 #include <QStandardItemModel>
@@ -42,22 +41,22 @@ QString featureName(const RunInfo& run, int f) {
 
 }  // namespace
 
-BoundaryCanvas::BoundaryCanvas(QWidget* parent) : QWidget(parent) {
-    setMouseTracking(true);
+BoundaryCanvas::BoundaryCanvas(QWidget* parent) : PlotCanvas(parent) {
+    setFocusPolicy(Qt::ClickFocus);  // + - 0 zoom once the plot is clicked
     setAttribute(Qt::WA_OpaquePaintEvent);
     setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);
 }
 
 void BoundaryCanvas::setSnapshot(SnapshotPtr snapshot) {
-    if (!snapshot || !m_snapshot || snapshot->run != m_snapshot->run) {
+    const bool newRun = !snapshot || !m_snapshot || snapshot->run != m_snapshot->run;
+    if (newRun) {
         m_markers.clear();  // class colours may differ
-        m_zoomed = false;   // another run: another box
     }
     m_snapshot = std::move(snapshot);
     m_pixmap = QPixmap();
     m_pixmapFor = -1;
-    if (m_snapshot && m_selected >= m_snapshot->run->members) {
-        m_selected = -1;
+    if (m_snapshot) {
+        followRun(m_snapshot->run->members, newRun);  // another run: another box
     }
     update();
 }
@@ -70,23 +69,6 @@ void BoundaryCanvas::setQuantity(HeatQuantity quantity) {
     }
 }
 
-void BoundaryCanvas::setSelectedMember(int member) {
-    if (member != m_selected) {
-        m_selected = member;
-        update();
-    }
-}
-
-void BoundaryCanvas::setShowTrain(bool show) {
-    m_showTrain = show;
-    update();
-}
-
-void BoundaryCanvas::setShowTest(bool show) {
-    m_showTest = show;
-    update();
-}
-
 QRectF BoundaryCanvas::plotRect() const {
     const QRectF area(kLeft, kTop, std::max(10.0, width() - kLeft - kRight),
                       std::max(10.0, height() - kTop - kBottom));
@@ -97,68 +79,11 @@ QRectF BoundaryCanvas::plotRect() const {
     return fitAspect(area, (b.xMax - b.xMin) / std::max(1e-12, b.yMax - b.yMin));
 }
 
-QPointF BoundaryCanvas::toWidget(double x, double y, const QRectF& plot) const {
-    const GridBounds b = viewBounds();
-    return {plot.left() + (x - b.xMin) / (b.xMax - b.xMin) * plot.width(),
-            plot.top() + (b.yMax - y) / (b.yMax - b.yMin) * plot.height()};
-}
-
-GridBounds BoundaryCanvas::viewBounds() const {
-    if (!m_snapshot) {
-        return {};
-    }
-    return m_zoomed ? m_view : m_snapshot->run->bounds;
-}
-
-void BoundaryCanvas::setView(GridBounds v) {
+std::optional<GridBounds> BoundaryCanvas::dataBox() const {
     if (!m_snapshot || !m_snapshot->run->hasGrid) {
-        return;
+        return std::nullopt;
     }
-    const GridBounds& b = m_snapshot->run->bounds;
-    const double fullW = b.xMax - b.xMin;
-    const double fullH = b.yMax - b.yMin;
-    // At most 64x: the grid's cells (G of them across) are already large by then.
-    const double scale = std::clamp((v.xMax - v.xMin) / fullW, 1.0 / 64.0, 1.0);
-    const double w = fullW * scale;
-    const double h = fullH * scale;
-    const double cx = std::clamp((v.xMin + v.xMax) / 2, b.xMin + w / 2, b.xMax - w / 2);
-    const double cy = std::clamp((v.yMin + v.yMax) / 2, b.yMin + h / 2, b.yMax - h / 2);
-    m_view = {cx - w / 2, cx + w / 2, cy - h / 2, cy + h / 2};
-    m_zoomed = scale < 1.0 - 1e-9;
-    update();
-    Q_EMIT viewChanged();
-}
-
-void BoundaryCanvas::zoomAt(const QPointF& pos, double factor) {
-    if (!m_snapshot || !m_snapshot->run->hasGrid || !(factor > 0)) {
-        return;
-    }
-    const QRectF plot = plotRect();
-    const GridBounds v = viewBounds();
-    const double fx = std::clamp((pos.x() - plot.left()) / plot.width(), 0.0, 1.0);
-    const double fy = std::clamp((pos.y() - plot.top()) / plot.height(), 0.0, 1.0);
-    const double x = v.xMin + fx * (v.xMax - v.xMin);
-    const double y = v.yMax - fy * (v.yMax - v.yMin);
-    const double w = (v.xMax - v.xMin) / factor;
-    const double h = (v.yMax - v.yMin) / factor;
-    setView({x - fx * w, x + (1 - fx) * w, y - (1 - fy) * h, y + fy * h});
-}
-
-void BoundaryCanvas::panBy(const QPointF& delta) {
-    if (!m_zoomed) {
-        return;
-    }
-    const QRectF plot = plotRect();
-    const GridBounds v = viewBounds();
-    const double dx = -delta.x() / plot.width() * (v.xMax - v.xMin);
-    const double dy = delta.y() / plot.height() * (v.yMax - v.yMin);
-    setView({v.xMin + dx, v.xMax + dx, v.yMin + dy, v.yMax + dy});
-}
-
-void BoundaryCanvas::resetView() {
-    m_zoomed = false;
-    update();
-    Q_EMIT viewChanged();
+    return m_snapshot->run->bounds;
 }
 
 void BoundaryCanvas::paintEvent(QPaintEvent* /*event*/) {
@@ -192,14 +117,7 @@ void BoundaryCanvas::paintEvent(QPaintEvent* /*event*/) {
         }
         p.setRenderHint(QPainter::SmoothPixmapTransform);
         // The part of the grid image the (zoomed) view covers.
-        const GridBounds& b = s.run->bounds;
-        const GridBounds v = viewBounds();
-        const double pw = m_pixmap.width();
-        const double ph = m_pixmap.height();
-        const QRectF source(
-            (v.xMin - b.xMin) / (b.xMax - b.xMin) * pw, (b.yMax - v.yMax) / (b.yMax - b.yMin) * ph,
-            (v.xMax - v.xMin) / (b.xMax - b.xMin) * pw, (v.yMax - v.yMin) / (b.yMax - b.yMin) * ph);
-        p.drawPixmap(plot, m_pixmap, source);
+        p.drawPixmap(plot, m_pixmap, gridImageSource(m_pixmap.size()));
     } else {
         p.fillRect(plot, QColor(236, 236, 236));
         p.setPen(plot::kMuted);
@@ -215,11 +133,11 @@ void BoundaryCanvas::paintEvent(QPaintEvent* /*event*/) {
         pen.setWidthF(1.8);
         drawContour(p, plot, s.ensembleContour, pen);
     }
-    if (m_selected >= 0 && m_selected < static_cast<int>(s.memberContours.size())) {
+    if (const int k = selectedMember(); k >= 0 && k < static_cast<int>(s.memberContours.size())) {
         QPen pen(plot::kAccent);
         pen.setWidthF(2.0);
         pen.setStyle(Qt::DashLine);
-        drawContour(p, plot, s.memberContours[static_cast<std::size_t>(m_selected)], pen);
+        drawContour(p, plot, s.memberContours[static_cast<std::size_t>(k)], pen);
     }
     drawPoints(p, plot);
     p.restore();
@@ -235,17 +153,7 @@ void BoundaryCanvas::paintEvent(QPaintEvent* /*event*/) {
 
 void BoundaryCanvas::drawContour(QPainter& p, const QRectF& plot,
                                  const std::vector<QPolygonF>& lines, const QPen& pen) const {
-    // Grid units (0..G, row 0 at the top of the whole box) to widget pixels of the view.
-    const double g = m_snapshot->run->gridSize;
-    const GridBounds& b = m_snapshot->run->bounds;
-    const GridBounds v = viewBounds();
-    const double sx = (b.xMax - b.xMin) / (v.xMax - v.xMin) * plot.width() / g;
-    const double sy = (b.yMax - b.yMin) / (v.yMax - v.yMin) * plot.height() / g;
-    const QTransform toPlot =
-        QTransform::fromTranslate(
-            plot.left() + (b.xMin - v.xMin) / (v.xMax - v.xMin) * plot.width(),
-            plot.top() + (v.yMax - b.yMax) / (v.yMax - v.yMin) * plot.height())
-            .scale(sx, sy);
+    const QTransform toPlot = gridToWidget(m_snapshot->run->gridSize, plot);
     p.setPen(pen);
     p.setBrush(Qt::NoBrush);
     for (const QPolygonF& line : lines) {
@@ -335,24 +243,24 @@ const QPixmap& BoundaryCanvas::marker(int cls, int style, double radius) const {
 void BoundaryCanvas::drawPoints(QPainter& p, const QRectF& plot) const {
     const Snapshot& s = *m_snapshot;
     const RunInfo& run = *s.run;
-    const bool sized = m_selected >= 0 && !run.counts.empty() &&
+    const bool sized = selectedMember() >= 0 && !run.counts.empty() &&
                        run.config.ensemble.bootstrap != BootstrapMode::None;
     const double scale = std::clamp(plot.width() / 520.0, 0.75, 1.4);
     auto blit = [&](const QPointF& c, const QPixmap& pm) {
         const QSizeF size = QSizeF(pm.size()) / pm.devicePixelRatio();
         p.drawPixmap(QPointF(c.x() - size.width() / 2, c.y() - size.height() / 2), pm);
     };
-    if (m_showTest) {
+    if (showsTest()) {
         for (int64_t i = 0; i < run.evalTest.rows; ++i) {
             const float* x = run.evalTest.row(i);
             const int cls = run.regression ? 0 : run.evalTest.y[static_cast<std::size_t>(i)];
             blit(toWidget(x[0], x[1], plot), marker(cls, 1, 3.8 * scale));
         }
     }
-    if (m_showTrain) {
+    if (showsTrain()) {
         const int64_t n = run.train.rows;
         const int32_t* counts =
-            sized ? run.counts.data() + static_cast<std::size_t>(m_selected) * n : nullptr;
+            sized ? run.counts.data() + static_cast<std::size_t>(selectedMember()) * n : nullptr;
         for (int64_t i = 0; i < n; ++i) {
             const float* x = run.train.row(i);
             const int cls = run.regression ? 0 : run.train.y[static_cast<std::size_t>(i)];
@@ -448,58 +356,13 @@ void BoundaryCanvas::drawColorBar(QPainter& p, const QRectF& bar) const {
     drawTextFitted(p, QRectF(bar.left() - 14, bar.bottom() + 8, 96, 34), Qt::TextWordWrap, range);
 }
 
-void BoundaryCanvas::showReadout(const QPointF& pos, const QPoint& globalPos) {
+void BoundaryCanvas::hover(const QPointF& pos, const QPoint& globalPos) {
     m_hoverText = readout(pos);
     if (m_hoverText.isEmpty()) {
         QToolTip::hideText();
     } else {
         QToolTip::showText(globalPos, m_hoverText, this);
     }
-}
-
-void BoundaryCanvas::mouseMoveEvent(QMouseEvent* event) {
-    if (m_dragging) {
-        panBy(event->position() - m_dragFrom);
-        m_dragFrom = event->position();
-    }
-    showReadout(event->position(), event->globalPosition().toPoint());
-}
-
-void BoundaryCanvas::mousePressEvent(QMouseEvent* event) {
-    if (event->button() == Qt::LeftButton && m_zoomed) {
-        m_dragging = true;
-        m_dragFrom = event->position();
-        setCursor(Qt::ClosedHandCursor);
-    }
-    QWidget::mousePressEvent(event);
-}
-
-void BoundaryCanvas::mouseReleaseEvent(QMouseEvent* event) {
-    if (event->button() == Qt::LeftButton && m_dragging) {
-        m_dragging = false;
-        setCursor(m_zoomed ? Qt::OpenHandCursor : Qt::ArrowCursor);
-    }
-    QWidget::mouseReleaseEvent(event);
-}
-
-void BoundaryCanvas::mouseDoubleClickEvent(QMouseEvent* event) {
-    if (event->button() == Qt::LeftButton) {
-        resetView();
-        setCursor(Qt::ArrowCursor);
-    }
-}
-
-void BoundaryCanvas::wheelEvent(QWheelEvent* event) {
-    if (!m_snapshot || !m_snapshot->hasGrid || !plotRect().contains(event->position())) {
-        event->ignore();
-        return;
-    }
-    // 1.25x per wheel notch (120 units); touchpads send smaller steps.
-    const double notches = event->angleDelta().y() / 120.0;
-    zoomAt(event->position(), std::pow(1.25, notches));
-    setCursor(m_zoomed ? Qt::OpenHandCursor : Qt::ArrowCursor);
-    showReadout(event->position(), event->globalPosition().toPoint());
-    event->accept();
 }
 
 void BoundaryCanvas::leaveEvent(QEvent* /*event*/) {

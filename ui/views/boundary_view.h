@@ -4,9 +4,9 @@
 // maps as a heatmap over the data's bounding box, the decision boundary, train points filled
 // and test points hollow, a colour bar with the map's range, and a hover read-out. With a
 // member selected, that member's boundary is drawn dashed over the ensemble's and each train
-// point is sized by the member's multiplicity of it (out-of-bag points hollow). The wheel
-// zooms at the pointer, dragging pans, a double-click shows the whole grid again; the zoomed
-// view shows the same grid image enlarged (the engine still evaluates the whole box).
+// point is sized by the member's multiplicity of it (out-of-bag points hollow). Zoomed
+// (PlotCanvas), the view shows the same grid image enlarged: the engine still evaluates the
+// whole box.
 
 #include <QPixmap>
 #include <QWidget>
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "controller/snapshot.h"
+#include "views/plot_canvas.h"
 
 class QCheckBox;
 class QComboBox;
@@ -48,7 +49,7 @@ struct BoundaryReadout {
     double epistemicStd = 0.0;
 };
 
-class BoundaryCanvas : public QWidget {
+class BoundaryCanvas : public PlotCanvas {
     Q_OBJECT
 
   public:
@@ -56,11 +57,7 @@ class BoundaryCanvas : public QWidget {
 
     void setSnapshot(SnapshotPtr snapshot);
     void setQuantity(HeatQuantity quantity);
-    void setSelectedMember(int member);  // -1: none
-    void setShowTrain(bool show);
-    void setShowTest(bool show);
     HeatQuantity quantity() const { return m_quantity; }
-    int selectedMember() const { return m_selected; }
 
     // The read-out of the grid cell under `pos` (widget coordinates); empty outside the plot.
     QString readout(const QPointF& pos) const;
@@ -68,35 +65,18 @@ class BoundaryCanvas : public QWidget {
     // The text the pointer's read-out shows now (empty when none).
     QString hoverText() const { return m_hoverText; }
 
-    // Zoom and pan, in data units. The view always lies inside the grid's box.
-    GridBounds viewBounds() const;
-    bool isZoomed() const { return m_zoomed; }
-    // Zooms by `factor` (> 1: in) keeping the data point under `pos` in place.
-    void zoomAt(const QPointF& pos, double factor);
-    // Moves the view by `delta` pixels (the data follows the pointer).
-    void panBy(const QPointF& delta);
-    void resetView();
-    QRectF plotRect() const;
+    QRectF plotRect() const override;
 
     QSize sizeHint() const override { return {640, 560}; }
     QSize minimumSizeHint() const override { return {320, 280}; }
 
-  Q_SIGNALS:
-    void viewChanged();  // zoomed, panned or reset
-
   protected:
+    std::optional<GridBounds> dataBox() const override;
+    void hover(const QPointF& pos, const QPoint& globalPos) override;  // the read-out
     void paintEvent(QPaintEvent* event) override;
-    void mouseMoveEvent(QMouseEvent* event) override;
-    void mousePressEvent(QMouseEvent* event) override;
-    void mouseReleaseEvent(QMouseEvent* event) override;
-    void mouseDoubleClickEvent(QMouseEvent* event) override;
-    void wheelEvent(QWheelEvent* event) override;
     void leaveEvent(QEvent* event) override;
 
   private:
-    void setView(GridBounds view);
-    void showReadout(const QPointF& pos, const QPoint& globalPos);
-    QPointF toWidget(double x, double y, const QRectF& plot) const;
     void drawColorBar(QPainter& p, const QRectF& bar) const;
     void drawAxes(QPainter& p, const QRectF& plot) const;
     void drawPoints(QPainter& p, const QRectF& plot) const;
@@ -107,16 +87,9 @@ class BoundaryCanvas : public QWidget {
 
     SnapshotPtr m_snapshot;
     HeatQuantity m_quantity = HeatQuantity::Probability;
-    int m_selected = -1;
-    bool m_showTrain = true;
-    bool m_showTest = true;
     mutable QPixmap m_pixmap;  // the current map, converted on the GUI thread
     mutable int m_pixmapFor = -1;
     mutable std::map<quint64, QPixmap> m_markers;
-    GridBounds m_view;  // meaningful when m_zoomed
-    bool m_zoomed = false;
-    bool m_dragging = false;
-    QPointF m_dragFrom;
     QString m_hoverText;
 };
 

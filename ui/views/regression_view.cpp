@@ -32,7 +32,8 @@ const QColor kOutside(232, 232, 232);
 
 }  // namespace
 
-RegressionCanvas::RegressionCanvas(QWidget* parent) : QWidget(parent) {
+RegressionCanvas::RegressionCanvas(QWidget* parent) : PlotCanvas(parent) {
+    setFocusPolicy(Qt::ClickFocus);  // + - 0 zoom once the plot is clicked
     setAttribute(Qt::WA_OpaquePaintEvent);
     setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);
 }
@@ -46,19 +47,13 @@ QColor RegressionCanvas::innerBandColor() {
 }
 
 void RegressionCanvas::setSnapshot(SnapshotPtr snapshot) {
+    const bool newRun = !snapshot || !m_snapshot || snapshot->run != m_snapshot->run;
     m_snapshot = std::move(snapshot);
-    if (m_snapshot && m_selected >= m_snapshot->run->members) {
-        m_selected = -1;
-    }
     updateRange();
-    update();
-}
-
-void RegressionCanvas::setSelectedMember(int member) {
-    if (member != m_selected) {
-        m_selected = member;
-        update();
+    if (m_snapshot) {
+        followRun(m_snapshot->run->members, newRun);
     }
+    update();
 }
 
 void RegressionCanvas::setShowMembers(bool show) {
@@ -66,14 +61,11 @@ void RegressionCanvas::setShowMembers(bool show) {
     update();
 }
 
-void RegressionCanvas::setShowTrain(bool show) {
-    m_showTrain = show;
-    update();
-}
-
-void RegressionCanvas::setShowTest(bool show) {
-    m_showTest = show;
-    update();
+std::optional<GridBounds> RegressionCanvas::dataBox() const {
+    if (!m_snapshot || !m_snapshot->run->hasCurve) {
+        return std::nullopt;
+    }
+    return GridBounds{xMin(), xMax(), m_yMin, m_yMax};
 }
 
 double RegressionCanvas::xMin() const {
@@ -131,11 +123,7 @@ QRectF RegressionCanvas::plotRect() const {
 }
 
 QPointF RegressionCanvas::toWidget(double x, double y) const {
-    const QRectF plot = plotRect();
-    const double x0 = xMin();
-    const double x1 = xMax();
-    return {plot.left() + (x - x0) / std::max(1e-12, x1 - x0) * plot.width(),
-            plot.top() + (m_yMax - y) / std::max(1e-12, m_yMax - m_yMin) * plot.height()};
+    return toWidget(x, y, plotRect());
 }
 
 void RegressionCanvas::paintEvent(QPaintEvent* /*event*/) {
@@ -185,6 +173,7 @@ void RegressionCanvas::paintEvent(QPaintEvent* /*event*/) {
         band(e.aleatoric, innerBandColor());
     }
     // Each included member's mean, thin; the selected one on top in the accent colour.
+    const int selected = selectedMember();
     const MemberGaussians& g = s.curveMembers;
     auto memberLine = [&](int k) {
         QPolygonF line;
@@ -203,16 +192,16 @@ void RegressionCanvas::paintEvent(QPaintEvent* /*event*/) {
             p.setPen(QPen(kMemberColor, 1.0));
             for (int k = 0; k < g.members; ++k) {
                 const std::size_t ku = static_cast<std::size_t>(k);
-                if (k != m_selected && ku < s.included.size() && s.included[ku]) {
+                if (k != selected && ku < s.included.size() && s.included[ku]) {
                     memberLine(k);
                 }
             }
         }
-        if (m_selected >= 0 && m_selected < g.members) {
+        if (selected >= 0 && selected < g.members) {
             QPen pen(plot::kAccent, 1.8);
             pen.setStyle(Qt::DashLine);
             p.setPen(pen);
-            memberLine(m_selected);
+            memberLine(selected);
         }
     }
     if (s.hasEnsemble && e.rows == static_cast<int64_t>(n)) {
@@ -225,7 +214,7 @@ void RegressionCanvas::paintEvent(QPaintEvent* /*event*/) {
         p.drawPolyline(line);
     }
     // Test points hollow and light, train points filled: the train points are few and matter.
-    if (m_showTest) {
+    if (showsTest()) {
         p.setPen(QPen(kTestColor, 1.0));
         p.setBrush(Qt::NoBrush);
         const Dataset& t = run.evalTest;
@@ -235,7 +224,7 @@ void RegressionCanvas::paintEvent(QPaintEvent* /*event*/) {
                 2.4, 2.4);
         }
     }
-    if (m_showTrain) {
+    if (showsTrain()) {
         p.setPen(QPen(Qt::white, 0.8));
         p.setBrush(kTrainColor);
         const Dataset& t = run.train;
@@ -272,19 +261,20 @@ void RegressionCanvas::drawAxes(QPainter& p, const QRectF& plot) const {
     p.setFont(font);
     const QFontMetricsF fm(font);
     p.setPen(QPen(plot::kAxis, 1.0));
-    const std::vector<double> xTicks = niceTicks(xMin(), xMax(), 8);
+    const GridBounds v = viewBounds();
+    const std::vector<double> xTicks = niceTicks(v.xMin, v.xMax, 8);
     const QStringList xLabels = tickLabels(xTicks);
     for (std::size_t i = 0; i < xTicks.size(); ++i) {
-        const double x = toWidget(xTicks[i], m_yMin).x();
+        const double x = toWidget(xTicks[i], v.yMin).x();
         p.drawLine(QPointF(x, plot.bottom()), QPointF(x, plot.bottom() + 4));
         const QString& text = xLabels[static_cast<qsizetype>(i)];
         drawTextFitted(
             p, QPointF(x - fm.horizontalAdvance(text) / 2, plot.bottom() + 6 + fm.ascent()), text);
     }
-    const std::vector<double> yTicks = niceTicks(m_yMin, m_yMax, 6);
+    const std::vector<double> yTicks = niceTicks(v.yMin, v.yMax, 6);
     const QStringList yLabels = tickLabels(yTicks);
     for (std::size_t i = 0; i < yTicks.size(); ++i) {
-        const double y = toWidget(xMin(), yTicks[i]).y();
+        const double y = toWidget(v.xMin, yTicks[i]).y();
         p.drawLine(QPointF(plot.left() - 4, y), QPointF(plot.left(), y));
         const QString& text = yLabels[static_cast<qsizetype>(i)];
         drawTextFitted(

@@ -5,33 +5,32 @@
 // mean, its ±2σ bands split into the aleatoric part (inner, √E_k σ_k²) and the total (outer,
 // aleatoric + epistemic), each included member's mean as a thin line (the selected member in
 // the accent colour), and the x range outside the training data shaded. Redrawn from every
-// snapshot, so the bands move while the ensemble trains.
+// snapshot, so the bands move while the ensemble trains; zoomed and panned as PlotCanvas says.
 
 #include <QWidget>
 
 #include "controller/snapshot.h"
+#include "views/plot_canvas.h"
 
 class QCheckBox;
 class QLabel;
 
 namespace ensemble::ui {
 
-class RegressionCanvas : public QWidget {
+class RegressionCanvas : public PlotCanvas {
     Q_OBJECT
 
   public:
     explicit RegressionCanvas(QWidget* parent = nullptr);
 
     void setSnapshot(SnapshotPtr snapshot);
-    void setSelectedMember(int member);  // -1: none
     void setShowMembers(bool show);
-    void setShowTrain(bool show);
-    void setShowTest(bool show);
 
-    // The plot's frame and the data-to-widget mapping of the current snapshot (tests).
-    QRectF plotRect() const;
+    // The plot's frame and the data-to-widget mapping of the current snapshot and view.
+    QRectF plotRect() const override;
     QPointF toWidget(double x, double y) const;
-    // The y range shown: the targets and the ensemble mean, padded.
+    // The data's box (the view unless zoomed): the y range the targets and the ensemble mean
+    // span, padded.
     double yMin() const { return m_yMin; }
     double yMax() const { return m_yMax; }
     double xMin() const;
@@ -45,18 +44,17 @@ class RegressionCanvas : public QWidget {
     QSize minimumSizeHint() const override { return {320, 240}; }
 
   protected:
+    std::optional<GridBounds> dataBox() const override;
     void paintEvent(QPaintEvent* event) override;
 
   private:
+    using PlotCanvas::toWidget;
     void updateRange();
     void drawAxes(QPainter& p, const QRectF& plot) const;
     void drawLegend(QPainter& p, const QRectF& plot) const;
 
     SnapshotPtr m_snapshot;
-    int m_selected = -1;
     bool m_showMembers = true;
-    bool m_showTrain = true;
-    bool m_showTest = true;
     double m_yMin = -1.0;
     double m_yMax = 1.0;
 };

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -60,6 +61,7 @@ class TestGuiController : public QObject {
     void invalidConfigReportsKey();
     void destroyWhileTraining();
     void destroyWithRecoveryTimerActive();
+    void progressMailboxQueuesOneDeliveryForTheLatest();
     void engineJobCoalescesProgressAndEndsOnce();
     void engineJobCancelEndsItWithItsOutcome();
     void engineJobReplacedOrDroppedNeverComesBack();
@@ -95,6 +97,25 @@ struct Ended {
 
 // A thousand reports made while this thread takes no event arrive as one (the latest), and
 // the outcome comes once, after it.
+void TestGuiController::progressMailboxQueuesOneDeliveryForTheLatest() {
+    ensemble::ui::ProgressMailbox<JobProgress> mailbox;
+    QVERIFY(!mailbox.take().has_value());  // nothing reported yet
+    // Reports faster than deliveries: only the first asks for one, and it brings the last.
+    QVERIFY(mailbox.put({1, 100}));
+    QVERIFY(!mailbox.put({2, 100}));
+    QVERIFY(!mailbox.put({3, 100}));
+    std::optional<JobProgress> p = mailbox.take();
+    QVERIFY(p.has_value());
+    QCOMPARE(p->done, int64_t{3});
+    QCOMPARE(p->total, int64_t{100});
+    QVERIFY(!mailbox.take().has_value());  // taken: a second delivery finds nothing
+    // After a delivery, the next report queues again.
+    QVERIFY(mailbox.put({4, 100}));
+    p = mailbox.take();
+    QVERIFY(p.has_value());
+    QCOMPARE(p->done, int64_t{4});
+}
+
 void TestGuiController::engineJobCoalescesProgressAndEndsOnce() {
     JobThread engine;
     QObject gui;

@@ -243,8 +243,14 @@ void TestGuiActive::clickAndCursorLabelExactlyThatRow() {
     QVERIFY(s != nullptr);
     ActiveView* view = w->activeView();
     ensemble::ui::ActiveCanvas* canvas = view->canvas();
+    // Zoomed in (+ twice, at the centre), as the Boundary view zooms: a click still labels the
+    // point under it.
+    canvas->setFocus();
+    QTest::keyClick(canvas, Qt::Key_Plus);
+    QTest::keyClick(canvas, Qt::Key_Plus);
+    QVERIFY(canvas->isZoomed());
     // A pool row that is not a pick and that a click at its centre finds (no other point
-    // nearer): the person's choice, not the acquisition's.
+    // nearer, inside the zoomed plot): the person's choice, not the acquisition's.
     int64_t chosen = -1;
     for (int64_t row : s->pool) {
         if (std::find(s->scores.picks.begin(), s->scores.picks.end(), row) !=
@@ -273,6 +279,24 @@ void TestGuiActive::clickAndCursorLabelExactlyThatRow() {
     QCOMPARE(s->lastAcquired[0].row, chosen);
     QCOMPARE(s->lastAcquired[0].label,
              w->controller()->snapshot()->run->train.y[static_cast<std::size_t>(chosen)]);
+    // A drag that starts off every pool point pans; 0 shows the whole map again.
+    QPointF empty(-1, -1);
+    const QRectF plot = canvas->plotRect();
+    for (double x = plot.left() + 20; x < plot.right() - 40 && empty.x() < 0; x += 7) {
+        for (double y = plot.top() + 20; y < plot.bottom() - 20 && empty.x() < 0; y += 7) {
+            if (canvas->poolRowAt({x, y}) < 0) {
+                empty = {x, y};
+            }
+        }
+    }
+    QVERIFY(empty.x() >= 0);
+    const ensemble::GridBounds unpanned = canvas->viewBounds();
+    QTest::mousePress(canvas, Qt::LeftButton, {}, empty.toPoint());
+    QTest::mouseMove(canvas, (empty + QPointF(30, 0)).toPoint());
+    QTest::mouseRelease(canvas, Qt::LeftButton, {}, (empty + QPointF(30, 0)).toPoint());
+    QVERIFY(canvas->viewBounds().xMin < unpanned.xMin);
+    QTest::keyClick(canvas, Qt::Key_0);
+    QVERIFY(!canvas->isZoomed());
 
     // By keyboard: Home puts the cursor on the top-scoring pool row, Right on the next one,
     // Enter labels the row under the cursor.
@@ -351,7 +375,9 @@ void TestGuiActive::pauseSaysStoppedOnceWhereverItLands() {
                 worker.requestPause();
             }
         });
-        connect(&worker, &ActiveWorker::progressed, &context, [&](qint64, qint64) {
+        // Each report is taken at once, so each posts: the pause can land mid-round.
+        connect(&worker, &ActiveWorker::progressPosted, &context, [&] {
+            worker.takeProgress();  // as the controller does: the next report posts again
             if (where == Where::DuringRound && playStarted) {
                 worker.requestPause();
             }
@@ -620,9 +646,11 @@ void TestGuiActive::newRunEndsTheRoundUnderWay() {
     QVERIFY(waitFresh(*w));
     QVERIFY(roundTraining());
 
+    // Open cancels the round at once (the engine thread reads the file) and ends the jobs when
+    // the file's run stands.
     QString error;
     QVERIFY2(w->openEnsemble(path, &error), qPrintable(error));
-    QCOMPARE(ended.count(), 3);
+    QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 3, 30000);
     QCOMPARE(ended.at(2).at(0).toBool(), false);
     const uint64_t opened = w->controller()->currentRunId();
     QVERIFY(ensemble::test::waitSnapshot(

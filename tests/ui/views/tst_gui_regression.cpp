@@ -23,6 +23,7 @@
 using ensemble::test::makeWindow;
 using ensemble::test::waitFresh;
 using ensemble::test::waitSnapshot;
+using ensemble::test::wheelAt;
 using ensemble::ui::HeatQuantity;
 using ensemble::ui::MainWindow;
 using ensemble::ui::RegressionCanvas;
@@ -196,6 +197,34 @@ void TestGuiRegression::cubicDrawsTheDeepEnsemblesFigure() {
     QVERIFY(w->setView(QStringLiteral("curves")));
     QCoreApplication::processEvents();
     QVERIFY(w->curvesView()->ensemblePointCount() > 1);
+
+    // The figure zooms and pans as the Boundary view does (PlotCanvas): the wheel keeps the
+    // data point under the pointer in place, a drag pans, 0 shows it all, + and - zoom.
+    QVERIFY(w->setView(QStringLiteral("regression")));
+    QCoreApplication::processEvents();
+    const QPointF at = canvas->toWidget(1.0, 0.0);
+    QVERIFY(canvas->plotRect().contains(at));
+    wheelAt(canvas, at, 240);
+    QVERIFY(canvas->isZoomed());
+    const ensemble::GridBounds zoomed = canvas->viewBounds();
+    QVERIFY(zoomed.xMax - zoomed.xMin < 0.7 * (canvas->xMax() - canvas->xMin()));
+    QVERIFY2((canvas->toWidget(1.0, 0.0) - at).manhattanLength() < 0.5,
+             qPrintable(QStringLiteral("(%1, %2) moved to (%3, %4)")
+                            .arg(at.x())
+                            .arg(at.y())
+                            .arg(canvas->toWidget(1.0, 0.0).x())
+                            .arg(canvas->toWidget(1.0, 0.0).y())));
+    QTest::mousePress(canvas, Qt::LeftButton, {}, at.toPoint());
+    QTest::mouseMove(canvas, (at + QPointF(30, 0)).toPoint());
+    QTest::mouseRelease(canvas, Qt::LeftButton, {}, (at + QPointF(30, 0)).toPoint());
+    QVERIFY(canvas->viewBounds().xMin < zoomed.xMin);  // the data followed the pointer right
+    QTest::keyClick(canvas, Qt::Key_0);
+    QVERIFY(!canvas->isZoomed());
+    QCOMPARE(canvas->viewBounds().xMin, canvas->xMin());
+    QTest::keyClick(canvas, Qt::Key_Plus);
+    QVERIFY(canvas->isZoomed());
+    QTest::keyClick(canvas, Qt::Key_Minus);
+    QVERIFY(!canvas->isZoomed());
 }
 
 void TestGuiRegression::memberSwitchesApplyToTheCurve() {
