@@ -123,9 +123,13 @@ bool FileActions::openExperiment(const QString& path, QString* error) {
             }
             return false;
         }
-        m_session->loadExperiment(config);
-        m_window->setWindowFilePath(path);
-        return true;
+        // Checked first, then asked: a refused file never asks about the run it would replace.
+        return confirmReplace(tr("opening %1").arg(QFileInfo(path).fileName()),
+                              [this, config, path] {
+                                  m_session->loadExperiment(config);
+                                  m_window->setWindowFilePath(path);
+                                  addRecent(path);
+                              });
     } catch (const std::exception& e) {
         if (error != nullptr) {
             *error = str(e.what());
@@ -144,19 +148,16 @@ bool FileActions::openEnsemble(const QString& path, QString* error) {
         }
         return false;
     }
-    m_session->open(std::move(opened));
-    addRecent(path);  // a file read and checked: Open Recent offers it at once
-    return true;
+    return confirmReplace(tr("opening %1").arg(QFileInfo(path).fileName()), [this, opened, path] {
+        m_session->open(opened);
+        addRecent(path);  // a file read and checked: Open Recent offers it at once
+    });
 }
 
 bool FileActions::openFile(const QString& path, QString* error) {
-    const bool ok = path.endsWith(QStringLiteral(".safetensors"), Qt::CaseInsensitive)
-                        ? openEnsemble(path, error)
-                        : openExperiment(path, error);
-    if (ok) {
-        addRecent(path);
-    }
-    return ok;
+    return path.endsWith(QStringLiteral(".safetensors"), Qt::CaseInsensitive)
+               ? openEnsemble(path, error)
+               : openExperiment(path, error);
 }
 
 void FileActions::addRecent(const QString& path) {
@@ -187,7 +188,7 @@ void FileActions::fillRecentMenu() {
         a->setEnabled(QFileInfo::exists(path));
         connect(a, &QAction::triggered, this, [this, path] {
             QString error;
-            if (!openFile(path, &error)) {
+            if (!openFile(path, &error) && !error.isEmpty()) {
                 Q_EMIT errorRaised(tr("Could not open the file"), error,
                                    tr("The file may have moved or changed since it was opened."));
             }
@@ -217,7 +218,8 @@ void FileActions::restoreLastExperiment() {
         const ComposedConfig composed =
             composeConfigText(text.toStdString(), tr("the saved experiment").toStdString(), {});
         (void)parseConfig(composed);
-        m_session->loadExperiment(composed.json);
+        confirmReplace(tr("the last experiment"),
+                       [this, config = composed.json] { m_session->loadExperiment(config); });
     } catch (const std::exception& e) {
         Q_EMIT statusRequested(tr("The saved experiment was not loaded: %1").arg(str(e.what())),
                                10000);
@@ -259,7 +261,7 @@ void FileActions::chooseOpen() {
     }
     settings.setValue(QStringLiteral("files/experiments"), QFileInfo(path).path());
     QString error;
-    if (!openFile(path, &error)) {
+    if (!openFile(path, &error) && !error.isEmpty()) {
         Q_EMIT errorRaised(tr("Could not open the file"), error,
                            tr("Choose a JSON experiment file such as the ones Save writes, or a "
                               ".safetensors file that Export or ensemble-cli train --export / "

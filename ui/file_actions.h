@@ -41,7 +41,8 @@ class FileActions : public QObject {
     // The File menu: Open, Open Recent, Save, Save Checkpoint, Restore, Export, Export job.
     void addActions(QMenu* file);
 
-    // See MainWindow, which forwards these.
+    // See MainWindow, which forwards these. Every Open (the dialog, Open Recent, a drop, the
+    // last experiment) reads and checks the file first, then asks as confirmReplace does.
     bool openExperiment(const QString& path, QString* error = nullptr);
     bool saveExperiment(const QString& path, QString* error = nullptr);
     bool openEnsemble(const QString& path, QString* error = nullptr);

@@ -572,7 +572,7 @@ void MainWindow::dropEvent(QDropEvent* event) {
     }
     event->acceptProposedAction();
     QString error;
-    if (!openFile(path, &error)) {
+    if (!openFile(path, &error) && !error.isEmpty()) {  // empty: the person kept the run
         showError(tr("Could not open the file"), error,
                   tr("Drop a JSON experiment or a .safetensors export or checkpoint."));
     }

@@ -65,7 +65,9 @@ class MainWindow : public QMainWindow {
 
     // Shows `config` in the Experiment dock and starts a new run at step 0 (when valid).
     void loadExperiment(const nlohmann::json& config, const QString& preset = {});
-    // Open / Save an experiment file (the CLI's JSON). False with `error` set on failure.
+    // Open / Save an experiment file (the CLI's JSON). False with `error` set on failure, and
+    // false with `error` empty when the person kept a trained, unsaved run (Open asks Save /
+    // Discard / Cancel first, as a preset does, when Options::askToSaveCheckpoint is on).
     bool openExperiment(const QString& path, QString* error = nullptr);
     bool saveExperiment(const QString& path, QString* error = nullptr);
     // Opens a trained ensemble (an export or a checkpoint, .safetensors): its config in the

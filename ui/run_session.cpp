@@ -93,8 +93,14 @@ RunSession::RunSession(EngineController* controller, ExperimentPanel* panel, QWi
         }
     });
     connect(m_panel, &ExperimentPanel::regenerateRequested, this, [this] {
-        if (m_panel->isValid()) {
+        if (!m_panel->isValid()) {
+            return;
+        }
+        // New data starts over, as a preset does.
+        if (!m_replaceCheck) {
             startRun();
+        } else if (!m_replaceCheck(tr("new data"), [this] { startRun(); })) {
+            onPanelEdited();  // kept: the new seed waits in the panel as any edit (Reset applies)
         }
     });
 

@@ -44,8 +44,9 @@ class RunSession : public QObject {
     // stands, openFailed() when it cannot be built (the current run stays).
     void open(std::shared_ptr<const OpenedEnsemble> opened);
 
-    // Asked before a preset replaces the run (FileActions::confirmReplace): calls `proceed`
-    // now, later or never; false when the person kept the run. Unset: presets load at once.
+    // Asked before a preset or new data replaces the run (FileActions::confirmReplace): calls
+    // `proceed` now, later or never; false when the person kept the run. Unset: they replace it
+    // at once.
     using ReplaceCheck = std::function<bool(const QString& what, std::function<void()> proceed)>;
     void setReplaceCheck(ReplaceCheck check) { m_replaceCheck = std::move(check); }
 

@@ -133,6 +133,7 @@ class TestGuiFiles : public QObject {
     void metricsFileIsRefusedAndTheExperimentKept();
     void invalidConfigIsRefusedAsTheCliRefusesIt();
     void choosingAPresetAfterTrainingAsksFirst();
+    void openingAFileOrNewDataAfterTrainingAsksFirst();
     void statusMessageGoesWithItsRun();
     void busyOverlayCoversTheOldRunAndTheWholeSplitMeasure();
     void exportDialogRemembersTheType();
@@ -450,6 +451,81 @@ void TestGuiFiles::choosingAPresetAfterTrainingAsksFirst() {
     QVERIFY(waitSnapshot(w, [](const auto& s) {
         return s.run->config.dataset.kind == ensemble::DatasetKind::Moons;
     }));
+}
+
+// File > Open (and Open Recent, a drop: one path) and Regenerate ask as a preset does; a file the
+// engine refuses is refused before anything is asked.
+void TestGuiFiles::openingAFileOrNewDataAfterTrainingAsksFirst() {
+    QTemporaryDir dir;
+    const QString moons =
+        ensemble::test::writeText(dir.path(), "moons.json", ensemble::presetText("moons"));
+    const QString invalid =
+        ensemble::test::writeText(dir.path(), "bad.json", R"({"ensemble": {"members": -3}})");
+    MainWindow::Options options;
+    options.useSettings = false;
+    options.askToSaveCheckpoint = true;  // interactive use: the window asks
+    MainWindow w(options);
+    w.resize(1200, 800);
+    w.show();
+    int asked = 0;
+    w.loadExperiment(spirals(5), QString());
+    QVERIFY(waitFresh(w));
+    w.trainAction()->trigger();
+    QVERIFY(waitSnapshot(w, [](const auto& s) { return s.step == 5 && !s.running; }));
+    const uint64_t trained = w.controller()->currentRunId();
+
+    // Refused before asking: the run stays, the engine's message says why.
+    QString error;
+    QVERIFY(!w.openExperiment(invalid, &error));
+    QVERIFY2(error.contains(QStringLiteral("ensemble.members")), qPrintable(error));
+    QCOMPARE(asked, 0);
+
+    // Cancel keeps the run: no error, nothing opened.
+    whenModal(
+        QStringLiteral("ReplaceRunQuestion"), [](QWidget* q) { answer(q, QMessageBox::Cancel); },
+        &asked);
+    error.clear();
+    QVERIFY(!w.openFile(moons, &error));
+    QCOMPARE(asked, 1);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    QCOMPARE(w.controller()->currentRunId(), trained);
+    QVERIFY(engineIdle(*w.controller()));
+    QCOMPARE(w.controller()->snapshot()->step, int64_t{5});
+
+    // Regenerate asks too; kept, the new data seed waits in the panel for a Reset.
+    auto* regenerate = [&w]() -> QPushButton* {
+        for (QPushButton* b : w.panel()->findChildren<QPushButton*>()) {
+            if (b->text().remove(QLatin1Char('&')) == QStringLiteral("Regenerate")) {
+                return b;
+            }
+        }
+        return nullptr;
+    }();
+    QVERIFY(regenerate != nullptr && regenerate->isEnabled());
+    whenModal(
+        QStringLiteral("ReplaceRunQuestion"), [](QWidget* q) { answer(q, QMessageBox::Cancel); },
+        &asked);
+    regenerate->click();
+    QCOMPARE(asked, 2);
+    QCOMPARE(w.controller()->currentRunId(), trained);
+    QVERIFY(engineIdle(*w.controller()));
+    QCOMPARE(w.controller()->snapshot()->step, int64_t{5});
+
+    // Discard: the file replaces the run.
+    whenModal(
+        QStringLiteral("ReplaceRunQuestion"), [](QWidget* q) { answer(q, QMessageBox::Discard); },
+        &asked);
+    QVERIFY(w.openFile(moons, &error));
+    QCOMPARE(asked, 3);
+    QVERIFY(w.controller()->currentRunId() != trained);
+    QVERIFY(waitSnapshot(w, [](const auto& s) {
+        return s.run->config.dataset.kind == ensemble::DatasetKind::Moons && s.step == 0;
+    }));
+    QVERIFY(w.recentFiles().contains(QFileInfo(moons).absoluteFilePath()));
+
+    // Nothing trained: no question.
+    QVERIFY(w.openFile(moons, &error));
+    QCOMPARE(asked, 3);
 }
 
 void TestGuiFiles::statusMessageGoesWithItsRun() {
