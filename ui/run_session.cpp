@@ -132,11 +132,37 @@ void RunSession::buildActions(QWidget* window) {
             m_controller->step();
         }
     });
-    connect(m_reset, &QAction::triggered, this, [this] {
-        if (m_panel->isValid()) {
-            startRun();
+    connect(m_reset, &QAction::triggered, this, &RunSession::reset);
+}
+
+void RunSession::reset() {
+    if (!m_panel->isValid()) {
+        return;
+    }
+    // Reset restarts the experiment as the person sees it: a member switched off in the Members
+    // view stays off (the ensemble keeping its size), and the status bar says which.
+    const SnapshotPtr s = m_controller->snapshot();
+    const std::vector<uint8_t> switches = s ? s->switchedOn : std::vector<uint8_t>{};
+    startRun();
+    const nlohmann::json& members = m_activeConfig["ensemble"]["members"];
+    QStringList off;
+    for (std::size_t k = 0; k < switches.size(); ++k) {
+        if (switches[k] == 0) {
+            off << QString::number(k);
         }
-    });
+    }
+    if (off.isEmpty() || !members.is_number_integer() ||
+        members.get<std::size_t>() != switches.size()) {
+        return;
+    }
+    m_controller->setSwitchedOnMembers(switches);
+    Q_EMIT statusRequested(
+        off.size() == 1
+            ? tr("Reset kept member %1 switched off (tick it in Members to bring it back)")
+                  .arg(off.first())
+            : tr("Reset kept members %1 switched off (tick them in Members to bring them back)")
+                  .arg(off.join(QStringLiteral(", "))),
+        8000);
 }
 
 void RunSession::train() {

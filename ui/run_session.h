@@ -40,6 +40,8 @@ class RunSession : public QObject {
     void loadExperiment(const nlohmann::json& config, const QString& preset = {});
     // A new run at step 0 from the panel as it is.
     void startRun();
+    // Reset (R): startRun(), the member switches kept when the ensemble keeps its size.
+    void reset();
     // A new run from a trained ensemble (MainWindow::openEnsemble): ensembleOpened() when it
     // stands, openFailed() when it cannot be built (the current run stays).
     void open(std::shared_ptr<const OpenedEnsemble> opened);

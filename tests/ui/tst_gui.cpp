@@ -86,6 +86,7 @@ class TestGui : public QObject {
     void cudaChoiceShowsWhyItIsUnavailable();
     void aHiddenViewCatchesUpOnceWhenShown();
     void hiddenCurvesAreDrawnWhenTheirTabOpens();
+    void resetKeepsAMemberSwitchedOffAndSaysSo();
 };
 
 void TestGui::initTestCase() {
@@ -482,4 +483,26 @@ void TestGui::hiddenCurvesAreDrawnWhenTheirTabOpens() {
     QVERIFY(w->curvesView()->isVisible());
     QVERIFY2(w->curvesView()->ensemblePointCount() > 1,
              qPrintable(QString::number(w->curvesView()->ensemblePointCount())));
+}
+
+void TestGui::resetKeepsAMemberSwitchedOffAndSaysSo() {
+    auto w = makeWindow();
+    w->loadExperiment(smallConfig({.members = 3}), QString());
+    QVERIFY(waitFresh(*w));
+    w->controller()->trainTo(5);
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return !s.running && s.step == 5; }));
+    w->controller()->setMemberSwitchedOn(1, false);
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.includedCount == 2; }));
+    const uint64_t before = w->controller()->currentRunId();
+    w->resetAction()->trigger();
+    QVERIFY(waitSnapshot(*w, [before](const auto& s) {
+        return s.run->runId != before && s.step == 0 && s.switchedOn.size() == 3 &&
+               s.switchedOn[1] == 0;
+    }));
+    const SnapshotPtr s = w->controller()->snapshot();
+    QCOMPARE(s->switchedOn[0], uint8_t{1});
+    QCOMPARE(s->switchedOn[2], uint8_t{1});
+    QCOMPARE(s->includedCount, 2);
+    QVERIFY2(w->statusMessage().contains(QStringLiteral("kept member 1 switched off")),
+             qPrintable(w->statusMessage()));
 }
