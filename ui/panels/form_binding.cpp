@@ -64,6 +64,26 @@ bool rowApplies(const KeySpec& spec, const json& config) {
     return keyApplies(spec, config) && conditionHolds(formCondition(spec.key), config);
 }
 
+QString whyRowIsUnused(const KeySpec& spec, const json& config) {
+    // The schema's condition first, then the form's; the first that fails is the reason, with
+    // the deciding key's value as the config has it.
+    for (const Condition* when : {&spec.when, &formCondition(spec.key)}) {
+        if (when->always() || conditionHolds(*when, config)) {
+            continue;
+        }
+        QString reason = str(conditionText(*when, false));
+        const KeySpec& decider = keySpec(when->key);
+        const json* value = valueOrDefault(config, decider);
+        if (keyApplies(decider, config) && value != nullptr && value->is_string()) {
+            reason += QObject::tr("; it is %1").arg(str(value->get<std::string>()));
+        } else if (!keyApplies(decider, config)) {
+            reason += QObject::tr("; %1 does not apply either").arg(str(when->key));
+        }
+        return reason;
+    }
+    return {};
+}
+
 FormBinding::FormBinding(QWidget* owner, std::function<void()> edited)
     : m_owner(owner), m_edited(std::move(edited)) {}
 
@@ -88,6 +108,12 @@ FormRow& FormBinding::addRow(QFormLayout* form, const QString& key, const QStrin
     error->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Minimum);
     error->setStyleSheet(QStringLiteral("color: #b03a2e; font-size: 11px;"));
     error->setVisible(false);
+    auto* unused = new QLabel(QObject::tr("not used"));
+    unused->setObjectName(key + QStringLiteral(".unused"));
+    unused->setEnabled(false);  // greyed, as the editor it stands for would be
+    unused->setMinimumHeight(input->sizeHint().height());
+    unused->setVisible(false);
+    column->addWidget(unused);
     column->addWidget(error);
     // The label lines up with the editor, not with the middle of editor and error.
     auto* name = new QLabel(label);
@@ -104,6 +130,7 @@ FormRow& FormBinding::addRow(QFormLayout* form, const QString& key, const QStrin
     row->form = form;
     row->label = name;
     row->error = error;
+    row->unused = unused;
     row->marked = {input};
     m_rows.push_back(std::move(row));
     return *m_rows.back();
@@ -214,7 +241,16 @@ bool FormBinding::refresh(const json& config) {
             shownOrHidden |= row->cell->isVisibleTo(m_owner) != row->applies;
             row->form->setRowVisible(row->cell, row->applies);
         } else {
+            // The editor keeps its value for when the row applies again; meanwhile it is out of
+            // sight and out of the tab order, and "not used" stands in its place.
             row->input->setEnabled(row->applies);
+            row->input->setVisible(row->applies);
+            row->unused->setVisible(!row->applies);
+            row->unused->setToolTip(
+                row->applies ? QString()
+                             : QObject::tr("%1 is not used: %2")
+                                   .arg(row->key)
+                                   .arg(whyRowIsUnused(keySpec(row->key.toStdString()), config)));
         }
         if (row->refresh) {
             row->refresh(config);

@@ -4,8 +4,9 @@
 // its key: the schema's range, tooltip and choices, how it loads from and stores into a config,
 // the form's own check, how it refreshes. Which rows apply is one rule for all of them: the
 // schema's condition (KeySpec::when), plus the form's own for keys the schema leaves open
-// (formCondition, panel_kinds.h), both read from the form's config. A row that does not apply is
-// disabled, or hidden where another row takes its place (model.hidden and model.layers).
+// (formCondition, panel_kinds.h), both read from the form's config. A row that does not apply
+// shows "not used" (greyed, the reason in its tooltip) in its editor's place, or is hidden where
+// another row takes its place (model.hidden and model.layers).
 
 #include <QList>
 #include <QMap>
@@ -40,6 +41,9 @@ struct FormRow {
     QFormLayout* form = nullptr;
     QLabel* label = nullptr;  // the row's name; bold while its edit waits for Reset
     QLabel* error = nullptr;
+    // Shown in the editor's place while the row does not apply: a greyed editor would show a
+    // value nothing uses (Classes 2 for MNIST), so the row says it is not used, and why.
+    QLabel* unused = nullptr;
     QList<QWidget*> marked;  // outlined while the row has an error (default: editor)
     bool hideWhenInapplicable = false;
     bool applies = true;  // as of the last refresh
@@ -60,6 +64,8 @@ struct FormRow {
 // Whether a key's row applies to `config`: the schema's condition (keyApplies), and the form's
 // own where it has one, its decider read the same way (with its default, itself applying).
 bool rowApplies(const KeySpec& spec, const nlohmann::json& config);
+// Why a row does not apply to `config`: "only when dataset.kind is csv; it is cubic".
+QString whyRowIsUnused(const KeySpec& spec, const nlohmann::json& config);
 
 class FormBinding {
   public:

@@ -3,6 +3,7 @@
 // form's own conditions name real choices, and every dataset kind is one the panel can place.
 #include <QApplication>
 #include <QComboBox>
+#include <QLabel>
 #include <QtTest>
 
 #include <algorithm>
@@ -45,6 +46,7 @@ class TestGuiPanel : public QObject {
     void rowsFollowTheirConditions();
     void formConditionsNameSchemaChoices();
     void everyDatasetKindHasOneFamily();
+    void anUnusedRowSaysSoInsteadOfAValue();
 };
 
 void TestGuiPanel::rowsFollowTheirConditions() {
@@ -82,6 +84,14 @@ void TestGuiPanel::rowsFollowTheirConditions() {
                                                   kind->currentData().toString())
                                              .toUtf8();
                 QVERIFY2(editable(panel, editor) == applies, where.constData());
+                // Not applying, the row shows "not used" and why, never a value.
+                auto* unused = panel.findChild<QLabel*>(qstr(spec.key + ".unused"));
+                // (A row another row replaces is hidden whole: nothing to say there.)
+                if (unused != nullptr && unused->parentWidget()->isVisibleTo(&panel)) {
+                    QVERIFY2(unused->isVisibleTo(&panel) == !applies, where.constData());
+                    QVERIFY2(applies || unused->toolTip().contains(qstr(when.key)),
+                             qPrintable(unused->toolTip()));
+                }
                 if (!spec.when.always()) {
                     // The engine agrees: the form's config keeps the key exactly then.
                     QVERIFY2(config[spec.section()].contains(spec.name()) == applies,
@@ -127,6 +137,39 @@ void TestGuiPanel::everyDatasetKindHasOneFamily() {
         QCOMPARE(ensemble::ui::isRegressionLikelihood(ensemble::ui::defaultLikelihood(regression)),
                  regression);
     }
+}
+
+void TestGuiPanel::anUnusedRowSaysSoInsteadOfAValue() {
+    // The walkthrough's cases: Task for the cubic regression, Classes for MNIST, Points and
+    // Features for a CSV file showed values (greyed) that nothing used.
+    ExperimentPanel panel;
+    const auto unusedSays = [&panel](const char* key) {
+        auto* unused =
+            panel.findChild<QLabel*>(QString::fromLatin1(key) + QStringLiteral(".unused"));
+        QWidget* editor = panel.editor(QString::fromLatin1(key));
+        return unused != nullptr && editor != nullptr && unused->isVisibleTo(&panel) &&
+                       !editor->isVisibleTo(&panel)
+                   ? unused->text() + QStringLiteral(" | ") + unused->toolTip()
+                   : QString();
+    };
+    panel.setConfig(json::parse(ensemble::presetText("cubic")));
+    QString said = unusedSays("dataset.task");
+    QVERIFY2(said.startsWith(QStringLiteral("not used")) &&
+                 said.contains(QStringLiteral("only when dataset.kind is csv")) &&
+                 said.contains(QStringLiteral("it is cubic")),
+             qPrintable(said));
+    panel.setConfig(json::parse(ensemble::presetText("mnist-mlp")));
+    said = unusedSays("dataset.classes");
+    QVERIFY2(said.contains(QStringLiteral("it is mnist")), qPrintable(said));
+    json csv = ensemble::defaultConfigJson();
+    csv["dataset"] = {{"kind", "csv"}, {"path", "points.csv"}};
+    panel.setConfig(csv);
+    QVERIFY2(!unusedSays("dataset.n").isEmpty(), "dataset.n");
+    QVERIFY2(!unusedSays("dataset.features").isEmpty(), "dataset.features");
+    // Applying again, the editor is back with the value it kept.
+    panel.setConfig(json::parse(ensemble::presetText("spirals")));
+    QVERIFY(unusedSays("dataset.n").isEmpty());
+    QVERIFY(panel.editor(QStringLiteral("dataset.n"))->isVisibleTo(&panel));
 }
 
 QTEST_MAIN(TestGuiPanel)
