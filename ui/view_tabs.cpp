@@ -7,7 +7,25 @@
 #include <QMenu>
 #include <QScrollArea>
 
+#include "action_reason.h"
+
 namespace ensemble::ui {
+
+namespace {
+
+// "spirals, 2-D classification", "mnist, images", "concrete, 8 features, regression": what a
+// view's data condition is held against.
+QString runDataText(const RunInfo& run) {
+    const int features = run.train.features;
+    const QString shape = run.isImage     ? ViewTabs::tr("images")
+                          : features == 1 ? ViewTabs::tr("1 feature")
+                                          : ViewTabs::tr("%1 features").arg(features);
+    return ViewTabs::tr("%1, %2, %3")
+        .arg(QString::fromStdString(run.datasetName), shape,
+             run.regression ? ViewTabs::tr("regression") : ViewTabs::tr("classification"));
+}
+
+}  // namespace
 
 ViewTabs::ViewTabs(QWidget* parent) : QTabWidget(parent) {
     setDocumentMode(true);
@@ -59,6 +77,7 @@ void ViewTabs::addViewActions(QMenu* menu) {
                           ? tr("%1: %2").arg(viewTitle(row.id), viewHelp(row.id))
                           : tr("%1 (%2): %3").arg(viewTitle(row.id), data, viewHelp(row.id)));
         const ViewId id = row.id;
+        m_actions[static_cast<std::size_t>(id)] = a;
         connect(a, &QAction::triggered, this, [this, id] {
             // A view's own keys (Ctrl+Enter in Shift and Methods) are shortcuts of the view and
             // its children: the person who switched to it by its key can use them at once.
@@ -88,7 +107,14 @@ void ViewTabs::followRun(const Snapshot& s) {
     m_runFor = s.run->runId;
     const ViewId current = currentViewId();
     for (const ViewRow& row : viewTable()) {
-        setTabVisible(tabOf(row.id), viewApplies(row.data, s));
+        const bool applies = viewApplies(row.data, s);
+        setTabVisible(tabOf(row.id), applies);
+        if (QAction* a = m_actions[static_cast<std::size_t>(row.id)]) {
+            // Its key would do nothing: the menu and the status bar say why.
+            setActionEnabled(a, applies,
+                             tr("for %1; this run's data is %2")
+                                 .arg(viewDataText(row.data), runDataText(*s.run)));
+        }
     }
     const bool grid = viewApplies(ViewData::TwoDimensional, s);
     const bool images = viewApplies(ViewData::Images, s);

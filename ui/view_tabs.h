@@ -14,6 +14,7 @@
 #include "controller/snapshot.h"
 #include "view_table.h"
 
+class QAction;
 class QMenu;
 
 namespace ensemble::ui {
@@ -36,8 +37,11 @@ class ViewTabs : public QTabWidget {
     ViewId currentViewId() const;
     QWidget* currentView() const { return view(currentViewId()); }
 
-    // One action per view, with the table's title, shortcut and help line.
+    // One action per view, with the table's title, shortcut and help line; a view that does not
+    // apply to the run has its action disabled with the reason ("Images: for image data; this
+    // run's data is spirals, 2-D").
     void addViewActions(QMenu* menu);
+    QAction* viewAction(ViewId id) const { return m_actions[static_cast<std::size_t>(id)]; }
     // Shows the run's views (a new run: those that apply, and the one that suits it in
     // front), then hands `snapshot` to every view.
     void showSnapshot(const SnapshotPtr& snapshot);
@@ -47,9 +51,10 @@ class ViewTabs : public QTabWidget {
     int tabOf(ViewId id) const;
 
     std::array<QWidget*, kViewCount> m_views{};
-    std::array<QWidget*, kViewCount> m_areas{};  // each view's scroll area: its tab's page
-    uint64_t m_runFor = 0;                       // RunInfo::runId the tabs were set up for
-    bool m_regression = false;                   // they were set up for a regression run
+    std::array<QWidget*, kViewCount> m_areas{};    // each view's scroll area: its tab's page
+    std::array<QAction*, kViewCount> m_actions{};  // addViewActions' (null before)
+    uint64_t m_runFor = 0;                         // RunInfo::runId the tabs were set up for
+    bool m_regression = false;                     // they were set up for a regression run
 };
 
 }  // namespace ensemble::ui

@@ -31,6 +31,7 @@
 #include "registry/registry.h"
 #include "support/gui_test_support.h"
 #include "support/test_support.h"
+#include "view_tabs.h"
 #include "views/boundary_view.h"
 #include "views/curves_view.h"
 #include "views/members_view.h"
@@ -87,6 +88,7 @@ class TestGui : public QObject {
     void aHiddenViewCatchesUpOnceWhenShown();
     void hiddenCurvesAreDrawnWhenTheirTabOpens();
     void resetKeepsAMemberSwitchedOffAndSaysSo();
+    void aViewForOtherDataSaysWhyItsKeyDoesNothing();
 };
 
 void TestGui::initTestCase() {
@@ -505,4 +507,32 @@ void TestGui::resetKeepsAMemberSwitchedOffAndSaysSo() {
     QCOMPARE(s->includedCount, 2);
     QVERIFY2(w->statusMessage().contains(QStringLiteral("kept member 1 switched off")),
              qPrintable(w->statusMessage()));
+}
+
+void TestGui::aViewForOtherDataSaysWhyItsKeyDoesNothing() {
+    using ensemble::ui::ViewId;
+    auto w = makeWindow();
+    w->loadExperiment(smallConfig(), QString());
+    QVERIFY(waitFresh(*w));
+    QCoreApplication::processEvents();
+    ensemble::ui::ViewTabs* tabs = w->viewTabs();
+    // 2-D spirals: Images, Filters and Regression do not apply; their keys say why.
+    for (const ViewId id : {ViewId::Images, ViewId::Filters, ViewId::Regression}) {
+        QAction* a = tabs->viewAction(id);
+        QVERIFY(a != nullptr);
+        QVERIFY2(!a->isEnabled(), qPrintable(a->text()));
+        QVERIFY2(a->toolTip().contains(QStringLiteral("this run's data is spirals, 2 features, "
+                                                      "classification")),
+                 qPrintable(a->toolTip()));
+    }
+    QVERIFY(tabs->viewAction(ViewId::Boundary)->isEnabled());
+    QVERIFY(tabs->viewAction(ViewId::Members)->isEnabled());
+    // 1-D regression: the Regression view's key works, Boundary's says why it does not.
+    w->loadExperiment(nlohmann::json::parse(ensemble::presetText("cubic")), QString());
+    QVERIFY(waitFresh(*w));
+    QCoreApplication::processEvents();
+    QVERIFY(tabs->viewAction(ViewId::Regression)->isEnabled());
+    QVERIFY(!tabs->viewAction(ViewId::Boundary)->isEnabled());
+    QVERIFY2(tabs->viewAction(ViewId::Boundary)->toolTip().contains(QStringLiteral("2-D inputs")),
+             qPrintable(tabs->viewAction(ViewId::Boundary)->toolTip()));
 }
