@@ -38,6 +38,12 @@ QString tickText(double t, Notation notation, int digits, double unit, QChar suf
     return {};
 }
 
+// The 1-2-5 step below `step`: 5 -> 2, 2 -> 1, 1 -> 0.5 (times its power of ten).
+double smallerNiceStep(double step) {
+    const double magnitude = std::pow(10.0, std::floor(std::log10(step) + 1e-9));
+    return std::abs(step / magnitude - 5.0) < 1e-6 ? step / 2.5 : step / 2.0;
+}
+
 }  // namespace
 
 double niceStep(double lo, double hi, int target, bool integer) {
@@ -60,9 +66,19 @@ double niceStep(double lo, double hi, int target, bool integer) {
 
 std::vector<double> niceTicks(double lo, double hi, int target, bool integer) {
     std::vector<double> ticks;
-    const double step = niceStep(lo, hi, target, integer);
+    double step = niceStep(lo, hi, target, integer);
     if (step <= 0.0) {
         return ticks;
+    }
+    // A range just short of a step's two multiples ([0.0001, 0.9999] with step 0.5) would get
+    // one tick, which says nothing of the scale: the next smaller 1-2-5 step until two fit.
+    for (int finer = 0; finer < 3; ++finer) {
+        const double smaller = smallerNiceStep(step);
+        if (std::floor(hi / step + 1e-9) > std::ceil(lo / step - 1e-9) ||
+            (integer && smaller < 1.0)) {
+            break;
+        }
+        step = smaller;
     }
     const double first = std::ceil(lo / step - 1e-9);
     const double last = std::floor(hi / step + 1e-9);
@@ -84,6 +100,17 @@ int tickDecimals(double step) {
 QStringList tickLabels(const std::vector<double>& ticks) {
     if (ticks.empty()) {
         return {};
+    }
+    // One tick has no spacing to read its digits from: its own digits (up to 6) say it.
+    if (ticks.size() == 1) {
+        const double t = ticks.front();
+        int digits = 0;
+        while (digits < 6 &&
+               std::abs(t - std::round(t * std::pow(10.0, digits)) / std::pow(10.0, digits)) >
+                   1e-9 * std::max(1.0, std::abs(t))) {
+            ++digits;
+        }
+        return {trimZeros(QString::number(t, 'f', digits))};
     }
     double step = 0.0;
     double largest = 0.0;

@@ -36,6 +36,7 @@ class TestTicks : public QObject {
 
   private Q_SLOTS:
     void stepsAreOneTwoFive();
+    void aRangeGetsTwoTicksAndOneTickItsDigits();
     void ensembleSizeAxisIsWholeNumbers();
     void nllAtStepZeroTellsTicksApart();
     void largeStepCountsUseSiSuffixes();
@@ -170,6 +171,21 @@ void TestTicks::logAxesSpanWholeDecades() {
     r = decadeRange(0.0, 2.0);
     QCOMPARE(r.lo, 0.0);
     QCOMPARE(r.hi, 2.0);
+}
+
+void TestTicks::aRangeGetsTwoTicksAndOneTickItsDigits() {
+    // The random acquisition's colour bar, scores in [0.0001, 0.9999]: step 0.5 fits one
+    // tick, which was labelled "1" half-way up. A finer step fits two or more.
+    const std::vector<double> ticks = niceTicks(0.0001, 0.9999, 4);
+    QVERIFY2(ticks.size() >= 2, qPrintable(QString::number(ticks.size())));
+    QCOMPARE(ticks.front(), 0.2);
+    QCOMPARE(tickLabels(ticks).front(), QStringLiteral("0.2"));
+    // Whole numbers stay whole: [0.5, 1.5] has the one member index 1.
+    QCOMPARE(niceTicks(0.5, 1.5, 4, true), std::vector<double>{1.0});
+    // A single tick is labelled with its own digits.
+    QCOMPARE(tickLabels({0.5}), QStringList{QStringLiteral("0.5")});
+    QCOMPARE(tickLabels({3.0}), QStringList{QStringLiteral("3")});
+    QCOMPARE(tickLabels({0.125}), QStringList{QStringLiteral("0.125")});
 }
 
 QTEST_MAIN(TestTicks)
