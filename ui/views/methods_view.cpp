@@ -23,6 +23,7 @@
 #include "sys/atomic_file.h"
 #include "views/methods_maps.h"
 #include "widgets/elided_label.h"
+#include "widgets/frozen_column.h"
 #include "widgets/job_status_row.h"
 #include "widgets/wrapping_label.h"
 
@@ -245,6 +246,9 @@ MethodsView::MethodsView(QWidget* parent) : QWidget(parent) {
     m_table->setSortingEnabled(true);
     m_table->resizeColumnsToContents();
     m_table->setMinimumHeight(110);
+    m_table->setObjectName(QStringLiteral("MethodsTable"));
+    // However far the figures scroll, the Method column stays at the left.
+    m_frozen = new FrozenColumn(m_table);
     layout->addWidget(m_table, 2);
 
     connect(m_compare, &QPushButton::clicked, this, [this] { startComparison(checkedMethods()); });
@@ -262,11 +266,34 @@ MethodsView::MethodsView(QWidget* parent) : QWidget(parent) {
             }
         });
     }
-    setMessage(
-        tr("Check the methods and Compare: each is trained on this experiment's data with the "
-           "same K, steps and seed on the engine thread (the numbers of `ensemble-cli "
-           "compare`)."));
+    showPlan();
     updateControls();
+}
+
+QString MethodsView::plan() const {
+    if (!m_snapshot) {
+        return {};
+    }
+    const RunInfo& run = *m_snapshot->run;
+    // The steps the engine's comparison trains (compareMethods: the config's length over the
+    // train rows), whatever the run in the window does (until paused, say).
+    return tr("K = %1, %2 steps, seed %3")
+        .arg(run.members)
+        .arg(formatCount(run.config.totalSteps(run.trainRows)))
+        .arg(run.config.ensemble.seed);
+}
+
+void MethodsView::showPlan() {
+    const QString numbers = plan();
+    setMessage(numbers.isEmpty()
+                   ? tr("Check the methods and Compare: each is trained on this experiment's "
+                        "data with the same K, steps and seed on the engine thread (the numbers "
+                        "of `ensemble-cli compare`).")
+                   : tr("Check the methods and Compare: each is trained on this experiment's "
+                        "data with %1, one after another on the engine thread (the numbers of "
+                        "`ensemble-cli compare`).")
+                         .arg(numbers));
+    m_showingPlan = true;
 }
 
 bool MethodsView::eventFilter(QObject* watched, QEvent* event) {
@@ -305,6 +332,9 @@ void MethodsView::setChecked(EnsembleMethod method, bool checked) {
 void MethodsView::setSnapshot(SnapshotPtr snapshot) {
     const bool newRun = snapshot && (!m_snapshot || m_snapshot->run->runId != snapshot->run->runId);
     m_snapshot = std::move(snapshot);
+    if (newRun && m_showingPlan) {
+        showPlan();  // this run's numbers
+    }
     if (newRun || !m_snapshot) {
         updateControls();
     }
@@ -330,7 +360,9 @@ void MethodsView::updateControls() {
         m_compare->setToolTip(tr("Check at least one method to compare"));
     } else {
         m_compare->setToolTip(
-            tr("Train and measure the checked methods on the engine thread (Ctrl+Enter)"));
+            tr("Train and measure the checked methods on the engine thread, each with %1 "
+               "(Ctrl+Enter)")
+                .arg(plan()));
     }
 }
 
@@ -556,6 +588,7 @@ QPushButton* MethodsView::cancelButton() const {
 }
 
 void MethodsView::setMessage(const QString& text, bool error) {
+    m_showingPlan = false;
     m_status->setMessage(text, error);
 }
 

@@ -26,6 +26,7 @@ class QPushButton;
 namespace ensemble::ui {
 
 class ElidedLabel;
+class FrozenColumn;
 class JobStatusRow;
 class MethodsMaps;
 class WrappingLabel;
@@ -85,6 +86,7 @@ class MethodsView : public QWidget {
     QPushButton* copyButton() const { return m_copy; }
     QPushButton* saveButton() const { return m_save; }
     QTableWidget* table() const { return m_table; }
+    FrozenColumn* frozenColumn() const { return m_frozen; }
     MethodsMaps* maps() const { return m_maps; }
     QString message() const;
     QString progressText() const;
@@ -106,10 +108,15 @@ class MethodsView : public QWidget {
     void showOutcome();
     void clearResults(const QString& why);
     void setMessage(const QString& text, bool error = false);
+    // What Compare will train before it runs: "K = 16, 3,000 steps, seed 0" (empty: no run).
+    QString plan() const;
+    // The idle message, with the plan: what a comparison costs is said before it starts.
+    void showPlan();
 
     SnapshotPtr m_snapshot;
     MethodsOutcomePtr m_outcome;
     bool m_comparing = false;
+    bool m_showingPlan = false;  // the message is showPlan()'s (a new run refreshes it)
     bool m_fromPreviousRun = false;
 
     QListWidget* m_list = nullptr;
@@ -120,6 +127,7 @@ class MethodsView : public QWidget {
     MethodsMaps* m_maps = nullptr;
     WrappingLabel* m_note = nullptr;
     QTableWidget* m_table = nullptr;
+    FrozenColumn* m_frozen = nullptr;  // the Method column over the table's left edge
 };
 
 }  // namespace ensemble::ui

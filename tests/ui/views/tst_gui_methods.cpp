@@ -11,7 +11,9 @@
 #include <QHeaderView>
 #include <QListWidget>
 #include <QPushButton>
+#include <QScrollBar>
 #include <QSignalSpy>
+#include <QTableView>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -34,6 +36,7 @@
 #include "view_table.h"
 #include "views/methods_maps.h"
 #include "views/methods_view.h"
+#include "widgets/frozen_column.h"
 
 using ensemble::CompareResult;
 using ensemble::EnsembleMethod;
@@ -138,6 +141,11 @@ void TestGuiMethods::comparesOnTheEngineThreadAsCompareMethodsDoes() {
     QCOMPARE(view->checkedMethods(), methods);
     QVERIFY(view->compareButton()->isEnabled());
     QVERIFY(!view->copyButton()->isEnabled());
+    // What a comparison trains is said before it runs (methodsRun: K = 3, 60 steps).
+    QVERIFY2(view->message().contains(QStringLiteral("K = 3, 60 steps, seed")),
+             qPrintable(view->message()));
+    QVERIFY2(view->compareButton()->toolTip().contains(QStringLiteral("60 steps")),
+             qPrintable(view->compareButton()->toolTip()));
 
     QSignalSpy progress(w->controller(), &ensemble::ui::EngineController::methodsProgress);
     QSignalSpy finished(w->controller(), &ensemble::ui::EngineController::methodsFinished);
@@ -165,6 +173,16 @@ void TestGuiMethods::comparesOnTheEngineThreadAsCompareMethodsDoes() {
     QCOMPARE(last.methods, static_cast<int>(methods.size()));
     QVERIFY(last.phase == ensemble::ComparePhase::Measuring);
     QCOMPARE(last.step, int64_t{60});
+    // Scrolled to its last column, the table still names each row's method at its left.
+    QTableWidget* wide = view->table();
+    wide->horizontalScrollBar()->setValue(wide->horizontalScrollBar()->maximum());
+    QCoreApplication::processEvents();
+    QTableView* frozen = view->frozenColumn()->view();
+    QVERIFY(frozen->isVisible());
+    QCOMPARE(frozen->columnWidth(0), wide->columnWidth(0));
+    const QRect firstName = frozen->visualRect(frozen->model()->index(0, 0));
+    QVERIFY(frozen->viewport()->rect().intersects(firstName));
+    QVERIFY(!frozen->model()->index(0, 0).data().toString().isEmpty());
 
     // compareMethods itself on the run's config, as `ensemble-cli compare` calls it.
     const ensemble::ExperimentConfig config = w->controller()->snapshot()->run->config;
