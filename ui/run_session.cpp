@@ -244,7 +244,8 @@ void RunSession::onOpened(const QString& notice) {
     // The panel shows the file's experiment; it is the running one, so nothing is pending.
     m_activeConfig = opened->config.json;
     m_panel->setConfig(opened->config.json, QString());
-    m_panel->setUntilPaused(false);
+    // A checkpoint of a run until paused plays on as it did (EngineWorker::open).
+    m_panel->setUntilPaused(opened->isCheckpoint && opened->checkpoint.untilPaused);
     m_activeConfig = m_panel->config();
     m_applyTimer.stop();
     showPendingRestart(false);

@@ -234,7 +234,7 @@ std::vector<Evaluation> curvesFromJson(const json& curves, const std::string& or
 
 void writeCheckpoint(const std::string& path, const Trainer& trainer,
                      const std::vector<Evaluation>& curves, const json& metrics, int64_t runLength,
-                     const json& active) {
+                     const json& active, bool untilPaused) {
     SafetensorsFile file = exportFile(trainer, metrics);
     const int64_t length =
         runLength >= 0 ? runLength : std::max(trainer.step(), trainer.totalSteps());
@@ -269,6 +269,9 @@ void writeCheckpoint(const std::string& path, const Trainer& trainer,
     file.metadata["curves"] = curvesJson(curves).dump();
     if (!active.is_null()) {
         file.metadata["active"] = active.dump();
+    }
+    if (untilPaused) {
+        file.metadata["until_paused"] = "true";
     }
     writeSafetensors(path, file);
 }
@@ -368,6 +371,13 @@ Checkpoint readCheckpoint(const SafetensorsFile& file) {
     c.curves = curvesFromJson(meta["curves"], origin);
     if (meta.contains("active")) {
         c.active = meta["active"];
+    }
+    if (meta.contains("until_paused")) {
+        const json& flag = meta["until_paused"];
+        if (flag != "true" && flag != "false" && flag != true && flag != false) {
+            invalidCheckpoint(origin, "metadata 'until_paused' is neither true nor false");
+        }
+        c.untilPaused = flag == "true" || flag == true;
     }
     for (const Evaluation& e : c.curves) {
         if (e.members.size() != static_cast<std::size_t>(c.ensemble.layout.members())) {

@@ -57,17 +57,22 @@ std::vector<Evaluation> curvesFromJson(const nlohmann::json& curves, const std::
 // trained past that. RuntimeError when the file cannot be written.
 // `active`, when not null, is stored as the metadata "active" (the app's active-learning state,
 // active/active_learning.h: ActiveLearner::toJson and what the app keeps beside it).
+// `untilPaused`: the run had no end (the app's "until paused"), written as the metadata
+// `until_paused`, so that a window opening the file plays it on rather than stopping at
+// `runLength` (the steps trained).
 void writeCheckpoint(const std::string& path, const Trainer& trainer,
                      const std::vector<Evaluation>& curves, const nlohmann::json& metrics = nullptr,
-                     int64_t runLength = -1, const nlohmann::json& active = nullptr);
+                     int64_t runLength = -1, const nlohmann::json& active = nullptr,
+                     bool untilPaused = false);
 
 // A checkpoint read back: the export it is (what predict and eval read) and the rest.
 struct Checkpoint {
     LoadedEnsemble ensemble;
     TrainingState state;  // step, parameters, optimizer state, diverged flags
     std::vector<Evaluation> curves;
-    int64_t trainRows = 0;  // N of the train split it was trained on
-    nlohmann::json active;  // the metadata "active" as written; null when absent
+    int64_t trainRows = 0;     // N of the train split it was trained on
+    nlohmann::json active;     // the metadata "active" as written; null when absent
+    bool untilPaused = false;  // the metadata "until_paused": the run had no end
 };
 
 // Whether a parsed weights file is a checkpoint (has checkpoint_format_version).

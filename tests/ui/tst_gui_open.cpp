@@ -155,6 +155,7 @@ class TestGuiOpen : public QObject {
     void opensAnExportAsTheStartingPoint();
     void opensACheckpointAndContinuesItAsTheCliResumes();
     void savedCheckpointContinuesInTheCliAndReopens();
+    void aRunUntilPausedReopensUntilPaused();
     void closingAsksToSaveACheckpoint();
     void unreadableFileKeepsTheCurrentExperiment();
     void missingCsvOpensWithoutData();
@@ -355,6 +356,39 @@ void TestGuiOpen::savedCheckpointContinuesInTheCliAndReopens() {
 // With the interactive option, closing asks while trained steps are in no checkpoint: Cancel
 // keeps the window, Discard closes it; a saved or opened checkpoint, or a run at step 0,
 // closes without asking.
+// A run without an end (a 2-D preset plays until paused) comes back as one, not as a block of
+// the steps it had trained: the checkpoint says so (the metadata "until_paused").
+void TestGuiOpen::aRunUntilPausedReopensUntilPaused() {
+    QTemporaryDir dir;
+    nlohmann::json config = nlohmann::json::parse(ensemble::presetText("spirals"));
+    config["dataset"]["n"] = 300;
+    config["ensemble"]["members"] = 2;
+    config["backend"]["threads"] = 1;
+    auto w = makeWindow();
+    w->loadExperiment(config, QStringLiteral("spirals"));  // a preset: until paused
+    QVERIFY(w->panel()->untilPaused());
+    QVERIFY(waitFresh(*w));
+    w->controller()->trainTo(12);
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 12 && !s.running; }));
+    const QString saved = dir.filePath(QStringLiteral("endless.ckpt.safetensors"));
+    QSignalSpy done(w.get(), &MainWindow::checkpointSaved);
+    w->saveCheckpoint(saved);
+    QVERIFY(done.wait(20000));
+    QVERIFY2(done.at(0).at(0).toBool(), qPrintable(done.at(0).at(1).toString()));
+
+    auto reopened = makeWindow();
+    QSignalSpy opened(reopened.get(), &MainWindow::ensembleOpened);
+    QString error;
+    QVERIFY2(reopened->openEnsemble(saved, &error), qPrintable(error));
+    QVERIFY(opened.wait(20000));
+    QVERIFY(waitSnapshot(*reopened, [](const auto& s) { return s.step == 12; }));
+    QVERIFY(reopened->controller()->snapshot()->untilPaused);
+    QVERIFY(reopened->panel()->untilPaused());
+    // Train plays on past the steps it had, as the run did.
+    reopened->controller()->trainTo(20);
+    QVERIFY(waitSnapshot(*reopened, [](const auto& s) { return s.step == 20 && !s.running; }));
+}
+
 void TestGuiOpen::closingAsksToSaveACheckpoint() {
     QTemporaryDir dir;
     MainWindow::Options options;

@@ -57,7 +57,9 @@ void EngineWorker::open(std::shared_ptr<const OpenedEnsemble> opened, uint64_t r
                        .arg(opened->checkpoint.trainRows));
         return;
     }
-    m_untilPaused = false;  // an opened run stops at its own length (Continue extends it)
+    // An opened run stops at its own length (Continue extends it), unless it had none: a
+    // checkpoint of a run "until paused" plays on as it did.
+    m_untilPaused = opened->isCheckpoint && opened->checkpoint.untilPaused;
     build(opened->config.json, std::move(data), runId, opened.get());
 }
 

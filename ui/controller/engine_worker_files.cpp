@@ -50,7 +50,7 @@ void EngineWorker::writeRunState(const QString& path, bool withReport) {
     const nlohmann::json active =
         m_activeMetadata ? m_activeMetadata(m_run->runId) : nlohmann::json(nullptr);
     writeRunCheckpoint(path, *m_trainer, m_history, m_untilPaused ? m_trainer->step() : -1, active,
-                       withReport);
+                       withReport, m_untilPaused);
 }
 
 void EngineWorker::setRecovery(const QString& path, double intervalSeconds) {

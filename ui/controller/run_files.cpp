@@ -46,7 +46,8 @@ QStringList exportRun(Trainer& trainer, const QString& basePath, ExportFormat fo
 
 void writeRunCheckpoint(const QString& path, Trainer& trainer,
                         const std::vector<std::shared_ptr<const HistoryPoint>>& history,
-                        int64_t storedSteps, const nlohmann::json& active, bool withReport) {
+                        int64_t storedSteps, const nlohmann::json& active, bool withReport,
+                        bool untilPaused) {
     // The Curves view's points as the checkpoint's curves (measured on the rows the window
     // evaluates live).
     std::vector<Evaluation> curves;
@@ -68,7 +69,7 @@ void writeRunCheckpoint(const QString& path, Trainer& trainer,
     }
     writeCheckpoint(QFile::encodeName(path).toStdString(), trainer, curves,
                     withReport ? trainerReport(trainer).json : nlohmann::json(nullptr), storedSteps,
-                    active);
+                    active, untilPaused);
 }
 
 }  // namespace ensemble::ui

@@ -27,11 +27,12 @@ QStringList exportRun(Trainer& trainer, const QString& basePath, ExportFormat fo
 // run length stored (-1: the trainer's). `active`: the Active learning view's loop, stored as
 // the metadata "active" when not null (activeCheckpointJson). `withReport`: store the metrics
 // report (every member predicted on both splits; most of the write's time), as Save Checkpoint
-// does; the recovery file leaves it out, as the CLI's periodic checkpoints do. Throws what the
-// writer throws.
+// does; the recovery file leaves it out, as the CLI's periodic checkpoints do. `untilPaused`:
+// the run had no end, so a window that opens the file plays it on (the metadata
+// "until_paused"). Throws what the writer throws.
 void writeRunCheckpoint(const QString& path, Trainer& trainer,
                         const std::vector<std::shared_ptr<const HistoryPoint>>& history,
                         int64_t storedSteps, const nlohmann::json& active = nullptr,
-                        bool withReport = true);
+                        bool withReport = true, bool untilPaused = false);
 
 }  // namespace ensemble::ui

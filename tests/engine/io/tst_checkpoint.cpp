@@ -540,6 +540,12 @@ void TestCheckpoint::checkpointStoresTheRunsLength() {
     writeCheckpoint(paused, *t, {}, nullptr, t->step());
     QCOMPARE(readCheckpoint(paused).ensemble.config.json["training"]["steps"].get<int64_t>(),
              int64_t{90});
+    QVERIFY(!readCheckpoint(paused).untilPaused);  // a run with an end, as by default
+    // A run without an end says so (the metadata "until_paused"), its length the steps trained.
+    writeCheckpoint(paused, *t, {}, nullptr, t->step(), nullptr, true);
+    const Checkpoint endless = readCheckpoint(paused);
+    QVERIFY(endless.untilPaused);
+    QCOMPARE(endless.ensemble.config.json["training"]["steps"].get<int64_t>(), int64_t{90});
     auto plain = makeCpuTrainer(config);
     plain->runSteps(7);
     writeCheckpoint(paused, *plain, {});
