@@ -115,6 +115,17 @@ void whenModal(const QString& name, std::function<void(QWidget*)> act, int* seen
     timer->start();
 }
 
+// A shown window as in interactive use: it asks before a trained run is replaced.
+std::unique_ptr<MainWindow> askingWindow() {
+    MainWindow::Options options;
+    options.useSettings = false;
+    options.askToSaveCheckpoint = true;
+    auto w = std::make_unique<MainWindow>(options);
+    w->resize(1200, 800);
+    w->show();
+    return w;
+}
+
 void answer(QWidget* box, QMessageBox::StandardButton button) {
     static_cast<QMessageBox*>(box)->button(button)->click();
 }
@@ -400,12 +411,8 @@ void TestGuiFiles::invalidConfigIsRefusedAsTheCliRefusesIt() {
 }
 
 void TestGuiFiles::choosingAPresetAfterTrainingAsksFirst() {
-    MainWindow::Options options;
-    options.useSettings = false;
-    options.askToSaveCheckpoint = true;  // interactive use: the window asks
-    MainWindow w(options);
-    w.resize(1200, 800);
-    w.show();
+    const std::unique_ptr<MainWindow> window = askingWindow();
+    MainWindow& w = *window;
     QComboBox* box = w.panel()->presetCombo();
     const int moons = box->findData(QStringLiteral("moons"));
     const int linear = box->findData(QStringLiteral("linear"));
@@ -461,12 +468,8 @@ void TestGuiFiles::openingAFileOrNewDataAfterTrainingAsksFirst() {
         ensemble::test::writeText(dir.path(), "moons.json", ensemble::presetText("moons"));
     const QString invalid =
         ensemble::test::writeText(dir.path(), "bad.json", R"({"ensemble": {"members": -3}})");
-    MainWindow::Options options;
-    options.useSettings = false;
-    options.askToSaveCheckpoint = true;  // interactive use: the window asks
-    MainWindow w(options);
-    w.resize(1200, 800);
-    w.show();
+    const std::unique_ptr<MainWindow> window = askingWindow();
+    MainWindow& w = *window;
     int asked = 0;
     w.loadExperiment(spirals(5), QString());
     QVERIFY(waitFresh(w));
