@@ -123,6 +123,18 @@ void ExperimentPanel::build() {
 
 void ExperimentPanel::updateMinimumWidth() {
     m_content->ensurePolished();
+    // Rows shown or hidden just now: the layout's hint is recomputed before it is read, or the
+    // panel keeps the width of the rows before (mnist-cnn's layer list, for every later preset).
+    // Deepest first, so each group box's new hint reaches the column's cached item.
+    const QList<QLayout*> layouts = m_content->findChildren<QLayout*>();
+    for (auto it = layouts.rbegin(); it != layouts.rend(); ++it) {
+        (*it)->invalidate();
+        (*it)->activate();
+    }
+    if (QLayout* layout = m_content->layout()) {
+        layout->invalidate();
+        layout->activate();
+    }
     const int bar = m_scroll->verticalScrollBar()->sizeHint().width();
     m_scroll->setMinimumWidth(m_content->minimumSizeHint().width() + bar);
 }
@@ -188,8 +200,11 @@ QString ExperimentPanel::presetName() const {
 }
 
 void ExperimentPanel::updateEnabled() {
-    if (m_form->refresh(config()) && m_scroll != nullptr) {
-        updateMinimumWidth();  // the layer rows are wider than the MLP's fields
+    m_form->refresh(config());
+    if (m_scroll != nullptr) {
+        // Rows shown, hidden or standing in for their editors ("not used"): the widest row
+        // decides (mnist-cnn's layer list widens the panel, a preset after it narrows it).
+        updateMinimumWidth();
     }
 }
 

@@ -4,6 +4,7 @@
 #include <QApplication>
 #include <QComboBox>
 #include <QLabel>
+#include <QScrollArea>
 #include <QtTest>
 
 #include <algorithm>
@@ -47,6 +48,7 @@ class TestGuiPanel : public QObject {
     void formConditionsNameSchemaChoices();
     void everyDatasetKindHasOneFamily();
     void anUnusedRowSaysSoInsteadOfAValue();
+    void thePanelNarrowsAgainAfterACnn();
 };
 
 void TestGuiPanel::rowsFollowTheirConditions() {
@@ -170,6 +172,26 @@ void TestGuiPanel::anUnusedRowSaysSoInsteadOfAValue() {
     panel.setConfig(json::parse(ensemble::presetText("spirals")));
     QVERIFY(unusedSays("dataset.n").isEmpty());
     QVERIFY(panel.editor(QStringLiteral("dataset.n"))->isVisibleTo(&panel));
+}
+
+void TestGuiPanel::thePanelNarrowsAgainAfterACnn() {
+    // mnist-cnn's layer rows widen the panel; a preset without them lets it narrow again (it
+    // stayed about 470 px wide, not draggable narrower, leaving the views 400 px at 900 x 600).
+    ExperimentPanel panel;
+    panel.resize(300, 700);
+    panel.show();
+    auto* scroll = panel.findChild<QScrollArea*>();
+    QVERIFY(scroll != nullptr);
+    panel.setConfig(json::parse(ensemble::presetText("spirals")));
+    QCoreApplication::processEvents();
+    const int mlp = scroll->minimumWidth();
+    panel.setConfig(json::parse(ensemble::presetText("mnist-cnn")));
+    QCoreApplication::processEvents();
+    const int cnn = scroll->minimumWidth();
+    QVERIFY2(cnn > mlp, qPrintable(QStringLiteral("%1 vs %2").arg(cnn).arg(mlp)));
+    panel.setConfig(json::parse(ensemble::presetText("spirals")));
+    QCoreApplication::processEvents();
+    QCOMPARE(scroll->minimumWidth(), mlp);
 }
 
 QTEST_MAIN(TestGuiPanel)
