@@ -2,12 +2,9 @@
 # `cmake --install build --prefix P` and `cpack -G DEB` (docs/install.md): the two programs,
 # the MNIST fetch command, and what a desktop expects of an application -- a desktop entry, an
 # icon theme's icons, AppStream metainfo, a MIME type for experiment files, man pages and bash
-# completion. The programs read nothing from the source or build tree at run time (presets are
-# compiled in), so this is all they need.
-include(GNUInstallDirs)
-# The documentation folder is named after the package (Debian: /usr/share/doc/PACKAGE), not
-# after project() as CMAKE_INSTALL_DOCDIR is.
-set(ENSEMBLE_DOCDIR ${CMAKE_INSTALL_DATAROOTDIR}/doc/ensemblelab)
+# completion -- and the documentation, which Help opens. The installed programs read nothing
+# from the source or build tree at run time (presets are compiled in), so this is all they
+# need. ENSEMBLE_DOCDIR (share/doc/ensemblelab) is set in the top CMakeLists.txt.
 
 set(ENSEMBLE_APP_ID org.ensemblelab.EnsembleLab)
 set(_pkg ${PROJECT_SOURCE_DIR}/packaging)
@@ -42,6 +39,18 @@ install(FILES ${_pkg}/ensemble-cli.bash-completion
 install(FILES ${_pkg}/copyright DESTINATION ${ENSEMBLE_DOCDIR})
 ensemble_gzip(${_pkg}/changelog ${_gz}/changelog.gz)
 install(FILES ${_gz}/changelog.gz DESTINATION ${ENSEMBLE_DOCDIR})
+# The documentation as the source tree has it, README.md beside docs/, so that the pages'
+# relative links and pictures work as they do on the forge: the Markdown pages, the pictures
+# they show (docs/images/) and the reports they link to (docs/results/). Not compressed, as
+# Debian would a large document: Help opens them in a viewer as they are (ui/help_text.h).
+install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${ENSEMBLE_DOCDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs DESTINATION ${ENSEMBLE_DOCDIR}
+  FILES_MATCHING PATTERN "*.md" PATTERN "*.png" PATTERN "*.json")
+# The one picture a page shows from outside docs/ (docs/performance.md's chart), where its
+# relative link finds it; scripts/check-package.sh checks that every installed picture link
+# resolves.
+install(FILES ${PROJECT_SOURCE_DIR}/bench/results/seconds_per_step.png
+  DESTINATION ${ENSEMBLE_DOCDIR}/bench/results)
 
 if(TARGET ensemble-lab)
   ensemble_gzip(${_pkg}/man/ensemble-lab.1 ${_gz}/ensemble-lab.1.gz)

@@ -12,7 +12,8 @@
 #    --config spirals --train-steps 10 --screenshot` (offscreen), and an .ensemble.json file
 #    opened as the desktop entry opens it.
 # 4. The desktop entry, icons, metainfo, MIME type, man pages and bash completion are where a
-#    desktop looks for them, valid, and registered by the system's triggers.
+#    desktop looks for them, valid, and registered by the system's triggers; the documentation
+#    that Help opens is in /usr/share/doc/ensemblelab with every picture its pages show.
 # 5. apt-get purge: no file of the package is left, the MIME type is gone.
 set -euo pipefail
 [ $# -eq 1 ] && [ -f "$1" ] || { echo "usage: $0 ensemblelab_VERSION_ARCH.deb" >&2; exit 2; }
@@ -215,6 +216,22 @@ bash tests/checks/check_completion.sh /usr/bin/ensemble-cli /usr/share/bash-comp
 grep -q _ensemble_cli <<<"$(bash -c 'source /usr/share/bash-completion/bash_completion
   __load_completion ensemble-cli && complete -p ensemble-cli')" || fail "bash-completion does not load ensemble-cli's completion"
 say "desktop entry, metainfo, icons, MIME type, man pages and completion are in place"
+# The documentation Help opens (ui/help_text.h): README.md beside docs/, as in the source tree,
+# so that each picture a page shows (![...](relative path)) is found; no file executable.
+doc=/usr/share/doc/ensemblelab
+for page in README.md docs/README.md docs/app.md docs/install.md; do
+  [ -s "$doc/$page" ] || fail "the documentation lacks $doc/$page"
+done
+pictures=0
+while IFS= read -r page; do
+  while IFS= read -r link; do
+    [ -s "$(dirname "$page")/$link" ] || fail "$page shows $link, which is not installed"
+    pictures=$((pictures + 1))
+  done < <(grep -oE '!\[[^]]*\]\([^)#:]+\)' "$page" | sed 's/.*](\(.*\))$/\1/')
+done < <(find "$doc" -name '*.md')
+executable=$(find "$doc" -type f -perm /111)
+[ -z "$executable" ] || fail "executable documentation files: $executable"
+say "documentation: $doc/README.md and docs/ ($(du -sh "$doc" | cut -f1)), $pictures pictures in place"
 
 # --- 5. purge ---
 apt-get purge -y -qq ensemblelab >/dev/null || fail "apt-get purge ensemblelab failed"

@@ -2,14 +2,19 @@
 
 #include <QAction>
 #include <QCoreApplication>
+#include <QDesktopServices>
 #include <QDialog>
 #include <QDialogButtonBox>
+#include <QDir>
+#include <QFileInfo>
 #include <QKeySequence>
 #include <QMap>
+#include <QMenu>
 #include <QScreen>
 #include <QTextBrowser>
 #include <QTextDocument>
 #include <QThread>
+#include <QUrl>
 #include <QVBoxLayout>
 #include <QWidget>
 
@@ -18,6 +23,17 @@
 #endif
 #ifndef ENSEMBLE_BUILD_OPTIONS
 #define ENSEMBLE_BUILD_OPTIONS ""
+#endif
+// ui/CMakeLists.txt: the installed documentation relative to the installed program, and the
+// trees this program was built from and in.
+#ifndef ENSEMBLE_DOCS_FROM_BINDIR
+#define ENSEMBLE_DOCS_FROM_BINDIR "../share/doc/ensemblelab"
+#endif
+#ifndef ENSEMBLE_SOURCE_DIR
+#define ENSEMBLE_SOURCE_DIR ""
+#endif
+#ifndef ENSEMBLE_BINARY_DIR
+#define ENSEMBLE_BINARY_DIR ""
 #endif
 
 namespace ensemble::ui {
@@ -95,7 +111,7 @@ QString buildOptions() {
     return options;
 }
 
-QString aboutHtml(const SnapshotPtr& snapshot) {
+QString aboutHtml(const SnapshotPtr& snapshot, const QString& documentation) {
     QString backend = tr("no run yet");
     QString threads = QString::number(QThread::idealThreadCount());
     if (snapshot) {
@@ -115,15 +131,113 @@ QString aboutHtml(const SnapshotPtr& snapshot) {
     if (version.isEmpty()) {
         version = QStringLiteral(ENSEMBLE_VERSION);
     }
+    const QString docs =
+        documentation.isEmpty()
+            ? tr("not found")
+            : QStringLiteral("%1 (%2)").arg(QDir::toNativeSeparators(documentation).toHtmlEscaped(),
+                                            tr("Help &gt; Documentation"));
     return tr("<b>EnsembleLab %1</b><br>Train K small networks at once as one batched "
               "computation, and watch each member, the ensemble and its uncertainty live."
               "<table style='margin-top:8px'>"
               "<tr><td style='padding-right:12px'>Backend and device</td><td>%2</td></tr>"
               "<tr><td style='padding-right:12px'>CPU threads</td><td>%3</td></tr>"
               "<tr><td style='padding-right:12px'>Build</td><td>%4</td></tr>"
+              "<tr><td style='padding-right:12px'>Documentation</td><td>%5</td></tr>"
               "<tr><td style='padding-right:12px'>Licence</td><td>GPL-3.0-or-later</td></tr>"
               "</table>")
-        .arg(version.toHtmlEscaped(), backend, threads, buildOptions().toHtmlEscaped());
+        .arg(version.toHtmlEscaped(), backend, threads, buildOptions().toHtmlEscaped(), docs);
+}
+
+QStringList documentationFolderCandidates(const QString& programDir) {
+    QStringList candidates{
+        QDir::cleanPath(QDir(programDir).filePath(QStringLiteral(ENSEMBLE_DOCS_FROM_BINDIR)))};
+    // The source tree only for a program of this build tree: an installed program never
+    // reads the tree it was built from (which its user does not have).
+    const QString source = QString::fromUtf8(ENSEMBLE_SOURCE_DIR);
+    const QString build = QFileInfo(QString::fromUtf8(ENSEMBLE_BINARY_DIR)).canonicalFilePath();
+    const QString program = QFileInfo(programDir).canonicalFilePath();
+    if (!source.isEmpty() && !build.isEmpty() && !program.isEmpty() &&
+        (program == build || program.startsWith(build + QLatin1Char('/')))) {
+        candidates << QDir::cleanPath(source);
+    }
+    candidates.removeDuplicates();
+    return candidates;
+}
+
+QString documentationFolder(const QStringList& candidates) {
+    for (const QString& folder : candidates) {
+        const QDir dir(folder);
+        if (QFileInfo(dir.filePath(QStringLiteral("README.md"))).isFile() &&
+            QFileInfo(dir.filePath(QStringLiteral("docs/app.md"))).isFile()) {
+            return dir.absolutePath();
+        }
+    }
+    return {};
+}
+
+QList<DocumentationPage> documentationPages() {
+    return {
+        {tr("Getting started"),
+         tr("The README: what EnsembleLab is, its two programs and a five-minute tour"),
+         QStringLiteral("README.md")},
+        {tr("The desktop app"),
+         tr("This app's views, keys, live edits, files and exports (docs/app.md)"),
+         QStringLiteral("docs/app.md")},
+        {tr("Documentation"),
+         tr("Every page of the documentation, by topic: the CLI, configuration, methods, "
+            "formats, performance (docs/README.md)"),
+         QStringLiteral("docs/README.md")},
+    };
+}
+
+QString documentationMissing(const QString& folder, const QStringList& candidates,
+                             const QString& page) {
+    if (folder.isEmpty()) {
+        QStringList shown;
+        for (const QString& c : candidates) {
+            shown << QDir::toNativeSeparators(c);
+        }
+        return tr("no documentation found (looked in %1)")
+            .arg(shown.isEmpty() ? tr("no folder") : shown.join(tr(" and ")));
+    }
+    if (!QFileInfo(QDir(folder).filePath(page)).isFile()) {
+        return tr("%1 is missing from %2").arg(page, QDir::toNativeSeparators(folder));
+    }
+    return {};
+}
+
+QString addDocumentationActions(QMenu* help, const QStringList& folders, const UrlOpener& open,
+                                const ErrorShower& showError) {
+    const QStringList looked =
+        folders.isEmpty() ? documentationFolderCandidates(QCoreApplication::applicationDirPath())
+                          : folders;
+    const QString docs = documentationFolder(looked);
+    help->setToolTipsVisible(true);  // a page's file, or why it cannot be opened
+    for (const DocumentationPage& page : documentationPages()) {
+        QAction* action = help->addAction(page.title);
+        const QString path = QDir(docs).filePath(page.file);
+        const QString missing = documentationMissing(docs, looked, page.file);
+        action->setToolTip(QStringLiteral("%1\n%2").arg(
+            page.toolTip, missing.isEmpty() ? QDir::toNativeSeparators(path) : missing));
+        // Enabled even without the documentation: a grey entry would not say where it looked,
+        // and the error box does (a system that leaves out /usr/share/doc, say).
+        QObject::connect(action, &QAction::triggered, action, [=] {
+            if (!missing.isEmpty()) {
+                showError(tr("No documentation"), tr("Cannot open %1: %2.").arg(page.file, missing),
+                          tr("The package installs the documentation in /usr/share/doc/"
+                             "ensemblelab unless dpkg is set to leave it out (path-exclude); "
+                             "the source tree has the same pages, README.md and docs/."));
+                return;
+            }
+            const QUrl url = QUrl::fromLocalFile(path);
+            if (!(open ? open(url) : QDesktopServices::openUrl(url))) {
+                showError(tr("Could not open the documentation"),
+                          tr("No program opened %1.").arg(QDir::toNativeSeparators(path)),
+                          tr("Open it with a text editor or a Markdown viewer."));
+            }
+        });
+    }
+    return docs;
 }
 
 void openHelpDialog(QWidget* parent, const QString& name, const QString& title,

@@ -268,6 +268,12 @@ void MainWindow::buildMenus() {
     view->addSeparator();
     view->addAction(findChild<QDockWidget*>(QStringLiteral("ExperimentDock"))->toggleViewAction());
     QMenu* help = menuBar()->addMenu(tr("&Help"));
+    const QString docs = addDocumentationActions(
+        help, m_options.documentationFolders, m_options.openUrl,
+        [this](const QString& title, const QString& message, const QString& advice) {
+            showError(title, message, advice);
+        });
+    help->addSeparator();
     QAction* keys = help->addAction(tr("Keyboard and mouse"));
     keys->setShortcut(QKeySequence::HelpContents);
     keys->setToolTip(tr("List the keyboard shortcuts and mouse gestures (F1)"));
@@ -275,9 +281,9 @@ void MainWindow::buildMenus() {
         showHelpBox(QStringLiteral("ShortcutsBox"), tr("Keyboard and mouse"), shortcutsHtml(this));
     });
     QAction* about = help->addAction(tr("About EnsembleLab"));
-    connect(about, &QAction::triggered, this, [this] {
+    connect(about, &QAction::triggered, this, [this, docs] {
         showHelpBox(QStringLiteral("AboutBox"), tr("About EnsembleLab"),
-                    aboutHtml(m_controller->snapshot()));
+                    aboutHtml(m_controller->snapshot(), docs));
     });
 }
 

@@ -8,6 +8,7 @@
 #include <QMainWindow>
 #include <QStringList>
 
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -21,6 +22,7 @@ class QAction;
 class QFrame;
 class QLabel;
 class QMenu;
+class QUrl;
 
 namespace ensemble::ui {
 
@@ -57,6 +59,11 @@ class MainWindow : public QMainWindow {
         // choice (rememberedAutosaveSeconds) or --autosave-seconds.
         int autosaveSeconds = 0;
         WorkerTuning tuning;
+        // Where Help's documentation entries look (empty: documentationFolderCandidates() of
+        // the program's folder, ui/help_text.h) and what opens a page (empty:
+        // QDesktopServices::openUrl); tests pass their own, so that no browser opens.
+        QStringList documentationFolders;
+        std::function<bool(const QUrl&)> openUrl;
     };
 
     explicit MainWindow(Options options, QWidget* parent = nullptr);

@@ -2,7 +2,8 @@
 // panel that can be read (errors under their field, a dock wide enough for its labels), the
 // wheel that scrolls the panel instead of changing an unfocused field, Enter/Escape that give
 // the window its shortcuts back, disabled actions that say why, the Boundary view's zoom and
-// hover read-out, every view usable at 900 x 600, Help's shortcut list and About.
+// hover read-out, every view usable at 900 x 600, Help's shortcut list and About, and Help's
+// documentation entries (found in the source tree here, installed beside the program).
 #include <QAction>
 #include <QApplication>
 #include <QComboBox>
@@ -11,6 +12,7 @@
 #include <QDir>
 #include <QDockWidget>
 #include <QFile>
+#include <QFileInfo>
 #include <QLabel>
 #include <QLayout>
 #include <QLineEdit>
@@ -25,7 +27,9 @@
 #include <QSplitter>
 #include <QStandardPaths>
 #include <QTabWidget>
+#include <QTemporaryDir>
 #include <QTextBrowser>
+#include <QUrl>
 #include <QWheelEvent>
 #include <QtTest>
 
@@ -35,6 +39,7 @@
 
 #include "action_reason.h"
 #include "config/config.h"
+#include "help_text.h"
 #include "main_window.h"
 #include "panels/experiment_panel.h"
 #include "render/plot_helpers.h"
@@ -134,6 +139,7 @@ class TestLabBench : public QObject {
     void boundaryReadoutZoomAndPan();
     void everyViewUsableAt900x600();
     void statusMessagesElideAndHelpListsShortcuts();
+    void helpOpensTheDocumentation();
     void logAxesPrintNothing();
     void logAxesNeverGetZeroOrLess();
     void readmeListsEveryShortcut();
@@ -496,6 +502,117 @@ void TestLabBench::statusMessagesElideAndHelpListsShortcuts() {
     QVERIFY(helpText(box).contains(QStringLiteral("CPU threads")));
     QVERIFY(helpText(box).contains(QStringLiteral("Qt ")));
     box->close();
+}
+
+// The documentation: run from the build tree, the app finds the source tree's docs/ and its
+// Help entries open the pages (through the window's opener, not a browser); installed, it finds
+// <prefix>/share/doc/ensemblelab beside <prefix>/bin; with a page or all of it missing, each
+// entry says so when triggered (naming the folders it looked in) instead of doing nothing.
+void TestLabBench::helpOpensTheDocumentation() {
+    using ensemble::ui::documentationFolder;
+    using ensemble::ui::documentationFolderCandidates;
+    const QString source =
+        QFileInfo(qEnvironmentVariable("ENSEMBLE_SOURCE_DIR")).canonicalFilePath();
+    QVERIFY(!source.isEmpty());
+    const QStringList candidates =
+        documentationFolderCandidates(QCoreApplication::applicationDirPath());
+    QCOMPARE(QFileInfo(documentationFolder(candidates)).canonicalFilePath(), source);
+
+    MainWindow::Options options;
+    options.useSettings = false;
+    QList<QUrl> opened;
+    bool opens = true;
+    options.openUrl = [&](const QUrl& url) {
+        opened << url;
+        return opens;
+    };
+    auto w = std::make_unique<MainWindow>(options);
+    // About names the documentation folder, or says there is none.
+    const auto aboutText = [](MainWindow& window) {
+        menuAction(window, QStringLiteral("About EnsembleLab"))->trigger();
+        auto* box = window.findChild<QDialog*>(QStringLiteral("AboutBox"));
+        auto* text =
+            box != nullptr ? box->findChild<QTextBrowser*>(QStringLiteral("HelpText")) : nullptr;
+        const QString shown = text != nullptr ? text->toPlainText() : QString();
+        delete box;
+        return shown;
+    };
+    const QList<std::pair<QString, QString>> pages{
+        {QStringLiteral("Getting started"), QStringLiteral("README.md")},
+        {QStringLiteral("The desktop app"), QStringLiteral("docs/app.md")},
+        {QStringLiteral("Documentation"), QStringLiteral("docs/README.md")}};
+    for (const auto& [title, file] : pages) {
+        QAction* action = menuAction(*w, title);
+        QVERIFY2(action != nullptr, qPrintable(title));
+        QVERIFY2(action->isEnabled(), qPrintable(ensemble::ui::disabledReason(action)));
+        opened.clear();
+        action->trigger();
+        QCOMPARE(opened.size(), 1);
+        QVERIFY(opened[0].isLocalFile());
+        QCOMPARE(QFileInfo(opened[0].toLocalFile()).canonicalFilePath(),
+                 QDir(source).filePath(file));
+        QVERIFY2(action->toolTip().contains(QDir::toNativeSeparators(opened[0].toLocalFile())),
+                 qPrintable(action->toolTip()));
+    }
+    QVERIFY2(aboutText(*w).contains(QDir::toNativeSeparators(source)), qPrintable(aboutText(*w)));
+    // No program for Markdown: an error that names the file.
+    opens = false;
+    menuAction(*w, QStringLiteral("The desktop app"))->trigger();
+    QVERIFY2(w->lastError().contains(QStringLiteral("docs/app.md")), qPrintable(w->lastError()));
+    w.reset();
+
+    // Installed: <prefix>/bin/ensemble-lab reads <prefix>/share/doc/ensemblelab, and never the
+    // source tree it was built from.
+    QTemporaryDir prefix;
+    QVERIFY(prefix.isValid());
+    const QDir root(prefix.path());
+    QVERIFY(root.mkpath(QStringLiteral("bin")));
+    const QStringList installed =
+        documentationFolderCandidates(root.filePath(QStringLiteral("bin")));
+    QCOMPARE(installed, QStringList{root.filePath(QStringLiteral("share/doc/ensemblelab"))});
+    QCOMPARE(documentationFolder(installed), QString());
+    QVERIFY(root.mkpath(QStringLiteral("share/doc/ensemblelab/docs")));
+    for (const QString& file : {QStringLiteral("README.md"), QStringLiteral("docs/app.md")}) {
+        QFile f(root.filePath(QStringLiteral("share/doc/ensemblelab/") + file));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+    }
+    QCOMPARE(documentationFolder(installed), installed.first());
+    // There, without docs/README.md: the pages it has open, the missing one is named.
+    options.documentationFolders = installed;
+    w = std::make_unique<MainWindow>(options);
+    opened.clear();
+    menuAction(*w, QStringLiteral("Getting started"))->trigger();
+    QCOMPARE(opened.size(), 1);
+    QCOMPARE(opened[0],
+             QUrl::fromLocalFile(root.filePath(QStringLiteral("share/doc/ensemblelab/README.md"))));
+    opened.clear();
+    menuAction(*w, QStringLiteral("Documentation"))->trigger();
+    QVERIFY(opened.isEmpty());
+    QVERIFY2(w->lastError().contains(QStringLiteral("docs/README.md is missing")),
+             qPrintable(w->lastError()));
+
+    // None: every entry still answers, with an error that names the page and where it looked
+    // (in its tooltip too), and opens nothing.
+    const QStringList nowhere{root.filePath(QStringLiteral("a")),
+                              root.filePath(QStringLiteral("b"))};
+    options.documentationFolders = nowhere;
+    w = std::make_unique<MainWindow>(options);
+    opens = true;
+    for (const auto& [title, file] : pages) {
+        QAction* action = menuAction(*w, title);
+        QVERIFY(action != nullptr && action->isEnabled());
+        opened.clear();
+        action->trigger();
+        QVERIFY(opened.isEmpty());
+        const QString why = w->lastError();
+        QVERIFY2(why.contains(file), qPrintable(why));
+        for (const QString& folder : nowhere) {
+            QVERIFY2(why.contains(QDir::toNativeSeparators(folder)), qPrintable(why));
+            QVERIFY2(action->toolTip().contains(QDir::toNativeSeparators(folder)),
+                     qPrintable(action->toolTip()));
+        }
+    }
+    QVERIFY2(aboutText(*w).contains(QStringLiteral("not found")), qPrintable(aboutText(*w)));
 }
 
 namespace {
