@@ -108,7 +108,19 @@ json configJsonFrom(const CliArgs& args) {
 }
 
 ExperimentConfig configFrom(const CliArgs& args) {
-    return parseConfig(composedFrom(args));
+    const ComposedConfig composed = composedFrom(args);
+    ExperimentConfig config = parseConfig(composed);
+    printConfigWarnings(composed.json);
+    return config;
+}
+
+void printConfigWarnings(const json& config) {
+    if (!world().root()) {
+        return;
+    }
+    for (const ConfigWarning& warning : configWarnings(config)) {
+        std::fprintf(stderr, "warning: %s\n", warning.text().c_str());
+    }
 }
 
 int64_t parseCount(const CliArgs& args, const std::string& flag, int64_t fallback, int64_t lowest) {

@@ -69,7 +69,10 @@ double parseAlpha(const CliArgs& args, const std::string& flag, double fallback)
 // --config FILE|PRESET (optional: defaults), then the --set list as one layer over it; notices
 // about keys the layer made inapplicable go to stderr.
 nlohmann::json configJsonFrom(const CliArgs& args);
+// configJsonFrom, parsed; the values that parse but cannot train (configWarnings) go to stderr
+// as "warning: <key>: <why>" (the rank 0 only), and the command runs.
 ExperimentConfig configFrom(const CliArgs& args);
+void printConfigWarnings(const nlohmann::json& config);
 
 // "1.23M", "45.6k", "7.8": a rate for a progress line.
 std::string formatRate(double perSecond);

@@ -213,6 +213,7 @@ ExitCode commandTrain(const CliArgs& args) {
             for (const std::string& n : notices) {
                 std::fprintf(stderr, "note: %s\n", n.c_str());
             }
+            cli::printConfigWarnings(config.json);
         } else {
             config = configFrom(args);
         }

@@ -221,6 +221,9 @@ std::optional<int> parseCommandLine(const QApplication& app, LabCommand& command
         // The engine's validation, as ensemble-cli's: the same message and exit code for a
         // config either program refuses (the panel's fields would clamp what it refuses).
         (void)ensemble::parseConfig(composed);
+        for (const ensemble::ConfigWarning& warning : ensemble::configWarnings(composed.json)) {
+            std::fprintf(stderr, "ensemble-lab: warning: %s\n", warning.text().c_str());
+        }
         config = composed.json;
         if (assignments.empty() && !ensemble::presetText(source.toStdString()).empty() &&
             !QFile::exists(source)) {

@@ -109,6 +109,10 @@ const char* typeName(KeyType t) {
 
 }  // namespace
 
+std::string TrainingRange::text() const {
+    return (minExclusive ? "(" : "[") + numberText(min) + ", " + numberText(max) + "]";
+}
+
 std::string plainHelp(const KeySpec& spec) {
     std::string out;
     for (char c : spec.help) {
@@ -119,6 +123,9 @@ std::string plainHelp(const KeySpec& spec) {
     const std::string when = conditionText(spec.when, false);
     if (!when.empty()) {
         out += " (" + when + ")";
+    }
+    if (spec.trains) {
+        out += ". Trains in " + spec.trains->text() + "; outside it a warning: " + spec.trains->why;
     }
     return out;
 }
@@ -134,7 +141,12 @@ std::string configTableMarkdown() {
         if (k.live) {
             meaning += " (the app applies an edit live)";
         }
-        const std::string range = rangeText(k);
+        std::string range = rangeText(k);
+        if (k.trains) {
+            range += "; trains in " + k.trains->text();
+            meaning +=
+                "; outside " + k.trains->text() + " a warning, not an error: " + k.trains->why;
+        }
         out += "| `" + k.key + "` | `" + readableJson(k.defaultValue) + "` | " + range + " | " +
                meaning + " |\n";
     }
@@ -166,6 +178,12 @@ json configSchemaJson() {
         }
         if (k.live) {
             row["live"] = true;
+        }
+        if (k.trains) {
+            row["trains"] = {{"min", k.trains->min},
+                             {"max", k.trains->max},
+                             {"min_exclusive", k.trains->minExclusive},
+                             {"why", k.trains->why}};
         }
         if (!k.when.always()) {
             row["only_when"] = {{"key", k.when.key}, {"values", k.when.values}};

@@ -58,6 +58,12 @@ KeySpec exclusiveMin(KeySpec k) {
     return k;
 }
 
+// A row whose values from `min` up to its max train; the rest of its range warns (TrainingRange).
+KeySpec trainsAbove(KeySpec k, double min, const char* why) {
+    k.trains = TrainingRange{min, k.max, true, why};
+    return k;
+}
+
 KeySpec exclusiveRange(KeySpec k) {
     k.minExclusive = true;
     k.maxExclusive = true;
@@ -152,10 +158,11 @@ std::vector<KeySpec> buildSchema() {
                  "`training.schedule`")),
         // Optimizer.
         choice("optimizer.kind", "adam", choicesOf<OptimizerKind>(), "the update rule (PyTorch's)"),
-        live(row("optimizer.lr", T::PerMember, 0.01,
-                 "per member: a number, a list of K numbers, or `{\"log_uniform\": [lo, hi]}` (K "
-                 "log-spaced values in member order)",
-                 0, 1e4)),
+        live(trainsAbove(row("optimizer.lr", T::PerMember, 0.01,
+                             "per member: a number, a list of K numbers, or `{\"log_uniform\": "
+                             "[lo, hi]}` (K log-spaced values in member order)",
+                             0, 1e4),
+                         0, "a learning rate of 0 leaves the member as initialised")),
         live(row("optimizer.momentum", T::PerMember, 0.9, "per member (SGD only)", 0, 0.9999)),
         live(row("optimizer.weight_decay", T::PerMember, 0.0,
                  "per member; L2 added to the gradient for adam and sgd, decoupled for adamw", 0,

@@ -6,6 +6,7 @@
 // choices) all read this table. Adding a key is one row here plus its use in parseConfig.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -96,6 +97,22 @@ enum class KeyType {
     Members      // a list of distinct member indices, each in [0, ensemble.members)
 };
 
+// The part of a row's range in which a value can train. A value the range accepts but this
+// one does not is kept with a warning (configWarnings), not refused: a learning rate of 0 is a
+// valid experiment (the members stay as initialised, their evaluation is still a result) but
+// almost never the one meant.
+struct TrainingRange {
+    double min = 0.0;
+    double max = 0.0;
+    bool minExclusive = false;
+    std::string why;  // "a learning rate of 0 leaves every member as initialised"
+    bool holds(double value) const {
+        return (minExclusive ? value > min : value >= min) && value <= max;
+    }
+    // "(0, 10000]"
+    std::string text() const;
+};
+
 // A key applies only when another key (earlier in the table) has one of `values`.
 struct Condition {
     std::string key;
@@ -117,6 +134,8 @@ struct KeySpec {
     // The app applies an edit of this key to the running experiment (at the next step);
     // any other key's edit needs a new run (Reset).
     bool live = false;
+    // Where the values that can train lie, when narrower than [min, max].
+    std::optional<TrainingRange> trains;
 
     std::string section() const { return key.substr(0, key.find('.')); }
     std::string name() const { return key.substr(key.find('.') + 1); }
@@ -166,10 +185,24 @@ nlohmann::json overlayConfig(const nlohmann::json& base, const nlohmann::json& l
 // The keys whose values differ between two configs (defaults filled in), in table order.
 std::vector<std::string> changedKeys(const nlohmann::json& a, const nlohmann::json& b);
 
+// A value the schema accepts but that cannot train (outside its row's TrainingRange).
+struct ConfigWarning {
+    std::string key;  // where: "optimizer.lr", "optimizer.lr[3]",
+                      // "training.schedule[1].set.optimizer.lr"
+    std::string
+        message;  // "0 cannot train: a learning rate of 0 leaves ... (trains in (0, 10000])"
+    std::string text() const { return key + ": " + message; }
+};
+// The warnings of a config that parses, in table order (then each schedule entry's), one per
+// value: a per-member key's number, each member's value of its list, each end of its
+// log_uniform range. The CLI prints them on stderr ("warning: ..."), the app beside the field;
+// neither refuses the config.
+std::vector<ConfigWarning> configWarnings(const nlohmann::json& config);
+
 // The configuration table of docs/configuration.md (Markdown), generated from the schema.
 std::string configTableMarkdown();
 // The schema as JSON, for tools: [{"key", "type", "default", "min", "max", "choices", "help",
-// "only_when"}].
+// "only_when", "trains": {"min", "max", "min_exclusive", "why"}}].
 nlohmann::json configSchemaJson();
 // Help text without Markdown (for tooltips).
 std::string plainHelp(const KeySpec& spec);

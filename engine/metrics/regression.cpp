@@ -28,19 +28,6 @@ std::size_t at(int k, int64_t rows, int64_t i) {
            static_cast<std::size_t>(i);
 }
 
-nlohmann::json num(double v) {
-    return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
-}
-
-std::string csvNumber(double v) {
-    if (std::isnan(v)) {
-        return {};
-    }
-    char buf[64];
-    const auto r = std::to_chars(buf, buf + sizeof buf, v);
-    return std::string(buf, r.ptr);
-}
-
 std::vector<int> chosenMembers(int members, const std::vector<uint8_t>& include) {
     std::vector<int> out;
     for (int k = 0; k < members; ++k) {
@@ -57,18 +44,19 @@ RegressionPoints memberPoints(const MemberGaussians& g, int k) {
 }
 
 nlohmann::json metricsJson(const RegressionMetrics& m) {
-    nlohmann::json j = {{"rmse", num(m.rmse)},
-                        {"mae", num(m.mae)},
-                        {"nll", num(m.nll)},
-                        {"sharpness", num(m.sharpness)}};
+    nlohmann::json j = {{"rmse", jsonNumber(m.rmse)},
+                        {"mae", jsonNumber(m.mae)},
+                        {"nll", jsonNumber(m.nll)},
+                        {"sharpness", jsonNumber(m.sharpness)}};
     if (m.probabilistic()) {
-        j["coverage"] = {
-            {"50", num(m.coverage[0])}, {"90", num(m.coverage[1])}, {"95", num(m.coverage[2])}};
+        j["coverage"] = {{"50", jsonNumber(m.coverage[0])},
+                         {"90", jsonNumber(m.coverage[1])},
+                         {"95", jsonNumber(m.coverage[2])}};
         nlohmann::json observed = nlohmann::json::array();
         for (double v : m.calibrationObserved) {
-            observed.push_back(num(v));
+            observed.push_back(jsonNumber(v));
         }
-        j["calibration"] = {{"observed", observed}, {"mean_abs_gap", num(m.calibrationGap)}};
+        j["calibration"] = {{"observed", observed}, {"mean_abs_gap", jsonNumber(m.calibrationGap)}};
     } else {
         j["coverage"] = nullptr;
         j["calibration"] = nullptr;
@@ -333,8 +321,8 @@ nlohmann::json regressionReportJson(const RegressionReport& r) {
     }
     j["calibration_levels"] = levels;
     nlohmann::json e = metricsJson(r.ensemble);
-    e["aleatoric_std_mean"] = num(r.aleatoricStdMean);
-    e["epistemic_std_mean"] = num(r.epistemicStdMean);
+    e["aleatoric_std_mean"] = jsonNumber(r.aleatoricStdMean);
+    e["epistemic_std_mean"] = jsonNumber(r.epistemicStdMean);
     j["ensemble"] = e;
     nlohmann::json members = nlohmann::json::array();
     for (std::size_t k = 0; k < r.members.size(); ++k) {
@@ -346,7 +334,8 @@ nlohmann::json regressionReportJson(const RegressionReport& r) {
     j["members"] = members;
     nlohmann::json curve = nlohmann::json::array();
     for (const RegressionSizePoint& s : r.sizeCurve) {
-        curve.push_back({{"members", s.members}, {"nll", num(s.nll)}, {"rmse", num(s.rmse)}});
+        curve.push_back(
+            {{"members", s.members}, {"nll", jsonNumber(s.nll)}, {"rmse", jsonNumber(s.rmse)}});
     }
     j["size_curve"] = curve;
     return j;

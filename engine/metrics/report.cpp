@@ -12,14 +12,17 @@
 
 namespace ensemble {
 
-namespace {
-nlohmann::json num(double v) {
-    return jsonNumber(v);
-}
-}  // namespace
-
 nlohmann::json jsonNumber(double v) {
     return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
+std::string csvNumber(double v) {
+    if (std::isnan(v)) {
+        return {};
+    }
+    char buf[64];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    return std::string(buf, r.ptr);
 }
 
 namespace {
@@ -64,11 +67,11 @@ TemperatureReport temperatureReport(const EvaluationInput& input, const Evaluati
 }
 
 nlohmann::json metricsJson(const ClassificationMetrics& m) {
-    return {{"accuracy", num(m.accuracy)},
-            {"nll", num(m.nll)},
-            {"brier", num(m.brier)},
-            {"ece", num(m.ece)},
-            {"mce", num(m.mce)}};
+    return {{"accuracy", jsonNumber(m.accuracy)},
+            {"nll", jsonNumber(m.nll)},
+            {"brier", jsonNumber(m.brier)},
+            {"ece", jsonNumber(m.ece)},
+            {"mce", jsonNumber(m.mce)}};
 }
 
 nlohmann::json binsJson(const Calibration& c) {
@@ -77,14 +80,16 @@ nlohmann::json binsJson(const Calibration& c) {
         bins.push_back({{"lower", b.lower},
                         {"upper", b.upper},
                         {"count", b.count},
-                        {"confidence", num(b.confidence)},
-                        {"accuracy", num(b.accuracy)}});
+                        {"confidence", jsonNumber(b.confidence)},
+                        {"accuracy", jsonNumber(b.accuracy)}});
     }
     return bins;
 }
 
 nlohmann::json oodScoreJson(const OodScore& s) {
-    return {{"auroc", num(s.auroc)}, {"fpr_at_95_tpr", num(s.fprAt95Tpr)}, {"aupr", num(s.aupr)}};
+    return {{"auroc", jsonNumber(s.auroc)},
+            {"fpr_at_95_tpr", jsonNumber(s.fprAt95Tpr)},
+            {"aupr", jsonNumber(s.aupr)}};
 }
 
 }  // namespace
@@ -99,11 +104,11 @@ nlohmann::json halvesJson(const RowHalves& h) {
 nlohmann::json conformalSetsJson(const ConformalSets& s, const ConformalThreshold& t) {
     nlohmann::json bySize = nlohmann::json::array();
     for (double v : s.coverageBySize) {
-        bySize.push_back(num(v));
+        bySize.push_back(jsonNumber(v));
     }
-    return {{"threshold", num(t.threshold)},
-            {"coverage", num(s.coverage)},
-            {"set_size_mean", num(s.setSizeMean)},
+    return {{"threshold", jsonNumber(t.threshold)},
+            {"coverage", jsonNumber(s.coverage)},
+            {"set_size_mean", jsonNumber(s.setSizeMean)},
             {"coverage_by_size", bySize},
             {"count_by_size", s.countBySize}};
 }
@@ -112,26 +117,16 @@ nlohmann::json selectiveJson(const SelectiveCurve& s) {
     nlohmann::json coverage = nlohmann::json::array();
     nlohmann::json risk = nlohmann::json::array();
     for (std::size_t i = 0; i < s.coverage.size(); ++i) {
-        coverage.push_back(num(s.coverage[i]));
-        risk.push_back(num(s.risk[i]));
+        coverage.push_back(jsonNumber(s.coverage[i]));
+        risk.push_back(jsonNumber(s.risk[i]));
     }
-    return {{"aurc", num(s.aurc)},
-            {"accuracy_at_90", num(s.accuracyAt90)},
-            {"accuracy_at_95", num(s.accuracyAt95)},
+    return {{"aurc", jsonNumber(s.aurc)},
+            {"accuracy_at_90", jsonNumber(s.accuracyAt90)},
+            {"accuracy_at_95", jsonNumber(s.accuracyAt95)},
             {"curve", {{"coverage", coverage}, {"risk", risk}}}};
 }
 
 namespace {
-
-// Shortest text that reads back to the same double; empty for NaN.
-std::string csvNumber(double v) {
-    if (std::isnan(v)) {
-        return {};
-    }
-    char buf[64];
-    const auto r = std::to_chars(buf, buf + sizeof buf, v);
-    return std::string(buf, r.ptr);
-}
 
 void appendMetrics(std::string& line, const ClassificationMetrics& m) {
     for (double v : {m.accuracy, m.nll, m.brier, m.ece, m.mce}) {
@@ -227,11 +222,11 @@ nlohmann::json reportJson(const EnsembleReport& r) {
     j["calibration_bins"] = r.reliability.bins.size();
 
     nlohmann::json e = metricsJson(r.ensemble);
-    e["entropy_mean"] = num(r.uncertainty.entropyMean);
-    e["aleatoric_mean"] = num(r.uncertainty.aleatoricMean);
-    e["epistemic_mean"] = num(r.uncertainty.epistemicMean);
-    e["disagreement_mean"] = num(r.uncertainty.disagreementMean);
-    e["predicted_std_mean"] = num(r.uncertainty.predictedStdMean);
+    e["entropy_mean"] = jsonNumber(r.uncertainty.entropyMean);
+    e["aleatoric_mean"] = jsonNumber(r.uncertainty.aleatoricMean);
+    e["epistemic_mean"] = jsonNumber(r.uncertainty.epistemicMean);
+    e["disagreement_mean"] = jsonNumber(r.uncertainty.disagreementMean);
+    e["predicted_std_mean"] = jsonNumber(r.uncertainty.predictedStdMean);
     j["ensemble"] = e;
 
     nlohmann::json members = nlohmann::json::array();
@@ -242,8 +237,8 @@ nlohmann::json reportJson(const EnsembleReport& r) {
         members.push_back(m);
     }
     j["members"] = members;
-    j["gibbs_nll"] = num(r.gibbsNll);
-    j["diversity"] = num(r.diversity);
+    j["gibbs_nll"] = jsonNumber(r.gibbsNll);
+    j["diversity"] = jsonNumber(r.diversity);
     j["reliability"] = binsJson(r.reliability);
     if (r.positiveReliability) {
         j["reliability_positive"] = binsJson(*r.positiveReliability);
@@ -262,13 +257,15 @@ nlohmann::json reportJson(const EnsembleReport& r) {
         const OobMetrics& o = *r.oob;
         nlohmann::json om = nlohmann::json::array();
         for (const OobMember& m : o.members) {
-            om.push_back({{"rows", m.rows}, {"accuracy", num(m.accuracy)}, {"nll", num(m.nll)}});
+            om.push_back({{"rows", m.rows},
+                          {"accuracy", jsonNumber(m.accuracy)},
+                          {"nll", jsonNumber(m.nll)}});
         }
         j["oob"] = {{"available", o.available},
                     {"split", "train"},
                     {"ensemble",
-                     {{"accuracy", num(o.ensembleAccuracy)},
-                      {"nll", num(o.ensembleNll)},
+                     {{"accuracy", jsonNumber(o.ensembleAccuracy)},
+                      {"nll", jsonNumber(o.ensembleNll)},
                       {"rows", o.ensembleRows},
                       {"skipped_rows", o.skippedRows}}},
                     {"members", om}};
@@ -305,8 +302,8 @@ nlohmann::json reportJson(const EnsembleReport& r) {
                             {"temperature", t.fit.temperature},
                             {"validation_rows", t.validationRows},
                             {"evaluation_rows", t.evaluationRows},
-                            {"validation_nll_before", num(t.fit.nllBefore)},
-                            {"validation_nll_after", num(t.fit.nllAfter)},
+                            {"validation_nll_before", jsonNumber(t.fit.nllBefore)},
+                            {"validation_nll_after", jsonNumber(t.fit.nllAfter)},
                             {"before", metricsJson(t.before)},
                             {"after", metricsJson(t.after)}};
     } else {
@@ -365,8 +362,10 @@ void addRunFacts(nlohmann::json& j, std::size_t members, const RunFacts& run, bo
     // A split's loss and accuracy (classification) or loss and RMSE (regression) as the
     // trainer tracks them (Evaluation).
     const auto splitJson = [regression](const SplitMetrics& m) {
-        return regression ? nlohmann::json{{"loss", num(m.loss)}, {"rmse", num(m.rmse)}}
-                          : nlohmann::json{{"loss", num(m.loss)}, {"accuracy", num(m.accuracy)}};
+        return regression
+                   ? nlohmann::json{{"loss", jsonNumber(m.loss)}, {"rmse", jsonNumber(m.rmse)}}
+                   : nlohmann::json{{"loss", jsonNumber(m.loss)},
+                                    {"accuracy", jsonNumber(m.accuracy)}};
     };
 
     j["step"] = run.step;

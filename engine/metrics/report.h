@@ -137,6 +137,8 @@ nlohmann::json evaluationReport(const EvaluationInput& input,
 // "coverage_by_size", "count_by_size"}; a selective curve's {"aurc", "accuracy_at_90",
 // "accuracy_at_95", "curve": {"coverage", "risk"}}.
 nlohmann::json jsonNumber(double v);
+// The shortest text that reads back to the same double; empty for NaN (the CSVs' spelling).
+std::string csvNumber(double v);
 nlohmann::json halvesJson(const RowHalves& halves);
 nlohmann::json conformalSetsJson(const ConformalSets& sets, const ConformalThreshold& threshold);
 nlohmann::json selectiveJson(const SelectiveCurve& curve);

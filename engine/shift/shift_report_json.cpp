@@ -82,15 +82,6 @@ json oodScore(const OodScore& s) {
             {"fpr_at_95_tpr", jsonNumber(s.fprAt95Tpr)}};
 }
 
-std::string csvNumber(double v) {
-    if (std::isnan(v)) {
-        return {};
-    }
-    char buf[64];
-    const auto r = std::to_chars(buf, buf + sizeof buf, v);
-    return std::string(buf, r.ptr);
-}
-
 }  // namespace
 
 json shiftReportJson(const ShiftReport& r) {

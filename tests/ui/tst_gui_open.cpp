@@ -163,6 +163,7 @@ class TestGuiOpen : public QObject {
     void rendersWeightsUnattended();
     void refusesAnInvalidConfigAsTheCliDoes();
     void aScriptedRunWithNothingToTrainEnds();
+    void warnsOfAValueThatCannotTrainAsTheCliDoes();
     void exportsAJob();
     void membersShowWhereAMeshTrainedThem();
     void comparesASecondEnsembleInCalibration();
@@ -739,6 +740,27 @@ void TestGuiOpen::aScriptedRunWithNothingToTrainEnds() {
                    ensemble::test::progressWaitMs(60000));
     QVERIFY2(r.code == 0, qPrintable(describe(r)));
     QVERIFY2(r.err.contains(QStringLiteral("the run has 0 steps to train")), qPrintable(r.err));
+    QVERIFY(!QImage(shot).isNull());
+}
+
+// A learning rate of 0 parses but cannot train: both programs print the engine's warning, the
+// same line after their names, and run (exit 0).
+void TestGuiOpen::warnsOfAValueThatCannotTrainAsTheCliDoes() {
+    QTemporaryDir dir;
+    const QString shot = dir.filePath(QStringLiteral("lr0.png"));
+    const QStringList config = {QStringLiteral("--config"), QStringLiteral("spirals"),
+                                QStringLiteral("--set"), QStringLiteral("optimizer.lr=0")};
+    const Run cli = runCli(QStringList{QStringLiteral("config")} + config);
+    const Run app = runProgram(QStringLiteral(ENSEMBLE_LAB_PATH),
+                               config + QStringList{QStringLiteral("--screenshot"), shot},
+                               ensemble::test::progressWaitMs(60000));
+    QVERIFY2(cli.code == 0 && app.code == 0,
+             qPrintable(describe(cli) + QLatin1Char('\n') + describe(app)));
+    const QString line = QStringLiteral("warning: optimizer.lr: 0 cannot train");
+    QVERIFY2(cli.err.contains(line), qPrintable(describe(cli)));
+    const QString warning = cli.err.mid(cli.err.indexOf(line)).section(QLatin1Char('\n'), 0, 0);
+    QVERIFY2(app.err.contains(QStringLiteral("ensemble-lab: ") + warning),
+             qPrintable(describe(app)));
     QVERIFY(!QImage(shot).isNull());
 }
 

@@ -107,12 +107,22 @@ void ExperimentPanel::build() {
     m_summary->setWordWrap(true);
     m_summary->setStyleSheet(QStringLiteral("color: palette(mid); font-size: 11px;"));
     column->addWidget(m_summary);
+    m_fieldlessWarnings = new QLabel;
+    m_fieldlessWarnings->setObjectName(QStringLiteral("panel.warnings"));
+    m_fieldlessWarnings->setWordWrap(true);
+    m_fieldlessWarnings->setStyleSheet(QStringLiteral("color: #8a5a00; font-size: 11px;"));
+    m_fieldlessWarnings->setVisible(false);
+    column->addWidget(m_fieldlessWarnings);
     column->addStretch(1);
 
     setStyleSheet(QStringLiteral(
         "QLineEdit[invalid=\"true\"], QSpinBox[invalid=\"true\"], "
         "QDoubleSpinBox[invalid=\"true\"], QComboBox[invalid=\"true\"] "
         "{ border: 1px solid #c0392b; background: #fdf0ee; border-radius: 2px; padding: 1px; }"
+        // A value that parses but cannot train (a learning rate of 0): Train stays enabled.
+        "QLineEdit[warning=\"true\"], QSpinBox[warning=\"true\"], "
+        "QDoubleSpinBox[warning=\"true\"], QComboBox[warning=\"true\"] "
+        "{ border: 1px solid #b9770e; background: #fdf6e3; border-radius: 2px; padding: 1px; }"
         // A changed row that waits for Reset (the window's banner says so).
         "QLabel[pending=\"true\"] { color: #8a5a00; font-weight: bold; }"));
 
@@ -241,6 +251,8 @@ json ExperimentPanel::config() const {
 void ExperimentPanel::validate() {
     const bool wasValid = m_errors.isEmpty();
     m_errors.clear();
+    m_warnings.clear();
+    QStringList fieldlessWarnings;
     // The form's own checks first (text that is not a number cannot reach the parser).
     m_form->check(m_errors);
     const json c = config();
@@ -253,6 +265,17 @@ void ExperimentPanel::validate() {
                 if (!cudaAvailable(parsed.backend.device, reason)) {
                     m_errors.insert(QStringLiteral("backend.kind"),
                                     tr("CUDA is not available: %1").arg(str(reason)));
+                }
+            }
+            // The engine's warnings, as ensemble-cli prints them, beside their fields.
+            for (const ConfigWarning& warning : configWarnings(c)) {
+                const QString key = str(warning.key);
+                const QString field = m_form->fieldFor(key);
+                const QString message = key == field ? str(warning.message) : str(warning.text());
+                if (field.isEmpty()) {
+                    fieldlessWarnings << message;
+                } else if (!m_warnings.contains(field)) {
+                    m_warnings.insert(field, message);
                 }
             }
             const auto& lr = parsed.optimizer.lr;
@@ -279,7 +302,13 @@ void ExperimentPanel::validate() {
             m_errors.insert(QStringLiteral("dataset.kind"), str(e.what()));
         }
     }
-    m_form->markErrors(m_errors);
+    m_form->markErrors(m_errors, m_warnings);
+    // A warning no field shows (a training.schedule entry's value) goes under the summary.
+    m_fieldlessWarnings->setText(
+        fieldlessWarnings.isEmpty()
+            ? QString()
+            : tr("Warning: %1").arg(fieldlessWarnings.join(QLatin1Char('\n'))));
+    m_fieldlessWarnings->setVisible(!fieldlessWarnings.isEmpty());
     if (wasValid != m_errors.isEmpty()) {
         Q_EMIT validityChanged(m_errors.isEmpty());
     }

@@ -42,6 +42,9 @@ class ExperimentPanel : public QWidget {
     bool isValid() const { return m_errors.isEmpty(); }
     // Reasons by config key ("optimizer.lr" -> "expected a number ..."), empty when valid.
     QMap<QString, QString> errors() const { return m_errors; }
+    // Values that parse but cannot train, by field (the engine's configWarnings, as the CLI
+    // prints them); they do not make the form invalid.
+    QMap<QString, QString> warnings() const { return m_warnings; }
     QString presetName() const;
     // A preset chosen in the box was not loaded (the person kept the trained run): the box
     // names the experiment shown again.
@@ -107,6 +110,7 @@ class ExperimentPanel : public QWidget {
     nlohmann::json m_base;
     bool m_loading = false;
     QMap<QString, QString> m_errors;
+    QMap<QString, QString> m_warnings;
     std::unique_ptr<FormBinding> m_form;
 
     QComboBox* m_preset = nullptr;
@@ -126,6 +130,7 @@ class ExperimentPanel : public QWidget {
     QScrollArea* m_scroll = nullptr;
     QWidget* m_content = nullptr;
     QLabel* m_summary = nullptr;
+    QLabel* m_fieldlessWarnings = nullptr;
 };
 
 }  // namespace ensemble::ui

@@ -106,7 +106,10 @@ FormRow& FormBinding::addRow(QFormLayout* form, const QString& key, const QStrin
     error->setWordWrap(true);
     error->setTextInteractionFlags(Qt::TextSelectableByMouse);
     error->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Minimum);
-    error->setStyleSheet(QStringLiteral("color: #b03a2e; font-size: 11px;"));
+    // Red for an error; amber for a warning (a value that parses but cannot train).
+    error->setStyleSheet(
+        QStringLiteral("QLabel { color: #b03a2e; font-size: 11px; } "
+                       "QLabel[warning=\"true\"] { color: #8a5a00; }"));
     error->setVisible(false);
     auto* unused = new QLabel(QObject::tr("not used"));
     unused->setObjectName(key + QStringLiteral(".unused"));
@@ -270,23 +273,37 @@ void FormBinding::check(QMap<QString, QString>& errors) const {
     }
 }
 
-void FormBinding::markErrors(const QMap<QString, QString>& errors) const {
+void FormBinding::markErrors(const QMap<QString, QString>& errors,
+                             const QMap<QString, QString>& warnings) const {
     for (const auto& row : m_rows) {
         QString shown;
+        QString warning;
         bool invalid = false;
+        bool warned = false;
         for (const QString& key : row->keys()) {
             invalid |= errors.contains(key);
+            warned |= warnings.contains(key);
             if (shown.isEmpty()) {
                 shown = errors.value(key);
             }
+            if (warning.isEmpty()) {
+                warning = warnings.value(key);
+            }
+        }
+        // An error outranks a warning: the config must parse before it can be trained.
+        const bool showsWarning = shown.isEmpty() && !warning.isEmpty();
+        if (showsWarning) {
+            shown = QObject::tr("Warning: %1").arg(warning);
         }
         row->error->setText(shown);
         row->error->setVisible(!shown.isEmpty());
+        setStyleProperty(row->error, "warning", showsWarning);
         if (row->showError) {
-            row->showError(shown);
+            row->showError(showsWarning ? QString() : shown);
         }
         for (QWidget* w : row->marked) {
             setStyleProperty(w, "invalid", invalid);
+            setStyleProperty(w, "warning", warned && !invalid);
         }
     }
 }

@@ -98,8 +98,10 @@ class FormBinding {
     bool refresh(const nlohmann::json& config);
     // The form's own checks of the applying rows, by key.
     void check(QMap<QString, QString>& errors) const;
-    // Shows `errors` (by key) under their rows and outlines their editors.
-    void markErrors(const QMap<QString, QString>& errors) const;
+    // Shows `errors` (by key) under their rows and outlines their editors; a row without an
+    // error shows its entry of `warnings` (values that parse but cannot train) in amber.
+    void markErrors(const QMap<QString, QString>& errors,
+                    const QMap<QString, QString>& warnings = {}) const;
     void setPending(const QStringList& keys, const QString& tooltip) const;
     QStringList pendingKeys() const;
 

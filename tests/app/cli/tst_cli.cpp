@@ -326,6 +326,15 @@ void TestCli::configPrintsTheKeysThatApply() {
     QCOMPARE(bad.code, 2);
     QVERIFY2(bad.err.contains(path + QStringLiteral(":3:5: optimizer.lr: expected a number")),
              qPrintable(describe(bad)));
+    // Valid but unable to train: a warning on stderr, exit 0, the config printed.
+    const Run still =
+        runCli({QStringLiteral("config"), QStringLiteral("--config"), QStringLiteral("moons"),
+                QStringLiteral("--set"), QStringLiteral("optimizer.lr=0")});
+    QVERIFY2(still.code == 0, qPrintable(describe(still)));
+    QVERIFY2(still.err.contains(QStringLiteral("warning: optimizer.lr: 0 cannot train: a learning "
+                                               "rate of 0 leaves the member as initialised")),
+             qPrintable(describe(still)));
+    QCOMPARE(nlohmann::json::parse(still.out.toStdString())["optimizer"]["lr"].get<double>(), 0.0);
 }
 
 void TestCli::schemaPrintsTheReadmeTable() {

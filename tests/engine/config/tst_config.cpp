@@ -45,6 +45,7 @@ class TestConfig : public QObject {
     void defaultsAreTheSchemasEveryCall();
     void trainCommandLineComposesBack_data();
     void trainCommandLineComposesBack();
+    void valuesThatCannotTrainWarn();
 };
 
 void TestConfig::emptyConfigTakesDefaults() {
@@ -539,6 +540,54 @@ void TestConfig::trainCommandLineComposesBack() {
     if (json::parse(edits.toStdString()).empty()) {
         QCOMPARE(assignments.size(), std::size_t(0));
     }
+}
+
+// A learning rate of 0 parses (an evaluation of the initial members is a valid run) but cannot
+// train: a warning per value outside the row's training range, named as an error would be, in
+// every form the key takes; a log_uniform range cannot reach 0 (an error, not a warning).
+void TestConfig::valuesThatCannotTrainWarn() {
+    const KeySpec& lr = keySpec("optimizer.lr");
+    QVERIFY(lr.trains.has_value());
+    QCOMPARE(lr.trains->text(), std::string("(0, 10000]"));
+    QVERIFY(!lr.trains->holds(0.0));
+    QVERIFY(lr.trains->holds(1e-9));
+    QVERIFY(lr.trains->holds(1e4));
+
+    QVERIFY(configWarnings(json::object()).empty());  // the defaults train
+    const json zero = {{"optimizer", {{"lr", 0}}}};
+    (void)parseConfig(zero);  // valid
+    std::vector<ConfigWarning> w = configWarnings(zero);
+    QCOMPARE(w.size(), std::size_t{1});
+    QCOMPARE(w[0].key, std::string("optimizer.lr"));
+    QCOMPARE(w[0].text(), std::string("optimizer.lr: 0 cannot train: a learning rate of 0 leaves "
+                                      "the member as initialised (trains in (0, 10000])"));
+
+    const json list = {{"ensemble", {{"members", 3}}},
+                       {"optimizer", {{"lr", {0.1, 0, 0.0}}}},
+                       {"training",
+                        {{"schedule",
+                          {{{"step", 5}, {"set", {{"optimizer.lr", 0}}}},
+                           {{"step", 9}, {"set", {{"optimizer.lr", 0.2}}}}}}}}};
+    (void)parseConfig(list);
+    w = configWarnings(list);
+    QCOMPARE(w.size(), std::size_t{3});
+    QCOMPARE(w[0].key, std::string("optimizer.lr[1]"));
+    QCOMPARE(w[1].key, std::string("optimizer.lr[2]"));
+    QCOMPARE(w[2].key, std::string("training.schedule[0].set.optimizer.lr"));
+
+    QVERIFY(configWarnings({{"optimizer", {{"lr", {{"log_uniform", {1e-4, 0.1}}}}}}}).empty());
+    QVERIFY_THROWS_EXCEPTION(
+        ConfigError, parseConfig(json{{"optimizer", {{"lr", {{"log_uniform", {0, 0.1}}}}}}}));
+
+    // The schema's JSON carries the range for tools; the docs' table row says it.
+    const json schema = configSchemaJson();
+    const auto row = std::find_if(schema.begin(), schema.end(),
+                                  [](const json& r) { return r["key"] == "optimizer.lr"; });
+    QVERIFY(row != schema.end());
+    QCOMPARE((*row)["trains"]["min"].get<double>(), 0.0);
+    QCOMPARE((*row)["trains"]["min_exclusive"].get<bool>(), true);
+    QVERIFY(configTableMarkdown().find("trains in (0, 10000]") != std::string::npos);
+    QVERIFY(plainHelp(lr).find("Trains in (0, 10000]") != std::string::npos);
 }
 
 QTEST_APPLESS_MAIN(TestConfig)

@@ -49,6 +49,7 @@ class TestGuiPanel : public QObject {
     void everyDatasetKindHasOneFamily();
     void anUnusedRowSaysSoInsteadOfAValue();
     void thePanelNarrowsAgainAfterACnn();
+    void aValueThatCannotTrainWarnsBesideItsField();
 };
 
 void TestGuiPanel::rowsFollowTheirConditions() {
@@ -192,6 +193,56 @@ void TestGuiPanel::thePanelNarrowsAgainAfterACnn() {
     panel.setConfig(json::parse(ensemble::presetText("spirals")));
     QCoreApplication::processEvents();
     QCOMPARE(scroll->minimumWidth(), mlp);
+}
+
+// The engine's configWarnings, as ensemble-cli prints them, beside the field: amber, the form
+// still valid (Train stays enabled); a schedule entry's value, which no field shows, under the
+// summary; a fixed value clears both.
+void TestGuiPanel::aValueThatCannotTrainWarnsBesideItsField() {
+    ExperimentPanel panel;
+    panel.show();
+    json config = ensemble::defaultConfigJson();
+    config["optimizer"]["lr"] = 0;
+    panel.setConfig(config);
+    QVERIFY(panel.isValid());
+    QLabel* shown = panel.errorLabel(QStringLiteral("optimizer.lr"));
+    QVERIFY(shown != nullptr);
+    const std::string expected = ensemble::configWarnings(config).at(0).message;
+    QCOMPARE(panel.warnings().value(QStringLiteral("optimizer.lr")), qstr(expected));
+    QVERIFY(shown->isVisibleTo(&panel));
+    QCOMPARE(shown->text(), QStringLiteral("Warning: ") + qstr(expected));
+    QVERIFY(shown->property("warning").toBool());
+    auto* value = panel.findChild<QWidget*>(QStringLiteral("learningRateValue"));
+    QVERIFY(value != nullptr);
+    QVERIFY(value->property("warning").toBool());
+    QVERIFY(!value->property("invalid").toBool());
+
+    // One member's value: the field names the member as the CLI does.
+    config["ensemble"]["members"] = 3;
+    config["optimizer"]["lr"] = json::array({0.1, 0.0, 0.1});
+    panel.setConfig(config);
+    QVERIFY(panel.isValid());
+    QVERIFY2(panel.warnings()
+                 .value(QStringLiteral("optimizer.lr"))
+                 .startsWith(QStringLiteral("optimizer.lr[1]: 0 cannot train")),
+             qPrintable(panel.warnings().value(QStringLiteral("optimizer.lr"))));
+
+    // A schedule entry's value has no field: the panel says it under the summary.
+    config["optimizer"]["lr"] = 0.01;
+    config["training"]["schedule"] = json::array({{{"step", 5}, {"set", {{"optimizer.lr", 0}}}}});
+    panel.setConfig(config);
+    QVERIFY(panel.warnings().isEmpty());
+    auto* fieldless = panel.findChild<QLabel*>(QStringLiteral("panel.warnings"));
+    QVERIFY(fieldless != nullptr && fieldless->isVisibleTo(&panel));
+    QVERIFY2(fieldless->text().contains(
+                 QStringLiteral("training.schedule[0].set.optimizer.lr: 0 cannot train")),
+             qPrintable(fieldless->text()));
+    QVERIFY(!shown->isVisibleTo(&panel));
+
+    config["training"]["schedule"] = json::array();
+    panel.setConfig(config);
+    QVERIFY(!fieldless->isVisibleTo(&panel));
+    QVERIFY(!value->property("warning").toBool());
 }
 
 QTEST_MAIN(TestGuiPanel)
