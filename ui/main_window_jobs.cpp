@@ -80,6 +80,9 @@ void MainWindow::connectJobs() {
     connect(active, &ActiveView::acquireRequested, c, &EngineController::activeAcquire);
     connect(active, &ActiveView::labelRequested, c,
             [c](qint64 row) { c->activeLabel(static_cast<int64_t>(row)); });
+    connect(active, &ActiveView::paceChanged, c, [c](int pauseMs, qint64 stopAt) {
+        c->activeSetPace(pauseMs, static_cast<int64_t>(stopAt));
+    });
     connect(active, &ActiveView::playRequested, c, &EngineController::activePlay);
     connect(active, &ActiveView::pauseRequested, c, &EngineController::activePause);
     connect(active, &ActiveView::cancelRequested, c, &EngineController::activeCancel);

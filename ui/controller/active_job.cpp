@@ -1,6 +1,7 @@
 #include "controller/active_job.h"
 
 #include <QMetaObject>
+#include <QTimer>
 
 #include <algorithm>
 #include <cmath>
@@ -130,7 +131,12 @@ nlohmann::json activeCheckpointJson(const ActiveLearner& learner,
             {"earlier", curves}};
 }
 
-ActiveWorker::ActiveWorker() = default;
+ActiveWorker::ActiveWorker() : m_nextRound(new QTimer(this)) {
+    // A child, so it moves to the engine thread with the worker (and the controller stops it
+    // there before the thread ends).
+    m_nextRound->setSingleShot(true);
+    connect(m_nextRound, &QTimer::timeout, this, [this] { playRound(); });
+}
 
 ActiveWorker::~ActiveWorker() = default;
 
@@ -139,6 +145,7 @@ void ActiveWorker::start(std::shared_ptr<const RunInfo> run, const DataSplit& da
                          CancelToken cancel) {
     useCancel(std::move(cancel));
     m_playing.store(false, std::memory_order_release);
+    stopWaiting();
     if (m_learner && m_run && run && m_run->runId == run->runId) {
         keepCurve(m_earlier,
                   curveOf(m_learner->acquisition(), m_learner->seed(), m_learner->rounds()));
@@ -163,6 +170,7 @@ void ActiveWorker::restore(std::shared_ptr<const RunInfo> run, const DataSplit& 
                            const nlohmann::json& active, CancelToken cancel) {
     useCancel(std::move(cancel));
     m_playing.store(false, std::memory_order_release);
+    stopWaiting();
     m_learner.reset();
     m_scored = false;
     m_scores = PoolScores{};
@@ -259,6 +267,7 @@ void ActiveWorker::useRun(std::shared_ptr<const RunInfo> run, const DataSplit& d
 void ActiveWorker::forgetRun(uint64_t runId) {
     if (m_run && m_run->runId != runId) {
         m_playing.store(false, std::memory_order_release);
+        stopWaiting();
         m_learner.reset();
         m_data.reset();
         m_run.reset();
@@ -299,12 +308,21 @@ void ActiveWorker::acquirePicks(CancelToken cancel) {
     acquireAndTrain();
 }
 
-void ActiveWorker::acquireAndTrain() {
+void ActiveWorker::acquireAndTrain(bool ofPlay) {
     if (!m_learner) {
         return;
     }
     if (!pendingRound()) {
-        const std::vector<int64_t> picks = currentPicks();
+        std::vector<int64_t> picks = currentPicks();
+        const int64_t stopAt = m_stopAt.load(std::memory_order_acquire);
+        if (ofPlay && stopAt > 0) {
+            // The first picks (highest first) up to the labels Play stops at.
+            const auto fit =
+                std::max<int64_t>(0, stopAt - static_cast<int64_t>(m_learner->labelled().size()));
+            if (static_cast<int64_t>(picks.size()) > fit) {
+                picks.resize(static_cast<std::size_t>(fit));
+            }
+        }
         if (picks.empty()) {
             publish(tr("The pool is empty: every train row is labelled."));
             return;
@@ -321,7 +339,7 @@ void ActiveWorker::acquireAndTrain() {
             return;
         }
     }
-    trainAndPublish();
+    trainAndPublish(ofPlay);
 }
 
 void ActiveWorker::label(int64_t row, CancelToken cancel) {
@@ -365,30 +383,71 @@ void ActiveWorker::playRound() {
         }
         return;
     }
+    const int64_t stopAt = m_stopAt.load(std::memory_order_acquire);
+    const auto labelled = static_cast<int64_t>(m_learner->labelled().size());
+    if (!pendingRound() && stopAt > 0 && labelled >= stopAt) {
+        m_playing.store(false, std::memory_order_release);
+        publish(tr("Play stops at %1 labels and %2 are labelled: raise Stop at to play on.")
+                    .arg(stopAt)
+                    .arg(labelled));
+        return;
+    }
     if (!pendingRound() && currentPicks().empty()) {
         m_playing.store(false, std::memory_order_release);
         publish(tr("The pool is empty: every train row is labelled."));
         return;
     }
-    acquireAndTrain();
+    acquireAndTrain(true);
     if (!m_playing.load(std::memory_order_acquire)) {
         if (m_publishedPlaying) {
             publish();  // paused after the round's state was published as playing
         }
         return;
     }
-    // The next round as a queued call: the run's training chunks and every command queued
-    // meanwhile (pause, a member switch, a checkpoint) run first.
+    // The next round after the pace's pause (a timer: the engine thread goes on meanwhile), or
+    // as a queued call: either way the run's training chunks and every command queued meanwhile
+    // (pause, a member switch, a checkpoint) run first.
     m_playQueued = true;
+    const int pauseMs = m_pauseMs.load(std::memory_order_acquire);
+    if (pauseMs > 0) {
+        m_nextRound->start(pauseMs);
+        return;
+    }
     QMetaObject::invokeMethod(
         this, [this] { playRound(); }, Qt::QueuedConnection);
+}
+
+void ActiveWorker::setPace(int pauseMs, int64_t stopAt) {
+    m_pauseMs.store(std::max(0, pauseMs), std::memory_order_release);
+    m_stopAt.store(std::max<int64_t>(0, stopAt), std::memory_order_release);
+}
+
+bool ActiveWorker::waitingForNextRound() const {
+    return m_nextRound->isActive();
+}
+
+void ActiveWorker::endWait() {
+    if (!m_nextRound->isActive() || m_playing.load(std::memory_order_acquire)) {
+        return;  // no wait, or Play again since the pause: the wait goes on
+    }
+    stopWaiting();
+    if (m_publishedPlaying) {
+        publish();  // the last state said playing: this one says stopped, once
+    }
+}
+
+void ActiveWorker::stopWaiting() {
+    if (m_nextRound->isActive()) {
+        m_nextRound->stop();
+        m_playQueued = false;  // the timer held Play's next round; a queued call is left alone
+    }
 }
 
 void ActiveWorker::requestPlay() {
     m_playing.store(true, std::memory_order_release);
 }
 
-bool ActiveWorker::trainAndPublish() {
+bool ActiveWorker::trainAndPublish(bool ofPlay) {
     m_scored = false;
     bool trained = false;
     try {
@@ -407,7 +466,20 @@ bool ActiveWorker::trainAndPublish() {
         publish(tr("Round cancelled: Retrain trains it on the labelled rows."));
         return false;
     }
-    publish();
+    // Play's last round says so in its own state: no "playing" state, no wait, before it.
+    QString message;
+    if (ofPlay && m_playing.load(std::memory_order_acquire)) {
+        const int64_t stopAt = m_stopAt.load(std::memory_order_acquire);
+        const auto labelled = static_cast<int64_t>(m_learner->labelled().size());
+        if (stopAt > 0 && labelled >= stopAt) {
+            m_playing.store(false, std::memory_order_release);
+            message = tr("Play stopped at %1 labels (Stop at).").arg(labelled);
+        } else if (m_scores.picks.empty()) {
+            m_playing.store(false, std::memory_order_release);
+            message = tr("The pool is empty: every train row is labelled.");
+        }
+    }
+    publish(message);
     return true;
 }
 

@@ -6,7 +6,9 @@
 // is scored, and for 2-D data the acquisition function is evaluated on the grid's member
 // predictions (the same acquisitionScores, the same colour maps as the uncertainty heatmaps).
 // Play runs rounds one queued call at a time, so training chunks, pause and every other command
-// run between them. What the GUI sees is an immutable ActiveState, published after each change.
+// run between them; its pace (setPace) puts a pause between two rounds (a timer on the engine
+// thread, never a sleep) and stops at a labelled count. What the GUI sees is an immutable
+// ActiveState, published after each change.
 //
 // The loop is the engine's, not the app's: the same config and seed acquire the same rows here
 // as in `ensemble-cli active` (tst_gui_active). Its state goes into the run's
@@ -16,6 +18,8 @@
 #include <QObject>
 #include <QPolygonF>
 #include <QString>
+
+class QTimer;
 
 #include <atomic>
 #include <cstdint>
@@ -112,8 +116,14 @@ class ActiveWorker : public QObject {
 
     // Any thread: Play goes on (set before play() is queued, so a Pause after it wins).
     void requestPlay();
-    // Any thread: Play stops after the round under way.
+    // Any thread: Play stops after the round under way (or, waiting between two rounds, when
+    // the wait ends; endWait() ends it now).
     void requestPause() { m_playing.store(false, std::memory_order_release); }
+    // Any thread: Play's pace, read at each round. `pauseMs` between the end of one round and the
+    // start of the next (0: the next is queued at once); `stopAt` labelled rows, where Play
+    // stops (0: at the pool's end): the round that reaches it takes only the picks that fit, the
+    // first in pick order, so Play stops at exactly `stopAt` labels.
+    void setPace(int pauseMs, int64_t stopAt);
 
     // --- engine thread only -------------------------------------------------------------
     // A new loop with `acquisition` on the run `run` (its config, with `active` as its active
@@ -125,8 +135,15 @@ class ActiveWorker : public QObject {
     void acquirePicks(CancelToken cancel = {});
     // Labels pool row `row` (a person's click: score NaN) and trains a round.
     void label(int64_t row, CancelToken cancel = {});
-    // Runs rounds (acquire the picks, train) until paused, cancelled or out of pool rows.
+    // Runs rounds (acquire the picks, train) until paused, cancelled, at the pace's labels or
+    // out of pool rows, waiting the pace's pause between two.
     void play(CancelToken cancel = {});
+    // Play waits for its next round (the pace's pause between rounds).
+    bool waitingForNextRound() const;
+    // A Pause or Cancel that came during the wait between two rounds ends it now: the state
+    // that says Play stopped goes out at once, not when the pause would have ended. Nothing
+    // while Play goes on or when it does not wait (the controller queues it after requestPause).
+    void endWait();
     // Brings back a loop from a checkpoint's metadata "active" on run `run`: its labelled rows
     // and rounds, the last round's ensemble retrained (bit for bit: every round is a Trainer
     // run from the same seeds), its earlier curves. `failed` says why when it cannot.
@@ -152,14 +169,18 @@ class ActiveWorker : public QObject {
     // The command under way is `cancel`'s (a fresh flag when null).
     void useCancel(CancelToken cancel);
     // Labels the marked picks (or takes the pending round) and trains, under the current flag.
-    void acquireAndTrain();
+    // A round of Play (`ofPlay`) takes only the picks that fit under the pace's stopAt, and is
+    // Play's last when it reaches stopAt or empties the pool (its state says so).
+    void acquireAndTrain(bool ofPlay = false);
     // Restores `state` (ActiveLearner::toJson) into m_learner with the last round's trainer
     // trained again; false when cancelled.
     bool replayLastRound(const nlohmann::json& state);
     // One round of Play, queueing the next while it goes on.
     void playRound();
     // Trains the next round and publishes; false when cancelled or failed.
-    bool trainAndPublish();
+    bool trainAndPublish(bool ofPlay = false);
+    // Stops the wait between two rounds of Play (a new loop, another run): no round follows.
+    void stopWaiting();
     void publish(const QString& message = {}, bool error = false);
     void fail(const QString& message);
     // The rows the next Acquire takes (the last scoring's picks, fewer at the pool's end).
@@ -181,6 +202,9 @@ class ActiveWorker : public QObject {
     CancelToken m_cancel;  // the command under way's (engine thread)
     ProgressMailbox<JobProgress> m_progress;
     std::atomic<bool> m_playing{false};
+    std::atomic<int> m_pauseMs{0};
+    std::atomic<int64_t> m_stopAt{0};
+    QTimer* m_nextRound = nullptr;  // Play's pause between two rounds (engine thread)
     bool m_playQueued = false;
     bool m_publishedPlaying = false;  // the playing flag of the last state published
 };

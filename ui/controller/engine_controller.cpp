@@ -461,6 +461,12 @@ void EngineController::cancelActiveCommands() {
     m_active->requestPause();
     m_activeCancel->store(true, std::memory_order_release);
     m_activeCancel = std::make_shared<std::atomic<bool>>(false);
+    endActiveWait();
+}
+
+void EngineController::endActiveWait() {
+    ActiveWorker* a = m_active;
+    QMetaObject::invokeMethod(a, announced([a] { a->endWait(); }), Qt::QueuedConnection);
 }
 
 void EngineController::activeStart(Acquisition acquisition, const nlohmann::json& active) {
@@ -498,8 +504,13 @@ void EngineController::activePlay() {
     QMetaObject::invokeMethod(a, announced([a, cancel] { a->play(cancel); }), Qt::QueuedConnection);
 }
 
+void EngineController::activeSetPace(int pauseMs, int64_t stopAt) {
+    m_active->setPace(pauseMs, stopAt);
+}
+
 void EngineController::activePause() {
     m_active->requestPause();
+    endActiveWait();
 }
 
 void EngineController::activeCancel() {

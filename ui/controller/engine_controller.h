@@ -121,6 +121,10 @@ class EngineController : public QObject {
     void activeAcquire();
     void activeLabel(int64_t row);
     void activePlay();
+    // Play's pace (ActiveWorker::setPace): the pause between two rounds and the labels it stops
+    // at (0: the pool's end); it applies from the next round, Play under way included.
+    void activeSetPace(int pauseMs, int64_t stopAt);
+    // Pause (and Cancel) during Play's wait between two rounds end it at once.
     void activePause();
     void activeCancel();
     // The loop's latest state (null before any).
@@ -184,6 +188,8 @@ class EngineController : public QObject {
     // Stops Play and the active-learning command under way, and every one already sent; the
     // commands sent after this carry a fresh flag.
     void cancelActiveCommands();
+    // Queues ActiveWorker::endWait after a Pause or Cancel: Play's wait ends at once.
+    void endActiveWait();
     // The pending open() stood as run `runId`: the jobs of the run before end, the experiment
     // is the file's, and a checkpoint's loop is awaited.
     void openStood(uint64_t runId);

@@ -7,6 +7,7 @@
 #include <QTransform>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <unordered_set>
@@ -25,6 +26,11 @@ constexpr double kTop = 10.0;
 constexpr double kRight = 104.0;  // the colour bar and its labels
 // A click labels the pool point within this many pixels of it.
 constexpr double kPickRadius = 9.0;
+
+// The markers' size follows the plot's, within bounds.
+double markerScale(const QRectF& plot) {
+    return std::clamp(plot.width() / 520.0, 0.75, 1.4);
+}
 
 const char* acquisitionUnit(Acquisition acquisition) {
     switch (acquisition) {
@@ -259,7 +265,7 @@ void ActiveCanvas::paintMap(QPainter& p) {
     }
     p.save();
     p.setClipRect(plot);
-    const double scale = std::clamp(plot.width() / 520.0, 0.75, 1.4);
+    const double scale = markerScale(plot);
     if (m_state) {
         const int classes = std::max(2, run.classes);
         // The pool first, small and grey; the labelled rows over it in their class colours.
@@ -273,8 +279,13 @@ void ActiveCanvas::paintMap(QPainter& p) {
             p.setBrush(classColor(run.train.y[static_cast<std::size_t>(row)], classes));
             p.drawEllipse(rowPosition(row), 4.2 * scale, 4.2 * scale);
         }
-        // The next picks: rings in the accent colour.
+        // The latest round's picks outlined (numbered below, over everything else).
         p.setBrush(Qt::NoBrush);
+        p.setPen(QPen(QColor(20, 20, 20), 1.6));
+        for (int64_t row : latestPicks()) {
+            p.drawEllipse(rowPosition(row), 5.2 * scale, 5.2 * scale);
+        }
+        // The next picks: rings in the accent colour.
         p.setPen(QPen(plot::kAccent, 2.2));
         for (int64_t row : m_state->scores.picks) {
             p.drawEllipse(rowPosition(row), 6.5 * scale, 6.5 * scale);
@@ -286,6 +297,7 @@ void ActiveCanvas::paintMap(QPainter& p) {
             p.setPen(QPen(Qt::black, 2.0));
             p.drawEllipse(c, 9.0 * scale, 9.0 * scale);
         }
+        drawPickNumbers(p);
     }
     p.restore();
     p.setPen(QPen(plot::kAxis, 1.0));
@@ -295,6 +307,125 @@ void ActiveCanvas::paintMap(QPainter& p) {
         const double barHeight = std::min(plot.height() - 40.0, 240.0);
         drawColorBar(p, QRectF(plot.right() + 14, plot.top() + 4, 12, std::max(40.0, barHeight)));
     }
+}
+
+std::vector<int64_t> ActiveCanvas::latestPicks() const {
+    std::vector<int64_t> rows;
+    if (m_state) {
+        for (const ActiveDigit& d : m_state->lastAcquired) {
+            rows.push_back(d.row);
+        }
+    }
+    return rows;
+}
+
+int ActiveCanvas::pickNumber(int64_t row) const {
+    if (!m_state) {
+        return 0;
+    }
+    const std::vector<ActiveDigit>& picks = m_state->lastAcquired;
+    for (std::size_t i = 0; i < picks.size(); ++i) {
+        if (picks[i].row == row) {
+            return static_cast<int>(i) + 1;
+        }
+    }
+    return 0;
+}
+
+QFont ActiveCanvas::pickNumberFont() const {
+    QFont f = font();
+    f.setPointSizeF(8.0);
+    f.setBold(true);
+    return f;
+}
+
+std::vector<QRectF> ActiveCanvas::pickNumberRects() const {
+    const std::vector<int64_t> rows = latestPicks();
+    std::vector<QRectF> rects(rows.size());
+    if (!m_run || !m_run->hasGrid) {
+        return rects;
+    }
+    const QRectF plot = plotRect();
+    const double scale = markerScale(plot);
+    const QFontMetricsF fm(pickNumberFont());
+    // The markers the numbers keep clear of: every latest pick's, outline included.
+    const double marker = 5.2 * scale + 1.0;
+    std::vector<QRectF> markers;
+    for (int64_t row : rows) {
+        const QPointF c = rowPosition(row);
+        markers.emplace_back(c.x() - marker, c.y() - marker, 2 * marker, 2 * marker);
+    }
+    // Eight directions around the marker, right first, then the same twice as far out.
+    static constexpr std::array<std::array<double, 2>, 8> kDirections{
+        {{1, -1}, {1, 1}, {-1, -1}, {-1, 1}, {1, 0}, {-1, 0}, {0, -1}, {0, 1}}};
+    std::vector<QRectF> placed;
+    const auto overlap = [](const QRectF& a, const QRectF& b) {
+        const QRectF i = a.intersected(b);
+        return i.isEmpty() ? 0.0 : i.width() * i.height();
+    };
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        const QPointF c = rowPosition(rows[i]);
+        if (!plot.contains(c)) {
+            continue;  // zoomed out of sight: no number
+        }
+        const QString text = QString::number(i + 1);
+        const QSizeF size(fm.horizontalAdvance(text) + 5.0, fm.height() + 1.0);
+        QRectF best;
+        double bestCost = std::numeric_limits<double>::infinity();
+        for (double distance : {marker + 1.0, 2.6 * marker + 2.0}) {
+            for (const auto& d : kDirections) {
+                const QPointF centre(c.x() + d[0] * (distance + size.width() / 2),
+                                     c.y() + d[1] * (distance + size.height() / 2));
+                const QRectF r(centre - QPointF(size.width() / 2, size.height() / 2), size);
+                double cost = plot.contains(r) ? 0.0 : 1e9;
+                for (const QRectF& other : placed) {
+                    cost += 10.0 * overlap(r, other);
+                }
+                for (std::size_t j = 0; j < markers.size(); ++j) {
+                    cost += j == i ? 0.0 : overlap(r, markers[j]);
+                }
+                if (cost < bestCost) {
+                    best = r;
+                    bestCost = cost;
+                }
+            }
+            if (bestCost == 0.0) {
+                break;  // clear beside the marker: no need to go further out
+            }
+        }
+        rects[i] = best;
+        placed.push_back(best);
+    }
+    return rects;
+}
+
+void ActiveCanvas::drawPickNumbers(QPainter& p) const {
+    const std::vector<int64_t> rows = latestPicks();
+    const std::vector<QRectF> rects = pickNumberRects();
+    p.setFont(pickNumberFont());
+    const double marker = 5.2 * markerScale(plotRect()) + 1.0;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        const QRectF& r = rects[i];
+        if (r.isEmpty()) {
+            continue;
+        }
+        const QPointF c = rowPosition(rows[i]);
+        // A number set further out than beside its marker points at it.
+        const QPointF near(std::clamp(c.x(), r.left(), r.right()),
+                           std::clamp(c.y(), r.top(), r.bottom()));
+        const QPointF gap = near - c;
+        const double length = std::hypot(gap.x(), gap.y());
+        if (length > 1.5 * marker + 2.0) {
+            p.setPen(QPen(QColor(20, 20, 20, 200), 1.0));
+            p.drawLine(c + gap * (marker / length), near);
+        }
+        p.setPen(QPen(QColor(20, 20, 20, 200), 0.8));
+        p.setBrush(QColor(255, 255, 255, 230));
+        p.drawRoundedRect(r, 3.0, 3.0);
+        p.setPen(QColor(20, 20, 20));
+        drawTextFitted(p, r, Qt::AlignCenter, QString::number(i + 1));
+    }
+    p.setBrush(Qt::NoBrush);
 }
 
 void ActiveCanvas::drawColorBar(QPainter& p, const QRectF& bar) const {

@@ -2,10 +2,11 @@
 
 // The Active learning view's picture. 2-D data: the acquisition score of the current ensemble
 // as a heatmap over the grid (the uncertainty heatmaps' colour map, with its colour bar), the
-// ensemble's decision boundary, the pool in grey, the labelled rows in their class colours and
-// the next picks ringed. A click on a pool point asks to label it; the keys move a cursor over
-// the pool in score order (arrows, Home) and Enter labels the point under it; the map zooms
-// and pans as PlotCanvas says (a drag that starts off a pool point pans). Image data: the
+// ensemble's decision boundary, the pool in grey, the labelled rows in their class colours (the
+// latest round's picks outlined and numbered 1..n in pick order, so a round reads as a sequence,
+// not a blob) and the next picks ringed. A click on a pool point asks to label it; the keys move a
+// cursor over the pool in score order (arrows, Home) and Enter labels the point under it; the map
+// zooms and pans as PlotCanvas says (a drag that starts off a pool point pans). Image data: the
 // digits acquired last with their labels and scores. Only paints: the scores come computed
 // from the engine thread (ActiveState).
 
@@ -39,6 +40,16 @@ class ActiveCanvas : public PlotCanvas {
     int64_t cursorRow() const { return m_cursor; }
     void setCursorRow(int64_t row);
     QRectF plotRect() const override;
+
+    // The latest acquisition's rows (what the last round learnt from, or what waits for the next
+    // one) in pick order: the first is drawn numbered 1.
+    std::vector<int64_t> latestPicks() const;
+    // The number train row `row` is drawn with: its place in latestPicks() from 1; 0 for a row
+    // that is not one of them (earlier rounds' picks are plain labelled points).
+    int pickNumber(int64_t row) const;
+    // Where the numbers go (2-D data, widget coordinates), one per latest pick in pick order:
+    // beside its marker, inside the plot, clear of the other numbers where the room allows.
+    std::vector<QRectF> pickNumberRects() const;
     QString hoverText() const { return m_hoverText; }
 
     QSize sizeHint() const override { return {520, 400}; }
@@ -61,6 +72,8 @@ class ActiveCanvas : public PlotCanvas {
     void paintMap(QPainter& p);
     void paintDigits(QPainter& p);
     void drawColorBar(QPainter& p, const QRectF& bar) const;
+    void drawPickNumbers(QPainter& p) const;
+    QFont pickNumberFont() const;
     // The pool rows by score, highest first (the cursor's order; ties by row).
     const std::vector<int64_t>& rankedPool() const;
     // The score of pool row `row` (NaN when it was not scored).

@@ -5,13 +5,17 @@
 #include <QChart>
 #include <QChartView>
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLegend>
 #include <QLineSeries>
 #include <QPushButton>
 #include <QScatterSeries>
+#include <QSettings>
 #include <QShortcut>
+#include <QSpinBox>
+#include <QTimer>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -29,6 +33,10 @@
 namespace ensemble::ui {
 
 namespace {
+
+const QString kPauseKey = QStringLiteral("active/pauseBetweenRounds");  // seconds
+const QString kStopAtKey = QStringLiteral("active/stopAtLabels");       // 0: the pool's end
+constexpr double kDefaultPause = 1.0;  // seconds: a round's picture stays long enough to read
 
 void clearChart(QChart* chart) {
     chart->removeAllSeries();
@@ -89,6 +97,41 @@ ActiveView::ActiveView(QWidget* parent) : QWidget(parent) {
     buttons->addWidget(m_restart);
     layout->addLayout(buttons);
 
+    // Play's pace in rounds (the window's speed control is in training steps).
+    auto* pace = new QHBoxLayout;
+    const QSettings settings;
+    m_pause = new QDoubleSpinBox;
+    m_pause->setRange(0.0, 10.0);
+    m_pause->setDecimals(1);
+    m_pause->setSingleStep(0.5);
+    m_pause->setSuffix(tr(" s"));
+    m_pause->setValue(settings.value(kPauseKey, kDefaultPause).toDouble());
+    m_pause->setToolTip(
+        tr("Play waits this long after each round before it acquires the next, so each round's "
+           "picks can be read (0: no wait)"));
+    auto* pauseLabel = new QLabel(tr("Pa&use between rounds"));
+    pauseLabel->setBuddy(m_pause);
+    m_stopAt = new QSpinBox;
+    m_stopAt->setRange(0, 1'000'000);
+    m_stopAt->setSuffix(tr(" labels"));
+    m_stopAt->setSpecialValueText(tr("pool's end"));
+    m_stopAt->setValue(settings.value(kStopAtKey, 0).toInt());
+    m_stopAt->setToolTip(
+        tr("Play stops when this many rows are labelled: its last round takes only the picks "
+           "that fit, highest first (lowest: play to the pool's end)"));
+    auto* stopAtLabel = new QLabel(tr("&Stop at"));
+    stopAtLabel->setBuddy(m_stopAt);
+    pace->addWidget(pauseLabel);
+    pace->addWidget(m_pause);
+    pace->addSpacing(10);
+    pace->addWidget(stopAtLabel);
+    pace->addWidget(m_stopAt);
+    pace->addStretch(1);
+    layout->addLayout(pace);
+    m_countdown = new QTimer(this);
+    m_countdown->setInterval(100);
+    connect(m_countdown, &QTimer::timeout, this, &ActiveView::tickCountdown);
+
     m_status = new JobStatusRow(this, tr("Stop the round under way (Esc)"));
     layout->addWidget(m_status);
     m_summary = new WrappingLabel;
@@ -121,6 +164,8 @@ ActiveView::ActiveView(QWidget* parent) : QWidget(parent) {
     connect(m_play, &QPushButton::clicked, this, &ActiveView::togglePlay);
     connect(m_status, &JobStatusRow::cancelRequested, this, &ActiveView::cancel);
     connect(m_restart, &QPushButton::clicked, this, &ActiveView::startLoop);
+    connect(m_pause, &QDoubleSpinBox::valueChanged, this, &ActiveView::paceEdited);
+    connect(m_stopAt, &QSpinBox::valueChanged, this, &ActiveView::paceEdited);
     connect(m_acquisition, &QComboBox::activated, this, [this] { startLoop(); });
     connect(m_canvas, &ActiveCanvas::labelRequested, this, &ActiveView::label);
     connect(m_canvas, &ActiveCanvas::cursorMoved, this, [this] { updateSummary(); });
@@ -151,6 +196,69 @@ Acquisition ActiveView::acquisition() const {
 
 bool ActiveView::stateIsCurrent() const {
     return m_state && m_snapshot && m_state->runId == m_snapshot->run->runId;
+}
+
+int ActiveView::pauseMs() const {
+    return static_cast<int>(std::lround(m_pause->value() * 1000.0));
+}
+
+int64_t ActiveView::stopAtLabels() const {
+    return m_stopAt->value();
+}
+
+double ActiveView::nextRoundIn() const {
+    if (m_waitMs <= 0 || !stateIsCurrent() || !m_state->playing) {
+        return -1.0;
+    }
+    return std::max<double>(0.0, (m_waitMs - m_waitStarted.elapsed()) / 1000.0);
+}
+
+void ActiveView::paceEdited() {
+    QSettings settings;
+    settings.setValue(kPauseKey, m_pause->value());
+    settings.setValue(kStopAtKey, m_stopAt->value());
+    Q_EMIT paceChanged(pauseMs(), stopAtLabels());
+    if (stateIsCurrent() && m_state->playing && m_state->message.isEmpty()) {
+        setMessage(playingText());  // the rounds it can still run
+    }
+}
+
+QString ActiveView::playingText() const {
+    const ActiveState& s = *m_state;
+    const auto labelled = static_cast<int64_t>(s.labelled.size());
+    int64_t target = labelled + static_cast<int64_t>(s.pool.size());
+    if (stopAtLabels() > 0) {
+        target = std::min(target, std::max(labelled, stopAtLabels()));
+    }
+    const int64_t perRound = std::max(1, s.config.perRound);
+    const int64_t done = std::max<int64_t>(0, static_cast<int64_t>(s.rounds.size()) - 1);
+    const int64_t most = done + (target - labelled + perRound - 1) / perRound;
+    const double left = nextRoundIn();
+    if (left > 0.0) {
+        return tr("Playing: round %1 of at most %2, next in %3 s (P pauses)")
+            .arg(done)
+            .arg(most)
+            .arg(left, 0, 'f', 1);
+    }
+    return tr("Playing: round %1 of at most %2 training… (P pauses after it)")
+        .arg(std::min(done + 1, most))
+        .arg(most);
+}
+
+void ActiveView::tickCountdown() {
+    if (!stateIsCurrent() || !m_state->playing || !m_state->message.isEmpty()) {
+        stopCountdown();
+        return;
+    }
+    setMessage(playingText());
+    if (nextRoundIn() <= 0.0) {
+        m_countdown->stop();  // the round trains: its state restarts the countdown
+    }
+}
+
+void ActiveView::stopCountdown() {
+    m_countdown->stop();
+    m_waitMs = 0;
 }
 
 bool ActiveView::isBusy() const {
@@ -253,7 +361,10 @@ void ActiveView::togglePlay() {
         return;
     }
     if (m_state->playing) {
-        setMessage(tr("Pausing after the round under way…"));
+        const bool waiting = nextRoundIn() > 0.0;
+        stopCountdown();
+        setMessage(waiting ? tr("Pausing: the next round does not start…")
+                           : tr("Pausing after the round under way…"));
         Q_EMIT pauseRequested();
         return;
     }
@@ -261,13 +372,19 @@ void ActiveView::togglePlay() {
         return;
     }
     m_waiting = true;
-    setMessage(tr("Playing: a round after another until paused (P)…"));
+    setMessage(
+        stopAtLabels() > 0
+            ? tr("Playing: round after round until %1 labels or paused (P)…").arg(stopAtLabels())
+            : tr("Playing: round after round until paused (P)…"));
     updateControls();
+    Q_EMIT paceChanged(pauseMs(), stopAtLabels());
     Q_EMIT playRequested();
 }
 
 void ActiveView::cancel() {
-    setMessage(tr("Cancelling the round under way…"));
+    const bool waiting = nextRoundIn() > 0.0;
+    stopCountdown();
+    setMessage(waiting ? tr("Stopping Play…") : tr("Cancelling the round under way…"));
     Q_EMIT cancelRequested();
 }
 
@@ -289,6 +406,7 @@ void ActiveView::endJob() {
     // the round under way and starts a loop of its own when shown.
     const bool wasBusy = m_waiting || (stateIsCurrent() && m_state->playing);
     m_waiting = false;
+    stopCountdown();
     m_status->finish();
     if (wasBusy) {
         setMessage(tr("The round stopped: a new run began, and the loop starts again on it."));
@@ -323,11 +441,17 @@ void ActiveView::showState() {
     } else {
         m_status->hideProgress();
     }
+    // Play waits its pause after each round's state (ActiveWorker::playRound): counted down.
+    stopCountdown();
+    if (m_state->playing && m_state->message.isEmpty() && pauseMs() > 0) {
+        m_waitMs = pauseMs();
+        m_waitStarted.start();
+        m_countdown->start();
+    }
     if (!m_state->message.isEmpty()) {
         setMessage(m_state->message, m_state->error);
     } else if (m_state->playing) {
-        setMessage(
-            tr("Playing: round %1 done; P pauses after the next.").arg(m_state->rounds.size()));
+        setMessage(playingText());
     } else if (m_state->pending) {
         setMessage(tr("Rows wait for a round: Retrain (A) trains it."));
     } else if (m_snapshot && m_snapshot->run->hasGrid) {
@@ -456,6 +580,9 @@ void ActiveView::refreshChart() {
     const double pad = 0.05 * (hi - lo);
     QCategoryAxis* x = makeNiceAxis();
     setNiceRange(x, 0.0, std::max(xHi, 1.0), 4, TickKind::Integer, 0.0);
+    // Room past the last tick for the last point's marker, which it often sits on: 5 % of the
+    // range is 8 px of the narrowest chart (220 px less its axis), more than the marker's 4.
+    x->setMax(x->max() + 0.05 * (x->max() - x->min()));
     x->setTitleText(tr("labels"));
     QCategoryAxis* y = makeNiceAxis();
     setNiceRange(y, std::max(0.0, lo - pad), std::min(1.0, hi + pad), 4, TickKind::Real, 0.0, 1.0);

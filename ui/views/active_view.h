@@ -7,10 +7,13 @@
 // class colours, the pool in grey and the next `active.per_round` picks ringed (ActiveCanvas).
 // Acquire (A) labels the picks and trains a round; a click on a pool point (or the cursor and
 // Enter) labels that row instead, its true label revealed as an oracle would; Play (P) runs
-// rounds until paused; Esc cancels the round under way. Choosing another acquisition function
+// rounds until paused, at a pace in rounds (a pause between two, remembered, and the labels it
+// stops at; the status counts down to the next round), the last round's picks numbered in pick
+// order on the picture; Esc cancels the round under way. Choosing another acquisition function
 // starts a new loop, and the chart keeps the earlier loops' test accuracy against labels for
 // comparison. Image data: the same loop with Play, showing the digits acquired last.
 
+#include <QElapsedTimer>
 #include <QWidget>
 
 #include <map>
@@ -22,7 +25,10 @@ class QBoxLayout;
 class QChart;
 class QChartView;
 class QComboBox;
+class QDoubleSpinBox;
 class QPushButton;
+class QSpinBox;
+class QTimer;
 
 namespace ensemble::ui {
 
@@ -60,6 +66,15 @@ class ActiveView : public QWidget {
     QPushButton* acquireButton() const { return m_acquire; }
     QPushButton* playButton() const { return m_play; }
     QPushButton* restartButton() const { return m_restart; }
+    // Play's pace, remembered between runs (QSettings): the pause between two rounds in
+    // seconds, and the labels Play stops at (0: the pool's end).
+    QDoubleSpinBox* pauseBox() const { return m_pause; }
+    QSpinBox* stopAtBox() const { return m_stopAt; }
+    int pauseMs() const;
+    int64_t stopAtLabels() const;
+    // Seconds until Play's next round starts (0 once it is due); negative when Play does not
+    // wait for one (paused, or no pause between rounds).
+    double nextRoundIn() const;
     QPushButton* cancelButton() const;
     ActiveCanvas* canvas() const { return m_canvas; }
     QChart* chart() const { return m_chart; }
@@ -70,6 +85,8 @@ class ActiveView : public QWidget {
     void startRequested(Acquisition acquisition);
     void acquireRequested();
     void labelRequested(qint64 row);
+    // Play's pace changed (and before every Play): ActiveWorker::setPace.
+    void paceChanged(int pauseMs, qint64 stopAt);
     void playRequested();
     void pauseRequested();
     void cancelRequested();
@@ -83,6 +100,12 @@ class ActiveView : public QWidget {
     void label(qint64 row);
     void togglePlay();
     void cancel();
+    // A pace box was edited: remembered, and sent for Play's next round.
+    void paceEdited();
+    // Where Play stands: the round, the rounds it can still run, the wait for the next one.
+    QString playingText() const;
+    void tickCountdown();
+    void stopCountdown();
     // Starts the loop when the view is shown on a run that has none yet.
     void startIfNeeded();
     // Shows m_state, a state of the run shown.
@@ -107,6 +130,11 @@ class ActiveView : public QWidget {
     QPushButton* m_acquire = nullptr;
     QPushButton* m_play = nullptr;
     QPushButton* m_restart = nullptr;
+    QDoubleSpinBox* m_pause = nullptr;
+    QSpinBox* m_stopAt = nullptr;
+    QTimer* m_countdown = nullptr;  // updates the status while Play waits for its next round
+    QElapsedTimer m_waitStarted;    // since the state that began the wait came
+    int m_waitMs = 0;               // the wait that began then (0: none)
     JobStatusRow* m_status = nullptr;
     WrappingLabel* m_summary = nullptr;
     ActiveCanvas* m_canvas = nullptr;

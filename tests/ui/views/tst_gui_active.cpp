@@ -4,13 +4,20 @@
 // --report`); the heatmap is acquisitionScores on the grid's member predictions, coloured by
 // the uncertainty heatmaps' map; a click on a pool point labels exactly that row (score NaN);
 // Acquire (button or A) takes the ringed picks; the keyboard cursor and Enter label a row;
-// Play runs rounds until Pause; a checkpoint saved and opened brings back the labelled rows,
-// the rounds, the earlier curves and the same map. On image data Play runs the loop and the
-// view holds the digits acquired last.
+// Play runs rounds until Pause, at its pace: the pause between rounds holds the next round (a
+// timer on the engine thread) and a Pause during it stops Play at once, Stop at ends Play at
+// exactly that many labels; the last round's picks carry their numbers in pick order, and the
+// accuracy chart leaves room for its last point; a checkpoint saved and opened brings back the
+// labelled rows, the rounds, the earlier curves and the same map. On image data Play runs the
+// loop and the view holds the digits acquired last.
+#include <QChart>
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QFile>
 #include <QPushButton>
+#include <QScatterSeries>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -108,6 +115,10 @@ class TestGuiActive : public QObject {
     void clickAndCursorLabelExactlyThatRow();
     void playRunsUntilPaused();
     void pauseSaysStoppedOnceWhereverItLands();
+    void thePauseBetweenRoundsHoldsTheNextRound();
+    void pausingDuringTheWaitStopsTheNextRound();
+    void stopAtStopsAtExactlyThoseLabels();
+    void theLastRoundsPicksCarryTheirNumbers();
     void checkpointBringsTheLoopBack();
     void imageDataShowsTheDigitsAcquired();
     void warmLoopComesBackBitForBit();
@@ -317,6 +328,8 @@ void TestGuiActive::playRunsUntilPaused() {
     ActiveStatePtr s = startLoop(*w, activeRun());
     QVERIFY(s != nullptr);
     ActiveView* view = w->activeView();
+    view->pauseBox()->setValue(0.0);  // the pace is remembered: no pause, no stop here
+    view->stopAtBox()->setValue(0);
     QVERIFY(view->playButton()->isEnabled());
     view->playButton()->click();
     s = waitState(*w, [](const auto& st) { return st.rounds.size() >= 3 && st.playing; });
@@ -413,6 +426,209 @@ void TestGuiActive::pauseSaysStoppedOnceWhereverItLands() {
         QCOMPARE(states[n - 1]->rounds.size(),
                  where == Where::BeforeFirstRound ? std::size_t{1} : std::size_t{2});
     }
+}
+
+// Play's pace in rounds: after each round the worker waits the pause on a timer of its thread
+// (never a sleep) before it acquires again. Driven on this thread: a round does not start while
+// the timer runs, however many queued calls are handled meanwhile; a Pause during the wait ends
+// it at once with one state that says stopped; a short pause lets the next round come by itself.
+void TestGuiActive::thePauseBetweenRoundsHoldsTheNextRound() {
+    using ensemble::ui::ActiveWorker;
+    auto run = std::make_shared<ensemble::ui::RunInfo>();
+    run->runId = 1;
+    run->config = ensemble::parseConfig(activeRun());
+    const ensemble::DataSplit data = ensemble::loadDataSplit(run->config.dataset);
+    ActiveWorker worker;
+    std::vector<ActiveStatePtr> states;
+    QObject context;
+    connect(&worker, &ActiveWorker::stateReady, &context,
+            [&](const ActiveStatePtr& s) { states.push_back(s); });
+    connect(&worker, &ActiveWorker::progressPosted, &context, [&] { worker.takeProgress(); });
+    worker.start(run, data, json(), Acquisition::Entropy);
+    QCOMPARE(states.size(), std::size_t{1});
+
+    worker.setPace(600'000, 0);  // ten minutes: the test never sees it pass
+    worker.requestPlay();
+    worker.play();  // Play's first round trains now, then the pause begins
+    QCOMPARE(states.size(), std::size_t{2});
+    QVERIFY(states[1]->playing);
+    QCOMPARE(states[1]->rounds.size(), std::size_t{2});
+    QVERIFY(worker.waitingForNextRound());
+    for (int i = 0; i < 3; ++i) {  // what a queued next round would be: nothing is
+        QCoreApplication::sendPostedEvents(&worker);
+        QCoreApplication::processEvents();
+    }
+    QCOMPARE(states.size(), std::size_t{2});
+    QVERIFY(worker.waitingForNextRound());
+    // A Pause during the wait: the controller queues endWait after the flag.
+    worker.requestPause();
+    worker.endWait();
+    QVERIFY(!worker.waitingForNextRound());
+    QCOMPARE(states.size(), std::size_t{3});
+    QVERIFY(!states[2]->playing);
+    QVERIFY2(states[2]->message.isEmpty(), qPrintable(states[2]->message));
+    QCOMPARE(states[2]->rounds.size(), std::size_t{2});  // no round started
+    worker.endWait();  // a second one (a Cancel after the Pause) says nothing more
+    QCOMPARE(states.size(), std::size_t{3});
+
+    // A short pause passes by itself: the next round follows, then the next wait.
+    worker.setPace(20, 0);
+    worker.requestPlay();
+    worker.play();
+    QCOMPARE(states.size(), std::size_t{4});
+    QCOMPARE(states[3]->rounds.size(), std::size_t{3});
+    QVERIFY(worker.waitingForNextRound());
+    QTRY_VERIFY_WITH_TIMEOUT(states.size() >= 5, 60000);
+    QCOMPARE(states[4]->rounds.size(), std::size_t{4});
+    QVERIFY(states[4]->playing);
+    worker.requestPause();
+    worker.endWait();
+    QVERIFY(!states.back()->playing);
+    QVERIFY(!worker.waitingForNextRound());
+}
+
+// The window: the view's pace reaches the worker, the status counts down to the next round, and
+// Pause during the wait (a long one) stops Play before another round starts, at once: the
+// engine thread's next two round trips bring the stopped state, not a round.
+void TestGuiActive::pausingDuringTheWaitStopsTheNextRound() {
+    auto w = makeWindow({1200, 800});
+    ActiveStatePtr s = startLoop(*w, activeRun());
+    QVERIFY(s != nullptr);
+    ActiveView* view = w->activeView();
+    view->pauseBox()->setValue(10.0);
+    view->stopAtBox()->setValue(0);
+    view->playButton()->click();
+    s = waitState(*w, [](const auto& st) { return st.rounds.size() == 2 && st.playing; });
+    QVERIFY(s != nullptr);
+    QTRY_COMPARE_WITH_TIMEOUT(view->playButton()->text().remove(QLatin1Char('&')),
+                              QStringLiteral("Pause"), 60000);
+    QVERIFY(view->nextRoundIn() > 0.0);
+    QVERIFY(view->nextRoundIn() <= 10.0);
+    // Where Play stands: the round done, the most it can run (the pool in rounds of 5), the
+    // wait.
+    const std::size_t most = 1 + (s->pool.size() + kPerRound - 1) / kPerRound;
+    QVERIFY2(view->message().startsWith(
+                 QStringLiteral("Playing: round 1 of at most %1, next in ").arg(most)),
+             qPrintable(view->message()));
+    view->playButton()->click();  // Pause, during the wait
+    QCOMPARE(view->nextRoundIn(), -1.0);
+    QVERIFY(ensemble::test::engineIdle(*w->controller()));  // the engine thread's queue ran
+    QCoreApplication::processEvents();
+    s = w->controller()->activeState();
+    QVERIFY(!s->playing);
+    QCOMPARE(s->rounds.size(), std::size_t{2});
+    QTRY_COMPARE(view->playButton()->text().remove(QLatin1Char('&')), QStringLiteral("Play"));
+    QVERIFY(view->acquireButton()->isEnabled());
+    // The pace is remembered for the next window.
+    auto again = makeWindow({1200, 800});
+    QCOMPARE(again->activeView()->pauseBox()->value(), 10.0);
+}
+
+// Stop at N: Play stops at exactly N labels, its last round taking only the picks that fit
+// (the first in pick order), and says so; Play again at N runs no round.
+void TestGuiActive::stopAtStopsAtExactlyThoseLabels() {
+    auto w = makeWindow({1200, 800});
+    ActiveStatePtr s = startLoop(*w, activeRun());
+    QVERIFY(s != nullptr);
+    ActiveView* view = w->activeView();
+    view->pauseBox()->setValue(0.0);
+    view->stopAtBox()->setValue(22);  // 10 initial, 5 a round: 15, 20, then 2 of 5
+    std::vector<ActiveStatePtr> states;
+    QObject context;
+    connect(w->controller(), &ensemble::ui::EngineController::activeChanged, &context,
+            [&](const ActiveStatePtr& st) { states.push_back(st); });
+    view->playButton()->click();
+    s = waitState(*w, [](const auto& st) { return !st.playing && st.rounds.size() > 1; });
+    QVERIFY(s != nullptr);
+    QCOMPARE(s->labelled.size(), std::size_t{22});
+    QCOMPARE(s->rounds.size(), std::size_t{4});
+    QCOMPARE(s->rounds.back().labels, int64_t{22});
+    QCOMPARE(s->rounds[2].acquired.size(), std::size_t{2});
+    // The two are the first two picks of the round before, in their order.
+    ActiveStatePtr before;
+    for (const ActiveStatePtr& st : states) {
+        if (st && st->rounds.size() == 3) {
+            before = st;
+        }
+    }
+    QVERIFY(before != nullptr);
+    QCOMPARE(s->rounds[2].acquired,
+             std::vector<int64_t>(before->scores.picks.begin(), before->scores.picks.begin() + 2));
+    QTRY_VERIFY2(view->message().contains(QStringLiteral("stopped at 22 labels")),
+                 qPrintable(view->message()));
+    QTRY_COMPARE(view->playButton()->text().remove(QLatin1Char('&')), QStringLiteral("Play"));
+    // At 22 already: Play says why it does not go on, and trains nothing.
+    const uint64_t serial = s->serial;
+    view->playButton()->click();
+    s = waitState(*w, [serial](const auto& st) { return st.serial > serial; });
+    QVERIFY(s != nullptr);
+    QVERIFY(!s->playing);
+    QCOMPARE(s->labelled.size(), std::size_t{22});
+    QCOMPARE(s->rounds.size(), std::size_t{4});
+    QTRY_VERIFY2(view->message().contains(QStringLiteral("raise Stop at")),
+                 qPrintable(view->message()));
+    view->stopAtBox()->setValue(0);
+}
+
+// A round's picks read as a sequence: the canvas numbers the latest round's picks 1..n in pick
+// order (earlier rounds' picks are plain labelled points), each number beside its marker, inside
+// the plot and clear of the others. The accuracy chart's x axis runs past its last point by more
+// than the marker's half-width, so the marker is whole.
+void TestGuiActive::theLastRoundsPicksCarryTheirNumbers() {
+    auto w = makeWindow({1200, 800});
+    ActiveStatePtr s = startLoop(*w, activeRun());
+    QVERIFY(s != nullptr);
+    ActiveView* view = w->activeView();
+    ensemble::ui::ActiveCanvas* canvas = view->canvas();
+    QVERIFY(canvas->latestPicks().empty());  // round 0: nothing acquired yet
+    for (std::size_t r = 2; r <= 3; ++r) {
+        view->acquireButton()->click();
+        s = waitState(*w, [r](const auto& st) { return st.rounds.size() == r && !st.pending; });
+        QVERIFY(s != nullptr);
+    }
+    QTRY_VERIFY(view->state() == s);
+    const std::vector<int64_t>& last = s->rounds[1].acquired;  // the rows labelled to reach 3
+    QCOMPARE(last.size(), std::size_t{kPerRound});
+    QCOMPARE(canvas->latestPicks(), last);
+    for (std::size_t i = 0; i < last.size(); ++i) {
+        QCOMPARE(canvas->pickNumber(last[i]), static_cast<int>(i) + 1);
+    }
+    for (int64_t row : s->rounds[0].acquired) {  // the round before's: no number
+        QCOMPARE(canvas->pickNumber(row), 0);
+    }
+    const std::vector<QRectF> rects = canvas->pickNumberRects();
+    QCOMPARE(rects.size(), last.size());
+    const QRectF plot = canvas->plotRect();
+    for (std::size_t i = 0; i < rects.size(); ++i) {
+        QVERIFY(!rects[i].isEmpty());
+        QVERIFY(plot.contains(rects[i]));
+        // Beside its marker: within a few marker sizes.
+        const QPointF c = canvas->rowPosition(last[i]);
+        QVERIFY2(QLineF(c, rects[i].center()).length() < 40.0, qPrintable(QString::number(i)));
+        for (std::size_t j = 0; j < i; ++j) {
+            QVERIFY2(!rects[i].intersects(rects[j]),
+                     qPrintable(QStringLiteral("numbers %1 and %2 overlap").arg(i + 1).arg(j + 1)));
+        }
+    }
+
+    // The chart: 10, 15, 20 labels on an axis whose ticks end at 20; the last point's marker
+    // ends inside the plot area.
+    QChart* chart = view->chart();
+    QScatterSeries* point = nullptr;
+    for (QAbstractSeries* series : chart->series()) {
+        if (auto* scatter = qobject_cast<QScatterSeries*>(series)) {
+            point = scatter;
+        }
+    }
+    QVERIFY(point != nullptr);
+    QCOMPARE(point->count(), 1);
+    QCOMPARE(point->at(0).x(), 20.0);
+    QTRY_VERIFY(chart->plotArea().width() > 50.0);
+    const QPointF at = chart->mapToPosition(point->at(0), point);
+    QVERIFY2(at.x() + point->markerSize() / 2 + 1.0 <= chart->plotArea().right(),
+             qPrintable(QStringLiteral("the marker at %1 px, the plot area ends at %2 px")
+                            .arg(at.x())
+                            .arg(chart->plotArea().right())));
 }
 
 void TestGuiActive::checkpointBringsTheLoopBack() {
@@ -516,6 +732,8 @@ void TestGuiActive::imageDataShowsTheDigitsAcquired() {
     QVERIFY(s != nullptr);
     QVERIFY(!s->hasGrid);
     ActiveView* view = w->activeView();
+    view->pauseBox()->setValue(0.0);
+    view->stopAtBox()->setValue(0);
     view->playButton()->click();
     s = waitState(*w, [](const auto& st) { return st.rounds.size() >= 2; });
     QVERIFY(s != nullptr);
