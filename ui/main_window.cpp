@@ -73,6 +73,10 @@ MainWindow::MainWindow(Options options, QWidget* parent)
     m_session->setReplaceCheck([this](const QString& what, std::function<void()> proceed) {
         return m_files->confirmReplace(what, std::move(proceed));
     });
+    if (m_options.askBeforeLargeRuns) {
+        m_session->setLargeRunCheck(RunSession::largeRunDialog(this), m_options.tuning,
+                                    m_options.availableMemory);
+    }
     m_status = new RunStatus(statusBar());
     m_speed = new SpeedControl(m_options.useSettings, this);
     m_controller->setStepsPerSecond(m_speed->stepsPerSecond());
@@ -87,12 +91,25 @@ MainWindow::MainWindow(Options options, QWidget* parent)
     connect(m_controller.get(), &EngineController::runRequested, this, [this](quint64 runId) {
         m_status->runReplaced(runId);
         m_status->showSettingUp();
+        m_busy->setCancellable(true);
         m_busy->showWork(tr("Setting up the experiment…"), BusyOverlay::Cover::Everything);
     });
     connect(m_controller.get(), &EngineController::working, this,
             [this](quint64, const QString& what) {
                 m_busy->showWork(what, BusyOverlay::Cover::Everything);
             });
+    connect(m_busy, &BusyOverlay::cancelRequested, this, [this] {
+        m_busy->setCancellable(false);
+        m_busy->showWork(tr("Cancelling: the current stage ends first…"),
+                         BusyOverlay::Cover::Everything);
+        m_controller->cancelSetup();
+    });
+    connect(m_controller.get(), &EngineController::setupCancelled, this, [this](quint64 runId) {
+        if (runId == m_controller->currentRunId()) {
+            m_busy->finish();
+            updateActions();
+        }
+    });
     // A stopped run being measured (a CNN's test rows take seconds): its step and what is
     // measured, over the views of the step before (covering them only while they are the
     // previous run's).
@@ -103,6 +120,7 @@ MainWindow::MainWindow(Options options, QWidget* parent)
                 if (ours && s->step == step && !s->running) {
                     return;  // this step shows already (a switch re-measured, the whole split)
                 }
+                m_busy->setCancellable(!ours);  // a new run's first measurement is its setup
                 m_busy->showWork(tr("Step %1: measuring the members on %2 test rows…")
                                      .arg(formatCount(step), formatCount(rows)),
                                  ours ? BusyOverlay::Cover::Strip : BusyOverlay::Cover::Everything);

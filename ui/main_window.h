@@ -58,6 +58,11 @@ class MainWindow : public QMainWindow {
         // training pauses; 0: none (tests, screenshots). ensemble-lab passes the File menu's
         // choice (rememberedAutosaveSeconds) or --autosave-seconds.
         int autosaveSeconds = 0;
+        // A run priced above half of the available memory asks Start / Cancel first
+        // (interactive use; ui/controller/run_price.h). `availableMemory` stands for the
+        // machine's MemAvailable when set (tests).
+        bool askBeforeLargeRuns = false;
+        std::optional<std::size_t> availableMemory;
         WorkerTuning tuning;
         // Where Help's documentation entries look (empty: documentationFolderCandidates() of
         // the program's folder, ui/help_text.h) and what opens a page (empty:

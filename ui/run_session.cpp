@@ -1,8 +1,10 @@
 #include "run_session.h"
 
+#include <QAbstractButton>
 #include <QAction>
 #include <QFileInfo>
 #include <QKeySequence>
+#include <QMessageBox>
 #include <QStringList>
 #include <QStyle>
 #include <QWidget>
@@ -77,6 +79,17 @@ RunSession::RunSession(EngineController* controller, ExperimentPanel* panel, QWi
     connect(m_controller, &EngineController::configured, this, &RunSession::onConfigured);
     connect(m_controller, &EngineController::configureFailed, this, &RunSession::onConfigureFailed);
     connect(m_controller, &EngineController::openFailed, this, &RunSession::onOpenFailed);
+    connect(m_controller, &EngineController::setupCancelled, this, [this](quint64 runId) {
+        if (runId != m_controller->currentRunId()) {
+            return;
+        }
+        m_configuring = false;
+        m_opening.reset();
+        Q_EMIT statusRequested(tr("Setup cancelled: no run now. Train or Reset starts the "
+                                  "experiment in the panel."),
+                               10000);
+        Q_EMIT stateChanged();
+    });
     connect(m_controller, &EngineController::liveEditFailed, this, [this](const QString& message) {
         Q_EMIT errorRaised(tr("Could not apply the edit"), message,
                            tr("Fix the value; the run goes on with the previous one."));
@@ -143,7 +156,9 @@ void RunSession::reset() {
     // view stays off (the ensemble keeping its size), and the status bar says which.
     const SnapshotPtr s = m_controller->snapshot();
     const std::vector<uint8_t> switches = s ? s->switchedOn : std::vector<uint8_t>{};
-    startRun();
+    if (!startRun()) {
+        return;
+    }
     const nlohmann::json& members = m_activeConfig["ensemble"]["members"];
     QStringList off;
     for (std::size_t k = 0; k < switches.size(); ++k) {
@@ -176,7 +191,9 @@ void RunSession::train() {
     const SnapshotPtr s = m_controller->snapshot();
     if (!s || (s->step == 0 && restartPending())) {
         m_applyTimer.stop();
-        startRun();  // queued before start(), so it trains the edited experiment
+        if (!startRun()) {  // queued before start(), so it trains the edited experiment
+            return;
+        }
     } else if (s->finished && !restartPending()) {
         // Continue: another block of the same length, from where the run stopped.
         m_panel->extendStopAfter(s->step, s->epoch);
@@ -204,14 +221,74 @@ void RunSession::loadExperiment(const nlohmann::json& config, const QString& pre
     Q_EMIT stateChanged();
 }
 
-void RunSession::startRun() {
+void RunSession::setLargeRunCheck(LargeRunCheck check, WorkerTuning tuning,
+                                  std::optional<std::size_t> available) {
+    m_largeRunCheck = std::move(check);
+    m_tuning = tuning;
+    m_availableMemory = available;
+}
+
+RunSession::LargeRunCheck RunSession::largeRunDialog(QWidget* parent) {
+    return [parent](const RunPrice& price) {
+        QMessageBox box(QMessageBox::Question, tr("Start a large run?"),
+                        tr("This run needs %1 of memory.").arg(price.describe()),
+                        QMessageBox::Yes | QMessageBox::Cancel, parent);
+        box.setObjectName(QStringLiteral("LargeRunQuestion"));
+        box.button(QMessageBox::Yes)->setText(tr("Start"));
+        box.setInformativeText(
+            tr("That is more than half of what this machine has free; setting it up can take "
+               "a while (Esc or Cancel on the sheet stops it). Cancel keeps the edit in the "
+               "panel without starting it."));
+        box.setDefaultButton(QMessageBox::Cancel);
+        return box.exec() == QMessageBox::Yes;
+    };
+}
+
+bool RunSession::priceAccepted(const nlohmann::json& config) {
+    if (!m_largeRunCheck || config == m_acceptedLargeRun) {
+        return true;
+    }
+    std::optional<DataShape> shape;
+    ExperimentConfig parsed;
+    try {
+        parsed = parseConfig(config);
+        shape = expectedDataShape(parsed);
+    } catch (const std::exception&) {
+        return true;  // the engine thread reports it, as for any run
+    }
+    if (!shape) {
+        return true;  // a CSV: priced once it is read, on the engine thread (refused if too big)
+    }
+    const RunPrice price = priceRun(parsed, *shape, m_tuning, m_availableMemory);
+    if (!price.large() || !price.fits()) {
+        return true;  // small, or too big for the machine: the engine thread refuses it
+    }
+    if (!m_largeRunCheck(price)) {
+        Q_EMIT statusRequested(tr("Not started: K = %1 needs %2. Fewer members or a smaller "
+                                  "model need less.")
+                                   .arg(parsed.ensemble.members)
+                                   .arg(price.describe()),
+                               10000);
+        return false;
+    }
+    m_acceptedLargeRun = config;
+    return true;
+}
+
+bool RunSession::startRun() {
     m_applyTimer.stop();
+    if (!priceAccepted(m_panel->config())) {
+        showPendingRestart(!m_activeConfig.is_null() && restartPending());
+        Q_EMIT stateChanged();
+        return false;
+    }
     m_activeConfig = m_panel->config();
     m_configuring = true;
     m_controller->setUntilPaused(m_panel->untilPaused());
     m_controller->configure(m_activeConfig);
     showPendingRestart(false);
     Q_EMIT stateChanged();
+    return true;
 }
 
 void RunSession::open(std::shared_ptr<const OpenedEnsemble> opened) {

@@ -13,10 +13,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "controller/engine_controller.h"
+#include "controller/run_price.h"
 
 class QAction;
 class QWidget;
@@ -38,8 +40,9 @@ class RunSession : public QObject {
 
     // Shows `config` in the panel and starts a new run at step 0 (when valid).
     void loadExperiment(const nlohmann::json& config, const QString& preset = {});
-    // A new run at step 0 from the panel as it is.
-    void startRun();
+    // A new run at step 0 from the panel as it is. False when the person declined a large
+    // run's price (setLargeRunCheck): nothing changed, the edit waits in the panel.
+    bool startRun();
     // Reset (R): startRun(), the member switches kept when the ensemble keeps its size.
     void reset();
     // A new run from a trained ensemble (MainWindow::openEnsemble): ensembleOpened() when it
@@ -51,6 +54,16 @@ class RunSession : public QObject {
     // at once.
     using ReplaceCheck = std::function<bool(const QString& what, std::function<void()> proceed)>;
     void setReplaceCheck(ReplaceCheck check) { m_replaceCheck = std::move(check); }
+
+    // Asked before a run that would take more than half of the available memory (its price,
+    // ui/controller/run_price.h): true starts it. Unset (scripted starts, tests): never asked;
+    // a run above all of the memory is refused by the engine thread either way. `available`
+    // stands for MemAvailable when set (tests).
+    using LargeRunCheck = std::function<bool(const RunPrice& price)>;
+    // The window's check: a question box, "Start a large run?" (objectName LargeRunQuestion).
+    static LargeRunCheck largeRunDialog(QWidget* parent);
+    void setLargeRunCheck(LargeRunCheck check, WorkerTuning tuning,
+                          std::optional<std::size_t> available = {});
 
     // A run is being built (configure or open under way).
     bool isConfiguring() const { return m_configuring; }
@@ -83,6 +96,8 @@ class RunSession : public QObject {
     void onPanelEdited();
     void onConfigured(quint64 runId, const QString& notice);
     void onConfigureFailed(quint64 runId, const QString& message, int errorKind);
+    // Whether `config` may start: small, accepted before, or accepted now.
+    bool priceAccepted(const nlohmann::json& config);
     void onOpenFailed(quint64 runId, const QString& message);
     void onOpened(const QString& notice);
     // Applies the panel's live keys (Stop after, until paused, optimizer) to the running run.
@@ -99,7 +114,11 @@ class RunSession : public QObject {
     uint64_t m_openingRun = 0;
     QTimer m_applyTimer;
     ReplaceCheck m_replaceCheck;
-    QSet<QString> m_noticesShown;  // backend notices already shown this session
+    LargeRunCheck m_largeRunCheck;
+    WorkerTuning m_tuning;
+    std::optional<std::size_t> m_availableMemory;
+    nlohmann::json m_acceptedLargeRun;  // a Reset of the run accepted does not ask again
+    QSet<QString> m_noticesShown;       // backend notices already shown this session
 
     QAction* m_train = nullptr;
     QAction* m_step = nullptr;

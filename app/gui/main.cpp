@@ -423,6 +423,7 @@ int main(int argc, char** argv) {
     MainWindow::Options options;
     options.useSettings = !unattended;
     options.askToSaveCheckpoint = !unattended;
+    options.askBeforeLargeRuns = !unattended;
     // Screenshots keep nothing unless asked: they are made by the hundred for the docs.
     options.autosaveSeconds =
         command.autosaveFlag >= 0

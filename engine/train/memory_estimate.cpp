@@ -15,9 +15,6 @@
 
 namespace ensemble {
 
-namespace {
-
-// MemAvailable from /proc/meminfo in bytes; 0 when unknown.
 std::size_t availableMemoryBytes() {
     std::ifstream in("/proc/meminfo");
     std::string key;
@@ -32,7 +29,14 @@ std::size_t availableMemoryBytes() {
     return 0;
 }
 
-}  // namespace
+std::string memoryRefusal(std::size_t need, std::size_t have, int members) {
+    std::ostringstream os;
+    os << "this run needs about " << (need >> 20) << " MiB but only " << (have >> 20)
+       << " MiB of memory is available (K = " << members
+       << ", model.hidden, training.batch_size and the dataset size set the need); "
+          "reduce ensemble.members or the model";
+    return os.str();
+}
 
 std::size_t estimateRunBytes(const ExperimentConfig& config, int64_t trainRows, int64_t testRows,
                              Shape input, int classes) {
@@ -75,12 +79,7 @@ void checkRunFitsInMemory(const ExperimentConfig& config, int64_t trainRows, int
     const std::size_t need = estimateRunBytes(config, trainRows, testRows, input, classes);
     const std::size_t have = availableMemoryBytes();
     if (have > 0 && need > have) {
-        std::ostringstream os;
-        os << "this run needs about " << (need >> 20) << " MiB but only " << (have >> 20)
-           << " MiB of memory is available (K = " << config.ensemble.members
-           << ", model.hidden, training.batch_size and the dataset size set the need); "
-              "reduce ensemble.members or the model";
-        throw RuntimeError(ErrorKind::Memory, os.str());
+        throw RuntimeError(ErrorKind::Memory, memoryRefusal(need, have, config.ensemble.members));
     }
 }
 

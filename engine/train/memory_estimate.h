@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "config/config.h"
 #include "model/architecture.h"
@@ -19,6 +20,10 @@ inline constexpr int64_t kEvalChunkRows = 4096;
 // inputs of shape `input`.
 std::size_t estimateRunBytes(const ExperimentConfig& config, int64_t trainRows, int64_t testRows,
                              Shape input, int classes);
+// MemAvailable of /proc/meminfo in bytes; 0 when unknown.
+std::size_t availableMemoryBytes();
+// "this run needs about N MiB but only M MiB of memory is available (K = ...); reduce ..."
+std::string memoryRefusal(std::size_t need, std::size_t have, int members);
 // Throws RuntimeError with the estimate when it exceeds the memory the machine has available.
 void checkRunFitsInMemory(const ExperimentConfig& config, int64_t trainRows, int64_t testRows,
                           Shape input, int classes);

@@ -13,12 +13,14 @@
 #include <QSpinBox>
 #include <QStandardPaths>
 #include <QTemporaryDir>
+#include <QTimer>
 #include <QWheelEvent>
 #include <QtTest>
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -173,6 +175,27 @@ inline void wheelAt(QWidget* target, QPointF pos, int delta) {
 }
 
 // Waits until the window's current run is at step 0.
+// Answers the next modal dialog named `name` (a QMessageBox's objectName) with `act`, from the
+// event loop the dialog runs; `seen` counts the answers. Looks for 10 s, then gives up.
+inline void whenModal(const QString& name, std::function<void(QWidget*)> act, int* seen) {
+    auto* timer = new QTimer;
+    timer->setInterval(20);
+    auto tries = std::make_shared<int>(0);
+    QObject::connect(timer, &QTimer::timeout, [=] {
+        QWidget* modal = QApplication::activeModalWidget();
+        if (modal != nullptr && modal->objectName() == name) {
+            timer->stop();
+            timer->deleteLater();
+            ++*seen;
+            act(modal);
+        } else if (++*tries > 500) {  // 10 s: nothing showed
+            timer->stop();
+            timer->deleteLater();
+        }
+    });
+    timer->start();
+}
+
 inline bool waitFresh(ui::MainWindow& w) {
     const uint64_t id = w.controller()->currentRunId();
     return waitSnapshot(w, [id](const auto& s) { return s.run->runId == id && s.step == 0; });

@@ -47,6 +47,7 @@ using ensemble::test::engineIdle;
 using ensemble::test::makeWindow;
 using ensemble::test::waitFresh;
 using ensemble::test::waitSnapshot;
+using ensemble::test::whenModal;
 using ensemble::ui::MainWindow;
 using ensemble::ui::SnapshotPtr;
 
@@ -92,27 +93,6 @@ nlohmann::json spirals(int64_t steps) {
     nlohmann::json c = ensemble::test::smallConfig({.members = 3, .steps = steps, .threads = 1});
     c["training"]["epochs"] = 0;
     return c;
-}
-
-// Runs `act` on the modal widget named `name` once it shows (a modal dialog runs its own
-// event loop, so the answer comes from a timer); `seen` counts the times it was found.
-void whenModal(const QString& name, std::function<void(QWidget*)> act, int* seen) {
-    auto* timer = new QTimer;
-    timer->setInterval(20);
-    auto tries = std::make_shared<int>(0);
-    QObject::connect(timer, &QTimer::timeout, [=] {
-        QWidget* modal = QApplication::activeModalWidget();
-        if (modal != nullptr && modal->objectName() == name) {
-            timer->stop();
-            timer->deleteLater();
-            ++*seen;
-            act(modal);
-        } else if (++*tries > 500) {  // 10 s: nothing showed
-            timer->stop();
-            timer->deleteLater();
-        }
-    });
-    timer->start();
 }
 
 // A shown window as in interactive use: it asks before a trained run is replaced.

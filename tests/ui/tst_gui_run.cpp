@@ -8,10 +8,12 @@
 #include <QFrame>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMessageBox>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QStandardPaths>
+#include <QStatusBar>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -21,12 +23,16 @@
 #include "action_reason.h"
 #include "backend/cpu/cpu_backend.h"
 #include "config/config.h"
+#include "controller/run_description.h"
+#include "controller/run_price.h"
 #include "io/model_io.h"
 #include "main_window.h"
 #include "panels/experiment_panel.h"
 #include "support/gui_test_support.h"
 #include "support/test_support.h"
+#include "train/memory_estimate.h"
 #include "train/trainer.h"
+#include "widgets/busy_overlay.h"
 
 using ensemble::test::describe;
 using ensemble::test::engineIdle;
@@ -38,6 +44,7 @@ using ensemble::test::sameBitsNonEmpty;
 using ensemble::test::shellWords;
 using ensemble::test::waitFresh;
 using ensemble::test::waitSnapshot;
+using ensemble::test::whenModal;
 using ensemble::ui::MainWindow;
 using ensemble::ui::SnapshotPtr;
 
@@ -76,6 +83,10 @@ class TestGuiRun : public QObject {
     void exportedConfigReplaysToItsWeights();
     void stoppedRunShowsTheFiguresEvalGives();
     void choosingAPresetShowsItsDataWithoutReset();
+    void aRunIsPricedWithTheWindowsShare();
+    void aLargeRunAsksBeforeItStarts();
+    void aRunAboveTheMemoryIsRefusedWithBothShares();
+    void cancelStopsTheSetupOfARun();
 };
 
 void TestGuiRun::initTestCase() {
@@ -500,6 +511,162 @@ void TestGuiRun::choosingAPresetShowsItsDataWithoutReset() {
     QVERIFY(!w->controller()->isRunning());
     QCOMPARE(w->controller()->snapshot()->step, int64_t{0});
     QVERIFY(w->findChild<QFrame*>(QStringLiteral("RestartBanner"))->isHidden());
+}
+
+// The price of a run: the shape told from the config alone is the loaded split's, the window's
+// share is hand-counted, the trainer's is the engine's estimate, and the thresholds ask above
+// half of the memory and refuse above all of it.
+void TestGuiRun::aRunIsPricedWithTheWindowsShare() {
+    using ensemble::ui::DataShape;
+    const auto loadedShape = [](const nlohmann::json& config) {
+        return ensemble::ui::dataShapeOf(
+            ensemble::loadDataSplit(ensemble::parseConfig(config).dataset));
+    };
+    for (
+        const char* sets :
+        {R"({"dataset": {"kind": "spirals", "n": 301}})",
+         R"({"dataset": {"kind": "blobs", "classes": 5, "limit": 100}})",
+         R"({"dataset": {"kind": "cubic", "test_fraction": 0.33}, "model": {"likelihood": "gaussian"}})",
+         R"({"dataset": {"kind": "linear", "features": 7}, "model": {"likelihood": "mse"}})"}) {
+        const nlohmann::json config = nlohmann::json::parse(sets);
+        const std::optional<DataShape> told =
+            ensemble::ui::expectedDataShape(ensemble::parseConfig(config));
+        const DataShape loaded = loadedShape(config);
+        QVERIFY2(told.has_value(), sets);
+        QVERIFY2(told->trainRows == loaded.trainRows && told->testRows == loaded.testRows &&
+                     told->input == loaded.input && told->classes == loaded.classes &&
+                     told->planar == loaded.planar,
+                 sets);
+    }
+    QVERIFY(
+        !ensemble::ui::expectedDataShape(ensemble::parseConfig(nlohmann::json{
+                                             {"dataset", {{"kind", "csv"}, {"path", "x.csv"}}}}))
+             .has_value());
+    const auto mnist = ensemble::ui::expectedDataShape(
+        ensemble::parseConfig(nlohmann::json{{"dataset", {{"kind", "mnist"}, {"limit", 1000}}}}));
+    QVERIFY(mnist && mnist->trainRows == 1000 && mnist->testRows == 10000 &&
+            mnist->input == (ensemble::Shape{1, 28, 28}) && mnist->classes == 10);
+
+    // K = 4 on 80 + 20 points in the plane, two classes: the grid is the largest, 128.
+    ensemble::ui::WorkerTuning tuning;
+    QCOMPARE(ensemble::ui::gridSizeFor(4, tuning), 128);
+    const DataShape small{80, 20, {2, 1, 1}, 2, true};
+    const std::size_t expected = 4 * 20 * 2 * 4 * 3           // test predictions, 3 snapshots
+                                 + 4 * 80 * 2 * 4             // train rows of the curves
+                                 + 4 * 128 * 128 * 2 * 4 * 3  // each member's grid
+                                 + 4 * 80 * 4                 // bootstrap counts
+                                 + 4 * 2 * sizeof(ensemble::SplitMetrics) * 1024  // history
+                                 + 5 * 4 * (4 * 256 + 32) * 16;  // curve stores, full
+    QCOMPARE(ensemble::ui::windowBytes(4, small, ensemble::Likelihood::Categorical, tuning),
+             expected);
+
+    const ensemble::ExperimentConfig config = ensemble::parseConfig(nlohmann::json{
+        {"dataset", {{"kind", "spirals"}, {"n", 100}}}, {"ensemble", {{"members", 4}}}});
+    const std::size_t trainer =
+        ensemble::estimateRunBytes(config, 80, 20, ensemble::Shape{2, 1, 1}, 2);
+    ensemble::ui::RunPrice price = ensemble::ui::priceRun(config, small, tuning, trainer);
+    QCOMPARE(price.trainerBytes, trainer);
+    QCOMPARE(price.windowBytes, expected);
+    QVERIFY(!price.fits() && price.large());  // more than all of `trainer` bytes
+    price.availableBytes = 2 * price.totalBytes();
+    QVERIFY(price.fits() && !price.large());  // exactly half: not asked
+    price.availableBytes = 2 * price.totalBytes() - 2;
+    QVERIFY(price.fits() && price.large());
+    price.availableBytes = 0;  // unknown: neither
+    QVERIFY(price.fits() && !price.large());
+    QCOMPARE(ensemble::ui::bytesText(8'600'000'000), QStringLiteral("8.6 GB"));
+    QCOMPARE(ensemble::ui::bytesText(412'300'000), QStringLiteral("412 MB"));
+}
+
+// Above half of the memory (here made up: 1.5 times the large run's price), a run asks Start /
+// Cancel first: Cancel leaves the run before it as it was and the edit in the panel; Start
+// builds it, and its Reset does not ask again. A small run never asks.
+void TestGuiRun::aLargeRunAsksBeforeItStarts() {
+    const nlohmann::json large = ensemble::test::smallConfig({.members = 200, .steps = 100});
+    const ensemble::ExperimentConfig parsed = ensemble::parseConfig(large);
+    const ensemble::ui::RunPrice price = ensemble::ui::priceRun(
+        parsed, *ensemble::ui::expectedDataShape(parsed), ensemble::ui::WorkerTuning{}, 0);
+    MainWindow::Options options;
+    options.useSettings = false;
+    options.askBeforeLargeRuns = true;
+    options.availableMemory = price.totalBytes() * 3 / 2;
+    MainWindow w(options);
+    w.resize(1200, 800);
+    w.show();
+    int asked = 0;
+    w.loadExperiment(ensemble::test::smallConfig({.members = 3, .steps = 100}));
+    QVERIFY(waitFresh(w));
+    QCOMPARE(asked, 0);
+    const uint64_t before = w.controller()->currentRunId();
+
+    whenModal(
+        QStringLiteral("LargeRunQuestion"),
+        [](QWidget* box) {
+            QVERIFY(
+                static_cast<QMessageBox*>(box)->text().contains(QStringLiteral("the live views")));
+            static_cast<QMessageBox*>(box)->button(QMessageBox::Cancel)->click();
+        },
+        &asked);
+    w.loadExperiment(large);
+    QCOMPARE(asked, 1);
+    QCOMPARE(w.controller()->currentRunId(), before);
+    QCOMPARE(w.panel()->config()["ensemble"]["members"].get<int>(), 200);
+    QVERIFY2(w.statusMessage().startsWith(QStringLiteral("Not started: K = 200")),
+             qPrintable(w.statusMessage()));
+
+    whenModal(
+        QStringLiteral("LargeRunQuestion"),
+        [](QWidget* box) { static_cast<QMessageBox*>(box)->button(QMessageBox::Yes)->click(); },
+        &asked);
+    w.resetAction()->trigger();
+    QCOMPARE(asked, 2);
+    QVERIFY(w.controller()->currentRunId() != before);
+    QVERIFY(waitSnapshot(
+        w, [](const auto& s) { return s.run->members == 200; }, 60000));
+    const uint64_t accepted = w.controller()->currentRunId();
+    w.resetAction()->trigger();  // the same experiment: accepted already
+    QCOMPARE(asked, 2);
+    QVERIFY(w.controller()->currentRunId() != accepted);
+}
+
+// The engine thread prices the run it builds with the window's share beside the trainer's and
+// refuses it, both named, when the sum exceeds the memory (here a made-up 30 MB).
+void TestGuiRun::aRunAboveTheMemoryIsRefusedWithBothShares() {
+    MainWindow::Options options;
+    options.useSettings = false;
+    options.tuning.availableMemoryBytes = 30'000'000;
+    MainWindow w(options);
+    QSignalSpy failed(w.controller(), &ensemble::ui::EngineController::configureFailed);
+    w.loadExperiment(ensemble::test::smallConfig({.members = 200, .steps = 100}));
+    QVERIFY(failed.wait(30000));
+    const QString message = failed.at(0).at(1).toString();
+    QVERIFY2(message.contains(QStringLiteral("MiB of memory is available")) &&
+                 message.contains(QStringLiteral("the live views about")),
+             qPrintable(message));
+    QCOMPARE(failed.at(0).at(2).toInt(), static_cast<int>(ensemble::ErrorKind::Memory));
+    QVERIFY(!w.controller()->snapshot());
+}
+
+// Cancel on the sheet that covers a run's setup stops it at its next stage: the run is dropped
+// (no snapshot ever shows), the window says so, and Train builds it again.
+void TestGuiRun::cancelStopsTheSetupOfARun() {
+    auto w = makeWindow();
+    QSignalSpy cancelled(w->controller(), &ensemble::ui::EngineController::setupCancelled);
+    QSignalSpy configured(w->controller(), &ensemble::ui::EngineController::configured);
+    w->loadExperiment(ensemble::test::smallConfig({.members = 3, .steps = 100}));
+    auto* busy = w->findChild<ensemble::ui::BusyOverlay*>();
+    QVERIFY(busy != nullptr);
+    QVERIFY(busy->cancelButton()->isEnabled());
+    busy->cancelButton()->click();  // before the engine thread reached the run: its first stage
+    QVERIFY(cancelled.wait(30000));
+    QCOMPARE(cancelled.at(0).at(0).toULongLong(), w->controller()->currentRunId());
+    QVERIFY(configured.isEmpty());
+    QVERIFY(!w->controller()->snapshot());
+    QVERIFY2(w->statusMessage().startsWith(QStringLiteral("Setup cancelled")),
+             qPrintable(w->statusMessage()));
+    QVERIFY(w->trainAction()->isEnabled());
+    w->trainAction()->trigger();
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step > 0; }));
 }
 
 QTEST_MAIN(TestGuiRun)

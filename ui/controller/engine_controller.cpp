@@ -47,6 +47,7 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
     announceSignal(m_worker, &EngineWorker::runningChanged);
     announceSignal(m_worker, &EngineWorker::configured);
     announceSignal(m_worker, &EngineWorker::configureFailed);
+    announceSignal(m_worker, &EngineWorker::setupCancelled);
     announceSignal(m_worker, &EngineWorker::liveEditFailed);
     announceSignal(m_worker, &EngineWorker::openFailed);
     announceSignal(m_worker, &EngineWorker::predictionReady);
@@ -88,6 +89,20 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
                 Q_EMIT snapshotChanged();
             }
             Q_EMIT configureFailed(runId, message, errorKind);
+        },
+        Qt::QueuedConnection);
+    connect(
+        m_worker, &EngineWorker::setupCancelled, this,
+        [this](quint64 runId) {
+            if (runId == m_pendingOpen) {
+                m_pendingOpen = 0;
+                m_pendingOpenCancel.reset();
+            }
+            if (runId == m_runId && m_snapshot) {
+                m_snapshot.reset();
+                Q_EMIT snapshotChanged();
+            }
+            Q_EMIT setupCancelled(runId);
         },
         Qt::QueuedConnection);
     connect(m_worker, &EngineWorker::liveEditFailed, this, &EngineController::liveEditFailed,
@@ -211,6 +226,10 @@ uint64_t EngineController::configure(const nlohmann::json& config,
     post([w, config, data = std::move(data), id] { w->configure(config, data, id); });
     Q_EMIT runRequested(id);
     return id;
+}
+
+void EngineController::cancelSetup() {
+    m_worker->cancelSetup(m_runId);
 }
 
 uint64_t EngineController::open(std::shared_ptr<const OpenedEnsemble> opened) {

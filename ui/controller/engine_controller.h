@@ -53,6 +53,9 @@ class EngineController : public QObject {
     // once (the engine thread reads the file), and they end as for a new experiment only once
     // the run stands: a refused file leaves the run it kept with what its jobs finished.
     uint64_t open(std::shared_ptr<const OpenedEnsemble> opened);
+    // The current run's setup (loading, initialising, its first measurement) stops at its next
+    // stage and the run is dropped: setupCancelled(). Nothing once its first snapshot is out.
+    void cancelSetup();
     void start();                // train to the end of the run
     void trainTo(int64_t step);  // train until `step`, then pause
     void pause();
@@ -151,6 +154,8 @@ class EngineController : public QObject {
     void configured(quint64 runId, QString notice);
     // errorKind: an ensemble::ErrorKind, what the person can do about it.
     void configureFailed(quint64 runId, QString message, int errorKind);
+    // cancelSetup() took effect: run `runId` was dropped before its first snapshot.
+    void setupCancelled(quint64 runId);
     void liveEditFailed(QString message);
     void openFailed(quint64 runId, QString message);
     void predictionReady(quint64 id, QList<float> logProbs, int members, int classes);

@@ -17,7 +17,13 @@
 namespace ensemble::ui {
 
 EngineWorker::EngineWorker(SnapshotMailbox* mailbox, WorkerTuning tuning)
-    : m_mailbox(mailbox), m_tuning(tuning), m_measures(tuning) {}
+    : m_mailbox(mailbox), m_tuning(tuning), m_measures(tuning) {
+    // A run's first snapshot stops measuring when its setup is cancelled (seconds per stage at
+    // K in the ten thousands).
+    m_measures.setStopCheck([this] {
+        return m_settingUp != 0 && m_cancelledSetup.load(std::memory_order_acquire) == m_settingUp;
+    });
+}
 
 EngineWorker::~EngineWorker() = default;
 

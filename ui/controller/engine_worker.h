@@ -10,7 +10,8 @@
 // writes run_files.h's, what an opened file holds opened_ensemble.h's; the window's side jobs
 // run beside it on the same thread (EngineJob).
 //
-// Threading contract: every method but requestStop(), requestPause() and the mailbox
+// Threading contract: every method but requestStop(), requestPause(), cancelSetup() and the
+// mailbox
 // accessors runs on the worker's thread (the controller queues them as functors). Results
 // go back as signals (queued across threads) and through the snapshot mailbox.
 
@@ -56,6 +57,10 @@ class EngineWorker : public QObject {
     void requestStop() { m_stop.store(true, std::memory_order_release); }
     // Any thread: interrupt the current chunk; the queued pause() then settles the state.
     void requestPause() { m_pauseRequested.store(true, std::memory_order_release); }
+    // Any thread: run `runId`'s setup (the data, the members' initialisation, the first
+    // measurement and snapshot) stops at its next stage and the run is dropped
+    // (setupCancelled()); once its first snapshot is out, nothing.
+    void cancelSetup(uint64_t runId) { m_cancelledSetup.store(runId, std::memory_order_release); }
 
     // --- worker thread only ---------------------------------------------------------------
     // Builds a new run from `config` at step 0 (with `data` instead of loading the dataset
@@ -131,6 +136,8 @@ class EngineWorker : public QObject {
     void configured(quint64 runId, QString notice);
     // errorKind: an ensemble::ErrorKind, what the person can do about it.
     void configureFailed(quint64 runId, QString message, int errorKind);
+    // cancelSetup() took effect: run `runId` was dropped before its first snapshot.
+    void setupCancelled(quint64 runId);
     void liveEditFailed(QString message);
     // open() could not use the file's dataset; the run before it goes on.
     void openFailed(quint64 runId, QString message);
@@ -166,6 +173,13 @@ class EngineWorker : public QObject {
     // open() without the dataset: publishes the one snapshot the file gives by itself (its
     // members, stored curves, first conv layer) and holds no trainer.
     void openWithoutData(const OpenedEnsemble& opened, uint64_t runId, const std::string& why);
+    // Throws SetupCancelled when cancelSetup(runId) came.
+    void throwIfSetupCancelled(uint64_t runId) const;
+    // Drops the run being set up and says so (a cancelled setup).
+    void dropCancelledSetup(uint64_t runId);
+    // After the first snapshot of a run was built: true (the run dropped) when its setup was
+    // cancelled meanwhile; otherwise the setup is over.
+    bool setupCancelledNow();
     void trainChunk();
     void queueChunk();
     // Steps the pace until paused allows now (int64 max when unpaced).
@@ -194,6 +208,8 @@ class EngineWorker : public QObject {
     WorkerTuning m_tuning;
     std::atomic<bool> m_stop{false};
     std::atomic<bool> m_pauseRequested{false};
+    std::atomic<uint64_t> m_cancelledSetup{0};
+    uint64_t m_settingUp = 0;  // the run whose first snapshot is not out yet (0: none)
 
     std::unique_ptr<Trainer> m_trainer;
     std::shared_ptr<RunInfo> m_run;

@@ -7,13 +7,16 @@
 
 #include <algorithm>
 #include <exception>
+#include <string>
 #include <utility>
 
 #include "controller/run_description.h"
+#include "controller/run_price.h"
 #include "core/errors.h"
 #include "io/checkpoint.h"
 #include "metrics/grid.h"
 #include "registry/registry.h"
+#include "train/memory_estimate.h"
 
 namespace ensemble::ui {
 
@@ -26,7 +29,25 @@ QString datasetKindOf(const nlohmann::json& config) {
     return QString::fromStdString(kind.is_string() ? kind.get<std::string>() : kind.dump());
 }
 
+// Unwinds a build whose setup the person cancelled (EngineWorker::cancelSetup).
+struct SetupCancelled {};
+
 }  // namespace
+
+void EngineWorker::throwIfSetupCancelled(uint64_t runId) const {
+    if (m_cancelledSetup.load(std::memory_order_acquire) == runId) {
+        throw SetupCancelled{};
+    }
+}
+
+void EngineWorker::dropCancelledSetup(uint64_t runId) {
+    setRunning(false);
+    m_trainer.reset();
+    m_run.reset();
+    m_measures.reset();
+    m_settingUp = 0;
+    Q_EMIT setupCancelled(runId);
+}
 
 void EngineWorker::open(std::shared_ptr<const OpenedEnsemble> opened, uint64_t runId) {
     if (m_stop.load(std::memory_order_acquire)) {
@@ -92,7 +113,9 @@ void EngineWorker::build(const nlohmann::json& config, std::shared_ptr<const Dat
     }
     setRunning(false);
     m_pauseRequested.store(false);
+    m_settingUp = runId;
     try {
+        throwIfSetupCancelled(runId);
         ExperimentConfig parsed = parseConfig(config);
         if (opened != nullptr && opened->isCheckpoint) {
             keepCheckpointBackend(parsed, opened->checkpoint.ensemble);  // auto keeps it
@@ -106,15 +129,30 @@ void EngineWorker::build(const nlohmann::json& config, std::shared_ptr<const Dat
                                    : tr("Loading the %1 data and initialising %2 members…")
                                          .arg(datasetKindOf(parsed.json))
                                          .arg(parsed.ensemble.members));
-        if (data) {
-            BackendChoice choice = makeBackend(parsed, *data);
-            notice = choice.notice;
-            trainer = std::make_unique<Trainer>(parsed, *data, std::move(choice.backend), nullptr,
-                                                std::move(choice.memberBackend));
-            trainer->setBackendDecision(choice.decision);
-        } else {
-            trainer = makeTrainer(parsed, &notice);
+        if (!data) {
+            data = std::make_shared<const DataSplit>(loadDataSplit(parsed.dataset));
         }
+        throwIfSetupCancelled(runId);
+        // The trainer's need and the live views' together: the engine checks only its own.
+        const RunPrice price =
+            priceRun(parsed, dataShapeOf(*data), m_tuning,
+                     m_tuning.availableMemoryBytes > 0
+                         ? std::optional<std::size_t>(m_tuning.availableMemoryBytes)
+                         : std::nullopt);
+        if (!price.fits()) {
+            throw RuntimeError(
+                ErrorKind::Memory,
+                memoryRefusal(price.totalBytes(), price.availableBytes, parsed.ensemble.members) +
+                    " (the trainer about " + std::to_string(price.trainerBytes >> 20) +
+                    " MiB, the live views about " + std::to_string(price.windowBytes >> 20) +
+                    " MiB)");
+        }
+        BackendChoice choice = makeBackend(parsed, *data);
+        notice = choice.notice;
+        trainer = std::make_unique<Trainer>(parsed, *data, std::move(choice.backend), nullptr,
+                                            std::move(choice.memberBackend));
+        trainer->setBackendDecision(choice.decision);
+        throwIfSetupCancelled(runId);
         if (opened != nullptr && opened->isCheckpoint) {
             resumeTrainer(*trainer, opened->checkpoint);
         } else if (opened != nullptr) {
@@ -171,6 +209,7 @@ void EngineWorker::build(const nlohmann::json& config, std::shared_ptr<const Dat
             return;
         }
         recordHistory();
+        throwIfSetupCancelled(runId);
         // A new run has nothing a recovery write would keep yet (a restored one: its file).
         m_recoveryStep = m_trainer->step();
         m_recoveryDue.reset();
@@ -183,7 +222,10 @@ void EngineWorker::build(const nlohmann::json& config, std::shared_ptr<const Dat
                                   .arg(m_trainer->step())
                                   .arg(m_run->evalTest.rows));
         publish();
+    } catch (const SetupCancelled&) {
+        dropCancelledSetup(runId);
     } catch (const std::exception& e) {
+        m_settingUp = 0;
         m_trainer.reset();
         m_run.reset();
         m_measures.reset();

@@ -123,6 +123,19 @@ SnapshotPtr EngineWorker::buildSnapshot(bool quick) {
     return s;
 }
 
+bool EngineWorker::setupCancelledNow() {
+    if (m_settingUp == 0 || !m_run || m_run->runId != m_settingUp) {
+        return false;
+    }
+    const uint64_t runId = m_settingUp;
+    if (m_cancelledSetup.load(std::memory_order_acquire) == runId) {
+        dropCancelledSetup(runId);  // its first snapshot was being built: it never shows
+        return true;
+    }
+    m_settingUp = 0;  // the first snapshot goes out: the setup is over
+    return false;
+}
+
 void EngineWorker::publish() {
     if (!m_trainer || !m_dirty || m_stop.load(std::memory_order_acquire)) {
         return;  // nothing new, or the window is closing and will show nothing more
@@ -142,12 +155,19 @@ void EngineWorker::publish() {
     if (quick) {
         m_quickRun = m_run->runId;
         m_quickStep = m_trainer->step();
-        m_mailbox->put(buildSnapshot(true));
+        SnapshotPtr s = buildSnapshot(true);
+        if (setupCancelledNow()) {
+            return;
+        }
+        m_mailbox->put(std::move(s));
         Q_EMIT snapshotReady();
         return;  // still dirty
     }
     const auto start = Clock::now();
     SnapshotPtr s = buildSnapshot();
+    if (setupCancelledNow()) {
+        return;
+    }
     const double total = secondsOf(Clock::now() - start);
     m_profile.snapshots += total;
     // The pace of snapshots follows their usual cost; the size curve has a budget of its own.

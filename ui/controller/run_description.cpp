@@ -36,6 +36,13 @@ void setUpCurve(RunInfo& run, const Dataset& train) {
 
 }  // namespace
 
+int gridSizeFor(int members, const WorkerTuning& tuning) {
+    const double side =
+        std::sqrt(static_cast<double>(tuning.gridMemberPoints) / std::max(1, members));
+    const int g = std::clamp(static_cast<int>(side), tuning.minGridSize, tuning.maxGridSize);
+    return g - g % 4;
+}
+
 std::shared_ptr<RunInfo> describeRun(const Trainer& trainer, const ExperimentConfig& parsed,
                                      uint64_t runId, const std::string& notice,
                                      const WorkerTuning& tuning) {
@@ -80,10 +87,7 @@ std::shared_ptr<RunInfo> describeRun(const Trainer& trainer, const ExperimentCon
         run->counts = trainer.bootstrapCounts();
         run->hasGrid = true;
         run->bounds = gridBounds(d);
-        const double side =
-            std::sqrt(static_cast<double>(tuning.gridMemberPoints) / std::max(1, run->members));
-        int g = std::clamp(static_cast<int>(side), tuning.minGridSize, tuning.maxGridSize);
-        run->gridSize = g - g % 4;
+        run->gridSize = gridSizeFor(run->members, tuning);
     }
     return run;
 }

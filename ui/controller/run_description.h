@@ -14,6 +14,10 @@
 
 namespace ensemble::ui {
 
+// The side G of the heatmap grid for K members: K x G x G within tuning.gridMemberPoints, G
+// within [minGridSize, maxGridSize], a multiple of 4.
+int gridSizeFor(int members, const WorkerTuning& tuning);
+
 // `parsed`: the run's config; `notice`: the backend's fallback message. The grid's size keeps
 // K x G x G within tuning.gridMemberPoints.
 std::shared_ptr<RunInfo> describeRun(const Trainer& trainer, const ExperimentConfig& parsed,

@@ -56,6 +56,9 @@ void RunMeasures::measure(Snapshot& s, Trainer& trainer, const std::vector<float
     const auto t0 = Clock::now();
     refreshPredictions(trainer, run, gridPoints);
     const auto t1 = Clock::now();
+    if (stopEarly()) {
+        return;
+    }
     if (run.regression) {
         measureRegression(s);
         return;
@@ -67,12 +70,21 @@ void RunMeasures::measure(Snapshot& s, Trainer& trainer, const std::vector<float
                      : evaluateGrid(m_gridPredictions, run.bounds, run.gridSize, s.included);
     }
     const auto t2 = Clock::now();
+    if (stopEarly()) {
+        return;
+    }
     if (run.hasGrid) {
         renderGrid(s);
     }
     const auto t3 = Clock::now();
     measureTest(s, m_testPredictions, run.evalTest.y);
+    if (stopEarly()) {
+        return;
+    }
     const MemberPredictions& figures = measureStoppedFigures(s, trainer, running);
+    if (stopEarly()) {
+        return;
+    }
     const std::vector<int32_t>& figureLabels =
         figures.rows == run.evalTest.rows ? run.evalTest.y : trainer.data().test.y;
     // The size curve costs O(K'^2): while training, re-measure it only within its budget.

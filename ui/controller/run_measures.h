@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -22,6 +23,9 @@ class RunMeasures {
 
     // A new run (or none): nothing cached applies any more.
     void reset();
+    // Asked between measure()'s stages: true leaves the snapshot half measured (its run is
+    // being dropped: a cancelled setup, EngineWorker::cancelSetup).
+    void setStopCheck(std::function<bool()> check) { m_stopCheck = std::move(check); }
     // Fills the measured parts of `s`, whose run, step and included members are set, from
     // `trainer` at its current step. `gridPoints`: the run's grid (RunInfo::hasGrid);
     // `running`: while training the size curve keeps to its budget and the figures stay on
@@ -45,7 +49,10 @@ class RunMeasures {
     // The regression part of a snapshot (curve, grid maps, test report).
     void measureRegression(Snapshot& s);
 
+    bool stopEarly() const { return m_stopCheck && m_stopCheck(); }
+
     WorkerTuning m_tuning;
+    std::function<bool()> m_stopCheck;
 
     // Predictions at m_cacheStep (reused while paused: member switches only re-average).
     bool m_cacheValid = false;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace ensemble::ui {
@@ -23,6 +24,8 @@ struct WorkerTuning {
     int minGridSize = 40;
     int64_t maxEvalRows = 2000;      // test rows evaluated live (the first ones)
     int64_t maxTrainEvalRows = 256;  // train rows of the learning curves (the first ones)
+    // When > 0, stands for the machine's available memory in the run's price (tests).
+    std::size_t availableMemoryBytes = 0;
 };
 
 }  // namespace ensemble::ui

@@ -24,15 +24,15 @@ constexpr int64_t kMaxPoints = 3000;
 // Canvas width below which the row wraps.
 constexpr int kMapColumnWidth = 150;
 
-QString methodLabel(EnsembleMethod method) {
-    return QString::fromUtf8(ensembleMethodInfo(method).label);
-}
-
 bool sameBox(const GridBounds& a, const GridBounds& b) {
     return a.xMin == b.xMin && a.xMax == b.xMax && a.yMin == b.yMin && a.yMax == b.yMax;
 }
 
 }  // namespace
+
+QString methodLabel(EnsembleMethod method) {
+    return QString::fromUtf8(ensembleMethodInfo(method).label);
+}
 
 MethodMap::MethodMap(QWidget* parent) : QWidget(parent) {
     setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);

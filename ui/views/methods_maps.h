@@ -19,6 +19,9 @@ class QGridLayout;
 
 namespace ensemble::ui {
 
+// A method's name for people ("MC dropout"), the maps' captions' and the table's.
+QString methodLabel(EnsembleMethod method);
+
 // One method's map.
 class MethodMap : public QWidget {
     Q_OBJECT

@@ -148,10 +148,6 @@ QString cellText(double v, int decimals) {
     return decimals < 0 ? formatCount(static_cast<int64_t>(v)) : QString::number(v, 'f', decimals);
 }
 
-QString methodLabel(EnsembleMethod method) {
-    return QString::fromUtf8(ensembleMethodInfo(method).label);
-}
-
 // A field of Copy's text: quoted when it holds the separator, a quote or a line break.
 QString field(const QString& text, QChar separator) {
     if (!text.contains(separator) && !text.contains(QLatin1Char('"')) &&

@@ -4,6 +4,7 @@
 #include <QLabel>
 #include <QPainter>
 #include <QProgressBar>
+#include <QPushButton>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -27,8 +28,18 @@ BusyOverlay::BusyOverlay(QWidget* covered) : QWidget(covered), m_covered(covered
     m_bar->setTextVisible(false);
     m_bar->setMaximumWidth(280);
     m_bar->setMaximumHeight(8);
+    m_cancel = new QPushButton(tr("Cancel"));
+    m_cancel->setObjectName(QStringLiteral("BusyCancel"));
+    m_cancel->setShortcut(QKeySequence(Qt::Key_Escape));
+    m_cancel->setToolTip(
+        tr("Stop setting up this run (Esc): no run is left; Train or Reset "
+           "starts it again"));
+    m_cancel->hide();
+    connect(m_cancel, &QPushButton::clicked, this, &BusyOverlay::cancelRequested);
     column->addWidget(m_label);
     column->addWidget(m_bar, 0, Qt::AlignHCenter);
+    column->addSpacing(6);
+    column->addWidget(m_cancel, 0, Qt::AlignHCenter);
     column->addStretch(1);
     covered->installEventFilter(this);
     m_delay.setSingleShot(true);
@@ -60,6 +71,11 @@ void BusyOverlay::showWork(const QString& what, Cover cover) {
 void BusyOverlay::finish() {
     m_delay.stop();
     hide();
+}
+
+void BusyOverlay::setCancellable(bool cancellable) {
+    m_cancel->setVisible(cancellable);
+    m_cancel->setEnabled(cancellable);
 }
 
 QString BusyOverlay::text() const {

@@ -11,6 +11,7 @@
 
 class QLabel;
 class QProgressBar;
+class QPushButton;
 
 namespace ensemble::ui {
 
@@ -31,7 +32,13 @@ class BusyOverlay : public QWidget {
     // Nothing is under way any more.
     void finish();
     QString text() const;
+    // A Cancel button under the text (Esc clicks it) while `cancellable`: a run's setup.
+    void setCancellable(bool cancellable);
+    QPushButton* cancelButton() const { return m_cancel; }
     Cover cover() const { return m_cover; }
+
+  Q_SIGNALS:
+    void cancelRequested();
 
   protected:
     bool eventFilter(QObject* watched, QEvent* event) override;
@@ -43,6 +50,7 @@ class BusyOverlay : public QWidget {
     QWidget* m_covered;
     QLabel* m_label = nullptr;
     QProgressBar* m_bar = nullptr;
+    QPushButton* m_cancel = nullptr;
     Cover m_cover = Cover::Everything;
     QTimer m_delay;
 };
