@@ -1,14 +1,19 @@
 // Every view readable at 900 x 600: the window at the size the README promises,
-// trained on 2-D data, on tiny MNIST-format images (a CNN, so the Filters view shows) and on a
-// 1-D regression, each view of the view table in front in turn, and no text anywhere wider
-// than its room. Widgets are measured (a label's text against its rectangle, a button's, a
-// combo box's, a field's, a table cell's; text elided with "…" counts only with the full text
-// in its tooltip); Qt Charts' text items must not be truncated; the QPainter views draw text
-// through drawTextFitted(), which records what it had to cut (TextFitLog).
+// trained on 2-D data (its Shift view measured), on tiny MNIST-format images (a CNN, so the
+// Filters view shows) and on a 1-D regression, each view of the view table in front in turn,
+// and no text anywhere wider than its room; the presets loaded one after another in one
+// window; the F1 key list. Widgets are measured (a label's text against its rectangle, a
+// button's, a combo box's, a field's, a table cell's; text elided with "…" counts only with
+// the full text in its tooltip, and never for a read-out of values, kReadoutProperty); Qt
+// Charts' text items must not be truncated; the QPainter views draw text through
+// drawTextFitted(), which records what it had to cut or drew past the device or the painter's
+// clip (TextFitLog), and a pane that scrolls inside a view must show its first line whole.
 #include <QAbstractButton>
 #include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDialog>
+#include <QDialogButtonBox>
 #include <QGraphicsSimpleTextItem>
 #include <QGraphicsTextItem>
 #include <QGroupBox>
@@ -19,11 +24,14 @@
 #include <QRadioButton>
 #include <QScrollArea>
 #include <QScrollBar>
+#include <QStatusBar>
 #include <QStyleOptionComboBox>
 #include <QTableWidget>
 #include <QTemporaryDir>
+#include <QTextBrowser>
 #include <QTextDocument>
 #include <QToolButton>
+#include <QVBoxLayout>
 #include <QtCharts/QChartView>
 #include <QtTest>
 
@@ -40,6 +48,8 @@
 #include "views/filters_view.h"
 #include "views/images_view.h"
 #include "views/methods_view.h"
+#include "views/shift_view.h"
+#include "widgets/elided_label.h"
 
 using ensemble::test::makeWindow;
 using ensemble::test::waitFresh;
@@ -73,13 +83,39 @@ QString problem(const QWidget* w, const QString& text, double needed, double roo
         .arg(room, 0, 'f', 0);
 }
 
-// Text ending in "…" is fine only when the whole of it is in the tooltip.
-bool elidedWithTooltip(const QWidget* w, const QString& shown) {
+bool isReadout(const QWidget* w) {
+    return w->property(ensemble::ui::kReadoutProperty).toBool();
+}
+
+// What an elided text leaves to its tooltip ("…" and all after the stem); empty when `shown`
+// is not elided or the tooltip lacks the stem.
+QString cutToTooltip(const QWidget* w, const QString& shown) {
     if (!shown.endsWith(QChar(0x2026))) {
-        return false;
+        return {};
     }
     const QString stem = shown.chopped(1).trimmed();
-    return !w->toolTip().isEmpty() && w->toolTip().contains(stem);
+    const qsizetype at = w->toolTip().indexOf(stem);
+    return stem.isEmpty() || at < 0 ? QString() : w->toolTip().mid(at + stem.size()).trimmed();
+}
+
+// Figures cut off: a read-out of values, its numbers only in the tooltip ("…, NLL 0.71").
+// Not the status bar's passing messages: the run's figures stand in the counters beside them.
+bool cutsFigures(const QWidget* w, const QString& cut) {
+    static const QRegularExpression figure(QStringLiteral("\\d"));
+    for (const QWidget* p = w; p != nullptr; p = p->parentWidget()) {
+        if (qobject_cast<const QStatusBar*>(p) != nullptr) {
+            return false;
+        }
+    }
+    return cut.contains(figure);
+}
+
+// Text ending in "…" is fine only when the whole of it is in the tooltip, and never in a
+// read-out of values, marked (kReadoutProperty) or with figures in the part cut off
+// (checkLabel reports those).
+bool elidedWithTooltip(const QWidget* w, const QString& shown) {
+    const QString cut = cutToTooltip(w, shown);
+    return !cut.isEmpty() && !isReadout(w) && !cutsFigures(w, cut);
 }
 
 QString plainText(const QLabel* label) {
@@ -104,6 +140,12 @@ QString plainText(const QLabel* label) {
 void checkLabel(const QLabel* label, QStringList& out) {
     const QString text = plainText(label);
     if (text.trimmed().isEmpty() || elidedWithTooltip(label, text)) {
+        return;
+    }
+    if (const QString cut = cutToTooltip(label, text);
+        !cut.isEmpty() && (isReadout(label) || cutsFigures(label, cut))) {
+        out << QStringLiteral("%1: read-out cut to \"%2\", its values only in the tooltip \"%3\"")
+                   .arg(widgetPath(label), text, label->toolTip());
         return;
     }
     const QFontMetrics fm(label->font());
@@ -284,8 +326,56 @@ QStringList clippedWidgets(QWidget* root) {
     return out;
 }
 
-// What the QPainter code under `root` had to cut, or drew out of its widget or over other
-// text, each widget drawn on its own (without its children) at its own size.
+// The part of `w` (its own coordinates) that the nearest scroll area between it and `root`
+// shows; null when no scroll area inside `root` holds it.
+QRect shownByInnerScrollArea(const QWidget* w, const QWidget* root) {
+    for (const QWidget* p = w->parentWidget(); p != nullptr && p != root; p = p->parentWidget()) {
+        if (const auto* area = qobject_cast<const QAbstractScrollArea*>(p)) {
+            const QWidget* port = area->viewport();
+            if (!port->isAncestorOf(w)) {
+                return {};
+            }
+            const QPoint at = w->mapTo(port, QPoint(0, 0));
+            return QRect(at, w->size()).intersected(port->rect()).translated(-at);
+        }
+    }
+    return {};
+}
+
+// A pane that scrolls must show, at the top, its first line of text whole (a row of digit
+// tiles whose labels lie below the pane's edge cannot be read at any scroll position), and
+// nothing cut at its sides (views scroll only downwards).
+void checkScrolledText(const QWidget* w, const QRect& shown,
+                       const std::vector<ensemble::ui::TextFitDrawn>& drawn, QStringList& out) {
+    const ensemble::ui::TextFitDrawn* first = nullptr;
+    for (const auto& d : drawn) {
+        if (first == nullptr || d.box.top() < first->box.top()) {
+            first = &d;
+        }
+        if (d.box.intersects(QRectF(shown)) &&
+            (d.box.left() < shown.left() - 0.5 || d.box.right() > shown.right() + 1.5)) {
+            out << QStringLiteral(
+                       "%1 painted \"%2\" cut at the side of its scroll area (%3 px of %4)")
+                       .arg(widgetPath(w), d.text)
+                       .arg(shown.width())
+                       .arg(d.box.width(), 0, 'f', 0);
+        }
+    }
+    if (first != nullptr && !QRectF(shown).adjusted(-0.5, -0.5, 1.5, 1.5).contains(first->box)) {
+        out << QStringLiteral(
+                   "%1: its scroll area shows %2 px of it, its first line \"%3\" (y %4 to %5) "
+                   "not whole")
+                   .arg(widgetPath(w))
+                   .arg(shown.height())
+                   .arg(first->text)
+                   .arg(first->box.top(), 0, 'f', 0)
+                   .arg(first->box.bottom(), 0, 'f', 0);
+    }
+}
+
+// What the QPainter code under `root` had to cut, or drew out of its widget or its clip or
+// over other text, each widget drawn on its own (without its children) at its own size; and
+// the text of a pane scrolled inside `root` that its scroll area cannot show.
 QStringList clippedPainting(QWidget* root) {
     QStringList out;
     QList<QWidget*> widgets = root->findChildren<QWidget*>();
@@ -297,6 +387,9 @@ QStringList clippedPainting(QWidget* root) {
         }
         QImage image(w->size(), QImage::Format_ARGB32_Premultiplied);
         w->render(&image, QPoint(), QRegion(), QWidget::DrawWindowBackground);
+        if (const QRect shown = shownByInnerScrollArea(w, root); !shown.isNull()) {
+            checkScrolledText(w, shown, TextFitLog::drawn(), out);
+        }
         for (const ensemble::ui::TextFitProblem& p : TextFitLog::take()) {
             out << QStringLiteral("%1 painted \"%2\" as \"%3\": needs %4 px, room %5x%6 at %7,%8")
                        .arg(widgetPath(w), p.text, p.shown)
@@ -324,6 +417,53 @@ void settle() {
     }
 }
 
+// Measures the Shift view's first shift at its default levels and shows the middle level, so
+// that the view shows its charts' titles and its read-outs.
+bool measureShift(MainWindow& w) {
+    if (!w.setView(QStringLiteral("shift"))) {
+        return false;
+    }
+    ensemble::ui::ShiftView* view = w.shiftView();
+    view->subsetBox()->setValue(200);  // the first 200 test rows: quick, the same text
+    const auto outcome = ensemble::test::clickAndWaitFor<ensemble::ui::ShiftOutcomePtr>(
+        view->runButton(), w.controller(), &ensemble::ui::EngineController::shiftFinished, 60000);
+    if (outcome == nullptr || outcome->figures.levels.empty()) {
+        return false;
+    }
+    view->setLevelIndex(static_cast<int>(outcome->figures.levels.size() / 2));
+    settle();
+    return true;
+}
+
+// A help dialog on a screen `screen` tall: it fits, its text scrolls where it is longer, and
+// its Close button shows.
+QStringList helpDialogProblems(const QDialog* box, int screen) {
+    QStringList out;
+    if (box->frameGeometry().height() > screen) {
+        out << QStringLiteral("%1 is %2 px tall, the screen %3")
+                   .arg(widgetPath(box))
+                   .arg(box->frameGeometry().height())
+                   .arg(screen);
+    }
+    const auto* text = box->findChild<const QTextBrowser*>();
+    if (text == nullptr) {
+        out << widgetPath(box) + QStringLiteral(": no text that scrolls");
+    } else if (text->document()->size().height() > text->viewport()->height() + 1 &&
+               text->verticalScrollBarPolicy() == Qt::ScrollBarAlwaysOff) {
+        out << widgetPath(box) + QStringLiteral(": its text is taller than it and cannot scroll");
+    }
+    const auto* buttons = box->findChild<const QDialogButtonBox*>();
+    const QAbstractButton* close =
+        buttons != nullptr ? buttons->button(QDialogButtonBox::Close) : nullptr;
+    if (close == nullptr || !close->isVisibleTo(box) ||
+        !box->rect().contains(QRect(close->mapTo(box, QPoint(0, 0)), close->size())) ||
+        box->frameGeometry().height() > screen) {
+        out << widgetPath(box) + QStringLiteral(": its Close button is out of reach");
+    }
+    out << clippedWidgets(const_cast<QDialog*>(box));
+    return out;
+}
+
 }  // namespace
 
 class TestReadable : public QObject {
@@ -334,11 +474,15 @@ class TestReadable : public QObject {
     void twoDimensionalRun();
     void imageRun();
     void regressionRun();
+    void presetsOneAfterAnother();
+    void theKeyListFitsASmallScreen();
     void theCheckSeesClippedText();
 
   private:
-    // Brings every view that applies to the front in turn and checks the whole window.
+    // Brings every view that applies to the front in turn and checks the whole window
+    // (`expectedViews` of them; any number when negative).
     void checkEveryView(MainWindow& w, int expectedViews);
+    QString m_shotTag;  // added to the pictures' names (READABLE_SHOTS)
 };
 
 void TestReadable::checkEveryView(MainWindow& w, int expectedViews) {
@@ -357,8 +501,9 @@ void TestReadable::checkEveryView(MainWindow& w, int expectedViews) {
         settle();
         // READABLE_SHOTS=folder keeps each view's picture, to look at what the test saw.
         if (const QByteArray folder = qgetenv("READABLE_SHOTS"); !folder.isEmpty()) {
-            shot.save(QStringLiteral("%1/%2-%3.png")
-                          .arg(QString::fromLocal8Bit(folder), QTest::currentTestFunction(), name));
+            shot.save(QStringLiteral("%1/%2%3-%4.png")
+                          .arg(QString::fromLocal8Bit(folder), QTest::currentTestFunction(),
+                               m_shotTag, name));
         }
         const QStringList painted = clippedPainting(w.currentView());
         // Views reflow to the window's width and scroll only downwards: nothing is cut at the
@@ -376,7 +521,9 @@ void TestReadable::checkEveryView(MainWindow& w, int expectedViews) {
             failures << name + QStringLiteral(": ") + p;
         }
     }
-    QCOMPARE(shown, expectedViews);
+    if (expectedViews >= 0) {
+        QCOMPARE(shown, expectedViews);
+    }
     failures.removeDuplicates();
     for (const QString& f : failures) {
         qWarning().noquote() << f;
@@ -398,13 +545,18 @@ void TestReadable::twoDimensionalRun() {
     w->methodsView()->compareButton()->click();
     QVERIFY(compared.wait(ensemble::test::progressWaitMs(120000)));
     QVERIFY(w->methodsView()->table()->rowCount() > 0);
+    // The Shift view measured: its charts' titles and its level's read-out.
+    QVERIFY(measureShift(*w));
     // Boundary, Members, Curves, Calibration, Sweep, Shift, Active learning, Methods.
     checkEveryView(*w, 8);
-    // Wider, where the charts stand side by side and the test accuracy was cut at 1,100 px.
-    w->resize(1100, 650);
-    settle();
-    QCOMPARE(w->size(), QSize(1100, 650));
-    checkEveryView(*w, 8);
+    // Wider, where the charts stand side by side and the test accuracy was cut at 1,100 px;
+    // and at 1,280 px, the README's pictures' size (the Shift view three charts a row).
+    for (const QSize size : {QSize(1100, 650), QSize(1280, 820)}) {
+        w->resize(size);
+        settle();
+        QCOMPARE(w->size(), size);
+        checkEveryView(*w, 8);
+    }
     w->resize(kReadmeSize);
     settle();
 
@@ -464,6 +616,7 @@ void TestReadable::imageRun() {
     pen->drawStroke({QPointF(60 * f, 60 * f), QPointF(160 * f, 170 * f)});
     QVERIFY(QTest::qWaitFor([&] { return w->filtersView()->featureMaps()->rows() == 4; },
                             ensemble::test::progressWaitMs(20000)));
+    QVERIFY(measureShift(*w));
     // The confusion matrix counts run to four digits (1200 test images).
     // Members, Curves, Calibration, Sweep, Images, Filters, Shift, Active learning, Methods.
     checkEveryView(*w, 9);
@@ -479,8 +632,75 @@ void TestReadable::regressionRun() {
     w->loadExperiment(c, QString());
     QVERIFY(waitFresh(*w));
     QVERIFY(startAndFinish(*w));
+    QVERIFY(measureShift(*w));
     // Members, Curves, Calibration, Sweep, Regression, Shift.
     checkEveryView(*w, 6);
+}
+
+// The presets one after another in one window, each checked: what one preset leaves behind
+// (the panel's width after mnist-cnn's layer rows, once) must not cramp the next; back at the
+// first, the panel can be as narrow as it was.
+void TestReadable::presetsOneAfterAnother() {
+    // mnist-cnn on tiny MNIST-format files (the real ones take a minute to load).
+    QTemporaryDir dir;
+    QVERIFY(ensemble::test::writeIdx(dir.path(), "train-images-idx3-ubyte",
+                                     "train-labels-idx1-ubyte", 200, 1));
+    QVERIFY(ensemble::test::writeIdx(dir.path(), "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte",
+                                     2000, 2));
+    auto w = makeWindow(kReadmeSize);
+    QMap<QString, int> panelWidth;
+    for (const char* name : {"spirals", "mnist-cnn", "moons", "cubic", "spirals"}) {
+        const QString preset = QLatin1String(name);
+        json c = json::parse(ensemble::presetText(name));
+        if (c["dataset"]["kind"] == "mnist") {
+            c["dataset"]["path"] = dir.path().toStdString();
+        }
+        // As the preset box loads it (RunSession's presetChosen).
+        w->loadExperiment(c, preset);
+        QCOMPARE(w->panel()->presetName(), preset);
+        QVERIFY2(waitFresh(*w), name);
+        settle();
+        QCOMPARE(w->size(), kReadmeSize);
+        qInfo().noquote() << preset;
+        m_shotTag = QLatin1Char('-') + preset;
+        checkEveryView(*w, -1);
+        const QStringList panel = clippedWidgets(w->panel());
+        for (const QString& p : panel) {
+            qWarning().noquote() << preset + QStringLiteral(": ") + p;
+        }
+        QVERIFY(panel.isEmpty());
+        const int width = w->panel()->minimumSizeHint().width();
+        if (panelWidth.contains(preset)) {
+            QVERIFY2(width <= panelWidth.value(preset),
+                     qPrintable(QStringLiteral("%1 again: the panel at least %2 px wide, first %3")
+                                    .arg(preset)
+                                    .arg(width)
+                                    .arg(panelWidth.value(preset))));
+        }
+        panelWidth.insert(preset, width);
+    }
+}
+
+// F1 opens the key list, which fits an 800-px screen: its text scrolls, Close shows.
+void TestReadable::theKeyListFitsASmallScreen() {
+    auto w = makeWindow(kReadmeSize);
+    w->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(w.get()));
+    QTest::keyClick(w.get(), Qt::Key_F1);
+    QDialog* box = nullptr;
+    QVERIFY(QTest::qWaitFor([&] {
+        box = w->findChild<QDialog*>(QStringLiteral("ShortcutsBox"));
+        return box != nullptr && box->isVisible();
+    }));
+    settle();
+    const int screen = std::min(800, box->screen()->availableGeometry().height());
+    QVERIFY(box->frameGeometry().height() <= screen);
+    const QStringList problems = helpDialogProblems(box, screen);
+    for (const QString& p : problems) {
+        qWarning().noquote() << p;
+    }
+    QVERIFY(problems.isEmpty());
+    box->close();
 }
 
 // The checks can fail: a label, a button and painted text that do not fit are all reported.
@@ -503,10 +723,59 @@ void TestReadable::theCheckSeesClippedText() {
     delete field;
     QVERIFY(widgets[0].contains(QStringLiteral("ensemble of 16")));
     QVERIFY(widgets[1].contains(QStringLiteral("Compare with")));
-    // Elided with the full text in the tooltip is readable.
-    label->setText(label->fontMetrics().elidedText(label->text(), Qt::ElideRight, 55));
-    label->setToolTip(QStringLiteral("ensemble of 16 members, train loss 0.0137"));
+    // Elided with the full text in the tooltip is readable, for a caption...
+    const QString caption = QStringLiteral("the members' votes under each image");
+    label->setText(label->fontMetrics().elidedText(caption, Qt::ElideRight, 55));
+    label->setToolTip(caption);
     QCOMPARE(clippedWidgets(&root).size(), 1);
+    // ...but not for a read-out of values: figures cut off (the Shift view's level read-out)...
+    const QString readout = QStringLiteral("rotate 90 degrees, ensemble: accuracy 0.25, NLL 1.9");
+    label->setText(label->fontMetrics().elidedText(readout, Qt::ElideRight, 55));
+    label->setToolTip(readout);
+    QCOMPARE(clippedWidgets(&root).size(), 2);
+    QVERIFY(clippedWidgets(&root).join(QLatin1Char('\n')).contains(QStringLiteral("read-out")));
+    // ...or a label marked as one.
+    label->setText(label->fontMetrics().elidedText(caption, Qt::ElideRight, 55));
+    label->setToolTip(caption);
+    ensemble::ui::markReadout(label);
+    QCOMPARE(clippedWidgets(&root).size(), 2);
+    label->setProperty(ensemble::ui::kReadoutProperty, false);
+
+    // A pane that scrolls, too short for the line under its first row of tiles.
+    {
+        QWidget view;
+        auto* area = new QScrollArea(&view);
+        area->setWidgetResizable(true);
+        auto* tiles = new QWidget;
+        tiles->setMinimumHeight(300);
+        area->setWidget(tiles);
+        area->setGeometry(0, 0, 200, 60);
+        view.resize(200, 60);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        const QRect shown = shownByInnerScrollArea(tiles, &view);
+        QCOMPARE(shown.height(), area->viewport()->height());
+        QStringList out;
+        checkScrolledText(tiles, shown, {{QRectF(4, 70, 60, 14), QStringLiteral("7")}}, out);
+        QCOMPARE(out.size(), 1);
+        out.clear();
+        checkScrolledText(tiles, shown,
+                          {{QRectF(4, 20, 60, 14), QStringLiteral("7")},
+                           {QRectF(4, 50, 60, 14), QStringLiteral("1")}},
+                          out);
+        QVERIFY(out.isEmpty());  // the row below a whole one is what scrolling is for
+    }
+
+    // A help dialog taller than the screen, its text in a label: too tall, no Close.
+    {
+        QDialog tall;
+        tall.setObjectName(QStringLiteral("Tall"));
+        auto* layout = new QVBoxLayout(&tall);
+        layout->addWidget(new QLabel(QStringLiteral("F1\n").repeated(80)));
+        tall.resize(300, 1100);
+        tall.show();
+        QVERIFY(helpDialogProblems(&tall, 800).size() >= 2);
+    }
 
     QImage image(100, 40, QImage::Format_RGB32);
     TextFitLog::setRecording(true);
@@ -518,12 +787,19 @@ void TestReadable::theCheckSeesClippedText() {
         ensemble::ui::drawTextFitted(p, QRectF(0, 20, 100, 20), Qt::AlignLeft,
                                      QStringLiteral("fits"));
         ensemble::ui::drawTextFitted(p, QPointF(80, 30), QStringLiteral("past the edge"));
+        // A label given a cell below the device's edge, and one past the painter's clip.
+        ensemble::ui::drawTextFitted(p, QRectF(0, 32, 100, 20), Qt::AlignCenter,
+                                     QStringLiteral("7"));
+        p.setClipRect(QRectF(50, 0, 40, 20));
+        ensemble::ui::drawTextFitted(p, QPointF(70, 15), QStringLiteral("title"));
     }
     const auto problems = TextFitLog::take();
     TextFitLog::setRecording(false);
-    QCOMPARE(problems.size(), std::size_t{2});
+    QCOMPARE(problems.size(), std::size_t{4});
     QCOMPARE(problems[0].text, QStringLiteral("test accuracy 0.9875"));
     QCOMPARE(problems[1].text, QStringLiteral("past the edge"));
+    QCOMPARE(problems[2].text, QStringLiteral("7"));
+    QCOMPARE(problems[3].text, QStringLiteral("title"));
 }
 
 QTEST_MAIN(TestReadable)

@@ -95,7 +95,8 @@ void fillRegression(const ShiftReport& report, ShiftFigures& f) {
                 QObject::tr("90% Gaussian interval coverage"),
                 QObject::tr("Conformal interval width")};
     f.rates = {false, false, true, false};
-    f.coverageTitle = QObject::tr("Conformal interval coverage (measuring half)");
+    // Short enough for a chart 200 px wide; the view's tooltip says on which rows.
+    f.coverageTitle = QObject::tr("Conformal coverage");
     f.metrics[0] = regressionSeriesOf(report, &ShiftRegressionMetrics::rmse, true);
     f.metrics[1] = regressionSeriesOf(report, &ShiftRegressionMetrics::nll, true);
     f.metrics[2] = regressionSeriesOf(report, &ShiftRegressionMetrics::coverage90, true);
@@ -120,7 +121,7 @@ ShiftFigures figuresOf(const ShiftReport& report) {
     f.titles = {QObject::tr("Accuracy"), QObject::tr("NLL"), QObject::tr("Brier"),
                 QObject::tr("ECE")};
     f.rates = {true, false, false, true};
-    f.coverageTitle = QObject::tr("Conformal coverage (LAC, measuring half)");
+    f.coverageTitle = QObject::tr("Conformal coverage (LAC)");
     for (const ShiftLevelReport& level : report.levels) {
         std::vector<QPointF> curve;
         const SelectiveCurve& c = level.selectiveMaxProbability;

@@ -35,6 +35,29 @@ QRectF deviceRect(const QPainter& painter, const QRectF& rect) {
     return painter.transform().mapRect(rect);
 }
 
+// What the painter can show, in device coordinates: the device less the painter's clip.
+QRectF shownRect(const QPainter& painter) {
+    const QPaintDevice* device = painter.device();
+    QRectF shown = device != nullptr ? QRectF(0, 0, device->width(), device->height()) : QRectF();
+    if (painter.hasClipping()) {
+        shown = shown.intersected(painter.transform().mapRect(painter.clipBoundingRect()));
+    }
+    return shown;
+}
+
+// Records text whose box (device coordinates) reaches past what the painter shows.
+void checkShown(const QPainter& painter, const QRectF& box, const QString& text,
+                const QString& shown) {
+    if (!log().recording.load(std::memory_order_relaxed) || painter.device() == nullptr ||
+        text.trimmed().isEmpty()) {
+        return;
+    }
+    const QRectF room = shownRect(painter);
+    if (!room.adjusted(-kSlack, -kSlack, kSlack, kSlack).contains(box)) {
+        TextFitLog::record({text, shown, room, box.width()});
+    }
+}
+
 // Records text whose box (device coordinates) overlaps text drawn before on the same device.
 void checkOverlap(const QPainter& painter, const QRectF& box, const QString& text) {
     if (!log().recording.load(std::memory_order_relaxed)) {
@@ -84,6 +107,16 @@ void TextFitLog::record(TextFitProblem problem) {
     if (log().recording) {
         log().problems.push_back(std::move(problem));
     }
+}
+
+std::vector<TextFitDrawn> TextFitLog::drawn() {
+    std::lock_guard<std::mutex> lock(log().mutex);
+    std::vector<TextFitDrawn> out;
+    out.reserve(log().drawn.size());
+    for (const auto& [box, text] : log().drawn) {
+        out.push_back({box, text});
+    }
+    return out;
 }
 
 std::vector<TextFitProblem> TextFitLog::take() {
@@ -147,7 +180,9 @@ QString drawTextFitted(QPainter& painter, const QRectF& rect, int flags, const Q
         }
     }
     if (!shown.isEmpty()) {
-        checkOverlap(painter, deviceRect(painter, fm.boundingRect(rect, flags, shown)), text);
+        const QRectF box = deviceRect(painter, fm.boundingRect(rect, flags, shown));
+        checkOverlap(painter, box, text);
+        checkShown(painter, box, text, shown);
     }
     painter.drawText(rect, flags, shown);
     return shown;
@@ -157,14 +192,10 @@ void drawTextFitted(QPainter& painter, const QPointF& baseline, const QString& t
     const QFontMetricsF fm(painter.font());
     const QRectF box(baseline.x(), baseline.y() - fm.ascent(), fm.horizontalAdvance(text),
                      fm.ascent() + fm.descent());
-    QPaintDevice* device = painter.device();
-    if (device != nullptr) {
+    if (painter.device() != nullptr) {
         const QRectF inDevice = deviceRect(painter, box);
         checkOverlap(painter, inDevice, text);
-        const QRectF bounds(0, 0, device->width(), device->height());
-        if (!bounds.adjusted(-kSlack, -kSlack, kSlack, kSlack).contains(inDevice)) {
-            TextFitLog::record({text, text, bounds, inDevice.width()});
-        }
+        checkShown(painter, inDevice, text, text);
     }
     painter.drawText(baseline, text);
 }

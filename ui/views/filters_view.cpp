@@ -124,7 +124,10 @@ int TileGrid::Layout::blockHeight() const {
 
 int TileGrid::heightForWidth(int width) const {
     if (m_image.isNull()) {
-        return fontMetrics().lineSpacing() * 2;
+        // The message wrapped to the width (three lines beside the canvas at 900 x 600).
+        const QRect wrapped = fontMetrics().boundingRect(
+            QRect(0, 0, std::max(1, width), 100000), Qt::AlignCenter | Qt::TextWordWrap, m_message);
+        return std::max(fontMetrics().lineSpacing() * 2, wrapped.height() + 2);
     }
     const Layout l = layoutFor(width);
     return m_rows * (l.blockHeight() + kMemberGap) - kMemberGap + 2;

@@ -122,6 +122,10 @@ int UncertainImages::heightForWidth(int width) const {
     return 8 + (n + columns(width) - 1) / columns(width) * kCellHeight;
 }
 
+int UncertainImages::rowHeight() {
+    return 8 + kCellHeight;
+}
+
 QRect UncertainImages::cellRect(int index) const {
     const int cols = columns(width());
     return {4 + (index % cols) * kCellWidth, 4 + (index / cols) * kCellHeight, kCellWidth,
@@ -593,6 +597,9 @@ ImagesView::ImagesView(QWidget* parent) : QWidget(parent) {
     scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     m_uncertain = new UncertainImages;
     scroll->setWidget(m_uncertain);
+    // At least the first row of tiles whole: the splitter stacking the panes (900 x 600) left
+    // the pane 55 px tall, the labels under the digits below its edge.
+    scroll->setMinimumHeight(UncertainImages::rowHeight() + 2 * scroll->frameWidth());
     leftLayout->addWidget(scroll, 1);
     auto* legend =
         new QLabel(tr("under each image: the members' votes (class colours) and the "

@@ -42,6 +42,9 @@ class UncertainImages : public QWidget {
     bool hasHeightForWidth() const override { return true; }
     int heightForWidth(int width) const override;
     QSize sizeHint() const override { return {520, heightForWidth(520)}; }
+    // The height of one row of tiles with its margins: the least a pane showing them may have,
+    // or the labels under the first row are cut.
+    static int rowHeight();
 
   protected:
     void paintEvent(QPaintEvent* event) override;

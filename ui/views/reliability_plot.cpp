@@ -228,10 +228,11 @@ void ReliabilityPlot::paintEvent(QPaintEvent* /*event*/) {
     drawTextFitted(
         p, QPointF(hist.left() - 6 - fm.horizontalAdvance(QStringLiteral("0")), hist.bottom()),
         QStringLiteral("0"));
+    // No vertical "count" beside the ticks: four-digit counts reach under it (2,000 test rows);
+    // the caption names the axis.
     p.setPen(plot::kText);
-    drawVerticalText(p, QPointF(hist.left() - 38, hist.center().y()), tr("count"));
     drawTextFitted(p, QPointF(hist.left(), hist.bottom() + 16),
-                   tr("confidence histogram (log scale)"));
+                   tr("confidence histogram (count, log scale)"));
 }
 
 void ReliabilityPlot::paintRegression(QPainter& p) const {

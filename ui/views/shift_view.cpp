@@ -157,7 +157,13 @@ ShiftView::ShiftView(QWidget* parent) : QWidget(parent) {
     m_slider->setPageStep(1);
     m_slider->setTickPosition(QSlider::TicksBelow);
     m_slider->setToolTip(tr("The level shown (arrow keys, Home, End)"));
-    m_levelLabel = new ElidedLabel;
+    // The level's figures wrap: a read-out shows its values, never only in a tooltip.
+    m_levelLabel = new QLabel;
+    m_levelLabel->setObjectName(QStringLiteral("LevelReadout"));
+    m_levelLabel->setWordWrap(true);
+    m_levelLabel->setTextFormat(Qt::PlainText);
+    m_levelLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    markReadout(m_levelLabel);
     auto* levelRow = new QHBoxLayout;
     auto* sliderLabel = new QLabel(tr("Le&vel"));
     sliderLabel->setBuddy(m_slider);
@@ -399,7 +405,7 @@ QString ShiftView::levelText(int index) const {
 
 void ShiftView::refreshLevel() {
     if (!m_outcome || !m_snapshot) {
-        m_levelLabel->setFullText(QString());
+        m_levelLabel->clear();
         return;
     }
     const int i = levelIndex();
@@ -418,7 +424,7 @@ void ShiftView::refreshLevel() {
                  formatValue(second.ensemble[iu]),
                  iu < coverage.size() ? formatValue(coverage[iu]) : QStringLiteral("–"),
                  formatValue(1.0 - f.alpha));
-    m_levelLabel->setFullText(text);
+    m_levelLabel->setText(text);
     m_inputs->setCaption(levelText(i));
     if (iu >= m_outcome->previews.size()) {
         m_inputs->clear();
@@ -452,8 +458,12 @@ void ShiftView::refreshCharts() {
     const ShiftFigures& f = m_outcome ? m_outcome->figures : empty;
     const double current =
         f.levels.empty() ? 0.0 : f.levels[std::min<std::size_t>(levelIndex(), f.levels.size() - 1)];
+    // The axis names the unit without its note ("sigma (standardised)" is "sigma"): a chart
+    // may be 200 px wide; the read-out under the slider gives the whole unit.
     const QString xTitle =
-        f.levels.empty() ? QString() : QStringLiteral("%1 (%2)").arg(f.shift, f.unit);
+        f.levels.empty()
+            ? QString()
+            : QStringLiteral("%1 (%2)").arg(f.shift, f.unit.section(QStringLiteral(" ("), 0, 0));
     for (int m = 0; m < kShiftMetricCount; ++m) {
         const std::size_t mu = static_cast<std::size_t>(m);
         const QString title =
@@ -466,11 +476,18 @@ void ShiftView::refreshCharts() {
                    f.coverage, xTitle, QString(), current, true,
                    f.levels.empty() ? std::numeric_limits<double>::quiet_NaN() : 1.0 - f.alpha,
                    tr("1 − α = %1").arg(formatValue(1.0 - f.alpha)));
+    // The title stays short (a chart may be 200 px wide): on which rows, here.
+    m_chartViews[4]->setToolTip(
+        f.regression ? tr("The conformal interval's coverage on the measuring half (the rows "
+                          "its width was not fitted on), against 1 − α")
+                     : tr("The conformal (LAC) sets' coverage on the measuring half (the rows "
+                          "the temperature and the threshold were not fitted on), against 1 − α"));
     const std::size_t i = static_cast<std::size_t>(levelIndex());
     fillRiskCoverageChart(
         m_charts[5], i < f.riskCoverage.size() ? f.riskCoverage[i] : std::vector<QPointF>{},
-        f.levels.empty() ? tr("Risk–coverage")
-                         : tr("Risk–coverage at %1").arg(levelText(levelIndex())));
+        // The level's number only: its shift and unit are on the other charts' axes.
+        i < f.levels.size() ? tr("Risk–coverage at %1").arg(QString::number(f.levels[i], 'g', 6))
+                            : tr("Risk–coverage"));
 }
 
 void ShiftView::setMessage(const QString& text, bool error) {

@@ -33,7 +33,6 @@ namespace ensemble::ui {
 
 class LazyRefresh;
 
-class ElidedLabel;
 class JobStatusRow;
 class ShiftInputs;
 
@@ -117,8 +116,8 @@ class ShiftView : public QWidget {
     JobStatusRow* m_status = nullptr;
     ShiftInputs* m_inputs = nullptr;
     QSlider* m_slider = nullptr;
-    ElidedLabel* m_levelLabel = nullptr;
-    QBoxLayout* m_body = nullptr;  // the inputs beside the charts, or above when narrow
+    QLabel* m_levelLabel = nullptr;  // the level's figures (a read-out: wraps)
+    QBoxLayout* m_body = nullptr;    // the inputs beside the charts, or above when narrow
     QGridLayout* m_grid = nullptr;
     // Accuracy, NLL, Brier, ECE, coverage, risk–coverage.
     static constexpr int kCharts = 6;

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <QLabel>
+
 #include "widgets/elided_label.h"
 
 namespace ensemble::ui {
@@ -21,7 +23,14 @@ JobStatusRow::JobStatusRow(QWidget* scope, const QString& cancelTip, QWidget* pa
     m_progress->setMaximumWidth(180);
     m_progress->setTextVisible(true);
     m_progress->setVisible(false);
-    m_message = new ElidedLabel;
+    // The message wraps: it reads out figures (a shift's rows and temperature, a comparison's
+    // K and steps) that an elided line would leave to a tooltip.
+    m_message = new QLabel;
+    m_message->setWordWrap(true);
+    m_message->setTextFormat(Qt::PlainText);
+    m_message->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_message->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    markReadout(m_message);
     m_cancel = new QPushButton(tr("&Cancel"));
     m_cancel->setToolTip(cancelTip);
     m_cancel->setEnabled(false);
@@ -89,13 +98,13 @@ QString JobStatusRow::progressText() const {
 
 void JobStatusRow::setMessage(const QString& text, bool error) {
     m_error = error;
-    m_message->setFullText(text);
+    m_message->setText(text);
     m_message->setStyleSheet(error ? QStringLiteral("color: #b03a2e;")
                                    : QStringLiteral("color: #555;"));
 }
 
 QString JobStatusRow::message() const {
-    return m_message->fullText();
+    return m_message->text();
 }
 
 }  // namespace ensemble::ui

@@ -12,11 +12,10 @@
 #include <cstdint>
 
 class QProgressBar;
+class QLabel;
 class QPushButton;
 
 namespace ensemble::ui {
-
-class ElidedLabel;
 
 class JobStatusRow : public QWidget {
     Q_OBJECT
@@ -57,7 +56,7 @@ class JobStatusRow : public QWidget {
 
   private:
     QProgressBar* m_progress = nullptr;
-    ElidedLabel* m_message = nullptr;
+    QLabel* m_message = nullptr;  // wraps: a read-out
     QPushButton* m_cancel = nullptr;
     bool m_error = false;
 };
