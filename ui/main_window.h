@@ -179,7 +179,8 @@ class MainWindow : public QMainWindow {
     // Open), bit for bit; the file becomes this window's recovery checkpoint. recoveryRestored()
     // tells the result: false when the file cannot be read or its dataset is another one, or
     // when the run opens without its data (the file then stays for another start).
-    void restoreRecovery();
+    // `beforeReset`: the run a Reset replaced, which the banner offers beside it.
+    void restoreRecovery(bool beforeReset = false);
     // The banner's Discard: removes the checkpoint, then offers the next one if there is one.
     void discardRecovery();
     // For SIGTERM and SIGHUP: pauses training, writes the recovery checkpoint if the run
@@ -266,8 +267,9 @@ class MainWindow : public QMainWindow {
     int m_autosaveSeconds = 0;
     bool m_keepRecovery = false;  // flushRecovery(): the checkpoint outlives the window
     std::optional<RecoveryFile> m_recoveryOffer;
-    QString m_restoring;         // the recovery checkpoint being opened by restoreRecovery()
-    uint64_t m_restoredRun = 0;  // its run, until its first snapshot (finishRestore)
+    QString m_restoring;  // the recovery checkpoint being opened by restoreRecovery()
+    bool m_restoringBeforeReset = false;  // ... the one a Reset replaced
+    uint64_t m_restoredRun = 0;           // its run, until its first snapshot (finishRestore)
     QFrame* m_recoveryBanner = nullptr;
     QLabel* m_recoveryBannerText = nullptr;
 };

@@ -45,12 +45,16 @@ void MainWindow::buildBanners() {
     // dialog: the window works meanwhile and the question waits for the person.
     auto* restore = new QPushButton(tr("Restore"));
     restore->setObjectName(QStringLiteral("RestoreRecoveryButton"));
-    connect(restore, &QPushButton::clicked, this, &MainWindow::restoreRecovery);
+    connect(restore, &QPushButton::clicked, this, [this] { restoreRecovery(); });
+    // Shown when a Reset replaced a run before the crash: that run is kept too.
+    auto* beforeReset = new QPushButton(tr("Restore the run before Reset"));
+    beforeReset->setObjectName(QStringLiteral("RestoreReplacedRecoveryButton"));
+    connect(beforeReset, &QPushButton::clicked, this, [this] { restoreRecovery(true); });
     auto* discard = new QPushButton(tr("Discard"));
     discard->setObjectName(QStringLiteral("DiscardRecoveryButton"));
     connect(discard, &QPushButton::clicked, this, &MainWindow::discardRecovery);
     m_recoveryBanner = makeBanner(QStringLiteral("RecoveryBanner"), "#e3f0fb", "#a9cbe8", "#123e63",
-                                  &m_recoveryBannerText, {restore, discard});
+                                  &m_recoveryBannerText, {restore, beforeReset, discard});
     m_recoveryBannerText->setWordWrap(true);  // fits beside its buttons at 900 × 600
     m_dataBanner = new QFrame;
     m_dataBanner->setObjectName(QStringLiteral("MissingDataBanner"));

@@ -50,11 +50,12 @@ void MainWindow::applyRecovery() {
     }
     const QString path = m_recovery.ownPath();
     if (path.isEmpty()) {
+        m_controller->setRecovery(QString(), 0.0);
         showStatus(tr("Recovery checkpoints are off: %1 cannot be written")
                        .arg(QDir::toNativeSeparators(m_recovery.folder())),
                    15000);
     }
-    m_controller->setRecovery(path, m_autosaveSeconds);
+    m_controller->setRecovery(path, m_autosaveSeconds, RecoveryStore::replacedPathOf(path));
 }
 
 void MainWindow::addRecoveryMenu(QMenu* file) {
@@ -90,11 +91,24 @@ bool MainWindow::offerRecovery() {
         hideRecoveryOffer();
         return false;
     }
-    QString text = recoveryQuestion(*m_recoveryOffer);
-    if (!m_recoveryOffer->dataset.isEmpty()) {
+    const RecoveryFile& offer = *m_recoveryOffer;
+    QString text = recoveryQuestion(offer);
+    if (offer.beforeReset) {
+        text += QStringLiteral(" ") + tr("A Reset replaced it just before the app ended "
+                                         "without closing; the run after it had not been kept "
+                                         "yet.");
+    } else if (!offer.dataset.isEmpty()) {
+        text += QStringLiteral(" ") +
+                tr("It was training on %1 when the app ended without closing.").arg(offer.dataset);
+    }
+    if (!offer.replacedPath.isEmpty()) {
         text +=
-            QStringLiteral(" ") + tr("It was training on %1 when the app ended without closing.")
-                                      .arg(m_recoveryOffer->dataset);
+            QStringLiteral(" ") + tr("The run a Reset replaced before it is kept too (%1).")
+                                      .arg(recoveryWhen(offer.replacedWritten, offer.replacedStep));
+    }
+    if (auto* other = m_recoveryBanner->findChild<QWidget*>(
+            QStringLiteral("RestoreReplacedRecoveryButton"))) {
+        other->setVisible(!offer.replacedPath.isEmpty());
     }
     m_recoveryBannerText->setText(text);
     m_recoveryBannerText->setToolTip(QDir::toNativeSeparators(m_recoveryOffer->path));
@@ -112,11 +126,13 @@ void MainWindow::hideRecoveryOffer() {
     m_recoveryOffer.reset();
 }
 
-void MainWindow::restoreRecovery() {
-    if (!m_recoveryOffer || !m_restoring.isEmpty()) {
+void MainWindow::restoreRecovery(bool beforeReset) {
+    if (!m_recoveryOffer || !m_restoring.isEmpty() ||
+        (beforeReset && m_recoveryOffer->replacedPath.isEmpty())) {
         return;
     }
-    const QString path = m_recoveryOffer->path;
+    const QString path = beforeReset ? m_recoveryOffer->replacedPath : m_recoveryOffer->path;
+    m_restoringBeforeReset = beforeReset || m_recoveryOffer->beforeReset;
     m_files->confirmReplace(tr("restoring the run"), [this, path] {
         std::shared_ptr<const OpenedEnsemble> opened;
         try {
@@ -153,8 +169,9 @@ void MainWindow::finishRestore(const RunInfo& run) {
                        .arg(str(run.missingData), QDir::toNativeSeparators(m_recovery.folder())));
         return;
     }
-    // The file becomes this window's recovery checkpoint; it holds the run as it stands.
-    m_recovery.adoptClaimed();
+    // The file becomes this window's recovery checkpoint; it holds the run as it stands (a
+    // replaced run restored swaps with the other, which stays recoverable).
+    m_recovery.adoptClaimed(m_restoringBeforeReset);
     applyRecovery();
     Q_EMIT recoveryRestored(true, QString());
 }

@@ -22,18 +22,23 @@ namespace {
 
 const QString kCheckpointSuffix = QStringLiteral(".safetensors");
 const QString kLockSuffix = QStringLiteral(".lock");
+const QString kReplacedSuffix = QStringLiteral("-replaced");
 // A real checkpoint's header is kilobytes; this bounds what a damaged file makes us read.
 constexpr quint64 kMaxHeaderBytes = 100u << 20;
 
 }  // namespace
 
-QString recoveryQuestion(const RecoveryFile& file) {
-    const QDateTime local = file.written.toLocalTime();
+QString recoveryWhen(const QDateTime& written, int64_t step) {
+    const QDateTime local = written.toLocalTime();
     const QString when = local.date() == QDate::currentDate()
                              ? local.toString(QStringLiteral("HH:mm"))
                              : local.toString(QStringLiteral("yyyy-MM-dd HH:mm"));
-    return QCoreApplication::translate("RecoveryStore", "Restore the run of %1, step %2?")
-        .arg(when, formatCount(file.step));
+    return QCoreApplication::translate("RecoveryStore", "%1, step %2").arg(when, formatCount(step));
+}
+
+QString recoveryQuestion(const RecoveryFile& file) {
+    return QCoreApplication::translate("RecoveryStore", "Restore the run of %1?")
+        .arg(recoveryWhen(file.written, file.step));
 }
 
 RecoveryStore::RecoveryStore(QString folder)
@@ -57,9 +62,14 @@ std::optional<RecoveryStore::Slot> RecoveryStore::lockSlot(const QString& id) co
     return Slot{QDir(m_folder).filePath(id + kCheckpointSuffix), std::move(lock)};
 }
 
+QString RecoveryStore::replacedPathOf(const QString& checkpoint) {
+    return checkpoint.chopped(kCheckpointSuffix.size()) + kReplacedSuffix + kCheckpointSuffix;
+}
+
 void RecoveryStore::remove(std::optional<Slot>& slot) {
     if (slot) {
         QFile::remove(slot->checkpoint);
+        QFile::remove(replacedPathOf(slot->checkpoint));
         slot->lock->unlock();  // removes the lock file
         slot.reset();
     }
@@ -137,15 +147,30 @@ std::optional<RecoveryFile> RecoveryStore::claimOrphan() {
     const QFileInfoList checkpoints =
         dir.entryInfoList({QStringLiteral("*") + kCheckpointSuffix}, QDir::Files, QDir::Time);
     for (const QFileInfo& info : checkpoints) {
-        const QString id = info.completeBaseName();
-        if (m_own && m_own->checkpoint == info.absoluteFilePath()) {
+        QString id = info.completeBaseName();
+        if (id.endsWith(kReplacedSuffix)) {
+            id.chop(kReplacedSuffix.size());  // the slot's: its lock guards both files
+        }
+        const QString main = dir.filePath(id + kCheckpointSuffix);
+        if (m_own && m_own->checkpoint == main) {
             continue;
         }
         std::optional<Slot> slot = lockSlot(id);
         if (!slot) {
             continue;  // a running instance's
         }
-        if (std::optional<RecoveryFile> file = describe(info.absoluteFilePath())) {
+        std::optional<RecoveryFile> file = describe(main);
+        const std::optional<RecoveryFile> replaced = describe(replacedPathOf(main));
+        if (!file && replaced) {
+            // Killed before the run after a Reset was first written: the replaced run alone.
+            file = replaced;
+            file->beforeReset = true;
+        } else if (file && replaced) {
+            file->replacedPath = replaced->path;
+            file->replacedWritten = replaced->written;
+            file->replacedStep = replaced->step;
+        }
+        if (file) {
             m_claimed = std::move(slot);
             return file;
         }
@@ -166,9 +191,21 @@ std::optional<RecoveryFile> RecoveryStore::claimOrphan() {
     return std::nullopt;
 }
 
-QString RecoveryStore::adoptClaimed() {
+QString RecoveryStore::adoptClaimed(bool beforeReset) {
     if (!m_claimed) {
         return {};
+    }
+    const QString main = m_claimed->checkpoint;
+    const QString replaced = replacedPathOf(main);
+    if (beforeReset && QFile::exists(replaced)) {
+        // The run restored is the checkpoint from now on; the other one is the replaced run.
+        const QString swap = main + QStringLiteral(".swap");
+        QFile::remove(swap);
+        const bool hadMain = QFile::rename(main, swap);
+        QFile::rename(replaced, main);
+        if (hadMain) {
+            QFile::rename(swap, replaced);
+        }
     }
     remove(m_own);
     m_own = std::move(m_claimed);

@@ -8,8 +8,11 @@
 // a clean exit).
 //
 // A slot is two files: <id>.safetensors (the checkpoint, written atomically) and <id>.lock
-// (a QLockFile holding the pid of the instance that owns it). A lock whose pid no longer runs
-// (kill -9, a crash, a power cut) is stale: the next start takes it over.
+// (a QLockFile holding the pid of the instance that owns it), and a third after a Reset:
+// <id>-replaced.safetensors, the run the Reset replaced (its latest step), which the slot's lock
+// guards too. The checkpoint follows the run that trains; the replaced run stays recoverable. A
+// lock whose pid no longer runs (kill -9, a crash, a power cut) is stale: the next start takes it
+// over.
 
 #include <QDateTime>
 #include <QString>
@@ -28,11 +31,19 @@ struct RecoveryFile {
     QDateTime written;  // its last write (the file's modification time)
     int64_t step = 0;   // the step it holds (its metadata)
     QString dataset;    // the dataset's name (its metadata)
+    // This file holds the run a Reset replaced (the run after the Reset wrote nothing yet).
+    bool beforeReset = false;
+    // The run a Reset replaced, kept beside this one (path empty: none).
+    QString replacedPath;
+    QDateTime replacedWritten;
+    int64_t replacedStep = 0;
 };
 
 // The banner's question: "Restore the run of 14:02, step 18,400?" (the date too when it was
 // not written today).
 QString recoveryQuestion(const RecoveryFile& file);
+// "14:02, step 18,400" (the date too when not today).
+QString recoveryWhen(const QDateTime& written, int64_t step);
 
 class RecoveryStore {
   public:
@@ -53,6 +64,8 @@ class RecoveryStore {
     QString ownPath();
     // ownPath() if a slot is held, else empty (takes none).
     QString ownPathIfAny() const { return m_own ? m_own->checkpoint : QString(); }
+    // Where the run a Reset replaces goes beside `checkpoint` (<id>-replaced.safetensors).
+    static QString replacedPathOf(const QString& checkpoint);
     // Claims the newest checkpoint that an instance no longer running left (its lock free or
     // stale), holding its lock so that no other window offers it too; lock files without a
     // checkpoint that nobody holds are removed on the way. Nothing when there is none; a
@@ -60,8 +73,10 @@ class RecoveryStore {
     std::optional<RecoveryFile> claimOrphan();
     // Restore: the claimed slot becomes this instance's own (writes go there from now on, its
     // file stays until they replace it); the own slot before it is removed. Returns its path.
-    QString adoptClaimed();
-    // Discard: removes the claimed checkpoint and its lock.
+    // `beforeReset`: the run restored was the replaced one: the two files swap, so that the
+    // checkpoint holds the run restored and the run after the Reset stays recoverable.
+    QString adoptClaimed(bool beforeReset = false);
+    // Discard: removes the claimed checkpoints (the replaced one too) and the lock.
     void discardClaimed();
     // Lets the claim go, the file kept for the next start.
     void releaseClaimed();

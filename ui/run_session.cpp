@@ -156,7 +156,7 @@ void RunSession::reset() {
     // view stays off (the ensemble keeping its size), and the status bar says which.
     const SnapshotPtr s = m_controller->snapshot();
     const std::vector<uint8_t> switches = s ? s->switchedOn : std::vector<uint8_t>{};
-    if (!startRun()) {
+    if (!startRun(true)) {  // the run Reset replaces stays recoverable
         return;
     }
     const nlohmann::json& members = m_activeConfig["ensemble"]["members"];
@@ -275,7 +275,7 @@ bool RunSession::priceAccepted(const nlohmann::json& config) {
     return true;
 }
 
-bool RunSession::startRun() {
+bool RunSession::startRun(bool keepReplaced) {
     m_applyTimer.stop();
     if (!priceAccepted(m_panel->config())) {
         showPendingRestart(!m_activeConfig.is_null() && restartPending());
@@ -285,7 +285,7 @@ bool RunSession::startRun() {
     m_activeConfig = m_panel->config();
     m_configuring = true;
     m_controller->setUntilPaused(m_panel->untilPaused());
-    m_controller->configure(m_activeConfig);
+    m_controller->configure(m_activeConfig, {}, keepReplaced);
     showPendingRestart(false);
     Q_EMIT stateChanged();
     return true;

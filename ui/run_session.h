@@ -42,7 +42,8 @@ class RunSession : public QObject {
     void loadExperiment(const nlohmann::json& config, const QString& preset = {});
     // A new run at step 0 from the panel as it is. False when the person declined a large
     // run's price (setLargeRunCheck): nothing changed, the edit waits in the panel.
-    bool startRun();
+    // `keepReplaced`: the run it replaces stays recoverable (a Reset; EngineWorker::configure).
+    bool startRun(bool keepReplaced = false);
     // Reset (R): startRun(), the member switches kept when the ensemble keeps its size.
     void reset();
     // A new run from a trained ensemble (MainWindow::openEnsemble): ensembleOpened() when it

@@ -221,6 +221,7 @@ class TestGuiRecovery : public QObject {
     void onlyAPlainStartOffersTheRun();
     void sigtermWritesAndExitsZero();
     void killedAtRandomMomentsContinuesBitForBit();
+    void aResetKeepsTheReplacedRunRecoverable();
 };
 
 namespace {
@@ -716,6 +717,80 @@ void TestGuiRecovery::killedAtRandomMomentsContinuesBitForBit() {
     const QString difference = compareTensors(tensorsOf(done->path), expected);
     QVERIFY2(difference.isEmpty(), qPrintable(difference));
     QVERIFY(expected.tensors.size() > 4);  // weights, biases and the optimizer's moments
+}
+
+// A Reset moves the run it replaces to the slot's replaced-run file (its latest step written
+// first), and the recovery checkpoint follows the run after it: a crash then offers the run
+// that was training and, beside it, the one before the Reset; restoring that one swaps the
+// two files, so neither is lost. Right after a Reset (nothing of the new run written yet) the
+// replaced run is offered alone.
+void TestGuiRecovery::aResetKeepsTheReplacedRunRecoverable() {
+    QString path;
+    QString replaced;
+    {
+        auto w = makeAutosavingWindow(3600);
+        w->loadExperiment(smallMoons(10'000));
+        QVERIFY(ensemble::test::waitFresh(*w));
+        QSignalSpy written(w->controller(), &ensemble::ui::EngineController::recoveryWritten);
+        w->controller()->trainTo(30);
+        QVERIFY(written.wait(30000));
+        path = written.last().at(0).toString();
+        replaced = RecoveryStore::replacedPathOf(path);
+        QVERIFY(replaced.endsWith(QStringLiteral("-replaced.safetensors")));
+        QVERIFY(!QFile::exists(replaced));
+
+        w->resetAction()->trigger();
+        QVERIFY(ensemble::test::waitFresh(*w));
+        QVERIFY(!QFile::exists(path));  // nothing of the new run yet: no file stands for it
+        QCOMPARE(RecoveryStore::describe(replaced)->step, int64_t{30});
+        w->controller()->trainTo(12);
+        QVERIFY(written.wait(30000));
+        QCOMPARE(written.last().at(1).toLongLong(), 12);
+        QCOMPARE(RecoveryStore::describe(path)->step, int64_t{12});
+        QCOMPARE(RecoveryStore::describe(replaced)->step, int64_t{30});
+        QSignalSpy flushed(w.get(), &MainWindow::recoveryFlushed);
+        w->flushRecovery();  // as a crash leaves them, lock aside
+        QVERIFY(flushed.wait(20000));
+    }
+    auto w = makeAutosavingWindow(3600);
+    QVERIFY(w->offerRecovery());
+    QVERIFY2(w->recoveryOffer().endsWith(QStringLiteral("step 12?")),
+             qPrintable(w->recoveryOffer()));
+    auto* banner = w->findChild<QFrame*>(QStringLiteral("RecoveryBanner"));
+    QVERIFY2(banner->findChild<QLabel*>()->text().contains(
+                 QStringLiteral("The run a Reset replaced before it is kept too")),
+             qPrintable(banner->findChild<QLabel*>()->text()));
+    auto* other = banner->findChild<QPushButton*>(QStringLiteral("RestoreReplacedRecoveryButton"));
+    QVERIFY(other != nullptr && other->isVisible());
+    QSignalSpy restored(w.get(), &MainWindow::recoveryRestored);
+    QTest::mouseClick(other, Qt::LeftButton);
+    QVERIFY(restored.wait(30000));
+    QVERIFY(restored.at(0).at(0).toBool());
+    QVERIFY(waitSnapshot(
+        *w, [](const auto& s) { return s.step == 30 && !s.evaluating; }, kProgressWaitMs));
+    // Swapped: the checkpoint holds the run restored, the other run stays recoverable.
+    QCOMPARE(w->recoveryPath(), path);
+    QCOMPARE(RecoveryStore::describe(path)->step, int64_t{30});
+    QCOMPARE(RecoveryStore::describe(replaced)->step, int64_t{12});
+
+    // A Reset and a crash before the new run is written: the replaced run alone is offered.
+    w->resetAction()->trigger();
+    QVERIFY(ensemble::test::waitFresh(*w));
+    QVERIFY(!QFile::exists(path));
+    QCOMPARE(RecoveryStore::describe(replaced)->step, int64_t{30});
+    QSignalSpy flushed(w.get(), &MainWindow::recoveryFlushed);
+    w->flushRecovery();
+    QVERIFY(flushed.wait(20000));
+    w.reset();
+    auto again = makeAutosavingWindow(0);
+    QVERIFY(again->offerRecovery());
+    QVERIFY(again->recoveryOffer().endsWith(QStringLiteral("step 30?")));
+    QVERIFY(again->findChild<QFrame*>(QStringLiteral("RecoveryBanner"))
+                ->findChild<QLabel*>()
+                ->text()
+                .contains(QStringLiteral("A Reset replaced it")));
+    again->discardRecovery();
+    QVERIFY(!QFile::exists(replaced));
 }
 
 QTEST_MAIN(TestGuiRecovery)

@@ -213,7 +213,7 @@ void EngineController::post(F&& f) {
 }
 
 uint64_t EngineController::configure(const nlohmann::json& config,
-                                     std::shared_ptr<const DataSplit> data) {
+                                     std::shared_ptr<const DataSplit> data, bool keepReplaced) {
     const uint64_t id = ++m_runId;
     m_worker->requestPause();
     // A Reset asks again for the experiment the current run was configured with (the same
@@ -223,7 +223,9 @@ uint64_t EngineController::configure(const nlohmann::json& config,
     m_pendingOpen = 0;  // this run replaces the opened one, and ends the jobs now
     endJobs(sameExperiment);
     EngineWorker* w = m_worker;
-    post([w, config, data = std::move(data), id] { w->configure(config, data, id); });
+    post([w, config, data = std::move(data), id, keepReplaced] {
+        w->configure(config, data, id, keepReplaced);
+    });
     Q_EMIT runRequested(id);
     return id;
 }
@@ -356,9 +358,12 @@ void EngineController::saveCheckpoint(const QString& path) {
     post([w, path] { w->saveCheckpoint(path); });
 }
 
-void EngineController::setRecovery(const QString& path, double intervalSeconds) {
+void EngineController::setRecovery(const QString& path, double intervalSeconds,
+                                   const QString& replacedPath) {
     EngineWorker* w = m_worker;
-    post([w, path, intervalSeconds] { w->setRecovery(path, intervalSeconds); });
+    post([w, path, intervalSeconds, replacedPath] {
+        w->setRecovery(path, intervalSeconds, replacedPath);
+    });
 }
 
 void EngineController::flushRecovery() {

@@ -46,7 +46,9 @@ class EngineController : public QObject {
     // members are initialised from ensemble.seed, so the same config gives the same initial
     // weights. Returns the run id that configured()/configureFailed() will carry. Ends every
     // job (endJobs): a Reset when `config` is the one the current run was configured with.
-    uint64_t configure(const nlohmann::json& config, std::shared_ptr<const DataSplit> data = {});
+    // `keepReplaced`: a Reset, whose replaced run stays recoverable (EngineWorker::configure).
+    uint64_t configure(const nlohmann::json& config, std::shared_ptr<const DataSplit> data = {},
+                       bool keepReplaced = false);
     // A new run from a trained ensemble read with readOpenedEnsemble (EngineWorker::open):
     // configured() when it stands, openFailed() when its dataset cannot be used (the current
     // run then stays, and currentRunId() is its id again). The jobs under way are cancelled at
@@ -83,7 +85,7 @@ class EngineController : public QObject {
     // Recovery checkpoints of the runs to `path` (EngineWorker::setRecovery): written on the
     // engine thread every `intervalSeconds` of training (after the first step no write holds)
     // and when training pauses; empty or <= 0: none.
-    void setRecovery(const QString& path, double intervalSeconds);
+    void setRecovery(const QString& path, double intervalSeconds, const QString& replacedPath = {});
     // Pauses training (the chunk under way ends early), writes the recovery checkpoint if the
     // run changed since the last one, then recoveryFlushed(): the app ending on a signal.
     void flushRecovery();

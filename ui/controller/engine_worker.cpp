@@ -32,8 +32,8 @@ std::vector<uint8_t> EngineWorker::included() const {
 }
 
 void EngineWorker::configure(const nlohmann::json& config, std::shared_ptr<const DataSplit> data,
-                             uint64_t runId) {
-    build(config, std::move(data), runId, nullptr);
+                             uint64_t runId, bool keepReplaced) {
+    build(config, std::move(data), runId, nullptr, keepReplaced);
 }
 
 void EngineWorker::setRunning(bool running) {

@@ -65,8 +65,12 @@ class EngineWorker : public QObject {
     // --- worker thread only ---------------------------------------------------------------
     // Builds a new run from `config` at step 0 (with `data` instead of loading the dataset
     // when given) and publishes its first snapshot; emits configured() or configureFailed().
+    // `keepReplaced` (a Reset): the run it replaces stays recoverable: its latest step is
+    // written to the recovery checkpoint, which then moves to the replaced-run file
+    // (setRecovery); otherwise that file is removed. Either way the recovery checkpoint follows
+    // the new run from its first write.
     void configure(const nlohmann::json& config, std::shared_ptr<const DataSplit> data,
-                   uint64_t runId);
+                   uint64_t runId, bool keepReplaced = false);
     // Builds a new run from an opened ensemble: its config and dataset, its members' weights
     // (a checkpoint: its whole training state and curves) and publishes its first snapshot,
     // without training. The dataset is loaded and checked against the file before the current
@@ -107,7 +111,8 @@ class EngineWorker : public QObject {
     // holds yet, and whenever training pauses or ends; never while nothing changed (the step
     // of the last write, of the run's start, or, for a new path, the step now: a restored
     // run's file holds it) nor at step 0. An empty path or an interval <= 0 writes nothing.
-    void setRecovery(const QString& path, double intervalSeconds);
+    // `replacedPath`: where the file of a run a Reset replaced goes (configure).
+    void setRecovery(const QString& path, double intervalSeconds, const QString& replacedPath = {});
     // Writes the recovery checkpoint now if the run changed since the last write, then emits
     // recoveryFlushed() (SIGTERM, SIGHUP).
     void flushRecovery();
@@ -169,7 +174,10 @@ class EngineWorker : public QObject {
 
     // configure() and open(): `opened` (may be null) sets the new trainer's state and curves.
     void build(const nlohmann::json& config, std::shared_ptr<const DataSplit> data, uint64_t runId,
-               const OpenedEnsemble* opened);
+               const OpenedEnsemble* opened, bool keepReplaced = false);
+    // The recovery checkpoint of the run about to be replaced: kept as the replaced-run file
+    // (after writing its latest step) or removed, so that it never stands for the new run.
+    void retireRecovery(bool keepReplaced);
     // open() without the dataset: publishes the one snapshot the file gives by itself (its
     // members, stored curves, first conv layer) and holds no trainer.
     void openWithoutData(const OpenedEnsemble& opened, uint64_t runId, const std::string& why);
@@ -257,6 +265,7 @@ class EngineWorker : public QObject {
 
     // Recovery checkpoints (setRecovery).
     QString m_recoveryPath;
+    QString m_replacedRecoveryPath;
     double m_recoveryInterval = 0.0;
     int64_t m_recoveryStep = -1;  // the step the file holds, or the current run's first step
     std::optional<Clock::time_point> m_recoveryDue;

@@ -88,6 +88,7 @@ void EngineWorker::openWithoutData(const OpenedEnsemble& opened, uint64_t runId,
                                    const std::string& why) {
     setRunning(false);
     m_pauseRequested.store(false);
+    retireRecovery(false);  // the run shown has no trainer: no file stands for it
     m_trainer.reset();
     m_measures.reset();
     m_gridPoints.clear();
@@ -107,7 +108,7 @@ void EngineWorker::openWithoutData(const OpenedEnsemble& opened, uint64_t runId,
 }
 
 void EngineWorker::build(const nlohmann::json& config, std::shared_ptr<const DataSplit> data,
-                         uint64_t runId, const OpenedEnsemble* opened) {
+                         uint64_t runId, const OpenedEnsemble* opened, bool keepReplaced) {
     if (m_stop.load(std::memory_order_acquire)) {
         return;  // the window is closing: commands queued before it closed build nothing
     }
@@ -122,7 +123,9 @@ void EngineWorker::build(const nlohmann::json& config, std::shared_ptr<const Dat
         }
         std::string notice;
         std::unique_ptr<Trainer> trainer;
-        // Free the old run first: two MNIST-sized runs need not fit in memory together.
+        // Free the old run first: two MNIST-sized runs need not fit in memory together. Its
+        // recovery checkpoint goes first: it must not stand for the new run.
+        retireRecovery(keepReplaced);
         m_trainer.reset();
         m_measures.reset();
         Q_EMIT working(runId, data ? tr("Initialising %1 members…").arg(parsed.ensemble.members)

@@ -2,13 +2,16 @@
 // checkpoint is due, written between chunks on this thread).
 #include "controller/engine_worker.h"
 
+#include <QFile>
 #include <QTimer>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <filesystem>
 #include <limits>
+#include <system_error>
 
 #include "controller/run_files.h"
 
@@ -53,7 +56,34 @@ void EngineWorker::writeRunState(const QString& path, bool withReport) {
                        withReport, m_untilPaused);
 }
 
-void EngineWorker::setRecovery(const QString& path, double intervalSeconds) {
+void EngineWorker::retireRecovery(bool keepReplaced) {
+    if (m_recoveryPath.isEmpty() || !m_trainer) {
+        return;  // no file, or no run it could hold (a restore sets the path only after)
+    }
+    if (keepReplaced) {
+        writeRecovery();  // the replaced run's latest step, if the file is behind
+    }
+    namespace fs = std::filesystem;
+    const fs::path file = QFile::encodeName(m_recoveryPath).toStdString();
+    std::error_code error;
+    if (!fs::exists(file, error)) {
+        return;  // nothing trained since the last new run: an earlier replaced file stays
+    }
+    if (keepReplaced && !m_replacedRecoveryPath.isEmpty()) {
+        // rename(2) replaces the older replaced-run file in one step.
+        fs::rename(file, QFile::encodeName(m_replacedRecoveryPath).toStdString(), error);
+    } else {
+        fs::remove(file, error);
+    }
+    if (error) {
+        Q_EMIT recoveryFailed(QStringLiteral("%1: %2").arg(
+            m_recoveryPath, QString::fromLocal8Bit(error.message().c_str())));
+    }
+}
+
+void EngineWorker::setRecovery(const QString& path, double intervalSeconds,
+                               const QString& replacedPath) {
+    m_replacedRecoveryPath = intervalSeconds > 0.0 ? replacedPath : QString();
     const QString next = intervalSeconds > 0.0 ? path : QString();
     if (next != m_recoveryPath) {
         // A new file starts from the run as it is now: a restored run's file holds it already.
