@@ -649,6 +649,7 @@ void TestReadable::presetsOneAfterAnother() {
                                      2000, 2));
     auto w = makeWindow(kReadmeSize);
     QMap<QString, int> panelWidth;
+    QMap<QString, int> dockWidth;  // the dock goes back once the rows need less
     for (const char* name : {"spirals", "mnist-cnn", "moons", "cubic", "spirals"}) {
         const QString preset = QLatin1String(name);
         json c = json::parse(ensemble::presetText(name));
@@ -678,6 +679,15 @@ void TestReadable::presetsOneAfterAnother() {
                                     .arg(panelWidth.value(preset))));
         }
         panelWidth.insert(preset, width);
+        const int docked = w->panel()->width();
+        if (dockWidth.contains(preset)) {
+            QVERIFY2(docked <= dockWidth.value(preset),
+                     qPrintable(QStringLiteral("%1 again: the dock %2 px wide, first %3")
+                                    .arg(preset)
+                                    .arg(docked)
+                                    .arg(dockWidth.value(preset))));
+        }
+        dockWidth.insert(preset, docked);
     }
 }
 

@@ -1,12 +1,14 @@
 #include "panels/experiment_panel.h"
 
 #include <QComboBox>
+#include <QDockWidget>
 #include <QDoubleSpinBox>
 #include <QEvent>
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QMainWindow>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSpinBox>
@@ -146,7 +148,33 @@ void ExperimentPanel::updateMinimumWidth() {
         layout->activate();
     }
     const int bar = m_scroll->verticalScrollBar()->sizeHint().width();
+    const int before = m_scroll->minimumWidth();
     m_scroll->setMinimumWidth(m_content->minimumSizeHint().width() + bar);
+    followMinimumWidthInDock(before);
+}
+
+void ExperimentPanel::followMinimumWidthInDock(int minimumBefore) {
+    auto* dock = qobject_cast<QDockWidget*>(parentWidget());
+    auto* window = dock != nullptr ? qobject_cast<QMainWindow*>(dock->parentWidget()) : nullptr;
+    if (window == nullptr || dock->isFloating()) {
+        return;
+    }
+    const int now = m_scroll->minimumWidth();
+    if (now > minimumBefore && now > width()) {
+        // The rows need more than the dock had (mnist-cnn's layer list): it is pushed wider.
+        // Remembered, so that it goes back once they need less.
+        if (m_widthBeforeGrowth == 0) {
+            m_widthBeforeGrowth = width();
+        }
+    } else if (now < minimumBefore && m_widthBeforeGrowth > 0 &&
+               m_scroll->width() <= minimumBefore + 2) {
+        // Still at the width the rows forced (not dragged wider since): back to the width
+        // the person had, or to what the rows need now if that is more.
+        window->resizeDocks({dock}, {std::max(now, m_widthBeforeGrowth)}, Qt::Horizontal);
+        m_widthBeforeGrowth = 0;
+    } else if (now < minimumBefore) {
+        m_widthBeforeGrowth = 0;  // dragged meanwhile: the person's width stands
+    }
 }
 
 void ExperimentPanel::changeEvent(QEvent* event) {

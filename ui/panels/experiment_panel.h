@@ -96,6 +96,9 @@ class ExperimentPanel : public QWidget {
     // The scroll area never scrolls sideways, so it must be as wide as the widest label and
     // editor need in the current font; recomputed when the font changes.
     void updateMinimumWidth();
+    // In a docked Experiment dock: a dock the rows pushed wider goes back to the width it had
+    // once they need less again (after mnist-cnn, the next preset's views get their room back).
+    void followMinimumWidthInDock(int minimumBefore);
     void updateEnabled();
     void onEdited();
     void validate();
@@ -131,6 +134,7 @@ class ExperimentPanel : public QWidget {
     QWidget* m_content = nullptr;
     QLabel* m_summary = nullptr;
     QLabel* m_fieldlessWarnings = nullptr;
+    int m_widthBeforeGrowth = 0;  // the dock's width before the rows pushed it wider
 };
 
 }  // namespace ensemble::ui
