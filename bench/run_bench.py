@@ -357,8 +357,11 @@ def machine():
         lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
         for line in lscpu.splitlines():
             key, _, value = line.partition(":")
-            if key.strip() in ("Model name", "Core(s) per socket", "Socket(s)", "Thread(s) per core",
-                               "L2 cache", "L3 cache", "Hypervisor vendor"):
+            # The CPU by vendor, family and model: the model name alone ("AMD EPYC") names
+            # machines whose vector units differ.
+            if key.strip() in ("Vendor ID", "CPU family", "Model", "Model name", "Core(s) per socket",
+                               "Socket(s)", "Thread(s) per core", "L2 cache", "L3 cache",
+                               "Hypervisor vendor"):
                 info[key.strip()] = value.strip()
         info["avx512"] = "avx512f" in lscpu
     except OSError:

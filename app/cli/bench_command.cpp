@@ -8,15 +8,25 @@
 #include <string>
 #include <vector>
 
+#include "backend/auto_choice.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "registry/registry.h"
 #include "sys/atomic_file.h"
+#include "sys/cpu_identity.h"
 #include "train/trainer.h"
 
 namespace ensemble::cli {
 
 namespace {
+
+// The CPU the figures were measured on, for the --json report.
+nlohmann::json cpuJson() {
+    const CpuIdentity& cpu = cpuIdentity();
+    return {{"vendor", cpu.vendor},       {"family", cpu.family}, {"model", cpu.model},
+            {"stepping", cpu.stepping},   {"brand", cpu.brand},   {"isa", cpu.isa},
+            {"x86_level", cpu.x86Level()}};
+}
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
@@ -166,9 +176,12 @@ ExitCode commandBench(const CliArgs& args) {
                           {"steps_per_sec", rates},
                           {"steps_per_sec_median", median},
                           {"member_steps_per_sec", memberRate},
-                          {"useful_gflops", gflops}};
+                          {"useful_gflops", gflops},
+                          {"cpu", cpuJson()}};
         writeFileAtomic(args.get("--json"), report.dump(2) + "\n");
     }
+    // A speed figure means little without the CPU it was measured on.
+    std::printf("cpu: %s, %s\n", cpuModelName().c_str(), cpuIdentity().describe().c_str());
     std::printf(
         "backend %s, K = %d, batch %d%s\n", trainer->backend().name().c_str(),
         trainer->globalMembers(), config.training.batchSize,

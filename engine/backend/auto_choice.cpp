@@ -18,6 +18,7 @@
 #include "model/mlp.h"
 #include "optim/update_rules.h"
 #include "sys/atomic_file.h"
+#include "sys/cpu_identity.h"
 
 namespace ensemble {
 
@@ -228,23 +229,14 @@ double predictStepSeconds(const ThroughputTerms& t, const RunCost& c) {
 }
 
 std::string cpuModelName() {
-    std::ifstream in("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.rfind("model name", 0) == 0) {
-            const std::size_t colon = line.find(':');
-            if (colon != std::string::npos) {
-                std::string name = line.substr(colon + 1);
-                name.erase(0, name.find_first_not_of(" \t"));
-                return name;
-            }
-        }
-    }
-    return "unknown cpu";
+    const std::string& brand = cpuIdentity().brand;
+    return brand.empty() ? std::string("unknown cpu") : brand;
 }
 
 std::string machineKey(int cpuThreads, const std::string& gpuSignature) {
-    return "cpu=" + cpuModelName() + ";threads=" + std::to_string(cpuThreads) +
+    // The CPU by what it is (vendor, family, model, vector units), not by its brand string:
+    // "AMD EPYC" names machines whose vector units differ.
+    return "cpu=" + cpuIdentity().describe() + ";threads=" + std::to_string(cpuThreads) +
            ";gpu=" + (gpuSignature.empty() ? std::string("none") : gpuSignature);
 }
 

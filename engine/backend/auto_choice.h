@@ -66,9 +66,9 @@ struct MachineCalibration {
 // The current time in UTC, ISO 8601 (MachineCalibration::measuredAt).
 std::string calibrationTimestamp();
 
-// "cpu=<model name>;threads=<n>;gpu=<signature or none>": the cache's key.
+// "cpu=<CpuIdentity::describe()>;threads=<n>;gpu=<signature or none>": the cache's key.
 std::string machineKey(int cpuThreads, const std::string& gpuSignature);
-// The CPU's model name (/proc/cpuinfo "model name"; "unknown cpu" where there is none).
+// The CPU's brand string, for people (CPUID's; "unknown cpu" where there is none).
 std::string cpuModelName();
 
 nlohmann::json calibrationToJson(const MachineCalibration& calibration);

@@ -31,14 +31,6 @@ std::string trainedName(const TrainedTensor& t) {
     return "trained." + t.name;
 }
 
-std::string shapeText(const std::vector<int64_t>& shape) {
-    std::string out;
-    for (int64_t x : shape) {
-        out += (out.empty() ? "" : ",") + std::to_string(x);
-    }
-    return "[" + out + "]";
-}
-
 json number(double v) {
     return std::isfinite(v) ? json(v) : json(nullptr);
 }

@@ -38,14 +38,6 @@ std::optional<DType> parseDType(const std::string& name) {
     return std::nullopt;
 }
 
-std::string shapeText(const std::vector<int64_t>& shape) {
-    std::string text = "[";
-    for (size_t i = 0; i < shape.size(); ++i) {
-        text += (i == 0 ? "" : ",") + std::to_string(shape[i]);
-    }
-    return text + "]";
-}
-
 std::string offsetsText(uint64_t begin, uint64_t end) {
     return "[" + std::to_string(begin) + ", " + std::to_string(end) + "]";
 }
@@ -217,6 +209,14 @@ Json parseHeader(std::string_view text, const std::string& origin) {
 }
 
 }  // namespace
+
+std::string shapeText(const std::vector<int64_t>& shape) {
+    std::string text = "[";
+    for (size_t i = 0; i < shape.size(); ++i) {
+        text += (i == 0 ? "" : ",") + std::to_string(shape[i]);
+    }
+    return text + "]";
+}
 
 const char* dtypeName(DType dtype) {
     switch (dtype) {

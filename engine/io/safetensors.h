@@ -24,6 +24,8 @@ enum class DType { F32, I32, F64, I64, U8 };
 const char* dtypeName(DType dtype);
 // Bytes per element.
 int64_t dtypeSize(DType dtype);
+// A tensor's shape as the messages write it: "[784,256]".
+std::string shapeText(const std::vector<int64_t>& shape);
 
 struct Tensor {
     std::string name;

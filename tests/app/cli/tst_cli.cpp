@@ -2,11 +2,13 @@
 // 0 ok, 2 usage/config, 3 bad data or weights file, 4 runtime failure).
 #include <QtTest/QtTest>
 
+#include "backend/auto_choice.h"
 #include "config/config.h"
 #include "config/config_schema.h"
 #include "io/model_io.h"
 #include "registry/registry.h"
 #include "support/test_support.h"
+#include "sys/cpu_identity.h"
 
 using ensemble::test::cliPath;
 using ensemble::test::describe;
@@ -307,6 +309,11 @@ void TestCli::benchPrintsTheResultLine() {
                        "useful_gflops=[0-9.e+-]+$"),
         QRegularExpression::MultilineOption);
     QVERIFY2(line.match(r.out).hasMatch(), qPrintable(r.out));
+    // The CPU the figures are from, by CPUID (family and model, not only the brand string).
+    const QString cpu =
+        QStringLiteral("cpu: ") + QString::fromStdString(ensemble::cpuModelName() + ", " +
+                                                         ensemble::cpuIdentity().describe());
+    QVERIFY2(r.out.contains(cpu), qPrintable(r.out));
 }
 
 void TestCli::configPrintsTheKeysThatApply() {

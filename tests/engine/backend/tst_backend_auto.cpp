@@ -21,6 +21,7 @@
 #include "support/engine_test_support.h"
 #include "support/test_support.h"
 #include "sys/atomic_file.h"
+#include "sys/cpu_identity.h"
 #include "train/trainer.h"
 
 using namespace ensemble;
@@ -327,11 +328,59 @@ class TestBackendAuto : public QObject {
 
     void machineKeyNamesCpuThreadsAndGpu() {
         const std::string key = machineKey(4, "");
-        QVERIFY(key.find("cpu=" + cpuModelName()) == 0);
+        QVERIFY(key.find("cpu=" + cpuIdentity().describe()) == 0);
         QVERIFY(key.find(";threads=4;") != std::string::npos);
         QVERIFY(key.find(";gpu=none") != std::string::npos);
         QVERIFY(machineKey(4, "H100, driver 13.0") != key);
         QVERIFY(machineKey(8, "") != key);
+    }
+
+    // The CPU as CPUID tells it agrees with the kernel's own reading (/proc/cpuinfo: vendor_id,
+    // cpu family, model, stepping, model name, flags), and the key names it by family and
+    // model, not by the brand string two different machines share.
+    void cpuIdentityAgreesWithTheKernel() {
+        QFile file(QStringLiteral("/proc/cpuinfo"));
+        if (!file.open(QIODevice::ReadOnly)) {
+            QSKIP("no /proc/cpuinfo here");
+        }
+        QMap<QString, QString> first;  // the first processor's fields
+        for (const QByteArray& line : file.readAll().split('\n')) {
+            if (line.trimmed().isEmpty() && !first.isEmpty()) {
+                break;
+            }
+            const int colon = line.indexOf(':');
+            if (colon > 0) {
+                first.insert(QString::fromUtf8(line.left(colon)).trimmed(),
+                             QString::fromUtf8(line.mid(colon + 1)).trimmed());
+            }
+        }
+        if (!first.contains(QStringLiteral("vendor_id"))) {
+            QSKIP("/proc/cpuinfo names no x86 vendor (not an x86 machine)");
+        }
+        const CpuIdentity& cpu = cpuIdentity();
+        QCOMPARE(QString::fromStdString(cpu.vendor), first.value(QStringLiteral("vendor_id")));
+        QCOMPARE(cpu.family, first.value(QStringLiteral("cpu family")).toInt());
+        QCOMPARE(cpu.model, first.value(QStringLiteral("model")).toInt());
+        QCOMPARE(cpu.stepping, first.value(QStringLiteral("stepping")).toInt());
+        QCOMPARE(QString::fromStdString(cpu.brand).simplified(),
+                 first.value(QStringLiteral("model name")).simplified());
+        // The kernel lists a flag only where the OS enables its state too.
+        const QStringList flags = first.value(QStringLiteral("flags")).split(QLatin1Char(' '));
+        for (const char* f : {"sse4_2", "avx", "avx2", "fma", "avx512f", "avx512dq", "avx512bw",
+                              "avx512vl", "avx512_vnni", "avx512_bf16"}) {
+            QVERIFY2(cpu.has(f) == flags.contains(QLatin1String(f)), f);
+        }
+        const int level = cpu.x86Level();
+        QCOMPARE(level == 4, flags.contains(QStringLiteral("avx512bw")) &&
+                                 flags.contains(QStringLiteral("avx512vl")) &&
+                                 flags.contains(QStringLiteral("avx512dq")));
+        QVERIFY(level >= 3 || !flags.contains(QStringLiteral("avx2")) ||
+                !flags.contains(QStringLiteral("fma")));
+        const std::string described = cpu.describe();
+        QVERIFY2(described.find(" family " + std::to_string(cpu.family) + " model " +
+                                std::to_string(cpu.model) + " ") != std::string::npos,
+                 described.c_str());
+        QVERIFY(machineKey(2, "").find(cpu.brand) == std::string::npos || cpu.brand.empty());
     }
 
     void autoOnThisMachine() {
