@@ -21,7 +21,7 @@ namespace ensemble::ui {
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kUnmeasured = std::numeric_limits<double>::quiet_NaN();
 
 ActiveCurve curveOf(Acquisition acquisition, uint64_t seed,
                     const std::vector<ActiveRound>& rounds) {
@@ -189,7 +189,8 @@ void ActiveWorker::restore(std::shared_ptr<const RunInfo> run, const DataSplit& 
             curve.seed = c.value("seed", uint64_t{0});
             curve.labels = c.at("labels").get<std::vector<int64_t>>();
             for (const nlohmann::json& a : c.at("accuracy")) {
-                curve.accuracy.push_back(a.is_number() ? a.get<double>() : kNaN);  // NaN: null
+                curve.accuracy.push_back(a.is_number() ? a.get<double>()
+                                                       : kUnmeasured);  // NaN: null
             }
             m_earlier.push_back(std::move(curve));
         }
@@ -348,7 +349,7 @@ void ActiveWorker::label(int64_t row, CancelToken cancel) {
         return;
     }
     try {
-        m_learner->acquire({row}, {kNaN});
+        m_learner->acquire({row}, {kUnmeasured});
     } catch (const std::exception& e) {
         publish(str(e.what()), true);
         return;
@@ -524,7 +525,7 @@ void ActiveWorker::publish(const QString& message, bool error) {
             ActiveDigit d;
             d.row = r->acquired[i];
             d.label = data.train.y[static_cast<std::size_t>(d.row)];
-            d.score = i < r->acquiredScores.size() ? r->acquiredScores[i] : kNaN;
+            d.score = i < r->acquiredScores.size() ? r->acquiredScores[i] : kUnmeasured;
             if (data.isImage) {
                 d.image = imageOfRow(data, d.row);
             }

@@ -1,6 +1,7 @@
 #include "render/chart_axes.h"
 
 #include <QCategoryAxis>
+#include <QChart>
 #include <QValueAxis>
 
 #include <algorithm>
@@ -55,6 +56,14 @@ void setNiceRange(QValueAxis* axis, double lo, double hi, int target, TickKind k
         categories->append(ticks.labels[static_cast<int>(i)], ticks.values[i]);
     }
     categories->setRange(ticks.lo, ticks.hi);
+}
+
+void clearChart(QChart* chart) {
+    chart->removeAllSeries();
+    for (QAbstractAxis* a : chart->axes()) {
+        chart->removeAxis(a);
+        delete a;
+    }
 }
 
 }  // namespace ensemble::ui

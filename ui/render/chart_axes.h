@@ -5,6 +5,7 @@
 // from 2.304 on its own: the axes here are QCategoryAxis with one label at each tick value.
 
 class QCategoryAxis;
+class QChart;
 class QValueAxis;
 
 #include "render/ticks.h"
@@ -20,5 +21,8 @@ QCategoryAxis* makeNiceAxis();
 // bound the widened range (accuracy never goes outside 0..1).
 void setNiceRange(QValueAxis* axis, double lo, double hi, int target = 5,
                   TickKind kind = TickKind::Real, double clampLo = -1e300, double clampHi = 1e300);
+
+// Removes every series and axis of `chart` (the axes deleted), before it is drawn anew.
+void clearChart(QChart* chart);
 
 }  // namespace ensemble::ui

@@ -20,10 +20,10 @@ namespace ensemble::ui {
 
 namespace {
 
-constexpr double kLeft = 46.0;
-constexpr double kBottom = 30.0;
-constexpr double kTop = 10.0;
-constexpr double kRight = 104.0;  // the colour bar and its labels
+constexpr double kMapLeft = 46.0;
+constexpr double kMapBottom = 30.0;
+constexpr double kMapTop = 10.0;
+constexpr double kMapRight = 104.0;  // the colour bar and its labels
 // A click labels the pool point within this many pixels of it.
 constexpr double kPickRadius = 9.0;
 
@@ -114,8 +114,8 @@ void ActiveCanvas::setLabelling(bool allowed) {
 }
 
 QRectF ActiveCanvas::plotRect() const {
-    const QRectF area(kLeft, kTop, std::max(10.0, width() - kLeft - kRight),
-                      std::max(10.0, height() - kTop - kBottom));
+    const QRectF area(kMapLeft, kMapTop, std::max(10.0, width() - kMapLeft - kMapRight),
+                      std::max(10.0, height() - kMapTop - kMapBottom));
     if (!m_run || !m_run->hasGrid) {
         return area;
     }

@@ -38,14 +38,6 @@ const QString kPauseKey = QStringLiteral("active/pauseBetweenRounds");  // secon
 const QString kStopAtKey = QStringLiteral("active/stopAtLabels");       // 0: the pool's end
 constexpr double kDefaultPause = 1.0;  // seconds: a round's picture stays long enough to read
 
-void clearChart(QChart* chart) {
-    chart->removeAllSeries();
-    for (QAbstractAxis* a : chart->axes()) {
-        chart->removeAxis(a);
-        delete a;
-    }
-}
-
 QLineSeries* curveSeries(const ActiveCurve& curve, const QString& name, const QPen& pen) {
     auto* s = new QLineSeries;
     s->setName(name);

@@ -27,10 +27,10 @@ namespace ensemble::ui {
 
 namespace {
 
-constexpr double kLeft = 54.0;
-constexpr double kBottom = 42.0;
-constexpr double kTop = 14.0;
-constexpr double kRight = 124.0;  // colour bar and its labels
+constexpr double kPlotLeft = 54.0;
+constexpr double kPlotBottom = 42.0;
+constexpr double kPlotTop = 14.0;
+constexpr double kPlotRight = 124.0;  // colour bar and its labels
 
 QString featureName(const RunInfo& run, int f) {
     if (static_cast<int>(run.train.featureNames.size()) > f) {
@@ -70,8 +70,8 @@ void BoundaryCanvas::setQuantity(HeatQuantity quantity) {
 }
 
 QRectF BoundaryCanvas::plotRect() const {
-    const QRectF area(kLeft, kTop, std::max(10.0, width() - kLeft - kRight),
-                      std::max(10.0, height() - kTop - kBottom));
+    const QRectF area(kPlotLeft, kPlotTop, std::max(10.0, width() - kPlotLeft - kPlotRight),
+                      std::max(10.0, height() - kPlotTop - kPlotBottom));
     if (!m_snapshot || !m_snapshot->run->hasGrid) {
         return area;
     }

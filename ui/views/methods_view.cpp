@@ -106,7 +106,7 @@ constexpr std::array<ColumnInfo, kMethodsColumnCount> kColumns{{
      1},
 }};
 
-QString translated(const char* text) {
+QString methodsText(const char* text) {
     return QCoreApplication::translate("ensemble::ui::MethodsView", text);
 }
 
@@ -229,8 +229,8 @@ MethodsView::MethodsView(QWidget* parent) : QWidget(parent) {
     m_table = new QTableWidget(0, kMethodsColumnCount);
     for (int c = 0; c < kMethodsColumnCount; ++c) {
         const ColumnInfo& info = kColumns[static_cast<std::size_t>(c)];
-        auto* header = new QTableWidgetItem(translated(info.header));
-        header->setToolTip(translated(info.help));
+        auto* header = new QTableWidgetItem(methodsText(info.header));
+        header->setToolTip(methodsText(info.help));
         m_table->setHorizontalHeaderItem(c, header);
     }
     m_table->verticalHeader()->setVisible(false);

@@ -20,14 +20,6 @@ const QColor kEnsemble(200, 65, 60);
 const QColor kMembers(74, 127, 181);
 const QColor kReference(90, 90, 90);
 
-void clearChart(QChart* chart) {
-    chart->removeAllSeries();
-    for (QAbstractAxis* a : chart->axes()) {
-        chart->removeAxis(a);
-        delete a;
-    }
-}
-
 // A line through the finite values of `values` at `levels` (NaN values leave a gap: Qt Charts
 // cannot draw one, so they are skipped). Null when there is nothing to draw.
 QLineSeries* line(const std::vector<double>& levels, const std::vector<double>& values,
