@@ -196,9 +196,10 @@ inline void whenModal(const QString& name, std::function<void(QWidget*)> act, in
     timer->start();
 }
 
-inline bool waitFresh(ui::MainWindow& w) {
+inline bool waitFresh(ui::MainWindow& w, int timeoutMs = 20000) {
     const uint64_t id = w.controller()->currentRunId();
-    return waitSnapshot(w, [id](const auto& s) { return s.run->runId == id && s.step == 0; });
+    return waitSnapshot(
+        w, [id](const auto& s) { return s.run->runId == id && s.step == 0; }, timeoutMs);
 }
 
 }  // namespace ensemble::test
