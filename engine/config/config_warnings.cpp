@@ -26,8 +26,8 @@ void checkNumber(const KeySpec& spec, const json& value, const std::string& wher
     if (!value.is_number() || spec.trains->holds(value.get<double>())) {
         return;
     }
-    out.push_back({where, warnedValueText(value.get<double>()) + " cannot train: " + spec.trains->why +
-                              " (trains in " + spec.trains->text() + ")"});
+    out.push_back({where, warnedValueText(value.get<double>()) + " cannot train: " +
+                              spec.trains->why + " (trains in " + spec.trains->text() + ")"});
 }
 
 // A value in any form the key takes: a number, a per-member list, {"log_uniform": [lo, hi]}.

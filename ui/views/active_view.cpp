@@ -1,3 +1,7 @@
+// The Active learning view: the loop's controls (acquisition, Acquire, Play and its pace in
+// rounds), its status, the pool map (active_canvas.cpp) and the accuracy-against-labels chart.
+// One piece because every part follows the same loop state; the map's drawing and the worker
+// live apart (active_canvas, controller/active_job).
 #include "views/active_view.h"
 
 #include <QBoxLayout>
