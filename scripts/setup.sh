@@ -6,6 +6,8 @@ PKGS=(
   cmake g++ make pkg-config
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev libxkbcommon-dev
   libeigen3-dev zlib1g-dev nlohmann-json3-dev
+  # The runs store (engine/runs/): one SQLite database.
+  libsqlite3-dev
   # The ONNX export's library; its headers include protobuf's, a package it does not pull in.
   libonnx-dev libprotobuf-dev
   libopenmpi-dev openmpi-bin
