@@ -2,9 +2,9 @@
 # `cmake --install build --prefix P` and `cpack -G DEB` (docs/install.md): the two programs,
 # the MNIST fetch command, and what a desktop expects of an application -- a desktop entry, an
 # icon theme's icons, AppStream metainfo, a MIME type for experiment files, man pages and bash
-# completion -- and the documentation, which Help opens. The installed programs read nothing
-# from the source or build tree at run time (presets are compiled in), so this is all they
-# need. ENSEMBLE_DOCDIR (share/doc/ensemblelab) is set in the top CMakeLists.txt.
+# completion -- the documentation, which Help opens, and the shipped data (the UCI tables).
+# The installed programs read nothing from the source or build tree at run time (presets are
+# compiled in, the data is found relative to the program), so this is all they need. ENSEMBLE_DOCDIR (share/doc/ensemblelab) is set in the top CMakeLists.txt.
 
 set(ENSEMBLE_APP_ID org.ensemblelab.EnsembleLab)
 set(_pkg ${PROJECT_SOURCE_DIR}/packaging)
@@ -51,6 +51,27 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs DESTINATION ${ENSEMBLE_DOCDIR}
 # resolves.
 install(FILES ${PROJECT_SOURCE_DIR}/bench/results/seconds_per_step.png
   DESTINATION ${ENSEMBLE_DOCDIR}/bench/results)
+
+# The shipped data (resources/data: the UCI regression tables, CC BY 4.0, attributed in
+# packaging/copyright) under share/ensemblelab/data. The engine looks for it relative to the
+# running program (engine/data/bundled_data.cpp, ENSEMBLE_DATA_FROM_BINDIR), so the build tree
+# gets a copy at the same place relative to its bin-like folders: build/share/ensemblelab/data
+# is ../share/... from build/tests and ../../share/... from build/app/cli. Copied at configure
+# time; configure_file reconfigures when a file changes.
+set(ENSEMBLE_DATADIR ${CMAKE_INSTALL_DATADIR}/ensemblelab/data)
+file(GLOB_RECURSE _ensemble_data_files RELATIVE ${PROJECT_SOURCE_DIR}/resources/data
+     CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/resources/data/*)
+foreach(_file IN LISTS _ensemble_data_files)
+  configure_file(${PROJECT_SOURCE_DIR}/resources/data/${_file}
+                 ${PROJECT_BINARY_DIR}/${ENSEMBLE_DATADIR}/${_file} COPYONLY)
+endforeach()
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/resources/data/ DESTINATION ${ENSEMBLE_DATADIR})
+cmake_path(ABSOLUTE_PATH ENSEMBLE_DATADIR BASE_DIRECTORY ${CMAKE_INSTALL_PREFIX}
+  OUTPUT_VARIABLE _ensemble_full_datadir)
+file(RELATIVE_PATH _ensemble_data_from_bindir ${CMAKE_INSTALL_FULL_BINDIR} ${_ensemble_full_datadir})
+set_source_files_properties(${PROJECT_SOURCE_DIR}/engine/data/bundled_data.cpp
+  TARGET_DIRECTORY engine PROPERTIES
+  COMPILE_DEFINITIONS "ENSEMBLE_DATA_FROM_BINDIR=\"${_ensemble_data_from_bindir}\"")
 
 if(TARGET ensemble-lab)
   ensemble_gzip(${_pkg}/man/ensemble-lab.1 ${_gz}/ensemble-lab.1.gz)

@@ -467,6 +467,10 @@ ExperimentConfig parseConfig(const json& input) {
     d.features = static_cast<int>(v.integer("dataset.features"));
     d.task = dataKind.taskFromConfig ? v.choice<DataTask>("dataset.task") : dataKind.task;
     d.target = d.regression() ? (dataKind.taskFromConfig ? v.text("dataset.target") : "y") : "";
+    if (d.kind == DatasetKind::Uci) {
+        d.uciSet = v.choice<UciSet>("dataset.uci_set");
+        d.target = uciSetInfo(d.uciSet).target;
+    }
     if (dataKind.source == DataSource::CsvFile && d.path.empty()) {
         throw ConfigError("dataset.path", "the csv dataset needs the path of a CSV file");
     }

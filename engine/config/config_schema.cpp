@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "config/active_config.h"
+#include "data/bundled_data.h"
 #include "data/dataset_kinds.h"
 #include "model/architecture.h"
 #include "model/ensemble_methods.h"
@@ -77,7 +78,7 @@ std::vector<KeySpec> buildSchema() {
         // Dataset.
         choice("dataset.kind", "spirals", choicesOf<DatasetKind>(),
                "2-D generators, the regression generators `cubic`, `sine` and `linear`, a `csv` "
-               "file, or the image datasets (see Datasets below)"),
+               "file, the image datasets, or the shipped `uci` tables (see Datasets below)"),
         row("dataset.n", T::Integer, 1000, "points generated (generated kinds)", 4, 50'000'000),
         row("dataset.noise", T::Number, 0.05,
             "std of the Gaussian noise on both coordinates (2-D kinds; blobs: the std of each "
@@ -104,6 +105,11 @@ std::vector<KeySpec> buildSchema() {
                  "dataset.kind", {toString(DatasetKind::Csv)}),
         onlyWhen(row("dataset.target", T::String, "y", "the name of the CSV's target column"),
                  "dataset.task", {toString(DataTask::Regression)}),
+        onlyWhen(choice("dataset.uci_set", "concrete", choicesOf<UciSet>(),
+                        "uci: the table (UCI Machine Learning Repository, CC BY 4.0; see "
+                        "Datasets below); its last column is the target. Deep Ensembles' "
+                        "protocol holds out `test_fraction` 0.1"),
+                 "dataset.kind", {toString(DatasetKind::Uci)}),
         // Model.
         choice("model.kind", "mlp", choicesOf<ModelKind>(),
                "the members' architecture: `mlp`, dense layers of widths `model.hidden`; `cnn`, "

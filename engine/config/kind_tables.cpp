@@ -17,6 +17,8 @@ const char* sourceText(DataSource source) {
             return "a CSV file (`dataset.path`)";
         case DataSource::IdxImages:
             return "IDX files (`dataset.path` or the default folders)";
+        case DataSource::Bundled:
+            return "shipped with the program (the data folder)";
     }
     unreachableKind("DataSource");
 }
@@ -31,6 +33,9 @@ std::string inputsText(const DatasetKindInfo& row) {
     }
     if (row.planar) {
         return "points in the plane";
+    }
+    if (row.source == DataSource::Bundled) {
+        return "the table's feature columns";
     }
     return row.source == DataSource::CsvFile ? "the CSV's feature columns"
                                              : "numbers (`x0`, `x1`, ...)";

@@ -1,6 +1,9 @@
 // CSV datasets: a header row, numeric feature columns and an integer `label` column anywhere.
 // Parsing is locale-independent (std::from_chars / std::to_chars): Qt applications call
-// setlocale(LC_ALL, ""), under which strtod and printf would read and write "0,5".
+// setlocale(LC_ALL, ""), under which strtod and printf would read and write "0,5". Text that
+// starts with gzip's magic bytes (1f 8b) is inflated first, whatever the file is called.
+#include <zlib.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -216,10 +219,68 @@ std::ptrdiff_t findColumn(const std::vector<std::string>& header, const std::str
     return found;
 }
 
+// Whether `bytes` start as a gzip file does (RFC 1952's ID1 ID2).
+bool startsAsGzip(std::string_view bytes) {
+    return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
+           static_cast<unsigned char>(bytes[1]) == 0x8b;
+}
+
+// The text inside gzip `bytes`. Members may follow each other (as `cat a.gz b.gz` makes); bytes
+// after the last member that do not start another one are ignored, as gzip -d does. A stream
+// that ends early or fails its checks is a DataError naming `path`.
+std::string inflateCsvGzip(std::string_view bytes, const std::string& path) {
+    z_stream stream{};
+    if (inflateInit2(&stream, 16 + MAX_WBITS) != Z_OK) {
+        throw DataError(ErrorKind::Csv, path + ": cannot start zlib to read the gzip data");
+    }
+    struct EndStream {
+        z_stream* s;
+        ~EndStream() { inflateEnd(s); }
+    } endStream{&stream};
+
+    std::string text;
+    std::size_t used = 0;  // input bytes consumed
+    constexpr std::size_t kCsvInflatePiece = std::size_t{1} << 20;
+    constexpr std::size_t kCsvInflateMaxIn = std::size_t{1} << 30;  // zlib counts in uInt
+    while (true) {
+        const std::size_t produced = text.size();
+        text.resize(produced + kCsvInflatePiece);
+        const std::size_t available = std::min(bytes.size() - used, kCsvInflateMaxIn);
+        stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data() + used));
+        stream.avail_in = static_cast<uInt>(available);
+        stream.next_out = reinterpret_cast<Bytef*>(text.data() + produced);
+        stream.avail_out = static_cast<uInt>(kCsvInflatePiece);
+        const int code = inflate(&stream, Z_NO_FLUSH);
+        used += available - stream.avail_in;
+        text.resize(produced + (kCsvInflatePiece - stream.avail_out));
+        if (code == Z_STREAM_END) {
+            if (!startsAsGzip(bytes.substr(used))) {
+                return text;
+            }
+            inflateReset(&stream);  // another member follows
+        } else if (code == Z_BUF_ERROR ||
+                   (code == Z_OK && used == bytes.size() && stream.avail_out > 0)) {
+            // zlib wants input that is not there.
+            throw DataError(ErrorKind::Csv,
+                            path + ": truncated gzip data: the compressed stream ends after " +
+                                std::to_string(bytes.size()) + " bytes, before its end marker (" +
+                                std::to_string(text.size()) + " bytes of text so far)");
+        } else if (code != Z_OK) {
+            throw DataError(ErrorKind::Csv,
+                            path + ": corrupt gzip data after " + std::to_string(used) +
+                                " compressed bytes (" +
+                                (stream.msg != nullptr ? stream.msg : zError(code)) + ")");
+        }
+    }
+}
+
 // The shared reader behind readCsv, readCsvFeatures and readCsvRegression; `path` only names
-// the text in errors.
+// the text in errors (line numbers count lines of the inflated text for gzip input).
 Dataset parseCsvText(std::string text, const std::string& path, LabelMode mode,
                      int expectedFeatures, int* classes, const std::string& special = {}) {
+    if (startsAsGzip(text)) {
+        text = inflateCsvGzip(text, path);
+    }
     if (text.size() >= 3 && text.compare(0, 3, "\xEF\xBB\xBF") == 0) {
         text.erase(0, 3);  // UTF-8 byte order mark, as spreadsheets write it
     }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "data/bundled_data.h"
 #include "data/dataset_kinds.h"
 
 namespace ensemble {
@@ -27,6 +28,7 @@ struct DatasetConfig {
     int features = 0;                          // linear: d
     DataTask task = DataTask::Classification;  // csv: dataset.task; else the kind's own task
     std::string target;                        // regression csv: the target column
+    UciSet uciSet = UciSet::Concrete;          // uci: which shipped table
     bool regression() const { return task == DataTask::Regression; }
 };
 

@@ -28,9 +28,10 @@ enum class DatasetKind {
     Linear,
     Csv,
     Mnist,
-    FashionMnist
+    FashionMnist,
+    Uci
 };
-inline constexpr std::size_t kDatasetKindCount = 11;
+inline constexpr std::size_t kDatasetKindCount = 12;
 
 enum class DataTask { Classification, Regression };
 
@@ -47,6 +48,7 @@ enum class DataSource {
     Generator,  // computed from dataset.n, dataset.noise, ... and dataset.seed
     CsvFile,    // dataset.path (and dataset.test_path)
     IdxImages,  // a folder of MNIST-format IDX files (dataset.path or the default folders)
+    Bundled,    // a table shipped with the program (data/bundled_data.h), named by a key
 };
 
 // The generators, as the rows call them (data/generators.cpp): the config's parameters in, the
@@ -141,6 +143,10 @@ struct EnumNames<DatasetKind> {
          .howToGet = "Get it with `sudo apt install dataset-fashion-mnist` (installs "
                      "/usr/share/datasets/fashion-mnist)",
          .classNames = kFashionMnistClassNames},
+        {.value = DatasetKind::Uci, .name = "uci", .label = "UCI regression",
+         .help = "the Deep Ensembles benchmark's UCI tables, shipped (`dataset.uci_set`)",
+         .source = DataSource::Bundled, .task = DataTask::Regression,
+         .keys = "uci_set test_fraction seed limit"},
     };
     // clang-format on
 };

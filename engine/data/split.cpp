@@ -162,6 +162,16 @@ void loadCsv(const DatasetConfig& c, DataSplit& split) {
     }
 }
 
+// A shipped UCI table, split as a CSV without a test file is: round(rows * test_fraction) rows
+// held out by the seeded permutation.
+void loadUci(const DatasetConfig& c, DataSplit& split) {
+    split.regression = true;
+    split.name = uciSetInfo(c.uciSet).name;
+    TrainTest parts = splitTrainTest(readUciSet(c.uciSet), c.testFraction, c.seed);
+    split.train = std::move(parts.train);
+    split.test = std::move(parts.test);
+}
+
 void loadMnist(const DatasetConfig& c, DataSplit& split) {
     const bool fromConfig = !c.path.empty();
     const std::vector<std::string> folders =
@@ -383,6 +393,9 @@ DataSplit loadDataSplit(const DatasetConfig& config) {
             break;
         case DataSource::IdxImages:
             loadMnist(config, split);
+            break;
+        case DataSource::Bundled:
+            loadUci(config, split);
             break;
     }
 

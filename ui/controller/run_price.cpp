@@ -41,6 +41,7 @@ std::optional<DataShape> expectedDataShape(const ExperimentConfig& config) {
     DataShape shape;
     switch (kind.source) {
         case DataSource::CsvFile:
+        case DataSource::Bundled:
             return std::nullopt;
         case DataSource::IdxImages:
             shape.trainRows = kIdxTrainRows;

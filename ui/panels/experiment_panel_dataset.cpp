@@ -22,6 +22,7 @@ using nlohmann::json;
 
 void ExperimentPanel::buildDatasetSection(QFormLayout* data) {
     m_kind = m_form->addChoice(data, "dataset.kind", tr("Kind"));
+    m_form->addChoice(data, "dataset.uci_set", tr("UCI set"));
 
     // The task rows: classification or regression, and the head that fits it.
     m_task = m_form->addChoice(data, "dataset.task", tr("Task"));

@@ -64,6 +64,10 @@ bool isGeneratedDataset(const std::string& kind) {
     return datasetRow(kind).source == DataSource::Generator;
 }
 
+bool isShippedDataset(const std::string& kind) {
+    return datasetRow(kind).source == DataSource::Bundled;
+}
+
 bool isRegressionDataset(const std::string& kind, const std::string& task) {
     const DatasetKindInfo& row = datasetRow(kind);
     return row.taskFromConfig ? isNameOf(task, DataTask::Regression)

@@ -16,6 +16,8 @@ bool isImageDataset(const std::string& kind);
 bool isCsvDataset(const std::string& kind);
 // dataset.kind: drawn from dataset.seed, the 2-D generators and the regression generators.
 bool isGeneratedDataset(const std::string& kind);
+// dataset.kind: a table shipped with the program, named by its own key (uci: dataset.uci_set).
+bool isShippedDataset(const std::string& kind);
 // A regression kind, or one whose dataset.task (csv) is regression.
 bool isRegressionDataset(const std::string& kind, const std::string& task);
 

@@ -128,12 +128,13 @@ void TestGuiPanel::formConditionsNameSchemaChoices() {
 }
 
 void TestGuiPanel::everyDatasetKindHasOneFamily() {
-    // A dataset kind the panel cannot place (generated, a CSV file, images) would get the
-    // wrong rows: a new kind needs its answer in panel_kinds.cpp.
+    // A dataset kind the panel cannot place (generated, a CSV file, images, a shipped table)
+    // would get the wrong rows: a new kind needs its answer in panel_kinds.cpp.
     for (const Choice& c : keySpec("dataset.kind").choices) {
         const int families = int{ensemble::ui::isGeneratedDataset(c.name)} +
                              int{ensemble::ui::isCsvDataset(c.name)} +
-                             int{ensemble::ui::isImageDataset(c.name)};
+                             int{ensemble::ui::isImageDataset(c.name)} +
+                             int{ensemble::ui::isShippedDataset(c.name)};
         QVERIFY2(families == 1, c.name);
     }
     for (const bool regression : {false, true}) {
