@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -16,6 +17,7 @@
 
 #include "active/active_learning.h"
 #include "cli/cli_common.h"
+#include "cli/command_run.h"
 #include "cli/commands.h"
 #include "cli/interrupt.h"
 #include "core/errors.h"
@@ -216,6 +218,30 @@ std::string accuracyCell(const MeanStd& m, bool withStd) {
     return buf;
 }
 
+// The runs store's figures of the loop: per acquisition function, the mean curve's last test
+// accuracy and its labels to reach each target, "<acquisition>.final_accuracy",
+// "<acquisition>.labels_to_<target>".
+std::map<std::string, double> activeFigures(const std::vector<AcquisitionRuns>& runs) {
+    std::map<std::string, double> figures;
+    for (const AcquisitionRuns& run : runs) {
+        const std::string name = toString(run.acquisition);
+        const std::vector<CurvePoint> curve = meanCurve(run);
+        if (curve.empty()) {
+            continue;
+        }
+        if (std::isfinite(curve.back().accuracy.mean)) {
+            figures[name + ".final_accuracy"] = curve.back().accuracy.mean;
+        }
+        for (const auto& [accuracy, key] : kReachTargets) {
+            const json labels = labelsToReachJson(curve, accuracy);
+            if (!labels.is_null()) {
+                figures[name + ".labels_to_" + key] = labels.get<double>();
+            }
+        }
+    }
+    return figures;
+}
+
 }  // namespace
 
 ExitCode commandActive(const CliArgs& args) {
@@ -246,6 +272,7 @@ ExitCode commandActive(const CliArgs& args) {
         rounds = (labels - active.initial + active.perRound - 1) / active.perRound;
     }
 
+    CommandRun record(args, "active", config.json);
     const auto data = std::make_shared<const DataSplit>(loadDataSplit(config.dataset));
     std::vector<AcquisitionRuns> runs;
     for (Acquisition a : acquisitions) {
@@ -392,16 +419,21 @@ ExitCode commandActive(const CliArgs& args) {
                  seedCount == 1 ? "" : "s", elapsed);
     if (args.has("--report")) {
         std::fprintf(stderr, "wrote the report to %s\n", args.get("--report").c_str());
+        record.addFile(args.get("--report"), "report");
     }
     if (args.has("--csv")) {
         std::fprintf(stderr, "wrote active_curves.csv and active_acquired.csv to %s\n",
                      args.get("--csv").c_str());
+        for (const char* name : {"active_curves.csv", "active_acquired.csv"}) {
+            record.addFile((std::filesystem::path(args.get("--csv")) / name).string(), "csv");
+        }
     }
     if (!complete) {
         std::fprintf(stderr, "interrupted: the report holds the rounds every run finished\n");
-        return interruptExitCode();
     }
-    return ExitCode::Ok;
+    const ExitCode code = complete ? ExitCode::Ok : interruptExitCode();
+    record.finish(code, activeFigures(runs));
+    return code;
 }
 
 }  // namespace ensemble::cli

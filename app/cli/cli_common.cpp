@@ -52,12 +52,76 @@ std::string CliArgs::require(const std::string& flag) const {
     return get(flag);
 }
 
-CliArgs parseArgs(int argc, char** argv, const std::vector<std::string>& valueFlags,
-                  const std::vector<std::string>& switchFlags) {
+namespace {
+
+// "[ID...]" -> {"ID", optional, variadic}.
+struct PositionalShape {
+    std::string name;
+    bool optional = false;
+    bool variadic = false;
+};
+
+PositionalShape positionalShape(std::string text) {
+    PositionalShape shape;
+    if (text.size() >= 3 && text.compare(text.size() - 3, 3, "...") == 0) {
+        shape.variadic = true;
+        text.resize(text.size() - 3);
+    }
+    if (text.size() >= 2 && text.front() == '[' && text.back() == ']') {
+        shape.optional = true;
+        text = text.substr(1, text.size() - 2);
+    }
+    if (text.size() >= 3 && text.compare(text.size() - 3, 3, "...") == 0) {
+        shape.variadic = true;
+        text.resize(text.size() - 3);
+    }
+    shape.name = text;
+    return shape;
+}
+
+// The positional arguments against the spec's names: one error naming what is missing or extra.
+void checkPositionals(const CliArgs& args, const std::vector<std::string>& names) {
+    std::size_t required = 0;
+    bool unbounded = false;
+    for (const std::string& name : names) {
+        const PositionalShape shape = positionalShape(name);
+        required += shape.optional ? 0 : 1;
+        unbounded = unbounded || shape.variadic;
+    }
+    const std::size_t given = args.positionals.size();
+    const std::string help = " (see ensemble-cli " + args.command + " --help)";
+    if (given < required) {
+        const PositionalShape missing = positionalShape(names[std::min(given, names.size() - 1)]);
+        throw ConfigError("missing " + missing.name + help);
+    }
+    if (!unbounded && given > names.size()) {
+        const std::string& extra = args.positionals[names.size()];
+        throw ConfigError("unexpected argument '" + extra + "' for " + args.command +
+                          (names.empty() ? ", which takes flags only" : "") + help);
+    }
+}
+
+}  // namespace
+
+CliArgs parseArgs(const std::string& command, const std::vector<std::string>& words,
+                  const ArgumentSpec& spec) {
     CliArgs args;
-    args.command = argv[1];
-    for (int i = 2; i < argc; ++i) {
-        std::string arg = argv[i];
+    args.command = command;
+    args.words = words;
+    const auto listed = [](const std::vector<std::string>& list, const std::string& item) {
+        return std::find(list.begin(), list.end(), item) != list.end();
+    };
+    bool flagsEnded = false;
+    for (std::size_t i = 0; i < words.size(); ++i) {
+        std::string arg = words[i];
+        if (flagsEnded || arg.empty() || arg[0] != '-' || arg == "-") {
+            args.positionals.push_back(arg);
+            continue;
+        }
+        if (arg == "--") {
+            flagsEnded = true;
+            continue;
+        }
         std::string value;
         bool inlineValue = false;
         const auto eq = arg.find('=');
@@ -70,22 +134,20 @@ CliArgs parseArgs(int argc, char** argv, const std::vector<std::string>& valueFl
             args.switches.push_back("--help");
             continue;
         }
-        if (std::find(switchFlags.begin(), switchFlags.end(), arg) != switchFlags.end()) {
+        if (listed(spec.switchFlags, arg)) {
             args.switches.push_back(arg);
             continue;
         }
-        const bool repeatable =
-            std::find(valueFlags.begin(), valueFlags.end(), arg + "...") != valueFlags.end();
-        if (!repeatable &&
-            std::find(valueFlags.begin(), valueFlags.end(), arg) == valueFlags.end()) {
+        const bool repeatable = listed(spec.valueFlags, arg + "...");
+        if (!repeatable && !listed(spec.valueFlags, arg)) {
             throw ConfigError("unknown option '" + arg + "' for " + args.command +
                               " (see ensemble-cli " + args.command + " --help)");
         }
         if (!inlineValue) {
-            if (i + 1 >= argc) {
+            if (i + 1 >= words.size()) {
                 throw ConfigError(arg + " needs a value");
             }
-            value = argv[++i];
+            value = words[++i];
         }
         if (arg == "--set") {
             args.sets.push_back(value);
@@ -99,6 +161,9 @@ CliArgs parseArgs(int argc, char** argv, const std::vector<std::string>& valueFl
         } else {
             args.options[arg] = value;
         }
+    }
+    if (!args.flag("--help")) {
+        checkPositionals(args, spec.positionals);
     }
     return args;
 }

@@ -27,15 +27,18 @@ namespace ensemble::cli {
 Collective& world();
 void setWorld(Collective* collective);
 
-// Parsed command line: `ensemble-cli <command> [--flag value]... [--set key=value]...`.
+// Parsed command line: `ensemble-cli <command> [<subcommand>] [ARG | --flag value]...
+// [--set key=value]...`.
 struct CliArgs {
-    std::string command;
+    std::string command;                         // "train", or "runs show": what messages name
     std::map<std::string, std::string> options;  // --flag value
     // Every value of a repeatable flag, in order (a flag listed as "--weights..." in the
     // command's table; any other flag given twice is a usage error).
     std::map<std::string, std::vector<std::string>> repeated;
-    std::vector<std::string> sets;      // every --set, in order
-    std::vector<std::string> switches;  // flags without a value (e.g. --quiet)
+    std::vector<std::string> sets;         // every --set, in order
+    std::vector<std::string> switches;     // flags without a value (e.g. --quiet)
+    std::vector<std::string> positionals;  // the arguments that are no flag, in order
+    std::vector<std::string> words;        // every argument after the command's name, as given
 
     bool has(const std::string& flag) const { return options.count(flag) > 0; }
     std::string get(const std::string& flag, const std::string& fallback = {}) const {
@@ -52,11 +55,22 @@ struct CliArgs {
     std::string require(const std::string& flag) const;
 };
 
-// Throws ConfigError for a flag the command does not know, a flag missing its value, or a flag
-// given twice that is not repeatable. `valueFlags` take a value ("--weights..." marks one that
-// may be repeated: args.all() has every value, args.get() the first); `switchFlags` do not.
-CliArgs parseArgs(int argc, char** argv, const std::vector<std::string>& valueFlags,
-                  const std::vector<std::string>& switchFlags);
+// What a command (or a subcommand) takes. `valueFlags` take a value ("--weights..." marks one
+// that may be repeated: args.all() has every value, args.get() the first); `switchFlags` do
+// not. `positionals` name the arguments that are no flag, as the synopsis writes them: "ID"
+// is required, "[ID]" optional, and a last "ID..." takes one or more, "[ID...]" any number.
+struct ArgumentSpec {
+    std::vector<std::string> valueFlags;
+    std::vector<std::string> switchFlags;
+    std::vector<std::string> positionals;
+};
+
+// Parses `words` (the command line after the command's, or the subcommand's, name). Throws
+// ConfigError for a flag the command does not know, a flag missing its value, a flag given
+// twice that is not repeatable, a missing positional argument or one too many. A word that
+// starts with '-' is a flag, except after "--".
+CliArgs parseArgs(const std::string& command, const std::vector<std::string>& words,
+                  const ArgumentSpec& spec);
 
 // The integer value of `flag`, `fallback` when it is absent; ConfigError naming the flag when
 // it is not an integer >= `lowest`.

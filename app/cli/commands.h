@@ -33,5 +33,14 @@ ExitCode commandConfig(const CliArgs& args);
 ExitCode commandSchema(const CliArgs& args);
 // Lists the built-in presets' names, one a line.
 ExitCode commandPresets(const CliArgs& args);
+// The runs store every recording command and the app write (runs_command.cpp): list, show one
+// entry, diff two, tag, note, remove, export the table.
+ExitCode commandRunsList(const CliArgs& args);
+ExitCode commandRunsShow(const CliArgs& args);
+ExitCode commandRunsDiff(const CliArgs& args);
+ExitCode commandRunsTag(const CliArgs& args);
+ExitCode commandRunsNote(const CliArgs& args);
+ExitCode commandRunsRemove(const CliArgs& args);
+ExitCode commandRunsExport(const CliArgs& args);
 
 }  // namespace ensemble::cli

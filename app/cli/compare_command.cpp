@@ -8,9 +8,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include "cli/cli_common.h"
+#include "cli/command_run.h"
 #include "cli/commands.h"
 #include "cli/interrupt.h"
 #include "compare/compare.h"
@@ -109,6 +111,26 @@ void printTable(const CompareResult& r) {
     }
 }
 
+// The runs store's figures of a comparison: each finished method's measures, named
+// "<method>.<measure>" ("batchensemble.test_nll").
+std::map<std::string, double> compareFigures(const CompareResult& result) {
+    std::map<std::string, double> figures;
+    for (const MethodComparison& m : result.methods) {
+        const std::string method = toString(m.method);
+        const std::pair<const char*, double> measures[] = {
+            {"test_accuracy", m.accuracy},    {"test_nll", m.nll},
+            {"test_brier", m.brier},          {"test_ece", m.ece},
+            {"ood_auroc", m.oodAuroc},        {"shift_nll", m.shiftNll},
+            {"train_seconds", m.trainSeconds}};
+        for (const auto& [name, value] : measures) {
+            if (std::isfinite(value)) {
+                figures[method + "." + name] = value;
+            }
+        }
+    }
+    return figures;
+}
+
 }  // namespace
 
 ExitCode commandCompare(const CliArgs& args) {
@@ -122,6 +144,7 @@ ExitCode commandCompare(const CliArgs& args) {
     for (EnsembleMethod m : methods) {
         names += (names.empty() ? "" : ", ") + std::string(toString(m));
     }
+    CommandRun run(args, "compare", config.json);
     std::fprintf(stderr, "comparing %s: K = %d, seed %llu\n", names.c_str(),
                  config.ensemble.members, static_cast<unsigned long long>(config.ensemble.seed));
 
@@ -165,11 +188,13 @@ ExitCode commandCompare(const CliArgs& args) {
     if (args.has("--report")) {
         writeFileAtomic(args.get("--report"), compareReportJson(result).dump(2) + "\n");
         std::fprintf(stderr, "wrote the report to %s\n", args.get("--report").c_str());
+        run.addFile(args.get("--report"), "report");
     }
     if (args.has("--csv")) {
         const std::filesystem::path dir = createCsvFolder(args.get("--csv"));
         writeFileAtomic((dir / "compare.csv").string(), compareCsv(result));
         std::fprintf(stderr, "wrote compare.csv to %s\n", args.get("--csv").c_str());
+        run.addFile((dir / "compare.csv").string(), "csv");
     }
     std::fprintf(stderr, "%zu method%s in %.1f s\n", result.methods.size(),
                  result.methods.size() == 1 ? "" : "s", elapsed);
@@ -177,9 +202,10 @@ ExitCode commandCompare(const CliArgs& args) {
         std::fprintf(stderr,
                      "interrupted: the table and the report hold the %zu finished method%s\n",
                      result.methods.size(), result.methods.size() == 1 ? "" : "s");
-        return interruptExitCode();
     }
-    return ExitCode::Ok;
+    const ExitCode code = result.complete ? ExitCode::Ok : interruptExitCode();
+    run.finish(code, compareFigures(result));
+    return code;
 }
 
 }  // namespace ensemble::cli

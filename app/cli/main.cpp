@@ -2,6 +2,7 @@
 // synopsis, summary, flags); the help text and the dispatch both read it, so a command is one
 // file (cli/<name>_command.cpp) and one row. Exit codes are a public contract, listed in
 // core/exit_codes.h; messages go to stderr and say what was expected.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -28,7 +29,7 @@ using ensemble::cli::CliArgs;
 
 struct Command {
     const char* name;
-    // The flags, one form per line; lines after the first continue it.
+    // The arguments, one form per line; lines after the first continue it.
     const char* synopsis;
     const char* summary;
     std::vector<std::string> valueFlags;
@@ -37,6 +38,12 @@ struct Command {
     // Whether the command runs on every rank under mpirun (train, bench); the others run on
     // rank 0 alone, as they would without mpirun.
     bool distributed = false;
+    // The arguments that are no flag, as the synopsis names them (cli_common.h's ArgumentSpec).
+    std::vector<std::string> positionals = {};
+    // A command of subcommands (`runs list`, `runs show ID`) has no `run` of its own.
+    std::vector<Command> subcommands = {};
+
+    ensemble::cli::ArgumentSpec arguments() const { return {valueFlags, switchFlags, positionals}; }
 };
 
 const std::vector<Command>& commands() {
@@ -44,11 +51,11 @@ const std::vector<Command>& commands() {
         {"train",
          "[--config FILE.json|PRESET | --resume C.safetensors] [--set key=value]...\n"
          "[--export W.safetensors|.onnx|.npz] [--metrics M.json]\n"
-         "[--checkpoint C.safetensors [--checkpoint-every N]] [--quiet]",
+         "[--checkpoint C.safetensors [--checkpoint-every N]] [--quiet] [--no-record]",
          "train an ensemble, or resume a checkpoint; write its weights, metrics, checkpoints",
          {"--config", "--set", "--export", "--metrics", "--checkpoint", "--checkpoint-every",
           "--resume"},
-         {"--quiet"},
+         {"--quiet", "--no-record"},
          ensemble::cli::commandTrain,
          true},
         {"predict",
@@ -90,28 +97,28 @@ const std::vector<Command>& commands() {
          ensemble::cli::commandEval},
         {"shift",
          "--weights W.safetensors --shift rotate|translate|noise|scale [--levels a,b,...]\n"
-         "[--alpha 0.1] [--subset N] [--report R.json] [--csv DIR]",
+         "[--alpha 0.1] [--subset N] [--report R.json] [--csv DIR] [--no-record]",
          "the ensemble on its test split under a dataset shift, level by level",
          {"--weights", "--shift", "--levels", "--alpha", "--subset", "--report", "--csv"},
-         {},
+         {"--no-record"},
          ensemble::cli::commandShift},
         {"active",
          "--config FILE.json|PRESET [--set key=value]...\n"
          "[--acquisition bald,entropy,random] [--seeds 3] [--rounds N | --labels N]\n"
-         "[--report R.json] [--csv DIR]",
+         "[--report R.json] [--csv DIR] [--no-record]",
          "active learning: label the pool rows each acquisition picks, round by round",
          {"--config", "--set", "--acquisition", "--seeds", "--rounds", "--labels", "--report",
           "--csv"},
-         {},
+         {"--no-record"},
          ensemble::cli::commandActive},
         {"compare",
          "--config FILE.json|PRESET [--set key=value]...\n"
          "[--methods independent,mc_dropout,batchensemble,snapshot]   (default: every method)\n"
          "[--shift noise|rotate|translate|scale --level L]   (default: noise 0.3)\n"
-         "[--report R.json] [--csv DIR]",
+         "[--report R.json] [--csv DIR] [--no-record]",
          "train each ensemble method on the same data, K, steps and seed; one table side by side",
          {"--config", "--set", "--methods", "--shift", "--level", "--report", "--csv"},
-         {},
+         {"--no-record"},
          ensemble::cli::commandCompare},
         {"config",
          "[--config FILE.json|PRESET] [--set key=value]...",
@@ -131,6 +138,75 @@ const std::vector<Command>& commands() {
          {},
          {},
          ensemble::cli::commandPresets},
+        {"runs",
+         "list|show|diff|tag|note|rm|export ...   (ensemble-cli runs --help: each)",
+         "the runs every command and the app recorded: list, compare, tag, note, remove",
+         {},
+         {},
+         nullptr,
+         false,
+         {},
+         {
+             {"list",
+              "[FILTER]... [--sort FIELD] [--limit N] [--columns A,B,...]\n"
+              "[--format table|csv|json] [--store S.sqlite]",
+              "the runs that match every FILTER (preset=spirals, figure.test_nll<0.3), "
+              "newest first",
+              {"--sort", "--limit", "--columns", "--format", "--store"},
+              {},
+              ensemble::cli::commandRunsList,
+              false,
+              {"[FILTER...]"}},
+             {"show",
+              "ID [--format text|json] [--store S.sqlite]",
+              "one run: its config, figures, curves, files and the command that reproduces it",
+              {"--format", "--store"},
+              {},
+              ensemble::cli::commandRunsShow,
+              false,
+              {"ID"}},
+             {"diff",
+              "A B [--format text|json] [--store S.sqlite]",
+              "two runs side by side: the config keys that differ and every figure",
+              {"--format", "--store"},
+              {},
+              ensemble::cli::commandRunsDiff,
+              false,
+              {"A", "B"}},
+             {"tag",
+              "ID TAG... [--remove] [--store S.sqlite]",
+              "add tags to a run, or take them off",
+              {"--store"},
+              {"--remove"},
+              ensemble::cli::commandRunsTag,
+              false,
+              {"ID", "TAG..."}},
+             {"note",
+              "ID TEXT [--store S.sqlite]",
+              "set a run's note (\"\" clears it)",
+              {"--store"},
+              {},
+              ensemble::cli::commandRunsNote,
+              false,
+              {"ID", "TEXT"}},
+             {"rm",
+              "ID... [--files] [--store S.sqlite]",
+              "remove runs from the store; --files also deletes the files they wrote",
+              {"--store"},
+              {"--files"},
+              ensemble::cli::commandRunsRemove,
+              false,
+              {"ID..."}},
+             {"export",
+              "--out RUNS.csv|RUNS.json [FILTER]... [--sort FIELD] [--limit N]\n"
+              "[--columns A,B,...] [--store S.sqlite]",
+              "write the runs that match as a CSV table or as JSON (every field)",
+              {"--out", "--sort", "--limit", "--columns", "--store"},
+              {},
+              ensemble::cli::commandRunsExport,
+              false,
+              {"[FILTER...]"}},
+         }},
     };
     return table;
 }
@@ -184,25 +260,41 @@ void printUsage(std::FILE* to) {
     std::fprintf(to, ".\n");
 }
 
-void printCommandUsage(const Command& c) {
-    const std::string lead = std::string("usage: ensemble-cli ") + c.name + " ";
+void printCommandUsage(const Command& c, const std::string& name) {
+    const std::string lead = "usage: ensemble-cli " + name + " ";
     if (c.synopsis[0] == '\0') {
-        std::printf("usage: ensemble-cli %s\n", c.name);
+        std::printf("usage: ensemble-cli %s\n", name.c_str());
     }
     printSynopsis(stdout, lead.c_str(), c.synopsis);
     std::printf("%s\n", c.summary);
 }
 
+// A command of subcommands: a usage line, each subcommand as the overview lists commands, then
+// the command's summary last (as every command's help ends; tests/checks reads it there).
+void printSubcommandsUsage(std::FILE* to, const Command& c) {
+    std::fprintf(to,
+                 "usage: ensemble-cli %s <subcommand> [arguments]   (ensemble-cli %s "
+                 "<subcommand> --help: its arguments)\n",
+                 c.name, c.name);
+    for (const Command& sub : c.subcommands) {
+        char lead[32];
+        std::snprintf(lead, sizeof lead, "  %-9s", sub.name);
+        std::fprintf(to, "%s%s\n", lead, sub.summary);
+        printSynopsis(to, "           ", sub.synopsis);
+    }
+    std::fprintf(to, "%s\n", c.summary);
+}
+
 // Under mpirun a failure after the ranks stopped agreeing (a file rank 0 cannot write while
 // the others wait in a gather) ends the whole job with this rank's message and exit code,
 // never a hang; in one process it is the exit code.
-ExitCode fail(const Command& c, const char* what, ExitCode code) {
+ExitCode fail(const std::string& name, const char* what, ExitCode code) {
     ensemble::Collective& world = ensemble::cli::world();
     if (!world.distributed()) {
-        std::fprintf(stderr, "ensemble-cli %s: %s\n", c.name, what);
+        std::fprintf(stderr, "ensemble-cli %s: %s\n", name.c_str(), what);
         return code;
     }
-    std::fprintf(stderr, "ensemble-cli %s (rank %d of %d): %s\n", c.name, world.rank(),
+    std::fprintf(stderr, "ensemble-cli %s (rank %d of %d): %s\n", name.c_str(), world.rank(),
                  world.ranks(), what);
     world.abort(exitStatus(code));
     return code;  // not reached
@@ -255,20 +347,45 @@ ExitCode runCommand(int argc, char** argv) {
             }
 #endif
         }
+        // A command of subcommands: argv[2] names one.
+        const Command* target = &c;
+        std::string fullName = c.name;
+        int first = 2;
+        if (!c.subcommands.empty()) {
+            const bool asked = argc > 2 && (std::strcmp(argv[2], "--help") == 0 ||
+                                            std::strcmp(argv[2], "-h") == 0);
+            if (argc < 3 || asked) {
+                printSubcommandsUsage(asked ? stdout : stderr, c);
+                return asked ? ExitCode::Ok : ExitCode::Usage;
+            }
+            const auto sub =
+                std::find_if(c.subcommands.begin(), c.subcommands.end(),
+                             [&](const Command& s) { return std::strcmp(argv[2], s.name) == 0; });
+            if (sub == c.subcommands.end()) {
+                std::fprintf(stderr, "ensemble-cli %s: unknown subcommand '%s'\n\n", c.name,
+                             argv[2]);
+                printSubcommandsUsage(stderr, c);
+                return ExitCode::Usage;
+            }
+            target = &*sub;
+            fullName += std::string(" ") + sub->name;
+            first = 3;
+        }
         try {
-            const CliArgs args = ensemble::cli::parseArgs(argc, argv, c.valueFlags, c.switchFlags);
+            const CliArgs args = ensemble::cli::parseArgs(
+                fullName, std::vector<std::string>(argv + first, argv + argc), target->arguments());
             if (args.flag("--help")) {
                 if (ensemble::cli::world().root()) {
-                    printCommandUsage(c);
+                    printCommandUsage(*target, fullName);
                 }
                 ensemble::cli::setWorld(nullptr);
                 return ExitCode::Ok;
             }
-            const ExitCode code = c.run(args);
+            const ExitCode code = target->run(args);
             ensemble::cli::setWorld(nullptr);
             return code;
         } catch (const std::exception& e) {
-            return fail(c, e.what(), ensemble::exitCodeFor(e));
+            return fail(fullName, e.what(), ensemble::exitCodeFor(e));
         }
     }
     if (ensemble::launcherRank() <= 0) {

@@ -4,9 +4,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <map>
 #include <string>
 
 #include "cli/cli_common.h"
+#include "cli/command_run.h"
 #include "cli/commands.h"
 #include "cli/interrupt.h"
 #include "core/errors.h"
@@ -70,6 +73,30 @@ void printRegressionTable(const ShiftReport& r) {
         static_cast<long long>(r.measureRows));
 }
 
+// The runs store's figures of a shift report: the ensemble's headline measures at every level,
+// named "<level>.<measure>" ("30.accuracy", "0.5.nll").
+std::map<std::string, double> shiftFigures(const ShiftReport& report) {
+    std::map<std::string, double> figures;
+    const auto put = [&](const std::string& name, double value) {
+        if (std::isfinite(value)) {
+            figures[name] = value;
+        }
+    };
+    for (const ShiftLevelReport& level : report.levels) {
+        char prefix[32];
+        std::snprintf(prefix, sizeof prefix, "%g.", level.level);
+        if (report.regression) {
+            put(prefix + std::string("rmse"), level.regressionEnsemble.rmse);
+            put(prefix + std::string("nll"), level.regressionEnsemble.nll);
+        } else {
+            put(prefix + std::string("accuracy"), level.ensemble.accuracy);
+            put(prefix + std::string("nll"), level.ensemble.nll);
+            put(prefix + std::string("ece"), level.ensemble.ece);
+        }
+    }
+    return figures;
+}
+
 }  // namespace
 
 ExitCode commandShift(const CliArgs& args) {
@@ -89,6 +116,9 @@ ExitCode commandShift(const CliArgs& args) {
     options.seed = ensemble.config.ensemble.seed;
     options.threads = ensemble.config.backend.threads;
     DatasetConfig datasetConfig = ensemble.config.dataset;
+    // The runs store's entry: the export's config, the weights as the file it measured.
+    CommandRun run(args, "shift", ensemble.config.json);
+    run.addFile(weights, "weights");
     const DataSplit data = loadDataSplit(datasetConfig);
     checkShiftApplies(options.kind, data);
 
@@ -150,14 +180,22 @@ ExitCode commandShift(const CliArgs& args) {
     if (args.has("--report")) {
         writeFileAtomic(args.get("--report"), j.dump(2) + "\n");
         std::fprintf(stderr, "wrote the report to %s\n", args.get("--report").c_str());
+        run.addFile(args.get("--report"), "report");
     }
     if (args.has("--csv")) {
         writeShiftCsvs(args.get("--csv"), report);
+        for (const char* name : {"shift_levels.csv", "risk_coverage.csv", "set_sizes.csv"}) {
+            if (!report.regression || name == std::string("shift_levels.csv")) {
+                run.addFile((std::filesystem::path(args.get("--csv")) / name).string(), "csv");
+            }
+        }
         std::fprintf(stderr, "wrote shift_levels.csv%s to %s\n",
                      report.regression ? "" : ", risk_coverage.csv and set_sizes.csv",
                      args.get("--csv").c_str());
     }
-    return report.complete ? ExitCode::Ok : interruptExitCode();
+    const ExitCode code = report.complete ? ExitCode::Ok : interruptExitCode();
+    run.finish(code, shiftFigures(report));
+    return code;
 }
 
 }  // namespace ensemble::cli

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cli/cli_common.h"
+#include "cli/command_run.h"
 #include "cli/commands.h"
 #include "cli/interrupt.h"
 #include "core/errors.h"
@@ -23,6 +24,7 @@
 #include "metrics/regression.h"
 #include "model/ensemble_methods.h"
 #include "registry/registry.h"
+#include "runs/run_figures.h"
 #include "sys/atomic_file.h"
 #include "train/trainer.h"
 #include "train/trainer_report.h"
@@ -227,6 +229,9 @@ ExitCode commandTrain(const CliArgs& args) {
         std::fprintf(stderr, "%s\n", notice.c_str());
     }
     const std::vector<std::string> rankDevices = logRankDevices(*trainer, quiet);
+    // The runs store's entry (rank 0): from here until the command's exit.
+    CommandRun run(args, args.has("--resume") ? "resume" : "train", config.json);
+    run.setBackend(trainer->backend().name());
     // The evaluations of the run so far: a checkpoint's curves.
     std::vector<Evaluation> curves;
     if (resumed) {
@@ -270,11 +275,16 @@ ExitCode commandTrain(const CliArgs& args) {
     }
     // Writes the checkpoint of the last finished step; the periodic hook, the end of the run
     // and an interrupted run (Trainer::run returned false) call it.
+    bool checkpointRecorded = false;
     const auto saveCheckpoint = [&](const json& metrics) {
         if (!args.has("--checkpoint")) {
             return;
         }
         writeCheckpoint(args.get("--checkpoint"), *trainer, curves, metrics);
+        if (!checkpointRecorded) {
+            run.addFile(args.get("--checkpoint"), "checkpoint");
+            checkpointRecorded = true;
+        }
         if (!quiet) {
             std::fprintf(stderr, "%swrote checkpoint %s at step %lld%s", tty ? "\r" : "",
                          args.get("--checkpoint").c_str(), static_cast<long long>(trainer->step()),
@@ -307,6 +317,7 @@ ExitCode commandTrain(const CliArgs& args) {
     Evaluation last;
     const auto onEvaluation = [&](const Evaluation& e) {
         last = e;
+        run.addEvaluation(e);
         // A run resumed at its end evaluates the checkpoint's last step again: one point.
         if (!curves.empty() && curves.back().step == e.step) {
             curves.back() = e;
@@ -381,11 +392,13 @@ ExitCode commandTrain(const CliArgs& args) {
     }
     if (args.has("--metrics")) {
         writeFileAtomic(args.get("--metrics"), metrics.dump(2) + "\n");
+        run.addFile(args.get("--metrics"), "report");
     }
     // The checkpoint of the last finished step, interrupted or not.
     saveCheckpoint(metrics);
     if (args.has("--export")) {
         exportEnsemble(args.get("--export"), *trainer, metrics, exportMetadata);
+        run.addFile(args.get("--export"), "export");
         if (!quiet) {
             std::fprintf(stderr, "exported %s to %s\n",
                          exportFormatName(exportFormatForPath(args.get("--export"))),
@@ -399,7 +412,12 @@ ExitCode commandTrain(const CliArgs& args) {
         }
     }
     // A signal that came after the last step still says the run was interrupted.
-    return interruptSignal() != 0 ? interruptExitCode() : ExitCode::Ok;
+    const ExitCode code = interruptSignal() != 0 ? interruptExitCode() : ExitCode::Ok;
+    run.finish(code, wantReport
+                         ? runs::reportFigures(report)
+                         : runs::evaluationFigures(
+                               last, trainer->config().model.likelihood == Likelihood::Gaussian));
+    return code;
 }
 
 }  // namespace ensemble::cli

@@ -70,18 +70,34 @@ overview=$("$cli" --help)
 commands=$(printf '%s\n' "$overview" | sed -n 's/^  \([a-z][a-z-]*\) .*/\1/p')
 [ -n "$commands" ] || fail "ensemble-cli --help lists no commands"
 all_help="$overview"
+# check_usage NAME HELP: the page holds NAME's synopsis and summary as its --help prints them.
+check_usage() {
+  local name=$1 help=$2 synopsis summary
+  # usage: ensemble-cli NAME SYNOPSIS...   (further synopsis lines indented), then the summary
+  synopsis=$(printf '%s\n' "$help" | sed '$d' | sed -e "1s/^usage: ensemble-cli $name//")
+  summary=$(printf '%s\n' "$help" | tail -n 1)
+  if [ -n "$(printf '%s' "$synopsis" | tr -d ' \n')" ]; then
+    contains "$text" "$synopsis" ||
+      fail "ensemble-cli.1 lacks the synopsis of '$name' as --help prints it:$(printf '\n  %s' "$synopsis")"
+  fi
+  contains "$text" "$summary" || fail "ensemble-cli.1 lacks the summary of '$name': $summary"
+}
 for c in $commands; do
   help=$("$cli" "$c" --help)
   all_help+=$'\n'"$help"
-  # usage: ensemble-cli NAME SYNOPSIS...   (further synopsis lines indented), then the summary
-  synopsis=$(printf '%s\n' "$help" | sed '$d' | sed -e "1s/^usage: ensemble-cli $c//")
-  summary=$(printf '%s\n' "$help" | tail -n 1)
   grep -q "^\.SS $c\$" "$page" || fail "ensemble-cli.1 has no '.SS $c'"
-  if [ -n "$(printf '%s' "$synopsis" | tr -d ' \n')" ]; then
-    contains "$text" "$synopsis" ||
-      fail "ensemble-cli.1 lacks the synopsis of '$c' as --help prints it:$(printf '\n  %s' "$synopsis")"
+  if [[ $(head -n 1 <<<"$help") == *"<subcommand>"* ]]; then
+    # A command of subcommands (runs): its summary, then each subcommand's usage.
+    contains "$text" "$(tail -n 1 <<<"$help")" ||
+      fail "ensemble-cli.1 lacks the summary of '$c': $(tail -n 1 <<<"$help")"
+    for s in $(sed -n 's/^  \([a-z][a-z-]*\) .*/\1/p' <<<"$help"); do
+      subhelp=$("$cli" "$c" "$s" --help)
+      all_help+=$'\n'"$subhelp"
+      check_usage "$c $s" "$subhelp"
+    done
+  else
+    check_usage "$c" "$help"
   fi
-  contains "$text" "$summary" || fail "ensemble-cli.1 lacks the summary of '$c': $summary"
 done
 for s in $(grep '^\.SS ' "$page" | cut -d' ' -f2); do
   grep -qx -- "$s" <<<"$commands" || fail "ensemble-cli.1 describes '$s', which is no command"
