@@ -243,6 +243,7 @@ class RunStore {
 // ---- Recording ----------------------------------------------------------------------------
 
 // Says something went wrong with the store, once per recorder (default: a line on stderr).
+// Called on the recorder's thread, or on the thread that destroys the recorder.
 using RunWarningSink = std::function<void(const std::string&)>;
 
 // Records ONE run. Construction returns at once: the entry is inserted (state Running) by a
@@ -274,8 +275,9 @@ class RunRecorder {
     void setDataFingerprint(std::string fingerprint);
     void setParent(std::int64_t parentId, std::string relation);
     void setCommandLine(std::string commandLine);
-    // Ends the entry: its state (not Running), ended and wall time now, `figures` merged.
-    // Later calls other than the destructor do nothing.
+    // Ends the entry: its state (not Running; Running is ignored), ended and wall time now,
+    // `figures` merged. A second finish() does nothing; the other calls still record (a file
+    // written after the end).
     void finish(RunState state, const std::map<std::string, double>& figures = {});
 
     // The entry's id once inserted, waiting up to `wait` for it; 0 when it is not (yet)
@@ -289,8 +291,10 @@ class RunRecorder {
     bool quiet() const;
     const std::filesystem::path& storePath() const;
 
-  private:
+    // The state shared with the recorder's thread (run_recorder.cpp).
     struct Shared;
+
+  private:
     std::shared_ptr<Shared> m_shared;
     std::filesystem::path m_path;
     int m_uncaughtAtStart = 0;
