@@ -30,6 +30,12 @@ void checkTrainingProblem(const TrainingProblem& problem) {
                           "adversarial training is implemented for mlp members; set it to 0 "
                           "for model.kind cnn");
     }
+    if (!problem.adversarialEpsPerInput.empty() &&
+        problem.adversarialEpsPerInput.size() != static_cast<std::size_t>(layout.inputs())) {
+        throw std::invalid_argument(
+            "TrainingProblem: " + std::to_string(problem.adversarialEpsPerInput.size()) +
+            " per-input eps for " + std::to_string(layout.inputs()) + " inputs");
+    }
     if (!(problem.dropout >= 0.0f && problem.dropout < 1.0f)) {
         throw ConfigError("model.dropout", "the dropout rate must be in [0, 1), not " +
                                                std::to_string(problem.dropout));

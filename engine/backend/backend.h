@@ -48,6 +48,10 @@ struct TrainingProblem {
     // sign(dloss/dX)) (fast_mlp.h, fastTrainMember), eps in normalised input units. MLP members
     // only: a backend throws ConfigError (key training.adversarial_eps) from bind() otherwise.
     float adversarialEps = 0.0f;
+    // One eps per input, in normalised units, in place of adversarialEps column by column
+    // (training.adversarial_eps_unit range); adversarialEps > 0 still switches the objective
+    // on. Empty: adversarialEps for every input. The CPU backend's MLP only.
+    std::vector<float> adversarialEpsPerInput;
     // This replica's share of every batch. A backend that cannot train shards throws
     // ConfigError (key backend.mesh) from bind() when count > 1.
     DataShard shard;

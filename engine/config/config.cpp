@@ -541,6 +541,7 @@ ExperimentConfig parseConfig(const json& input) {
     t.epochs = v.number("training.epochs");
     t.evalEvery = v.integer("training.eval_every");
     t.adversarialEps = v.number("training.adversarial_eps");
+    t.adversarialEpsUnit = v.choice<AdversarialEpsUnit>("training.adversarial_eps_unit");
     if (t.adversarialEps > 0.0 && !modelKind.adversarialTraining) {
         const std::string kinds =
             namesText<ModelKind>([](const ModelKindInfo& k) { return k.adversarialTraining; });

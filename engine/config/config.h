@@ -72,7 +72,8 @@ struct TrainingConfig {
     int64_t steps = 0;    // used when epochs == 0
     double epochs = 0.0;  // > 0: train this many passes over the train split instead
     int64_t evalEvery = 0;
-    double adversarialEps = 0.0;            // training.adversarial_eps; 0: off
+    double adversarialEps = 0.0;  // training.adversarial_eps; 0: off
+    AdversarialEpsUnit adversarialEpsUnit = AdversarialEpsUnit::Standardised;
     std::vector<ScheduledChange> schedule;  // by step (stable for equal steps)
 };
 

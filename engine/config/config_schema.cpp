@@ -154,7 +154,8 @@ std::vector<KeySpec> buildSchema() {
         choice("ensemble.bootstrap", "none", choicesOf<BootstrapMode>(),
                "`none`: all members see the same batches; `resample`: member k trains on its own "
                "bootstrap resample; `poisson`: same batches, per-member Poisson(1) example "
-               "weights fixed per row"),
+               "weights fixed per row; `shuffle`: every row once an epoch, member k in its own "
+               "order (Deep Ensembles' members)"),
         row("ensemble.seed", T::Seed, 0, "initialisation, batch order, resamples, Poisson weights"),
         live(row("ensemble.switched_off", T::Members, json::array(),
                  "members left out of the ensemble, by index from 0 (`[2, 5]`): its average, "
@@ -186,8 +187,15 @@ std::vector<KeySpec> buildSchema() {
             "adversarial training (Deep Ensembles, after Goodfellow et al.): when > 0 every step "
             "trains each member on loss(x) + loss(x + eps * sign(dloss/dx)), the adversarial "
             "inputs from the member's own current parameters; eps in standardised input units "
-            "(the inputs have std 1); 0: off. MLP members only",
+            "(the inputs have std 1; see `training.adversarial_eps_unit`); 0: off. MLP members "
+            "only",
             0, 100),
+        choice("training.adversarial_eps_unit", "standardised", choicesOf<AdversarialEpsUnit>(),
+               "the unit of `training.adversarial_eps`: `standardised`, the model's inputs (one "
+               "eps for every input); `range`, each input column's range (max - min) over the "
+               "train rows, so input f moves by eps * range_f in its own units (Deep Ensembles: "
+               "eps 0.01, 1 % of each input's range); a constant column does not move. The CPU "
+               "backend"),
         row("training.schedule", T::Schedule, json::array(),
             "changes during the run: `[{\"step\": 500, \"set\": {\"optimizer.lr\": 0.001}}]` "
             "sets the learning rate (per member, in any form `optimizer.lr` takes) before step "

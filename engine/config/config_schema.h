@@ -27,6 +27,19 @@ enum class BackendKind { Auto, Cpu, Cuda };
 // backend.math: how the CUDA backend's GEMMs (dense layers and the convolutions' GEMMs)
 // multiply. The CPU computes in FP32 whatever this says.
 enum class MathMode { Fp32, Tf32 };
+// training.adversarial_eps_unit: what one unit of training.adversarial_eps is.
+enum class AdversarialEpsUnit {
+    Standardised,  // the model's inputs (std 1 on the train rows): one eps for every input
+    Range,         // each input column's range over the train rows: eps * (max - min), per column
+};
+
+template <>
+struct EnumNames<AdversarialEpsUnit> {
+    static constexpr EnumName<AdversarialEpsUnit> table[] = {
+        {AdversarialEpsUnit::Standardised, "standardised", "Standardised inputs"},
+        {AdversarialEpsUnit::Range, "range", "Each input's range"},
+    };
+};
 
 template <>
 struct EnumNames<BootstrapMode> {
@@ -34,6 +47,7 @@ struct EnumNames<BootstrapMode> {
         {BootstrapMode::None, "none", "Same batches"},
         {BootstrapMode::Resample, "resample", "Bootstrap resample"},
         {BootstrapMode::Poisson, "poisson", "Poisson bootstrap"},
+        {BootstrapMode::Shuffle, "shuffle", "Own shuffle"},
     };
 };
 

@@ -13,7 +13,14 @@ enum class BootstrapMode : uint32_t {
     None = 0,      // every member gets the same batches
     Resample = 1,  // member k trains on its own bootstrap resample D_k of size N
     Poisson = 2,   // same batches, per-member Poisson(1) weight fixed per row (online bagging)
+    Shuffle = 3,   // member k walks all N rows in its own permutation each epoch (Deep Ensembles)
 };
+
+// Whether member k's batches are its own (its own epoch order), not the ones every member
+// shares: what decides whether a backend plans and gathers a batch per member or once.
+ENSEMBLE_HD inline bool ownBatches(BootstrapMode mode) {
+    return mode == BootstrapMode::Resample || mode == BootstrapMode::Shuffle;
+}
 
 // Member index used for streams shared by all members (the common batch order).
 constexpr uint32_t kSharedStream = 0xFFFFFFFFu;
@@ -162,9 +169,10 @@ ENSEMBLE_HD inline uint32_t planRowWith(const BatchPlanParams& params, const Per
     return i;
 }
 
-// Which stream orders member k's epochs: its own under `resample`, the shared one otherwise.
+// Which stream orders member k's epochs: its own under `resample` and `shuffle`, the shared
+// one otherwise.
 ENSEMBLE_HD inline uint32_t planStream(const BatchPlanParams& params, uint32_t member) {
-    return params.mode == BootstrapMode::Resample ? member : kSharedStream;
+    return ownBatches(params.mode) ? member : kSharedStream;
 }
 
 // Convenience form for one slot (the CUDA kernels use one thread per (k, b)).

@@ -44,6 +44,7 @@ void memberCounts(BootstrapMode mode, uint64_t seed, uint32_t member, uint32_t n
             }
             return;
         case BootstrapMode::None:
+        case BootstrapMode::Shuffle:  // every row once an epoch, in the member's own order
             std::fill(row, row + n, 1);
             return;
     }
@@ -51,6 +52,31 @@ void memberCounts(BootstrapMode mode, uint64_t seed, uint32_t member, uint32_t n
 }
 
 }  // namespace
+
+std::vector<float> adversarialInputEps(double eps, AdversarialEpsUnit unit, const DataSplit& data) {
+    if (unit == AdversarialEpsUnit::Standardised || !(eps > 0.0)) {
+        return {};
+    }
+    const Dataset& train = data.train;
+    std::vector<float> out(static_cast<std::size_t>(train.features), 0.0f);
+    if (train.rows == 0) {
+        return out;
+    }
+    for (int f = 0; f < train.features; ++f) {
+        float lo = train.row(0)[f];
+        float hi = lo;
+        for (int64_t r = 1; r < train.rows; ++r) {
+            lo = std::min(lo, train.row(r)[f]);
+            hi = std::max(hi, train.row(r)[f]);
+        }
+        // In double: a raw range over a std of another magnitude (protein's features span six
+        // orders) keeps its digits until the one rounding to float.
+        const double range = static_cast<double>(hi) - static_cast<double>(lo);
+        out[static_cast<std::size_t>(f)] = static_cast<float>(
+            eps * range / static_cast<double>(data.normalization.std[static_cast<std::size_t>(f)]));
+    }
+    return out;
+}
 
 Trainer::Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backend> backend,
                  Collective* collective, std::unique_ptr<Backend> memberBackend)
@@ -166,6 +192,8 @@ Trainer::Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backen
     problem.plan.memberOffset = static_cast<uint32_t>(m_share.begin);
     problem.rules = m_rules;
     problem.adversarialEps = static_cast<float>(m_config.training.adversarialEps);
+    problem.adversarialEpsPerInput = adversarialInputEps(
+        m_config.training.adversarialEps, m_config.training.adversarialEpsUnit, m_data);
     // model.dropout applies to mc_dropout only (0 otherwise: today's step).
     problem.dropout = static_cast<float>(m_config.model.dropout);
     problem.dropoutSeed = dropoutMaskSeed(m_config);

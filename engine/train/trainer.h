@@ -44,6 +44,12 @@ struct TrainingState {
     std::vector<uint8_t> diverged;  // per member; a diverged member stays frozen
 };
 
+// The adversarial eps of each input in the model's (normalised) units, for a backend's
+// TrainingProblem::adversarialEpsPerInput: empty under the `standardised` unit or eps 0 (the
+// scalar eps serves every input); under `range`, input f's eps * (max_f - min_f) over the raw
+// train rows, divided by the normalisation's std_f (0 for a constant column).
+std::vector<float> adversarialInputEps(double eps, AdversarialEpsUnit unit, const DataSplit& data);
+
 // Drives a Backend through a run: steps, evaluation, divergence, progress, cancel. It starts
 // no threads and emits nothing on its own: callers step it synchronously (the GUI from its
 // engine thread, the CLI from main).

@@ -94,7 +94,7 @@ void CpuBackend::bind(const TrainingProblem& problem) {
         m_conv->bind(layout, problem.activation, rows, m_threads, batch, problem.dropout);
         m_workspaces.clear();
         const std::size_t k = static_cast<std::size_t>(layout.members());
-        const bool own = problem.plan.mode == BootstrapMode::Resample;
+        const bool own = ownBatches(problem.plan.mode);
         // The plan's rows and weights are the whole batch's; what is gathered, this replica's.
         m_convRows.assign((own ? k : 1) * static_cast<std::size_t>(batch), 0);
         m_convPlanWeights.assign((own ? k : 1) * static_cast<std::size_t>(batch), 1.0f);
@@ -113,6 +113,7 @@ void CpuBackend::bind(const TrainingProblem& problem) {
         ws.targets.resize(static_cast<std::size_t>(rows));
         ws.weights.resize(static_cast<std::size_t>(batch));
         ws.fast.resize(layout, rows, problem.adversarialEps > 0.0f, problem.dropout > 0.0f);
+        ws.fast.inputEps = problem.adversarialEpsPerInput;
     }
     m_sharedRows.resize(static_cast<std::size_t>(batch));
     m_sharedWeights.resize(static_cast<std::size_t>(batch));
@@ -185,7 +186,7 @@ void CpuBackend::step(uint64_t step, const uint8_t* active, float* losses) {
     const uint64_t updateNumber = m_updates + 1;
 
     // Shared modes read the same rows for every member: plan and gather them once.
-    if (plan.mode != BootstrapMode::Resample) {
+    if (!ownBatches(plan.mode)) {
         // Weights from the shared plan are all 1; Poisson weights are per member (below).
         planMemberSimd(plan, 0, step, reinterpret_cast<uint32_t*>(m_sharedRows.data()),
                        m_sharedWeights.data());
@@ -277,7 +278,7 @@ void CpuBackend::memberGradients(uint64_t step, const uint8_t* active) {
     float* shardLosses = grads + layout.size();
 
     // The whole batch is planned (as one process plans it), this replica's rows gathered.
-    if (plan.mode != BootstrapMode::Resample) {
+    if (!ownBatches(plan.mode)) {
         planMemberSimd(plan, 0, step, reinterpret_cast<uint32_t*>(m_sharedRows.data()),
                        m_sharedWeights.data());
         const int32_t* mine = m_sharedRows.data() + first;
@@ -308,7 +309,7 @@ void CpuBackend::memberGradients(uint64_t step, const uint8_t* active) {
         const int32_t* labels = m_sharedLabels.data();
         const float* targets = m_sharedTargets.data();
         const float* weights = m_sharedWeights.data() + first;  // all 1 (none)
-        if (plan.mode == BootstrapMode::Resample) {
+        if (ownBatches(plan.mode)) {
             planMemberSimd(plan, member, step, reinterpret_cast<uint32_t*>(ws.rows.data()),
                            ws.weights.data());
             const int32_t* mine = ws.rows.data() + first;
@@ -355,7 +356,7 @@ void CpuBackend::stepConv(uint64_t step, const uint8_t* active, float* losses, b
     const std::size_t rows = batch / static_cast<std::size_t>(shard.count);
     const std::size_t first = static_cast<std::size_t>(shard.index) * rows;
     const std::size_t inputs = static_cast<std::size_t>(layout.inputs());
-    const bool own = plan.mode == BootstrapMode::Resample;
+    const bool own = ownBatches(plan.mode);
     std::vector<ConvMemberBatch> batches(static_cast<std::size_t>(members));
     std::vector<OptimizerRule> rules(m_problem.rules);
     const uint64_t updateNumber = m_updates + 1;
@@ -472,7 +473,7 @@ float CpuBackend::trainMember(int k, uint64_t step, Workspace& ws, const Optimiz
     const int32_t* labels = m_sharedLabels.data();
     const float* targets = m_sharedTargets.data();
     const float* weights = ws.weights.data();
-    if (plan.mode == BootstrapMode::Resample) {
+    if (ownBatches(plan.mode)) {
         planMemberSimd(plan, plan.memberOffset + static_cast<uint32_t>(k), step,
                        reinterpret_cast<uint32_t*>(ws.rows.data()), ws.weights.data());
         fastGather(layout, m_trainX.data(), ws.rows.data(), batch, ws.fast.input);

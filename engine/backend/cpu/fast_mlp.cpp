@@ -256,9 +256,10 @@ float forwardBackward(const ParamLayout& layout, int k, Activation act, const fl
 }
 
 // out = in moved by eps * sign(inputGrad) (adversarialInput, math/loss.h), in both layouts;
-// the padding of out stays zero. Precondition: out.resize(layout, in.batch) was called.
+// input f by inputEps[f] instead when inputEps is given. The padding of out stays zero.
+// Precondition: out.resize(layout, in.batch) was called.
 void adversarialBatch(const ParamLayout& layout, const FastBatch& in, const float* inputGrad,
-                      float eps, FastBatch& out) {
+                      float eps, const float* inputEps, FastBatch& out) {
     const int inputs = layout.inputs();
     const int bp = in.paddedBatch;
     const int ip = in.paddedInputs;
@@ -271,7 +272,8 @@ void adversarialBatch(const ParamLayout& layout, const FastBatch& in, const floa
         for (int f = 0; f < inputs; ++f) {
             const std::ptrdiff_t major = static_cast<std::ptrdiff_t>(b) * ip + f;
             const std::ptrdiff_t feature = static_cast<std::ptrdiff_t>(f) * bp + b;
-            const float v = adversarialInput(xb[major], inputGrad[feature], eps);
+            const float v = adversarialInput(xb[major], inputGrad[feature],
+                                             inputEps != nullptr ? inputEps[f] : eps);
             ob[major] = v;
             if (transposed) {
                 ot[feature] = v;
@@ -317,7 +319,8 @@ float adversarialForwardBackward(const ParamLayout& layout, int k, Activation ac
     if (!std::isfinite(clean)) {
         return clean;
     }
-    adversarialBatch(layout, in, ws.inputGrad.data(), eps, ws.adversarial);
+    adversarialBatch(layout, in, ws.inputGrad.data(), eps,
+                     ws.inputEps.empty() ? nullptr : ws.inputEps.data(), ws.adversarial);
     const float adversarial =
         forwardBackward(layout, k, act, params, ws.adversarial, labels, weights, ws, likelihood,
                         targets, normaliser, dropout, [&](int l, float* dw, float* db) {

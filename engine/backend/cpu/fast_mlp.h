@@ -92,9 +92,10 @@ struct FastWorkspace {
     FloatBuffer gemmB;
     FastBatch input;  // a member's own batch (resample, prediction)
     // Adversarial training only (resize's `adversarial`; empty otherwise):
-    FloatBuffer inputGrad;  // paddedInputs x Bp: dLoss/dX of the batch, feature-major
-    FloatBuffer gradSum;    // layout.perMember(): the clean batch's packed gradient
-    FastBatch adversarial;  // the batch moved by eps * sign(inputGrad)
+    FloatBuffer inputGrad;        // paddedInputs x Bp: dLoss/dX of the batch, feature-major
+    FloatBuffer gradSum;          // layout.perMember(): the clean batch's packed gradient
+    FastBatch adversarial;        // the batch moved by eps * sign(inputGrad)
+    std::vector<float> inputEps;  // one eps per input in place of the call's (empty: the call's)
     // Dropout only (resize's `dropout`; empty otherwise): per hidden layer out_p x Bp, the
     // step's mask (0 or 1 / (1 - rate), math/dropout.h; 0 in the padding). post then holds
     // the masked activations.

@@ -251,8 +251,7 @@ inline MemoryEstimate estimateConvDeviceMemory(const ParamLayout& layout, int64_
         const std::size_t n = static_cast<std::size_t>(trainRows);
         e.trainSet = align256(n * static_cast<std::size_t>(layout.inputs()) * sizeof(float)) +
                      align256(n * sizeof(int32_t));
-        const ConvArena arena =
-            planConvArena(layout, batch, mode != BootstrapMode::Resample, true, dropout);
+        const ConvArena arena = planConvArena(layout, batch, !ownBatches(mode), true, dropout);
         e.stepWorkspace =
             align256(arena.floats * sizeof(float)) + align256(arena.rowSlots * sizeof(int32_t));
     }

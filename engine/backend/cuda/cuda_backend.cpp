@@ -146,6 +146,12 @@ void CudaBackend::bind(const TrainingProblem& problem) {
         throw std::invalid_argument("CudaBackend::bind: CNN members train classifiers");
     }
     const bool adversarial = problem.adversarialEps > 0.0f;
+    if (adversarial && !problem.adversarialEpsPerInput.empty()) {
+        // The adversarial kernel takes one eps (batch_kernels.cu); per-input eps is the CPU's.
+        throw ConfigError("training.adversarial_eps_unit",
+                          "range (an eps per input) trains on the CPU backend only; use "
+                          "backend.kind cpu, or standardised");
+    }
     // The step programs draw the CPU backend's masks (math/dropout.h) into the arena.
     const bool dropout = problem.dropout > 0.0f;
     // Uploaded below for prediction alone too (the shared check asks for them when training).
@@ -246,8 +252,8 @@ void CudaBackend::bind(const TrainingProblem& problem) {
                                                 cudaMemcpyHostToDevice, stream));
         }
         if (conv) {
-            m_convStep = planConvArena(layout, stepRows,
-                                       problem.plan.mode != BootstrapMode::Resample, true, dropout);
+            m_convStep =
+                planConvArena(layout, stepRows, !ownBatches(problem.plan.mode), true, dropout);
             m_convStep.implicitGemm = implicitConvRequested();
             m_stepArena = DeviceBuffer<float>(m_convStep.floats);
             m_rows = DeviceBuffer<int32_t>(m_convStep.rowSlots);

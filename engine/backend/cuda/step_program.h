@@ -183,7 +183,7 @@ inline StepArena planStepArena(const ParamLayout& layout, uint32_t batch, Bootst
     a.dropout = dropout;
     const std::size_t k = static_cast<std::size_t>(layout.members());
     const std::size_t b = batch;
-    a.groups = mode == BootstrapMode::Resample ? layout.members() : 1;
+    a.groups = ownBatches(mode) ? layout.members() : 1;
     std::size_t at = 0;
     auto take = [&at](std::size_t n) {
         const std::size_t offset = at;
@@ -436,7 +436,7 @@ void enqueueTrainingStep(Exec& ex, const ParamLayout& layout, const BatchPlanPar
     const int batch = static_cast<int>(shard.rows > 0 ? shard.rows : plan.batch);
     const int normaliser = static_cast<int>(plan.batch);
     const int layers = layout.layerCount();
-    const bool shared = plan.mode != BootstrapMode::Resample;
+    const bool shared = !ownBatches(plan.mode);
     const int groups = shared ? 1 : members;
     const bool adversarial = adversarialEps > 0.0f;
 

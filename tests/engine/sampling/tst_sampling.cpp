@@ -26,6 +26,7 @@ class TestSampling : public QObject {
     void resampleEpochVisitsTheMembersMultiset();
     void poissonWeightsHaveMeanOneAndAreStablePerRow();
     void planRowAgreesWithPlanMember();
+    void shuffleGivesEachMemberItsOwnEpochOrder();
 };
 
 void TestSampling::philoxKnownAnswers() {
@@ -209,8 +210,8 @@ void TestSampling::poissonWeightsHaveMeanOneAndAreStablePerRow() {
 
 void TestSampling::planRowAgreesWithPlanMember() {
     // planRow (one slot, as a GPU thread computes it) and planMember (the CPU loop) agree.
-    for (BootstrapMode mode :
-         {BootstrapMode::None, BootstrapMode::Resample, BootstrapMode::Poisson}) {
+    for (BootstrapMode mode : {BootstrapMode::None, BootstrapMode::Resample, BootstrapMode::Poisson,
+                               BootstrapMode::Shuffle}) {
         BatchPlanParams plan{13, 37, 16, mode};
         std::vector<uint32_t> rows(16);
         std::vector<float> w(16);
@@ -223,6 +224,53 @@ void TestSampling::planRowAgreesWithPlanMember() {
             }
         }
     }
+}
+
+// shuffle: every member walks all N rows once an epoch (weights 1, no resampling), each in its
+// own order; member k's order is a function of (seed, k) alone, as resample's is.
+void TestSampling::shuffleGivesEachMemberItsOwnEpochOrder() {
+    QVERIFY(ownBatches(BootstrapMode::Shuffle) && ownBatches(BootstrapMode::Resample));
+    QVERIFY(!ownBatches(BootstrapMode::None) && !ownBatches(BootstrapMode::Poisson));
+    const auto streamOf = [](BootstrapMode mode, uint64_t seed, uint32_t member) {
+        const BatchPlanParams plan{seed, 100, 32, mode};
+        std::vector<uint32_t> stream;
+        std::vector<uint32_t> rows(32);
+        std::vector<float> w(32);
+        for (uint64_t step = 0; step < 25; ++step) {  // 8 epochs exactly
+            planMember(plan, member, step, rows.data(), w.data());
+            for (float weight : w) {
+                if (weight != 1.0f) {
+                    return std::vector<uint32_t>{};
+                }
+            }
+            stream.insert(stream.end(), rows.begin(), rows.end());
+        }
+        return stream;
+    };
+    std::vector<std::vector<uint32_t>> members;
+    for (uint32_t k = 0; k < 3; ++k) {
+        members.push_back(streamOf(BootstrapMode::Shuffle, 9, k));
+        QCOMPARE(members.back().size(), std::size_t{800});
+        for (int epoch = 0; epoch < 8; ++epoch) {
+            std::vector<uint32_t> e(members.back().begin() + epoch * 100,
+                                    members.back().begin() + (epoch + 1) * 100);
+            std::sort(e.begin(), e.end());
+            for (uint32_t i = 0; i < 100; ++i) {
+                QCOMPARE(e[i], i);
+            }
+        }
+    }
+    QVERIFY(members[0] != members[1] && members[1] != members[2] && members[0] != members[2]);
+    QVERIFY(members[0] != streamOf(BootstrapMode::None, 9, 0));
+    QCOMPARE(streamOf(BootstrapMode::Shuffle, 9, 1), members[1]);
+    QVERIFY(streamOf(BootstrapMode::Shuffle, 10, 1) != members[1]);
+    // Its epoch order is resample's permutation (the member's stream) without the resample.
+    const BatchPlanParams plan{9, 100, 32, BootstrapMode::Shuffle};
+    const Permutation perm = makePermutation(9, 2, 0, 100);
+    for (uint32_t b = 0; b < 32; ++b) {
+        QCOMPARE(members[2][b], perm(b));
+    }
+    QCOMPARE(planStream(plan, 2), uint32_t{2});
 }
 
 QTEST_APPLESS_MAIN(TestSampling)

@@ -59,6 +59,8 @@ class TestTrainer : public QObject {
     void memberSwitchesLeaveTheEnsembleNotTraining();
     void regressionLearnsAndIsThreadIndependent();
     void adversarialTrainingLearnsBothTasks();
+    void shuffleIsEachMembersOwnOrderAndThreadIndependent();
+    void adversarialEpsInRangeUnitsIsPerColumn();
 };
 
 void TestTrainer::learnsTwoSpirals() {
@@ -566,6 +568,79 @@ void TestTrainer::adversarialTrainingLearnsBothTasks() {
                             .arg(r0.ensembleTrain.loss)
                             .arg(r1.ensembleTrain.loss)
                             .arg(r1.ensembleTest.rmse)));
+}
+
+// ensemble.bootstrap shuffle: the same weights for any thread count, another run than none's
+// (members no longer share batches), every train row counted once per member, and member k's
+// weights independent of K (its order is keyed by k alone).
+void TestTrainer::shuffleIsEachMembersOwnOrderAndThreadIndependent() {
+    const ExperimentConfig shuffle =
+        trainerConfig(R"({"training": {"steps": 120}, "ensemble": {"bootstrap": "shuffle"}})");
+    auto one = makeCpuTrainer(shuffle, 1);
+    auto two = makeCpuTrainer(shuffle, 2);
+    one->runSteps(120);
+    two->runSteps(120);
+    QVERIFY(one->parameters() == two->parameters());
+    auto none = makeCpuTrainer(trainerConfig(R"({"training": {"steps": 120}})"), 1);
+    none->runSteps(120);
+    QVERIFY(none->parameters() != one->parameters());
+    const std::vector<int32_t> counts = one->bootstrapCounts();
+    QVERIFY(!counts.empty() &&
+            std::all_of(counts.begin(), counts.end(), [](int32_t c) { return c == 1; }));
+    const ExperimentConfig fewer = trainerConfig(
+        R"({"training": {"steps": 120}, "ensemble": {"bootstrap": "shuffle", "members": 2}})");
+    auto small = makeCpuTrainer(fewer, 1);
+    small->runSteps(120);
+    const std::vector<float> a = small->parameters();
+    const std::vector<float> b = one->parameters();
+    // Layer by layer [K, out, in] then [K, out]: member 0's blocks start each layer's.
+    const ParamLayout& layout2 = small->trainedLayout();
+    const ParamLayout& layout6 = one->trainedLayout();
+    for (int l = 0; l < layout2.layerCount(); ++l) {
+        const LayerSlot& s2 = layout2.layer(l);
+        const LayerSlot& s6 = layout6.layer(l);
+        const auto n = static_cast<std::ptrdiff_t>(s2.out) * s2.in;
+        QVERIFY(std::equal(a.begin() + static_cast<std::ptrdiff_t>(s2.weightOffset),
+                           a.begin() + static_cast<std::ptrdiff_t>(s2.weightOffset) + n,
+                           b.begin() + static_cast<std::ptrdiff_t>(s6.weightOffset)));
+        QVERIFY(std::equal(a.begin() + static_cast<std::ptrdiff_t>(s2.biasOffset),
+                           a.begin() + static_cast<std::ptrdiff_t>(s2.biasOffset) + s2.out,
+                           b.begin() + static_cast<std::ptrdiff_t>(s6.biasOffset)));
+    }
+}
+
+// training.adversarial_eps_unit range, by hand: input 0 holds 0, 2, 4, 10 (range 10, mean 4,
+// population std sqrt(14)), input 1 is constant (std floored to 1, range 0). eps 0.01 of the
+// range is 0.1 raw units: 0.1 / sqrt(14) in the model's units, and 0 for the constant column.
+void TestTrainer::adversarialEpsInRangeUnitsIsPerColumn() {
+    DataSplit data;
+    data.train.rows = 4;
+    data.train.features = 2;
+    data.train.x = {0.0f, 3.0f, 2.0f, 3.0f, 4.0f, 3.0f, 10.0f, 3.0f};
+    data.normalization = Normalization::fit(data.train);
+    QCOMPARE(data.normalization.std[0], static_cast<float>(std::sqrt(14.0)));
+    const std::vector<float> eps = adversarialInputEps(0.01, AdversarialEpsUnit::Range, data);
+    QCOMPARE(eps.size(), std::size_t{2});
+    QCOMPARE(eps[0],
+             static_cast<float>(0.1 / static_cast<double>(static_cast<float>(std::sqrt(14.0)))));
+    QCOMPARE(eps[1], 0.0f);
+    QVERIFY(adversarialInputEps(0.01, AdversarialEpsUnit::Standardised, data).empty());
+    QVERIFY(adversarialInputEps(0.0, AdversarialEpsUnit::Range, data).empty());
+
+    // Through a run: thread-independent, and another run than the same eps in standardised
+    // units (the spirals' inputs span about 3.5 std, so range moves them further).
+    const ExperimentConfig range = trainerConfig(
+        R"({"training": {"steps": 100, "adversarial_eps": 0.05, "adversarial_eps_unit": "range"}})");
+    QVERIFY(range.training.adversarialEpsUnit == AdversarialEpsUnit::Range);
+    auto one = makeCpuTrainer(range, 1);
+    auto two = makeCpuTrainer(range, 2);
+    one->runSteps(100);
+    two->runSteps(100);
+    QVERIFY(one->parameters() == two->parameters());
+    auto standardised = makeCpuTrainer(
+        trainerConfig(R"({"training": {"steps": 100, "adversarial_eps": 0.05}})"), 1);
+    standardised->runSteps(100);
+    QVERIFY(standardised->parameters() != one->parameters());
 }
 
 #include "tst_trainer.moc"
