@@ -267,6 +267,7 @@ CREATE TABLE config_values(
   key INTEGER NOT NULL, run INTEGER NOT NULL, number REAL, text TEXT NOT NULL,
   PRIMARY KEY(key, run)) WITHOUT ROWID;
 CREATE INDEX config_values_by_number ON config_values(key, number);
+CREATE INDEX config_values_by_text ON config_values(key, text) WHERE number IS NULL;
 )sql";
 
 void migrateToV2(const Connection& db) {

@@ -282,29 +282,44 @@ void appendSortSql(const RunSort& sort, QuerySql& sql) {
                           (field.known ? std::string("cannot sort by it")
                                        : "unknown field (known: " + knownFieldsText() + ")"));
     }
-    const std::string direction = sort.descending ? " DESC" : " ASC";
-    std::string key;
+    const std::string dir = sort.descending ? " DESC" : " ASC";
+    const SortPart missing{"runs r", "", {}, "r.id" + dir};
     if (field.kind == FieldKind::Figure) {
-        sql.joins = " LEFT JOIN figures sf ON sf.run = r.id AND sf.name = ?";
-        sql.joinValues.emplace_back(field.name);
-        key = "sf.value";
+        sql.parts.push_back({"figures sf CROSS JOIN runs r ON r.id = sf.run",
+                             "sf.name = ?",
+                             {field.name},
+                             "sf.value" + dir + ", sf.run" + dir});
+        sql.parts.push_back(missing);
+        sql.parts.back().condition =
+            "NOT EXISTS (SELECT 1 FROM figures WHERE run = r.id AND name = ?)";
+        sql.parts.back().conditionValues = {field.name};
     } else if (field.kind == FieldKind::Config) {
-        sql.joins =
-            " LEFT JOIN config_values sc ON sc.key = (SELECT id FROM config_keys WHERE key = ?) "
-            "AND sc.run = r.id";
-        sql.joinValues.emplace_back(field.name);
-        // Numbers, else the text: SQLite orders numbers before text.
-        key = "COALESCE(sc.number, sc.text)";
+        const std::string from = "config_values sc CROSS JOIN runs r ON r.id = sc.run";
+        const std::string key = "sc.key = (SELECT id FROM config_keys WHERE key = ?)";
+        // Numbers before text, ascending; each stretch in its own index order.
+        SortPart numbers{from,
+                         key + " AND sc.number IS NOT NULL",
+                         {field.name},
+                         "sc.number" + dir + ", sc.run" + dir};
+        SortPart texts{
+            from, key + " AND sc.number IS NULL", {field.name}, "sc.text" + dir + ", sc.run" + dir};
+        sql.parts.push_back(sort.descending ? texts : numbers);
+        sql.parts.push_back(sort.descending ? numbers : texts);
+        sql.parts.push_back(missing);
+        sql.parts.back().condition =
+            "NOT EXISTS (SELECT 1 FROM config_values WHERE key = (SELECT id FROM config_keys "
+            "WHERE key = ?) AND run = r.id)";
+        sql.parts.back().conditionValues = {field.name};
+    } else if (field.name == "r.ended") {
+        sql.parts.push_back(
+            {"runs r", "r.ended IS NOT NULL", {}, "r.ended" + dir + ", r.id" + dir});
+        sql.parts.push_back(missing);
+        sql.parts.back().condition = "r.ended IS NULL";
+    } else if (field.name == "r.id") {
+        sql.parts.push_back(missing);
     } else {
-        key = field.name;
+        sql.parts.push_back({"runs r", "", {}, field.name + dir + ", r.id" + dir});
     }
-    if (key == "r.id") {
-        sql.order = "r.id" + direction;
-        return;
-    }
-    const bool nullable =
-        field.kind == FieldKind::Figure || field.kind == FieldKind::Config || key == "r.ended";
-    sql.order = key + direction + (nullable ? " NULLS LAST" : "") + ", r.id" + direction;
 }
 
 QuerySql buildQuerySql(const RunQuery& query, bool withOrder) {

@@ -25,14 +25,23 @@ ResolvedField resolveField(const std::string& field);
 
 using SqlValue = std::variant<std::int64_t, double, std::string>;
 
-// The pieces of `SELECT ... FROM runs r <joins> WHERE <where> ORDER BY <order>`, with the values
-// of their parameters (written as ?) in the order they appear.
+// One stretch of the sort order: the ids `SELECT r.id FROM <from> WHERE <condition> AND <the
+// filters> ORDER BY <order>` gives. A sort is one stretch, or several one after another where
+// values may be missing (they come last) or mix numbers and text: each stretch then reads an
+// index in its order and a page stops early, where one ORDER BY over a LEFT JOIN would sort the
+// whole store.
+struct SortPart {
+    std::string from;
+    std::string condition;
+    std::vector<SqlValue> conditionValues;
+    std::string order;
+};
+
+// The filters (`where`, its parameters written as ? in `whereValues`' order) and the sort.
 struct QuerySql {
-    std::string joins;
-    std::vector<SqlValue> joinValues;
     std::string where;
     std::vector<SqlValue> whereValues;
-    std::string order;
+    std::vector<SortPart> parts;
 };
 
 // Each throws ConfigError naming the term and why (unknown field, a value that is not a number
