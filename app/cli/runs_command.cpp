@@ -1,10 +1,8 @@
 // ensemble-cli runs: the runs store (engine/runs/run_store.h) that every recording command and
 // the app write: list with filters and sort, show one entry, diff two, tag, note, remove, and
 // export the table. The same store, filters and fields as the app's Runs view.
-#include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <set>
 #include <sstream>
 #include <string>
 #include <system_error>
@@ -15,6 +13,7 @@
 #include "core/errors.h"
 #include "runs/run_fields.h"
 #include "runs/run_store.h"
+#include "runs/run_table.h"
 #include "sys/atomic_file.h"
 
 namespace ensemble::cli {
@@ -102,112 +101,16 @@ std::vector<std::string> columnsFor(const CliArgs& args, const std::vector<RunEn
         }
         return columns;
     }
-    std::vector<std::string> columns = {"id",     "started", "kind",   "state",
-                                        "preset", "dataset", "method", "members"};
-    std::set<std::string> figures;
-    for (const RunEntry& e : entries) {
-        for (const auto& [name, value] : e.figures) {
-            figures.insert(name);
-        }
-    }
-    for (const char* figure : {"test_accuracy", "test_rmse", "test_nll", "test_ece"}) {
-        if (figures.count(figure) > 0) {
-            columns.push_back(std::string("figure.") + figure);
-        }
-    }
-    columns.push_back("wall");
-    columns.push_back("tag");
-    return columns;
+    return runs::defaultRunColumns(runs::figureNamesOf(entries));
 }
 
-bool needsConfig(const std::vector<std::string>& columns) {
-    return std::any_of(columns.begin(), columns.end(),
-                       [](const std::string& c) { return c.rfind("config.", 0) == 0; });
-}
-
-// A header as a table shows it: figures without their prefix.
-std::string headerOf(const std::string& column) {
-    return column.rfind("figure.", 0) == 0 ? column.substr(7) : column;
-}
-
-bool looksNumeric(const std::string& text) {
-    if (text.empty()) {
-        return true;
-    }
-    char* end = nullptr;
-    std::strtod(text.c_str(), &end);
-    return end != text.c_str() && *end == '\0';
-}
-
-std::string csvField(const std::string& text) {
-    if (text.find_first_of(",\"\n\r") == std::string::npos) {
-        return text;
-    }
-    std::string out = "\"";
-    for (char c : text) {
-        out += c == '"' ? std::string("\"\"") : std::string(1, c);
-    }
-    return out + "\"";
-}
-
-using Cells = std::vector<std::vector<std::string>>;
-
-Cells cellsOf(const std::vector<RunEntry>& entries, const std::vector<std::string>& columns) {
-    Cells rows;
-    for (const RunEntry& e : entries) {
-        std::vector<std::string> row;
-        for (const std::string& column : columns) {
-            row.push_back(runs::runFieldText(e, column));
-        }
-        rows.push_back(std::move(row));
-    }
-    return rows;
-}
-
-std::string tableText(const std::vector<std::string>& columns, const Cells& rows) {
-    std::vector<std::size_t> width(columns.size());
-    std::vector<bool> numeric(columns.size(), true);
-    for (std::size_t c = 0; c < columns.size(); ++c) {
-        width[c] = headerOf(columns[c]).size();
-        for (const auto& row : rows) {
-            width[c] = std::max(width[c], row[c].size());
-            numeric[c] = numeric[c] && looksNumeric(row[c]);
-        }
-    }
-    const auto line = [&](const std::vector<std::string>& cells) {
-        std::string out;
-        for (std::size_t c = 0; c < cells.size(); ++c) {
-            const std::string pad(width[c] - cells[c].size(), ' ');
-            const bool last = c + 1 == cells.size();
-            out += numeric[c] ? pad + cells[c] : cells[c] + (last ? "" : pad);
-            out += last ? "\n" : "  ";
-        }
-        return out;
-    };
+// The aligned table with its headers as a table shows them (figures without their prefix).
+std::string tableText(const std::vector<std::string>& columns, const runs::RunTableCells& rows) {
     std::vector<std::string> headers;
     for (const std::string& column : columns) {
-        headers.push_back(headerOf(column));
+        headers.push_back(runs::runColumnHeader(column));
     }
-    std::string out = line(headers);
-    for (const auto& row : rows) {
-        out += line(row);
-    }
-    return out;
-}
-
-std::string csvText(const std::vector<std::string>& columns, const Cells& rows) {
-    std::string out;
-    for (std::size_t c = 0; c < columns.size(); ++c) {
-        out += (c > 0 ? "," : "") + csvField(columns[c]);
-    }
-    out += "\n";
-    for (const auto& row : rows) {
-        for (std::size_t c = 0; c < row.size(); ++c) {
-            out += (c > 0 ? "," : "") + csvField(row[c]);
-        }
-        out += "\n";
-    }
-    return out;
+    return runs::runTableText(headers, rows);
 }
 
 std::string jsonText(const std::vector<RunEntry>& entries) {
@@ -221,7 +124,7 @@ std::string jsonText(const std::vector<RunEntry>& entries) {
 // The entries of a list or export query, with what their columns need.
 std::vector<RunEntry> listed(const RunStore& store, runs::RunQuery query,
                              const std::vector<std::string>& wantedColumns, bool full) {
-    query.full = full || needsConfig(wantedColumns);
+    query.full = full || runs::runColumnsNeedConfig(wantedColumns);
     return store.list(query);
 }
 
@@ -243,9 +146,9 @@ ExitCode commandRunsList(const CliArgs& args) {
         return ExitCode::Ok;
     }
     const std::vector<std::string> columns = columnsFor(args, entries);
-    const Cells rows = cellsOf(entries, columns);
+    const runs::RunTableCells rows = runs::runTableCells(entries, columns);
     if (format == "csv") {
-        std::fputs(csvText(columns, rows).c_str(), stdout);
+        std::fputs(runs::runTableCsv(columns, rows).c_str(), stdout);
         return ExitCode::Ok;
     }
     if (entries.empty()) {
@@ -352,7 +255,7 @@ ExitCode commandRunsDiff(const CliArgs& args) {
         std::printf("%s\n", out.dump(2).c_str());
         return ExitCode::Ok;
     }
-    Cells rows;
+    runs::RunTableCells rows;
     for (const runs::RunDifference& d : differences) {
         rows.push_back({d.field, d.a.value_or("-"), d.b.value_or("-")});
     }
@@ -427,7 +330,7 @@ ExitCode commandRunsExport(const CliArgs& args) {
         writeFileAtomic(out, jsonText(entries));
     } else {
         const std::vector<std::string> columns = columnsFor(args, entries);
-        writeFileAtomic(out, csvText(columns, cellsOf(entries, columns)));
+        writeFileAtomic(out, runs::runTableCsv(columns, runs::runTableCells(entries, columns)));
     }
     std::fprintf(stderr, "wrote %zu runs to %s\n", entries.size(), out.c_str());
     return ExitCode::Ok;
