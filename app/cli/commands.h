@@ -26,6 +26,9 @@ ExitCode commandActive(const CliArgs& args);
 // Each ensemble method (model/ensemble_methods.h) trained on the same data, K, steps and seed,
 // measured side by side (engine/compare/compare.h).
 ExitCode commandCompare(const CliArgs& args);
+// A published experiment rerun and judged against the paper's numbers
+// (engine/reproduce/reproduce.h); --list names the registered ones.
+ExitCode commandReproduce(const CliArgs& args);
 // Validates --config and --set and prints the config that results: exactly the keys that apply,
 // defaults filled in (what an export stores).
 ExitCode commandConfig(const CliArgs& args);

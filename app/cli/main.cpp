@@ -120,6 +120,16 @@ const std::vector<Command>& commands() {
          {"--config", "--set", "--methods", "--shift", "--level", "--report", "--csv"},
          {"--no-record"},
          ensemble::cli::commandCompare},
+        {"reproduce",
+         "ID[/LEVEL,...] [--splits N | --seeds N] [--quick] [--set key=value]...\n"
+         "[--report R.json] [--csv DIR] [--print-config] [--no-record]\n"
+         "--list",
+         "rerun a published experiment and set ours beside the paper's numbers, with verdicts",
+         {"--splits", "--seeds", "--set", "--report", "--csv"},
+         {"--list", "--quick", "--print-config", "--no-record"},
+         ensemble::cli::commandReproduce,
+         false,
+         {"[ID]"}},
         {"config",
          "[--config FILE.json|PRESET] [--set key=value]...",
          "print the full config: the keys that apply, defaults filled in",

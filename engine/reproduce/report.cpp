@@ -1,0 +1,266 @@
+// A reproduction's result as JSON (the report), CSV and the text table (reproduce.h).
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "reproduce/reproduce.h"
+#include "sys/cpu_identity.h"
+
+namespace ensemble::reproduce {
+namespace {
+
+using nlohmann::json;
+
+json finiteOrNull(double v) {
+    return std::isfinite(v) ? json(v) : json(nullptr);
+}
+
+const char* verdictName(Verdict v) {
+    switch (v) {
+        case Verdict::Pass:
+            return "pass";
+        case Verdict::Fail:
+            return "fail";
+        case Verdict::None:
+            return "none";
+    }
+    return "none";
+}
+
+std::string reportNumber(double v) {
+    if (!std::isfinite(v)) {
+        return "";
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    return buf;
+}
+
+// "6.03 ± 0.58", "[1.0, 1.8]", ">= 2", or "" for a measurement.
+std::string paperText(const Check& c) {
+    switch (c.kind) {
+        case VerdictKind::Numeric:
+            return c.printedValue + " ± " + c.printedSpread;
+        case VerdictKind::Band:
+            return "[" + reportNumber(c.low) + ", " + reportNumber(c.high) + "]";
+        case VerdictKind::Claim:
+            return std::string(c.test == ClaimTest::AtLeast ? ">= " : "<= ") +
+                   reportNumber(c.threshold);
+        case VerdictKind::Measurement:
+            return "";
+    }
+    return "";
+}
+
+struct VerdictCounts {
+    int pass = 0;
+    int fail = 0;
+    int measured = 0;
+};
+
+VerdictCounts countVerdicts(const ReproductionResult& result) {
+    VerdictCounts counts;
+    for (const ResultRow& row : result.rows) {
+        switch (row.judgement.verdict) {
+            case Verdict::Pass:
+                ++counts.pass;
+                break;
+            case Verdict::Fail:
+                ++counts.fail;
+                break;
+            case Verdict::None:
+                ++counts.measured;
+                break;
+        }
+    }
+    return counts;
+}
+
+}  // namespace
+
+json reportJson(const ReproductionResult& result) {
+    const Reproduction& r = *result.reproduction;
+    json rows = json::array();
+    for (const ResultRow& row : result.rows) {
+        const Check& c = *row.check;
+        json paper = nullptr;
+        if (c.kind != VerdictKind::Measurement || !c.source.empty()) {
+            paper = {{"source", c.source}};
+            if (c.kind == VerdictKind::Numeric) {
+                paper["printed"] = paperText(c);
+                paper["value"] = row.judgement.paper;
+                paper["spread"] = row.judgement.paperSe;
+            } else if (c.kind == VerdictKind::Band) {
+                paper["low"] = c.low;
+                paper["high"] = c.high;
+            } else if (c.kind == VerdictKind::Claim) {
+                paper["claim"] = c.claim;
+                paper["printed"] = paperText(c);
+            }
+        }
+        json out = {{"level", c.level},
+                    {"figure", c.figure},
+                    {"kind", toString(c.kind)},
+                    {"ours",
+                     {{"n", row.ours.n},
+                      {"mean", finiteOrNull(row.ours.mean)},
+                      {"se", finiteOrNull(row.ours.se)}}},
+                    {"paper", paper},
+                    {"verdict", verdictName(row.judgement.verdict)},
+                    {"why", row.judgement.why}};
+        if (c.kind == VerdictKind::Numeric) {
+            out["tolerance"] = finiteOrNull(row.judgement.tolerance);
+            out["difference"] = finiteOrNull(row.judgement.difference);
+        }
+        rows.push_back(std::move(out));
+    }
+    json runs = json::array();
+    for (const RunOutcome& o : result.outcomes) {
+        json figures = json::object();
+        for (const auto& [name, value] : o.figures) {
+            figures[name] = finiteOrNull(value);
+        }
+        runs.push_back({{"level", o.level},
+                        {"index", o.index},
+                        {"seed", o.seed},
+                        {"seconds", o.seconds},
+                        {"figures", std::move(figures)}});
+    }
+    const VerdictCounts counts = countVerdicts(result);
+    const CpuIdentity& cpu = cpuIdentity();
+    return {
+        {"id", r.id},
+        {"title", r.title},
+        {"paper", r.paper},
+        {"where", r.where},
+        {"runs_what", r.runs},
+        {"unit", r.unit},
+        {"count", result.plan.size()},
+        {"quick", result.options.quick},
+        {"overrides", result.options.overrides},
+        {"complete", result.complete},
+        {"backend", result.backend},
+        {"cpu",
+         {{"vendor", cpu.vendor},
+          {"family", cpu.family},
+          {"model", cpu.model},
+          {"brand", cpu.brand}}},
+        {"seconds", result.seconds},
+        {"deviations", r.deviations},
+        {"rows", std::move(rows)},
+        {"runs", std::move(runs)},
+        {"summary", {{"pass", counts.pass}, {"fail", counts.fail}, {"measured", counts.measured}}}};
+}
+
+std::map<std::string, std::string> resultCsvs(const ReproductionResult& result) {
+    std::map<std::string, std::string> files;
+    // runs.csv: one row per run, one column per figure any run has.
+    std::set<std::string> names;
+    for (const RunOutcome& o : result.outcomes) {
+        for (const auto& entry : o.figures) {
+            names.insert(entry.first);
+        }
+    }
+    std::ostringstream runs;
+    runs << "level,index,seed,seconds";
+    for (const std::string& name : names) {
+        runs << ',' << name;
+    }
+    runs << '\n';
+    for (const RunOutcome& o : result.outcomes) {
+        runs << o.level << ',' << o.index << ',' << o.seed << ',' << reportNumber(o.seconds);
+        for (const std::string& name : names) {
+            const auto it = o.figures.find(name);
+            runs << ',' << (it == o.figures.end() ? "" : reportNumber(it->second));
+        }
+        runs << '\n';
+    }
+    files["runs.csv"] = runs.str();
+
+    std::ostringstream table;
+    table << "level,figure,kind,n,ours_mean,ours_se,paper,verdict\n";
+    for (const ResultRow& row : result.rows) {
+        table << row.check->level << ',' << row.check->figure << ',' << toString(row.check->kind)
+              << ',' << row.ours.n << ',' << reportNumber(row.ours.mean) << ','
+              << reportNumber(row.ours.se) << ",\"" << paperText(*row.check) << "\","
+              << verdictName(row.judgement.verdict) << '\n';
+    }
+    files["table.csv"] = table.str();
+
+    // The curves the runs drew, with their headers.
+    static const std::map<std::string, std::string> kCurveHeaders = {
+        {"curves.csv", "panel,seed,x,mean,std,lower_3sd,upper_3sd"},
+        {"points.csv", "panel,seed,x,y"},
+    };
+    for (const RunOutcome& o : result.outcomes) {
+        for (const auto& [name, lines] : o.csvLines) {
+            std::string& text = files[name];
+            if (text.empty()) {
+                const auto header = kCurveHeaders.find(name);
+                text = (header == kCurveHeaders.end() ? std::string() : header->second) + "\n";
+            }
+            for (const std::string& line : lines) {
+                text += line + '\n';
+            }
+        }
+    }
+    return files;
+}
+
+std::string resultTable(const ReproductionResult& result) {
+    std::ostringstream os;
+    char line[320];
+    std::snprintf(line, sizeof line, "%-26s %-13s %-22s %4s  %-14s %s\n", "level", "figure",
+                  "ours (mean ± se)", "n", "paper", "verdict");
+    os << line;
+    for (const ResultRow& row : result.rows) {
+        const Check& c = *row.check;
+        char ours[64];
+        if (!std::isfinite(row.ours.mean)) {
+            std::snprintf(ours, sizeof ours, "-");
+        } else if (std::isfinite(row.ours.se)) {
+            std::snprintf(ours, sizeof ours, "%.4g ± %.2g", row.ours.mean, row.ours.se);
+        } else {
+            std::snprintf(ours, sizeof ours, "%.4g", row.ours.mean);
+        }
+        const std::string verdict =
+            row.judgement.verdict == Verdict::None
+                ? std::string("(measured)")
+                : std::string(verdictName(row.judgement.verdict)) + "  " + row.judgement.why;
+        // "±" is two bytes and one column: pad by what is displayed.
+        const auto pad = [](const std::string& s, int width) {
+            int shown = 0;
+            for (unsigned char ch : s) {
+                shown += (ch & 0xC0) != 0x80 ? 1 : 0;
+            }
+            return s + std::string(static_cast<std::size_t>(std::max(0, width - shown)), ' ');
+        };
+        std::snprintf(line, sizeof line, "%-26s %-13s %s %4d  %s %s\n", c.level.c_str(),
+                      c.figure.c_str(), pad(ours, 22).c_str(), row.ours.n,
+                      pad(paperText(c), 14).c_str(), verdict.c_str());
+        os << line;
+    }
+    const VerdictCounts counts = countVerdicts(result);
+    std::snprintf(line, sizeof line, "%d pass, %d fail, %d measured without a verdict\n",
+                  counts.pass, counts.fail, counts.measured);
+    os << line;
+    return os.str();
+}
+
+std::map<std::string, double> resultFigures(const ReproductionResult& result) {
+    std::map<std::string, double> figures;
+    for (const ResultRow& row : result.rows) {
+        if (std::isfinite(row.ours.mean)) {
+            figures[row.check->level + "." + row.check->figure] = row.ours.mean;
+        }
+    }
+    const VerdictCounts counts = countVerdicts(result);
+    figures["pass"] = counts.pass;
+    figures["fail"] = counts.fail;
+    return figures;
+}
+
+}  // namespace ensemble::reproduce

@@ -1,0 +1,368 @@
+// Planning and running a reproduction: a complete config per run, trained by the engine's own
+// trainer (registry's makeTrainer: the seeded split, the training rows' standardisation), and
+// measured by the engine's own reports.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "core/errors.h"
+#include "metrics/regression.h"
+#include "registry/registry.h"
+#include "reproduce/reproduce.h"
+#include "train/trainer.h"
+
+namespace ensemble::reproduce {
+namespace {
+
+using ReproClock = std::chrono::steady_clock;
+using nlohmann::json;
+
+// Deep Ensembles' UCI protocol (Table 1) for one set and split.
+json uciRunConfig(const std::string& set, int split) {
+    const int hidden = set == "protein" ? 100 : 50;
+    return {
+        {"dataset", {{"kind", "uci"}, {"uci_set", set}, {"test_fraction", 0.1}, {"seed", split}}},
+        {"model", {{"hidden", {hidden}}, {"activation", "relu"}, {"likelihood", "gaussian"}}},
+        {"ensemble", {{"members", 5}, {"bootstrap", "shuffle"}, {"seed", split}}},
+        {"optimizer", {{"kind", "adam"}, {"lr", 0.01}}},
+        {"training",
+         {{"batch_size", 100},
+          {"epochs", 40},
+          {"adversarial_eps", 0.01},
+          {"adversarial_eps_unit", "range"}}},
+        {"backend", {{"kind", "cpu"}}}};
+}
+
+// The cubic preset as one panel of Figure 1, for one seed of the data and the members.
+json cubicRunConfig(const std::string& panel, int seed) {
+    json c = loadConfigJson("cubic");
+    c["dataset"]["seed"] = seed;
+    c["ensemble"]["seed"] = seed;
+    c["backend"] = {{"kind", "cpu"}};
+    const bool ensemble = panel == "mse-ensemble" || panel == "nll-adversarial-ensemble";
+    const bool adversarial =
+        panel == "nll-adversarial-single" || panel == "nll-adversarial-ensemble";
+    c["ensemble"]["members"] = ensemble ? 5 : 1;
+    c["model"]["likelihood"] = panel == "mse-ensemble" ? "mse" : "gaussian";
+    if (!adversarial) {
+        c["training"]["adversarial_eps"] = 0.0;
+    }
+    return c;
+}
+
+// Whitney 2021's setup with K members: every point trains, every step is the full batch.
+json spiralsRunConfig(int members, int seed) {
+    return {{"dataset",
+             {{"kind", "spirals"},
+              {"n", 100},
+              {"noise", 0.05},
+              {"rotations", 1.0},
+              {"test_fraction", 0.0},
+              {"seed", seed}}},
+            {"model", {{"hidden", {32}}, {"activation", "relu"}}},
+            {"ensemble", {{"members", members}, {"seed", seed}}},
+            {"optimizer", {{"kind", "adam"}, {"lr", 1e-3}}},
+            {"training", {{"batch_size", 100}, {"steps", 100}}},
+            {"backend", {{"kind", "cpu"}}}};
+}
+
+// The overrides over a run's config, then the config as parseConfig completes it (every key
+// that applies, defaults filled in): what `ensemble-cli train --config` takes back.
+json completedConfig(json config, const std::vector<std::string>& overrides) {
+    for (const std::string& assignment : overrides) {
+        applyOverride(config, assignment);
+    }
+    return parseConfig(config).json;
+}
+
+// Trains `trainer` to its end in slices, so that a cancel is seen within a slice and progress
+// is reported about every second. False when cancelled.
+bool trainToEnd(Trainer& trainer, const ReproduceHooks& hooks, ReproduceProgress progress,
+                ReproClock::time_point start) {
+    auto lastReport = ReproClock::now();
+    constexpr int64_t kSlice = 25;
+    while (!trainer.finished()) {
+        if (hooks.cancel != nullptr && hooks.cancel->load()) {
+            return false;
+        }
+        trainer.runSteps(std::min(kSlice, trainer.totalSteps() - trainer.step()));
+        const auto now = ReproClock::now();
+        if (hooks.progress && now - lastReport >= std::chrono::seconds(1)) {
+            lastReport = now;
+            progress.step = trainer.step();
+            progress.steps = trainer.totalSteps();
+            progress.elapsed = std::chrono::duration<double>(now - start).count();
+            hooks.progress(progress);
+        }
+    }
+    return true;
+}
+
+std::vector<int> reproIncludedMembers(const Trainer& trainer) {
+    std::vector<int> members;
+    const std::vector<uint8_t> included = trainer.included();
+    for (std::size_t k = 0; k < included.size(); ++k) {
+        if (included[k] != 0) {
+            members.push_back(static_cast<int>(k));
+        }
+    }
+    return members;
+}
+
+std::string csvNumberRepro(double v) {
+    if (!std::isfinite(v)) {
+        return "";
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    return buf;
+}
+
+// The test split's regression report as run figures.
+void addRegressionFigures(Trainer& trainer, RunOutcome& out) {
+    const DataSplit& data = trainer.data();
+    const RegressionReport report =
+        evaluateRegression(trainer.predictTest(), data.test.target, trainer.included(),
+                           data.normalization.targetMean, data.normalization.targetStd);
+    out.figures["rmse"] = report.ensemble.rmse;
+    out.figures["nll"] = report.ensemble.nll;
+    out.figures["coverage_90"] = report.ensemble.coverage[1];
+    out.figures["sharpness"] = report.ensemble.sharpness;
+    double memberRmse = 0.0;
+    for (const RegressionMetrics& m : report.members) {
+        memberRmse += m.rmse / static_cast<double>(report.members.size());
+    }
+    out.figures["member_rmse"] = memberRmse;
+}
+
+// Figure 1's curves: the mixture's mean and ± 3 sigma on [-6, 6], and sigma inside the data
+// (|x| <= 3) against outside it (5 <= |x| <= 6).
+void addCubicCurves(Trainer& trainer, const PlannedRun& plan, RunOutcome& out) {
+    constexpr int kPoints = 241;  // a step of 0.05
+    std::vector<float> grid(kPoints);
+    for (int i = 0; i < kPoints; ++i) {
+        grid[static_cast<std::size_t>(i)] = static_cast<float>(-6.0 + 12.0 * i / (kPoints - 1));
+    }
+    const DataSplit& data = trainer.data();
+    const MemberGaussians g =
+        memberGaussians(trainer.predictRaw(grid.data(), kPoints), data.normalization.targetMean,
+                        data.normalization.targetStd);
+    const RegressionPoints points = mixturePoints(g, reproIncludedMembers(trainer));
+    double inside = 0.0;
+    double outside = 0.0;
+    int insideCount = 0;
+    int outsideCount = 0;
+    std::vector<std::string>& curve = out.csvLines["curves.csv"];
+    for (int i = 0; i < kPoints; ++i) {
+        const double x = grid[static_cast<std::size_t>(i)];
+        const double mean = points.mean[static_cast<std::size_t>(i)];
+        const double sigma = std::sqrt(points.variance[static_cast<std::size_t>(i)]);
+        if (std::abs(x) <= 3.0 + 1e-9) {
+            inside += sigma;
+            ++insideCount;
+        } else if (std::abs(x) >= 5.0 - 1e-9) {
+            outside += sigma;
+            ++outsideCount;
+        }
+        curve.push_back(plan.level + ',' + std::to_string(plan.index) + ',' + csvNumberRepro(x) +
+                        ',' + csvNumberRepro(mean) + ',' + csvNumberRepro(sigma) + ',' +
+                        csvNumberRepro(mean - 3.0 * sigma) + ',' +
+                        csvNumberRepro(mean + 3.0 * sigma));
+    }
+    out.figures["sigma_inside"] = inside / insideCount;
+    out.figures["sigma_outside"] = outside / outsideCount;
+    out.figures["band_ratio"] = out.figures["sigma_outside"] / out.figures["sigma_inside"];
+    std::vector<std::string>& train = out.csvLines["points.csv"];
+    for (int64_t i = 0; i < data.train.rows; ++i) {
+        train.push_back(plan.level + ',' + std::to_string(plan.index) + ',' +
+                        csvNumberRepro(data.train.x[static_cast<std::size_t>(i)]) + ',' +
+                        csvNumberRepro(data.train.target[static_cast<std::size_t>(i)]));
+    }
+}
+
+std::unique_ptr<Trainer> trainerFor(const json& config, ReproductionResult& result) {
+    std::string notice;
+    std::unique_ptr<Trainer> trainer = makeTrainer(parseConfig(config), &notice);
+    if (result.backend.empty()) {
+        result.backend = trainer->backend().name();
+    }
+    return trainer;
+}
+
+double reproSecondsSince(ReproClock::time_point t) {
+    return std::chrono::duration<double>(ReproClock::now() - t).count();
+}
+
+// Runs one planned run; false when cancelled (nothing is added then).
+bool runPlanned(const Reproduction& r, const PlannedRun& plan, const ReproduceHooks& hooks,
+                ReproduceProgress progress, ReproClock::time_point start,
+                ReproductionResult& result) {
+    RunOutcome out;
+    out.level = plan.level;
+    out.index = plan.index;
+    out.seed = plan.config["ensemble"]["seed"].get<uint64_t>();
+    const auto began = ReproClock::now();
+    switch (r.runner) {
+        case RunnerKind::UciRegression: {
+            const auto trainer = trainerFor(plan.config, result);
+            if (!trainToEnd(*trainer, hooks, progress, start)) {
+                return false;
+            }
+            addRegressionFigures(*trainer, out);
+            break;
+        }
+        case RunnerKind::CubicCurves: {
+            const auto trainer = trainerFor(plan.config, result);
+            if (!trainToEnd(*trainer, hooks, progress, start)) {
+                return false;
+            }
+            addRegressionFigures(*trainer, out);
+            addCubicCurves(*trainer, plan, out);
+            break;
+        }
+        case RunnerKind::SpiralsTiming: {
+            // Each trainer is built (data, parameters, backend) before its clock starts: the
+            // steps alone are timed, as Whitney times the jitted step.
+            double seconds[2] = {0.0, 0.0};
+            const json* configs[2] = {&plan.config, &plan.otherConfig};
+            for (int which = 0; which < 2; ++which) {
+                const auto trainer = trainerFor(*configs[which], result);
+                const auto t0 = ReproClock::now();
+                if (!trainToEnd(*trainer, hooks, progress, start)) {
+                    return false;
+                }
+                seconds[which] = reproSecondsSince(t0);
+            }
+            out.figures["seconds_1"] = seconds[0];
+            out.figures["seconds_100"] = seconds[1];
+            out.figures["time_ratio"] = seconds[1] / seconds[0];
+            break;
+        }
+    }
+    out.seconds = reproSecondsSince(began);
+    result.outcomes.push_back(std::move(out));
+    return true;
+}
+
+}  // namespace
+
+std::vector<PlannedRun> planRuns(const Reproduction& r, const ReproduceOptions& options) {
+    for (const std::string& level : options.levels) {
+        if (std::find(r.levels.begin(), r.levels.end(), level) == r.levels.end()) {
+            std::string known;
+            for (const std::string& l : r.levels) {
+                known += (known.empty() ? "" : ", ") + l;
+            }
+            throw ConfigError(r.id + " has no level '" + level + "' (" + known + ")");
+        }
+    }
+    std::vector<PlannedRun> plan;
+    for (std::size_t l = 0; l < r.levels.size(); ++l) {
+        const std::string& level = r.levels[l];
+        if (!options.levels.empty() && std::find(options.levels.begin(), options.levels.end(),
+                                                 level) == options.levels.end()) {
+            continue;
+        }
+        const int count = options.count > 0 ? options.count
+                          : options.quick   ? r.quickCounts[l]
+                                            : r.counts[l];
+        for (int i = 0; i < count; ++i) {
+            PlannedRun run;
+            run.level = level;
+            run.index = i;
+            switch (r.runner) {
+                case RunnerKind::UciRegression:
+                    run.config = completedConfig(uciRunConfig(level, i), options.overrides);
+                    break;
+                case RunnerKind::CubicCurves:
+                    run.config = completedConfig(cubicRunConfig(level, i), options.overrides);
+                    break;
+                case RunnerKind::SpiralsTiming:
+                    run.config = completedConfig(spiralsRunConfig(1, i), options.overrides);
+                    run.otherConfig = completedConfig(spiralsRunConfig(100, i), options.overrides);
+                    break;
+            }
+            plan.push_back(std::move(run));
+        }
+    }
+    return plan;
+}
+
+ReproductionResult runReproduction(const Reproduction& r, const ReproduceOptions& options,
+                                   const ReproduceHooks& hooks) {
+    ReproductionResult result;
+    result.reproduction = &r;
+    result.options = options;
+    result.plan = planRuns(r, options);
+    const auto start = ReproClock::now();
+    result.complete = true;
+    for (std::size_t i = 0; i < result.plan.size(); ++i) {
+        ReproduceProgress progress;
+        progress.run = i;
+        progress.runs = result.plan.size();
+        progress.planned = &result.plan[i];
+        if (hooks.progress) {
+            progress.elapsed = reproSecondsSince(start);
+            hooks.progress(progress);
+        }
+        if (!runPlanned(r, result.plan[i], hooks, progress, start, result)) {
+            result.complete = false;
+            break;
+        }
+        result.seconds = reproSecondsSince(start);
+        judge(result);
+        if (hooks.afterRun) {
+            hooks.afterRun(result);
+        }
+    }
+    result.seconds = reproSecondsSince(start);
+    judge(result);
+    return result;
+}
+
+void judge(ReproductionResult& result) {
+    result.rows.clear();
+    const Reproduction& r = *result.reproduction;
+    for (const Check& check : r.checks) {
+        const bool planned =
+            std::any_of(result.plan.begin(), result.plan.end(),
+                        [&](const PlannedRun& p) { return p.level == check.level; });
+        if (!planned) {
+            continue;
+        }
+        std::vector<double> values;
+        for (const RunOutcome& o : result.outcomes) {
+            if (o.level != check.level) {
+                continue;
+            }
+            const auto it = o.figures.find(check.figure);
+            values.push_back(it == o.figures.end() ? std::numeric_limits<double>::quiet_NaN()
+                                                   : it->second);
+        }
+        ResultRow row;
+        row.check = &check;
+        row.ours = aggregate(values);
+        switch (check.kind) {
+            case VerdictKind::Numeric:
+                row.judgement = judgeNumeric(check.printedValue, check.printedSpread, row.ours);
+                break;
+            case VerdictKind::Band:
+                row.judgement = judgeBand(check.low, check.high, row.ours);
+                break;
+            case VerdictKind::Claim:
+                row.judgement = judgeClaim(check.test, check.threshold, values);
+                break;
+            case VerdictKind::Measurement:
+                row.judgement.verdict = Verdict::None;
+                break;
+        }
+        result.rows.push_back(std::move(row));
+    }
+}
+
+}  // namespace ensemble::reproduce

@@ -1,0 +1,106 @@
+// Aggregation over splits or seeds, and the four ways a figure is judged (reproduce.h).
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "reproduce/reproduce.h"
+
+namespace ensemble::reproduce {
+
+Aggregate aggregate(const std::vector<double>& values) {
+    Aggregate out;
+    out.n = static_cast<int>(values.size());
+    if (values.empty()) {
+        out.mean = out.se = std::numeric_limits<double>::quiet_NaN();
+        return out;
+    }
+    double sum = 0.0;
+    for (double v : values) {
+        sum += v;
+    }
+    out.mean = sum / static_cast<double>(values.size());
+    if (values.size() < 2) {
+        out.se = std::numeric_limits<double>::quiet_NaN();
+        return out;
+    }
+    double squares = 0.0;
+    for (double v : values) {
+        squares += (v - out.mean) * (v - out.mean);
+    }
+    const double n = static_cast<double>(values.size());
+    out.se = std::sqrt(squares / (n - 1.0)) / std::sqrt(n);
+    return out;
+}
+
+double printedNumber(const std::string& printed) {
+    double value = 0.0;
+    const char* end = printed.data() + printed.size();
+    const auto [ptr, ec] = std::from_chars(printed.data(), end, value);
+    if (ec != std::errc{} || ptr != end || printed.empty()) {
+        throw std::invalid_argument("not a printed number: '" + printed + "'");
+    }
+    return value;
+}
+
+double halfLastDigit(const std::string& printed) {
+    printedNumber(printed);  // throws for anything but a number
+    const std::size_t point = printed.find('.');
+    const int decimals =
+        point == std::string::npos ? 0 : static_cast<int>(printed.size() - point - 1);
+    return 0.5 * std::pow(10.0, -decimals);
+}
+
+Judgement judgeNumeric(const std::string& printedValue, const std::string& printedSpread,
+                       const Aggregate& ours) {
+    Judgement j;
+    j.paper = printedNumber(printedValue);
+    // A spread printed as 0.00 is below its last digit, not zero.
+    j.paperSe = std::max(printedNumber(printedSpread), halfLastDigit(printedSpread));
+    const double oursSe = std::isfinite(ours.se) ? ours.se : 0.0;
+    j.tolerance = 2.0 * std::sqrt(j.paperSe * j.paperSe + oursSe * oursSe);
+    j.difference = ours.mean - j.paper;
+    if (!std::isfinite(ours.mean)) {
+        j.verdict = Verdict::Fail;
+        j.why = ours.n == 0 ? "no run finished" : "not finite in some run";
+        return j;
+    }
+    j.verdict = std::abs(j.difference) <= j.tolerance ? Verdict::Pass : Verdict::Fail;
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "|%.4g| %s 2 sqrt(%.3g^2 + %.3g^2) = %.4g", j.difference,
+                  j.verdict == Verdict::Pass ? "<=" : ">", j.paperSe, oursSe, j.tolerance);
+    j.why = buf;
+    return j;
+}
+
+Judgement judgeBand(double low, double high, const Aggregate& ours) {
+    Judgement j;
+    const bool inside = std::isfinite(ours.mean) && ours.mean >= low && ours.mean <= high;
+    j.verdict = inside ? Verdict::Pass : Verdict::Fail;
+    char buf[120];
+    std::snprintf(buf, sizeof buf, "%.4g %s [%.4g, %.4g]", ours.mean, inside ? "in" : "outside",
+                  low, high);
+    j.why = buf;
+    return j;
+}
+
+Judgement judgeClaim(ClaimTest test, double threshold, const std::vector<double>& values) {
+    Judgement j;
+    for (double v : values) {
+        const bool holds = test == ClaimTest::AtLeast ? v >= threshold : v <= threshold;
+        j.held += holds ? 1 : 0;
+    }
+    const bool all = !values.empty() && j.held == static_cast<int>(values.size());
+    j.verdict = all ? Verdict::Pass : Verdict::Fail;
+    char buf[120];
+    std::snprintf(buf, sizeof buf, "held in %d of %zu runs (%s %.4g)", j.held, values.size(),
+                  test == ClaimTest::AtLeast ? ">=" : "<=", threshold);
+    j.why = buf;
+    return j;
+}
+
+}  // namespace ensemble::reproduce

@@ -1,0 +1,481 @@
+// The reproductions (engine/reproduce/reproduce.h) and `ensemble-cli reproduce`: the registry
+// (ids unique, every published number sourced and printed as a number), the protocol the UCI
+// row plans (its configs, seeded disjoint splits, the training rows' standardisation), the
+// aggregation and each verdict kind by hand, and the command end to end on yacht: the report's
+// keys, a run redone by `ensemble-cli train` from --print-config, Ctrl-C's partial report.
+#include <QtTest/QtTest>
+
+#include <signal.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config/config.h"
+#include "core/errors.h"
+#include "data/dataset.h"
+#include "reproduce/reproduce.h"
+#include "support/json_files.h"
+#include "support/test_support.h"
+
+using ensemble::test::readJson;
+using nlohmann::json;
+namespace rp = ensemble::reproduce;
+
+namespace {
+
+// Every row of a table, as a vector of its features and target, sorted: the table as a
+// multiset of rows, whatever their order.
+std::vector<std::vector<float>> sortedRows(const std::vector<const ensemble::Dataset*>& parts) {
+    std::vector<std::vector<float>> rows;
+    for (const ensemble::Dataset* d : parts) {
+        for (int64_t r = 0; r < d->rows; ++r) {
+            std::vector<float> row(d->row(r), d->row(r) + d->features);
+            row.push_back(d->target[static_cast<std::size_t>(r)]);
+            rows.push_back(std::move(row));
+        }
+    }
+    std::sort(rows.begin(), rows.end());
+    return rows;
+}
+
+const rp::Reproduction& row(const char* id) {
+    const rp::Reproduction* r = rp::findReproduction(id);
+    if (r == nullptr) {
+        throw std::logic_error(std::string("no reproduction ") + id);
+    }
+    return *r;
+}
+
+}  // namespace
+
+class TestReproduce : public QObject {
+    Q_OBJECT
+
+  private slots:
+    void registryIdsAreUniqueAndNumbersSourced();
+    void uciRowHoldsTheTable();
+    void uciPlanIsThePapersProtocol();
+    void plannedSplitsAreDisjointSeededAndStandardisedOnTrainRows();
+    void aggregationByHand();
+    void numericVerdictWithTheHalfDigitFloor();
+    void bandAndClaimVerdicts();
+    void judgeSkipsUnplannedLevelsAndCountsMissingFigures();
+    void cliReproducesYachtAndReportHasItsKeys();
+    void cliRunRedoneByTrain();
+    void cliListsAndRefuses();
+    void cliFigureOneWritesCurves();
+    void cliInterruptWritesPartialReport();
+};
+
+void TestReproduce::registryIdsAreUniqueAndNumbersSourced() {
+    std::set<std::string> ids;
+    QVERIFY(!rp::reproductions().empty());
+    for (const rp::Reproduction& r : rp::reproductions()) {
+        QVERIFY2(ids.insert(r.id).second, r.id.c_str());
+        QCOMPARE(rp::findReproduction(r.id), &r);
+        QVERIFY(!r.title.empty() && !r.paper.empty() && !r.cite.empty() && !r.where.empty());
+        QVERIFY(!r.runs.empty() && !r.quickCuts.empty());
+        QVERIFY(r.unit == "split" || r.unit == "seed");
+        QCOMPARE(r.counts.size(), r.levels.size());
+        QCOMPARE(r.quickCounts.size(), r.levels.size());
+        for (std::size_t l = 0; l < r.levels.size(); ++l) {
+            QVERIFY(r.counts[l] >= 1 && r.quickCounts[l] >= 1 && r.quickCounts[l] <= r.counts[l]);
+        }
+        QVERIFY(r.costSeconds > 0.0 && r.quickCostSeconds > 0.0 &&
+                r.quickCostSeconds <= r.costSeconds);
+        QVERIFY(!r.checks.empty());
+        for (const rp::Check& c : r.checks) {
+            const std::string what = r.id + " " + c.level + " " + c.figure;
+            QVERIFY2(std::find(r.levels.begin(), r.levels.end(), c.level) != r.levels.end(),
+                     what.c_str());
+            if (c.kind != rp::VerdictKind::Measurement) {
+                QVERIFY2(!c.source.empty(), what.c_str());  // every published number or claim
+            }
+            if (c.kind == rp::VerdictKind::Numeric) {
+                rp::printedNumber(c.printedValue);  // throws unless printed as a number
+                QVERIFY(rp::printedNumber(c.printedSpread) >= 0.0);
+            }
+            if (c.kind == rp::VerdictKind::Claim) {
+                QVERIFY2(!c.claim.empty(), what.c_str());
+            }
+        }
+        std::string why;
+        QVERIFY2(rp::dataPresent(r, &why), why.c_str());  // the build tree ships the UCI sets
+    }
+    QCOMPARE(rp::findReproduction("no-such-row"), nullptr);
+}
+
+// Table 1's Deep Ensembles columns, as the issue quotes them.
+void TestReproduce::uciRowHoldsTheTable() {
+    const rp::Reproduction& r = row("deep-ensembles-uci");
+    QCOMPARE(r.levels, (std::vector<std::string>{"concrete", "energy", "kin8nm", "naval", "power",
+                                                 "protein", "wine", "yacht"}));
+    QCOMPARE(r.checks.size(), std::size_t{16});
+    for (const rp::Check& c : r.checks) {
+        QCOMPARE(c.kind, rp::VerdictKind::Numeric);
+    }
+    const auto printed = [&](const std::string& level, const std::string& figure) {
+        for (const rp::Check& c : r.checks) {
+            if (c.level == level && c.figure == figure) {
+                return c.printedValue + " ± " + c.printedSpread;
+            }
+        }
+        return std::string("missing");
+    };
+    QCOMPARE(printed("concrete", "rmse"), std::string("6.03 ± 0.58"));
+    QCOMPARE(printed("kin8nm", "nll"), std::string("-1.20 ± 0.02"));
+    QCOMPARE(printed("naval", "rmse"), std::string("0.00 ± 0.00"));
+    QCOMPARE(printed("naval", "nll"), std::string("-5.63 ± 0.05"));
+    QCOMPARE(printed("protein", "nll"), std::string("2.83 ± 0.02"));
+    QCOMPARE(printed("yacht", "rmse"), std::string("1.58 ± 0.48"));
+    const auto protein = std::find(r.levels.begin(), r.levels.end(), "protein") - r.levels.begin();
+    QCOMPARE(r.counts[static_cast<std::size_t>(protein)], 5);
+    QCOMPARE(r.counts[0], 20);
+}
+
+void TestReproduce::uciPlanIsThePapersProtocol() {
+    const rp::Reproduction& r = row("deep-ensembles-uci");
+    rp::ReproduceOptions options;
+    options.levels = {"yacht", "protein"};
+    const std::vector<rp::PlannedRun> full = rp::planRuns(r, options);
+    QCOMPARE(full.size(), std::size_t{25});  // 20 + 5, in the table's order
+    QCOMPARE(full.front().level, std::string("protein"));
+    QCOMPARE(full.back().level, std::string("yacht"));
+    for (const rp::PlannedRun& p : full) {
+        const json& c = p.config;
+        QCOMPARE(c["dataset"]["kind"], json("uci"));
+        QCOMPARE(c["dataset"]["uci_set"], json(p.level));
+        QCOMPARE(c["dataset"]["test_fraction"].get<double>(), 0.1);
+        QCOMPARE(c["dataset"]["seed"], json(p.index));
+        QCOMPARE(c["ensemble"]["seed"], json(p.index));
+        QCOMPARE(c["ensemble"]["members"], json(5));
+        QCOMPARE(c["ensemble"]["bootstrap"], json("shuffle"));
+        QCOMPARE(c["model"]["likelihood"], json("gaussian"));
+        QCOMPARE(c["model"]["hidden"], json::array({p.level == "protein" ? 100 : 50}));
+        QCOMPARE(c["training"]["epochs"].get<double>(), 40.0);
+        QCOMPARE(c["training"]["batch_size"], json(100));
+        QCOMPARE(c["training"]["adversarial_eps"].get<double>(), 0.01);
+        QCOMPARE(c["training"]["adversarial_eps_unit"], json("range"));
+        QCOMPARE(c["backend"]["kind"], json("cpu"));
+        // Complete: parseConfig gives the same config back.
+        QCOMPARE(ensemble::parseConfig(c).json, c);
+    }
+    options.quick = true;
+    QCOMPARE(rp::planRuns(r, options).size(), std::size_t{6});  // 5 + 1
+    options.count = 2;
+    options.overrides = {"optimizer.lr=0.1"};
+    const std::vector<rp::PlannedRun> two = rp::planRuns(r, options);
+    QCOMPARE(two.size(), std::size_t{4});
+    QCOMPARE(two[0].config["optimizer"]["lr"].get<double>(), 0.1);
+    options.levels = {"boston"};
+    QVERIFY_THROWS_EXCEPTION(ensemble::ConfigError, rp::planRuns(r, options));
+    options.levels = {"yacht"};
+    options.overrides = {"model.no_such_key=1"};
+    QVERIFY_THROWS_EXCEPTION(ensemble::ConfigError, rp::planRuns(r, options));
+}
+
+// The splits the plan makes are the engine's seeded 90/10 partitions: each a partition of the
+// table, the same again for the same split, other rows for another; the standardisation is the
+// training rows' (Normalization::fit on them), not the whole table's.
+void TestReproduce::plannedSplitsAreDisjointSeededAndStandardisedOnTrainRows() {
+    rp::ReproduceOptions options;
+    options.levels = {"yacht"};
+    options.count = 2;
+    const std::vector<rp::PlannedRun> plan = rp::planRuns(row("deep-ensembles-uci"), options);
+    const ensemble::Dataset all = ensemble::readUciSet(ensemble::UciSet::Yacht);
+    const auto load = [](const rp::PlannedRun& p) {
+        return ensemble::loadDataSplit(ensemble::parseConfig(p.config).dataset);
+    };
+    const ensemble::DataSplit a = load(plan[0]);
+    const ensemble::DataSplit b = load(plan[1]);
+    QCOMPARE(a.test.rows, int64_t{31});  // round(308 * 0.1)
+    QCOMPARE(a.train.rows, int64_t{277});
+    QVERIFY(sortedRows({&a.train, &a.test}) == sortedRows({&all}));  // a partition
+    QVERIFY(sortedRows({&a.test}) != sortedRows({&b.test}));         // another split
+    const ensemble::DataSplit again = load(plan[0]);
+    QVERIFY(sortedRows({&again.test}) == sortedRows({&a.test}));  // seeded
+
+    const ensemble::Normalization fitted = ensemble::Normalization::fit(a.train);
+    QCOMPARE(a.normalization.mean, fitted.mean);
+    QCOMPARE(a.normalization.std, fitted.std);
+    // The target's mean and population std, by hand over the training rows.
+    const auto meanOf = [](const std::vector<float>& v) {
+        double sum = 0.0;
+        for (float t : v) {
+            sum += t;
+        }
+        return sum / static_cast<double>(v.size());
+    };
+    const double targetMean = meanOf(a.train.target);
+    double squares = 0.0;
+    for (float t : a.train.target) {
+        squares += (t - targetMean) * (t - targetMean);
+    }
+    const double targetStd = std::sqrt(squares / static_cast<double>(a.train.rows));
+    QVERIFY(std::abs(a.normalization.targetMean - targetMean) <= 1e-9 * std::abs(targetMean));
+    QVERIFY(std::abs(a.normalization.targetStd - targetStd) <= 1e-9 * targetStd);
+    QVERIFY(std::abs(a.normalization.targetMean - meanOf(all.target)) > 1e-6);
+    QVERIFY(a.normalization.mean != ensemble::Normalization::fit(all).mean);
+}
+
+void TestReproduce::aggregationByHand() {
+    const rp::Aggregate four = rp::aggregate({1.0, 2.0, 3.0, 4.0});
+    QCOMPARE(four.n, 4);
+    QCOMPARE(four.mean, 2.5);
+    // Sample variance (1.5^2 + 0.5^2 + 0.5^2 + 1.5^2) / 3 = 5/3; se = sqrt(5/3) / 2.
+    QVERIFY(std::abs(four.se - std::sqrt(5.0 / 3.0) / 2.0) < 1e-15);
+    const rp::Aggregate two = rp::aggregate({6.0, 6.5});
+    QCOMPARE(two.mean, 6.25);
+    QVERIFY(std::abs(two.se - 0.25) < 1e-15);  // sd 0.353553.., / sqrt(2)
+    const rp::Aggregate one = rp::aggregate({3.0});
+    QCOMPARE(one.mean, 3.0);
+    QVERIFY(std::isnan(one.se));
+    QVERIFY(std::isnan(rp::aggregate({}).mean));
+    QCOMPARE(rp::aggregate({}).n, 0);
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    QVERIFY(std::isnan(rp::aggregate({1.0, nan}).mean));  // a diverged run counts
+}
+
+void TestReproduce::numericVerdictWithTheHalfDigitFloor() {
+    QCOMPARE(rp::halfLastDigit("0.00"), 0.005);
+    QCOMPARE(rp::halfLastDigit("0.58"), 0.005);
+    QCOMPARE(rp::halfLastDigit("0.5"), 0.05);
+    QCOMPARE(rp::halfLastDigit("3"), 0.5);
+    QCOMPARE(rp::printedNumber("-5.63"), -5.63);
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, rp::printedNumber("6.03 ± 0.58"));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, rp::halfLastDigit(""));
+
+    // "0.09 ± 0.00" is ± 0.005: ours 0.095 exactly (se 0) is 0.005 <= 2 * 0.005 away.
+    rp::Aggregate ours{20, 0.095, 0.0};
+    rp::Judgement j = rp::judgeNumeric("0.09", "0.00", ours);
+    QCOMPARE(j.paperSe, 0.005);
+    QCOMPARE(j.tolerance, 0.01);
+    QCOMPARE(j.verdict, rp::Verdict::Pass);
+    ours.mean = 0.1005;  // 0.0105 away
+    QCOMPARE(rp::judgeNumeric("0.09", "0.00", ours).verdict, rp::Verdict::Fail);
+    // Ours' standard error widens it: 2 sqrt(0.005^2 + 0.012^2) = 0.026.
+    ours = {20, 0.115, 0.012};
+    j = rp::judgeNumeric("0.09", "0.00", ours);
+    QVERIFY(std::abs(j.tolerance - 0.026) < 1e-12);
+    QVERIFY(std::abs(j.difference - 0.025) < 1e-12);
+    QCOMPARE(j.verdict, rp::Verdict::Pass);
+    // A printed spread above the floor is taken as printed: 2 sqrt(0.58^2 + 0) = 1.16.
+    ours = {20, 6.03 + 1.17, 0.0};
+    QCOMPARE(rp::judgeNumeric("6.03", "0.58", ours).verdict, rp::Verdict::Fail);
+    ours.mean = 6.03 - 1.15;
+    QCOMPARE(rp::judgeNumeric("6.03", "0.58", ours).verdict, rp::Verdict::Pass);
+    // One run: no se of ours (NaN counts as 0).
+    ours = {1, 3.1, std::numeric_limits<double>::quiet_NaN()};
+    j = rp::judgeNumeric("3.06", "0.18", ours);
+    QCOMPARE(j.tolerance, 0.36);
+    QCOMPARE(j.verdict, rp::Verdict::Pass);
+    // Not finite, or nothing run: a failure, never a pass.
+    ours = {3, std::numeric_limits<double>::quiet_NaN(), 0.1};
+    QCOMPARE(rp::judgeNumeric("3.06", "0.18", ours).verdict, rp::Verdict::Fail);
+    QCOMPARE(rp::judgeNumeric("3.06", "0.18", rp::aggregate({})).verdict, rp::Verdict::Fail);
+}
+
+void TestReproduce::bandAndClaimVerdicts() {
+    QCOMPARE(rp::judgeBand(1.0, 1.8, {5, 1.4, 0.1}).verdict, rp::Verdict::Pass);
+    QCOMPARE(rp::judgeBand(1.0, 1.8, {5, 1.0, 0.1}).verdict, rp::Verdict::Pass);  // edges in
+    QCOMPARE(rp::judgeBand(1.0, 1.8, {5, 1.8, 0.1}).verdict, rp::Verdict::Pass);
+    QCOMPARE(rp::judgeBand(1.0, 1.8, {5, 1.81, 0.1}).verdict, rp::Verdict::Fail);
+    QCOMPARE(rp::judgeBand(1.0, 1.8, {5, 0.99, 0.0}).verdict, rp::Verdict::Fail);
+    QCOMPARE(rp::judgeBand(1.0, 1.8, rp::aggregate({})).verdict, rp::Verdict::Fail);
+
+    rp::Judgement j = rp::judgeClaim(rp::ClaimTest::AtLeast, 2.0, {2.0, 3.5, 6.0});
+    QCOMPARE(j.verdict, rp::Verdict::Pass);
+    QCOMPARE(j.held, 3);
+    j = rp::judgeClaim(rp::ClaimTest::AtLeast, 2.0, {2.5, 1.9, 6.0});  // one run against it
+    QCOMPARE(j.verdict, rp::Verdict::Fail);
+    QCOMPARE(j.held, 2);
+    QCOMPARE(rp::judgeClaim(rp::ClaimTest::AtMost, 0.5, {0.1, 0.5}).verdict, rp::Verdict::Pass);
+    QCOMPARE(rp::judgeClaim(rp::ClaimTest::AtMost, 0.5, {0.6}).verdict, rp::Verdict::Fail);
+    QCOMPARE(rp::judgeClaim(rp::ClaimTest::AtLeast, 0.0, {}).verdict, rp::Verdict::Fail);
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    QCOMPARE(rp::judgeClaim(rp::ClaimTest::AtLeast, 0.0, {1.0, nan}).verdict, rp::Verdict::Fail);
+}
+
+// judge() on hand-made outcomes: only the planned levels get rows; a run without the figure
+// counts as NaN (a failure), not as a missing run.
+void TestReproduce::judgeSkipsUnplannedLevelsAndCountsMissingFigures() {
+    const rp::Reproduction& r = row("deep-ensembles-uci");
+    rp::ReproductionResult result;
+    result.reproduction = &r;
+    result.options.levels = {"wine"};
+    result.options.count = 2;
+    result.plan = rp::planRuns(r, result.options);
+    rp::RunOutcome a;
+    a.level = "wine";
+    a.figures = {{"rmse", 0.62}, {"nll", 0.90}};
+    rp::RunOutcome b = a;
+    b.index = 1;
+    b.figures = {{"rmse", 0.66}};
+    result.outcomes = {a, b};
+    rp::judge(result);
+    QCOMPARE(result.rows.size(), std::size_t{2});
+    QCOMPARE(result.rows[0].check->figure, std::string("rmse"));
+    QVERIFY(std::abs(result.rows[0].ours.mean - 0.64) < 1e-12);
+    QVERIFY(std::abs(result.rows[0].ours.se - 0.02) < 1e-12);
+    QCOMPARE(result.rows[0].judgement.verdict, rp::Verdict::Pass);
+    QCOMPARE(result.rows[1].ours.n, 2);
+    QCOMPARE(result.rows[1].judgement.verdict, rp::Verdict::Fail);
+    const json report = rp::reportJson(result);
+    QCOMPARE(report["summary"]["pass"], json(1));
+    QCOMPARE(report["summary"]["fail"], json(1));
+    QCOMPARE(report["rows"][1]["ours"]["mean"], json(nullptr));
+}
+
+void TestReproduce::cliReproducesYachtAndReportHasItsKeys() {
+    QTemporaryDir dir;
+    const QString report = dir.filePath(QStringLiteral("r.json"));
+    const QString csv = dir.filePath(QStringLiteral("csv"));
+    const ensemble::test::Run r =
+        ensemble::test::runCli({"reproduce", "deep-ensembles-uci/yacht", "--splits", "2", "--quick",
+                                "--report", report, "--csv", csv, "--no-record"});
+    ENSEMBLE_VERIFY_RUN_OK(r);
+    QVERIFY2(r.out.contains(QStringLiteral("1.58 ± 0.48")), qPrintable(r.out));
+    const json j = readJson(report);
+    for (const char* key :
+         {"id", "title", "paper", "where", "runs_what", "unit", "count", "quick", "overrides",
+          "complete", "backend", "cpu", "seconds", "deviations", "rows", "runs", "summary"}) {
+        QVERIFY2(j.contains(key), key);
+    }
+    QCOMPARE(j["id"], json("deep-ensembles-uci"));
+    QCOMPARE(j["complete"], json(true));
+    QCOMPARE(j["quick"], json(true));
+    QCOMPARE(j["count"], json(2));
+    QVERIFY(j["backend"].get<std::string>().rfind("cpu", 0) == 0);
+    QCOMPARE(j["rows"].size(), std::size_t{2});
+    for (const json& row : j["rows"]) {
+        QCOMPARE(row["level"], json("yacht"));
+        QCOMPARE(row["kind"], json("numeric"));
+        QCOMPARE(row["ours"]["n"], json(2));
+        QVERIFY(row["ours"]["mean"].is_number() && row["ours"]["se"].is_number());
+        QVERIFY(row["verdict"] == json("pass") || row["verdict"] == json("fail"));
+        QVERIFY(row["paper"]["source"].get<std::string>().find("Table 1") != std::string::npos);
+        QVERIFY(row["tolerance"].is_number() && row["difference"].is_number());
+    }
+    QCOMPARE(j["rows"][0]["paper"]["printed"], json("1.58 ± 0.48"));
+    QCOMPARE(j["rows"][0]["paper"]["spread"].get<double>(), 0.48);
+    QCOMPARE(j["runs"].size(), std::size_t{2});
+    const double rmse0 = j["runs"][0]["figures"]["rmse"].get<double>();
+    const double rmse1 = j["runs"][1]["figures"]["rmse"].get<double>();
+    QVERIFY(std::isfinite(rmse0) && std::isfinite(rmse1));
+    const double mean = j["rows"][0]["ours"]["mean"].get<double>();
+    QVERIFY(std::abs(mean - (rmse0 + rmse1) / 2.0) < 1e-12);
+    QVERIFY(std::abs(j["rows"][0]["ours"]["se"].get<double>() - std::abs(rmse0 - rmse1) / 2.0) <
+            1e-12);
+    QCOMPARE(j["summary"]["pass"].get<int>() + j["summary"]["fail"].get<int>(), 2);
+    for (const char* name : {"runs.csv", "table.csv"}) {
+        QVERIFY2(QFileInfo::exists(csv + QLatin1Char('/') + QLatin1String(name)), name);
+    }
+}
+
+// --print-config's configs are complete: `ensemble-cli train` on split 1's gives the RMSE the
+// reproduction reported for it.
+void TestReproduce::cliRunRedoneByTrain() {
+    QTemporaryDir dir;
+    const QString report = dir.filePath(QStringLiteral("r.json"));
+    ensemble::test::Run r = ensemble::test::runCli(
+        {"reproduce", "deep-ensembles-uci/yacht", "--splits", "2", "--print-config"});
+    ENSEMBLE_VERIFY_RUN_OK(r);
+    const json plan = json::parse(r.out.toStdString());
+    QCOMPARE(plan.size(), std::size_t{2});
+    QCOMPARE(plan[1]["split"], json(1));
+    const QString config = ensemble::test::writeJson(dir.path(), "split1.json", plan[1]["config"]);
+    r = ensemble::test::runCli({"reproduce", "deep-ensembles-uci/yacht", "--splits", "2",
+                                "--report", report, "--no-record"});
+    ENSEMBLE_VERIFY_RUN_OK(r);
+    const QString metrics = dir.filePath(QStringLiteral("m.json"));
+    r = ensemble::test::runCli(
+        {"train", "--config", config, "--metrics", metrics, "--quiet", "--no-record"});
+    ENSEMBLE_VERIFY_RUN_OK(r);
+    const double trained = readJson(metrics)["ensemble"]["rmse"].get<double>();
+    const double reproduced = readJson(report)["runs"][1]["figures"]["rmse"].get<double>();
+    QVERIFY2(ensemble::test::sameBits(trained, reproduced),
+             qPrintable(
+                 QStringLiteral("%1 vs %2").arg(trained, 0, 'g', 17).arg(reproduced, 0, 'g', 17)));
+}
+
+void TestReproduce::cliListsAndRefuses() {
+    ensemble::test::Run r = ensemble::test::runCli({"reproduce", "--list"});
+    ENSEMBLE_VERIFY_RUN_OK(r);
+    for (const rp::Reproduction& row : rp::reproductions()) {
+        QVERIFY2(r.out.contains(QString::fromStdString(row.id)), qPrintable(r.out));
+    }
+    QVERIFY(r.out.contains(QStringLiteral("present")));
+    QCOMPARE(ensemble::test::runCli({"reproduce"}).code, 2);  // no ID
+    QCOMPARE(ensemble::test::runCli({"reproduce", "no-such-row"}).code, 2);
+    QCOMPARE(ensemble::test::runCli({"reproduce", "deep-ensembles-uci/boston"}).code, 2);
+    r = ensemble::test::runCli({"reproduce", "deep-ensembles-uci", "--seeds", "2"});
+    QCOMPARE(r.code, 2);  // a split count is --splits
+    QVERIFY2(r.err.contains(QStringLiteral("--splits")), qPrintable(r.err));
+    QCOMPARE(ensemble::test::runCli({"reproduce", "deep-ensembles-uci", "--splits", "0"}).code, 2);
+}
+
+void TestReproduce::cliFigureOneWritesCurves() {
+    QTemporaryDir dir;
+    const QString report = dir.filePath(QStringLiteral("r.json"));
+    const QString csv = dir.filePath(QStringLiteral("csv"));
+    const ensemble::test::Run r =
+        ensemble::test::runCli({"reproduce", "deep-ensembles-fig1/nll-adversarial-ensemble",
+                                "--seeds", "1", "--report", report, "--csv", csv, "--no-record"});
+    ENSEMBLE_VERIFY_RUN_OK(r);
+    const QStringList curves = [&] {
+        QFile f(csv + QStringLiteral("/curves.csv"));
+        return f.open(QIODevice::ReadOnly)
+                   ? QString::fromUtf8(f.readAll()).split(QLatin1Char('\n'), Qt::SkipEmptyParts)
+                   : QStringList();
+    }();
+    QCOMPARE(curves.size(), 242);  // the header and x = -6, -5.95, ..., 6
+    QCOMPARE(curves[0], QStringLiteral("panel,seed,x,mean,std,lower_3sd,upper_3sd"));
+    QVERIFY(curves[1].startsWith(QStringLiteral("nll-adversarial-ensemble,0,-6,")));
+    const json j = readJson(report);
+    bool claimed = false;
+    for (const json& row : j["rows"]) {
+        if (row["kind"] == json("claim")) {
+            claimed = true;
+            QCOMPARE(row["figure"], json("band_ratio"));
+            QVERIFY(row["verdict"] == json("pass") || row["verdict"] == json("fail"));
+            QVERIFY(!row["paper"]["claim"].get<std::string>().empty());
+        }
+    }
+    QVERIFY(claimed);
+}
+
+// Ctrl-C between runs: exit 130, a report of the runs that finished, complete false.
+void TestReproduce::cliInterruptWritesPartialReport() {
+    QTemporaryDir dir;
+    const QString report = dir.filePath(QStringLiteral("r.json"));
+    QProcess p;
+    p.start(ensemble::test::cliPath(), {"reproduce", "deep-ensembles-uci/yacht", "--splits", "2000",
+                                        "--report", report, "--no-record"});
+    QVERIFY(p.waitForStarted());
+    QString out;
+    QElapsedTimer clock;
+    clock.start();
+    while (!out.contains(QStringLiteral("[2/2000]")) && clock.elapsed() < 60000 &&
+           p.state() != QProcess::NotRunning) {
+        p.waitForReadyRead(50);
+        out += QString::fromUtf8(p.readAllStandardOutput());
+    }
+    QVERIFY2(out.contains(QStringLiteral("[2/2000]")), qPrintable(out));
+    QCOMPARE(::kill(static_cast<pid_t>(p.processId()), SIGINT), 0);
+    const ensemble::test::Run r = ensemble::test::finish(p);
+    QVERIFY2(r.code == 130, qPrintable(describe(r)));
+    QVERIFY2(r.err.contains(QStringLiteral("interrupted")), qPrintable(r.err));
+    const json j = readJson(report);
+    QCOMPARE(j["complete"], json(false));
+    QVERIFY(j["runs"].size() >= 2 && j["runs"].size() < 2000);
+    QCOMPARE(j["rows"][0]["ours"]["n"], json(j["runs"].size()));
+}
+
+QTEST_GUILESS_MAIN(TestReproduce)
+#include "tst_reproduce.moc"
