@@ -13,6 +13,7 @@
 
 #include "controller/engine_controller.h"
 #include "panels/experiment_panel.h"
+#include "runs_open.h"
 #include "views/active_view.h"
 #include "views/calibration_view.h"
 #include "views/methods_view.h"
@@ -21,6 +22,7 @@
 namespace ensemble::ui {
 
 void MainWindow::connectJobs() {
+    connectRunsOpen(this);  // the Runs view's "Open as experiment"
     connect(calibrationView(), &CalibrationView::compareRequested, this,
             &MainWindow::chooseCompare);
     connect(calibrationView(), &CalibrationView::cancelComparisonRequested, m_controller.get(),

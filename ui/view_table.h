@@ -32,9 +32,10 @@ enum class ViewId {
     Regression,
     Shift,
     Active,
-    Methods
+    Methods,
+    Runs
 };
-inline constexpr int kViewCount = 11;
+inline constexpr int kViewCount = 12;
 
 // The runs a view applies to; its tab is hidden for the others.
 enum class ViewData {

@@ -547,15 +547,15 @@ void TestReadable::twoDimensionalRun() {
     QVERIFY(w->methodsView()->table()->rowCount() > 0);
     // The Shift view measured: its charts' titles and its level's read-out.
     QVERIFY(measureShift(*w));
-    // Boundary, Members, Curves, Calibration, Sweep, Shift, Active learning, Methods.
-    checkEveryView(*w, 8);
+    // Boundary, Members, Curves, Calibration, Sweep, Shift, Active learning, Methods, Runs.
+    checkEveryView(*w, 9);
     // Wider, where the charts stand side by side and the test accuracy was cut at 1,100 px;
     // and at 1,280 px, the README's pictures' size (the Shift view three charts a row).
     for (const QSize size : {QSize(1100, 650), QSize(1280, 820)}) {
         w->resize(size);
         settle();
         QCOMPARE(w->size(), size);
-        checkEveryView(*w, 8);
+        checkEveryView(*w, 9);
     }
     w->resize(kReadmeSize);
     settle();
@@ -618,8 +618,9 @@ void TestReadable::imageRun() {
                             ensemble::test::progressWaitMs(20000)));
     QVERIFY(measureShift(*w));
     // The confusion matrix counts run to four digits (1200 test images).
-    // Members, Curves, Calibration, Sweep, Images, Filters, Shift, Active learning, Methods.
-    checkEveryView(*w, 9);
+    // Members, Curves, Calibration, Sweep, Images, Filters, Shift, Active learning, Methods,
+    // Runs.
+    checkEveryView(*w, 10);
 }
 
 void TestReadable::regressionRun() {
@@ -633,8 +634,8 @@ void TestReadable::regressionRun() {
     QVERIFY(waitFresh(*w));
     QVERIFY(startAndFinish(*w));
     QVERIFY(measureShift(*w));
-    // Members, Curves, Calibration, Sweep, Regression, Shift.
-    checkEveryView(*w, 6);
+    // Members, Curves, Calibration, Sweep, Regression, Shift, Runs.
+    checkEveryView(*w, 7);
 }
 
 // The presets one after another in one window, each checked: what one preset leaves behind
