@@ -215,7 +215,7 @@ void TestGuiRuns::initTestCase() {
 }
 
 void TestGuiRuns::init() {
-    QSettings().remove(QStringLiteral("runs"));
+    QSettings().remove(QStringLiteral("runs/columns"));
 }
 
 QString TestGuiRuns::freshStore(const QString& name, int entries) {
