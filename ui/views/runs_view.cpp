@@ -110,6 +110,9 @@ RunsView::RunsView(QWidget* parent) : QWidget(parent), m_model(new RunsModel(thi
     m_table->horizontalHeader()->setSortIndicatorShown(true);
     m_table->horizontalHeader()->setHighlightSections(false);
     m_table->setMinimumHeight(140);
+    // Columns fit the first page (read anyway); sizing them by later pages would read those
+    // pages again each time more rows are fetched.
+    m_table->horizontalHeader()->setResizeContentsPrecision(RunsModel::kPageSize);
     // The store sorts: a header click reaches RunsModel::sort (not a proxy's copy).
     connect(m_table->horizontalHeader(), &QHeaderView::sortIndicatorChanged, this,
             [this](int column, Qt::SortOrder order) { m_model->sort(column, order); });
@@ -133,8 +136,6 @@ RunsView::RunsView(QWidget* parent) : QWidget(parent), m_model(new RunsModel(thi
         updateCount();
         m_table->resizeColumnsToContents();
     });
-    connect(m_model, &QAbstractItemModel::rowsInserted, this,
-            [this] { m_table->resizeColumnsToContents(); });
     connect(m_table->selectionModel(), &QItemSelectionModel::selectionChanged, this,
             &RunsView::updateDetails);
 
