@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (preset `fuzz`: clang, ASan + UBSan, engine only) and runs each
-# for SECONDS (default 20, what CI runs) over a copy of its checked-in seed corpus.
+# for SECONDS (default 20; CI runs 10) over a copy of its checked-in seed corpus.
 #   scripts/fuzz.sh [SECONDS] [TARGET...]      e.g. scripts/fuzz.sh 600 fuzz_csv
 # Needs clang and libclang-rt-14-dev (libFuzzer) and libomp-14-dev (clang's OpenMP); see
 # shared TOOLCHAIN.md. Exits non-zero on the first finding, leaving the crashing input in
@@ -12,7 +12,7 @@ seconds="${1:-20}"
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(fuzz_safetensors fuzz_model_io fuzz_csv fuzz_idx fuzz_config)
+  targets=(fuzz_safetensors fuzz_model_io fuzz_csv fuzz_idx fuzz_config fuzz_runs_filter)
 fi
 
 source scripts/ccache_args.sh

@@ -45,13 +45,22 @@ bool namesRelativeFile(const std::string& word) {
     return false;
 }
 
+// `word` as a shell reads it back: bare when it holds only characters no shell treats
+// specially, else single-quoted.
+std::string shellWord(const std::string& word) {
+    const bool plain = !word.empty() && word.find_first_not_of(
+                                            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                            "0123456789_-+=.,/:@%") == std::string::npos;
+    return plain ? word : shellQuoted(word);
+}
+
 // The command as typed, quoted for a shell, from the folder it ran in when a file argument is
 // relative to it.
 std::string typedCommandLine(const CliArgs& args) {
     std::string line = "ensemble-cli " + args.command;
     bool relative = false;
     for (const std::string& word : args.words) {
-        line += " " + shellQuoted(word);
+        line += " " + shellWord(word);
         relative = relative || namesRelativeFile(word);
     }
     if (!relative) {
@@ -102,6 +111,23 @@ void CommandRun::setBackend(const std::string& backend) {
 void CommandRun::setParent(std::int64_t parentId, const std::string& relation) {
     if (m_recorder && parentId > 0) {
         m_recorder->setParent(parentId, relation);
+    }
+}
+
+void CommandRun::setParentFromFile(const std::string& path, const std::string& relation) {
+    if (!m_recorder) {
+        return;
+    }
+    std::error_code error;
+    const std::filesystem::path absolute = std::filesystem::absolute(path, error);
+    try {
+        const runs::RunStore store = runs::RunStore::open(m_recorder->storePath());
+        if (const std::optional<std::int64_t> parent =
+                store.writerOf(absolute.lexically_normal().string())) {
+            m_recorder->setParent(*parent, relation);
+        }
+    } catch (const std::exception&) {
+        // The recorder says once why the store cannot be used; a missing link is no failure.
     }
 }
 

@@ -45,6 +45,9 @@ class CommandRun {
 
     void setBackend(const std::string& backend);
     void setParent(std::int64_t parentId, const std::string& relation);
+    // The parent is the run that wrote `path` (an export or a checkpoint this command
+    // continues or measures), when the store knows one; read on this thread, once.
+    void setParentFromFile(const std::string& path, const std::string& relation);
     // A learning-curve point; the curves reach the store at most once a second (and at the end).
     void addEvaluation(const Evaluation& e);
     // `path` as given (made absolute here); role: "export", "checkpoint", "report", "csv",

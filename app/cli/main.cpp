@@ -236,18 +236,28 @@ void printSynopsis(std::FILE* to, const char* lead, const char* synopsis) {
     }
 }
 
+// Each command's name and summary on a line, its synopsis under the summary: the names in a
+// column as wide as the longest and a blank (bash completion and the man-page check read a
+// name as the word after two blanks).
+void printCommandList(std::FILE* to, const std::vector<Command>& list) {
+    std::size_t width = 0;
+    for (const Command& c : list) {
+        width = std::max(width, std::strlen(c.name));
+    }
+    const std::string indent(2 + width + 1, ' ');
+    for (const Command& c : list) {
+        std::fprintf(to, "  %-*s %s\n", static_cast<int>(width), c.name, c.summary);
+        printSynopsis(to, indent.c_str(), c.synopsis);
+    }
+}
+
 void printUsage(std::FILE* to) {
     std::fprintf(to,
                  "ensemble-cli: train, evaluate and use ensembles of small neural networks.\n\n"
                  "usage: ensemble-cli <command> [options]   (ensemble-cli <command> --help: "
                  "its options)\n"
                  "       ensemble-cli --version\n\n");
-    for (const Command& c : commands()) {
-        char lead[32];
-        std::snprintf(lead, sizeof lead, "  %-9s", c.name);
-        std::fprintf(to, "%s%s\n", lead, c.summary);
-        printSynopsis(to, "           ", c.synopsis);
-    }
+    printCommandList(to, commands());
     std::fprintf(
         to,
         "\n--config takes a JSON file or a built-in preset name; --set key=value overrides "
@@ -286,12 +296,7 @@ void printSubcommandsUsage(std::FILE* to, const Command& c) {
                  "usage: ensemble-cli %s <subcommand> [arguments]   (ensemble-cli %s "
                  "<subcommand> --help: its arguments)\n",
                  c.name, c.name);
-    for (const Command& sub : c.subcommands) {
-        char lead[32];
-        std::snprintf(lead, sizeof lead, "  %-9s", sub.name);
-        std::fprintf(to, "%s%s\n", lead, sub.summary);
-        printSynopsis(to, "           ", sub.synopsis);
-    }
+    printCommandList(to, c.subcommands);
     std::fprintf(to, "%s\n", c.summary);
 }
 

@@ -119,6 +119,7 @@ ExitCode commandShift(const CliArgs& args) {
     // The runs store's entry: the export's config, the weights as the file it measured.
     CommandRun run(args, "shift", ensemble.config.json);
     run.addFile(weights, "weights");
+    run.setParentFromFile(weights, "measured");
     const DataSplit data = loadDataSplit(datasetConfig);
     checkShiftApplies(options.kind, data);
 

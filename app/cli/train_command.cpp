@@ -232,6 +232,9 @@ ExitCode commandTrain(const CliArgs& args) {
     // The runs store's entry (rank 0): from here until the command's exit.
     CommandRun run(args, args.has("--resume") ? "resume" : "train", config.json);
     run.setBackend(trainer->backend().name());
+    if (args.has("--resume")) {
+        run.setParentFromFile(args.get("--resume"), "continued");
+    }
     // The evaluations of the run so far: a checkpoint's curves.
     std::vector<Evaluation> curves;
     if (resumed) {

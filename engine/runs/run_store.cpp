@@ -251,6 +251,17 @@ std::int64_t RunStore::count(const RunQuery& query) const {
     return rows.step() ? rows.integer(0) : 0;
 }
 
+std::optional<std::int64_t> RunStore::writerOf(const std::string& path) const {
+    detail::Statement row(m_impl->db,
+                          "SELECT MAX(run) FROM files WHERE path = ?1 AND role IN "
+                          "('export', 'checkpoint')");
+    row.bind(1, path);
+    if (!row.step() || row.isNull(0)) {
+        return std::nullopt;
+    }
+    return row.integer(0);
+}
+
 std::optional<RunEntry> RunStore::get(std::int64_t id) const {
     detail::Statement row(m_impl->db,
                           std::string("SELECT ") + kRunColumnsSql + " FROM runs r WHERE r.id = ?1");

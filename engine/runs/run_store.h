@@ -212,6 +212,10 @@ class RunStore {
     // How many entries match the filters (limit and offset ignored).
     std::int64_t count(const RunQuery& query) const;
     std::optional<RunEntry> get(std::int64_t id) const;
+    // The newest entry that wrote `path` (one of its files with the role export or checkpoint,
+    // the path as recorded: absolute), the run a command continues, opens or measures; nullopt
+    // when none did. A scan of the files table (no index: it is asked once per command).
+    std::optional<std::int64_t> writerOf(const std::string& path) const;
 
     // Edits; false when no entry has that id.
     bool setNote(std::int64_t id, const std::string& note);
