@@ -30,7 +30,9 @@ std::string costText(double seconds) {
     if (seconds <= 0.0) {
         return "not measured";
     }
-    if (seconds < 90.0) {
+    if (seconds < 10.0) {
+        std::snprintf(buf, sizeof buf, "%.1f s", seconds);
+    } else if (seconds < 90.0) {
         std::snprintf(buf, sizeof buf, "%.0f s", seconds);
     } else {
         std::snprintf(buf, sizeof buf, "%.1f min", seconds / 60.0);
@@ -51,8 +53,10 @@ ExitCode listReproductions() {
             std::printf("    %s\n", why.c_str());
         }
     }
-    std::printf("\ncost: the whole row on two cores (%s); ensemble-cli reproduce ID runs one\n",
-                reproduce::reproductions().front().costMeasuredOn.c_str());
+    std::printf(
+        "\ncost: the whole row and --quick, %s: at most that long on two cores of its own.\n"
+        "ensemble-cli reproduce ID runs one (ID/LEVEL: one level).\n",
+        reproduce::reproductions().front().costMeasuredOn.c_str());
     return ExitCode::Ok;
 }
 

@@ -1,4 +1,5 @@
 // A reproduction's result as JSON (the report), CSV and the text table (reproduce.h).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -210,11 +211,25 @@ std::map<std::string, std::string> resultCsvs(const ReproductionResult& result) 
     return files;
 }
 
+namespace {
+
+// `s` and blanks to `width` columns ("±" is two bytes and one column).
+std::string reproPadColumns(const std::string& s, int width) {
+    int shown = 0;
+    for (unsigned char ch : s) {
+        shown += (ch & 0xC0) != 0x80 ? 1 : 0;
+    }
+    return s + std::string(static_cast<std::size_t>(std::max(0, width - shown)), ' ');
+}
+
+}  // namespace
+
 std::string resultTable(const ReproductionResult& result) {
     std::ostringstream os;
     char line[320];
-    std::snprintf(line, sizeof line, "%-26s %-13s %-22s %4s  %-14s %s\n", "level", "figure",
-                  "ours (mean ± se)", "n", "paper", "verdict");
+    std::snprintf(line, sizeof line, "%-26s %-13s %s %4s  %s %s\n", "level", "figure",
+                  reproPadColumns("ours (mean ± se)", 22).c_str(), "n",
+                  reproPadColumns("paper", 14).c_str(), "verdict");
     os << line;
     for (const ResultRow& row : result.rows) {
         const Check& c = *row.check;
@@ -230,17 +245,9 @@ std::string resultTable(const ReproductionResult& result) {
             row.judgement.verdict == Verdict::None
                 ? std::string("(measured)")
                 : std::string(verdictName(row.judgement.verdict)) + "  " + row.judgement.why;
-        // "±" is two bytes and one column: pad by what is displayed.
-        const auto pad = [](const std::string& s, int width) {
-            int shown = 0;
-            for (unsigned char ch : s) {
-                shown += (ch & 0xC0) != 0x80 ? 1 : 0;
-            }
-            return s + std::string(static_cast<std::size_t>(std::max(0, width - shown)), ' ');
-        };
         std::snprintf(line, sizeof line, "%-26s %-13s %s %4d  %s %s\n", c.level.c_str(),
-                      c.figure.c_str(), pad(ours, 22).c_str(), row.ours.n,
-                      pad(paperText(c), 14).c_str(), verdict.c_str());
+                      c.figure.c_str(), reproPadColumns(ours, 22).c_str(), row.ours.n,
+                      reproPadColumns(paperText(c), 14).c_str(), verdict.c_str());
         os << line;
     }
     const VerdictCounts counts = countVerdicts(result);
