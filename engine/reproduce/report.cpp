@@ -227,7 +227,7 @@ std::string reproPadColumns(const std::string& s, int width) {
 std::string resultTable(const ReproductionResult& result) {
     std::ostringstream os;
     char line[320];
-    std::snprintf(line, sizeof line, "%-26s %-13s %s %4s  %s %s\n", "level", "figure",
+    std::snprintf(line, sizeof line, "%-26s %-20s %s %4s  %s %s\n", "level", "figure",
                   reproPadColumns("ours (mean ± se)", 22).c_str(), "n",
                   reproPadColumns("paper", 14).c_str(), "verdict");
     os << line;
@@ -245,7 +245,7 @@ std::string resultTable(const ReproductionResult& result) {
             row.judgement.verdict == Verdict::None
                 ? std::string("(measured)")
                 : std::string(verdictName(row.judgement.verdict)) + "  " + row.judgement.why;
-        std::snprintf(line, sizeof line, "%-26s %-13s %s %4d  %s %s\n", c.level.c_str(),
+        std::snprintf(line, sizeof line, "%-26s %-20s %s %4d  %s %s\n", c.level.c_str(),
                       c.figure.c_str(), reproPadColumns(ours, 22).c_str(), row.ours.n,
                       reproPadColumns(paperText(c), 14).c_str(), verdict.c_str());
         os << line;

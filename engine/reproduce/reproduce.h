@@ -36,6 +36,7 @@ enum class RunnerKind {
     UciRegression,  // a regression ensemble per split: test RMSE and NLL, raw target units
     CubicCurves,    // the Deep Ensembles figure: each panel's mean and ± 3 sigma on [-6, 6]
     SpiralsTiming,  // Whitney 2021: K = 1 against K = 100, the same steps, timed
+    MoonsOod,       // two moons and an OOD blob: a method's confidence and OOD AUROC on it
 };
 
 // A claim's test of a figure in one run.

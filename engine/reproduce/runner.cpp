@@ -11,6 +11,9 @@
 
 #include "config/config.h"
 #include "core/errors.h"
+#include "math/philox.h"
+#include "metrics/ood.h"
+#include "metrics/point_statistics.h"
 #include "metrics/regression.h"
 #include "registry/registry.h"
 #include "reproduce/reproduce.h"
@@ -69,6 +72,23 @@ json spiralsRunConfig(int members, int seed) {
             {"optimizer", {{"kind", "adam"}, {"lr", 1e-3}}},
             {"training", {{"batch_size", 100}, {"steps", 100}}},
             {"backend", {{"kind", "cpu"}}}};
+}
+
+// The SNGP tutorial's two moons (1,000 points, noise 0.1) for one ensemble method, on the
+// `moons` preset's network and budget.
+json moonsRunConfig(const std::string& method, int seed) {
+    json c = loadConfigJson("moons");
+    c["dataset"]["n"] = 1000;
+    c["dataset"]["noise"] = 0.1;
+    c["dataset"]["seed"] = seed;
+    c["ensemble"]["seed"] = seed;
+    c["ensemble"]["method"] = method;
+    c["ensemble"]["members"] = 10;
+    if (method != "independent") {
+        c["ensemble"].erase("bootstrap");  // one network: no bootstrap of its own
+    }
+    c["backend"] = {{"kind", "cpu"}};
+    return c;
 }
 
 // The overrides over a run's config, then the config as parseConfig completes it (every key
@@ -185,6 +205,48 @@ void addCubicCurves(Trainer& trainer, const PlannedRun& plan, RunOutcome& out) {
     }
 }
 
+// The SNGP tutorial's OOD set: 500 points of N((2.5, -1.75), 0.1^2 I), drawn from `seed`.
+std::vector<float> moonsOodBlob(uint64_t seed) {
+    constexpr int kBlobPoints = 500;
+    constexpr uint32_t kBlobStream = 0x4D4F4F4E;  // "MOON": apart from the shifts' streams
+    std::vector<float> blob(2 * kBlobPoints);
+    for (int i = 0; i < kBlobPoints; ++i) {
+        const Philox4x32 d =
+            philoxDraw(seed, RngPurpose::Shift, kBlobStream, static_cast<uint64_t>(i));
+        const double radius = std::sqrt(-2.0 * std::log(uniformOpenDouble(d.v[0], d.v[1])));
+        const double angle = 2.0 * 3.141592653589793 * uniformOpenDouble(d.v[2], d.v[3]);
+        blob[static_cast<std::size_t>(2 * i)] =
+            static_cast<float>(2.5 + 0.1 * radius * std::cos(angle));
+        blob[static_cast<std::size_t>(2 * i + 1)] =
+            static_cast<float>(-1.75 + 0.1 * radius * std::sin(angle));
+    }
+    return blob;
+}
+
+// The test rows against the blob: the ensemble's mean confidence (max_c p_c) on each, the
+// AUROC of the mutual information and of the confidence (ood.h: higher = in-distribution).
+void addMoonsOod(Trainer& trainer, const PlannedRun& plan, RunOutcome& out) {
+    const std::vector<uint8_t> include = trainer.included();
+    const DataSplit& data = trainer.data();
+    const PointStatistics in = pointStatistics(trainer.predictTest(), include, data.test.y);
+    std::vector<float> blob = moonsOodBlob(plan.config["dataset"]["seed"].get<uint64_t>());
+    const PointStatistics outside = pointStatistics(
+        trainer.predictRaw(blob.data(), static_cast<int64_t>(blob.size() / 2)), include);
+    const OodMetrics ood = oodMetrics(in, outside);
+    double correct = 0.0;
+    for (std::size_t i = 0; i < in.predicted.size(); ++i) {
+        correct += in.predicted[i] == data.test.y[i] ? 1.0 : 0.0;
+    }
+    double confidence = 0.0;
+    for (double c : outside.confidence) {
+        confidence += c / static_cast<double>(outside.confidence.size());
+    }
+    out.figures["test_accuracy"] = correct / static_cast<double>(in.predicted.size());
+    out.figures["blob_confidence"] = confidence;
+    out.figures["ood_auroc_mi"] = ood.mutualInformation.auroc;
+    out.figures["ood_auroc_confidence"] = ood.maxProbability.auroc;
+}
+
 std::unique_ptr<Trainer> trainerFor(const json& config, ReproductionResult& result) {
     std::string notice;
     std::unique_ptr<Trainer> trainer = makeTrainer(parseConfig(config), &notice);
@@ -223,6 +285,14 @@ bool runPlanned(const Reproduction& r, const PlannedRun& plan, const ReproduceHo
             }
             addRegressionFigures(*trainer, out);
             addCubicCurves(*trainer, plan, out);
+            break;
+        }
+        case RunnerKind::MoonsOod: {
+            const auto trainer = trainerFor(plan.config, result);
+            if (!trainToEnd(*trainer, hooks, progress, start)) {
+                return false;
+            }
+            addMoonsOod(*trainer, plan, out);
             break;
         }
         case RunnerKind::SpiralsTiming: {
@@ -286,6 +356,9 @@ std::vector<PlannedRun> planRuns(const Reproduction& r, const ReproduceOptions& 
                     break;
                 case RunnerKind::CubicCurves:
                     run.config = completedConfig(cubicRunConfig(level, i), options.overrides);
+                    break;
+                case RunnerKind::MoonsOod:
+                    run.config = completedConfig(moonsRunConfig(level, i), options.overrides);
                     break;
                 case RunnerKind::SpiralsTiming:
                     run.config = completedConfig(spiralsRunConfig(1, i), options.overrides);

@@ -70,6 +70,7 @@ class TestReproduce : public QObject {
     void cliRunRedoneByTrain();
     void cliListsAndRefuses();
     void cliFigureOneWritesCurves();
+    void cliMoonsJudgesTheBlobPerMethod();
     void cliInterruptWritesPartialReport();
 };
 
@@ -448,6 +449,35 @@ void TestReproduce::cliFigureOneWritesCurves() {
         }
     }
     QVERIFY(claimed);
+}
+
+// The OOD row: a run's figures, and its claim judged per method.
+void TestReproduce::cliMoonsJudgesTheBlobPerMethod() {
+    QTemporaryDir dir;
+    const QString report = dir.filePath(QStringLiteral("r.json"));
+    const ensemble::test::Run r =
+        ensemble::test::runCli({"reproduce", "two-moons-ood/mc_dropout", "--seeds", "1", "--report",
+                                report, "--no-record"});
+    ENSEMBLE_VERIFY_RUN_OK(r);
+    const json j = readJson(report);
+    QCOMPARE(j["runs"].size(), std::size_t{1});
+    const json& figures = j["runs"][0]["figures"];
+    for (const char* name :
+         {"test_accuracy", "blob_confidence", "ood_auroc_mi", "ood_auroc_confidence"}) {
+        QVERIFY2(figures[name].is_number(), name);
+    }
+    QVERIFY(figures["blob_confidence"].get<double>() >= 0.5 &&
+            figures["blob_confidence"].get<double>() <= 1.0);
+    int claims = 0;
+    for (const json& row : j["rows"]) {
+        QCOMPARE(row["level"], json("mc_dropout"));
+        if (row["kind"] == json("claim")) {
+            ++claims;
+            const bool held = figures["blob_confidence"].get<double>() >= 0.9;
+            QCOMPARE(row["verdict"], json(held ? "pass" : "fail"));
+        }
+    }
+    QCOMPARE(claims, 1);
 }
 
 // Ctrl-C between runs: exit 130, a report of the runs that finished, complete false.
