@@ -5,6 +5,7 @@
 #include <QFileInfo>
 #include <QKeySequence>
 #include <QMessageBox>
+#include <QSettings>
 #include <QStringList>
 #include <QStyle>
 #include <QWidget>
@@ -15,6 +16,7 @@
 #include "core/errors.h"
 #include "data_kinds.h"
 #include "panels/experiment_panel.h"
+#include "runs/run_store.h"
 #include "std_string.h"
 #include "sys/script_hints.h"
 
@@ -76,6 +78,11 @@ bool needsNewRun(const KeySpec& spec, const nlohmann::json& active) {
 RunSession::RunSession(EngineController* controller, ExperimentPanel* panel, QWidget* window)
     : QObject(window), m_window(window), m_controller(controller), m_panel(panel) {
     buildActions(window);
+    // Every run is kept in the runs store (engine/runs), unless the setting says not to.
+    applyRunRecording();
+    connect(m_controller, &EngineController::runStoreWarning, this, [this](const QString& why) {
+        Q_EMIT statusRequested(tr("The run is not recorded in the runs store: %1").arg(why), 15000);
+    });
     connect(m_controller, &EngineController::configured, this, &RunSession::onConfigured);
     connect(m_controller, &EngineController::configureFailed, this, &RunSession::onConfigureFailed);
     connect(m_controller, &EngineController::openFailed, this, &RunSession::onOpenFailed);
@@ -285,6 +292,7 @@ bool RunSession::startRun(bool keepReplaced) {
     m_activeConfig = m_panel->config();
     m_configuring = true;
     m_controller->setUntilPaused(m_panel->untilPaused());
+    m_controller->setRunPreset(m_panel->presetName());
     m_controller->configure(m_activeConfig, {}, keepReplaced);
     showPendingRestart(false);
     Q_EMIT stateChanged();
@@ -482,6 +490,34 @@ QString RunSession::commandLine() const {
     // differs from it: the schedule of live edits and the steps trained included.
     return QString::fromStdString(
         trainCommandLine(m_panel->presetName().toStdString(), experimentToSave()));
+}
+
+namespace {
+// QSettings: whether the app records its runs in the runs store.
+const QString kRecordRunsKey = QStringLiteral("runs/record");
+}  // namespace
+
+void RunSession::loadExperimentAsking(const nlohmann::json& config, const QString& what) {
+    const auto load = [this, config] { loadExperiment(config); };
+    if (!m_replaceCheck) {
+        load();
+    } else {
+        m_replaceCheck(what, load);
+    }
+}
+
+bool RunSession::recordsRuns() {
+    return QSettings().value(kRecordRunsKey, true).toBool();
+}
+
+void RunSession::setRecordsRuns(bool on) {
+    QSettings().setValue(kRecordRunsKey, on);
+}
+
+void RunSession::applyRunRecording() {
+    const bool on = recordsRuns() && !runs::recordingDisabledByEnvironment();
+    m_controller->setRunStore(on ? QString::fromStdString(runs::defaultRunStorePath().string())
+                                 : QString());
 }
 
 void RunSession::updateActions() {

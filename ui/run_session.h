@@ -40,6 +40,9 @@ class RunSession : public QObject {
 
     // Shows `config` in the panel and starts a new run at step 0 (when valid).
     void loadExperiment(const nlohmann::json& config, const QString& preset = {});
+    // The same once the person agreed to replace a trained run (the replace check's Save /
+    // Discard / Cancel, naming `what`); nothing when they cancel.
+    void loadExperimentAsking(const nlohmann::json& config, const QString& what);
     // A new run at step 0 from the panel as it is. False when the person declined a large
     // run's price (setLargeRunCheck): nothing changed, the edit waits in the panel.
     // `keepReplaced`: the run it replaces stays recoverable (a Reset; EngineWorker::configure).
@@ -80,6 +83,11 @@ class RunSession : public QObject {
     QString commandLine() const;
     // Train (Pause / Continue), Step and Reset as the run and the panel allow.
     void updateActions();
+    // Whether runs are recorded in the runs store (the setting kRecordRunsKey, on by default;
+    // ENSEMBLE_RUNS_DB=off turns it off for every program), applied from the next run.
+    static bool recordsRuns();
+    static void setRecordsRuns(bool on);
+    void applyRunRecording();
 
   Q_SIGNALS:
     // Something the actions depend on changed: the window updates every action.

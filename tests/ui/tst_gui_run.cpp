@@ -9,6 +9,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QMessageBox>
+#include <QProcess>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
@@ -28,6 +29,7 @@
 #include "io/model_io.h"
 #include "main_window.h"
 #include "panels/experiment_panel.h"
+#include "runs/run_store.h"
 #include "support/gui_test_support.h"
 #include "support/test_support.h"
 #include "train/memory_estimate.h"
@@ -87,6 +89,8 @@ class TestGuiRun : public QObject {
     void aLargeRunAsksBeforeItStarts();
     void aRunAboveTheMemoryIsRefusedWithBothShares();
     void cancelStopsTheSetupOfARun();
+    void everyRunIsRecordedUntilItIsReplaced();
+    void theWindowAndTwoCliProcessesRecordTogether();
 };
 
 void TestGuiRun::initTestCase() {
@@ -667,6 +671,121 @@ void TestGuiRun::cancelStopsTheSetupOfARun() {
     QVERIFY(w->trainAction()->isEnabled());
     w->trainAction()->trigger();
     QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step > 0; }));
+}
+
+// The runs store keeps the window's runs: an entry from a run's start until it is replaced (a
+// Reset here), with its preset, config, curves, figures and the files exported of it; the run
+// after it is an entry of its own, ended when the window closes.
+void TestGuiRun::everyRunIsRecordedUntilItIsReplaced() {
+    QTemporaryDir dir;
+    const QString store = dir.filePath(QStringLiteral("runs.sqlite"));
+    const QByteArray before = qgetenv(ensemble::runs::kRunsDbVariable);
+    qputenv(ensemble::runs::kRunsDbVariable, store.toUtf8());
+    struct Restore {
+        QByteArray value;
+        ~Restore() { qputenv(ensemble::runs::kRunsDbVariable, value); }
+    } restore{before};
+    {
+        auto w = makeWindow();
+        nlohmann::json preset = nlohmann::json::parse(ensemble::presetText("spirals"));
+        preset["backend"]["kind"] = "cpu";
+        preset["ensemble"]["members"] = 3;
+        preset["dataset"]["n"] = 300;
+        w->loadExperiment(preset, QStringLiteral("spirals"));
+        QVERIFY(waitFresh(*w));
+        w->controller()->trainTo(40);
+        QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 40 && !s.running; }));
+        QSignalSpy done(w.get(), &MainWindow::exportFinished);
+        const QString base = dir.filePath(QStringLiteral("first"));
+        w->exportTo(base);
+        QVERIFY(done.wait(20000));
+        QVERIFY(done.at(0).at(0).toBool());
+        w->resetAction()->trigger();
+        QVERIFY(waitFresh(*w));
+        // The first run's entry ended with the Reset: finished, with what it measured.
+        ensemble::runs::RunQuery finished;
+        finished.filters = {{"state", ensemble::runs::FilterOp::Equal, "finished"}};
+        QTRY_VERIFY_WITH_TIMEOUT(
+            ensemble::runs::RunStore::open(store.toStdString()).count(finished) == 1, 10000);
+    }
+    // The window closed: the second entry ended too.
+    const ensemble::runs::RunStore read = ensemble::runs::RunStore::open(store.toStdString());
+    ensemble::runs::RunQuery oldestFirst;
+    oldestFirst.sort = {"id", false};
+    oldestFirst.full = true;
+    const std::vector<ensemble::runs::RunEntry> entries = read.list(oldestFirst);
+    QCOMPARE(entries.size(), std::size_t(2));
+    for (const ensemble::runs::RunEntry& e : entries) {
+        QCOMPARE(e.program, std::string("ensemble-lab"));
+        QCOMPARE(e.kind, std::string("app-train"));
+        QCOMPARE(e.state, ensemble::runs::RunState::Finished);
+        QCOMPARE(e.preset, std::string("spirals"));
+        QCOMPARE(e.members, std::int64_t(3));
+        QVERIFY(e.backend.rfind("cpu", 0) == 0);
+        QVERIFY2(e.commandLine.find("ensemble-cli train --config spirals") != std::string::npos,
+                 e.commandLine.c_str());
+    }
+    const ensemble::runs::RunEntry& first = entries[0];
+    QVERIFY(first.figures.count("test_accuracy") == 1);
+    QVERIFY(first.curves.contains("test_loss"));
+    // Its last curve point is the step it was paused at.
+    QCOMPARE(first.curves["test_loss"].back()[0].get<std::int64_t>(), std::int64_t(40));
+    bool exported = false;
+    for (const ensemble::runs::RunFile& f : first.files) {
+        exported = exported || (f.role == "export" && QString::fromStdString(f.path).endsWith(
+                                                          QStringLiteral("first.safetensors")));
+    }
+    QVERIFY(exported);
+    QVERIFY(entries[1].files.empty());
+}
+
+// Concurrent writers: the window trains (and records) while two ensemble-cli processes train
+// into the same store; every entry is there, each finished.
+void TestGuiRun::theWindowAndTwoCliProcessesRecordTogether() {
+    QTemporaryDir dir;
+    const QString store = dir.filePath(QStringLiteral("runs.sqlite"));
+    const QByteArray before = qgetenv(ensemble::runs::kRunsDbVariable);
+    qputenv(ensemble::runs::kRunsDbVariable, store.toUtf8());
+    struct Restore {
+        QByteArray value;
+        ~Restore() { qputenv(ensemble::runs::kRunsDbVariable, value); }
+    } restore{before};
+    {
+        auto w = makeWindow();
+        nlohmann::json preset = nlohmann::json::parse(ensemble::presetText("spirals"));
+        preset["backend"]["kind"] = "cpu";
+        preset["ensemble"]["members"] = 2;
+        w->loadExperiment(preset, QStringLiteral("spirals"));
+        QVERIFY(waitFresh(*w));
+        w->controller()->trainTo(1000000);
+        std::vector<std::unique_ptr<QProcess>> processes;
+        for (int i = 0; i < 2; ++i) {
+            auto p = std::make_unique<QProcess>();
+            p->start(ensemble::test::cliPath(),
+                     {QStringLiteral("train"), QStringLiteral("--config"), QStringLiteral("moons"),
+                      QStringLiteral("--set"), QStringLiteral("training.steps=200"),
+                      QStringLiteral("--set"), QStringLiteral("backend.kind=cpu"),
+                      QStringLiteral("--quiet")});
+            QVERIFY(p->waitForStarted());
+            processes.push_back(std::move(p));
+        }
+        for (auto& p : processes) {
+            const Run r = ensemble::test::finish(*p);
+            QVERIFY2(r.code == 0 && !r.err.contains(QStringLiteral("warning")),
+                     qPrintable(describe(r)));
+        }
+        w->controller()->pause();
+        QVERIFY(waitSnapshot(*w, [](const auto& s) { return !s.running && s.step > 0; }));
+    }
+    const std::vector<ensemble::runs::RunEntry> entries =
+        ensemble::runs::RunStore::open(store.toStdString()).list({});
+    QCOMPARE(entries.size(), std::size_t(3));
+    int fromTheWindow = 0;
+    for (const ensemble::runs::RunEntry& e : entries) {
+        QCOMPARE(e.state, ensemble::runs::RunState::Finished);
+        fromTheWindow += e.program == "ensemble-lab" ? 1 : 0;
+    }
+    QCOMPARE(fromTheWindow, 1);
 }
 
 QTEST_MAIN(TestGuiRun)

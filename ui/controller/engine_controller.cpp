@@ -56,6 +56,7 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
     announceSignal(m_worker, &EngineWorker::checkpointSaved);
     announceSignal(m_worker, &EngineWorker::recoveryWritten);
     announceSignal(m_worker, &EngineWorker::recoveryFailed);
+    announceSignal(m_worker, &EngineWorker::runStoreWarning);
     announceSignal(m_worker, &EngineWorker::recoveryFlushed);
     announceSignal(m_worker, &EngineWorker::working);
     announceSignal(m_worker, &EngineWorker::measuring);
@@ -147,6 +148,8 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
     connect(m_worker, &EngineWorker::recoveryWritten, this, &EngineController::recoveryWritten,
             Qt::QueuedConnection);
     connect(m_worker, &EngineWorker::recoveryFailed, this, &EngineController::recoveryFailed,
+            Qt::QueuedConnection);
+    connect(m_worker, &EngineWorker::runStoreWarning, this, &EngineController::runStoreWarning,
             Qt::QueuedConnection);
     connect(m_worker, &EngineWorker::recoveryFlushed, this, &EngineController::recoveryFlushed,
             Qt::QueuedConnection);
@@ -364,6 +367,16 @@ void EngineController::setRecovery(const QString& path, double intervalSeconds,
     post([w, path, intervalSeconds, replacedPath] {
         w->setRecovery(path, intervalSeconds, replacedPath);
     });
+}
+
+void EngineController::setRunStore(const QString& path) {
+    EngineWorker* w = m_worker;
+    post([w, path] { w->setRunStore(path); });
+}
+
+void EngineController::setRunPreset(const QString& preset) {
+    EngineWorker* w = m_worker;
+    post([w, preset] { w->setRunPreset(preset); });
 }
 
 void EngineController::flushRecovery() {

@@ -86,6 +86,10 @@ class EngineController : public QObject {
     // engine thread every `intervalSeconds` of training (after the first step no write holds)
     // and when training pauses; empty or <= 0: none.
     void setRecovery(const QString& path, double intervalSeconds, const QString& replacedPath = {});
+    // The runs store (EngineWorker::setRunStore): where the next runs' entries go (empty: not
+    // recorded), and the preset the next run starts from (its entry's column).
+    void setRunStore(const QString& path);
+    void setRunPreset(const QString& preset);
     // Pauses training (the chunk under way ends early), writes the recovery checkpoint if the
     // run changed since the last one, then recoveryFlushed(): the app ending on a signal.
     void flushRecovery();
@@ -167,6 +171,8 @@ class EngineController : public QObject {
     void checkpointSaved(bool ok, QString message, QString path, qint64 step);
     void recoveryWritten(QString path, qint64 step, double seconds);
     void recoveryFailed(QString message);
+    // The runs store cannot record the run (EngineWorker::runStoreWarning); the run goes on.
+    void runStoreWarning(QString message);
     void recoveryFlushed(qint64 step);
     // A new run was asked for and every job under way was ended without its outcome
     // (endJobs). sameExperiment: a Reset of the current experiment, whose finished results

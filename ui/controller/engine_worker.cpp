@@ -324,7 +324,16 @@ void EngineWorker::predictPending() {
     }
 }
 
+void EngineWorker::setRunStore(const QString& path) {
+    m_record.setStore(path.toStdString());
+}
+
+void EngineWorker::setRunPreset(const QString& preset) {
+    m_record.setPreset(preset.toStdString());
+}
+
 void EngineWorker::shutdown() {
+    m_record.end();  // the window closes: its run's entry ends
     // An empty path keeps scheduleRecovery() from needing the timer again (a chunk or a paced
     // wake-up still queued behind this call returns at m_stop anyway).
     m_recoveryPath.clear();

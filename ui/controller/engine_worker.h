@@ -32,6 +32,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "controller/app_run_record.h"
 #include "controller/learning_curves.h"
 #include "controller/opened_ensemble.h"
 #include "controller/run_measures.h"
@@ -132,6 +133,11 @@ class EngineWorker : public QObject {
         m_activeMetadata = std::move(metadata);
     }
 
+    // The runs store (controller/app_run_record.h): where the next runs' entries go (empty:
+    // not recorded) and the preset the next run starts from.
+    void setRunStore(const QString& path);
+    void setRunPreset(const QString& preset);
+
     // Any thread: queue a prediction of raw rows (replaces an unserved one).
     // Returns true when the caller must queue predictPending().
     bool offerPrediction(uint64_t id, std::vector<float> rawRows);
@@ -165,6 +171,8 @@ class EngineWorker : public QObject {
     void recoveryFailed(QString message);
     // flushRecovery() done: the run stopped at `step` (-1: no run).
     void recoveryFlushed(qint64 step);
+    // The runs store cannot record this run (read-only, corrupt, locked long): once an entry.
+    void runStoreWarning(QString message);
 
   private:
     using Clock = std::chrono::steady_clock;
@@ -262,6 +270,8 @@ class EngineWorker : public QObject {
     double m_buildSeconds = 0.0;
 
     std::function<nlohmann::json(uint64_t)> m_activeMetadata;
+
+    AppRunRecord m_record;  // the runs store's entry of the current run
 
     // Recovery checkpoints (setRecovery).
     QString m_recoveryPath;

@@ -42,6 +42,7 @@ void EngineWorker::throwIfSetupCancelled(uint64_t runId) const {
 
 void EngineWorker::dropCancelledSetup(uint64_t runId) {
     setRunning(false);
+    m_record.end(runs::RunState::Cancelled);
     m_trainer.reset();
     m_run.reset();
     m_measures.reset();
@@ -89,6 +90,7 @@ void EngineWorker::openWithoutData(const OpenedEnsemble& opened, uint64_t runId,
     setRunning(false);
     m_pauseRequested.store(false);
     retireRecovery(false);  // the run shown has no trainer: no file stands for it
+    m_record.end();         // nor an entry: it cannot train
     m_trainer.reset();
     m_measures.reset();
     m_gridPoints.clear();
@@ -115,6 +117,7 @@ void EngineWorker::build(const nlohmann::json& config, std::shared_ptr<const Dat
     setRunning(false);
     m_pauseRequested.store(false);
     m_settingUp = runId;
+    bool recordingBegun = false;
     try {
         throwIfSetupCancelled(runId);
         ExperimentConfig parsed = parseConfig(config);
@@ -185,6 +188,9 @@ void EngineWorker::build(const nlohmann::json& config, std::shared_ptr<const Dat
         }
         m_trainer = std::move(trainer);
         m_run = std::move(run);
+        // The run before this one ends its entry here; this one's begins.
+        m_record.begin(*m_trainer, opened != nullptr ? opened->path.toStdString() : std::string());
+        recordingBegun = true;
         // The switches as the run has them: the config's ensemble.switched_off, and for a
         // checkpoint its schedule's entries up to its step.
         m_trainer->applyDueChanges();
@@ -206,6 +212,7 @@ void EngineWorker::build(const nlohmann::json& config, std::shared_ptr<const Dat
             // whole, so that the commands still queued behind this one find no run, as after a
             // failed build (a run without its first curve point broke pause(); the monkey's
             // second finding).
+            m_record.end(runs::RunState::Cancelled);
             m_trainer.reset();
             m_run.reset();
             m_measures.reset();
@@ -229,6 +236,8 @@ void EngineWorker::build(const nlohmann::json& config, std::shared_ptr<const Dat
         dropCancelledSetup(runId);
     } catch (const std::exception& e) {
         m_settingUp = 0;
+        // The run replaced was let go of before the new one failed: it ended as it stood.
+        m_record.end(recordingBegun ? runs::RunState::Failed : runs::RunState::Finished);
         m_trainer.reset();
         m_run.reset();
         m_measures.reset();

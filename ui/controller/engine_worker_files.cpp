@@ -30,6 +30,12 @@ void EngineWorker::exportTo(const QString& basePath, ExportFormat format) {
         Q_EMIT exportFinished(false, QString::fromStdString(e.what()), {});
         return;
     }
+    for (const QString& file : written) {
+        const bool weights = file.endsWith(QStringLiteral(".safetensors")) ||
+                             file.endsWith(QStringLiteral(".onnx")) ||
+                             file.endsWith(QStringLiteral(".npz"));
+        m_record.addFile(file, weights ? "export" : "report");
+    }
     Q_EMIT exportFinished(true, {}, written);
 }
 
@@ -44,6 +50,7 @@ void EngineWorker::saveCheckpoint(const QString& path) {
         Q_EMIT checkpointSaved(false, QString::fromStdString(e.what()), path, m_trainer->step());
         return;
     }
+    m_record.addFile(path, "checkpoint");
     Q_EMIT checkpointSaved(true, {}, path, m_trainer->step());
 }
 

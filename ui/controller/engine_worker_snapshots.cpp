@@ -49,6 +49,7 @@ void EngineWorker::recordHistory() {
     evaluate(m_run->evalTest, m_run->evalTest.rows, point->ensembleTest, point->memberTest);
     m_curves.append(*point);
     m_publishedCurves.reset();
+    m_record.addPoint(*point, m_trainer->config().model.likelihood == Likelihood::Gaussian);
     m_history.push_back(std::move(point));
     thinHistory();
     // Keep the curves' cost within budget: space the points by what one costs.
@@ -137,6 +138,9 @@ bool EngineWorker::setupCancelledNow() {
 }
 
 void EngineWorker::publish() {
+    if (const std::optional<std::string> warning = m_record.takeWarning()) {
+        Q_EMIT runStoreWarning(QString::fromStdString(*warning));
+    }
     if (!m_trainer || !m_dirty || m_stop.load(std::memory_order_acquire)) {
         return;  // nothing new, or the window is closing and will show nothing more
     }

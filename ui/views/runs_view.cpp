@@ -25,6 +25,7 @@
 #include <QScrollBar>
 #include <QSettings>
 #include <QShortcut>
+#include <QSignalBlocker>
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QTabWidget>
@@ -234,7 +235,14 @@ void RunsView::buildControls(QWidget* page) {
         tr("Read the store again (F5); the table also follows it while "
            "shown"));
     connect(refreshButton, &QPushButton::clicked, this, &RunsView::refresh);
+    m_record = new QCheckBox(tr("Record"));
+    m_record->setObjectName(QStringLiteral("runsRecord"));
+    m_record->setToolTip(
+        tr("Record the window's new runs in the runs store (ensemble-cli records its own unless "
+           "--no-record; ENSEMBLE_RUNS_DB=off turns both off)"));
+    connect(m_record, &QCheckBox::toggled, this, &RunsView::recordingToggled);
     actions->addWidget(m_count, 1);
+    actions->addWidget(m_record);
     actions->addWidget(m_tagButton);
     actions->addWidget(m_deleteButton);
     actions->addWidget(exportButton);
@@ -245,6 +253,15 @@ void RunsView::buildControls(QWidget* page) {
     m_message->setObjectName(QStringLiteral("runsMessage"));
     m_message->hide();
     layout->addWidget(m_message);
+}
+
+void RunsView::setRecording(bool on) {
+    const QSignalBlocker quiet(m_record);
+    m_record->setChecked(on);
+}
+
+bool RunsView::recording() const {
+    return m_record->isChecked();
 }
 
 void RunsView::setSnapshot(SnapshotPtr snapshot) {

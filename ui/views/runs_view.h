@@ -22,6 +22,7 @@
 #include "runs/run_store.h"
 
 class QChart;
+class QCheckBox;
 class QChartView;
 class QComboBox;
 class QLabel;
@@ -90,6 +91,11 @@ class RunsView : public QWidget {
     // Enter: asks the window to open the selected run (openRequested).
     void openSelected();
 
+    // The "Record" switch: whether the window records its new runs (the window keeps the
+    // setting; recordingToggled() says the person changed it).
+    void setRecording(bool on);
+    bool recording() const;
+
     RunsModel* model() const { return m_model; }
     QTableView* table() const { return m_table; }
     QLineEdit* filterEdit() const { return m_filter; }
@@ -105,6 +111,7 @@ class RunsView : public QWidget {
     // "Open as experiment": the run's config (JSON text) and, when it left an export or a
     // checkpoint that still exists, that file (empty otherwise).
     void openRequested(const QString& configJson, const QString& weightsPath);
+    void recordingToggled(bool on);
 
   protected:
     void showEvent(QShowEvent* event) override;
@@ -165,6 +172,7 @@ class RunsView : public QWidget {
     ChartLegend* m_legend = nullptr;
     QTableWidget* m_differences = nullptr;
     QTimer* m_poll = nullptr;
+    QCheckBox* m_record = nullptr;
 };
 
 }  // namespace ensemble::ui

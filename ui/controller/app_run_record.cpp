@@ -1,0 +1,121 @@
+#include "controller/app_run_record.h"
+
+#include <QCoreApplication>
+#include <QFileInfo>
+
+#include <cstdio>
+#include <utility>
+
+#include "config/command_line.h"
+#include "controller/snapshot.h"
+#include "runs/run_figures.h"
+#include "train/trainer.h"
+
+namespace ensemble::ui {
+
+AppRunRecord::AppRunRecord() = default;
+
+AppRunRecord::~AppRunRecord() {
+    end();
+}
+
+void AppRunRecord::setStore(std::filesystem::path store) {
+    m_store = std::move(store);
+}
+
+std::optional<std::string> AppRunRecord::takeWarning() {
+    const std::lock_guard lock(m_warnings->mutex);
+    return std::exchange(m_warnings->message, std::nullopt);
+}
+
+void AppRunRecord::setPreset(std::string preset) {
+    m_preset = std::move(preset);
+}
+
+void AppRunRecord::begin(const Trainer& trainer, const std::string& openedFrom) {
+    end();
+    if (m_store.empty()) {
+        return;
+    }
+    runs::RunEntry entry;
+    entry.program = "ensemble-lab";
+    entry.kind = "app-train";
+    entry.version = QCoreApplication::applicationVersion().toStdString();
+    entry.config = trainer.config().json;
+    entry.preset = m_preset;
+    entry.backend = trainer.backend().name();
+    // The command that trains the same run from its start (a live edit later is the same
+    // entry: the command the window copies then holds it).
+    entry.commandLine = trainCommandLine(m_preset, entry.config);
+    m_recorder = std::make_unique<runs::RunRecorder>(
+        m_store, std::move(entry), [box = m_warnings](const std::string& message) {
+            std::fprintf(stderr, "ensemble-lab: warning: %s\n", message.c_str());
+            const std::lock_guard lock(box->mutex);
+            box->message = message;
+        });
+    if (!openedFrom.empty()) {
+        const std::string path =
+            QFileInfo(QString::fromStdString(openedFrom)).absoluteFilePath().toStdString();
+        m_recorder->addFile(path, "opened");
+        // The run that wrote the file, when the store knows it: read once, at the run's setup.
+        try {
+            if (const std::optional<std::int64_t> parent =
+                    runs::RunStore::open(m_store).writerOf(path)) {
+                m_recorder->setParent(*parent, "opened");
+            }
+        } catch (const std::exception&) {
+            // The recorder says once why the store cannot be used; a missing link is no failure.
+        }
+    }
+    m_curves = runs::RunCurves();
+    m_figures.clear();
+    m_pending = false;
+}
+
+void AppRunRecord::addPoint(const HistoryPoint& point, bool gaussian) {
+    if (!m_recorder) {
+        return;
+    }
+    Evaluation e;
+    e.step = point.step;
+    e.epoch = point.epoch;
+    e.ensembleTrain = point.ensembleTrain;
+    e.ensembleTest = point.ensembleTest;
+    m_curves.add(e);
+    m_figures = runs::evaluationFigures(e, gaussian);
+    m_pending = true;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - m_flushedAt >= std::chrono::seconds(1)) {
+        flushCurves();
+        m_flushedAt = now;
+    }
+}
+
+void AppRunRecord::flushCurves() {
+    if (m_recorder && m_pending) {
+        m_recorder->setCurves(m_curves.json());
+        m_recorder->setFigures(m_figures);
+        m_pending = false;
+    }
+}
+
+void AppRunRecord::addFile(const QString& path, const std::string& role) {
+    if (m_recorder) {
+        m_recorder->addFile(QFileInfo(path).absoluteFilePath().toStdString(), role);
+    }
+}
+
+void AppRunRecord::end(runs::RunState state) {
+    if (!m_recorder) {
+        return;
+    }
+    flushCurves();
+    m_recorder->finish(state, m_figures);
+    m_recorder.reset();  // flushes with a bounded wait
+}
+
+std::int64_t AppRunRecord::id() const {
+    return m_recorder ? m_recorder->id(std::chrono::milliseconds(0)) : 0;
+}
+
+}  // namespace ensemble::ui
