@@ -196,7 +196,7 @@ struct ReproduceHooks {
 // (complete stays false, the rows judge the runs that finished).
 ReproductionResult runReproduction(const Reproduction& r, const ReproduceOptions& options,
                                    const ReproduceHooks& hooks);
-// Fills result.rows from result.outcomes.
+// Fills result.rows from result.outcomes: a row per check of a level with finished runs.
 void judge(ReproductionResult& result);
 
 // --- output ----------------------------------------------------------------------------------

@@ -422,6 +422,9 @@ void judge(ReproductionResult& result) {
             values.push_back(it == o.figures.end() ? std::numeric_limits<double>::quiet_NaN()
                                                    : it->second);
         }
+        if (values.empty()) {
+            continue;  // an interrupted run's level that no run reached: nothing to judge
+        }
         ResultRow row;
         row.check = &check;
         row.ours = aggregate(values);

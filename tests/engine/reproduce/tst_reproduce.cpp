@@ -303,8 +303,8 @@ void TestReproduce::bandAndClaimVerdicts() {
     QCOMPARE(rp::judgeClaim(rp::ClaimTest::AtLeast, 0.0, {1.0, nan}).verdict, rp::Verdict::Fail);
 }
 
-// judge() on hand-made outcomes: only the planned levels get rows; a run without the figure
-// counts as NaN (a failure), not as a missing run.
+// judge() on hand-made outcomes: only the planned levels with finished runs get rows; a run
+// without the figure counts as NaN (a failure), not as a missing run.
 void TestReproduce::judgeSkipsUnplannedLevelsAndCountsMissingFigures() {
     const rp::Reproduction& r = row("deep-ensembles-uci");
     rp::ReproductionResult result;
@@ -327,6 +327,11 @@ void TestReproduce::judgeSkipsUnplannedLevelsAndCountsMissingFigures() {
     QCOMPARE(result.rows[0].judgement.verdict, rp::Verdict::Pass);
     QCOMPARE(result.rows[1].ours.n, 2);
     QCOMPARE(result.rows[1].judgement.verdict, rp::Verdict::Fail);
+    // A level planned but not reached (an interrupted run) has no rows, not failing ones.
+    result.options.levels = {"wine", "yacht"};
+    result.plan = rp::planRuns(r, result.options);
+    rp::judge(result);
+    QCOMPARE(result.rows.size(), std::size_t{2});
     const json report = rp::reportJson(result);
     QCOMPARE(report["summary"]["pass"], json(1));
     QCOMPARE(report["summary"]["fail"], json(1));
