@@ -111,26 +111,6 @@ void printTable(const CompareResult& r) {
     }
 }
 
-// The runs store's figures of a comparison: each finished method's measures, named
-// "<method>.<measure>" ("batchensemble.test_nll").
-std::map<std::string, double> compareFigures(const CompareResult& result) {
-    std::map<std::string, double> figures;
-    for (const MethodComparison& m : result.methods) {
-        const std::string method = toString(m.method);
-        const std::pair<const char*, double> measures[] = {
-            {"test_accuracy", m.accuracy},    {"test_nll", m.nll},
-            {"test_brier", m.brier},          {"test_ece", m.ece},
-            {"ood_auroc", m.oodAuroc},        {"shift_nll", m.shiftNll},
-            {"train_seconds", m.trainSeconds}};
-        for (const auto& [name, value] : measures) {
-            if (std::isfinite(value)) {
-                figures[method + "." + name] = value;
-            }
-        }
-    }
-    return figures;
-}
-
 }  // namespace
 
 ExitCode commandCompare(const CliArgs& args) {
@@ -204,7 +184,7 @@ ExitCode commandCompare(const CliArgs& args) {
                      result.methods.size(), result.methods.size() == 1 ? "" : "s");
     }
     const ExitCode code = result.complete ? ExitCode::Ok : interruptExitCode();
-    run.finish(code, compareFigures(result));
+    run.finish(code, compareHeadlineFigures(result));
     return code;
 }
 

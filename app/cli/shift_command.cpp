@@ -73,30 +73,6 @@ void printRegressionTable(const ShiftReport& r) {
         static_cast<long long>(r.measureRows));
 }
 
-// The runs store's figures of a shift report: the ensemble's headline measures at every level,
-// named "<level>.<measure>" ("30.accuracy", "0.5.nll").
-std::map<std::string, double> shiftFigures(const ShiftReport& report) {
-    std::map<std::string, double> figures;
-    const auto put = [&](const std::string& name, double value) {
-        if (std::isfinite(value)) {
-            figures[name] = value;
-        }
-    };
-    for (const ShiftLevelReport& level : report.levels) {
-        char prefix[32];
-        std::snprintf(prefix, sizeof prefix, "%g.", level.level);
-        if (report.regression) {
-            put(prefix + std::string("rmse"), level.regressionEnsemble.rmse);
-            put(prefix + std::string("nll"), level.regressionEnsemble.nll);
-        } else {
-            put(prefix + std::string("accuracy"), level.ensemble.accuracy);
-            put(prefix + std::string("nll"), level.ensemble.nll);
-            put(prefix + std::string("ece"), level.ensemble.ece);
-        }
-    }
-    return figures;
-}
-
 }  // namespace
 
 ExitCode commandShift(const CliArgs& args) {
@@ -195,7 +171,7 @@ ExitCode commandShift(const CliArgs& args) {
                      args.get("--csv").c_str());
     }
     const ExitCode code = report.complete ? ExitCode::Ok : interruptExitCode();
-    run.finish(code, shiftFigures(report));
+    run.finish(code, shiftHeadlineFigures(report));
     return code;
 }
 

@@ -344,4 +344,22 @@ std::string compareCsv(const CompareResult& result) {
     return os.str();
 }
 
+std::map<std::string, double> compareHeadlineFigures(const CompareResult& result) {
+    std::map<std::string, double> figures;
+    for (const MethodComparison& m : result.methods) {
+        const std::string method = toString(m.method);
+        const std::pair<const char*, double> measures[] = {
+            {"test_accuracy", m.accuracy},    {"test_nll", m.nll},
+            {"test_brier", m.brier},          {"test_ece", m.ece},
+            {"ood_auroc", m.oodAuroc},        {"shift_nll", m.shiftNll},
+            {"train_seconds", m.trainSeconds}};
+        for (const auto& [name, value] : measures) {
+            if (std::isfinite(value)) {
+                figures[method + "." + name] = value;
+            }
+        }
+    }
+    return figures;
+}
+
 }  // namespace ensemble

@@ -38,6 +38,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -154,6 +155,11 @@ CompareResult compareMethods(const ExperimentConfig& base,
 //  "config": {...}, "complete", "dataset", "split", "rows", "members", "steps", "seed",
 //  "ood": {"set", "score"}, "shift": {"kind", "level", "unit"}, "peak_rss_source"}; NaN is null.
 nlohmann::json compareReportJson(const CompareResult& result);
+
+// The headline figures the runs store keeps of a comparison (`ensemble-cli compare` and the
+// app's Methods view record the same): each finished method's accuracy, NLL, Brier, ECE, OOD
+// AUROC, shift NLL and training seconds, "<method>.<measure>" ("batchensemble.test_nll").
+std::map<std::string, double> compareHeadlineFigures(const CompareResult& result);
 
 // The table as CSV: a header row (method, then the report's keys) and a row per method; NaN
 // is written empty.

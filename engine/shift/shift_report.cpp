@@ -397,4 +397,26 @@ ShiftReport computeShiftReport(const LoadedEnsemble& ensemble, const DataSplit& 
     return r;
 }
 
+std::map<std::string, double> shiftHeadlineFigures(const ShiftReport& report) {
+    std::map<std::string, double> figures;
+    const auto put = [&](const std::string& name, double value) {
+        if (std::isfinite(value)) {
+            figures[name] = value;
+        }
+    };
+    for (const ShiftLevelReport& level : report.levels) {
+        char prefix[32];
+        std::snprintf(prefix, sizeof prefix, "%g.", level.level);
+        if (report.regression) {
+            put(prefix + std::string("rmse"), level.regressionEnsemble.rmse);
+            put(prefix + std::string("nll"), level.regressionEnsemble.nll);
+        } else {
+            put(prefix + std::string("accuracy"), level.ensemble.accuracy);
+            put(prefix + std::string("nll"), level.ensemble.nll);
+            put(prefix + std::string("ece"), level.ensemble.ece);
+        }
+    }
+    return figures;
+}
+
 }  // namespace ensemble

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -166,6 +167,11 @@ ShiftReport computeShiftReport(const LoadedEnsemble& ensemble, const DataSplit& 
 // _ts blocks coverage, set_size_mean, aurc. Regression levels hold rmse, nll, coverage_90,
 // interval_coverage, interval_width_mean. NaN becomes null. docs/shift.md documents every key.
 nlohmann::json shiftReportJson(const ShiftReport& report);
+
+// The headline figures the runs store keeps of a shift report (`ensemble-cli shift` and the
+// app's Shift view record the same): the ensemble's accuracy, NLL and ECE at every level
+// (regression: RMSE and NLL), named "<level>.<measure>" ("30.accuracy"); non-finite left out.
+std::map<std::string, double> shiftHeadlineFigures(const ShiftReport& report);
 
 // CSV: one row per level (level, then per block ensemble / members_median / members_min /
 // members_max / ensemble_ts / members_ts_median the metrics) — shift_levels.csv; the

@@ -18,12 +18,14 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
 #include "action_reason.h"
 #include "backend/cpu/cpu_backend.h"
 #include "config/config.h"
+#include "controller/engine_controller.h"
 #include "controller/run_description.h"
 #include "controller/run_price.h"
 #include "io/model_io.h"
@@ -674,8 +676,9 @@ void TestGuiRun::cancelStopsTheSetupOfARun() {
 }
 
 // The runs store keeps the window's runs: an entry from a run's start until it is replaced (a
-// Reset here), with its preset, config, curves, figures and the files exported of it; the run
-// after it is an entry of its own, ended when the window closes.
+// Reset here), with its preset, config, curves, figures and the files exported of it; a job on
+// it (a shift) is an entry linked to it; the run after it is an entry of its own, ended when the
+// window closes.
 void TestGuiRun::everyRunIsRecordedUntilItIsReplaced() {
     QTemporaryDir dir;
     const QString store = dir.filePath(QStringLiteral("runs.sqlite"));
@@ -700,21 +703,38 @@ void TestGuiRun::everyRunIsRecordedUntilItIsReplaced() {
         w->exportTo(base);
         QVERIFY(done.wait(20000));
         QVERIFY(done.at(0).at(0).toBool());
+        // A job on the run (the Shift view's): an entry of its own, linked to the run.
+        QSignalSpy shifted(w->controller(), &ensemble::ui::EngineController::shiftFinished);
+        ensemble::ui::ShiftRequest request;
+        request.shift = "noise";
+        request.levels = {0.0, 0.5};
+        w->controller()->runShift(request);
+        QVERIFY(shifted.wait(30000));
         w->resetAction()->trigger();
         QVERIFY(waitFresh(*w));
-        // The first run's entry ended with the Reset: finished, with what it measured.
+        // The first run's entry ended with the Reset (the shift job's with its job): both
+        // finished, with what they measured.
         ensemble::runs::RunQuery finished;
         finished.filters = {{"state", ensemble::runs::FilterOp::Equal, "finished"}};
         QTRY_VERIFY_WITH_TIMEOUT(
-            ensemble::runs::RunStore::open(store.toStdString()).count(finished) == 1, 10000);
+            ensemble::runs::RunStore::open(store.toStdString()).count(finished) == 2, 10000);
     }
     // The window closed: the second entry ended too.
     const ensemble::runs::RunStore read = ensemble::runs::RunStore::open(store.toStdString());
     ensemble::runs::RunQuery oldestFirst;
     oldestFirst.sort = {"id", false};
     oldestFirst.full = true;
-    const std::vector<ensemble::runs::RunEntry> entries = read.list(oldestFirst);
-    QCOMPARE(entries.size(), std::size_t(2));
+    std::vector<ensemble::runs::RunEntry> entries = read.list(oldestFirst);
+    QCOMPARE(entries.size(), std::size_t(3));
+    // The shift job's entry: measured the first run, its figures per level.
+    const auto job = std::find_if(entries.begin(), entries.end(),
+                                  [](const auto& e) { return e.kind == "app-shift"; });
+    QVERIFY(job != entries.end());
+    QCOMPARE(job->state, ensemble::runs::RunState::Finished);
+    QCOMPARE(job->parentId, entries[0].id);
+    QCOMPARE(job->relation, std::string("measured"));
+    QVERIFY(job->figures.count("0.5.accuracy") == 1);
+    entries.erase(job);
     for (const ensemble::runs::RunEntry& e : entries) {
         QCOMPARE(e.program, std::string("ensemble-lab"));
         QCOMPARE(e.kind, std::string("app-train"));

@@ -114,6 +114,29 @@ void AppRunRecord::end(runs::RunState state) {
     m_recorder.reset();  // flushes with a bounded wait
 }
 
+std::unique_ptr<runs::RunRecorder> AppRunRecord::beginJob(const std::string& kind,
+                                                          const nlohmann::json& config) const {
+    if (!m_recorder) {
+        return nullptr;  // not recording, or no run to measure
+    }
+    runs::RunEntry entry;
+    entry.program = "ensemble-lab";
+    entry.kind = kind;
+    entry.version = QCoreApplication::applicationVersion().toStdString();
+    entry.config = config;
+    entry.preset = m_preset;
+    // The run's insert was queued long before a person could start a job; a short wait covers
+    // a store that is slow to answer.
+    entry.parentId = m_recorder->id(std::chrono::milliseconds(500));
+    entry.relation = entry.parentId > 0 ? "measured" : "";
+    return std::make_unique<runs::RunRecorder>(
+        m_store, std::move(entry), [box = m_warnings](const std::string& message) {
+            std::fprintf(stderr, "ensemble-lab: warning: %s\n", message.c_str());
+            const std::lock_guard lock(box->mutex);
+            box->message = message;
+        });
+}
+
 std::int64_t AppRunRecord::id() const {
     return m_recorder ? m_recorder->id(std::chrono::milliseconds(0)) : 0;
 }

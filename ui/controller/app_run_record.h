@@ -60,6 +60,11 @@ class AppRunRecord {
     void end(runs::RunState state = runs::RunState::Finished);
     // The entry's id without waiting; 0 when not (yet) recorded.
     std::int64_t id() const;
+    // A job's own entry (the Shift and Methods views' measurements of this run: "app-shift",
+    // "app-methods"), linked to this run's entry as "measured"; its caller finishes it. Null
+    // when not recording.
+    std::unique_ptr<runs::RunRecorder> beginJob(const std::string& kind,
+                                                const nlohmann::json& config) const;
 
   private:
     void flushCurves();

@@ -1,7 +1,10 @@
 #include "controller/engine_controller.h"
 
+#include "compare/compare.h"
 #include "controller/thread_handoff.h"
 #include "io/model_io.h"
+#include "runs/run_store.h"
+#include "shift/shift_report.h"
 
 #include <QFileInfo>
 #include <QMetaObject>
@@ -9,6 +12,7 @@
 
 #include <array>
 #include <exception>
+#include <map>
 #include <optional>
 #include <utility>
 
@@ -452,12 +456,22 @@ void EngineController::runShift(const ShiftRequest& request) {
                 *outcome = refusedShift(request, runId, QString::fromStdString(e.what()));
                 return ShiftOutcomePtr(outcome);
             }
+            // Its own entry in the runs store, linked to the run it measured.
+            const std::unique_ptr<runs::RunRecorder> entry =
+                w->runRecord().beginJob("app-shift", trainer->config().json);
             *outcome = measureShift(
                 ensemble, trainer->data(), request, runId,
                 [&progress](int64_t done, int64_t total) {
                     progress(JobProgress{done, total});
                 },
                 cancel);
+            if (entry) {
+                entry->finish(outcome->cancelled         ? runs::RunState::Cancelled
+                              : outcome->error.isEmpty() ? runs::RunState::Finished
+                                                         : runs::RunState::Failed,
+                              outcome->engineReport ? shiftHeadlineFigures(*outcome->engineReport)
+                                                    : std::map<std::string, double>{});
+            }
             return ShiftOutcomePtr(outcome);
         });
     noteJobQueued(tr("the shift"));
@@ -483,9 +497,19 @@ void EngineController::compareMethods(const std::vector<EnsembleMethod>& methods
                 return MethodsOutcomePtr(
                     std::make_shared<MethodsOutcome>(refusedMethods(methods, runId, noRun)));
             }
-            return MethodsOutcomePtr(std::make_shared<MethodsOutcome>(
+            const std::unique_ptr<runs::RunRecorder> entry =
+                w->runRecord().beginJob("app-methods", run->config.json);
+            auto outcome = std::make_shared<MethodsOutcome>(
                 measureMethods(run->config, methods, run->hasGrid ? kMethodsGridSize : 0,
-                               run->runId, progress, cancel)));
+                               run->runId, progress, cancel));
+            if (entry) {
+                entry->finish(outcome->cancelled         ? runs::RunState::Cancelled
+                              : outcome->error.isEmpty() ? runs::RunState::Finished
+                                                         : runs::RunState::Failed,
+                              outcome->result ? compareHeadlineFigures(*outcome->result)
+                                              : std::map<std::string, double>{});
+            }
+            return MethodsOutcomePtr(std::move(outcome));
         });
     noteJobQueued(tr("the methods comparison"));
 }

@@ -125,6 +125,8 @@ class EngineWorker : public QObject {
 
     // The run's trainer: null before a run and for a file opened without its data.
     const Trainer* trainer() const { return m_trainer.get(); }
+    // The runs store's entry of the current run (for the jobs' own entries).
+    const AppRunRecord& runRecord() const { return m_record; }
     // The run's description (null before a run).
     std::shared_ptr<const RunInfo> run() const { return m_run; }
     // What a checkpoint of run `runId` stores as its metadata "active" (the Active learning

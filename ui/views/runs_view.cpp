@@ -208,6 +208,14 @@ void RunsView::buildControls(QWidget* page) {
     filterRow->addWidget(filterLabel);
     filterRow->addWidget(m_filter, 1);
     filterRow->addWidget(m_columnsButton);
+    // On the filter's row, whose field gives way: the buttons' row is full at 900 x 600.
+    m_record = new QCheckBox(tr("Record"));
+    m_record->setObjectName(QStringLiteral("runsRecord"));
+    m_record->setToolTip(
+        tr("Record the window's new runs in the runs store (ensemble-cli records its own unless "
+           "--no-record; ENSEMBLE_RUNS_DB=off turns both off)"));
+    connect(m_record, &QCheckBox::toggled, this, &RunsView::recordingToggled);
+    filterRow->addWidget(m_record);
     layout->addLayout(filterRow);
 
     m_filterError = new WrappingLabel;
@@ -235,14 +243,7 @@ void RunsView::buildControls(QWidget* page) {
         tr("Read the store again (F5); the table also follows it while "
            "shown"));
     connect(refreshButton, &QPushButton::clicked, this, &RunsView::refresh);
-    m_record = new QCheckBox(tr("Record"));
-    m_record->setObjectName(QStringLiteral("runsRecord"));
-    m_record->setToolTip(
-        tr("Record the window's new runs in the runs store (ensemble-cli records its own unless "
-           "--no-record; ENSEMBLE_RUNS_DB=off turns both off)"));
-    connect(m_record, &QCheckBox::toggled, this, &RunsView::recordingToggled);
     actions->addWidget(m_count, 1);
-    actions->addWidget(m_record);
     actions->addWidget(m_tagButton);
     actions->addWidget(m_deleteButton);
     actions->addWidget(exportButton);
