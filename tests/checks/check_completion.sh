@@ -66,6 +66,13 @@ commands=$("$cli" --help | sed -n 's/^  \([a-z][a-z-]*\) .*/\1/p')
 expect "x " $commands --help --version
 expect "x tr" train
 expect "x pre" predict presets
+# A command of subcommands: its subcommands, then each one's flags.
+expect "x runs " list show diff tag note rm export --help
+expect "x runs d" diff
+expect "x runs list --f" --format
+expect "x runs list --format " table csv json
+expect "x runs rm --" --files --store --help
+expect "x reproduce w" whitney-2021
 expect "x train --con" --config
 expect "x train --q" --quiet
 expect "x train --check" --checkpoint --checkpoint-every
