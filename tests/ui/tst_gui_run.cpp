@@ -675,6 +675,19 @@ void TestGuiRun::cancelStopsTheSetupOfARun() {
     QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step > 0; }));
 }
 
+// Points ENSEMBLE_RUNS_DB at `store` while it lives (the suite's own store before and after):
+// the windows made meanwhile record there.
+struct ScopedRunStore {
+    explicit ScopedRunStore(const QString& store)
+        : before(qgetenv(ensemble::runs::kRunsDbVariable)) {
+        qputenv(ensemble::runs::kRunsDbVariable, store.toUtf8());
+    }
+    ~ScopedRunStore() { qputenv(ensemble::runs::kRunsDbVariable, before); }
+    ScopedRunStore(const ScopedRunStore&) = delete;
+    ScopedRunStore& operator=(const ScopedRunStore&) = delete;
+    QByteArray before;
+};
+
 // The runs store keeps the window's runs: an entry from a run's start until it is replaced (a
 // Reset here), with its preset, config, curves, figures and the files exported of it; a job on
 // it (a shift) is an entry linked to it; the run after it is an entry of its own, ended when the
@@ -682,12 +695,7 @@ void TestGuiRun::cancelStopsTheSetupOfARun() {
 void TestGuiRun::everyRunIsRecordedUntilItIsReplaced() {
     QTemporaryDir dir;
     const QString store = dir.filePath(QStringLiteral("runs.sqlite"));
-    const QByteArray before = qgetenv(ensemble::runs::kRunsDbVariable);
-    qputenv(ensemble::runs::kRunsDbVariable, store.toUtf8());
-    struct Restore {
-        QByteArray value;
-        ~Restore() { qputenv(ensemble::runs::kRunsDbVariable, value); }
-    } restore{before};
+    const ScopedRunStore recordTo(store);
     {
         auto w = makeWindow();
         nlohmann::json preset = nlohmann::json::parse(ensemble::presetText("spirals"));
@@ -764,12 +772,7 @@ void TestGuiRun::everyRunIsRecordedUntilItIsReplaced() {
 void TestGuiRun::theWindowAndTwoCliProcessesRecordTogether() {
     QTemporaryDir dir;
     const QString store = dir.filePath(QStringLiteral("runs.sqlite"));
-    const QByteArray before = qgetenv(ensemble::runs::kRunsDbVariable);
-    qputenv(ensemble::runs::kRunsDbVariable, store.toUtf8());
-    struct Restore {
-        QByteArray value;
-        ~Restore() { qputenv(ensemble::runs::kRunsDbVariable, value); }
-    } restore{before};
+    const ScopedRunStore recordTo(store);
     {
         auto w = makeWindow();
         nlohmann::json preset = nlohmann::json::parse(ensemble::presetText("spirals"));
