@@ -1,6 +1,7 @@
 #include "file_actions.h"
 
 #include <QAction>
+#include <QCoreApplication>
 #include <QDialog>
 #include <QDialogButtonBox>
 #include <QDir>
@@ -20,12 +21,18 @@
 #include <QStatusBar>
 #include <QStyle>
 
+#include <exception>
+#include <filesystem>
+#include <optional>
+
 #include "action_reason.h"
 #include "config/config.h"
 #include "file_kinds.h"
 #include "job_files.h"
 #include "panels/experiment_panel.h"
 #include "run_session.h"
+#include "runs/run_fields.h"
+#include "runs/run_store.h"
 #include "std_string.h"
 #include "sys/atomic_file.h"
 #include "view_tabs.h"
@@ -173,18 +180,57 @@ void FileActions::addRecent(const QString& path) {
     }
 }
 
+namespace {
+
+// The run that wrote `path`, as Open Recent names it ("run 12: train, 2026-11-29 03:12:45"),
+// from the runs store (null: none known, or no store to read).
+QString recentFileRun(const runs::RunStore* store, const QString& path) {
+    if (store == nullptr) {
+        return {};
+    }
+    try {
+        const std::optional<std::int64_t> id = store->writerOf(path.toStdString());
+        const std::optional<runs::RunEntry> entry = id ? store->get(*id) : std::nullopt;
+        if (!entry) {
+            return {};
+        }
+        return QCoreApplication::translate("ensemble::ui::FileActions", "run %1: %2, %3")
+            .arg(entry->id)
+            .arg(QString::fromStdString(entry->kind),
+                 QString::fromStdString(runs::runFieldText(*entry, "started")));
+    } catch (const std::exception&) {
+        return {};  // a store that cannot be read names no run; the file opens as before
+    }
+}
+
+}  // namespace
+
 void FileActions::fillRecentMenu() {
     m_recentMenu->clear();
+    // The runs that wrote these files (the Runs view lists them; runs show ID has the rest).
+    std::optional<runs::RunStore> store;
+    try {
+        const std::filesystem::path storePath = runs::defaultRunStorePath();
+        if (!storePath.empty() && std::filesystem::exists(storePath)) {
+            store.emplace(runs::RunStore::open(storePath));
+        }
+    } catch (const std::exception&) {
+        store.reset();
+    }
     for (const QString& path : m_recent) {
         const bool ensembleFile = path.endsWith(QStringLiteral(".safetensors"));
+        const QString run = recentFileRun(store ? &*store : nullptr, path);
         QAction* a = m_recentMenu->addAction(
             QStringLiteral("%1  (%2)")
                 .arg(QFileInfo(path).fileName(),
-                     ensembleFile ? tr("trained ensemble") : tr("experiment")));
+                     ensembleFile ? tr("trained ensemble") : tr("experiment")) +
+            (run.isEmpty() ? QString()
+                           : QStringLiteral("  · ") + run.section(QLatin1Char(':'), 0, 0)));
         // The name alone does not say which folder (two runs' exports share names).
         a->setToolTip(
             tr("%1\nin %2")
-                .arg(QFileInfo(path).fileName(), QDir::toNativeSeparators(QFileInfo(path).path())));
+                .arg(QFileInfo(path).fileName(), QDir::toNativeSeparators(QFileInfo(path).path())) +
+            (run.isEmpty() ? QString() : tr("\nwritten by %1").arg(run)));
         a->setEnabled(QFileInfo::exists(path));
         connect(a, &QAction::triggered, this, [this, path] {
             QString error;

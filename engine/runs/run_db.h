@@ -21,7 +21,7 @@
 namespace ensemble::runs::detail {
 
 // The schema version this build writes (PRAGMA user_version) and migrates to.
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 // Throws RunStoreError: "runs store <path>: <what>: <SQLite's message> (<code name>)".
 [[noreturn]] void throwSqlite(sqlite3* db, int rc, const std::filesystem::path& path,
@@ -104,7 +104,8 @@ class WriteTransaction {
 // PRAGMA user_version.
 int schemaVersionOf(const Connection& db);
 // Applies the migration steps after the file's version up to `toVersion`, each in its own
-// transaction with its user_version. Step 1 creates the tables of schema v1; step 2 adds the
+// transaction with its user_version. Step 1 creates the tables of schema v1; step 3 indexes the
+// files by path (RunStore::writerOf: Open Recent, resume and shift find their run); step 2 adds the
 // config-values tables and fills them from the configs already stored. Throws RunStoreError for a
 // file newer than this build (its version above kSchemaVersion).
 void migrateSchema(const Connection& db, int toVersion);

@@ -214,7 +214,7 @@ class RunStore {
     std::optional<RunEntry> get(std::int64_t id) const;
     // The newest entry that wrote `path` (one of its files with the role export or checkpoint,
     // the path as recorded: absolute), the run a command continues, opens or measures; nullopt
-    // when none did. A scan of the files table (no index: it is asked once per command).
+    // when none did. An index lookup (schema v3).
     std::optional<std::int64_t> writerOf(const std::string& path) const;
 
     // Edits; false when no entry has that id.

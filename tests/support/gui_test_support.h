@@ -28,6 +28,7 @@
 #include "io/model_io.h"
 #include "main_window.h"
 #include "panels/experiment_panel.h"
+#include "runs/run_store.h"
 #include "support/test_support.h"
 
 namespace ensemble::test {
@@ -201,5 +202,18 @@ inline bool waitFresh(ui::MainWindow& w, int timeoutMs = 20000) {
     return waitSnapshot(
         w, [id](const auto& s) { return s.run->runId == id && s.step == 0; }, timeoutMs);
 }
+
+// Points ENSEMBLE_RUNS_DB at `store` while it lives (the suite's own store before and after):
+// the windows made meanwhile record their runs there.
+struct ScopedRunStore {
+    explicit ScopedRunStore(const QString& store)
+        : before(qgetenv(ensemble::runs::kRunsDbVariable)) {
+        qputenv(ensemble::runs::kRunsDbVariable, store.toUtf8());
+    }
+    ~ScopedRunStore() { qputenv(ensemble::runs::kRunsDbVariable, before); }
+    ScopedRunStore(const ScopedRunStore&) = delete;
+    ScopedRunStore& operator=(const ScopedRunStore&) = delete;
+    QByteArray before;
+};
 
 }  // namespace ensemble::test

@@ -8,6 +8,7 @@
 #include <QFrame>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMenu>
 #include <QMessageBox>
 #include <QProcess>
 #include <QPushButton>
@@ -45,6 +46,7 @@ using ensemble::test::makeWindow;
 using ensemble::test::Run;
 using ensemble::test::runCli;
 using ensemble::test::sameBitsNonEmpty;
+using ensemble::test::ScopedRunStore;
 using ensemble::test::shellWords;
 using ensemble::test::waitFresh;
 using ensemble::test::waitSnapshot;
@@ -675,21 +677,9 @@ void TestGuiRun::cancelStopsTheSetupOfARun() {
     QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step > 0; }));
 }
 
-// Points ENSEMBLE_RUNS_DB at `store` while it lives (the suite's own store before and after):
-// the windows made meanwhile record there.
-struct ScopedRunStore {
-    explicit ScopedRunStore(const QString& store)
-        : before(qgetenv(ensemble::runs::kRunsDbVariable)) {
-        qputenv(ensemble::runs::kRunsDbVariable, store.toUtf8());
-    }
-    ~ScopedRunStore() { qputenv(ensemble::runs::kRunsDbVariable, before); }
-    ScopedRunStore(const ScopedRunStore&) = delete;
-    ScopedRunStore& operator=(const ScopedRunStore&) = delete;
-    QByteArray before;
-};
-
 // The runs store keeps the window's runs: an entry from a run's start until it is replaced (a
-// Reset here), with its preset, config, curves, figures and the files exported of it; a job on
+// Reset here), with its preset, config, curves, figures and the files exported of it (Open
+// Recent names the run that wrote its export); a job on
 // it (a shift) is an entry linked to it; the run after it is an entry of its own, ended when the
 // window closes.
 void TestGuiRun::everyRunIsRecordedUntilItIsReplaced() {
@@ -711,6 +701,21 @@ void TestGuiRun::everyRunIsRecordedUntilItIsReplaced() {
         w->exportTo(base);
         QVERIFY(done.wait(20000));
         QVERIFY(done.at(0).at(0).toBool());
+        // Open Recent names the run that wrote the export (the store's first entry).
+        auto* recent = w->findChild<QMenu*>(QStringLiteral("OpenRecentMenu"));
+        QVERIFY(recent != nullptr);
+        const auto recentNamesTheRun = [recent] {
+            Q_EMIT recent->aboutToShow();
+            for (const QAction* a : recent->actions()) {
+                if (a->text().startsWith(QStringLiteral("first.safetensors")) &&
+                    a->text().endsWith(QStringLiteral("run 1")) &&
+                    a->toolTip().contains(QStringLiteral("written by run 1: app-train"))) {
+                    return true;
+                }
+            }
+            return false;
+        };
+        QTRY_VERIFY_WITH_TIMEOUT(recentNamesTheRun(), 10000);
         // A job on the run (the Shift view's): an entry of its own, linked to the run.
         QSignalSpy shifted(w->controller(), &ensemble::ui::EngineController::shiftFinished);
         ensemble::ui::ShiftRequest request;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <exception>
 #include <limits>
+#include <map>
 #include <numeric>
 
 #include "controller/snapshot_builder.h"
@@ -138,7 +139,30 @@ ActiveWorker::ActiveWorker() : m_nextRound(new QTimer(this)) {
     connect(m_nextRound, &QTimer::timeout, this, [this] { playRound(); });
 }
 
-ActiveWorker::~ActiveWorker() = default;
+ActiveWorker::~ActiveWorker() {
+    setEntry(nullptr);
+}
+
+void ActiveWorker::setEntry(std::unique_ptr<runs::RunRecorder> entry) {
+    if (m_entry) {
+        m_entry->finish(runs::RunState::Finished);
+    }
+    m_entry = std::move(entry);
+}
+
+void ActiveWorker::recordRound() {
+    if (!m_entry || !m_learner || m_learner->rounds().empty()) {
+        return;
+    }
+    // The names `ensemble-cli active` records, for this loop's one acquisition function.
+    const ActiveRound& last = m_learner->rounds().back();
+    const std::string name = toString(m_learner->acquisition());
+    std::map<std::string, double> figures = {{name + ".labels", static_cast<double>(last.labels)}};
+    if (std::isfinite(last.accuracy)) {
+        figures[name + ".final_accuracy"] = last.accuracy;
+    }
+    m_entry->setFigures(figures);
+}
 
 void ActiveWorker::start(std::shared_ptr<const RunInfo> run, const DataSplit& data,
                          const nlohmann::json& active, Acquisition acquisition,
@@ -267,6 +291,7 @@ void ActiveWorker::useRun(std::shared_ptr<const RunInfo> run, const DataSplit& d
 
 void ActiveWorker::forgetRun(uint64_t runId) {
     if (m_run && m_run->runId != runId) {
+        setEntry(nullptr);
         m_playing.store(false, std::memory_order_release);
         stopWaiting();
         m_learner.reset();
@@ -490,6 +515,7 @@ void ActiveWorker::fail(const QString& message) {
 }
 
 void ActiveWorker::publish(const QString& message, bool error) {
+    recordRound();
     auto s = std::make_shared<ActiveState>();
     s->serial = ++m_serial;
     s->message = message;

@@ -33,6 +33,7 @@ class QTimer;
 #include "active/active_learning.h"
 #include "controller/progress_mailbox.h"
 #include "controller/snapshot.h"
+#include "runs/run_store.h"
 
 namespace ensemble::ui {
 
@@ -150,6 +151,10 @@ class ActiveWorker : public QObject {
     void restore(std::shared_ptr<const RunInfo> run, const DataSplit& data,
                  const nlohmann::json& active, CancelToken cancel = {});
     // The run `runId` replaced the loop's: the loop and its curves go.
+    // The loop's own entry in the runs store (AppRunRecord::beginJob, null: not recorded):
+    // given the loop's figures after each round, ended (finished) when the loop or its run is
+    // replaced. The entry before it ends here.
+    void setEntry(std::unique_ptr<runs::RunRecorder> entry);
     void forgetRun(uint64_t runId);
     // The metadata "active" for a checkpoint of run `runId` (null when no loop runs on it).
     nlohmann::json checkpointJson(uint64_t runId) const;
@@ -164,6 +169,8 @@ class ActiveWorker : public QObject {
     void stateReady(ActiveStatePtr state);
 
   private:
+    void recordRound();
+    std::unique_ptr<runs::RunRecorder> m_entry;
     // A round's step report: coalesced in m_progress (ProgressMailbox).
     void reportProgress(int64_t done, int64_t total);
     // The command under way is `cancel`'s (a fresh flag when null).

@@ -540,6 +540,8 @@ void EngineController::activeStart(Acquisition acquisition, const nlohmann::json
         if (trainer == nullptr || !w->run()) {
             return;  // no run with its data: the view says so
         }
+        // The loop's own entry in the runs store, linked to the run it learns from.
+        a->setEntry(w->runRecord().beginJob("app-active", w->run()->config.json));
         a->start(w->run(), trainer->data(), active, acquisition, cancel);
     });
 }

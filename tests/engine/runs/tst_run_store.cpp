@@ -523,7 +523,7 @@ INSERT INTO files(run, seq, path, role) VALUES(1, 0, '/tmp/a.safetensors', 'expo
                 "v1 rows");
     }
     RunStore store = RunStore::open(storePath());
-    QCOMPARE(store.schemaVersion(), 2);
+    QCOMPARE(store.schemaVersion(), 3);
     const auto first = store.get(1);
     QVERIFY(first.has_value());
     QCOMPARE(first->preset, std::string("spirals"));
@@ -545,6 +545,16 @@ INSERT INTO files(run, seq, path, role) VALUES(1, 0, '/tmp/a.safetensors', 'expo
     QCOMPARE(sorted[0].id, std::int64_t{2});
     const auto keys = store.configKeys();
     QVERIFY(std::find(keys.begin(), keys.end(), "optimizer.lr") != keys.end());
+    // v3 indexes the files by path: the run that wrote a file is found through the index.
+    QCOMPARE(store.writerOf("/tmp/a.safetensors"), std::optional<std::int64_t>(1));
+    QVERIFY(!store.writerOf("/tmp/b.safetensors").has_value());
+    {
+        detail::Connection db(storePath(), 5000);
+        detail::Statement plan(db,
+                               "EXPLAIN QUERY PLAN SELECT MAX(run) FROM files WHERE path = 'x'");
+        QVERIFY(plan.step());
+        QVERIFY2(plan.text(3).find("files_by_path") != std::string::npos, plan.text(3).c_str());
+    }
     QCOMPARE(sqlOne(storePath(), "PRAGMA integrity_check"), std::string("ok"));
 }
 

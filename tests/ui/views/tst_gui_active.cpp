@@ -124,6 +124,7 @@ class TestGuiActive : public QObject {
     void warmLoopComesBackBitForBit();
     void escapeCancelsTheRoundUnderWay();
     void newRunEndsTheRoundUnderWay();
+    void theLoopIsAnEntryOfItsOwn();
 };
 
 namespace {
@@ -874,6 +875,29 @@ void TestGuiActive::newRunEndsTheRoundUnderWay() {
     QVERIFY(ensemble::test::waitSnapshot(
         *w, [opened](const auto& s) { return s.run->runId == opened; }));
     QCOMPARE(w->controller()->snapshot()->run->members, 3);
+}
+
+// The runs store: the loop is an entry of its own ("app-active"), linked to the run it learns
+// from, with its round's figures; it ends when the window closes.
+void TestGuiActive::theLoopIsAnEntryOfItsOwn() {
+    QTemporaryDir dir;
+    const QString store = dir.filePath(QStringLiteral("runs.sqlite"));
+    const ensemble::test::ScopedRunStore recordTo(store);
+    {
+        auto w = makeWindow({1200, 800});
+        QVERIFY(startLoop(*w, activeRun()) != nullptr);
+    }
+    const std::vector<ensemble::runs::RunEntry> entries =
+        ensemble::runs::RunStore::open(store.toStdString()).list({});
+    QCOMPARE(entries.size(), std::size_t(2));
+    const ensemble::runs::RunEntry& loop = entries[0];  // newest first
+    QCOMPARE(loop.kind, std::string("app-active"));
+    QCOMPARE(loop.state, ensemble::runs::RunState::Finished);
+    QCOMPARE(entries[1].kind, std::string("app-train"));
+    QCOMPARE(loop.parentId, entries[1].id);
+    QCOMPARE(loop.relation, std::string("measured"));
+    QCOMPARE(loop.figures.at("entropy.labels"), 10.0);
+    QVERIFY(loop.figures.count("entropy.final_accuracy") == 1);
 }
 
 QTEST_MAIN(TestGuiActive)
