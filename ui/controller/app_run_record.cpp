@@ -37,22 +37,12 @@ void AppRunRecord::begin(const Trainer& trainer, const std::string& openedFrom) 
     if (m_store.empty()) {
         return;
     }
-    runs::RunEntry entry;
-    entry.program = "ensemble-lab";
-    entry.kind = "app-train";
-    entry.version = QCoreApplication::applicationVersion().toStdString();
-    entry.config = trainer.config().json;
-    entry.preset = m_preset;
+    runs::RunEntry entry = newEntry("app-train", trainer.config().json);
     entry.backend = trainer.backend().name();
     // The command that trains the same run from its start (a live edit later is the same
     // entry: the command the window copies then holds it).
     entry.commandLine = trainCommandLine(m_preset, entry.config);
-    m_recorder = std::make_unique<runs::RunRecorder>(
-        m_store, std::move(entry), [box = m_warnings](const std::string& message) {
-            std::fprintf(stderr, "ensemble-lab: warning: %s\n", message.c_str());
-            const std::lock_guard lock(box->mutex);
-            box->message = message;
-        });
+    m_recorder = recorderFor(std::move(entry));
     if (!openedFrom.empty()) {
         const std::string path =
             QFileInfo(QString::fromStdString(openedFrom)).absoluteFilePath().toStdString();
@@ -119,16 +109,37 @@ std::unique_ptr<runs::RunRecorder> AppRunRecord::beginJob(const std::string& kin
     if (!m_recorder) {
         return nullptr;  // not recording, or no run to measure
     }
+    runs::RunEntry entry = newEntry(kind, config);
+    // The run's insert was queued long before a person could start a job; a short wait covers
+    // a store that is slow to answer.
+    entry.parentId = m_recorder->id(std::chrono::milliseconds(500));
+    entry.relation = entry.parentId > 0 ? "measured" : "";
+    return recorderFor(std::move(entry));
+}
+
+void finishJobEntry(runs::RunRecorder* entry, bool cancelled, bool failed,
+                    const std::map<std::string, double>& figures) {
+    if (entry != nullptr) {
+        entry->finish(cancelled ? runs::RunState::Cancelled
+                      : failed  ? runs::RunState::Failed
+                                : runs::RunState::Finished,
+                      figures);
+    }
+}
+
+runs::RunEntry AppRunRecord::newEntry(const std::string& kind, const nlohmann::json& config) const {
     runs::RunEntry entry;
     entry.program = "ensemble-lab";
     entry.kind = kind;
     entry.version = QCoreApplication::applicationVersion().toStdString();
     entry.config = config;
     entry.preset = m_preset;
-    // The run's insert was queued long before a person could start a job; a short wait covers
-    // a store that is slow to answer.
-    entry.parentId = m_recorder->id(std::chrono::milliseconds(500));
-    entry.relation = entry.parentId > 0 ? "measured" : "";
+    return entry;
+}
+
+std::unique_ptr<runs::RunRecorder> AppRunRecord::recorderFor(runs::RunEntry entry) const {
+    // The warning waits in the box for the engine thread (takeWarning); the sink may run on the
+    // recorder's thread after the entry ended.
     return std::make_unique<runs::RunRecorder>(
         m_store, std::move(entry), [box = m_warnings](const std::string& message) {
             std::fprintf(stderr, "ensemble-lab: warning: %s\n", message.c_str());

@@ -68,6 +68,10 @@ class AppRunRecord {
 
   private:
     void flushCurves();
+    // An entry of this window (program, version, preset) of `kind` over `config`.
+    runs::RunEntry newEntry(const std::string& kind, const nlohmann::json& config) const;
+    // Its recorder, whose warning waits in m_warnings.
+    std::unique_ptr<runs::RunRecorder> recorderFor(runs::RunEntry entry) const;
 
     std::filesystem::path m_store;
     std::string m_preset;
@@ -82,5 +86,10 @@ class AppRunRecord {
     bool m_pending = false;
     std::chrono::steady_clock::time_point m_flushedAt{};
 };
+
+// Ends a job's entry (nothing when null): cancelled, failed (an error) or finished, with the
+// figures it measured.
+void finishJobEntry(runs::RunRecorder* entry, bool cancelled, bool failed,
+                    const std::map<std::string, double>& figures);
 
 }  // namespace ensemble::ui

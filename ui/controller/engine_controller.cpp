@@ -1,5 +1,9 @@
 #include "controller/engine_controller.h"
 
+// The GUI thread's side of the engine thread, one piece: every command is a post to the worker
+// and every job a closure on the one EngineJob pattern, so they read best side by side; the
+// work itself lives in the workers and the jobs' own files (shift_job, methods_job, active_job).
+
 #include "compare/compare.h"
 #include "controller/thread_handoff.h"
 #include "io/model_io.h"
@@ -465,13 +469,9 @@ void EngineController::runShift(const ShiftRequest& request) {
                     progress(JobProgress{done, total});
                 },
                 cancel);
-            if (entry) {
-                entry->finish(outcome->cancelled         ? runs::RunState::Cancelled
-                              : outcome->error.isEmpty() ? runs::RunState::Finished
-                                                         : runs::RunState::Failed,
-                              outcome->engineReport ? shiftHeadlineFigures(*outcome->engineReport)
-                                                    : std::map<std::string, double>{});
-            }
+            finishJobEntry(entry.get(), outcome->cancelled, !outcome->error.isEmpty(),
+                           outcome->engineReport ? shiftHeadlineFigures(*outcome->engineReport)
+                                                 : std::map<std::string, double>{});
             return ShiftOutcomePtr(outcome);
         });
     noteJobQueued(tr("the shift"));
@@ -502,13 +502,9 @@ void EngineController::compareMethods(const std::vector<EnsembleMethod>& methods
             auto outcome = std::make_shared<MethodsOutcome>(
                 measureMethods(run->config, methods, run->hasGrid ? kMethodsGridSize : 0,
                                run->runId, progress, cancel));
-            if (entry) {
-                entry->finish(outcome->cancelled         ? runs::RunState::Cancelled
-                              : outcome->error.isEmpty() ? runs::RunState::Finished
-                                                         : runs::RunState::Failed,
-                              outcome->result ? compareHeadlineFigures(*outcome->result)
-                                              : std::map<std::string, double>{});
-            }
+            finishJobEntry(entry.get(), outcome->cancelled, !outcome->error.isEmpty(),
+                           outcome->result ? compareHeadlineFigures(*outcome->result)
+                                           : std::map<std::string, double>{});
             return MethodsOutcomePtr(std::move(outcome));
         });
     noteJobQueued(tr("the methods comparison"));
