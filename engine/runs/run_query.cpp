@@ -96,24 +96,9 @@ std::string termText(const RunFilter& filter) {
     throw ConfigError("runs filter '" + termText(filter) + "': " + why);
 }
 
+// SQL's operator: the typed one, but for contains (`~`), which is LIKE.
 const char* sqlOp(FilterOp op) {
-    switch (op) {
-        case FilterOp::Equal:
-            return "=";
-        case FilterOp::NotEqual:
-            return "!=";
-        case FilterOp::Less:
-            return "<";
-        case FilterOp::LessEqual:
-            return "<=";
-        case FilterOp::Greater:
-            return ">";
-        case FilterOp::GreaterEqual:
-            return ">=";
-        case FilterOp::Contains:
-            return "LIKE";
-    }
-    return "=";
+    return op == FilterOp::Contains ? "LIKE" : filterOpText(op);
 }
 
 }  // namespace
