@@ -27,6 +27,13 @@ using runs::RunStore;
 // data folder).
 RunStore openStore(const CliArgs& args) {
     if (args.has("--store")) {
+        // A mistyped name would otherwise open a new, empty store and list nothing.
+        std::error_code error;
+        if (!std::filesystem::exists(args.get("--store"), error)) {
+            throw ConfigError("--store: no runs store at '" + args.get("--store") +
+                              "' (the store every program records to is " +
+                              runs::defaultRunStorePath().string() + ")");
+        }
         return RunStore::open(args.get("--store"));
     }
     const std::filesystem::path path = runs::defaultRunStorePath();

@@ -125,6 +125,9 @@ void TestCliRuns::subcommandsAndPositionalArguments() {
                 QStringLiteral("no run 7 in"));
     expectUsage({QStringLiteral("runs"), QStringLiteral("list"), QStringLiteral("colour=red")},
                 QStringLiteral("colour"));
+    expectUsage({QStringLiteral("runs"), QStringLiteral("list"), QStringLiteral("--store"),
+                 m_dir.filePath(QStringLiteral("mistyped.sqlite"))},
+                QStringLiteral("--store: no runs store at"));
     // Help: the overview names runs; runs --help each subcommand; a subcommand its synopsis.
     const Run overview = runCli({QStringLiteral("--help")});
     QVERIFY(overview.out.contains(QStringLiteral("\n  runs ")));
