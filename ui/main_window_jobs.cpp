@@ -14,9 +14,11 @@
 #include "controller/engine_controller.h"
 #include "panels/experiment_panel.h"
 #include "runs_open.h"
+#include "view_tabs.h"
 #include "views/active_view.h"
 #include "views/calibration_view.h"
 #include "views/methods_view.h"
+#include "views/reproduce_view.h"
 #include "views/shift_view.h"
 
 namespace ensemble::ui {
@@ -40,6 +42,7 @@ void MainWindow::connectJobs() {
         shiftView()->endJob(sameExperiment);
         methodsView()->endJob(sameExperiment);
         activeView()->endJob();
+        m_tabs->viewAs<ReproduceView>(ViewId::Reproduce)->endJob();
     });
     connect(m_controller.get(), &EngineController::runWaitsForJob, this,
             [this](const QString& what) {
@@ -58,6 +61,31 @@ void MainWindow::connectJobs() {
     connect(methods, &MethodsView::saveRequested, this, &MainWindow::chooseMethodsReport);
     connect(c, &EngineController::methodsProgress, methods, &MethodsView::setProgress);
     connect(c, &EngineController::methodsFinished, methods, &MethodsView::setOutcome);
+    // The Reproduce view: its job on the controller, Export… through a folder chooser.
+    auto* reproduce = m_tabs->viewAs<ReproduceView>(ViewId::Reproduce);
+    connect(reproduce, &ReproduceView::runRequested, c, &EngineController::runReproduction);
+    connect(reproduce, &ReproduceView::cancelRequested, c, &EngineController::cancelReproduction);
+    connect(c, &EngineController::reproduceProgress, reproduce, &ReproduceView::setProgress);
+    connect(c, &EngineController::reproduceFinished, reproduce, &ReproduceView::setOutcome);
+    connect(reproduce, &ReproduceView::exportRequested, this, [this, reproduce] {
+        QSettings settings;
+        const QString dir = QFileDialog::getExistingDirectory(
+            this, tr("Export the reproduction's report and CSV files to a folder"),
+            settings.value(QStringLiteral("files/exports"), QDir::homePath()).toString());
+        if (dir.isEmpty()) {
+            return;
+        }
+        settings.setValue(QStringLiteral("files/exports"), dir);
+        QStringList written;
+        QString error;
+        if (reproduce->exportTo(dir, &written, &error)) {
+            showStatus(tr("Exported %1 files to %2").arg(written.size()).arg(dir), 8000);
+        } else {
+            showError(tr("Export failed"), error,
+                      tr("Nothing was written. Choose a folder that exists and that you can "
+                         "write to, and export again."));
+        }
+    });
     ActiveView* active = activeView();
     // The loop reads the panel's active section (its edits need no new run) and the view's
     // acquisition, which the panel's active.acquisition then shows, so Save and Copy as

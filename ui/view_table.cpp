@@ -11,6 +11,7 @@
 #include "views/members_view.h"
 #include "views/methods_view.h"
 #include "views/regression_view.h"
+#include "views/reproduce_view.h"
 #include "views/runs_view.h"
 #include "views/shift_view.h"
 #include "views/sweep_view.h"
@@ -40,7 +41,7 @@ constexpr ViewRow row(ViewId id, const char* key, const char* title, QKeyCombina
 
 // Ctrl+1 … Ctrl+9 are documented (docs/app.md's key table): the views keep them (Shift, the
 // ninth, took Ctrl+9); later ones a key of their own (Active learning: Ctrl+Shift+A, Methods:
-// Ctrl+Shift+M, Runs: Ctrl+Shift+R), added to that table.
+// Ctrl+Shift+M, Runs: Ctrl+Shift+R, Reproduce: Ctrl+Shift+P), added to that table.
 constexpr std::array<ViewRow, kViewCount> kViews{{
     row<BoundaryView>(ViewId::Boundary, "boundary",
                       QT_TRANSLATE_NOOP("ensemble::ui::ViewTable", "Boundary"),
@@ -109,6 +110,12 @@ constexpr std::array<ViewRow, kViewCount> kViews{{
                   QT_TRANSLATE_NOOP("ensemble::ui::ViewTable",
                                     "every recorded run of the app and ensemble-cli: filter, "
                                     "sort, compare, tag, open one as the experiment")),
+    row<ReproduceView>(ViewId::Reproduce, "reproduce",
+                       QT_TRANSLATE_NOOP("ensemble::ui::ViewTable", "Reproduce"),
+                       Qt::CTRL | Qt::SHIFT | Qt::Key_P, ViewData::Any,
+                       QT_TRANSLATE_NOOP("ensemble::ui::ViewTable",
+                                         "published experiments rerun beside the paper: run one, "
+                                         "its table of ours against the paper, export")),
 }};
 
 constexpr bool rowsInIdOrder() {

@@ -33,9 +33,10 @@ enum class ViewId {
     Shift,
     Active,
     Methods,
-    Runs
+    Runs,
+    Reproduce
 };
-inline constexpr int kViewCount = 12;
+inline constexpr int kViewCount = 13;
 
 // The runs a view applies to; its tab is hidden for the others.
 enum class ViewData {

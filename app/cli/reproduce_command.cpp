@@ -22,23 +22,8 @@
 namespace ensemble::cli {
 namespace {
 
+using reproduce::costText;
 using reproduce::Reproduction;
-
-// "9.5 min", "40 s", "not measured".
-std::string costText(double seconds) {
-    char buf[32];
-    if (seconds <= 0.0) {
-        return "not measured";
-    }
-    if (seconds < 10.0) {
-        std::snprintf(buf, sizeof buf, "%.1f s", seconds);
-    } else if (seconds < 90.0) {
-        std::snprintf(buf, sizeof buf, "%.0f s", seconds);
-    } else {
-        std::snprintf(buf, sizeof buf, "%.1f min", seconds / 60.0);
-    }
-    return buf;
-}
 
 ExitCode listReproductions() {
     std::printf("%-22s %-42s %-10s %-10s %s\n", "id", "paper", "cost", "--quick", "data");

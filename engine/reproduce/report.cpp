@@ -257,6 +257,21 @@ std::string resultTable(const ReproductionResult& result) {
     return os.str();
 }
 
+std::string costText(double seconds) {
+    char buf[32];
+    if (seconds <= 0.0) {
+        return "not measured";
+    }
+    if (seconds < 10.0) {
+        std::snprintf(buf, sizeof buf, "%.1f s", seconds);
+    } else if (seconds < 90.0) {
+        std::snprintf(buf, sizeof buf, "%.0f s", seconds);
+    } else {
+        std::snprintf(buf, sizeof buf, "%.1f min", seconds / 60.0);
+    }
+    return buf;
+}
+
 std::map<std::string, double> resultFigures(const ReproductionResult& result) {
     std::map<std::string, double> figures;
     for (const ResultRow& row : result.rows) {

@@ -214,6 +214,9 @@ std::map<std::string, std::string> resultCsvs(const ReproductionResult& result);
 std::string resultTable(const ReproductionResult& result);
 // The runs store's figures: "<level>.<figure>" (ours' mean), "pass", "fail".
 std::map<std::string, double> resultFigures(const ReproductionResult& result);
+// A row's measured cost in words, as --list and the app's Reproduce view show it: "9.5 min",
+// "40 s", "2.8 s", "not measured" (0).
+std::string costText(double seconds);
 
 }  // namespace ensemble::reproduce
 

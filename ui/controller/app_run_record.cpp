@@ -117,6 +117,17 @@ std::unique_ptr<runs::RunRecorder> AppRunRecord::beginJob(const std::string& kin
     return recorderFor(std::move(entry));
 }
 
+std::unique_ptr<runs::RunRecorder> AppRunRecord::beginCommand(
+    const std::string& kind, const nlohmann::json& config, const std::string& commandLine) const {
+    if (m_store.empty()) {
+        return nullptr;
+    }
+    runs::RunEntry entry = newEntry(kind, config);
+    entry.preset.clear();  // the CLI's entry has none: no --config names one
+    entry.commandLine = commandLine;
+    return recorderFor(std::move(entry));
+}
+
 void finishJobEntry(runs::RunRecorder* entry, bool cancelled, bool failed,
                     const std::map<std::string, double>& figures) {
     if (entry != nullptr) {

@@ -65,6 +65,12 @@ class AppRunRecord {
     // when not recording.
     std::unique_ptr<runs::RunRecorder> beginJob(const std::string& kind,
                                                 const nlohmann::json& config) const;
+    // An entry of its own for a job that stands apart from the run (a reproduction: kind
+    // "reproduce"), recorded as ensemble-cli records the same command: no parent, `commandLine`
+    // the command that redoes it, no preset. Its caller finishes it. Null when not recording.
+    std::unique_ptr<runs::RunRecorder> beginCommand(const std::string& kind,
+                                                    const nlohmann::json& config,
+                                                    const std::string& commandLine) const;
 
   private:
     void flushCurves();

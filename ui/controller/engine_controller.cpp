@@ -41,6 +41,9 @@ EngineController::EngineController(QObject* parent, WorkerTuning tuning) : QObje
     m_methodsJob = std::make_unique<EngineJob<CompareProgress, MethodsOutcomePtr>>(
         m_worker, this, [this](const CompareProgress& p) { Q_EMIT methodsProgress(p); },
         [this](const MethodsOutcomePtr& outcome, bool) { Q_EMIT methodsFinished(outcome); });
+    m_reproduceJob = std::make_unique<EngineJob<ReproduceJobProgress, ReproduceOutcomePtr>>(
+        m_worker, this, [this](const ReproduceJobProgress& p) { Q_EMIT reproduceProgress(p); },
+        [this](const ReproduceOutcomePtr& outcome, bool) { Q_EMIT reproduceFinished(outcome); });
     m_active = new ActiveWorker;
     m_active->moveToThread(&m_thread);
     ActiveWorker* active = m_active;
@@ -188,6 +191,7 @@ EngineController::~EngineController() {
     m_comparisonJob->drop();
     m_shiftJob->drop();
     m_methodsJob->drop();
+    m_reproduceJob->drop();
     m_active->requestPause();
     m_activeCancel->store(true, std::memory_order_release);
     // The workers' timers (the recovery write's) belong to the engine thread and are stopped
@@ -256,6 +260,7 @@ uint64_t EngineController::open(std::shared_ptr<const OpenedEnsemble> opened) {
     m_comparisonJob->cancel();
     m_shiftJob->cancel();
     m_methodsJob->cancel();
+    m_reproduceJob->cancel();
     cancelActiveCommands();
     m_pendingOpen = id;
     m_pendingOpenRestoresLoop = opened->isCheckpoint && !opened->checkpoint.active.is_null();
@@ -397,13 +402,15 @@ void EngineController::flushRecovery() {
 }
 
 bool EngineController::isJobRunning() const {
-    return m_comparisonJob->isRunning() || m_shiftJob->isRunning() || m_methodsJob->isRunning();
+    return m_comparisonJob->isRunning() || m_shiftJob->isRunning() || m_methodsJob->isRunning() ||
+           m_reproduceJob->isRunning();
 }
 
 void EngineController::endJobs(bool sameExperiment) {
     m_comparisonJob->drop();
     m_shiftJob->drop();
     m_methodsJob->drop();
+    m_reproduceJob->drop();
     cancelActiveCommands();
     Q_EMIT jobsEnded(sameExperiment);
 }
@@ -512,6 +519,21 @@ void EngineController::compareMethods(const std::vector<EnsembleMethod>& methods
 
 void EngineController::cancelMethods() {
     m_methodsJob->cancel();
+}
+
+void EngineController::runReproduction(const ReproduceRequest& request) {
+    EngineWorker* w = m_worker;
+    m_reproduceJob->start(
+        [w, request](const std::function<void(const ReproduceJobProgress&)>& progress,
+                     const std::atomic<bool>& cancel) {
+            return ReproduceOutcomePtr(std::make_shared<ReproduceOutcome>(
+                runReproductionJob(request, &w->runRecord(), progress, cancel)));
+        });
+    noteJobQueued(tr("the reproduction %1").arg(QString::fromStdString(request.id)));
+}
+
+void EngineController::cancelReproduction() {
+    m_reproduceJob->cancel();
 }
 
 void EngineController::cancelActiveCommands() {

@@ -4,10 +4,10 @@
 // forwards commands to it as queued functors, so they run between training chunks. Snapshots
 // come back through a one-slot mailbox (latest wins); the controller takes each one as soon as
 // it is announced and re-emits snapshotChanged(). The side jobs (the Calibration comparison, the
-// Shift sweep, the Methods comparison) are EngineJobs on the same thread, and the Active
-// learning loop's rounds take the same cancel flag and coalesced progress; endJobs() is the one
-// rule for what a new run does to them. The destructor cancels every job, stops the worker and
-// joins its thread, so closing the window while training or a job runs is safe.
+// Shift sweep, the Methods comparison, a reproduction) are EngineJobs on the same thread, and
+// the Active learning loop's rounds take the same cancel flag and coalesced progress; endJobs()
+// is the one rule for what a new run does to them. The destructor cancels every job, stops the
+// worker and joins its thread, so closing the window while training or a job runs is safe.
 
 #include <QList>
 #include <QObject>
@@ -27,6 +27,7 @@
 #include "controller/engine_job.h"
 #include "controller/engine_worker.h"
 #include "controller/methods_job.h"
+#include "controller/reproduce_job.h"
 #include "controller/shift_job.h"
 #include "controller/snapshot.h"
 
@@ -118,6 +119,15 @@ class EngineController : public QObject {
     // Stops the comparison under way (it finishes cancelled, keeping the finished methods).
     void cancelMethods();
 
+    // The Reproduce view's job: a registered reproduction run by runReproduction on the engine
+    // thread (the CLI's numbers), recorded as the CLI records `reproduce`. reproduceProgress()
+    // while it runs (with the table judged so far), then reproduceFinished(). It needs no run,
+    // but shares the engine thread with one and ends by the same rule (endJobs). A new request
+    // replaces the one under way.
+    void runReproduction(const ReproduceRequest& request);
+    // Stops the reproduction under way (it finishes cancelled with the runs that finished).
+    void cancelReproduction();
+
     // The Active learning view's loop over the current run's config and data, on the
     // engine thread (ActiveWorker): activeChanged() after every change, activeProgress() while
     // a round trains (coalesced: the latest step's, however fast the round reports). Start begins a
@@ -144,8 +154,8 @@ class EngineController : public QObject {
     bool isConfigured() const { return m_snapshot != nullptr; }
     uint64_t snapshotsReceived() const { return m_received; }
     uint64_t currentRunId() const { return m_runId; }
-    // A side job (the Calibration comparison, a shift, a methods comparison) was asked for and
-    // has not ended.
+    // A side job (the Calibration comparison, a shift, a methods comparison, a reproduction)
+    // was asked for and has not ended.
     bool isJobRunning() const;
 
   Q_SIGNALS:
@@ -186,6 +196,8 @@ class EngineController : public QObject {
     void shiftFinished(ShiftOutcomePtr outcome);
     void methodsProgress(ensemble::CompareProgress progress);
     void methodsFinished(ensemble::ui::MethodsOutcomePtr outcome);
+    void reproduceProgress(ensemble::ui::ReproduceJobProgress progress);
+    void reproduceFinished(ensemble::ui::ReproduceOutcomePtr outcome);
     void activeProgress(qint64 done, qint64 total);
     void activeChanged(ActiveStatePtr state);
     // open() brings back a checkpoint's active-learning loop on run `runId` (activeChanged()
@@ -219,6 +231,7 @@ class EngineController : public QObject {
     std::unique_ptr<EngineJob<JobProgress, ComparisonResult>> m_comparisonJob;
     std::unique_ptr<EngineJob<JobProgress, ShiftOutcomePtr>> m_shiftJob;
     std::unique_ptr<EngineJob<CompareProgress, MethodsOutcomePtr>> m_methodsJob;
+    std::unique_ptr<EngineJob<ReproduceJobProgress, ReproduceOutcomePtr>> m_reproduceJob;
     ActiveWorker* m_active = nullptr;  // on m_thread beside the worker
     // The cancel flag the active-learning commands sent now carry (ActiveWorker::CancelToken).
     std::shared_ptr<std::atomic<bool>> m_activeCancel = std::make_shared<std::atomic<bool>>(false);

@@ -5,7 +5,12 @@
 // Cancel (Esc) keeps the methods that finished; Save report writes the report's JSON; the
 // window's rule for jobs: another experiment ends a comparison under way and clears the
 // results, a Reset of the same one ends it and keeps the finished results, marked as the
-// previous run's.
+// previous run's. The Reproduce view, the other job of the view table's that trains on the
+// engine thread: its table is the CLI's --report for the same id and count bit for bit, so is
+// its Copy as command line's, its export writes the CLI's files, Cancel and a new run keep the
+// partial table, and the run is recorded as the CLI records it.
+#include <QApplication>
+#include <QClipboard>
 #include <QDir>
 #include <QFile>
 #include <QHeaderView>
@@ -21,6 +26,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <numeric>
 #include <set>
@@ -31,11 +37,15 @@
 #include "controller/methods_job.h"
 #include "controller/snapshot_builder.h"
 #include "main_window.h"
+#include "reproduce/reproduce.h"
+#include "runs/run_store.h"
 #include "support/gui_test_support.h"
 #include "support/test_support.h"
 #include "view_table.h"
+#include "view_tabs.h"
 #include "views/methods_maps.h"
 #include "views/methods_view.h"
+#include "views/reproduce_view.h"
 #include "widgets/frozen_column.h"
 
 using ensemble::CompareResult;
@@ -48,6 +58,9 @@ using ensemble::ui::MainWindow;
 using ensemble::ui::MethodsColumn;
 using ensemble::ui::MethodsOutcomePtr;
 using ensemble::ui::MethodsView;
+using ensemble::ui::ReproduceColumn;
+using ensemble::ui::ReproduceOutcomePtr;
+using ensemble::ui::ReproduceView;
 using nlohmann::json;
 
 class TestGuiMethods : public QObject {
@@ -64,12 +77,18 @@ class TestGuiMethods : public QObject {
     void anotherExperimentClearsTheResults();
     void resetEndsAComparisonAndKeepsTheFinishedOne();
     void closingTheWindowStopsAComparison();
+    void reproduceGivesTheClisReport();
+    void reproduceCancelKeepsThePartialTable();
+    void aNewRunEndsAReproduction();
 
   private:
     // `config` set up in `w` and the Methods view in front (null when either failed).
     static MethodsView* methodsViewOn(MainWindow& w, const json& config);
     // Clicks Compare and waits for the outcome (null when none came).
     static MethodsOutcomePtr compare(MainWindow& w, MethodsView* view);
+    // A run set up in `w` (a reproduction needs none, but a run standing up later would end
+    // it) and the Reproduce view in front.
+    static ReproduceView* reproduceViewOn(MainWindow& w);
 };
 
 namespace {
@@ -577,6 +596,192 @@ void TestGuiMethods::closingTheWindowStopsAComparison() {
     QVERIFY(progress.wait(60000));
     QVERIFY(view->isComparing());
     w.reset();  // returns once the engine thread has stopped
+}
+
+ReproduceView* TestGuiMethods::reproduceViewOn(MainWindow& w) {
+    w.loadExperiment(methodsRun(), QString());
+    if (!waitFresh(w) || !w.setView(QStringLiteral("reproduce"))) {
+        return nullptr;
+    }
+    return w.viewTabs()->viewAs<ReproduceView>(ensemble::ui::ViewId::Reproduce);
+}
+
+namespace {
+
+// A report's number (null: NaN), to hold against the table's cells bit for bit.
+double reportNumber(const json& v) {
+    return v.is_number() ? v.get<double>() : std::numeric_limits<double>::quiet_NaN();
+}
+
+json readJson(const QString& path) {
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) ? json::parse(f.readAll().toStdString(), nullptr, false)
+                                       : json();
+}
+
+QByteArray readBytes(const QString& path) {
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+}
+
+}  // namespace
+
+void TestGuiMethods::reproduceGivesTheClisReport() {
+    // The cheapest row with one seed: four panels, a fraction of a second each.
+    auto w = makeWindow({900, 600});
+    ReproduceView* view = reproduceViewOn(*w);
+    QVERIFY(view != nullptr);
+    QVERIFY(view->setReproduction(QStringLiteral("deep-ensembles-fig1")));
+    view->setCount(1);
+    const QString line = view->commandLine();
+    QCOMPARE(line, QStringLiteral("ensemble-cli reproduce deep-ensembles-fig1 --seeds 1"));
+    view->copyButton()->click();
+    QCOMPARE(QApplication::clipboard()->text(), line);
+    const auto outcome = ensemble::test::clickAndWaitFor<ReproduceOutcomePtr>(
+        view->runButton(), w->controller(), &ensemble::ui::EngineController::reproduceFinished,
+        120000);
+    QVERIFY(outcome != nullptr);
+    QVERIFY2(outcome->error.isEmpty(), qPrintable(outcome->error));
+    QVERIFY(!outcome->cancelled && outcome->state->result->complete);
+    QCOMPARE(view->state(), outcome->state);
+
+    // Copy as command's line, run: the same report, row for row, bit for bit.
+    QTemporaryDir dir;
+    QStringList args = ensemble::test::shellWords(line);
+    QCOMPARE(args.takeFirst(), QStringLiteral("ensemble-cli"));
+    const QString reportPath = dir.filePath(QStringLiteral("cli.json"));
+    const QString csvDir = dir.filePath(QStringLiteral("cli-csv"));
+    args << QStringLiteral("--report") << reportPath << QStringLiteral("--csv") << csvDir;
+    ENSEMBLE_VERIFY_RUN_OK(ensemble::test::runCli(args));
+    const json cli = readJson(reportPath);
+    const json& ours = outcome->state->report;
+    QVERIFY(!cli["rows"].empty());
+    QVERIFY2(cli["rows"] == ours["rows"], ours["rows"].dump(1).c_str());
+    QCOMPARE(cli["runs"].size(), ours["runs"].size());
+    for (std::size_t i = 0; i < cli["runs"].size(); ++i) {
+        QVERIFY(cli["runs"][i]["figures"] == ours["runs"][i]["figures"]);
+        QVERIFY(cli["runs"][i]["seed"] == ours["runs"][i]["seed"]);
+    }
+    QVERIFY(cli["summary"] == ours["summary"]);
+    // The table shows those numbers: the cells hold them exactly.
+    const QTableWidget* table = view->table();
+    QCOMPARE(table->rowCount(), static_cast<int>(cli["rows"].size()));
+    for (int r = 0; r < table->rowCount(); ++r) {
+        const json& row = cli["rows"][static_cast<std::size_t>(r)];
+        const QTableWidgetItem* o = table->item(r, static_cast<int>(ReproduceColumn::Ours));
+        QVERIFY(sameBits(o->data(ensemble::ui::kReproduceMeanRole).toDouble(),
+                         reportNumber(row["ours"]["mean"])));
+        QVERIFY(sameBits(o->data(ensemble::ui::kReproduceSeRole).toDouble(),
+                         reportNumber(row["ours"]["se"])));
+        QCOMPARE(table->item(r, static_cast<int>(ReproduceColumn::Level))->text().toStdString(),
+                 row["level"].get<std::string>());
+        const std::string verdict = row["verdict"].get<std::string>();
+        QCOMPARE(table->item(r, static_cast<int>(ReproduceColumn::Verdict))->text(),
+                 verdict == "none" ? QStringLiteral("–") : QString::fromStdString(verdict));
+    }
+
+    // Export: the report as --report writes it, the CSVs as --csv does (runs.csv holds each
+    // run's seconds, which differ from one process to the next).
+    const QString exportDir = dir.filePath(QStringLiteral("export"));
+    QStringList written;
+    QString error;
+    QVERIFY2(view->exportTo(exportDir, &written, &error), qPrintable(error));
+    QVERIFY(readJson(QDir(exportDir).filePath(QStringLiteral("report.json")))["rows"] ==
+            cli["rows"]);
+    const QStringList csvs = QDir(csvDir).entryList(QDir::Files, QDir::Name);
+    QVERIFY(csvs.contains(QStringLiteral("table.csv")) &&
+            csvs.contains(QStringLiteral("curves.csv")));
+    QCOMPARE(written.size(), csvs.size() + 1);
+    for (const QString& name : csvs) {
+        QVERIFY2(QFile::exists(QDir(exportDir).filePath(name)), qPrintable(name));
+        if (name != QStringLiteral("runs.csv")) {
+            QCOMPARE(readBytes(QDir(exportDir).filePath(name)),
+                     readBytes(QDir(csvDir).filePath(name)));
+        }
+    }
+
+    // Recorded as the CLI records it: kind reproduce, its command, resultFigures, the export.
+    const auto store = ensemble::runs::defaultRunStorePath();
+    ensemble::runs::RunQuery query;
+    query.filters = {{"program", ensemble::runs::FilterOp::Equal, "ensemble-lab"},
+                     {"kind", ensemble::runs::FilterOp::Equal, "reproduce"}};
+    query.full = true;
+    const auto recorded = [&] {
+        const std::vector<ensemble::runs::RunEntry> entries =
+            ensemble::runs::RunStore::open(store).list(query);
+        return entries.size() == 1 && entries.front().files.size() == std::size_t(written.size());
+    };
+    QTRY_VERIFY_WITH_TIMEOUT(recorded(), 10000);
+    const ensemble::runs::RunEntry entry =
+        ensemble::runs::RunStore::open(store).list(query).front();
+    QCOMPARE(entry.state, ensemble::runs::RunState::Finished);
+    QCOMPARE(QString::fromStdString(entry.commandLine), line);
+    QVERIFY(entry.figures == ensemble::reproduce::resultFigures(*outcome->state->result));
+    QVERIFY(entry.config == outcome->state->result->plan.front().config);
+}
+
+void TestGuiMethods::reproduceCancelKeepsThePartialTable() {
+    // One UCI set, three splits of a second or so: Cancel once the first is judged.
+    auto w = makeWindow({900, 600});
+    ReproduceView* view = reproduceViewOn(*w);
+    QVERIFY(view != nullptr);
+    QVERIFY(view->setReproduction(QStringLiteral("deep-ensembles-uci")));
+    view->setLevel(QStringLiteral("yacht"));
+    view->setCount(3);
+    QCOMPARE(view->commandLine(),
+             QStringLiteral("ensemble-cli reproduce deep-ensembles-uci/yacht --splits 3"));
+    w->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(w.get()));
+    view->table()->setFocus();
+    QSignalSpy cancelled(view, &ReproduceView::cancelRequested);
+    QSignalSpy finished(w->controller(), &ensemble::ui::EngineController::reproduceFinished);
+    view->runButton()->click();
+    QVERIFY(view->isRunning());
+    QVERIFY(QTest::qWaitFor([&] { return view->state() != nullptr; },
+                            ensemble::test::progressWaitMs(120000)));
+    QVERIFY(view->cancelButton()->isEnabled());
+    QTest::keyClick(view->table(), Qt::Key_Escape);  // Esc, as Cancel does
+    QCOMPARE(cancelled.count(), 1);
+    QVERIFY(finished.count() == 1 || finished.wait(60000));
+    const auto outcome = finished.at(0).at(0).value<ReproduceOutcomePtr>();
+    QVERIFY2(outcome->error.isEmpty(), qPrintable(outcome->error));
+    QVERIFY(outcome->cancelled);
+    const ensemble::reproduce::ReproductionResult& result = *outcome->state->result;
+    QVERIFY(!result.complete);
+    QVERIFY(!result.outcomes.empty() && result.outcomes.size() < result.plan.size());
+    QVERIFY(!view->isRunning());
+    QVERIFY(view->table()->rowCount() > 0);
+    QCOMPARE(view->table()->item(0, static_cast<int>(ReproduceColumn::N))->text(),
+             QString::number(result.outcomes.size()));
+    QVERIFY2(view->message().startsWith(QStringLiteral("Cancelled")), qPrintable(view->message()));
+    QVERIFY(view->summary().contains(QStringLiteral("Partial")));
+    QVERIFY(view->runButton()->isEnabled());
+    QVERIFY(view->exportButton()->isEnabled());
+}
+
+void TestGuiMethods::aNewRunEndsAReproduction() {
+    // The window's one rule: a new experiment drops the job; the table judged so far stays.
+    auto w = makeWindow({900, 600});
+    ReproduceView* view = reproduceViewOn(*w);
+    QVERIFY(view != nullptr);
+    QVERIFY(view->setReproduction(QStringLiteral("deep-ensembles-uci")));
+    view->setLevel(QStringLiteral("yacht"));
+    view->setCount(20);
+    QSignalSpy finished(w->controller(), &ensemble::ui::EngineController::reproduceFinished);
+    view->runButton()->click();
+    QVERIFY(QTest::qWaitFor([&] { return view->state() != nullptr; },
+                            ensemble::test::progressWaitMs(120000)));
+    const int rows = view->table()->rowCount();
+    w->loadExperiment(methodsRun(80), QString());
+    QVERIFY(!view->isRunning());
+    QVERIFY(!w->controller()->isJobRunning());
+    QVERIFY2(view->message().contains(QStringLiteral("ended the reproduction")),
+             qPrintable(view->message()));
+    QVERIFY(waitFresh(*w));
+    QCoreApplication::processEvents();
+    QCOMPARE(finished.count(), 0);
+    QCOMPARE(view->table()->rowCount(), rows);
+    QVERIFY(view->runButton()->isEnabled());
 }
 
 QTEST_MAIN(TestGuiMethods)
