@@ -2,7 +2,8 @@
 // with N entries (default 100,000; each the full default config, four figures, a tag now and
 // then, a note), then times what the CLI's `runs list` and the app's Runs view ask of it: a page
 // sorted by a column, a figure and a config key, filters of each kind, the free-text search,
-// count. Prints the median of several runs of each, in milliseconds.
+// count, a page deep in a sorted scroll by offset and by keyset. Prints the median of several
+// runs of each, in milliseconds.
 //   ensemble-runs-bench [--entries N] [--keep PATH]   (--keep: fill PATH once, reuse it later)
 
 #include <unistd.h>
@@ -119,6 +120,7 @@ int main(int argc, char** argv) {
         {"page of 100 by figure.test_nll", "", "figure.test_nll", 100},
         {"page of 100 by config.optimizer.lr", "", "-config.optimizer.lr", 100},
         {"page of 100 by wall", "", "-wall", 100},
+        {"page of 100 by host (v4's index)", "", "host", 100},
         {"preset=spirals, page", "preset=spirals", "-started", 100},
         {"figure.test_nll<0.3, page", "figure.test_nll<0.3", "-started", 100},
         {"config.ensemble.members>=16, page", "config.ensemble.members>=16", "-started", 100},
@@ -144,6 +146,26 @@ int main(int argc, char** argv) {
         std::printf("%-40s %10.1f %10.1f %8lld\n", c.what, list, count,
                     static_cast<long long>(matches));
         (void)listed;
+    }
+    // A page deep in a sorted scroll: the page after row 90 % of the way down, read by its
+    // offset (the way of a jump: SQLite steps over every row before it) and by keyset (the
+    // way of scrolling: RunQuery::after the row before it, a seek through the sort's index).
+    std::printf("\n%-40s %10s %10s\n", "page of 200 at row 90%", "offset ms", "keyset ms");
+    for (const char* sort :
+         {"-started", "figure.test_nll", "-figure.test_nll", "config.optimizer.lr",
+          "-config.optimizer.lr", "-wall", "preset", "host"}) {
+        RunQuery query;
+        query.sort = parseSort(sort);
+        query.limit = 1;
+        query.offset = entries / 10 * 9 - 1;
+        const std::vector<RunEntry> before = store.list(query);
+        query.limit = 200;
+        query.offset += 1;
+        const double byOffset = millisecondsOf([&] { (void)store.list(query); }, 5);
+        RunQuery seek = query;
+        seek.after = before.empty() ? 0 : before.front().id;
+        const double byKeyset = millisecondsOf([&] { (void)store.list(seek); }, 5);
+        std::printf("%-40s %10.1f %10.1f\n", sort, byOffset, byKeyset);
     }
     if (keep.empty()) {
         std::filesystem::remove_all(folder);

@@ -171,6 +171,10 @@ bool Statement::isReal(int column) const {
     return sqlite3_column_type(m_stmt, column) == SQLITE_FLOAT;
 }
 
+int Statement::type(int column) const {
+    return sqlite3_column_type(m_stmt, column);
+}
+
 std::int64_t Statement::integer(int column) const {
     return sqlite3_column_int64(m_stmt, column);
 }
@@ -281,6 +285,16 @@ constexpr const char* kRunsSchemaV3 = R"sql(
 CREATE INDEX files_by_path ON files(path);
 )sql";
 
+// Schema v4: the four sortable columns v1 left unindexed, so that a sort by any column reads
+// an index: the first page and each page after another (keyset paging, RunQuery::after) seek
+// rather than sort the whole store (some 60 ms at 100,000 entries, each page).
+constexpr const char* kRunsSchemaV4 = R"sql(
+CREATE INDEX runs_version ON runs(version);
+CREATE INDEX runs_fingerprint ON runs(fingerprint);
+CREATE INDEX runs_relation ON runs(relation);
+CREATE INDEX runs_host ON runs(host);
+)sql";
+
 void migrateToV2(const Connection& db) {
     db.exec(kRunsSchemaV2, "cannot add the config values (schema v2)");
     EntryWriter writer(db);
@@ -330,6 +344,8 @@ void migrateSchema(const Connection& db, int toVersion) {
             migrateToV2(db);
         } else if (next == 3) {
             db.exec(kRunsSchemaV3, "cannot index the files (schema v3)");
+        } else if (next == 4) {
+            db.exec(kRunsSchemaV4, "cannot index the sort columns (schema v4)");
         }
         db.exec(("PRAGMA user_version = " + std::to_string(next)).c_str(),
                 "cannot set the schema version");

@@ -21,7 +21,7 @@
 namespace ensemble::runs::detail {
 
 // The schema version this build writes (PRAGMA user_version) and migrates to.
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 // Throws RunStoreError: "runs store <path>: <what>: <SQLite's message> (<code name>)".
 [[noreturn]] void throwSqlite(sqlite3* db, int rc, const std::filesystem::path& path,
@@ -77,6 +77,8 @@ class Statement {
 
     bool isNull(int column) const;
     bool isReal(int column) const;
+    // SQLITE_INTEGER, SQLITE_FLOAT, SQLITE_TEXT, SQLITE_BLOB or SQLITE_NULL.
+    int type(int column) const;
     std::int64_t integer(int column) const;
     double real(int column) const;
     std::string text(int column) const;
@@ -106,7 +108,8 @@ int schemaVersionOf(const Connection& db);
 // Applies the migration steps after the file's version up to `toVersion`, each in its own
 // transaction with its user_version. Step 1 creates the tables of schema v1; step 3 indexes the
 // files by path (RunStore::writerOf: Open Recent, resume and shift find their run); step 2 adds the
-// config-values tables and fills them from the configs already stored. Throws RunStoreError for a
+// config-values tables and fills them from the configs already stored; step 4 indexes the
+// sortable columns v1 did not (version, fingerprint, relation, host). Throws RunStoreError for a
 // file newer than this build (its version above kSchemaVersion).
 void migrateSchema(const Connection& db, int toVersion);
 // The journal for the store's folder (journalModeForFolder): WAL or DELETE, set when it differs;

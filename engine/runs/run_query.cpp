@@ -267,13 +267,15 @@ void appendSortSql(const RunSort& sort, QuerySql& sql) {
                           (field.known ? std::string("cannot sort by it")
                                        : "unknown field (known: " + knownFieldsText() + ")"));
     }
-    const std::string dir = sort.descending ? " DESC" : " ASC";
-    const SortPart missing{"runs r", "", {}, "r.id" + dir};
+    const bool down = sort.descending;
+    const SortPart missing{"runs r", "", {}, "", "r.id", down};
     if (field.kind == FieldKind::Figure) {
         sql.parts.push_back({"figures sf CROSS JOIN runs r ON r.id = sf.run",
                              "sf.name = ?",
                              {field.name},
-                             "sf.value" + dir + ", sf.run" + dir});
+                             "sf.value",
+                             "sf.run",
+                             down});
         sql.parts.push_back(missing);
         sql.parts.back().condition =
             "NOT EXISTS (SELECT 1 FROM figures WHERE run = r.id AND name = ?)";
@@ -282,29 +284,51 @@ void appendSortSql(const RunSort& sort, QuerySql& sql) {
         const std::string from = "config_values sc CROSS JOIN runs r ON r.id = sc.run";
         const std::string key = "sc.key = (SELECT id FROM config_keys WHERE key = ?)";
         // Numbers before text, ascending; each stretch in its own index order.
-        SortPart numbers{from,
-                         key + " AND sc.number IS NOT NULL",
-                         {field.name},
-                         "sc.number" + dir + ", sc.run" + dir};
-        SortPart texts{
-            from, key + " AND sc.number IS NULL", {field.name}, "sc.text" + dir + ", sc.run" + dir};
-        sql.parts.push_back(sort.descending ? texts : numbers);
-        sql.parts.push_back(sort.descending ? numbers : texts);
+        const SortPart numbers{
+            from, key + " AND sc.number IS NOT NULL", {field.name}, "sc.number", "sc.run", down};
+        const SortPart texts{
+            from, key + " AND sc.number IS NULL", {field.name}, "sc.text", "sc.run", down};
+        sql.parts.push_back(down ? texts : numbers);
+        sql.parts.push_back(down ? numbers : texts);
         sql.parts.push_back(missing);
         sql.parts.back().condition =
             "NOT EXISTS (SELECT 1 FROM config_values WHERE key = (SELECT id FROM config_keys "
             "WHERE key = ?) AND run = r.id)";
         sql.parts.back().conditionValues = {field.name};
     } else if (field.name == "r.ended") {
-        sql.parts.push_back(
-            {"runs r", "r.ended IS NOT NULL", {}, "r.ended" + dir + ", r.id" + dir});
+        sql.parts.push_back({"runs r", "r.ended IS NOT NULL", {}, "r.ended", "r.id", down});
         sql.parts.push_back(missing);
         sql.parts.back().condition = "r.ended IS NULL";
     } else if (field.name == "r.id") {
         sql.parts.push_back(missing);
     } else {
-        sql.parts.push_back({"runs r", "", {}, field.name + dir + ", r.id" + dir});
+        sql.parts.push_back({"runs r", "", {}, field.name, "r.id", down});
     }
+}
+
+std::string sortPartOrder(const SortPart& part, bool reversed) {
+    const std::string dir = part.descending != reversed ? " DESC" : " ASC";
+    return part.key.empty() ? part.tie + dir : part.key + dir + ", " + part.tie + dir;
+}
+
+std::string sortPartSql(const SortPart& part, const std::string& where, bool count, Seek seek,
+                        bool reversed) {
+    std::string conditions = part.condition;
+    const auto add = [&](const std::string& condition) {
+        conditions += (conditions.empty() ? "" : " AND ") + condition;
+    };
+    const std::string op = part.descending != reversed ? " < ?" : " > ?";
+    if (seek == Seek::Ties) {
+        add(part.key + " = ? AND " + part.tie + op);
+    } else if (seek == Seek::Past) {
+        add((part.key.empty() ? part.tie : part.key) + op);
+    }
+    if (!where.empty()) {
+        add("(" + where + ")");
+    }
+    std::string text = std::string(count ? "SELECT count(*)" : "SELECT r.id") + " FROM " +
+                       part.from + (conditions.empty() ? "" : " WHERE " + conditions);
+    return count ? text : text + " ORDER BY " + sortPartOrder(part, reversed) + " LIMIT ? OFFSET ?";
 }
 
 QuerySql buildQuerySql(const RunQuery& query, bool withOrder) {

@@ -1,5 +1,6 @@
 // RunStore: reading the runs store (list, count, get) and the edits a person makes.
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "runs/run_db.h"
@@ -157,15 +158,130 @@ bool RunStore::readOnly() const {
 
 namespace {
 
-// The SQL of one stretch of the sort (run_query_sql.h): its ids, or how many there are.
-std::string sortPartSql(const detail::SortPart& part, const std::string& where, bool count) {
-    std::string conditions = part.condition;
-    if (!where.empty()) {
-        conditions += (conditions.empty() ? "(" : " AND (") + where + ")";
+// The ids of a page by its offset: stretch by stretch, a stretch the offset lies past counted
+// and skipped whole.
+std::vector<std::int64_t> idsByOffset(const detail::Connection& db, const detail::QuerySql& sql,
+                                      std::int64_t offset, std::int64_t limit) {
+    std::vector<std::int64_t> ids;
+    for (const detail::SortPart& part : sql.parts) {
+        if (limit == 0) {
+            break;
+        }
+        detail::Statement rows(db, detail::sortPartSql(part, sql.where, false));
+        int index = 1;
+        bindSqlValues(rows, part.conditionValues, index);
+        bindSqlValues(rows, sql.whereValues, index);
+        rows.bind(index, limit).bind(index + 1, offset);
+        std::int64_t found = 0;
+        while (rows.step()) {
+            ids.push_back(rows.integer(0));
+            ++found;
+        }
+        if (found > 0) {
+            offset = 0;
+        } else if (offset > 0) {
+            // The offset lies past this stretch: skip it whole.
+            detail::Statement count(db, detail::sortPartSql(part, sql.where, true));
+            index = 1;
+            bindSqlValues(count, part.conditionValues, index);
+            bindSqlValues(count, sql.whereValues, index);
+            offset = std::max<std::int64_t>(0, offset - (count.step() ? count.integer(0) : 0));
+        }
+        if (limit > 0) {
+            limit -= found;
+        }
     }
-    std::string text = std::string(count ? "SELECT count(*)" : "SELECT r.id") + " FROM " +
-                       part.from + (conditions.empty() ? "" : " WHERE " + conditions);
-    return count ? text : text + " ORDER BY " + part.order + " LIMIT ? OFFSET ?";
+    return ids;
+}
+
+// Where an entry lies in the sort (RunQuery::after / before): its stretch and its key there.
+struct SortAnchor {
+    std::size_t part = 0;
+    std::int64_t id = 0;
+    std::vector<detail::SqlValue> key;  // empty for a stretch ordered by id alone
+};
+
+// The stretches partition the store, so an entry that exists lies in exactly one of them,
+// whether or not it matches the filters; nullopt when no entry has that id.
+std::optional<SortAnchor> findAnchor(const detail::Connection& db, const detail::QuerySql& sql,
+                                     std::int64_t id) {
+    for (std::size_t i = 0; i < sql.parts.size(); ++i) {
+        const detail::SortPart& part = sql.parts[i];
+        detail::Statement row(db, "SELECT " + (part.key.empty() ? std::string("1") : part.key) +
+                                      " FROM " + part.from + " WHERE " +
+                                      (part.condition.empty() ? "" : part.condition + " AND ") +
+                                      part.tie + " = ?");
+        int index = 1;
+        bindSqlValues(row, part.conditionValues, index);
+        row.bind(index, id);
+        if (!row.step()) {
+            continue;
+        }
+        SortAnchor anchor{i, id, {}};
+        if (!part.key.empty()) {
+            // The key as stored (an integer seed compares as one), never NULL in its stretch.
+            switch (row.type(0)) {
+                case SQLITE_INTEGER:
+                    anchor.key.emplace_back(row.integer(0));
+                    break;
+                case SQLITE_FLOAT:
+                    anchor.key.emplace_back(row.real(0));
+                    break;
+                case SQLITE_TEXT:
+                    anchor.key.emplace_back(row.text(0));
+                    break;
+                default:
+                    return std::nullopt;
+            }
+        }
+        return anchor;
+    }
+    return std::nullopt;
+}
+
+// The ids of a page after (or before: `backwards`) an entry: the rest of its stretch from the
+// entry on (its ties, then the keys past it), then the next stretches (the previous ones)
+// whole, each through its index. No row before the page is read, where an offset steps over
+// every one.
+std::vector<std::int64_t> idsBySeek(const detail::Connection& db, const detail::QuerySql& sql,
+                                    const SortAnchor& anchor, bool backwards, std::int64_t limit) {
+    std::vector<std::int64_t> ids;
+    const auto read = [&](const detail::SortPart& part, detail::Seek seek) {
+        detail::Statement rows(db, detail::sortPartSql(part, sql.where, false, seek, backwards));
+        int index = 1;
+        bindSqlValues(rows, part.conditionValues, index);
+        if (seek != detail::Seek::None) {
+            bindSqlValues(rows, anchor.key, index);
+        }
+        if (seek == detail::Seek::Ties || (seek == detail::Seek::Past && anchor.key.empty())) {
+            rows.bind(index++, anchor.id);
+        }
+        bindSqlValues(rows, sql.whereValues, index);
+        rows.bind(index, limit).bind(index + 1, std::int64_t{0});
+        while (rows.step()) {
+            ids.push_back(rows.integer(0));
+            limit -= limit > 0 ? 1 : 0;
+        }
+    };
+    const auto parts = static_cast<std::ptrdiff_t>(sql.parts.size());
+    for (auto i = static_cast<std::ptrdiff_t>(anchor.part); i >= 0 && i < parts && limit != 0;
+         i += backwards ? -1 : 1) {
+        const detail::SortPart& part = sql.parts[static_cast<std::size_t>(i)];
+        if (i != static_cast<std::ptrdiff_t>(anchor.part)) {
+            read(part, detail::Seek::None);
+            continue;
+        }
+        if (!part.key.empty()) {
+            read(part, detail::Seek::Ties);
+        }
+        if (limit != 0) {
+            read(part, detail::Seek::Past);
+        }
+    }
+    if (backwards) {
+        std::reverse(ids.begin(), ids.end());
+    }
+    return ids;
 }
 
 // The entries' columns by id, in the ids' order: a page by id, a long list in one pass.
@@ -198,37 +314,14 @@ std::vector<RunEntry> runRowsById(const detail::Connection& db,
 std::vector<RunEntry> RunStore::list(const RunQuery& query) const {
     const detail::QuerySql sql = detail::buildQuerySql(query, true);
     // First the ids of the page, stretch by stretch; then their rows.
-    std::vector<std::int64_t> ids;
-    std::int64_t offset = std::max<std::int64_t>(0, query.offset);
-    std::int64_t limit = query.limit < 0 ? -1 : query.limit;
-    for (const detail::SortPart& part : sql.parts) {
-        if (limit == 0) {
-            break;
-        }
-        detail::Statement rows(m_impl->db, sortPartSql(part, sql.where, false));
-        int index = 1;
-        bindSqlValues(rows, part.conditionValues, index);
-        bindSqlValues(rows, sql.whereValues, index);
-        rows.bind(index, limit).bind(index + 1, offset);
-        std::int64_t found = 0;
-        while (rows.step()) {
-            ids.push_back(rows.integer(0));
-            ++found;
-        }
-        if (found > 0) {
-            offset = 0;
-        } else if (offset > 0) {
-            // The offset lies past this stretch: skip it whole.
-            detail::Statement count(m_impl->db, sortPartSql(part, sql.where, true));
-            index = 1;
-            bindSqlValues(count, part.conditionValues, index);
-            bindSqlValues(count, sql.whereValues, index);
-            offset = std::max<std::int64_t>(0, offset - (count.step() ? count.integer(0) : 0));
-        }
-        if (limit > 0) {
-            limit -= found;
-        }
-    }
+    const std::int64_t limit = query.limit < 0 ? -1 : query.limit;
+    const bool backwards = query.after == 0 && query.before != 0;
+    const std::int64_t anchorId = backwards ? query.before : query.after;
+    const std::optional<SortAnchor> anchor =
+        anchorId != 0 ? findAnchor(m_impl->db, sql, anchorId) : std::nullopt;
+    const std::vector<std::int64_t> ids =
+        anchor ? idsBySeek(m_impl->db, sql, *anchor, backwards, limit)
+               : idsByOffset(m_impl->db, sql, std::max<std::int64_t>(0, query.offset), limit);
     std::vector<RunEntry> entries = runRowsById(m_impl->db, ids);
     attachFiguresAndTags(m_impl->db, entries);
     if (query.full) {

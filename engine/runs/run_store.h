@@ -161,6 +161,13 @@ struct RunQuery {
     RunSort sort;
     std::int64_t limit = -1;  // < 0: all
     std::int64_t offset = 0;
+    // Keyset paging (the app's table as it scrolls): `after` an entry's id gives the `limit`
+    // entries that follow that entry in this order, `before` the `limit` that precede it (in
+    // this order too). The store seeks to the entry through the sort's index, where an offset
+    // steps over every row before it. The entry need not match the filters; an id no entry has
+    // falls back to `offset`. `after` wins when both are set.
+    std::int64_t after = 0;
+    std::int64_t before = 0;
     // list(): also the config, curves and files (get() always gives them). Off, an entry
     // carries the columns, figures and tags only: what a table shows.
     bool full = false;

@@ -122,6 +122,16 @@ const RunsModel::Page* RunsModel::pageFor(int row) const {
         q.limit = kPageSize;
         q.offset = static_cast<std::int64_t>(index) * kPageSize;
         q.full = runs::runColumnsNeedConfig(m_columns);
+        // Scrolling reads the page next to one held: seek from that page's edge entry through
+        // the sort's index. The offset is the jump's way (the scroll bar dragged) and the
+        // fallback when that entry is gone.
+        if (const auto before = m_pages.find(index - 1);
+            before != m_pages.end() && before->second.entries.size() == kPageSize) {
+            q.after = before->second.entries.back().id;
+        } else if (const auto after = m_pages.find(index + 1);
+                   after != m_pages.end() && !after->second.entries.empty()) {
+            q.before = after->second.entries.front().id;
+        }
         Page page;
         try {
             page.entries = m_store->list(q);

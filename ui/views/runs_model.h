@@ -1,9 +1,11 @@
 #pragma once
 
 // The Runs view's table: a model over the runs store (engine/runs/run_store.h), never a copy of
-// it. Rows come in pages of kPageSize through RunQuery's limit and offset: fetchMore makes the
-// next page's rows exist, and only the last kCachedPages pages read are held; a row whose page
-// was let go is read again when shown. So 100,000 entries scroll with a few hundred in memory.
+// it. Rows come in pages of kPageSize: fetchMore makes the next page's rows exist, and only the
+// last kCachedPages pages read are held; a row whose page was let go is read again when shown.
+// So 100,000 entries scroll with a few hundred in memory. A page next to a held one is read by
+// keyset (RunQuery's after / before: the store seeks from the held page's edge entry through
+// the sort's index); another (a jump) by its offset, which steps over every row before it.
 // Cells are runFieldText's, the CLI's `runs list` cells; the filter and sort are the CLI's
 // RunQuery. All reading happens on the thread that owns the model (the GUI thread), a page at a
 // time (a few milliseconds).

@@ -26,6 +26,7 @@
 #include <variant>
 
 #include "runs/run_db.h"
+#include "runs/run_query_sql.h"
 #include "runs/run_store.h"
 
 using namespace ensemble::runs;
@@ -417,6 +418,9 @@ class TstRunStore : public QObject {
     void recorderEndsAnUnfinishedRun();
     void recordingOffRecordsNothing();
     void filtersAndSortAgreeWithBruteForce();
+    void keysetPagesAgreeWithOneQuery();
+    void keysetSeeksReadAnIndex();
+    void migratesAVersionThreeStore();
     void parsesFiltersAndNamesTheBadPart();
     void editsNotesTagsAndRemoves();
     void threadsRecordAtOnce();
@@ -523,7 +527,7 @@ INSERT INTO files(run, seq, path, role) VALUES(1, 0, '/tmp/a.safetensors', 'expo
                 "v1 rows");
     }
     RunStore store = RunStore::open(storePath());
-    QCOMPARE(store.schemaVersion(), 3);
+    QCOMPARE(store.schemaVersion(), detail::kSchemaVersion);
     const auto first = store.get(1);
     QVERIFY(first.has_value());
     QCOMPARE(first->preset, std::string("spirals"));
@@ -810,6 +814,196 @@ void TstRunStore::filtersAndSortAgreeWithBruteForce() {
         QVERIFY2(got == bruteList(all, query), text);
         QVERIFY2(!got.empty(), text);
     }
+}
+
+// Walking every page by keyset (RunQuery::after forwards, before backwards) gives the rows and
+// order of one unpaged query, for each sort order: columns with many ties (preset, state),
+// values that may be missing (ended, figures, config keys; a config key mixing numbers and
+// text), ascending and descending, with and without filters; an anchor outside the filter
+// pages from where it lies; an id no entry has falls back to the offset.
+void TstRunStore::keysetPagesAgreeWithOneQuery() {
+    std::mt19937 rng(7);
+    std::vector<RunEntry> all = randomEntries(rng, 300);
+    RunStore store = RunStore::open(storePath());
+    const auto inserted = store.insert(all);
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        all[i].id = inserted[i];
+    }
+    const auto idsOf = [](const std::vector<RunEntry>& entries) {
+        std::vector<std::int64_t> ids;
+        for (const RunEntry& e : entries) {
+            ids.push_back(e.id);
+        }
+        return ids;
+    };
+    const std::vector<std::string> sorts{"id",
+                                         "started",
+                                         "ended",
+                                         "wall",
+                                         "seed",
+                                         "preset",
+                                         "state",
+                                         "version",
+                                         "host",
+                                         "figure.test_nll",
+                                         "figure.missing",
+                                         "config.optimizer.lr",
+                                         "config.dataset.name",
+                                         "config.nothere"};
+    const std::vector<std::string> filters{"", "preset=spirals",
+                                           "figure.test_accuracy>0.3 tag~sweep"};
+    int walks = 0;
+    for (const std::string& sort : sorts) {
+        for (const bool descending : {false, true}) {
+            for (const std::string& filter : filters) {
+                RunQuery query = parseFilter(filter);
+                query.sort = parseSort(sort);
+                query.sort.descending = descending;
+                const std::vector<std::int64_t> whole = idsOf(store.list(query));
+                const std::string what = sort + (descending ? " desc, " : " asc, ") + filter;
+                for (const std::int64_t size : {std::int64_t{7}, std::int64_t{64}}) {
+                    RunQuery page = query;
+                    page.limit = size;
+                    std::vector<std::int64_t> forwards;
+                    for (;;) {
+                        const auto got = idsOf(store.list(page));
+                        forwards.insert(forwards.end(), got.begin(), got.end());
+                        if (static_cast<std::int64_t>(got.size()) < size ||
+                            forwards.size() > whole.size()) {
+                            break;
+                        }
+                        page.after = got.back();
+                    }
+                    QVERIFY2(forwards == whole, ("forwards: " + what).c_str());
+                    if (whole.empty()) {
+                        continue;
+                    }
+                    page.after = 0;
+                    page.before = whole.back();
+                    std::vector<std::int64_t> backwards{whole.back()};
+                    for (;;) {
+                        const auto got = idsOf(store.list(page));
+                        backwards.insert(backwards.begin(), got.begin(), got.end());
+                        if (static_cast<std::int64_t>(got.size()) < size ||
+                            backwards.size() > whole.size()) {
+                            break;
+                        }
+                        page.before = got.front();
+                    }
+                    QVERIFY2(backwards == whole, ("backwards: " + what).c_str());
+                    ++walks;
+                }
+                // From an entry the filter leaves out: the matching ones after it in the
+                // unfiltered order.
+                RunQuery unfiltered;
+                unfiltered.sort = query.sort;
+                const std::vector<std::int64_t> order = idsOf(store.list(unfiltered));
+                const std::set<std::int64_t> matching(whole.begin(), whole.end());
+                const auto outside = std::find_if(order.begin() + 100, order.end(),
+                                                  [&](auto id) { return matching.count(id) == 0; });
+                if (outside != order.end()) {
+                    std::vector<std::int64_t> expected;
+                    for (auto it = outside + 1; it != order.end() && expected.size() < 10; ++it) {
+                        if (matching.count(*it) > 0) {
+                            expected.push_back(*it);
+                        }
+                    }
+                    RunQuery page = query;
+                    page.limit = 10;
+                    page.after = *outside;
+                    QVERIFY2(idsOf(store.list(page)) == expected, ("outside: " + what).c_str());
+                }
+                // An id no entry has: the page at the offset.
+                RunQuery gone = query;
+                gone.limit = 10;
+                gone.offset = 5;
+                gone.after = 1000000;
+                QVERIFY2(idsOf(store.list(gone)) == bruteList(all, gone),
+                         ("gone: " + what).c_str());
+            }
+        }
+    }
+    // Every sort and direction walked with each page size, over a filter or none at least.
+    QVERIFY2(walks >= static_cast<int>(sorts.size()) * 2 * 2 * 2, std::to_string(walks).c_str());
+}
+
+// The seek of each kind of sort reads an index, never sorts in a temporary b-tree: the figure
+// and config stretches through (name, value, run) and (key, number|text, run), the columns
+// through their own index and the id; ties seek by the id too.
+void TstRunStore::keysetSeeksReadAnIndex() {
+    RunStore::open(storePath());
+    detail::Connection db(storePath(), 5000);
+    for (const char* sort :
+         {"started", "-ended", "preset", "-host", "version", "fingerprint", "relation", "wall",
+          "-figure.test_nll", "config.optimizer.lr", "-config.optimizer.lr", "id"}) {
+        RunQuery query;
+        query.sort = parseSort(sort);
+        const detail::QuerySql sql = detail::buildQuerySql(query, true);
+        for (const detail::SortPart& part : sql.parts) {
+            for (const auto seek : {detail::Seek::Ties, detail::Seek::Past}) {
+                if (seek == detail::Seek::Ties && part.key.empty()) {
+                    continue;
+                }
+                for (const bool reversed : {false, true}) {
+                    const std::string text = detail::sortPartSql(part, "", false, seek, reversed);
+                    detail::Statement plan(db, "EXPLAIN QUERY PLAN " + text);
+                    std::string steps;
+                    while (plan.step()) {
+                        steps += plan.text(3) + "\n";
+                    }
+                    const std::string what = std::string(sort) + ": " + text + "\n" + steps;
+                    QVERIFY2(steps.rfind("SEARCH", 0) == 0, what.c_str());
+                    QVERIFY2(steps.find("TEMP B-TREE") == std::string::npos, what.c_str());
+                    const std::string tie = part.tie == "r.id" ? "rowid" : "run";
+                    QVERIFY2(steps.find(tie) != std::string::npos || seek == detail::Seek::Past,
+                             what.c_str());
+                }
+            }
+        }
+    }
+}
+
+void TstRunStore::migratesAVersionThreeStore() {
+    std::filesystem::create_directories(storePath().parent_path());
+    std::vector<std::int64_t> ids;
+    {
+        detail::Connection db(storePath(), 5000);
+        detail::migrateSchema(db, 3);
+        detail::WriteTransaction transaction(db);
+        detail::EntryWriter writer(db);
+        for (const char* host : {"zeta", "alpha", "mid"}) {
+            RunEntry entry = minimalEntry("train");
+            entry.host = host;
+            entry.state = RunState::Finished;
+            entry.started = 1.7e9;
+            entry.updated = entry.started;
+            ids.push_back(writer.insert(entry));
+        }
+        transaction.commit();
+    }
+    QCOMPARE(sqlOne(storePath(), "PRAGMA user_version"), std::string("3"));
+    RunStore store = RunStore::open(storePath());
+    QCOMPARE(store.schemaVersion(), 4);
+    for (const char* index : {"runs_version", "runs_fingerprint", "runs_relation", "runs_host"}) {
+        const std::string sql =
+            std::string("SELECT count(*) FROM sqlite_master WHERE type='index' AND name='") +
+            index + "'";
+        QCOMPARE(sqlOne(storePath(), sql.c_str()), std::string("1"));
+    }
+    RunQuery query;
+    query.sort = parseSort("host");
+    std::vector<std::int64_t> got;
+    for (const RunEntry& e : store.list(query)) {
+        got.push_back(e.id);
+    }
+    QCOMPARE(got, (std::vector<std::int64_t>{ids[1], ids[2], ids[0]}));
+    {
+        detail::Connection db(storePath(), 5000);
+        detail::Statement plan(db, "EXPLAIN QUERY PLAN SELECT id FROM runs ORDER BY host LIMIT 1");
+        QVERIFY(plan.step());
+        QVERIFY2(plan.text(3).find("runs_host") != std::string::npos, plan.text(3).c_str());
+    }
+    QCOMPARE(sqlOne(storePath(), "PRAGMA integrity_check"), std::string("ok"));
 }
 
 void TstRunStore::parsesFiltersAndNamesTheBadPart() {

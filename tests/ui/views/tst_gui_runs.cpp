@@ -192,6 +192,7 @@ class TestGuiRuns : public QObject {
     void cellsAreTheStoresFieldTexts();
     void filterAndSortAgreeWithTheStoreAndTheCli();
     void pagesThroughAThousandEntries();
+    void pagesNextToHeldOnesAreTheStoresOrder();
     void selectingTwoOrMoreCompares();
     void editsChangeTheStore();
     void deleteAsksAndKeepsFilesUnlessTicked();
@@ -351,6 +352,36 @@ void TestGuiRuns::pagesThroughAThousandEntries() {
         QCoreApplication::processEvents();
     }
     QCOMPARE(shown.model()->rowCount(), 700);
+}
+
+// A page next to a held one is read by keyset (after the page above it, before the page
+// below), any other by its offset: scrolling down through more pages than are held, back up
+// once the first were let go, and jumps give the rows of the store's one query, here sorted by
+// a figure most entries lack and many share (ties, then the entries without it).
+void TestGuiRuns::pagesNextToHeldOnesAreTheStoresOrder() {
+    const QString path = freshStore(QStringLiteral("keyset"), 3000);
+    RunsModel model;
+    QVERIFY(model.openStore(path.toStdString()));
+    model.setSortOrder(ensemble::runs::parseSort("figure.test_ece"));
+    while (model.canFetchMore({})) {
+        model.fetchMore({});
+    }
+    QCOMPARE(model.rowCount(), 3000);
+    ensemble::runs::RunQuery q;
+    q.sort = model.sortOrder();
+    const std::vector<std::int64_t> expected = idsOf(RunStore::open(path.toStdString()).list(q));
+    QCOMPARE(modelIds(model), expected);  // down: each page after the one above
+    QVERIFY(model.cachedPages() <= RunsModel::kCachedPages);
+    for (int r = model.rowCount() - 1; r >= 0; --r) {  // up: each page before the one below
+        QCOMPARE(model.idAt(r), expected[static_cast<std::size_t>(r)]);
+    }
+    model.reload();  // nothing held: the first read of each stretch below is a jump
+    while (model.canFetchMore({})) {
+        model.fetchMore({});
+    }
+    for (const int r : {2500, 2399, 2400, 1000, 999, 2999, 0, 1650}) {
+        QCOMPARE(model.idAt(r), expected[static_cast<std::size_t>(r)]);
+    }
 }
 
 void TestGuiRuns::selectingTwoOrMoreCompares() {
