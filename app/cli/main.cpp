@@ -122,10 +122,10 @@ const std::vector<Command>& commands() {
          ensemble::cli::commandCompare},
         {"reproduce",
          "ID[/LEVEL,...] [--splits N | --seeds N] [--quick] [--set key=value]...\n"
-         "[--report R.json] [--csv DIR] [--print-config] [--no-record]\n"
+         "[--report R.json] [--csv DIR] [--figure F.svg] [--print-config] [--no-record]\n"
          "--list",
          "rerun a published experiment and set ours beside the paper's numbers, with verdicts",
-         {"--splits", "--seeds", "--set", "--report", "--csv"},
+         {"--splits", "--seeds", "--set", "--report", "--csv", "--figure"},
          {"--list", "--quick", "--print-config", "--no-record"},
          ensemble::cli::commandReproduce,
          false,

@@ -2,7 +2,8 @@
 // (engine/reproduce/reproduce.h). --list names the registered ones; `reproduce ID` runs one
 // (ID/LEVEL[,LEVEL] only those levels), a line per run on stdout, progress on stderr, the
 // report rewritten after every run (an interrupted run keeps what it finished), then the table
-// of ours (mean ± standard error) beside the paper's number and spread with each verdict.
+// of ours (mean ± standard error) beside the paper's number and spread with each verdict;
+// --figure draws them (reproduce/figure.h), rewritten after every run as the report is.
 #include <unistd.h>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include "cli/interrupt.h"
 #include "core/errors.h"
 #include "metrics/report.h"
+#include "reproduce/figure.h"
 #include "reproduce/reproduce.h"
 #include "sys/atomic_file.h"
 
@@ -118,6 +120,9 @@ ExitCode commandReproduce(const CliArgs& args) {
         throw DataError(r.id + ": its data are missing: " + why);
     }
 
+    if (args.has("--figure")) {
+        resolveOutputPath(args.get("--figure"));  // a directory is refused now, not after the runs
+    }
     const std::vector<reproduce::PlannedRun> plan = reproduce::planRuns(r, options);
     CommandRun record(args, "reproduce", plan.front().config);
     std::printf("%s: %s\n%s, %s\nruns: %s\n", r.id.c_str(), r.title.c_str(), r.paper.c_str(),
@@ -134,6 +139,9 @@ ExitCode commandReproduce(const CliArgs& args) {
     const auto writeOutputs = [&](const reproduce::ReproductionResult& result) {
         if (args.has("--report")) {
             writeFileAtomic(args.get("--report"), reproduce::reportJson(result).dump(2) + "\n");
+        }
+        if (args.has("--figure")) {
+            writeFileAtomic(args.get("--figure"), reproduce::figureSvg(result));
         }
     };
     const bool tty = isatty(fileno(stderr)) != 0;
@@ -176,6 +184,10 @@ ExitCode commandReproduce(const CliArgs& args) {
     if (args.has("--report")) {
         std::fprintf(stderr, "wrote the report to %s\n", args.get("--report").c_str());
         record.addFile(args.get("--report"), "report");
+    }
+    if (args.has("--figure")) {
+        std::fprintf(stderr, "wrote the figure to %s\n", args.get("--figure").c_str());
+        record.addFile(args.get("--figure"), "figure");
     }
     if (args.has("--csv")) {
         const std::filesystem::path dir = createCsvFolder(args.get("--csv"));

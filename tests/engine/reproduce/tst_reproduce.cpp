@@ -3,11 +3,15 @@
 // row plans (its configs, seeded disjoint splits, the training rows' standardisation), the
 // aggregation and each verdict kind by hand, and the command end to end on yacht: the report's
 // keys, a run redone by `ensemble-cli train` from --print-config, Ctrl-C's partial report.
+// The figure (reproduce/figure.h) from hand-made results: well-formed XML, the paper's numbers
+// where the axes put them, no "nan" from a diverged run, the same bytes again, escaped text;
+// and `--figure` end to end on Figure 1.
 #include <QtTest/QtTest>
 
 #include <signal.h>
 
 #include <algorithm>
+#include <clocale>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -19,11 +23,20 @@
 #include "config/config.h"
 #include "core/errors.h"
 #include "data/dataset.h"
+#include "reproduce/figure.h"
 #include "reproduce/reproduce.h"
 #include "support/json_files.h"
+#include "support/svg_elements.h"
 #include "support/test_support.h"
 
+using ensemble::test::AxisReading;
+using ensemble::test::hasNonFiniteText;
+using ensemble::test::ParsedSvg;
+using ensemble::test::parseSvg;
 using ensemble::test::readJson;
+using ensemble::test::SvgElement;
+using ensemble::test::textsOf;
+using ensemble::test::yAxisOf;
 using nlohmann::json;
 namespace rp = ensemble::reproduce;
 
@@ -52,6 +65,30 @@ const rp::Reproduction& row(const char* id) {
     return *r;
 }
 
+// A result of `r` over `levels`, `count` runs a level, each run's figures from `figures`
+// (level, index) and judged.
+template <typename Figures>
+rp::ReproductionResult handMadeResult(const rp::Reproduction& r,
+                                      const std::vector<std::string>& levels, int count,
+                                      Figures figures) {
+    rp::ReproductionResult result;
+    result.reproduction = &r;
+    result.options.levels = levels;
+    result.options.count = count;
+    result.plan = rp::planRuns(r, result.options);
+    for (const rp::PlannedRun& p : result.plan) {
+        rp::RunOutcome o;
+        o.level = p.level;
+        o.index = p.index;
+        o.figures = figures(p.level, p.index);
+        result.outcomes.push_back(o);
+    }
+    result.complete = true;
+    result.backend = "cpu";
+    rp::judge(result);
+    return result;
+}
+
 }  // namespace
 
 class TestReproduce : public QObject {
@@ -72,6 +109,12 @@ class TestReproduce : public QObject {
     void cliFigureOneWritesCurves();
     void cliMoonsJudgesTheBlobPerMethod();
     void cliInterruptWritesPartialReport();
+    void figureDrawsTheUciTableWhereTheAxesSay();
+    void figureDrawsBandsClaimsAndEscapedText();
+    void figureLeavesOutNonFiniteValues();
+    void figureIsTheSameBytesAgain();
+    void figureWithNothingToPlotIsTheTable();
+    void cliWritesFigureOneAndRecordsIt();
 };
 
 void TestReproduce::registryIdsAreUniqueAndNumbersSourced() {
@@ -489,9 +532,10 @@ void TestReproduce::cliMoonsJudgesTheBlobPerMethod() {
 void TestReproduce::cliInterruptWritesPartialReport() {
     QTemporaryDir dir;
     const QString report = dir.filePath(QStringLiteral("r.json"));
+    const QString figure = dir.filePath(QStringLiteral("f.svg"));
     QProcess p;
     p.start(ensemble::test::cliPath(), {"reproduce", "deep-ensembles-uci/yacht", "--splits", "2000",
-                                        "--report", report, "--no-record"});
+                                        "--report", report, "--figure", figure, "--no-record"});
     QVERIFY(p.waitForStarted());
     QString out;
     QElapsedTimer clock;
@@ -510,6 +554,318 @@ void TestReproduce::cliInterruptWritesPartialReport() {
     QCOMPARE(j["complete"], json(false));
     QVERIFY(j["runs"].size() >= 2 && j["runs"].size() < 2000);
     QCOMPARE(j["rows"][0]["ours"]["n"], json(j["runs"].size()));
+    // The figure too: of the runs that finished, saying so.
+    QFile svgFile(figure);
+    QVERIFY(svgFile.open(QIODevice::ReadOnly));
+    const ParsedSvg svg = parseSvg(svgFile.readAll().toStdString());
+    QVERIFY2(svg.error.isEmpty(), qPrintable(svg.error));
+    QVERIFY(svg.byId(QStringLiteral("ours-yacht-rmse")) != nullptr);
+    bool incomplete = false;
+    for (const SvgElement& e : svg.elements) {
+        incomplete = incomplete || e.text.contains(QStringLiteral("incomplete"));
+    }
+    QVERIFY(incomplete);
+}
+
+// Table 1's panels: the paper's marker sits where the panel's ticks put the printed value, ours
+// where they put our mean; a failed verdict is marked in red and says "fail".
+void TestReproduce::figureDrawsTheUciTableWhereTheAxesSay() {
+    const rp::Reproduction& r = row("deep-ensembles-uci");
+    const rp::ReproductionResult result =
+        handMadeResult(r, {"concrete", "naval"}, 3, [](const std::string& level, int i) {
+            const bool concrete = level == "concrete";
+            return std::map<std::string, double>{
+                {"rmse", concrete ? 5.8 + 0.1 * i : 0.0004 + 0.0001 * i},
+                {"nll", concrete ? 4.5 + 0.01 * i : -5.6 + 0.01 * i}};  // concrete's NLL fails
+        });
+    const std::string text = rp::figureSvg(result);
+    const ParsedSvg svg = parseSvg(text);
+    QVERIFY2(svg.error.isEmpty(), qPrintable(svg.error));
+    QCOMPARE(svg.root, QStringLiteral("svg"));
+    const SvgElement& root = svg.elements.front();
+    QVERIFY(root.attr("width").toDouble() > 0 && root.attr("height").toDouble() > 0);
+    QCOMPARE(root.attr("viewBox"),
+             QStringLiteral("0 0 %1 %2").arg(root.attr("width"), root.attr("height")));
+    QCOMPARE(svg.elements[1].name, QStringLiteral("title"));
+    QVERIFY(svg.elements[1].text.contains(QStringLiteral("Table 1")));
+    QVERIFY(text.find("href") == std::string::npos);  // nothing external
+
+    struct Expect {
+        const char* key;
+        double paper;
+        double ours;
+    };
+    for (const Expect& e : {Expect{"concrete-rmse", 6.03, 5.9}, Expect{"concrete-nll", 3.06, 4.51},
+                            Expect{"naval-rmse", 0.0, 0.0005}, Expect{"naval-nll", -5.63, -5.59}}) {
+        const QString key = QLatin1String(e.key);
+        const AxisReading axis = yAxisOf(svg, QStringLiteral("panel-") + key);
+        QVERIFY2(axis.pixels.size() >= 2 && axis.pixels.size() == axis.values.size(), e.key);
+        const SvgElement* paper = svg.byId(QStringLiteral("paper-") + key);
+        const SvgElement* ours = svg.byId(QStringLiteral("ours-") + key);
+        QVERIFY2(paper != nullptr && ours != nullptr, e.key);
+        const double paperValue = axis.value(paper->attr("cy").toDouble());
+        QVERIFY2(std::abs(paperValue - e.paper) <= axis.tolerance(),
+                 qPrintable(QStringLiteral("%1: %2").arg(key).arg(paperValue)));
+        QVERIFY2(std::abs(axis.value(ours->attr("cy").toDouble()) - e.ours) <= axis.tolerance(),
+                 e.key);
+    }
+    // Concrete's NLL (4.51 against 3.06 ± 0.18) fails: red, and said.
+    QCOMPARE(svg.byId(QStringLiteral("ours-concrete-nll"))->attr("fill"),
+             QStringLiteral("#c0392b"));
+    QVERIFY(textsOf(svg, QStringLiteral("panel-concrete-nll"), "verdict")
+                .front()
+                .startsWith(QStringLiteral("fail")));
+    QVERIFY(textsOf(svg, QStringLiteral("panel-concrete-rmse"), "verdict")
+                .front()
+                .startsWith(QStringLiteral("pass")));
+    // The source of the published numbers, in the caption.
+    bool sourced = false;
+    for (const SvgElement& e : svg.elements) {
+        sourced =
+            sourced || (e.attr("class") == QLatin1String("caption") &&
+                        e.text.contains(QStringLiteral("Lakshminarayanan et al. 2017, Table 1")));
+    }
+    QVERIFY(sourced);
+}
+
+// A band check's printed range as a band where the axis puts it, a claim's threshold and its
+// verdict, a numeric check beside ours; a level named with & and < stays that text.
+void TestReproduce::figureDrawsBandsClaimsAndEscapedText() {
+    rp::Reproduction r;
+    r.id = "hand-made";
+    r.title = "Fish & <chips>: a \"test\" row";
+    r.paper = "Nobody 2026";
+    r.cite = "Nobody & co 2026";
+    r.where = "Figure <2>";
+    r.runner = rp::RunnerKind::MoonsOod;
+    r.unit = "seed";
+    r.levels = {"a & <b>", "plain"};
+    r.counts = {2, 2};
+    r.quickCounts = {1, 1};
+    r.deviations = {"none & <all>"};
+    rp::Check band;
+    band.figure = "ratio";
+    band.kind = rp::VerdictKind::Band;
+    band.low = 1.0;
+    band.high = 1.8;
+    band.source = "Nobody 2026, Table <3> & text";
+    rp::Check claim;
+    claim.figure = "confidence";
+    claim.kind = rp::VerdictKind::Claim;
+    claim.claim = "stays above 0.9";
+    claim.threshold = 0.9;
+    claim.source = band.source;
+    for (const std::string& level : r.levels) {
+        band.level = claim.level = level;
+        r.checks.push_back(band);
+        r.checks.push_back(claim);
+    }
+    rp::ReproductionResult result;
+    result.reproduction = &r;
+    result.complete = true;
+    for (int i = 0; i < 4; ++i) {
+        rp::RunOutcome o;
+        o.level = r.levels[static_cast<std::size_t>(i / 2)];
+        o.index = i % 2;
+        o.figures = {{"ratio", i < 2 ? 1.3 + 0.1 * i : 2.5}, {"confidence", i == 3 ? 0.8 : 0.95}};
+        result.outcomes.push_back(o);
+        rp::PlannedRun planned;
+        planned.level = o.level;
+        planned.index = o.index;
+        result.plan.push_back(planned);
+    }
+    rp::judge(result);
+    const ParsedSvg svg = parseSvg(rp::figureSvg(result));
+    QVERIFY2(svg.error.isEmpty(), qPrintable(svg.error));
+    QCOMPARE(svg.elements[1].text,
+             QStringLiteral("Fish & <chips>: a \"test\" row (Nobody & co 2026, Figure <2>)"));
+    QStringList texts;
+    for (const SvgElement& e : svg.elements) {
+        texts << e.text;
+    }
+    QVERIFY(texts.contains(QStringLiteral("a & <b>")));  // the tick label of the first level
+    // The band: its rect's edges read back through the axis as the printed range.
+    const AxisReading axis = yAxisOf(svg, QStringLiteral("panel-ratio"));
+    QVERIFY(axis.pixels.size() >= 2 && axis.pixels.size() == axis.values.size());
+    const SvgElement* rect = svg.byId(QStringLiteral("band-a____b_-ratio"));
+    QVERIFY(rect != nullptr);
+    const double top = rect->attr("y").toDouble();
+    QVERIFY(std::abs(axis.value(top) - 1.8) <= axis.tolerance());
+    QVERIFY(std::abs(axis.value(top + rect->attr("height").toDouble()) - 1.0) <=
+            2.0 * axis.tolerance());
+    QCOMPARE(textsOf(svg, QStringLiteral("panel-ratio"), "verdict"),
+             (QStringList{QStringLiteral("pass"), QStringLiteral("fail")}));
+    QCOMPARE(textsOf(svg, QStringLiteral("panel-confidence"), "verdict"),
+             (QStringList{QStringLiteral("pass (2 of 2)"), QStringLiteral("fail (1 of 2)")}));
+    bool sourced = false;
+    for (const SvgElement& e : svg.elements) {
+        sourced = sourced || e.text == QStringLiteral("Published: Nobody 2026, Table <3> & text.");
+    }
+    QVERIFY(sourced);
+}
+
+// A diverged run: NaN figures and NaN curve points are left out and said, never written.
+void TestReproduce::figureLeavesOutNonFiniteValues() {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const rp::ReproductionResult uci =
+        handMadeResult(row("deep-ensembles-uci"), {"wine"}, 2, [&](const std::string&, int i) {
+            return std::map<std::string, double>{{"rmse", i == 0 ? nan : 0.6},
+                                                 {"nll", std::numeric_limits<double>::infinity()}};
+        });
+    ParsedSvg svg = parseSvg(rp::figureSvg(uci));
+    QVERIFY2(svg.error.isEmpty(), qPrintable(svg.error));
+    QVERIFY(!hasNonFiniteText(svg));
+    QVERIFY(svg.byId(QStringLiteral("paper-wine-rmse")) != nullptr);  // the paper's still drawn
+    QVERIFY(svg.byId(QStringLiteral("ours-wine-rmse")) == nullptr);   // ours' mean is NaN
+    QStringList notes;
+    for (const SvgElement& e : svg.elements) {
+        if (e.attr("class") == QLatin1String("caption") &&
+            e.text.contains(QStringLiteral("not finite"))) {
+            notes << e.text;
+        }
+    }
+    QCOMPARE(notes.size(), 2);  // rmse 1 of 2, nll 2 of 2
+    QVERIFY(notes.front().startsWith(QStringLiteral("wine rmse: 1 of 2")));
+
+    // Figure 1: a run whose curves went NaN half way, and a NaN training point.
+    const rp::Reproduction& fig1 = row("deep-ensembles-fig1");
+    rp::ReproductionResult cubic =
+        handMadeResult(fig1, {"nll-single"}, 1, [&](const std::string&, int) {
+            return std::map<std::string, double>{{"sigma_inside", 2.0}, {"band_ratio", nan}};
+        });
+    std::vector<std::string>& curves = cubic.outcomes[0].csvLines["curves.csv"];
+    for (int i = 0; i <= 240; ++i) {
+        const double x = -6.0 + 0.05 * i;
+        const std::string v = i > 120 ? "nan" : std::to_string(x * x * x);
+        curves.push_back("nll-single,0," + std::to_string(x) + "," + v + ",1," + v + "," + v);
+    }
+    cubic.outcomes[0].csvLines["points.csv"] = {"nll-single,0,1,1", "nll-single,0,nan,2",
+                                                "nll-single,0,2,-inf"};
+    svg = parseSvg(rp::figureSvg(cubic));
+    QVERIFY2(svg.error.isEmpty(), qPrintable(svg.error));
+    QVERIFY(!hasNonFiniteText(svg));
+    int points = 0;
+    int polylines = 0;
+    for (const SvgElement& e : svg.elements) {
+        points += e.attr("class") == QLatin1String("train-point") ? 1 : 0;
+        polylines += e.name == QLatin1String("polyline") ? 1 : 0;
+    }
+    QCOMPARE(points, 1);
+    QCOMPARE(polylines, 2);  // our mean up to x = 0, and y = x^3
+    QStringList notes2;
+    for (const SvgElement& e : svg.elements) {
+        if (e.text.contains(QStringLiteral("not finite"))) {
+            notes2 << e.text;
+        }
+    }
+    QVERIFY2(notes2.size() >= 3, qPrintable(notes2.join(QLatin1Char('\n'))));
+}
+
+// The same result gives the same bytes, under another LC_NUMERIC too (the app runs under the
+// user's, where printf writes "0,5").
+void TestReproduce::figureIsTheSameBytesAgain() {
+    const rp::ReproductionResult result =
+        handMadeResult(row("two-moons-ood"), {}, 2, [](const std::string& level, int i) {
+            const double base = level == "independent" ? 0.9 : 0.8;
+            return std::map<std::string, double>{{"test_accuracy", base + 0.01 * i},
+                                                 {"blob_confidence", 0.95 + 0.01 * i},
+                                                 {"ood_auroc_mi", 0.125 * (i + 1)},
+                                                 {"ood_auroc_confidence", 0.1}};
+        });
+    const std::string first = rp::figureSvg(result);
+    QCOMPARE(rp::figureSvg(result), first);
+    const rp::ReproductionResult again =
+        handMadeResult(row("two-moons-ood"), {}, 2, [](const std::string& level, int i) {
+            const double base = level == "independent" ? 0.9 : 0.8;
+            return std::map<std::string, double>{{"test_accuracy", base + 0.01 * i},
+                                                 {"blob_confidence", 0.95 + 0.01 * i},
+                                                 {"ood_auroc_mi", 0.125 * (i + 1)},
+                                                 {"ood_auroc_confidence", 0.1}};
+        });
+    QCOMPARE(rp::figureSvg(again), first);
+    const std::string saved = std::setlocale(LC_NUMERIC, nullptr);
+    for (const char* name : {"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8"}) {
+        if (std::setlocale(LC_NUMERIC, name) != nullptr) {
+            const std::string there = rp::figureSvg(result);
+            std::setlocale(LC_NUMERIC, saved.c_str());
+            QCOMPARE(there, first);
+            break;
+        }
+    }
+    std::setlocale(LC_NUMERIC, saved.c_str());
+    const ParsedSvg svg = parseSvg(first);
+    QVERIFY2(svg.error.isEmpty(), qPrintable(svg.error));
+    for (const char* panel :
+         {"panel-test_accuracy", "panel-blob_confidence", "panel-ood_auroc_mi"}) {
+        QVERIFY2(yAxisOf(svg, QLatin1String(panel)).pixels.size() >= 2, panel);
+    }
+    QVERIFY(svg.byId(QStringLiteral("ours-mc_dropout-ood_auroc_mi")) != nullptr);
+}
+
+// No run finished: the paper's numbers and "not run", as text rows, not an empty page.
+void TestReproduce::figureWithNothingToPlotIsTheTable() {
+    const rp::Reproduction& fig1 = row("deep-ensembles-fig1");
+    rp::ReproductionResult result;
+    result.reproduction = &fig1;
+    result.plan = rp::planRuns(fig1, {});
+    rp::judge(result);
+    const ParsedSvg svg = parseSvg(rp::figureSvg(result));
+    QVERIFY2(svg.error.isEmpty(), qPrintable(svg.error));
+    QStringList texts;
+    for (const SvgElement& e : svg.elements) {
+        texts << e.text;
+    }
+    const QString all = texts.join(QLatin1Char('\n'));
+    QVERIFY2(all.contains(QStringLiteral("Nothing to plot (no run finished)")), qPrintable(all));
+    QVERIFY(texts.contains(QStringLiteral("≥ 2")));  // the claim's threshold, as a row
+    QCOMPARE(texts.count(QStringLiteral("not run")), int(fig1.checks.size()) * 2);
+    QVERIFY(all.contains(QStringLiteral("Published: Lakshminarayanan et al. 2017, Figure 1")));
+}
+
+// `reproduce --figure` on Figure 1: the four panels, the training points, the claim's verdict;
+// the run entry names the file.
+void TestReproduce::cliWritesFigureOneAndRecordsIt() {
+    QTemporaryDir dir;
+    const QString figure = dir.filePath(QStringLiteral("fig1.svg"));
+    const QString store = dir.filePath(QStringLiteral("runs.sqlite"));
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(QStringLiteral("ENSEMBLE_RUNS_DB"), store);
+    ensemble::test::Run r = ensemble::test::runCli(
+        {"reproduce", "deep-ensembles-fig1", "--seeds", "1", "--quick", "--figure", figure}, env);
+    ENSEMBLE_VERIFY_RUN_OK(r);
+    QFile file(figure);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const ParsedSvg svg = parseSvg(file.readAll().toStdString());
+    QVERIFY2(svg.error.isEmpty(), qPrintable(svg.error));
+    QVERIFY(!hasNonFiniteText(svg));
+    const rp::Reproduction& fig1 = row("deep-ensembles-fig1");
+    int points = 0;
+    for (const std::string& level : fig1.levels) {
+        const QString panel = QStringLiteral("panel-") + QString::fromStdString(level);
+        QVERIFY2(svg.byId(panel) != nullptr, qPrintable(panel));
+        int polylines = 0;
+        for (const SvgElement& e : svg.elements) {
+            polylines += e.group == panel && e.name == QLatin1String("polyline") ? 1 : 0;
+            points += e.group == panel && e.attr("class") == QLatin1String("train-point") ? 1 : 0;
+        }
+        QVERIFY2(polylines == 2, qPrintable(panel));  // our mean and y = x^3
+    }
+    QCOMPARE(points, 4 * 20);  // each panel's 20 training points
+    const QStringList verdicts =
+        textsOf(svg, QStringLiteral("panel-nll-adversarial-ensemble"), "verdict");
+    QCOMPARE(verdicts.size(), 1);
+    QVERIFY(verdicts.front().startsWith(QStringLiteral("paper ≥ 2: ")));
+    r = ensemble::test::runCli({"runs", "list", "--format", "json", "--store", store});
+    ENSEMBLE_VERIFY_RUN_OK(r);
+    const json entries = json::parse(r.out.toStdString());
+    QCOMPARE(entries.size(), std::size_t{1});
+    bool recorded = false;
+    for (const json& f : entries[0]["files"]) {
+        recorded =
+            recorded || (f["role"] == json("figure") &&
+                         f["path"] == json(QFileInfo(figure).absoluteFilePath().toStdString()));
+    }
+    QVERIFY2(recorded, entries[0]["files"].dump().c_str());
 }
 
 QTEST_GUILESS_MAIN(TestReproduce)
