@@ -208,12 +208,11 @@ QString recentFileRun(const runs::RunStore* store, const QString& path) {
 void FileActions::fillRecentMenu() {
     m_recentMenu->clear();
     // The runs that wrote these files (the Runs view lists them; runs show ID has the rest).
+    // Read-only with a short wait: the menu opens on the GUI thread, which neither sweeps nor
+    // migrates the store nor waits long for another program's lock.
     std::optional<runs::RunStore> store;
     try {
-        const std::filesystem::path storePath = runs::defaultRunStorePath();
-        if (!storePath.empty() && std::filesystem::exists(storePath)) {
-            store.emplace(runs::RunStore::open(storePath));
-        }
+        store = runs::RunStore::openReadOnly(runs::defaultRunStorePath());
     } catch (const std::exception&) {
         store.reset();
     }

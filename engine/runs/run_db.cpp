@@ -26,14 +26,15 @@ bool isBusyCode(int sqliteCode) {
     return primary == SQLITE_BUSY || primary == SQLITE_LOCKED;
 }
 
-Connection::Connection(const std::filesystem::path& path, int busyTimeoutMs) : m_path(path) {
+Connection::Connection(const std::filesystem::path& path, int busyTimeoutMs, bool readOnly)
+    : m_path(path) {
     if (path.empty()) {
         throw RunStoreError("runs store: no path (recording is off: ENSEMBLE_RUNS_DB=off)",
                             SQLITE_CANTOPEN);
     }
     const std::string text = path.string();
     const bool uri = text.rfind("file:", 0) == 0;
-    if (!uri && path.has_parent_path()) {
+    if (!uri && !readOnly && path.has_parent_path()) {
         std::error_code error;
         std::filesystem::create_directories(path.parent_path(), error);
         if (error) {
@@ -45,8 +46,17 @@ Connection::Connection(const std::filesystem::path& path, int busyTimeoutMs) : m
     // NOMUTEX: a connection is used by one thread at a time (a RunStore's owner, a recorder's
     // thread). SQLite opens a file it may only read read-only by itself (readOnly() says so).
     const int flags =
-        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI;
+        (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+        SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI;
     const int rc = sqlite3_open_v2(text.c_str(), &m_db, flags, nullptr);
+    if (rc != SQLITE_OK && readOnly) {
+        const std::string said = m_db != nullptr ? sqlite3_errmsg(m_db) : sqlite3_errstr(rc);
+        sqlite3_close(m_db);
+        m_db = nullptr;
+        throw RunStoreError("runs store " + text + ": cannot open: " + said + " (SQLite code " +
+                                std::to_string(rc) + ")",
+                            rc);
+    }
     if (rc != SQLITE_OK) {
         // A folder that cannot be written cannot take a new file or its journal: try reading.
         sqlite3_close(m_db);

@@ -31,12 +31,13 @@ inline constexpr int kSchemaVersion = 4;
 bool isBusyCode(int sqliteCode);
 
 // One connection. Opened read-write (creating the file and its folders) unless the file can
-// only be read; `busyTimeoutMs` is SQLite's own wait before it reports SQLITE_BUSY. A path
-// beginning with "file:" is an SQLite URI (file:/x/runs.sqlite?mode=ro).
+// only be read, or `readOnly` asks for SQLITE_OPEN_READONLY (nothing created; a missing file
+// throws with SQLITE_CANTOPEN); `busyTimeoutMs` is SQLite's own wait before it reports
+// SQLITE_BUSY. A path beginning with "file:" is an SQLite URI (file:/x/runs.sqlite?mode=ro).
 class Connection {
   public:
     Connection() = default;
-    Connection(const std::filesystem::path& path, int busyTimeoutMs);
+    Connection(const std::filesystem::path& path, int busyTimeoutMs, bool readOnly = false);
     Connection(Connection&& other) noexcept;
     Connection& operator=(Connection&& other) noexcept;
     Connection(const Connection&) = delete;

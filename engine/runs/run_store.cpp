@@ -144,6 +144,27 @@ RunStore RunStore::open(const std::filesystem::path& path) {
     return RunStore(std::move(impl));
 }
 
+std::optional<RunStore> RunStore::openReadOnly(const std::filesystem::path& path,
+                                               int busyTimeoutMs) {
+    const std::string text = path.string();
+    if (path.empty() || (text.rfind("file:", 0) != 0 && !std::filesystem::exists(path))) {
+        return std::nullopt;
+    }
+    auto impl = std::make_unique<Impl>();
+    try {
+        impl->db = detail::Connection(path, busyTimeoutMs, true);
+    } catch (const RunStoreError& error) {
+        if ((error.sqliteCode() & 0xff) == SQLITE_CANTOPEN) {
+            return std::nullopt;  // gone between the check and the open
+        }
+        throw;
+    }
+    if (detail::schemaVersionOf(impl->db) != detail::kSchemaVersion) {
+        return std::nullopt;
+    }
+    return RunStore(std::move(impl));
+}
+
 const std::filesystem::path& RunStore::path() const {
     return m_impl->db.path();
 }

@@ -206,6 +206,15 @@ class RunStore {
     // (an older schema that would need migrating throws). Throws RunStoreError for an empty
     // path, a corrupt or unreadable file.
     static RunStore open(const std::filesystem::path& path);
+    // Opens only to read, for look-ups on the GUI thread (Open Recent naming each file's run):
+    // SQLITE_OPEN_READONLY, so no sweep, no migration, no journal change; the file is never
+    // written (SQLite may create the -wal and -shm beside a WAL store, as any reader does).
+    // A busy store is waited for at most `busyTimeoutMs`, after which a read throws. nullopt
+    // when there is no file at `path` or its schema version is not this build's (an older store
+    // answers "no run" until a writer migrates it). Throws RunStoreError for a file that is not
+    // a store (corrupt, unreadable).
+    static std::optional<RunStore> openReadOnly(const std::filesystem::path& path,
+                                                int busyTimeoutMs = 100);
 
     RunStore(RunStore&&) noexcept;
     RunStore& operator=(RunStore&&) noexcept;

@@ -17,6 +17,8 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
+#include <iterator>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -421,6 +423,7 @@ class TstRunStore : public QObject {
     void keysetPagesAgreeWithOneQuery();
     void keysetSeeksReadAnIndex();
     void migratesAVersionThreeStore();
+    void readOnlyOpenLeavesTheStoreAsItIs();
     void parsesFiltersAndNamesTheBadPart();
     void editsNotesTagsAndRemoves();
     void threadsRecordAtOnce();
@@ -982,6 +985,9 @@ void TstRunStore::migratesAVersionThreeStore() {
         transaction.commit();
     }
     QCOMPARE(sqlOne(storePath(), "PRAGMA user_version"), std::string("3"));
+    // A read-only open leaves an older store as it is and names no run.
+    QVERIFY(!RunStore::openReadOnly(storePath()).has_value());
+    QCOMPARE(sqlOne(storePath(), "PRAGMA user_version"), std::string("3"));
     RunStore store = RunStore::open(storePath());
     QCOMPARE(store.schemaVersion(), 4);
     for (const char* index : {"runs_version", "runs_fingerprint", "runs_relation", "runs_host"}) {
@@ -1003,7 +1009,104 @@ void TstRunStore::migratesAVersionThreeStore() {
         QVERIFY(plan.step());
         QVERIFY2(plan.text(3).find("runs_host") != std::string::npos, plan.text(3).c_str());
     }
+    QVERIFY(RunStore::openReadOnly(storePath()).has_value());
     QCOMPARE(sqlOne(storePath(), "PRAGMA integrity_check"), std::string("ok"));
+}
+
+namespace {
+
+std::string fileBytes(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+// The read-only open (Open Recent, on the GUI thread): a missing store is no run and nothing
+// is created; a store's file is left byte for byte as it was (no sweep of an entry a dead
+// process left running, no migration); it reads while another connection holds a write
+// transaction, and a lock that does stop readers (the rollback journal's) fails within its
+// short wait instead of blocking.
+void TstRunStore::readOnlyOpenLeavesTheStoreAsItIs() {
+    QVERIFY(!RunStore::openReadOnly(storePath()).has_value());
+    QVERIFY(!std::filesystem::exists(storePath().parent_path()));
+    QVERIFY(!RunStore::openReadOnly({}).has_value());
+
+    RunEntry dead = minimalEntry("train");
+    const detail::ProcessIdentity& me = detail::currentProcess();
+    dead.host = me.host;
+    dead.pid = me.pid;
+    dead.pidStart = me.pidStart;
+    dead.bootId = "a boot before this one";  // so a normal open sweeps it
+    dead.files = {{"/runs/a.safetensors", "export"}};
+    std::int64_t id = 0;
+    {
+        RunStore store = RunStore::open(storePath());
+        id = store.insert({dead}).front();
+    }
+    const std::filesystem::path wal = storePath().string() + "-wal";
+    const std::filesystem::path shm = storePath().string() + "-shm";
+    const auto checkUnchanged = [&](const std::function<void()>& read) {
+        const std::string bytes = fileBytes(storePath());
+        const std::string walBytes = fileBytes(wal);
+        const auto mtime = std::filesystem::last_write_time(storePath());
+        read();
+        QVERIFY(fileBytes(storePath()) == bytes);
+        QVERIFY(std::filesystem::last_write_time(storePath()) == mtime);
+        QVERIFY(fileBytes(wal) == walBytes);
+    };
+    checkUnchanged([&] {
+        std::optional<RunStore> store = RunStore::openReadOnly(storePath());
+        QVERIFY(store.has_value());
+        QVERIFY(store->readOnly());
+        QCOMPARE(store->writerOf("/runs/a.safetensors"), std::optional<std::int64_t>(id));
+        QCOMPARE(store->get(id)->state, RunState::Running);  // not swept
+        QVERIFY_THROWS_EXCEPTION(RunStoreError, store->setNote(id, "x"));
+    });
+    // Beside a WAL store SQLite keeps the -wal and -shm (every connection closes without
+    // checkpointing, run_db.cpp); where they are gone, a reader makes them again (empty) as
+    // any reader of a WAL database must, and leaves the store itself alone.
+    sqlOne(storePath(), "PRAGMA wal_checkpoint(TRUNCATE)");
+    std::filesystem::remove(wal);
+    std::filesystem::remove(shm);
+    checkUnchanged([&] {
+        QCOMPARE(RunStore::openReadOnly(storePath())->writerOf("/runs/a.safetensors"),
+                 std::optional<std::int64_t>(id));
+    });
+    QCOMPARE(std::filesystem::exists(wal) ? std::filesystem::file_size(wal) : 0, std::uintmax_t{0});
+
+    // Another connection in the middle of a write: the reader sees the store before it.
+    {
+        detail::Connection writer(storePath(), 0);
+        const std::string held = "BEGIN IMMEDIATE; INSERT INTO tags(run, tag) VALUES(" +
+                                 std::to_string(id) + ", 'held')";
+        writer.exec(held.c_str(), "write");
+        const auto start = SteadyClock::now();
+        std::optional<RunStore> store = RunStore::openReadOnly(storePath());
+        QVERIFY(store.has_value());
+        QVERIFY(store->get(id)->tags.empty());
+        QCOMPARE(store->count({}), std::int64_t{1});
+        QVERIFY(seconds(SteadyClock::now() - start) < 1.0);
+        writer.exec("ROLLBACK", "rollback");
+    }
+    // The rollback journal's exclusive lock stops readers: a short wait, then an error (Open
+    // Recent names no run), not the interactive reader's 5 s.
+    sqlOne(storePath(), "PRAGMA journal_mode = DELETE");
+    {
+        detail::Connection writer(storePath(), 0);
+        writer.exec("BEGIN EXCLUSIVE", "lock");
+        const auto start = SteadyClock::now();
+        try {
+            (void)RunStore::openReadOnly(storePath(), 100);
+            QFAIL("read under an exclusive lock");
+        } catch (const RunStoreError& error) {
+            QVERIFY2(detail::isBusyCode(error.sqliteCode()), error.what());
+        }
+        QVERIFY(seconds(SteadyClock::now() - start) < 1.0);
+        writer.exec("ROLLBACK", "rollback");
+    }
+    // Still unswept: nothing above wrote.
+    QCOMPARE(RunStore::openReadOnly(storePath())->get(id)->state, RunState::Running);
 }
 
 void TstRunStore::parsesFiltersAndNamesTheBadPart() {
