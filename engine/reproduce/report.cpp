@@ -1,5 +1,6 @@
 // A reproduction's result as JSON (the report), CSV and the text table (reproduce.h).
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -35,9 +36,11 @@ std::string reportNumber(double v) {
     if (!std::isfinite(v)) {
         return "";
     }
+    // to_chars, not printf: the app runs under the user's LC_NUMERIC, where "%g" writes
+    // "0,5" and breaks the CSV line (and the figure that reads it back).
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%.6g", v);
-    return buf;
+    const auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 6);
+    return std::string(buf, r.ptr);
 }
 
 // "6.03 ± 0.58", "[1.0, 1.8]", ">= 2", or "" for a measurement.

@@ -2,6 +2,7 @@
 // trainer (registry's makeTrainer: the seeded split, the training rows' standardisation), and
 // measured by the engine's own reports.
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -138,9 +139,11 @@ std::string csvNumberRepro(double v) {
     if (!std::isfinite(v)) {
         return "";
     }
+    // to_chars, not printf: the app runs under the user's LC_NUMERIC, where "%g" writes
+    // "0,5" and breaks the CSV line (and the figure that reads it back).
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%.6g", v);
-    return buf;
+    const auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 6);
+    return std::string(buf, r.ptr);
 }
 
 // The test split's regression report as run figures.
