@@ -5,6 +5,8 @@ set -euo pipefail
 PKGS=(
   cmake g++ make pkg-config
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev libxkbcommon-dev
+  # Qt Svg: the views' pictures exported as SVG (QSvgGenerator) for papers and slides.
+  qt6-svg-dev
   libeigen3-dev zlib1g-dev nlohmann-json3-dev
   # The runs store (engine/runs/): one SQLite database.
   libsqlite3-dev
