@@ -15,7 +15,6 @@
 #include <QMenu>
 #include <QMessageBox>
 #include <QMimeData>
-#include <QSaveFile>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStatusBar>
@@ -83,6 +82,7 @@ void FileActions::buildActions() {
     connect(m_open, &QAction::triggered, this, &FileActions::chooseOpen);
     connect(m_save, &QAction::triggered, this, &FileActions::chooseSave);
     connect(m_saveCheckpoint, &QAction::triggered, this, &FileActions::chooseSaveCheckpoint);
+    buildPictureAction();
 }
 
 void FileActions::addActions(QMenu* file) {
@@ -97,6 +97,7 @@ void FileActions::addActions(QMenu* file) {
     connect(restore, &QAction::triggered, this, &FileActions::restoreLastExperiment);
     file->addSeparator();
     file->addAction(m_export);
+    file->addAction(m_exportPicture);
     QAction* exportJob = file->addAction(tr("Export job…"));
     exportJob->setObjectName(QStringLiteral("ExportJobAction"));
     exportJob->setToolTip(
@@ -518,12 +519,19 @@ void FileActions::onExportFinished(bool ok, const QString& message, const QStrin
     QStringList written = files;
     QString error = message;
     if (ok) {
-        // The picture of the current view, written atomically next to the weights.
+        // The picture of the current view, written atomically next to the weights: PNG, and
+        // SVG for papers and slides.
         const QString png = m_exportBase + QStringLiteral(".png");
-        QSaveFile out(png);
-        const QImage image = m_views->currentView()->grab().toImage();
-        if (out.open(QIODevice::WriteOnly) && image.save(&out, "PNG") && out.commit()) {
+        const QString svg = m_exportBase + QStringLiteral(".svg");
+        QWidget* view = m_views->currentView();
+        QString pictureError;
+        bool pictures = writePngPicture(view, png, &pictureError);
+        if (pictures) {
             written << png;
+            pictures = writeSvgPicture(view, svg, pictureText(), &pictureError);
+        }
+        if (pictures) {
+            written << svg;
             // The Shift view's figures and data too, when it is shown and has measured: into
             // <base>-shift/, as its own Export… writes them.
             auto* shift = qobject_cast<ShiftView*>(m_views->currentView());
@@ -537,15 +545,17 @@ void FileActions::onExportFinished(bool ok, const QString& message, const QStrin
                 }
             }
         } else {
-            error = tr("%1: %2").arg(png, out.errorString());
+            error = pictureError;
             ok = false;
         }
         if (!ok) {
             for (const QString& f : files) {
                 QFile::remove(f);
             }
-            if (written.contains(png)) {
-                QFile::remove(png);  // ours: the shift's files failed after it
+            for (const QString& f : {png, svg}) {
+                if (written.contains(f)) {
+                    QFile::remove(f);  // ours: what followed it failed
+                }
             }
             written.clear();
         }

@@ -1,9 +1,10 @@
 #pragma once
 
 // The window's files: Open (experiments and trained ensembles), Save, Save Checkpoint,
-// Export (weights, metrics and the view's picture), Export job, Open Recent, dropped files and
-// the question on closing with training that no checkpoint holds. What the files hold comes
-// from the RunSession; the window shows what this reports (errors, status messages).
+// Export (weights, metrics and the view's picture), Export picture (the view alone, SVG or PNG),
+// Export job, Open Recent, dropped files and the question on closing with training that no
+// checkpoint holds. What the files hold comes from the RunSession; the window shows what this
+// reports (errors, status messages).
 
 #include <QObject>
 #include <QString>
@@ -13,6 +14,7 @@
 #include <functional>
 
 #include "controller/engine_controller.h"
+#include "widgets/picture_export.h"
 
 class QAction;
 class QMainWindow;
@@ -38,7 +40,9 @@ class FileActions : public QObject {
     QAction* saveAction() const { return m_save; }
     QAction* saveCheckpointAction() const { return m_saveCheckpoint; }
     QAction* exportAction() const { return m_export; }
-    // The File menu: Open, Open Recent, Save, Save Checkpoint, Restore, Export, Export job.
+    QAction* exportPictureAction() const { return m_exportPicture; }
+    // The File menu: Open, Open Recent, Save, Save Checkpoint, Restore, Export, Export picture,
+    // Export job.
     void addActions(QMenu* file);
 
     // See MainWindow, which forwards these. Every Open (the dialog, Open Recent, a drop, the
@@ -50,6 +54,11 @@ class FileActions : public QObject {
     void saveCheckpoint(const QString& path);
     bool exportJob(const QString& configPath, int ensemble, int data, QString* error = nullptr);
     void exportTo(const QString& basePath, ExportFormat format = ExportFormat::Safetensors);
+    // Export picture (picture_actions.cpp): the current view to `path`, SVG or PNG by its
+    // suffix, atomically; false with `error` naming the file when it cannot be written.
+    bool exportPicture(const QString& path, QString* error = nullptr);
+    // The current view's picture's SVG title and description: the view's name and the run.
+    PictureText pictureText() const;
     QStringList recentFiles() const { return m_recent; }
     void chooseOpen();
     void chooseSave();
@@ -82,6 +91,8 @@ class FileActions : public QObject {
 
   private:
     void buildActions();
+    void buildPictureAction();
+    void choosePicture();
     void chooseExport();
     void chooseExportJob();
     void chooseSaveCheckpoint();
@@ -113,6 +124,7 @@ class FileActions : public QObject {
     QAction* m_save = nullptr;
     QAction* m_saveCheckpoint = nullptr;
     QAction* m_export = nullptr;
+    QAction* m_exportPicture = nullptr;
     QMenu* m_recentMenu = nullptr;
 };
 

@@ -7,9 +7,13 @@
 #include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDir>
+#include <QFileDialog>
+#include <QImage>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMessageBox>
+#include <QPushButton>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
@@ -20,21 +24,25 @@
 #include <QToolBar>
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 
 #include "config/config.h"
 #include "config/config_schema.h"
+#include "file_actions.h"
 #include "io/model_io.h"
 #include "main_window.h"
 #include "panels/experiment_panel.h"
 #include "registry/registry.h"
 #include "support/gui_test_support.h"
+#include "support/picture_checks.h"
 #include "support/test_support.h"
 #include "view_tabs.h"
 #include "views/boundary_view.h"
 #include "views/curves_view.h"
 #include "views/members_view.h"
+#include "views/shift_view.h"
 #include "widgets/lazy_refresh.h"
 
 using ensemble::test::engineIdle;
@@ -89,6 +97,9 @@ class TestGui : public QObject {
     void hiddenCurvesAreDrawnWhenTheirTabOpens();
     void resetKeepsAMemberSwitchedOffAndSaysSo();
     void aViewForOtherDataSaysWhyItsKeyDoesNothing();
+    void everyViewExportsItsPictureAsSvgAndPng();
+    void aPictureThatCannotBeWrittenLeavesNoFile();
+    void exportPictureAsksForAFileAndRemembersItsFolder();
 };
 
 void TestGui::initTestCase() {
@@ -291,8 +302,14 @@ void TestGui::exportWritesLoadableFiles() {
     w->exportTo(base);
     QVERIFY(done.wait(20000));
     QVERIFY2(done.at(0).at(0).toBool(), qPrintable(done.at(0).at(1).toString()));
-    QCOMPARE(done.at(0).at(2).toStringList().size(), 4);
+    // Weights, metrics (JSON, CSV) and the view's picture as PNG and SVG.
+    QCOMPARE(done.at(0).at(2).toStringList().size(), 5);
     QVERIFY(!QImage(base + QStringLiteral(".png")).isNull());
+    QVERIFY(done.at(0).at(2).toStringList().contains(base + QStringLiteral(".svg")));
+    const ensemble::test::SvgContent svg = ensemble::test::readSvg(base + QStringLiteral(".svg"));
+    QVERIFY2(svg.error.isEmpty(), qPrintable(svg.error));
+    QVERIFY2(svg.description.contains(QStringLiteral("spirals, 3 members, step 80")),
+             qPrintable(svg.description));
     const ensemble::LoadedEnsemble loaded =
         ensemble::importEnsemble((base + QStringLiteral(".safetensors")).toStdString());
     QCOMPARE(loaded.step, int64_t{80});
@@ -336,6 +353,7 @@ void TestGui::exportWritesLoadableFiles() {
     box->close();
     QVERIFY(!QFile::exists(bad + QStringLiteral(".safetensors")));
     QVERIFY(!QFile::exists(bad + QStringLiteral(".png")));
+    QVERIFY(!QFile::exists(bad + QStringLiteral(".svg")));
 }
 
 void TestGui::guiStaysResponsiveWithHundredMembers() {
@@ -535,4 +553,190 @@ void TestGui::aViewForOtherDataSaysWhyItsKeyDoesNothing() {
     QVERIFY(!tabs->viewAction(ViewId::Boundary)->isEnabled());
     QVERIFY2(tabs->viewAction(ViewId::Boundary)->toolTip().contains(QStringLiteral("2-D inputs")),
              qPrintable(tabs->viewAction(ViewId::Boundary)->toolTip()));
+}
+
+namespace {
+
+// Every view the run shows, exported as SVG and PNG through File > Export picture: the SVG
+// parses, draws (its elements, the title, a label's text and every chart title it shows:
+// Qt Charts paints into the generator), and the PNG is the view's size.
+// `views`: those the run must show (a view added later for any data is checked too).
+void checkEveryViewsPicture(MainWindow& w, const QDir& dir, const QString& data,
+                            const QList<ensemble::ui::ViewId>& views) {
+    using ensemble::ui::ViewId;
+    QList<ViewId> checked;
+    for (int i = 0; i < ensemble::ui::kViewCount; ++i) {
+        const auto id = static_cast<ViewId>(i);
+        if (!w.setView(id)) {
+            continue;  // not for this run's data
+        }
+        for (int k = 0; k < 5; ++k) {
+            QCoreApplication::processEvents();  // charts lay out over a few event loops
+        }
+        QWidget* view = w.viewTabs()->view(id);
+        const QString key = QString::fromLatin1(ensemble::ui::viewRow(id).key);
+        const QString svgPath =
+            dir.filePath(data + QLatin1Char('-') + key + QStringLiteral(".svg"));
+        const QString pngPath =
+            dir.filePath(data + QLatin1Char('-') + key + QStringLiteral(".png"));
+        QString error;
+        QVERIFY2(w.files()->exportPicture(svgPath, &error), qPrintable(error));
+        QVERIFY2(w.files()->exportPicture(pngPath, &error), qPrintable(error));
+
+        const ensemble::test::SvgContent svg = ensemble::test::readSvg(svgPath);
+        QVERIFY2(svg.error.isEmpty(), qPrintable(svg.error));
+        QVERIFY2(svg.drawing >= 20,
+                 qPrintable(QStringLiteral("%1: %2 drawing elements").arg(key).arg(svg.drawing)));
+        QCOMPARE(svg.title, QStringLiteral("EnsembleLab: ") + ensemble::ui::viewTitle(id));
+        QVERIFY2(svg.description.contains(data), qPrintable(svg.description));
+        // A text the view shows: a label's, or (views of charts only) every chart's titles.
+        const QStringList labels = ensemble::test::labelTexts(view);
+        const QStringList charts = ensemble::test::chartTexts(view);
+        QVERIFY2(!labels.isEmpty() || !charts.isEmpty(), qPrintable(key));
+        const bool aLabel = std::any_of(labels.begin(), labels.end(),
+                                        [&](const QString& t) { return svg.text.contains(t); });
+        QVERIFY2(labels.isEmpty() || aLabel,
+                 qPrintable(QStringLiteral("%1: none of [%2] in [%3]")
+                                .arg(key, labels.join(QStringLiteral(" | ")), svg.text.left(600))));
+        // A title too long for its chart is elided on screen ("… of the..."), so in the SVG.
+        for (const QString& t : charts) {
+            const QString start = t.simplified().left(20).trimmed();
+            QVERIFY2(svg.text.contains(start),
+                     qPrintable(QStringLiteral("%1: chart text '%2' not in [%3]")
+                                    .arg(key, t, svg.text.left(800))));
+        }
+        const QImage png(pngPath);
+        QCOMPARE(png.size(), view->size() * view->devicePixelRatioF());
+        checked << id;
+    }
+    for (const ViewId id : views) {
+        QVERIFY2(checked.contains(id), qPrintable(ensemble::ui::viewTitle(id)));
+    }
+}
+
+}  // namespace
+
+void TestGui::everyViewExportsItsPictureAsSvgAndPng() {
+    QTemporaryDir dir;
+    const QDir out(dir.path());
+    auto w = makeWindow();
+    nlohmann::json spirals = smallConfig({.members = 3, .steps = 40, .threads = 1});
+    spirals["training"]["eval_every"] = 10;  // curves with a few points
+    w->loadExperiment(spirals, QString());
+    QVERIFY(waitFresh(*w));
+    w->controller()->trainTo(40);
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 40 && !s.running; }));
+    // The Shift view with its six charts measured (the first 200 test rows: quick).
+    QVERIFY(w->setView(QStringLiteral("shift")));
+    w->shiftView()->subsetBox()->setValue(200);
+    const auto outcome = ensemble::test::clickAndWaitFor<ensemble::ui::ShiftOutcomePtr>(
+        w->shiftView()->runButton(), w->controller(),
+        &ensemble::ui::EngineController::shiftFinished, 60000);
+    QVERIFY(outcome != nullptr && outcome->engineReport != nullptr);
+    using ensemble::ui::ViewId;
+    checkEveryViewsPicture(
+        *w, out, QStringLiteral("spirals"),
+        {ViewId::Boundary, ViewId::Members, ViewId::Curves, ViewId::Calibration, ViewId::Sweep,
+         ViewId::Shift, ViewId::Active, ViewId::Methods, ViewId::Runs});
+    if (QTest::currentTestFailed()) {
+        return;  // the helper's QVERIFY returned from it only
+    }
+
+    // 1-D regression: the Regression view's curve and bands, and the views it shares.
+    nlohmann::json cubic = nlohmann::json::parse(ensemble::presetText("cubic"));
+    cubic["training"]["steps"] = 40;
+    cubic["training"].erase("epochs");
+    cubic["backend"] = {{"kind", "cpu"}, {"threads", 1}};
+    w->loadExperiment(cubic, QString());
+    QVERIFY(waitFresh(*w));
+    w->controller()->trainTo(40);
+    QVERIFY(waitSnapshot(*w, [](const auto& s) { return s.step == 40 && !s.running; }));
+    checkEveryViewsPicture(*w, out, QStringLiteral("cubic"),
+                           {ViewId::Members, ViewId::Curves, ViewId::Calibration, ViewId::Sweep,
+                            ViewId::Regression, ViewId::Shift, ViewId::Runs});
+}
+
+void TestGui::aPictureThatCannotBeWrittenLeavesNoFile() {
+    QTemporaryDir dir;
+    auto w = makeWindow();
+    w->loadExperiment(smallConfig({.members = 2, .steps = 5, .threads = 1}), QString());
+    QVERIFY(waitFresh(*w));
+    QVERIFY(w->setView(QStringLiteral("boundary")));
+    // A folder under a plain file: unwritable even for root (CI runs as root).
+    QFile plain(dir.filePath(QStringLiteral("plain")));
+    QVERIFY(plain.open(QIODevice::WriteOnly));
+    plain.close();
+    for (const char* name : {"plain/view.svg", "plain/view.png", "no/such/folder/view.svg"}) {
+        const QString path = dir.filePath(QLatin1String(name));
+        QString error;
+        QVERIFY2(!w->files()->exportPicture(path, &error), name);
+        QVERIFY2(error.startsWith(path + QStringLiteral(": ")), qPrintable(error));
+        QVERIFY(!QFile::exists(path));
+    }
+    // Neither SVG nor PNG: refused, with the formats it writes.
+    QString error;
+    const QString jpeg = dir.filePath(QStringLiteral("view.jpg"));
+    QVERIFY(!w->files()->exportPicture(jpeg, &error));
+    QVERIFY2(error.contains(QStringLiteral(".svg or .png")), qPrintable(error));
+    QVERIFY(!QFile::exists(jpeg));
+    // Only the files written: no temporary file of QSaveFile is left beside them.
+    QCOMPARE(QDir(dir.path()).entryList(QDir::Files | QDir::Hidden),
+             QStringList{QStringLiteral("plain")});
+}
+
+void TestGui::exportPictureAsksForAFileAndRemembersItsFolder() {
+    using ensemble::test::whenModal;
+    QTemporaryDir dir;
+    QSettings().remove(QStringLiteral("files/pictures"));
+    QSettings().remove(QStringLiteral("files/pictureFormat"));
+    auto w = makeWindow();
+    w->loadExperiment(smallConfig({.members = 2, .steps = 5, .threads = 1}), QString());
+    QVERIFY(waitFresh(*w));
+    QVERIFY(w->setView(QStringLiteral("members")));
+    QAction* action = w->files()->exportPictureAction();
+    QCOMPARE(action->shortcut(), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E));
+    // No other action of the window holds its key.
+    for (const QAction* other : w->findChildren<QAction*>()) {
+        QVERIFY2(other == action || other->shortcut() != action->shortcut(),
+                 qPrintable(other->text()));
+    }
+    int seen = 0;
+    QString firstFilter;
+    // A name without a suffix and the PNG filter: a PNG.
+    whenModal(
+        QStringLiteral("ExportPictureDialog"),
+        [&](QWidget* d) {
+            auto* dialog = static_cast<QFileDialog*>(d);
+            firstFilter = dialog->selectedNameFilter();
+            dialog->selectNameFilter(dialog->nameFilters().filter(QStringLiteral("PNG")).value(0));
+            const QString name = dir.filePath(QStringLiteral("members"));
+            dialog->selectFile(name);
+            if (auto* edit = dialog->findChild<QLineEdit*>(QStringLiteral("fileNameEdit"))) {
+                edit->setText(name);  // as typed: selectFile may lose to the filter's own name
+            }
+            static_cast<QDialog*>(dialog)->accept();
+        },
+        &seen);
+    action->trigger();
+    QCOMPARE(seen, 1);
+    QVERIFY2(firstFilter.contains(QStringLiteral("SVG")), qPrintable(firstFilter));
+    const QString png = dir.filePath(QStringLiteral("members.png"));
+    QCOMPARE(QImage(png).size(), w->viewTabs()->currentView()->size());
+    QVERIFY2(w->statusMessage().contains(png), qPrintable(w->statusMessage()));
+    // Next time the dialog opens in that folder with PNG offered first.
+    QString folder;
+    QString secondFilter;
+    whenModal(
+        QStringLiteral("ExportPictureDialog"),
+        [&](QWidget* d) {
+            auto* dialog = static_cast<QFileDialog*>(d);
+            folder = dialog->directory().absolutePath();
+            secondFilter = dialog->selectedNameFilter();
+            dialog->reject();
+        },
+        &seen);
+    action->trigger();
+    QCOMPARE(seen, 2);
+    QCOMPARE(folder, QDir(dir.path()).absolutePath());
+    QVERIFY2(secondFilter.contains(QStringLiteral("PNG")), qPrintable(secondFilter));
 }

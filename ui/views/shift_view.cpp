@@ -30,6 +30,7 @@
 #include "widgets/elided_label.h"
 #include "widgets/job_status_row.h"
 #include "widgets/lazy_refresh.h"
+#include "widgets/picture_export.h"
 
 namespace ensemble::ui {
 
@@ -55,23 +56,14 @@ QString levelsText(const std::vector<double>& levels) {
     return parts.join(QStringLiteral(","));
 }
 
-// File names of the charts' PNGs, in the charts' order.
-constexpr std::array<const char*, 6> kChartFiles = {
-    "shift_accuracy.png", "shift_nll.png",      "shift_brier.png",
-    "shift_ece.png",      "shift_coverage.png", "shift_risk_coverage.png"};
+// File names of the charts' pictures (each .png and .svg), in the charts' order.
+constexpr std::array<const char*, 6> kChartFiles = {"shift_accuracy", "shift_nll",
+                                                    "shift_brier",    "shift_ece",
+                                                    "shift_coverage", "shift_risk_coverage"};
 
 bool writeFile(const QString& path, const QByteArray& bytes, QString* error) {
     QSaveFile out(path);
     if (!out.open(QIODevice::WriteOnly) || out.write(bytes) != bytes.size() || !out.commit()) {
-        *error = QStringLiteral("%1: %2").arg(path, out.errorString());
-        return false;
-    }
-    return true;
-}
-
-bool writeImage(const QString& path, const QImage& image, QString* error) {
-    QSaveFile out(path);
-    if (!out.open(QIODevice::WriteOnly) || !image.save(&out, "PNG") || !out.commit()) {
         *error = QStringLiteral("%1: %2").arg(path, out.errorString());
         return false;
     }
@@ -527,23 +519,32 @@ bool ShiftView::exportTo(const QString& directory, QStringList* written, QString
         files << path;
         return true;
     };
-    auto picture = [&](const char* name, const QImage& image) {
-        const QString path = dir.filePath(QLatin1String(name));
-        if (!writeImage(path, image, error)) {
+    // Each picture as PNG and, for papers and slides, as SVG; the SVG says which shift of
+    // which run it shows.
+    const QString description = tr("EnsembleLab: shift %1 on %2, step %3")
+                                    .arg(str(m_outcome->request.shift), str(report.dataset))
+                                    .arg(m_outcome->step);
+    auto picture = [&](const char* stem, QWidget* widget, const QString& title) {
+        const QString png = dir.filePath(QLatin1String(stem) + QStringLiteral(".png"));
+        const QString svg = dir.filePath(QLatin1String(stem) + QStringLiteral(".svg"));
+        if (!writePngPicture(widget, png, error)) {
             return false;
         }
-        files << path;
+        files << png;
+        if (!writeSvgPicture(widget, svg, {title, description}, error)) {
+            return false;
+        }
+        files << svg;
         return true;
     };
     bool ok = text("shift.json", m_outcome->report.dump(2) + "\n") &&
               text("shift_levels.csv", shiftLevelsCsv(report)) &&
               text("risk_coverage.csv", riskCoverageCsv(report)) &&
-              text("set_sizes.csv", setSizesCsv(report)) &&
-              picture("shift.png", grab().toImage()) &&
-              picture("shift_inputs.png", m_inputs->grab().toImage());
+              text("set_sizes.csv", setSizesCsv(report)) && picture("shift", this, tr("Shift")) &&
+              picture("shift_inputs", m_inputs, tr("Shift: the shifted inputs"));
     for (int c = 0; ok && c < kCharts; ++c) {
-        ok = picture(kChartFiles[static_cast<std::size_t>(c)],
-                     m_chartViews[static_cast<std::size_t>(c)]->grab().toImage());
+        const auto i = static_cast<std::size_t>(c);
+        ok = picture(kChartFiles[i], m_chartViews[i], tr("Shift: %1").arg(m_charts[i]->title()));
     }
     if (!ok) {
         undo();

@@ -64,7 +64,8 @@ class ShiftView : public QWidget {
 
     // Writes into `directory`: shift.json (the report), shift_levels.csv, risk_coverage.csv
     // and set_sizes.csv (as `shift --csv`), shift.png (the view) and one PNG per figure
-    // (shift_accuracy.png … shift_risk_coverage.png, shift_inputs.png), each atomically.
+    // (shift_accuracy.png … shift_risk_coverage.png, shift_inputs.png), each with its SVG
+    // beside it (shift.svg, shift_accuracy.svg, …), each atomically.
     // False with `error` set when there is nothing to export or a file cannot be written (the
     // files written before are removed).
     bool exportTo(const QString& directory, QStringList* written, QString* error);
