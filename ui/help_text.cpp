@@ -83,7 +83,8 @@ QString shortcutsHtml(const QWidget* window) {
                    "row under it"));
     html += row(tr("Ctrl+Enter / Esc"),
                 tr("Shift: run the shift / cancel it. Methods: compare the checked methods / "
-                   "cancel (the finished ones stay)"));
+                   "cancel (the finished ones stay). Reproduce: run the chosen reproduction / "
+                   "cancel (the runs that finished stay, judged)"));
     html += QStringLiteral("</table><h3>%1</h3><table>").arg(tr("Mouse"));
     html += row(tr("Wheel over the panel"),
                 tr("scrolls; a field changes with the wheel only once it has focus (click it)"));

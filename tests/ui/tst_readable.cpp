@@ -1,13 +1,13 @@
-// Every view readable at 900 x 600: the window at the size the README promises,
-// trained on 2-D data (its Shift view measured), on tiny MNIST-format images (a CNN, so the
-// Filters view shows) and on a 1-D regression, each view of the view table in front in turn,
-// and no text anywhere wider than its room; the presets loaded one after another in one
-// window; the F1 key list. Widgets are measured (a label's text against its rectangle, a
-// button's, a combo box's, a field's, a table cell's; text elided with "…" counts only with
-// the full text in its tooltip, and never for a read-out of values, kReadoutProperty); Qt
-// Charts' text items must not be truncated; the QPainter views draw text through
-// drawTextFitted(), which records what it had to cut or drew past the device or the painter's
-// clip (TextFitLog), and a pane that scrolls inside a view must show its first line whole.
+// Every view readable at 900 x 600: the window at the size the README promises, trained on 2-D data
+// (its Shift view measured, a reproduction run), on tiny MNIST-format images (a CNN, so the Filters
+// view shows) and on a 1-D regression, each view of the view table in front in turn, and no text
+// anywhere wider than its room; the presets loaded one after another in one window; the F1 key
+// list. Widgets are measured (a label's text against its rectangle, a button's, a combo box's, a
+// field's, a table cell's; text elided with "…" counts only with the full text in its tooltip, and
+// never for a read-out of values, kReadoutProperty); Qt Charts' text items must not be truncated;
+// the QPainter views draw text through drawTextFitted(), which records what it had to cut or drew
+// past the device or the painter's clip (TextFitLog), and a pane that scrolls inside a view must
+// show its first line whole.
 #include <QAbstractButton>
 #include <QApplication>
 #include <QCheckBox>
@@ -45,9 +45,11 @@
 #include "support/gui_test_support.h"
 #include "support/test_support.h"
 #include "view_table.h"
+#include "view_tabs.h"
 #include "views/filters_view.h"
 #include "views/images_view.h"
 #include "views/methods_view.h"
+#include "views/reproduce_view.h"
 #include "views/shift_view.h"
 #include "widgets/elided_label.h"
 
@@ -435,6 +437,24 @@ bool measureShift(MainWindow& w) {
     return true;
 }
 
+// Runs deep-ensembles-fig1 with one seed in the Reproduce view, so that it shows its table of
+// ours against the paper and its summary.
+bool reproduceFigureOne(MainWindow& w) {
+    if (!w.setView(QStringLiteral("reproduce"))) {
+        return false;
+    }
+    auto* view = w.viewTabs()->viewAs<ensemble::ui::ReproduceView>(ensemble::ui::ViewId::Reproduce);
+    if (!view->setReproduction(QStringLiteral("deep-ensembles-fig1"))) {
+        return false;
+    }
+    view->setCount(1);
+    const auto outcome = ensemble::test::clickAndWaitFor<ensemble::ui::ReproduceOutcomePtr>(
+        view->runButton(), w.controller(), &ensemble::ui::EngineController::reproduceFinished,
+        60000);
+    settle();
+    return outcome != nullptr && outcome->error.isEmpty() && view->table()->rowCount() > 0;
+}
+
 // A help dialog on a screen `screen` tall: it fits, its text scrolls where it is longer, and
 // its Close button shows.
 QStringList helpDialogProblems(const QDialog* box, int screen) {
@@ -547,15 +567,18 @@ void TestReadable::twoDimensionalRun() {
     QVERIFY(w->methodsView()->table()->rowCount() > 0);
     // The Shift view measured: its charts' titles and its level's read-out.
     QVERIFY(measureShift(*w));
-    // Boundary, Members, Curves, Calibration, Sweep, Shift, Active learning, Methods, Runs.
-    checkEveryView(*w, 9);
+    // The Reproduce view with a table: the cheapest row, one seed.
+    QVERIFY(reproduceFigureOne(*w));
+    // Boundary, Members, Curves, Calibration, Sweep, Shift, Active learning, Methods, Runs,
+    // Reproduce.
+    checkEveryView(*w, 10);
     // Wider, where the charts stand side by side and the test accuracy was cut at 1,100 px;
     // and at 1,280 px, the README's pictures' size (the Shift view three charts a row).
     for (const QSize size : {QSize(1100, 650), QSize(1280, 820)}) {
         w->resize(size);
         settle();
         QCOMPARE(w->size(), size);
-        checkEveryView(*w, 9);
+        checkEveryView(*w, 10);
     }
     w->resize(kReadmeSize);
     settle();
@@ -619,8 +642,8 @@ void TestReadable::imageRun() {
     QVERIFY(measureShift(*w));
     // The confusion matrix counts run to four digits (1200 test images).
     // Members, Curves, Calibration, Sweep, Images, Filters, Shift, Active learning, Methods,
-    // Runs.
-    checkEveryView(*w, 10);
+    // Runs, Reproduce.
+    checkEveryView(*w, 11);
 }
 
 void TestReadable::regressionRun() {
@@ -634,8 +657,8 @@ void TestReadable::regressionRun() {
     QVERIFY(waitFresh(*w));
     QVERIFY(startAndFinish(*w));
     QVERIFY(measureShift(*w));
-    // Members, Curves, Calibration, Sweep, Regression, Shift, Runs.
-    checkEveryView(*w, 7);
+    // Members, Curves, Calibration, Sweep, Regression, Shift, Runs, Reproduce.
+    checkEveryView(*w, 8);
 }
 
 // The presets one after another in one window, each checked: what one preset leaves behind

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "controller/app_run_record.h"
+#include "reproduce/figure.h"
 #include "runs/run_store.h"
 
 namespace ensemble::ui {
@@ -29,6 +30,7 @@ ReproduceStatePtr judgedState(const reproduce::ReproductionResult& result) {
     auto state = std::make_shared<ReproduceState>();
     state->result = std::make_shared<const reproduce::ReproductionResult>(result);
     state->report = reproduce::reportJson(result);
+    state->figure = reproduce::figureSvg(result);
     return state;
 }
 
@@ -106,6 +108,7 @@ ReproduceOutcome runReproductionJob(
 std::map<std::string, std::string> reproduceExportFiles(const ReproduceState& state) {
     std::map<std::string, std::string> files = reproduce::resultCsvs(*state.result);
     files["report.json"] = state.report.dump(2) + "\n";
+    files["figure.svg"] = state.figure;
     return files;
 }
 

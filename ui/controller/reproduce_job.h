@@ -39,10 +39,12 @@ struct ReproduceRequest {
 // [--splits N | --seeds N] [--quick]" (the count flag is the row's unit's).
 std::string reproduceCommandLine(const ReproduceRequest& request);
 
-// What the runs judged so far: the result and its report (reportJson), shared with the GUI.
+// What the runs judged so far: the result, its report (reportJson) and its figure (figureSvg,
+// the bytes `--figure` writes), made on the engine thread and shared with the GUI.
 struct ReproduceState {
     std::shared_ptr<const reproduce::ReproductionResult> result;
     nlohmann::json report;
+    std::string figure;
 };
 using ReproduceStatePtr = std::shared_ptr<const ReproduceState>;
 
@@ -68,7 +70,7 @@ struct ReproduceOutcome {
 };
 using ReproduceOutcomePtr = std::shared_ptr<const ReproduceOutcome>;
 
-// The judged state of `result` (its report built once, here).
+// The judged state of `result` (its report and figure built once, here).
 ReproduceStatePtr judgedState(const reproduce::ReproductionResult& result);
 
 // Engine thread: runs `request` with `progress` told about every second and after each run,
@@ -79,9 +81,9 @@ ReproduceOutcome runReproductionJob(
     const std::function<void(const ReproduceJobProgress&)>& progress,
     const std::atomic<bool>& cancel);
 
-// The files Export… writes, by name: report.json (reportJson, as `--report` writes it) and
-// resultCsvs' files (as `--csv DIR` writes them). The figure's SVG and PNG join them where the
-// view writes them (ReproduceView::exportTo).
+// The files Export… writes, by name: report.json (reportJson, as `--report` writes it),
+// resultCsvs' files (as `--csv DIR` writes them) and figure.svg (as `--figure` writes it). The
+// view adds the figure's PNG, which needs Qt SVG's renderer (ReproduceView::exportTo).
 std::map<std::string, std::string> reproduceExportFiles(const ReproduceState& state);
 
 }  // namespace ensemble::ui

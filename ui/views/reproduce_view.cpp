@@ -1,6 +1,7 @@
 #include "views/reproduce_view.h"
 
 #include <QApplication>
+#include <QBuffer>
 #include <QCheckBox>
 #include <QClipboard>
 #include <QComboBox>
@@ -28,6 +29,7 @@
 #include "render/plot_helpers.h"
 #include "runs/run_store.h"
 #include "sys/atomic_file.h"
+#include "views/reproduce_figure.h"
 #include "widgets/job_status_row.h"
 #include "widgets/wrapping_label.h"
 
@@ -40,8 +42,9 @@ using reproduce::Reproduction;
 
 constexpr int kIdRole = Qt::UserRole;  // the list's first column: the registry id
 
-// The list's columns: the facts `reproduce --list` prints, and the row's plan.
-enum ListColumn { kListId, kListPaper, kListLevels, kListRuns, kListCost, kListQuick, kListData };
+// The list's columns: the facts `reproduce --list` prints first (they fit 900 x 600 with the
+// Experiment panel open), then the row's plan; the details under the list repeat the plan.
+enum ListColumn { kListId, kListPaper, kListCost, kListData, kListLevels, kListRuns, kListQuick };
 constexpr int kListColumnCount = 7;
 
 QString reproduceText(const char* text) {
@@ -161,8 +164,8 @@ ReproduceView::ReproduceView(QWidget* parent) : QWidget(parent) {
     m_list = plainTable(kListColumnCount);
     m_list->setObjectName(QStringLiteral("ReproductionList"));
     m_list->setSelectionMode(QAbstractItemView::SingleSelection);
-    m_list->setHorizontalHeaderLabels({tr("Reproduction"), tr("Paper"), tr("Levels"), tr("Runs"),
-                                       tr("Cost"), tr("--quick"), tr("Data")});
+    m_list->setHorizontalHeaderLabels({tr("Reproduction"), tr("Paper"), tr("Cost"), tr("Data"),
+                                       tr("Levels"), tr("Runs"), tr("--quick")});
     m_list->setToolTip(
         tr("The published experiments `ensemble-cli reproduce --list` names: the cost is the "
            "CPU time of the whole row on two cores"));
@@ -232,6 +235,10 @@ ReproduceView::ReproduceView(QWidget* parent) : QWidget(parent) {
     m_summary = new WrappingLabel;
     layout->addWidget(m_summary);
 
+    m_figure = new ReproduceFigure;
+    m_figure->setObjectName(QStringLiteral("ReproduceFigure"));
+    layout->addWidget(m_figure);
+
     connect(m_list, &QTableWidget::currentCellChanged, this, [this] { rowChanged(); });
     connect(m_level, &QComboBox::currentIndexChanged, this, [this] { updateControls(); });
     connect(m_count, &QSpinBox::valueChanged, this, [this] { updateControls(); });
@@ -268,7 +275,7 @@ void ReproduceView::fillList() {
         id->setData(kIdRole, qs(r.id));
         m_list->setItem(i, kListId, id);
         m_list->setItem(i, kListPaper,
-                        cell(QStringLiteral("%1, %2").arg(qs(r.cite), qs(r.where)), qs(r.paper)));
+                        cell(qs(r.cite), QStringLiteral("%1, %2").arg(qs(r.paper), qs(r.where))));
         QStringList levels;
         for (const std::string& level : r.levels) {
             levels << qs(level);
@@ -314,19 +321,26 @@ void ReproduceView::rowChanged() {
     m_quick->setToolTip(tr("--quick: %1 (%2)").arg(countsText(r, r.quickCounts), qs(r.quickCuts)));
     std::string why;
     const bool present = reproduce::dataPresent(r, &why);
+    // In a few lines: what it sets beside which figure, and its plan; the whole of what it runs,
+    // the paper and the deviations in the tooltip.
+    const QString levels =
+        r.levels.size() == 1 ? tr("1 level") : tr("%1 levels").arg(r.levels.size());
     QString details =
-        QStringLiteral("%1. %2, %3. %4.").arg(qs(r.title), qs(r.paper), qs(r.where), qs(r.runs));
+        tr("%1, %2: %3. %4, %5; Quick: %6, %7.")
+            .arg(qs(r.cite), qs(r.where), qs(r.title), levels, countsText(r, r.counts),
+                 countsText(r, r.quickCounts), qs(reproduce::costText(r.quickCostSeconds)));
     if (!present) {
         details += QLatin1Char(' ') + tr("Its data are missing: %1").arg(qs(why));
     }
     m_details->setText(details);
-    QStringList deviations;
-    for (const std::string& d : r.deviations) {
-        deviations << QStringLiteral("• ") + qs(d);
+    QString tip = QStringLiteral("%1, %2.\n%3.").arg(qs(r.paper), qs(r.where), qs(r.runs));
+    if (!r.deviations.empty()) {
+        tip += QLatin1Char('\n') + tr("Deviations from the paper's protocol:");
+        for (const std::string& d : r.deviations) {
+            tip += QStringLiteral("\n• ") + qs(d);
+        }
     }
-    m_details->setToolTip(deviations.isEmpty() ? QString()
-                                               : tr("Deviations from the paper's protocol:\n%1")
-                                                     .arg(deviations.join(QLatin1Char('\n'))));
+    m_details->setToolTip(tip);
     updateControls();
 }
 
@@ -551,6 +565,7 @@ void ReproduceView::showState(const ReproduceStatePtr& state, bool partial) {
                                       "reached.");
     }
     m_summary->setText(text);
+    m_figure->setSvg(QByteArray::fromStdString(state->figure));
     updateControls();
 }
 
@@ -564,16 +579,27 @@ bool ReproduceView::exportTo(const QString& directory, QStringList* written, QSt
         *error = tr("%1: cannot create the folder").arg(directory);
         return false;
     }
-    // The report and the CSVs; the figure's SVG and PNG are to join them once the engine
-    // draws it (engine/reproduce/figure.h).
+    // The report, the CSVs and the figure as the CLI writes them, and the figure as a PNG at
+    // twice its document's size (sharp on a HiDPI screen and in print).
+    std::map<std::string, std::string> contents = reproduceExportFiles(*m_state);
+    QByteArray png;
+    QBuffer buffer(&png);
+    if (!buffer.open(QIODevice::WriteOnly) || !m_figure->render(2.0).save(&buffer, "PNG")) {
+        *error = tr("The figure could not be drawn as a PNG");
+        return false;
+    }
+    contents["figure.png"] = png.toStdString();
     QStringList files;
     std::vector<std::pair<std::string, std::string>> roles;
     try {
-        for (const auto& [name, text] : reproduceExportFiles(*m_state)) {
+        for (const auto& [name, text] : contents) {
             const QString path = dir.absoluteFilePath(qs(name));
             writeFileAtomic(path.toStdString(), text);
             files << path;
-            roles.emplace_back(path.toStdString(), name == "report.json" ? "report" : "csv");
+            const char* role = name == "report.json"           ? "report"
+                               : name.rfind("figure.", 0) == 0 ? "figure"
+                                                               : "csv";
+            roles.emplace_back(path.toStdString(), role);
         }
     } catch (const std::exception& e) {
         for (const QString& f : files) {

@@ -6,9 +6,10 @@
 // chosen level and count (EngineController::runReproduction: runReproduction, the CLI's own
 // function, so its table is the CLI's report bit for bit), with progress (run i of n, level,
 // step) and Cancel (Esc), which keeps the runs that finished. The ours-against-paper table is
-// filled from reportJson after every run; Copy as command gives the `ensemble-cli reproduce`
-// line of the options; Export… writes the report and the CSVs into a folder, each file
-// atomically. It needs no run of the window, only the engine thread, which it shares with one.
+// filled from reportJson after every run, and the figure of the paper's numbers beside ours
+// (figureSvg) drawn under it; Copy as command gives the `ensemble-cli reproduce` line of the
+// options; Export… writes the report, the CSVs and the figure (SVG and PNG) into a folder, each
+// file atomically. It needs no run of the window, only the engine thread, which it shares with one.
 
 #include <QString>
 #include <QStringList>
@@ -27,6 +28,7 @@ class QTableWidget;
 namespace ensemble::ui {
 
 class JobStatusRow;
+class ReproduceFigure;
 class WrappingLabel;
 
 // The results table's columns.
@@ -71,8 +73,9 @@ class ReproduceView : public QWidget {
 
     // What the table shows (null before any run): the result and its report.
     ReproduceStatePtr state() const { return m_state; }
-    // Writes reproduceExportFiles(state()) into `directory` (created if need be), each file
-    // atomically (sys/atomic_file.h), and records them on the run's entry ("report", "csv").
+    // Writes reproduceExportFiles(state()) and the figure as figure.png into `directory`
+    // (created if need be), each file atomically (sys/atomic_file.h), and records them on the
+    // run's entry ("report", "csv", "figure").
     // False with `error` set when there is nothing to export or a file cannot be written (the
     // files this export wrote are removed).
     bool exportTo(const QString& directory, QStringList* written, QString* error);
@@ -86,6 +89,7 @@ class ReproduceView : public QWidget {
     QPushButton* copyButton() const { return m_copy; }
     QPushButton* exportButton() const { return m_export; }
     QTableWidget* table() const { return m_table; }
+    ReproduceFigure* figure() const { return m_figure; }
     QString message() const;
     QString progressText() const;
     QString summary() const;
@@ -126,6 +130,7 @@ class ReproduceView : public QWidget {
     JobStatusRow* m_status = nullptr;
     QTableWidget* m_table = nullptr;
     WrappingLabel* m_summary = nullptr;
+    ReproduceFigure* m_figure = nullptr;
 };
 
 }  // namespace ensemble::ui

@@ -14,6 +14,7 @@
 #include <QDir>
 #include <QFile>
 #include <QHeaderView>
+#include <QImage>
 #include <QListWidget>
 #include <QPushButton>
 #include <QScrollBar>
@@ -45,6 +46,7 @@
 #include "view_tabs.h"
 #include "views/methods_maps.h"
 #include "views/methods_view.h"
+#include "views/reproduce_figure.h"
 #include "views/reproduce_view.h"
 #include "widgets/frozen_column.h"
 
@@ -651,7 +653,9 @@ void TestGuiMethods::reproduceGivesTheClisReport() {
     QCOMPARE(args.takeFirst(), QStringLiteral("ensemble-cli"));
     const QString reportPath = dir.filePath(QStringLiteral("cli.json"));
     const QString csvDir = dir.filePath(QStringLiteral("cli-csv"));
-    args << QStringLiteral("--report") << reportPath << QStringLiteral("--csv") << csvDir;
+    const QString figurePath = dir.filePath(QStringLiteral("cli.svg"));
+    args << QStringLiteral("--report") << reportPath << QStringLiteral("--csv") << csvDir
+         << QStringLiteral("--figure") << figurePath;
     ENSEMBLE_VERIFY_RUN_OK(ensemble::test::runCli(args));
     const json cli = readJson(reportPath);
     const json& ours = outcome->state->report;
@@ -680,8 +684,13 @@ void TestGuiMethods::reproduceGivesTheClisReport() {
                  verdict == "none" ? QStringLiteral("–") : QString::fromStdString(verdict));
     }
 
+    // The figure shown is the one --figure draws, byte for byte.
+    QVERIFY(view->figure()->isVisible());
+    QCOMPARE(view->figure()->svg(), readBytes(figurePath));
+
     // Export: the report as --report writes it, the CSVs as --csv does (runs.csv holds each
-    // run's seconds, which differ from one process to the next).
+    // run's seconds, which differ from one process to the next), the figure as --figure does
+    // and as a PNG at twice its size.
     const QString exportDir = dir.filePath(QStringLiteral("export"));
     QStringList written;
     QString error;
@@ -691,7 +700,12 @@ void TestGuiMethods::reproduceGivesTheClisReport() {
     const QStringList csvs = QDir(csvDir).entryList(QDir::Files, QDir::Name);
     QVERIFY(csvs.contains(QStringLiteral("table.csv")) &&
             csvs.contains(QStringLiteral("curves.csv")));
-    QCOMPARE(written.size(), csvs.size() + 1);
+    QCOMPARE(written.size(), csvs.size() + 3);
+    QCOMPARE(readBytes(QDir(exportDir).filePath(QStringLiteral("figure.svg"))),
+             readBytes(figurePath));
+    const QImage png(QDir(exportDir).filePath(QStringLiteral("figure.png")));
+    QVERIFY(!png.isNull());
+    QCOMPARE(png.size(), view->figure()->render(2.0).size());
     for (const QString& name : csvs) {
         QVERIFY2(QFile::exists(QDir(exportDir).filePath(name)), qPrintable(name));
         if (name != QStringLiteral("runs.csv")) {
