@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -11,6 +10,19 @@
 #include "reproduce/reproduce.h"
 
 namespace ensemble::reproduce {
+
+namespace {
+
+// `v` as printf's %.<precision>g writes it in the C locale, by to_chars: the app runs under the
+// user's LC_NUMERIC, where printf writes "0,5", and a verdict's reason is the CLI's, byte for
+// byte, in its Reproduce view.
+std::string g(double v, int precision) {
+    char buf[64];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, precision);
+    return std::string(buf, r.ptr);
+}
+
+}  // namespace
 
 Aggregate aggregate(const std::vector<double>& values) {
     Aggregate out;
@@ -70,10 +82,8 @@ Judgement judgeNumeric(const std::string& printedValue, const std::string& print
         return j;
     }
     j.verdict = std::abs(j.difference) <= j.tolerance ? Verdict::Pass : Verdict::Fail;
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "|%.4g| %s 2 sqrt(%.3g^2 + %.3g^2) = %.4g", j.difference,
-                  j.verdict == Verdict::Pass ? "<=" : ">", j.paperSe, oursSe, j.tolerance);
-    j.why = buf;
+    j.why = "|" + g(j.difference, 4) + "| " + (j.verdict == Verdict::Pass ? "<=" : ">") +
+            " 2 sqrt(" + g(j.paperSe, 3) + "^2 + " + g(oursSe, 3) + "^2) = " + g(j.tolerance, 4);
     return j;
 }
 
@@ -81,10 +91,8 @@ Judgement judgeBand(double low, double high, const Aggregate& ours) {
     Judgement j;
     const bool inside = std::isfinite(ours.mean) && ours.mean >= low && ours.mean <= high;
     j.verdict = inside ? Verdict::Pass : Verdict::Fail;
-    char buf[120];
-    std::snprintf(buf, sizeof buf, "%.4g %s [%.4g, %.4g]", ours.mean, inside ? "in" : "outside",
-                  low, high);
-    j.why = buf;
+    j.why =
+        g(ours.mean, 4) + (inside ? " in [" : " outside [") + g(low, 4) + ", " + g(high, 4) + "]";
     return j;
 }
 
@@ -96,10 +104,8 @@ Judgement judgeClaim(ClaimTest test, double threshold, const std::vector<double>
     }
     const bool all = !values.empty() && j.held == static_cast<int>(values.size());
     j.verdict = all ? Verdict::Pass : Verdict::Fail;
-    char buf[120];
-    std::snprintf(buf, sizeof buf, "held in %d of %zu runs (%s %.4g)", j.held, values.size(),
-                  test == ClaimTest::AtLeast ? ">=" : "<=", threshold);
-    j.why = buf;
+    j.why = "held in " + std::to_string(j.held) + " of " + std::to_string(values.size()) +
+            " runs (" + (test == ClaimTest::AtLeast ? ">= " : "<= ") + g(threshold, 4) + ")";
     return j;
 }
 

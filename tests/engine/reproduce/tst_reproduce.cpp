@@ -309,6 +309,8 @@ void TestReproduce::numericVerdictWithTheHalfDigitFloor() {
     QVERIFY(std::abs(j.tolerance - 0.026) < 1e-12);
     QVERIFY(std::abs(j.difference - 0.025) < 1e-12);
     QCOMPARE(j.verdict, rp::Verdict::Pass);
+    // The reason as %g writes it in the C locale, whatever LC_NUMERIC the app runs under.
+    QCOMPARE(j.why, std::string("|0.025| <= 2 sqrt(0.005^2 + 0.012^2) = 0.026"));
     // A printed spread above the floor is taken as printed: 2 sqrt(0.58^2 + 0) = 1.16.
     ours = {20, 6.03 + 1.17, 0.0};
     QCOMPARE(rp::judgeNumeric("6.03", "0.58", ours).verdict, rp::Verdict::Fail);
@@ -330,6 +332,7 @@ void TestReproduce::bandAndClaimVerdicts() {
     QCOMPARE(rp::judgeBand(1.0, 1.8, {5, 1.0, 0.1}).verdict, rp::Verdict::Pass);  // edges in
     QCOMPARE(rp::judgeBand(1.0, 1.8, {5, 1.8, 0.1}).verdict, rp::Verdict::Pass);
     QCOMPARE(rp::judgeBand(1.0, 1.8, {5, 1.81, 0.1}).verdict, rp::Verdict::Fail);
+    QCOMPARE(rp::judgeBand(1.0, 1.8, {5, 1.81, 0.1}).why, std::string("1.81 outside [1, 1.8]"));
     QCOMPARE(rp::judgeBand(1.0, 1.8, {5, 0.99, 0.0}).verdict, rp::Verdict::Fail);
     QCOMPARE(rp::judgeBand(1.0, 1.8, rp::aggregate({})).verdict, rp::Verdict::Fail);
 
@@ -339,6 +342,7 @@ void TestReproduce::bandAndClaimVerdicts() {
     j = rp::judgeClaim(rp::ClaimTest::AtLeast, 2.0, {2.5, 1.9, 6.0});  // one run against it
     QCOMPARE(j.verdict, rp::Verdict::Fail);
     QCOMPARE(j.held, 2);
+    QCOMPARE(j.why, std::string("held in 2 of 3 runs (>= 2)"));
     QCOMPARE(rp::judgeClaim(rp::ClaimTest::AtMost, 0.5, {0.1, 0.5}).verdict, rp::Verdict::Pass);
     QCOMPARE(rp::judgeClaim(rp::ClaimTest::AtMost, 0.5, {0.6}).verdict, rp::Verdict::Fail);
     QCOMPARE(rp::judgeClaim(rp::ClaimTest::AtLeast, 0.0, {}).verdict, rp::Verdict::Fail);
