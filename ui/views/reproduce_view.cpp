@@ -429,6 +429,7 @@ void ReproduceView::startRun() {
     }
     m_running = true;
     m_entry.reset();
+    m_stateBeforeRun = m_state;
     m_status->start(tr("Reproducing %1… (Esc cancels)").arg(qs(r.id)));
     updateControls();
     Q_EMIT runRequested(r);
@@ -492,10 +493,16 @@ void ReproduceView::endJob() {
         return;
     }
     m_status->finish();
-    const std::size_t done = m_state && m_state->result ? m_state->result->outcomes.size() : 0;
-    setMessage(tr("A new run in the window ended the reproduction: the %1 runs that finished "
-                  "are judged below; Run starts it again.")
-                   .arg(done));
+    if (m_state == m_stateBeforeRun) {
+        // No run of it finished: what the table shows is the reproduction before.
+        setMessage(
+            tr("A new run in the window ended the reproduction before its first run "
+               "finished; Run starts it again."));
+    } else {
+        setMessage(tr("A new run in the window ended the reproduction: the %1 runs that "
+                      "finished are judged below; Run starts it again.")
+                       .arg(m_state->result->outcomes.size()));
+    }
     updateControls();
 }
 

@@ -111,6 +111,7 @@ class ReproduceView : public QWidget {
     void setMessage(const QString& text, bool error = false);
 
     ReproduceStatePtr m_state;
+    ReproduceStatePtr m_stateBeforeRun;  // shown when Run was pressed (until a run of it is judged)
     // The runs store's entry of the reproduction shown (null: not recorded, or a job the
     // window ended, whose outcome never came): Export… adds its files to it.
     std::shared_ptr<runs::RunRecorder> m_entry;
