@@ -26,6 +26,7 @@
 #include "main_window.h"
 #include "shift/shift_report.h"
 #include "support/gui_test_support.h"
+#include "support/picture_checks.h"
 #include "support/test_support.h"
 #include "views/shift_inputs.h"
 #include "views/shift_view.h"
@@ -193,7 +194,7 @@ void TestGuiShift::viewShowsTheEngineReportOfTheExportedWeights() {
     QTest::keyClick(view->levelSlider(), Qt::Key_Left);
     QCOMPARE(view->levelIndex(), 1);
 
-    // Export: the figures as PNG, the data as the CLI's CSVs and the report as JSON.
+    // Export: the figures as PNG and SVG, the data as the CLI's CSVs and the report as JSON.
     QTemporaryDir out;
     QStringList written;
     QString error;
@@ -205,7 +206,21 @@ void TestGuiShift::viewShowsTheEngineReportOfTheExportedWeights() {
         QVERIFY2(written.contains(path), name);
         const QImage image(path);
         QVERIFY2(!image.isNull() && image.width() > 50 && image.height() > 50, name);
+        // Its SVG beside it: it parses, and a chart's holds the chart (its axis titles as text).
+        const QString svgPath = path.chopped(4) + QStringLiteral(".svg");
+        QVERIFY2(written.contains(svgPath), name);
+        const ensemble::test::SvgContent svg = ensemble::test::readSvg(svgPath);
+        QVERIFY2(svg.error.isEmpty(), qPrintable(svg.error));
+        QVERIFY2(svg.drawing >= 10, name);
+        QVERIFY2(svg.title.startsWith(QStringLiteral("Shift")), qPrintable(svg.title));
+        QVERIFY2(svg.description.contains(QStringLiteral("step")), qPrintable(svg.description));
     }
+    // Qt Charts paints into the SVG generator: the risk–coverage chart's axis titles are text.
+    const ensemble::test::SvgContent risk =
+        ensemble::test::readSvg(out.filePath(QStringLiteral("shift_risk_coverage.svg")));
+    QVERIFY2(risk.text.contains(QStringLiteral("risk (error rate)")) &&
+                 risk.text.contains(QStringLiteral("Risk–coverage")),
+             qPrintable(risk.text));
     // File > Export (Ctrl+E) with the Shift view in front writes them too, into NAME-shift/.
     QSignalSpy exported(w.get(), &MainWindow::exportFinished);
     const QString base = out.filePath(QStringLiteral("whole"));
@@ -218,6 +233,9 @@ void TestGuiShift::viewShowsTheEngineReportOfTheExportedWeights() {
         QVERIFY2(files.contains(path) && QFile::exists(path), name);
     }
     QVERIFY(files.contains(base + QStringLiteral(".png")));
+    QVERIFY(files.contains(base + QStringLiteral(".svg")));
+    QVERIFY(files.contains(
+        QDir(base + QStringLiteral("-shift")).filePath(QStringLiteral("shift_nll.svg"))));
     // The CSVs are the CLI's `--csv` files, byte for byte.
     for (const char* name : {"shift_levels.csv", "risk_coverage.csv", "set_sizes.csv"}) {
         QFile mine(out.filePath(QLatin1String(name)));
