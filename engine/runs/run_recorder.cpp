@@ -197,14 +197,6 @@ struct RunRecorder::Shared {
     bool warned = false;
     bool gone = false;
     bool threadDone = false;
-    // The writer's state, used by whoever holds `writing`: the recorder's thread, or the
-    // destructor writing the last changes itself (see there).
-    detail::Connection db;
-    bool prepared = false;
-    RecorderClock::duration backoff = kRecorderBackoffFirst;
-    std::optional<RecorderClock::time_point> busySince;
-    RecorderClock::time_point retryAt{};
-    RecorderClock::time_point lastCurves{};
 
     // The one warning: given outside the lock (the sink may take its time).
     void warnOnce(std::unique_lock<std::mutex>& lock, const std::string& message) {
@@ -223,7 +215,6 @@ struct RunRecorder::Shared {
 namespace {
 
 void recorderThreadMain(const std::shared_ptr<RunRecorder::Shared>& shared);
-void writePending(RunRecorder::Shared& s, std::unique_lock<std::mutex>& lock);
 
 }  // namespace
 
@@ -279,13 +270,6 @@ RunRecorder::~RunRecorder() {
     }
     s.stop = true;
     s.deadline = RecorderClock::now() + kRecorderFinalWait;
-    // The last changes are written here, on the thread that waits for them anyway, unless the
-    // recorder's thread is writing or waiting out a busy store: waking that thread costs a run
-    // its end-of-run wait for a core, which OpenMP's threads may still be spinning on.
-    if (!s.writing && !s.quiet && !s.gone && !s.threadDone && !s.pending.empty() &&
-        RecorderClock::now() >= s.retryAt) {
-        writePending(s, lock);
-    }
     s.wake.notify_all();
     // A little past the deadline: the thread gives up there, after at most one busy wait.
     s.progress.wait_until(lock, s.deadline + 4 * std::chrono::milliseconds(kRecorderBusyMs),
@@ -420,94 +404,18 @@ const std::filesystem::path& RunRecorder::storePath() const {
 
 namespace {
 
-// Writes everything pending in one transaction (the entry's insert first, if it is not in
-// yet) and settles the outcome: written, busy (queued again, retried after a backoff) or failed
-// (the recorder goes quiet with its one warning). Called with `lock` held and `writing` false,
-// by the recorder's thread or by the destructor; returns with `lock` held.
-void writePending(RunRecorder::Shared& s, std::unique_lock<std::mutex>& lock) {
-    RecorderChanges batch = std::move(s.pending);
-    s.pending = RecorderChanges{};
-    const bool insert = !s.inserted;
-    RunEntry entry = insert ? s.entry : RunEntry{};
-    const std::int64_t id = s.id;
-    s.writing = true;
-    lock.unlock();
-
-    std::optional<RunStoreError> failure;
-    std::int64_t newId = 0;
-    bool gone = false;
-    try {
-        if (!s.prepared) {
-            s.db = detail::Connection(s.path, kRecorderBusyMs);
-            detail::prepareStore(s.db);
-            s.prepared = true;
-        }
-        if (insert) {
-            batch.applyTo(entry);
-            entry.updated = detail::unixNow();
-            detail::WriteTransaction transaction(s.db);
-            detail::EntryWriter writer(s.db);
-            newId = writer.insert(entry);
-            transaction.commit();
-        } else {
-            gone = !writeRecorderChanges(s.db, id, batch);
-        }
-    } catch (const RunStoreError& error) {
-        failure = error;
-    } catch (const std::exception& error) {
-        failure = RunStoreError("runs store " + s.path.string() + ": " + error.what(), 1);
-    }
-
-    lock.lock();
-    s.writing = false;
-    const auto now = RecorderClock::now();
-    if (!failure) {
-        if (insert) {
-            s.inserted = true;
-            s.id = newId;
-        }
-        s.gone = gone;
-        if (batch.curves) {
-            s.lastCurves = now;
-        }
-        s.busySince.reset();
-        s.backoff = kRecorderBackoffFirst;
-        s.retryAt = {};
-    } else if (detail::isBusyCode(failure->sqliteCode())) {
-        // Written later, before whatever was queued meanwhile.
-        RecorderChanges newer = std::move(s.pending);
-        s.pending = std::move(batch);
-        s.pending.append(std::move(newer));
-        s.busySince = s.busySince.value_or(now);
-        s.retryAt = now + s.backoff;
-        s.backoff =
-            std::min(s.backoff * 2,
-                     std::chrono::duration_cast<RecorderClock::duration>(kRecorderBackoffMax));
-        if (now - *s.busySince >= kRecorderLockWarnAfter) {
-            s.warnOnce(lock, "runs store " + s.path.string() +
-                                 ": locked by another program for more than 5 s; still "
-                                 "trying in the background");
-        }
-    } else {
-        s.quiet = true;
-        s.pending = RecorderChanges{};
-        s.warnOnce(lock, std::string(failure->what()) +
-                             "; this run is not recorded (it "
-                             "trains on)");
-    }
-    s.progress.notify_all();
-    s.wake.notify_all();  // the recorder's thread, when the destructor wrote
-}
-
 void recorderThreadMain(const std::shared_ptr<RunRecorder::Shared>& shared) {
     RunRecorder::Shared& s = *shared;
+    detail::Connection db;
+    bool prepared = false;
+    auto backoff = std::chrono::duration_cast<RecorderClock::duration>(kRecorderBackoffFirst);
+    std::optional<RecorderClock::time_point> busySince;
+    RecorderClock::time_point retryAt{};
+    RecorderClock::time_point lastCurves{};
+
     std::unique_lock lock(s.mutex);
     for (;;) {
-        const auto now = RecorderClock::now();
-        if (s.writing) {  // the destructor writes the last changes itself
-            s.wake.wait(lock);
-            continue;
-        }
+        auto now = RecorderClock::now();
         if (s.quiet || s.gone || (s.stop && now >= s.deadline)) {
             break;
         }
@@ -518,19 +426,89 @@ void recorderThreadMain(const std::shared_ptr<RunRecorder::Shared>& shared) {
             s.wake.wait(lock);
             continue;
         }
-        auto ready = s.retryAt;
+        auto ready = retryAt;
         if (s.inserted && s.pending.onlyCurves() && !s.stop && s.flushWaiters == 0) {
-            ready = std::max(ready, s.lastCurves + kRecorderCurvesEvery);
+            ready = std::max(ready, lastCurves + kRecorderCurvesEvery);
         }
         if (now < ready) {
             s.wake.wait_until(lock, s.stop ? std::min(ready, s.deadline) : ready);
             continue;
         }
-        writePending(s, lock);
+
+        RecorderChanges batch = std::move(s.pending);
+        s.pending = RecorderChanges{};
+        const bool insert = !s.inserted;
+        RunEntry entry = insert ? s.entry : RunEntry{};
+        const std::int64_t id = s.id;
+        s.writing = true;
+        lock.unlock();
+
+        std::optional<RunStoreError> failure;
+        std::int64_t newId = 0;
+        bool gone = false;
+        try {
+            if (!prepared) {
+                db = detail::Connection(s.path, kRecorderBusyMs);
+                detail::prepareStore(db);
+                prepared = true;
+            }
+            if (insert) {
+                batch.applyTo(entry);
+                entry.updated = detail::unixNow();
+                detail::WriteTransaction transaction(db);
+                detail::EntryWriter writer(db);
+                newId = writer.insert(entry);
+                transaction.commit();
+            } else {
+                gone = !writeRecorderChanges(db, id, batch);
+            }
+        } catch (const RunStoreError& error) {
+            failure = error;
+        } catch (const std::exception& error) {
+            failure = RunStoreError("runs store " + s.path.string() + ": " + error.what(), 1);
+        }
+
+        lock.lock();
+        s.writing = false;
+        now = RecorderClock::now();
+        if (!failure) {
+            if (insert) {
+                s.inserted = true;
+                s.id = newId;
+            }
+            s.gone = gone;
+            if (batch.curves) {
+                lastCurves = now;
+            }
+            busySince.reset();
+            backoff = kRecorderBackoffFirst;
+            retryAt = {};
+        } else if (detail::isBusyCode(failure->sqliteCode())) {
+            // Written later, before whatever was queued meanwhile.
+            RecorderChanges newer = std::move(s.pending);
+            s.pending = std::move(batch);
+            s.pending.append(std::move(newer));
+            busySince = busySince.value_or(now);
+            retryAt = now + backoff;
+            backoff =
+                std::min(backoff * 2,
+                         std::chrono::duration_cast<RecorderClock::duration>(kRecorderBackoffMax));
+            if (now - *busySince >= kRecorderLockWarnAfter) {
+                s.warnOnce(lock, "runs store " + s.path.string() +
+                                     ": locked by another program for more than 5 s; still "
+                                     "trying in the background");
+            }
+        } else {
+            s.quiet = true;
+            s.pending = RecorderChanges{};
+            s.warnOnce(lock, std::string(failure->what()) +
+                                 "; this run is not recorded (it "
+                                 "trains on)");
+        }
+        s.progress.notify_all();
     }
     lock.unlock();
-    s.db = detail::Connection();  // no one else writes: `writing` is false and stop is final
-    s.prepared = false;
+    db = detail::Connection();
     lock.lock();
     s.threadDone = true;
     s.progress.notify_all();
