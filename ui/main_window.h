@@ -231,6 +231,11 @@ class MainWindow : public QMainWindow {
     void chooseCompare();
     // The Shift view's Export…: a folder, then ShiftView::exportTo.
     void chooseShiftExport();
+    // A view's Export… to a folder: asks for one (remembered as files/exports), writes with
+    // `write`, then says what was written or why nothing was.
+    using FolderExport =
+        std::function<bool(const QString& dir, QStringList* written, QString* error)>;
+    void exportToChosenFolder(const QString& title, const FolderExport& write);
     // The Methods view's Save report…: a file, then MethodsView::saveReport.
     void chooseMethodsReport();
     void showHelpBox(const QString& name, const QString& title, const QString& html);

@@ -68,23 +68,10 @@ void MainWindow::connectJobs() {
     connect(c, &EngineController::reproduceProgress, reproduce, &ReproduceView::setProgress);
     connect(c, &EngineController::reproduceFinished, reproduce, &ReproduceView::setOutcome);
     connect(reproduce, &ReproduceView::exportRequested, this, [this, reproduce] {
-        QSettings settings;
-        const QString dir = QFileDialog::getExistingDirectory(
-            this, tr("Export the reproduction's report and CSV files to a folder"),
-            settings.value(QStringLiteral("files/exports"), QDir::homePath()).toString());
-        if (dir.isEmpty()) {
-            return;
-        }
-        settings.setValue(QStringLiteral("files/exports"), dir);
-        QStringList written;
-        QString error;
-        if (reproduce->exportTo(dir, &written, &error)) {
-            showStatus(tr("Exported %1 files to %2").arg(written.size()).arg(dir), 8000);
-        } else {
-            showError(tr("Export failed"), error,
-                      tr("Nothing was written. Choose a folder that exists and that you can "
-                         "write to, and export again."));
-        }
+        exportToChosenFolder(tr("Export the reproduction's report and CSV files to a folder"),
+                             [reproduce](const QString& dir, QStringList* written, QString* error) {
+                                 return reproduce->exportTo(dir, written, error);
+                             });
     });
     ActiveView* active = activeView();
     // The loop reads the panel's active section (its edits need no new run) and the view's
@@ -148,17 +135,23 @@ void MainWindow::compareWith(const QString& path) {
 }
 
 void MainWindow::chooseShiftExport() {
+    exportToChosenFolder(tr("Export the shift's figures and data to a folder"),
+                         [this](const QString& dir, QStringList* written, QString* error) {
+                             return shiftView()->exportTo(dir, written, error);
+                         });
+}
+
+void MainWindow::exportToChosenFolder(const QString& title, const FolderExport& write) {
     QSettings settings;
     const QString dir = QFileDialog::getExistingDirectory(
-        this, tr("Export the shift's figures and data to a folder"),
-        settings.value(QStringLiteral("files/exports"), QDir::homePath()).toString());
+        this, title, settings.value(QStringLiteral("files/exports"), QDir::homePath()).toString());
     if (dir.isEmpty()) {
         return;
     }
     settings.setValue(QStringLiteral("files/exports"), dir);
     QStringList written;
     QString error;
-    if (shiftView()->exportTo(dir, &written, &error)) {
+    if (write(dir, &written, &error)) {
         showStatus(tr("Exported %1 files to %2").arg(written.size()).arg(dir), 8000);
     } else {
         showError(tr("Export failed"), error,

@@ -10,7 +10,6 @@
 #include <QListWidget>
 #include <QMimeData>
 #include <QPushButton>
-#include <QShortcut>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -252,16 +251,7 @@ MethodsView::MethodsView(QWidget* parent) : QWidget(parent) {
     connect(m_copy, &QPushButton::clicked, this, &MethodsView::copyTable);
     connect(m_save, &QPushButton::clicked, this, [this] { Q_EMIT saveRequested(); });
     connect(m_list, &QListWidget::itemChanged, this, [this] { updateControls(); });
-    for (const QKeySequence& key :
-         {QKeySequence(Qt::CTRL | Qt::Key_Return), QKeySequence(Qt::CTRL | Qt::Key_Enter)}) {
-        auto* run = new QShortcut(key, this);
-        run->setContext(Qt::WidgetWithChildrenShortcut);
-        connect(run, &QShortcut::activated, this, [this] {
-            if (m_compare->isEnabled()) {
-                startComparison(checkedMethods());
-            }
-        });
-    }
+    JobStatusRow::addStartShortcut(this, m_compare, [this] { startComparison(checkedMethods()); });
     showPlan();
     updateControls();
 }

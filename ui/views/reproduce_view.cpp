@@ -13,7 +13,6 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QScrollBar>
-#include <QShortcut>
 #include <QSpinBox>
 #include <QTableWidget>
 #include <QVBoxLayout>
@@ -247,16 +246,7 @@ ReproduceView::ReproduceView(QWidget* parent) : QWidget(parent) {
     connect(m_copy, &QPushButton::clicked, this, &ReproduceView::copyCommand);
     connect(m_export, &QPushButton::clicked, this, [this] { Q_EMIT exportRequested(); });
     connect(m_status, &JobStatusRow::cancelRequested, this, &ReproduceView::cancelRequested);
-    for (const QKeySequence& key :
-         {QKeySequence(Qt::CTRL | Qt::Key_Return), QKeySequence(Qt::CTRL | Qt::Key_Enter)}) {
-        auto* run = new QShortcut(key, this);
-        run->setContext(Qt::WidgetWithChildrenShortcut);
-        connect(run, &QShortcut::activated, this, [this] {
-            if (m_run->isEnabled()) {
-                startRun();
-            }
-        });
-    }
+    JobStatusRow::addStartShortcut(this, m_run, [this] { startRun(); });
     m_list->setCurrentCell(0, 0);
     setMessage(
         tr("Choose a reproduction and Run: its runs train one after another on the "

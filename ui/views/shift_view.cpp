@@ -13,7 +13,6 @@
 #include <QLineEdit>
 #include <QPushButton>
 #include <QSaveFile>
-#include <QShortcut>
 #include <QSlider>
 #include <QSpinBox>
 #include <QVBoxLayout>
@@ -198,16 +197,7 @@ ShiftView::ShiftView(QWidget* parent) : QWidget(parent) {
         refreshCharts();
     });
     connect(m_shift, &QComboBox::currentIndexChanged, this, [this] { updateControls(); });
-    for (const QKeySequence& key :
-         {QKeySequence(Qt::CTRL | Qt::Key_Return), QKeySequence(Qt::CTRL | Qt::Key_Enter)}) {
-        auto* run = new QShortcut(key, this);
-        run->setContext(Qt::WidgetWithChildrenShortcut);
-        connect(run, &QShortcut::activated, this, [this] {
-            if (m_run->isEnabled()) {
-                start();
-            }
-        });
-    }
+    JobStatusRow::addStartShortcut(this, m_run, [this] { start(); });
     setMessage(
         tr("Pick a shift and Run: the ensemble is measured at every level on the engine "
            "thread (the numbers of `ensemble-cli shift` for the same weights)."));

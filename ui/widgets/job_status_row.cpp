@@ -1,5 +1,6 @@
 #include "widgets/job_status_row.h"
 
+#include <QAbstractButton>
 #include <QHBoxLayout>
 #include <QKeySequence>
 #include <QProgressBar>
@@ -105,6 +106,20 @@ void JobStatusRow::setMessage(const QString& text, bool error) {
 
 QString JobStatusRow::message() const {
     return m_message->text();
+}
+
+void JobStatusRow::addStartShortcut(QWidget* scope, const QAbstractButton* button,
+                                    std::function<void()> start) {
+    for (const QKeySequence& key :
+         {QKeySequence(Qt::CTRL | Qt::Key_Return), QKeySequence(Qt::CTRL | Qt::Key_Enter)}) {
+        auto* shortcut = new QShortcut(key, scope);
+        shortcut->setContext(Qt::WidgetWithChildrenShortcut);
+        QObject::connect(shortcut, &QShortcut::activated, scope, [button, start] {
+            if (button->isEnabled()) {
+                start();
+            }
+        });
+    }
 }
 
 }  // namespace ensemble::ui

@@ -10,7 +10,9 @@
 #include <QWidget>
 
 #include <cstdint>
+#include <functional>
 
+class QAbstractButton;
 class QProgressBar;
 class QLabel;
 class QPushButton;
@@ -33,6 +35,10 @@ class JobStatusRow : public QWidget {
     // learning's Play) set it themselves.
     void setCancellable(bool cancellable);
     bool isCancellable() const;
+    // Ctrl+Enter (and Ctrl+Return) anywhere in `scope` calls `start` while `button`, the view's
+    // own start button, is enabled: the key every job view starts its job with.
+    static void addStartShortcut(QWidget* scope, const QAbstractButton* button,
+                                 std::function<void()> start);
     // `done` of `total`, shown per mille (rows can pass int's range) with a percentage.
     void setProgress(int64_t done, int64_t total);
     // `fraction` of the job (0..1) with `text` on the bar.

@@ -629,6 +629,10 @@ QByteArray readBytes(const QString& path) {
 }  // namespace
 
 void TestGuiMethods::reproduceGivesTheClisReport() {
+    // A store of its own: the suite's store keeps the entries of its earlier runs.
+    QTemporaryDir storeDir;
+    QVERIFY(storeDir.isValid());
+    const ensemble::test::ScopedRunStore recordTo(storeDir.filePath(QStringLiteral("runs.sqlite")));
     // The cheapest row with one seed: four panels, a fraction of a second each.
     auto w = makeWindow({900, 600});
     ReproduceView* view = reproduceViewOn(*w);
@@ -735,15 +739,16 @@ void TestGuiMethods::reproduceGivesTheClisReport() {
 }
 
 void TestGuiMethods::reproduceCancelKeepsThePartialTable() {
-    // One UCI set, three splits of a second or so: Cancel once the first is judged.
+    // One UCI set, splits of a second or so: Cancel once the first is judged. Eight, so that a
+    // loaded machine's late Esc still finds runs left to cancel (the rest never run).
     auto w = makeWindow({900, 600});
     ReproduceView* view = reproduceViewOn(*w);
     QVERIFY(view != nullptr);
     QVERIFY(view->setReproduction(QStringLiteral("deep-ensembles-uci")));
     view->setLevel(QStringLiteral("yacht"));
-    view->setCount(3);
+    view->setCount(8);
     QCOMPARE(view->commandLine(),
-             QStringLiteral("ensemble-cli reproduce deep-ensembles-uci/yacht --splits 3"));
+             QStringLiteral("ensemble-cli reproduce deep-ensembles-uci/yacht --splits 8"));
     w->activateWindow();
     QVERIFY(QTest::qWaitForWindowActive(w.get()));
     view->table()->setFocus();
