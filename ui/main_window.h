@@ -229,12 +229,8 @@ class MainWindow : public QMainWindow {
     void showWorkOf(const SnapshotPtr& s);
     void showError(const QString& title, const QString& message, const QString& advice);
     void chooseCompare();
-    // The Shift view's Export…: a folder, then ShiftView::exportTo.
-    void chooseShiftExport();
-    // A view's Export… to a folder: asks for one (remembered as files/exports), writes with
-    // `write`, then says what was written or why nothing was.
-    using FolderExport =
-        std::function<bool(const QString& dir, QStringList* written, QString* error)>;
+    // A view's Export… (Shift, Reproduce): asks for a folder, writes (dir, written, error).
+    using FolderExport = std::function<bool(const QString&, QStringList*, QString*)>;
     void exportToChosenFolder(const QString& title, const FolderExport& write);
     // The Methods view's Save report…: a file, then MethodsView::saveReport.
     void chooseMethodsReport();

@@ -51,7 +51,12 @@ void MainWindow::connectJobs() {
     ShiftView* shift = shiftView();
     connect(shift, &ShiftView::shiftRequested, m_controller.get(), &EngineController::runShift);
     connect(shift, &ShiftView::cancelRequested, m_controller.get(), &EngineController::cancelShift);
-    connect(shift, &ShiftView::exportRequested, this, &MainWindow::chooseShiftExport);
+    connect(shift, &ShiftView::exportRequested, this, [this] {
+        exportToChosenFolder(tr("Export the shift's figures and data to a folder"),
+                             [this](const QString& dir, QStringList* written, QString* error) {
+                                 return shiftView()->exportTo(dir, written, error);
+                             });
+    });
     connect(m_controller.get(), &EngineController::shiftProgress, shift, &ShiftView::setProgress);
     connect(m_controller.get(), &EngineController::shiftFinished, shift, &ShiftView::setOutcome);
     EngineController* c = m_controller.get();
@@ -132,13 +137,6 @@ void MainWindow::compareWith(const QString& path) {
         return;
     }
     view->startComparison(QFileInfo(path).fileName());
-}
-
-void MainWindow::chooseShiftExport() {
-    exportToChosenFolder(tr("Export the shift's figures and data to a folder"),
-                         [this](const QString& dir, QStringList* written, QString* error) {
-                             return shiftView()->exportTo(dir, written, error);
-                         });
 }
 
 void MainWindow::exportToChosenFolder(const QString& title, const FolderExport& write) {
