@@ -1,3 +1,6 @@
+// The Reproduce view, one piece: the registry's list, the run's options and command line, the
+// ours-against-paper table and the figure's pane are one screen whose controls enable each
+// other; the run itself is reproduce_job's, the figure's drawing the engine's figureSvg.
 #include "views/reproduce_view.h"
 
 #include <QApplication>

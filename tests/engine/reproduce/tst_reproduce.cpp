@@ -768,24 +768,17 @@ void TestReproduce::figureLeavesOutNonFiniteValues() {
 // The same result gives the same bytes, under another LC_NUMERIC too (the app runs under the
 // user's, where printf writes "0,5").
 void TestReproduce::figureIsTheSameBytesAgain() {
-    const rp::ReproductionResult result =
-        handMadeResult(row("two-moons-ood"), {}, 2, [](const std::string& level, int i) {
-            const double base = level == "independent" ? 0.9 : 0.8;
-            return std::map<std::string, double>{{"test_accuracy", base + 0.01 * i},
-                                                 {"blob_confidence", 0.95 + 0.01 * i},
-                                                 {"ood_auroc_mi", 0.125 * (i + 1)},
-                                                 {"ood_auroc_confidence", 0.1}};
-        });
+    const auto figures = [](const std::string& level, int i) {
+        const double base = level == "independent" ? 0.9 : 0.8;
+        return std::map<std::string, double>{{"test_accuracy", base + 0.01 * i},
+                                             {"blob_confidence", 0.95 + 0.01 * i},
+                                             {"ood_auroc_mi", 0.125 * (i + 1)},
+                                             {"ood_auroc_confidence", 0.1}};
+    };
+    const rp::ReproductionResult result = handMadeResult(row("two-moons-ood"), {}, 2, figures);
     const std::string first = rp::figureSvg(result);
     QCOMPARE(rp::figureSvg(result), first);
-    const rp::ReproductionResult again =
-        handMadeResult(row("two-moons-ood"), {}, 2, [](const std::string& level, int i) {
-            const double base = level == "independent" ? 0.9 : 0.8;
-            return std::map<std::string, double>{{"test_accuracy", base + 0.01 * i},
-                                                 {"blob_confidence", 0.95 + 0.01 * i},
-                                                 {"ood_auroc_mi", 0.125 * (i + 1)},
-                                                 {"ood_auroc_confidence", 0.1}};
-        });
+    const rp::ReproductionResult again = handMadeResult(row("two-moons-ood"), {}, 2, figures);
     QCOMPARE(rp::figureSvg(again), first);
     const std::string saved = std::setlocale(LC_NUMERIC, nullptr);
     for (const char* name : {"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8"}) {
