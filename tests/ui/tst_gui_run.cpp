@@ -12,6 +12,7 @@
 #include <QMessageBox>
 #include <QProcess>
 #include <QPushButton>
+#include <QSemaphore>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QStandardPaths>
@@ -661,11 +662,31 @@ void TestGuiRun::cancelStopsTheSetupOfARun() {
     auto w = makeWindow();
     QSignalSpy cancelled(w->controller(), &ensemble::ui::EngineController::setupCancelled);
     QSignalSpy configured(w->controller(), &ensemble::ui::EngineController::configured);
+    // The engine thread is held until Cancel is clicked, so the click comes before it reaches
+    // the run (its first stage) however fast the machine builds a small run.
+    QSemaphore held;
+    QSemaphore clicked;
+    bool engineReleased = false;
+    const auto releaseEngine = qScopeGuard([&] {
+        if (!engineReleased) {
+            clicked.release();  // a failed check must not leave the window's thread held
+        }
+    });
+    auto* holder = new QObject;
+    holder->moveToThread(w->controller()->engineThread());
+    QMetaObject::invokeMethod(holder, [&] {
+        held.release();
+        clicked.acquire();
+    });
+    QVERIFY(held.tryAcquire(1, 30000));
     w->loadExperiment(ensemble::test::smallConfig({.members = 3, .steps = 100}));
     auto* busy = w->findChild<ensemble::ui::BusyOverlay*>();
     QVERIFY(busy != nullptr);
     QVERIFY(busy->cancelButton()->isEnabled());
-    busy->cancelButton()->click();  // before the engine thread reached the run: its first stage
+    busy->cancelButton()->click();
+    clicked.release();
+    engineReleased = true;
+    holder->deleteLater();  // on the engine thread, once the held call returned
     QVERIFY(cancelled.wait(30000));
     QCOMPARE(cancelled.at(0).at(0).toULongLong(), w->controller()->currentRunId());
     QVERIFY(configured.isEmpty());

@@ -154,6 +154,8 @@ class EngineController : public QObject {
     bool isConfigured() const { return m_snapshot != nullptr; }
     uint64_t snapshotsReceived() const { return m_received; }
     uint64_t currentRunId() const { return m_runId; }
+    // The thread the engine's work runs on (tests hold it to order their steps against it).
+    QThread* engineThread() { return &m_thread; }
     // A side job (the Calibration comparison, a shift, a methods comparison, a reproduction)
     // was asked for and has not ended.
     bool isJobRunning() const;
