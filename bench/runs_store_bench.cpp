@@ -17,50 +17,13 @@
 #include <string>
 #include <vector>
 
-#include "config/config.h"
 #include "runs/run_store.h"
+#include "runs_bench_entries.h"
 
 using namespace ensemble::runs;
+using ensemble::bench::benchEntries;
 
 namespace {
-
-std::vector<RunEntry> benchEntries(int count, int firstIndex, std::mt19937& rng) {
-    const nlohmann::json base = ensemble::defaultConfigJson();
-    const char* presets[] = {"spirals", "moons", "mnist-mlp", "cubic", "sine"};
-    const double lrs[] = {0.001, 0.003, 0.01, 0.03, 0.1};
-    const int members[] = {1, 4, 8, 16, 32, 100};
-    std::uniform_real_distribution<double> unit(0.0, 1.0);
-    std::vector<RunEntry> out;
-    out.reserve(static_cast<std::size_t>(count));
-    for (int i = 0; i < count; ++i) {
-        RunEntry e;
-        e.program = i % 3 == 0 ? "ensemble-lab" : "ensemble-cli";
-        e.kind = i % 3 == 0 ? "app-train" : "train";
-        e.version = "1.0.0";
-        e.started = 1.7e9 + (firstIndex + i) * 60.0;
-        e.wallSeconds = 10.0 + 100.0 * unit(rng);
-        e.ended = e.started + e.wallSeconds;
-        e.updated = e.ended;
-        e.state = RunState::Finished;
-        e.preset = presets[rng() % 5];
-        e.config = base;
-        e.config["optimizer"]["lr"] = lrs[rng() % 5];
-        e.config["ensemble"]["members"] = members[rng() % 6];
-        e.config["ensemble"]["seed"] = static_cast<int>(rng() % 1000);
-        fillFromConfig(e);
-        e.backend = "cpu";
-        e.figures = {{"test_accuracy", unit(rng)},
-                     {"test_nll", unit(rng)},
-                     {"test_brier", unit(rng)},
-                     {"test_ece", 0.2 * unit(rng)}};
-        if (rng() % 10 == 0) {
-            e.tags = {"sweep"};
-        }
-        e.note = rng() % 20 == 0 ? "diverged at step 1200" : "";
-        out.push_back(std::move(e));
-    }
-    return out;
-}
 
 double millisecondsOf(const std::function<void()>& work, int repeats) {
     std::vector<double> times;

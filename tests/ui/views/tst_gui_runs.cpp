@@ -7,7 +7,6 @@
 #include <QAbstractButton>
 #include <QChart>
 #include <QCheckBox>
-#include <QElapsedTimer>
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
@@ -200,7 +199,6 @@ class TestGuiRuns : public QObject {
     void columnsAreRemembered();
     void readableInTheWindowAndOpensAsExperiment();
     void anUnreadableStoreShowsAMessage();
-    void aHundredThousandEntries();
 
   private:
     QString freshStore(const QString& name, int entries);
@@ -686,80 +684,6 @@ void TestGuiRuns::anUnreadableStoreShowsAMessage() {
     // Recording off: said as such.
     QVERIFY(!view.openStore(QString()));
     QVERIFY(view.storeMessage().contains(QStringLiteral("off")));
-}
-
-// RUNS_VIEW_100K=1: the timings at 100,000 entries (the scale), printed; a check only
-// that they answer (the machine decides the numbers).
-void TestGuiRuns::aHundredThousandEntries() {
-    if (qgetenv("RUNS_VIEW_100K").isEmpty()) {
-        QSKIP("RUNS_VIEW_100K=1 measures the view at 100,000 entries");
-    }
-    const QString path = m_dir.filePath(QStringLiteral("big.sqlite"));
-    QElapsedTimer clock;
-    clock.start();
-    {
-        RunStore store = RunStore::open(path.toStdString());
-        std::vector<RunEntry> batch;
-        for (int i = 0; i < 100000; ++i) {
-            batch.push_back(runsTestEntry(i));
-            if (batch.size() == 5000) {
-                store.insert(batch);
-                batch.clear();
-            }
-        }
-    }
-    qInfo("filled 100,000 entries in %lld ms", static_cast<long long>(clock.restart()));
-    RunsView view;
-    view.resize(900, 600);
-    view.show();
-    QVERIFY(view.openStore(path));
-    qInfo("open + count + first page: %lld ms", static_cast<long long>(clock.restart()));
-    QCOMPARE(view.model()->total(), std::int64_t(100000));
-    view.setColumns({QStringLiteral("id"), QStringLiteral("started"), QStringLiteral("preset"),
-                     QStringLiteral("members"), QStringLiteral("figure.test_accuracy"),
-                     QStringLiteral("figure.test_nll"), QStringLiteral("tag")});
-    clock.restart();
-    view.table()->horizontalHeader()->setSortIndicator(columnOf(*view.model(), "figure.test_nll"),
-                                                       Qt::AscendingOrder);
-    QCOMPARE(view.model()->sortOrder().field, std::string("figure.test_nll"));
-    QCOMPARE(view.model()->index(0, 0).data().toString().isEmpty(), false);
-    qInfo("sort by figure.test_nll: %lld ms", static_cast<long long>(clock.restart()));
-    QVERIFY(view.applyFilter(QStringLiteral("preset=moons figure.test_nll<0.5")));
-    (void)view.model()->index(0, 0).data();
-    qInfo("filter preset=moons figure.test_nll<0.5 (%lld match): %lld ms",
-          static_cast<long long>(view.model()->total()), static_cast<long long>(clock.restart()));
-    QVERIFY(view.applyFilter(QString()));
-    (void)view.grab();
-    clock.restart();
-    // Scrolling: a screenful at a time through 10,000 rows, each frame painted.
-    QScrollBar* bar = view.table()->verticalScrollBar();
-    const int step = std::max(1, bar->pageStep());
-    int frames = 0;
-    qint64 worst = 0;
-    QElapsedTimer frame;
-    for (;;) {
-        frame.start();
-        if (bar->value() >= bar->maximum()) {
-            if (view.model()->rowCount() >= 10000 || !view.model()->canFetchMore({})) {
-                break;
-            }
-            view.model()->fetchMore({});
-        }
-        bar->setValue(bar->value() + step);
-        view.table()->viewport()->repaint();
-        QCoreApplication::processEvents();
-        worst = std::max(worst, frame.elapsed());
-        ++frames;
-    }
-    qInfo("scrolled %d rows, %d a frame, in %d frames: %lld ms in all, the slowest frame %lld ms",
-          view.model()->rowCount(), step, frames, static_cast<long long>(clock.elapsed()),
-          static_cast<long long>(worst));
-    QVERIFY(view.model()->cachedPages() <= RunsModel::kCachedPages);
-    clock.restart();
-    view.refresh();
-    qInfo("refresh (F5): %lld ms", static_cast<long long>(clock.restart()));
-    QVERIFY(!view.model()->refreshIfChanged());
-    qInfo("poll (count, unchanged): %lld ms", static_cast<long long>(clock.restart()));
 }
 
 QTEST_MAIN(TestGuiRuns)
