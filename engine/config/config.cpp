@@ -13,6 +13,7 @@
 #include "config/config_schema.h"
 #include "core/errors.h"
 #include "model/architecture.h"
+#include "model/dropout_masks.h"
 
 namespace ensemble {
 
@@ -522,6 +523,10 @@ ExperimentConfig parseConfig(const json& input) {
     c.ensemble.method = v.choice<EnsembleMethod>("ensemble.method");
     if (c.ensemble.method == EnsembleMethod::McDropout) {
         c.model.dropout = v.number("model.dropout");
+        if (c.model.kind == ModelKind::Cnn) {
+            // Its members' fixed masks at dropout layers fold into dense layers only.
+            checkDropoutLayersFold(Architecture::stack(kImageInput, c.model.layers, 10));
+        }
     }
     c.ensemble.bootstrap = v.choice<BootstrapMode>("ensemble.bootstrap");
     c.ensemble.seed = v.seed("ensemble.seed");

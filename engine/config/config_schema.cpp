@@ -121,10 +121,12 @@ std::vector<KeySpec> buildSchema() {
                      "the layers in order: `{\"type\": \"conv\", \"filters\": F, \"kernel\": k, "
                      "\"stride\": 1, \"padding\": \"same\"}` (padding `same` or `valid`), "
                      "`{\"type\": \"pool\", \"kind\": \"avg\", \"size\": s}` (kind `avg` or "
-                     "`max`, stride s) or `{\"type\": \"dense\", \"units\": U}`. "
-                     "`model.activation` follows every conv and hidden dense, the input is "
-                     "flattened (channel, row, column) before the first dense, and the output "
-                     "layer is implicit. Default: Flax's MNIST CNN"),
+                     "`max`, stride s), `{\"type\": \"dense\", \"units\": U}` or "
+                     "`{\"type\": \"dropout\", \"rate\": p}` (inverted dropout of its "
+                     "input in training under every method, p in [0, 1); the identity at "
+                     "prediction; not first). `model.activation` follows every conv and hidden "
+                     "dense, the input is flattened (channel, row, column) before the first "
+                     "dense, and the output layer is implicit. Default: Flax's MNIST CNN"),
                  "model.kind", {toString(ModelKind::Cnn)}),
         choice("model.activation", "relu", choicesOf<Activation>(),
                "activation of the hidden layers (`gelu`: the exact erf form)"),
@@ -148,7 +150,9 @@ std::vector<KeySpec> buildSchema() {
                                     "the dropout rate p: after each hidden layer's activation a "
                                     "unit (a channel of a conv layer) is kept with probability "
                                     "1 - p and scaled by 1/(1 - p) in training; member k keeps "
-                                    "its own fixed mask at prediction (docs/methods.md)",
+                                    "its own fixed mask at prediction (docs/methods.md). Not "
+                                    "used when model.layers has dropout layers: mc_dropout "
+                                    "then drops there, each at its own rate",
                                     0, 1)),
                  "ensemble.method", {toString(EnsembleMethod::McDropout)}),
         choice("ensemble.bootstrap", "none", choicesOf<BootstrapMode>(),

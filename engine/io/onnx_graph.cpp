@@ -250,6 +250,8 @@ class EnsembleGraph {
                 case LayerKind::Dense:
                     dense(s);
                     break;
+                case LayerKind::Dropout:
+                    break;  // the identity at inference (inverted dropout needs no scale)
             }
         }
         if (form != Form::MemberFlat) {
@@ -284,10 +286,10 @@ class EnsembleGraph {
         }
         for (int64_t m = 0; m < k; ++m) {
             const std::vector<std::vector<float>> masks =
-                dropoutMemberMasks(arch, static_cast<float>(ensemble.config.model.dropout),
-                                   ensemble.dropoutSeed, static_cast<uint32_t>(m));
+                dropoutInputMasks(arch, static_cast<float>(ensemble.config.model.dropout),
+                                  ensemble.dropoutSeed, static_cast<uint32_t>(m));
             for (std::size_t l = 1; l < masks.size(); ++l) {
-                inputMasks[l].insert(inputMasks[l].end(), masks[l - 1].begin(), masks[l - 1].end());
+                inputMasks[l].insert(inputMasks[l].end(), masks[l].begin(), masks[l].end());
             }
         }
     }

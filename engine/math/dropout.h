@@ -83,6 +83,42 @@ ENSEMBLE_HD inline float dropoutMemberMask(uint64_t seed, uint32_t member, int l
     return dropoutMaskValue(r.v[unit & 3], rate, dropoutScale(rate));
 }
 
+// A dropout layer (model.layers' "dropout", StackLayer::rate), which drops at its own rate in
+// training under every method: one keep decision per value of an example's input, at its
+// position in the flatten order (c H W + y W + x of [C, H, W] maps; the unit of a flat input),
+// keyed by the layer's index in the stack (StackLayer order, not the parameterised index) and
+// drawn from purposes of their own, so they never meet the activation masks above:
+//   training:   (seed, step, member, row, layer, position)  RngPurpose::DropoutLayer
+//   prediction: (seed, member, layer, position)  RngPurpose::DropoutLayerMember (mc_dropout's
+//               member k, folded into the next dense layer's weights by model/dropout_masks.h)
+// As above, one draw gives positions 4g .. 4g+3.
+template <typename U>
+ENSEMBLE_HD inline Philox4x32Lanes<U> dropoutLayerDrawLanes(uint64_t seed, uint64_t step,
+                                                            uint32_t member, U row, int layer,
+                                                            int position) {
+    const uint64_t key = seed ^ (step >> 32 << 32);
+    return philoxDrawLanes(key, RngPurpose::DropoutLayer, member, row,
+                           Lane<U>::broadcast(static_cast<uint32_t>(step)),
+                           dropoutSub(layer, position));
+}
+
+// The training mask of one position of one example at a dropout layer of `rate` (d.rate is
+// the activations' rate and is not read): 0 or dropoutScale(rate).
+ENSEMBLE_HD inline float dropoutLayerTrainingMask(const DropoutStep& d, float rate, uint32_t row,
+                                                  int layer, int position) {
+    const Philox4x32 r =
+        dropoutLayerDrawLanes<uint32_t>(d.seed, d.step, d.member, row, layer, position);
+    return dropoutMaskValue(r.v[position & 3], rate, dropoutScale(rate));
+}
+
+// Member `member`'s prediction mask of one position at a dropout layer (mc_dropout).
+ENSEMBLE_HD inline float dropoutLayerMemberMask(uint64_t seed, uint32_t member, int layer,
+                                                int position, float rate) {
+    const Philox4x32 r =
+        philoxDraw(seed, RngPurpose::DropoutLayerMember, member, 0, dropoutSub(layer, position));
+    return dropoutMaskValue(r.v[position & 3], rate, dropoutScale(rate));
+}
+
 // The backward pass through a masked activation a = f(z) * mask: dz = (da * mask) * f'(z).
 // (f' from z alone: the stored activation is the masked one.)
 template <typename T>

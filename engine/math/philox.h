@@ -51,6 +51,8 @@ enum class RngPurpose : uint32_t {
     Dropout = 11,        // math/dropout.h: the training masks
     DropoutMember = 12,  // math/dropout.h: an mc_dropout member's fixed mask
     BatchEnsembleSigns = 13,  // model/batch_ensemble.h: the fast weights' initial signs
+    DropoutLayer = 14,        // math/dropout.h: a dropout layer's training masks
+    DropoutLayerMember = 15,  // math/dropout.h: an mc_dropout member's mask at a dropout layer
 };
 
 // Draw number `index` of stream (seed, purpose, member, sub): four independent 32-bit words,

@@ -6,6 +6,7 @@
 
 #include "core/errors.h"
 #include "core/json_message.h"
+#include "math/dropout.h"
 
 namespace ensemble {
 
@@ -72,6 +73,21 @@ E enumField(const json& layer, const std::string& key, std::size_t index, const 
     throw ConfigError(where, "expected one of " + list + ", got " + jsonForMessage(v));
 }
 
+// A dropout layer's rate: a number in [0, 1) (1 would drop every unit).
+double rateField(const json& layer, const std::string& key, std::size_t index) {
+    const std::string where = field(key, index, "rate");
+    if (!layer.contains("rate")) {
+        throw ConfigError(where,
+                          "missing; expected the probability of dropping a unit, a number "
+                          "in [0, 1)");
+    }
+    const json& v = layer["rate"];
+    if (!v.is_number() || !(v.get<double>() >= 0.0 && v.get<double>() < 1.0)) {
+        throw ConfigError(where, "expected a number in [0, 1), got " + jsonForMessage(v));
+    }
+    return v.get<double>();
+}
+
 void checkFields(const json& layer, const std::string& key, std::size_t index,
                  const std::vector<std::string>& allowed) {
     for (const auto& item : layer.items()) {
@@ -126,7 +142,8 @@ std::vector<LayerSpec> parseLayers(const json& value, const std::string& key) {
         const json& layer = value[i];
         if (!layer.is_object()) {
             throw ConfigError(field(key, i, ""),
-                              "expected an object with a \"type\" (conv, pool or dense), got " +
+                              "expected an object with a \"type\" (conv, pool, dense or dropout), "
+                              "got " +
                                   jsonForMessage(layer));
         }
         LayerSpec s;
@@ -151,6 +168,10 @@ std::vector<LayerSpec> parseLayers(const json& value, const std::string& key) {
                 checkFields(layer, key, i, {"type", "units"});
                 s.units = integerField(layer, key, i, "units", 1, kMaxUnits);
                 break;
+            case LayerKind::Dropout:
+                checkFields(layer, key, i, {"type", "rate"});
+                s.rate = rateField(layer, key, i);
+                break;
         }
         out.push_back(s);
     }
@@ -174,6 +195,9 @@ json layersToJson(const std::vector<LayerSpec>& layers) {
                 break;
             case LayerKind::Dense:
                 out.push_back({{"type", toString(s.kind)}, {"units", s.units}});
+                break;
+            case LayerKind::Dropout:
+                out.push_back({{"type", toString(s.kind)}, {"rate", s.rate}});
                 break;
         }
     }
@@ -217,7 +241,7 @@ Architecture Architecture::stack(Shape input, const std::vector<LayerSpec>& laye
             return "[" + std::to_string(x.channels) + ", " + std::to_string(x.height) + ", " +
                    std::to_string(x.width) + "]";
         };
-        if (spec.kind != LayerKind::Dense && flat) {
+        if ((spec.kind == LayerKind::Conv || spec.kind == LayerKind::Pool) && flat) {
             throw ConfigError(field(key, i, "type"),
                               "a conv or pool layer cannot follow a dense layer (the input is "
                               "flattened before the first dense)");
@@ -260,11 +284,34 @@ Architecture Architecture::stack(Shape input, const std::vector<LayerSpec>& laye
                 break;
             }
             case LayerKind::Dense:
+                // A first layer reads the rows as they are, already in the flatten order.
+                s.flattens = i > 0 && !flat;
                 flat = true;
                 s.in = {static_cast<int>(shape.size()), 1, 1};
                 s.out = {spec.units, 1, 1};
                 s.param = a.m_paramLayers++;
                 s.activated = true;
+                break;
+            case LayerKind::Dropout:
+                // On the input every member would read its own copy of the shared images;
+                // nothing the paper's networks need.
+                if (a.m_paramLayers == 0) {
+                    throw ConfigError(field(key, i, "type"),
+                                      "a dropout layer must follow a conv or dense layer (dropout "
+                                      "on the input is not supported)");
+                }
+                if (i >= static_cast<std::size_t>(kDropoutMaxLayers) ||
+                    shape.size() > kDropoutMaxUnits) {
+                    throw ConfigError(field(key, i, ""), "dropout masks cover the first " +
+                                                             std::to_string(kDropoutMaxLayers) +
+                                                             " layers, of at most " +
+                                                             std::to_string(kDropoutMaxUnits) +
+                                                             " values each; its "
+                                                             "input is " +
+                                                             shapeText(shape));
+                }
+                s.out = shape;
+                s.rate = static_cast<float>(spec.rate);
                 break;
         }
         if (s.out.size() > (int64_t{1} << 31) / 4) {
@@ -276,6 +323,7 @@ Architecture Architecture::stack(Shape input, const std::vector<LayerSpec>& laye
     }
     StackLayer head;
     head.kind = LayerKind::Dense;
+    head.flattens = !flat && !layers.empty();
     head.in = {static_cast<int>(shape.size()), 1, 1};
     head.out = {outputs, 1, 1};
     head.param = a.m_paramLayers++;
@@ -287,6 +335,11 @@ Architecture Architecture::stack(Shape input, const std::vector<LayerSpec>& laye
 bool Architecture::denseOnly() const {
     return std::all_of(m_layers.begin(), m_layers.end(),
                        [](const StackLayer& s) { return s.kind == LayerKind::Dense; });
+}
+
+bool Architecture::hasDropoutLayers() const {
+    return std::any_of(m_layers.begin(), m_layers.end(),
+                       [](const StackLayer& s) { return s.kind == LayerKind::Dropout; });
 }
 
 const StackLayer& Architecture::paramLayer(int param) const {

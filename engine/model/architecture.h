@@ -15,8 +15,10 @@ namespace ensemble {
 // width] (a table row is [features, 1, 1]). Parameterised layers (conv, dense) are numbered in
 // stack order: that number is the `l` of `layers.{l}.weight` in an export and of LayerSlot in
 // ParamLayout. The output dense layer (one unit per output) is implicit, as for the MLP.
+// A dropout layer has no parameters: inverted dropout of its own rate in training (every
+// method), the identity at prediction and in the exports (math/dropout.h).
 
-enum class LayerKind : uint8_t { Conv, Pool, Dense };
+enum class LayerKind : uint8_t { Conv, Pool, Dense, Dropout };
 enum class PoolKind : uint8_t { Avg, Max };
 enum class Padding : uint8_t { Same, Valid };
 
@@ -27,6 +29,7 @@ struct EnumNames<LayerKind> {
         {LayerKind::Conv, "conv", "Convolution"},
         {LayerKind::Pool, "pool", "Pooling"},
         {LayerKind::Dense, "dense", "Dense"},
+        {LayerKind::Dropout, "dropout", "Dropout"},
     };
 };
 
@@ -56,6 +59,7 @@ struct LayerSpec {
     PoolKind pool = PoolKind::Avg;  // pool
     int size = 0;                   // pool: window and stride
     int units = 0;                  // dense
+    double rate = 0.0;              // dropout: the probability of dropping, in [0, 1)
 
     bool operator==(const LayerSpec&) const = default;
 };
@@ -64,8 +68,8 @@ struct LayerSpec {
 // dense 256 (the output dense layer is implicit). The default of `model.layers`.
 std::vector<LayerSpec> recipeLayers();
 // Reads `model.layers` (`key` names it in errors). Throws ConfigError naming the layer's index
-// and field ("model.layers[2].kernel") for an unknown type, a missing or non-integer field, a
-// value out of range or an unknown field.
+// and field ("model.layers[2].kernel") for an unknown type, a missing or non-integer field (a
+// dropout's rate: a number in [0, 1)), a value out of range or an unknown field.
 std::vector<LayerSpec> parseLayers(const nlohmann::json& value, const std::string& key);
 nlohmann::json layersToJson(const std::vector<LayerSpec>& layers);
 
@@ -81,6 +85,8 @@ struct StackLayer {
     PoolKind pool = PoolKind::Avg;
     int param = -1;          // conv and dense: the index of its parameters
     bool activated = false;  // model.activation follows it (every conv and hidden dense)
+    bool flattens = false;   // dense: its input is a conv/pool/dropout stack's [C, H, W] maps
+    float rate = 0.0f;       // dropout
 
     // Per member: conv [F, C, k, k] (PyTorch's layout), dense [out, in].
     int fanIn() const;
@@ -94,7 +100,8 @@ class Architecture {
     static Architecture mlp(const std::vector<int>& widths);
     // The stack `layers` on `input`, then the output dense layer of `outputs` units. Throws
     // ConfigError naming `key`[i] and the field when a layer does not fit its input (the image
-    // shrinks to nothing, a valid conv larger than its input, a conv or pool after a dense).
+    // shrinks to nothing, a valid conv larger than its input, a conv or pool after a dense, a
+    // dropout before any conv or dense layer or beyond its masks' counter).
     static Architecture stack(Shape input, const std::vector<LayerSpec>& layers, int outputs,
                               const std::string& key = "model.layers");
 
@@ -104,6 +111,8 @@ class Architecture {
     int outputs() const { return m_layers.empty() ? 0 : m_layers.back().out.channels; }
     // Whether every layer is dense (the MLP fast path applies).
     bool denseOnly() const;
+    // Whether the stack has a dropout layer.
+    bool hasDropoutLayers() const;
     int paramLayers() const { return m_paramLayers; }
     // The parameterised layer `param` (its index in stack order among conv and dense).
     const StackLayer& paramLayer(int param) const;

@@ -18,6 +18,7 @@
 #include "core/errors.h"
 #include "core/unreachable.h"
 #include "model/batch_ensemble.h"
+#include "model/dropout_masks.h"
 #include "train/memory_estimate.h"
 
 namespace ensemble {
@@ -194,8 +195,9 @@ Trainer::Trainer(ExperimentConfig config, DataSplit data, std::unique_ptr<Backen
     problem.adversarialEps = static_cast<float>(m_config.training.adversarialEps);
     problem.adversarialEpsPerInput = adversarialInputEps(
         m_config.training.adversarialEps, m_config.training.adversarialEpsUnit, m_data);
-    // model.dropout applies to mc_dropout only (0 otherwise: today's step).
-    problem.dropout = static_cast<float>(m_config.model.dropout);
+    // model.dropout applies to mc_dropout only (0 otherwise: today's step), and not to a stack
+    // with dropout layers (they drop, each at its own rate, whatever the method).
+    problem.dropout = activationDropoutRate(m_layout.architecture(), m_config.model.dropout);
     problem.dropoutSeed = dropoutMaskSeed(m_config);
     if (mesh.data > 1) {
         Collective* c = m_collective;

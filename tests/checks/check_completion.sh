@@ -77,7 +77,7 @@ expect "x train --con" --config
 expect "x train --q" --quiet
 expect "x train --check" --checkpoint --checkpoint-every
 expect "x train --config spi" spirals spirals-bootstrap
-expect "x train --config mnist-" mnist-active mnist-cnn mnist-mlp
+expect "x train --config mnist-" mnist-active mnist-active-cnn mnist-cnn mnist-mlp
 expect "x train --set optimizer.ki" optimizer.kind=
 expect "x train --set optimizer.kind=ad" adam adamw
 expect "x train --set model.activation=" relu tanh gelu

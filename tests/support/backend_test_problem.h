@@ -43,6 +43,13 @@ inline LayerSpec dense(int units) {
     return s;
 }
 
+inline LayerSpec dropout(double rate) {
+    LayerSpec s;
+    s.kind = LayerKind::Dropout;
+    s.rate = rate;
+    return s;
+}
+
 struct ProblemShape {
     int64_t rows = 250;
     uint64_t dataSeed = 7;

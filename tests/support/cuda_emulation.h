@@ -204,6 +204,20 @@ class HostExecutor {
             dropoutMaskElement(j, key, state->step, rows, units, layer, mask);
         }
     }
+    void dropoutLayerMask(const DropoutStep& key, const DeviceStepState* state, int members,
+                          int rows, int channels, int plane, int layer, float rate, float* mask) {
+        ++dropoutOperations;
+        const int64_t count = int64_t{members} * rows * ((channels * plane + 3) / 4);
+        for (int64_t j = 0; j < count; ++j) {
+            dropoutLayerMaskElement(j, key, state->step, rows, channels, plane, layer, rate, mask);
+        }
+    }
+    void maskMultiply(const float* x, const float* mask, int64_t count, float* out) {
+        ++dropoutOperations;
+        for (int64_t i = 0; i < count; ++i) {
+            maskMultiplyElement(i, x, mask, out);
+        }
+    }
     void dropoutApply(float* post, const float* mask, int64_t count, int64_t plane, int units) {
         ++dropoutOperations;
         for (int64_t i = 0; i < count; ++i) {

@@ -3,7 +3,8 @@
 // The reference network of the gradient checks (tst_conv, tst_dropout): one example through an
 // Architecture with plain loops in double (a direct convolution, no im2col, no GEMM), so that
 // the CPU backend's float forward pass and gradients are checked against code they do not
-// share. Optional masks multiply each activated unit's output, as inverted dropout does.
+// share. Optional masks multiply each activated unit's output, as inverted dropout does, and
+// each dropout layer's input values (tst_dropout_layer).
 
 #include <algorithm>
 #include <cmath>
@@ -36,19 +37,27 @@ inline std::vector<double> memberParams(const ParamLayout& layout, int k, const 
 using UnitMask = std::function<double(int, int)>;
 
 // One example through the architecture, parameters packed per layer ([W in PyTorch's layout
-// W[f][c][ky][kx] or W[out][in], b]); each activated layer's outputs multiplied by `mask`.
-// Returns the logits.
+// W[f][c][ky][kx] or W[out][in], b]); each activated layer's outputs multiplied by `mask`, and
+// the value at position j (the flatten order) of dropout layer i's input by dropMask(i, j) (a
+// dropout layer without dropMask: the identity). Returns the logits.
 inline std::vector<double> referenceForward(const Architecture& arch, Activation a,
                                             const std::vector<double>& p, const float* x,
-                                            const UnitMask& mask = {}) {
+                                            const UnitMask& mask = {},
+                                            const UnitMask& dropMask = {}) {
     const auto scale = [&mask](int layer, int unit) { return mask ? mask(layer, unit) : 1.0; };
     std::vector<double> cur(x, x + arch.input().size());
     std::size_t offset = 0;
+    int index = -1;  // the stack layer's
     for (const StackLayer& s : arch.layers()) {
+        ++index;
         std::vector<double> next(static_cast<std::size_t>(s.out.size()), 0.0);
         const int H = s.in.height;
         const int W = s.in.width;
-        if (s.kind == LayerKind::Conv) {
+        if (s.kind == LayerKind::Dropout) {
+            for (std::size_t j = 0; j < next.size(); ++j) {
+                next[j] = cur[j] * (dropMask ? dropMask(index, static_cast<int>(j)) : 1.0);
+            }
+        } else if (s.kind == LayerKind::Conv) {
             const int C = s.in.channels;
             const int k = s.kernel;
             const double* w = p.data() + offset;
@@ -131,17 +140,18 @@ inline std::vector<double> logSoftmax(std::vector<double> z) {
 }
 
 // Mean over the batch (the examples of x, one label each in y) of weight_b * CE_b, example b
-// through the network with maskOf(b) (none when maskOf is empty).
+// through the network with maskOf(b) and dropMaskOf(b) (none when empty).
 inline double referenceLoss(const Architecture& arch, Activation a, const std::vector<double>& p,
                             const std::vector<float>& x, const std::vector<int32_t>& y,
                             const std::vector<float>& w,
-                            const std::function<UnitMask(int)>& maskOf = {}) {
+                            const std::function<UnitMask(int)>& maskOf = {},
+                            const std::function<UnitMask(int)>& dropMaskOf = {}) {
     const int n = static_cast<int>(y.size());
     double loss = 0.0;
     for (int b = 0; b < n; ++b) {
-        const std::vector<double> lp = logSoftmax(
-            referenceForward(arch, a, p, x.data() + static_cast<std::size_t>(b) * arch.inputs(),
-                             maskOf ? maskOf(b) : UnitMask{}));
+        const std::vector<double> lp = logSoftmax(referenceForward(
+            arch, a, p, x.data() + static_cast<std::size_t>(b) * arch.inputs(),
+            maskOf ? maskOf(b) : UnitMask{}, dropMaskOf ? dropMaskOf(b) : UnitMask{}));
         loss -= w[static_cast<std::size_t>(b)] *
                 lp[static_cast<std::size_t>(y[static_cast<std::size_t>(b)])];
     }

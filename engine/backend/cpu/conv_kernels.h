@@ -250,6 +250,28 @@ void fillDropoutMask(const DropoutStep& d, int layer, int units, int n, std::siz
     }
 }
 
+// The training masks of dropout layer `layer` (its stack index, rate `rate`) for n examples:
+// `flat` inputs are [n][units], maps [C][n][plane] (the path's layouts); each value's key is
+// its example's batch position and its position in the flatten order (math/dropout.h).
+void fillLayerDropoutMask(const DropoutStep& d, float rate, int layer, Shape shape, int n,
+                          bool flat, float* mask) {
+    const float scale = dropoutScale(rate);
+    const int size = static_cast<int>(shape.size());
+    const std::size_t plane = static_cast<std::size_t>(shape.plane());
+    for (int b = 0; b < n; ++b) {
+        for (int p = 0; p < size; p += 4) {
+            const Philox4x32 r = dropoutLayerDrawLanes<uint32_t>(
+                d.seed, d.step, d.member, d.firstRow + static_cast<uint32_t>(b), layer, p);
+            for (int j = 0; j < 4 && p + j < size; ++j) {
+                const std::size_t position = static_cast<std::size_t>(p + j);
+                const std::size_t at = flat ? static_cast<std::size_t>(b) * size + position
+                                            : (position / plane * n + b) * plane + position % plane;
+                mask[at] = dropoutMaskValue(r.v[j], rate, scale);
+            }
+        }
+    }
+}
+
 // x[i] *= mask[i / span] for i < n * span: a mask value per run of `span` floats (a conv
 // channel's plane of one example; 1 for a dense layer).
 void applyDropout(float* x, const float* mask, std::size_t n, std::size_t span) {

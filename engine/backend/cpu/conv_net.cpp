@@ -28,6 +28,7 @@ using conv::channelMajor;
 using conv::col2im;
 using conv::dropoutActivateGrad;
 using conv::fillDropoutMask;
+using conv::fillLayerDropoutMask;
 using conv::im2col;
 using conv::poolBackward;
 using conv::poolForward;
@@ -48,6 +49,17 @@ std::vector<std::size_t> packedOffsets(const ParamLayout& layout) {
     return offsets;
 }
 
+// Whether layer i's input is flat ([n][features]) rather than maps ([C][n][H W]): a dense
+// layer below it, through dropout layers only.
+bool flatInput(const std::vector<StackLayer>& layers, std::size_t i) {
+    while (i-- > 0) {
+        if (layers[i].kind != LayerKind::Dropout) {
+            return layers[i].kind == LayerKind::Dense;
+        }
+    }
+    return true;
+}
+
 }  // namespace
 
 // One thread's scratch for a task of up to kConvGroup examples.
@@ -63,7 +75,8 @@ struct ConvNetCpu::Workspace {
     FloatBuffer dLogits;
     FloatBuffer gemmA;  // packing buffers of every product (backend/cpu/gemm.h)
     FloatBuffer gemmB;
-    // Dropout only: per activated layer the step's masks, [C][n] (conv) or [n][units] (dense).
+    // Dropout only: per activated layer the step's masks, [C][n] (conv) or [n][units] (dense);
+    // per dropout layer (always) its masks in its input's layout.
     std::vector<FloatBuffer> dropMask;
 
     void resize(const Architecture& a, int n, bool dropout = false) {
@@ -72,6 +85,8 @@ struct ConvNetCpu::Workspace {
         for (std::size_t i = 0; i < layers.size(); ++i) {
             if (dropout && layers[i].activated) {
                 dropMask[i].assign(static_cast<std::size_t>(layers[i].units()) * n, 0.0f);
+            } else if (layers[i].kind == LayerKind::Dropout) {
+                dropMask[i].assign(static_cast<std::size_t>(layers[i].out.size()) * n, 0.0f);
             }
         }
         pre.assign(layers.size(), FloatBuffer{});
@@ -94,8 +109,7 @@ struct ConvNetCpu::Workspace {
             if (s.kind == LayerKind::Pool && s.pool == PoolKind::Max) {
                 argmax[i].assign(outSize, 0);
             }
-            if (s.kind == LayerKind::Dense && flatSize == 0 && i > 0 &&
-                layers[i - 1].kind != LayerKind::Dense) {
+            if (s.kind == LayerKind::Dense && flatSize == 0 && s.flattens) {
                 flatSize = static_cast<std::size_t>(s.in.size()) * n;
             }
         }
@@ -142,10 +156,12 @@ namespace {
 // Forward pass of member k over n examples; returns the logits (n x outputs). sharedCols, when
 // not null, holds the first conv's columns for these examples with row stride colsStride.
 // dropout.on(): every activated layer's output is masked (the masks kept in ws.dropMask), the
-// examples at batch positions dropout.firstRow + b.
+// examples at batch positions dropout.firstRow + b. `training`: dropout layers mask their input
+// under the same key (else they pass it on as it is).
 const float* forward(const ParamLayout& layout, int k, Activation act, const float* params,
                      const float* x, int n, const float* sharedCols, std::size_t colsStride,
-                     ConvNetCpu::Workspace& ws, const DropoutStep& dropout = DropoutStep{}) {
+                     ConvNetCpu::Workspace& ws, const DropoutStep& dropout = DropoutStep{},
+                     bool training = false) {
     const Architecture& a = layout.architecture();
     const auto& layers = a.layers();
     // A first dense layer reads the rows as they are: (channel, row, column) is the flatten order.
@@ -154,6 +170,20 @@ const float* forward(const ParamLayout& layout, int k, Activation act, const flo
         const StackLayer& s = layers[i];
         float* out = ws.post[i].data();
         switch (s.kind) {
+            case LayerKind::Dropout: {
+                const std::size_t count = static_cast<std::size_t>(s.out.size()) * n;
+                if (!training) {
+                    std::copy_n(in, count, out);  // the identity: inverted dropout needs no scale
+                    break;
+                }
+                float* mask = ws.dropMask[i].data();
+                fillLayerDropoutMask(dropout, s.rate, static_cast<int>(i), s.in, n,
+                                     flatInput(layers, i), mask);
+                for (std::size_t j = 0; j < count; ++j) {
+                    out[j] = in[j] * mask[j];
+                }
+                break;
+            }
             case LayerKind::Conv: {
                 const int l = s.param;
                 const Eigen::Index fan = s.fanIn();
@@ -193,7 +223,7 @@ const float* forward(const ParamLayout& layout, int k, Activation act, const flo
                 const int l = s.param;
                 const Eigen::Index features = s.in.channels;
                 const float* aIn = in;
-                if (i > 0 && layers[i - 1].kind != LayerKind::Dense) {
+                if (s.flattens) {
                     // Flatten [C][n][H W] into n x (C H W), PyTorch's (channel, row, column).
                     const Shape sp = layers[i - 1].out;
                     const std::size_t plane = static_cast<std::size_t>(sp.plane());
@@ -247,7 +277,7 @@ float groupGradient(const ParamLayout& layout, int k, Activation act, const floa
     const auto& layers = a.layers();
     const int classes = a.outputs();
     const float* logits =
-        forward(layout, k, act, params, x, n, sharedCols, colsStride, ws, dropout);
+        forward(layout, k, act, params, x, n, sharedCols, colsStride, ws, dropout, true);
 
     const float scale = 1.0f / static_cast<float>(batchSize);
     float loss = 0.0f;
@@ -287,7 +317,7 @@ float groupGradient(const ParamLayout& layout, int k, Activation act, const floa
                 const int l = s.param;
                 const Eigen::Index features = s.in.channels;
                 const Eigen::Index units = s.out.channels;
-                const bool flattened = ii > 0 && layers[ii - 1].kind != LayerKind::Dense;
+                const bool flattened = s.flattens;
                 const float* aIn = flattened ? ws.flat.data() : in;
                 float* gw = grad + offsets[static_cast<std::size_t>(l)];
                 float* gb = gw + units * features;
@@ -327,6 +357,14 @@ float groupGradient(const ParamLayout& layout, int k, Activation act, const floa
                 poolBackward(s, delta, s.pool == PoolKind::Max ? ws.argmax[ii].data() : nullptr,
                              s.in.channels * n, deltaPrev);
                 break;
+            case LayerKind::Dropout: {
+                // d(x * mask)/dx = mask: the same masks, in the same layout.
+                const float* mask = ws.dropMask[ii].data();
+                for (std::size_t j = 0; j < outSize; ++j) {
+                    deltaPrev[j] = delta[j] * mask[j];
+                }
+                break;
+            }
             case LayerKind::Conv: {
                 const int l = s.param;
                 const Eigen::Index fan = s.fanIn();

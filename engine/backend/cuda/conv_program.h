@@ -77,7 +77,9 @@ struct ConvArena {
     std::size_t delta = kNone;    // training: two gradient buffers of the widest layer
     std::size_t deltaPrev = kNone;
     // Training with dropout: per stack layer, an activated layer's masks [K][rows][units]
-    // (units: a conv's channels, a dense layer's outputs); kNone elsewhere, empty without.
+    // (units: a conv's channels, a dense layer's outputs); a dropout layer's (always in
+    // training) in its input's layout, [K][rows][H][W][C] or [K][rows][units]; kNone elsewhere,
+    // empty without either.
     std::vector<std::size_t> mask;
     std::size_t floats = 0;
     std::size_t rowSlots = 0;  // training: int32 rows, K * B
@@ -133,7 +135,7 @@ inline ConvArena planConvArena(const ParamLayout& layout, int64_t rows, bool sha
         const std::size_t outGroups = s.param >= 0 ? k : static_cast<std::size_t>(groups);
         const std::size_t out = outGroups * b * static_cast<std::size_t>(s.out.size());
         const bool last = i + 1 == stack.size();
-        arena.pre.push_back(s.kind != LayerKind::Pool ? take(out) : ConvArena::kNone);
+        arena.pre.push_back(s.param >= 0 ? take(out) : ConvArena::kNone);
         arena.post.push_back(!last ? take(out) : ConvArena::kNone);
         if (s.kind == LayerKind::Conv) {
             const std::size_t positions = b * static_cast<std::size_t>(s.out.plane());
@@ -152,7 +154,7 @@ inline ConvArena planConvArena(const ParamLayout& layout, int64_t rows, bool sha
             arena.splits.push_back(1);
             arena.colCopies.push_back(0);
         }
-        if (s.kind == LayerKind::Dense && i > 0 && stack[i - 1].kind != LayerKind::Dense) {
+        if (s.flattens) {
             arena.flat =
                 take(static_cast<std::size_t>(groups) * b * static_cast<std::size_t>(s.in.size()));
         }
@@ -170,10 +172,15 @@ inline ConvArena planConvArena(const ParamLayout& layout, int64_t rows, bool sha
         arena.delta = take(widest);
         arena.deltaPrev = take(widest);
         arena.rowSlots = k * b;
-        if (dropout) {
+        if (dropout || a.hasDropoutLayers()) {
             for (const StackLayer& s : stack) {
-                arena.mask.push_back(s.activated ? take(k * b * static_cast<std::size_t>(s.units()))
-                                                 : ConvArena::kNone);
+                if (dropout && s.activated) {
+                    arena.mask.push_back(take(k * b * static_cast<std::size_t>(s.units())));
+                } else if (s.kind == LayerKind::Dropout) {
+                    arena.mask.push_back(take(k * b * static_cast<std::size_t>(s.out.size())));
+                } else {
+                    arena.mask.push_back(ConvArena::kNone);
+                }
             }
         }
     }
@@ -263,10 +270,12 @@ inline MemoryEstimate estimateConvDeviceMemory(const ParamLayout& layout, int64_
 // The forward pass of every member over `rows` examples whose input (c.x, [G][rows][D] raw
 // rows) is in place: leaves each layer's pre/post, returns the output layer's pre [K][rows][O].
 // `dropout` (training only; c.mask holds the step's masks, drawn already): every activated
-// layer's activations are multiplied by their masks.
+// layer's activations are multiplied by their masks. `training`: dropout layers multiply their
+// input by their masks (also in c.mask); otherwise they are the identity and enqueue nothing.
 template <class Exec>
 float* enqueueConvForward(Exec& ex, const ParamLayout& layout, Activation act, const float* params,
-                          const ConvArena& arena, const ConvBuffers& c, bool dropout = false) {
+                          const ConvArena& arena, const ConvBuffers& c, bool dropout = false,
+                          bool training = false) {
     const Architecture& a = layout.architecture();
     const std::vector<StackLayer>& stack = a.layers();
     const int members = layout.members();
@@ -286,6 +295,13 @@ float* enqueueConvForward(Exec& ex, const ParamLayout& layout, Activation act, c
         if (s.kind == LayerKind::Pool) {
             ex.poolForward(spatialGeometry(s), input, examples, c.post[i]);
             output = c.post[i];
+        } else if (s.kind == LayerKind::Dropout) {
+            if (training) {
+                ex.maskMultiply(input, c.mask[i], examples * s.out.size(), c.post[i]);
+                output = c.post[i];
+            } else {
+                output = const_cast<float*>(input);  // read on as it is, never written
+            }
         } else {
             const LayerSlot& slot = layout.layer(s.param);
             const float* operand = input;
@@ -303,7 +319,7 @@ float* enqueueConvForward(Exec& ex, const ParamLayout& layout, Activation act, c
                 operand = c.cols[i];
                 sharedOperand = copies == 1 && members > 1;
                 gemmRows = rows * static_cast<int>(s.out.plane());
-            } else if (c.flat != nullptr && i > 0 && stack[i - 1].kind != LayerKind::Dense) {
+            } else if (s.flattens) {
                 // The dense layer's own input shape is already flat: the map is the layer's below.
                 const Shape maps = stack[i - 1].out;
                 ex.flatten(maps.channels, maps.plane(), examples, input, c.flat);
@@ -374,7 +390,8 @@ void enqueueConvGradients(Exec& ex, const LayerSlot& slot, int members, int rows
 // The arena is planned for the replica's rows (shard.rows, or the whole batch), and with
 // `dropout` when dropout.on(): then every activated layer's output is masked per channel of
 // an example (conv) or per unit (dense), as ConvNetCpu does, keyed by the parameterised
-// layer's index.
+// layer's index. Dropout layers mask their input whatever `dropout` says, with the key's
+// member, first row and the device's step (dropoutLayerMaskElement).
 template <class Exec>
 void enqueueConvTrainingStep(Exec& ex, const ParamLayout& layout, const BatchPlanParams& plan,
                              Activation act, const StepBuffers& b, const ConvArena& arena,
@@ -398,16 +415,19 @@ void enqueueConvTrainingStep(Exec& ex, const ParamLayout& layout, const BatchPla
     if (c.ones != nullptr) {
         ex.fill(c.ones, static_cast<int64_t>(c.onesCount), 1.0f);
     }
-    if (dropout.on()) {
-        const DropoutStep key = dropout.key(plan, shard);
-        for (std::size_t i = 0; i < stack.size(); ++i) {
-            if (stack[i].activated) {
-                ex.dropoutMask(key, b.state, members, batch, stack[i].units(), stack[i].param,
-                               c.mask[i]);
-            }
+    const DropoutStep key = dropout.key(plan, shard);
+    for (std::size_t i = 0; i < stack.size(); ++i) {
+        if (dropout.on() && stack[i].activated) {
+            ex.dropoutMask(key, b.state, members, batch, stack[i].units(), stack[i].param,
+                           c.mask[i]);
+        } else if (stack[i].kind == LayerKind::Dropout) {
+            ex.dropoutLayerMask(key, b.state, members, batch, stack[i].out.channels,
+                                static_cast<int>(stack[i].out.plane()), static_cast<int>(i),
+                                stack[i].rate, c.mask[i]);
         }
     }
-    const float* logits = enqueueConvForward(ex, layout, act, b.params, arena, c, dropout.on());
+    const float* logits =
+        enqueueConvForward(ex, layout, act, b.params, arena, c, dropout.on(), true);
     ex.softmaxCrossEntropy(logits, b.trainY, b.rows, b.weights, members, batch, layout.classes(),
                            b.delta, b.rowLoss, static_cast<int>(plan.batch));
     ex.memberLoss(b.rowLoss, b.active, members, batch, b.loss);
@@ -435,6 +455,11 @@ void enqueueConvTrainingStep(Exec& ex, const ParamLayout& layout, const BatchPla
             std::swap(delta, deltaPrev);
             continue;
         }
+        if (s.kind == LayerKind::Dropout) {
+            ex.maskMultiply(delta, c.mask[i], examples * s.out.size(), deltaPrev);
+            std::swap(delta, deltaPrev);
+            continue;
+        }
         const LayerSlot& slot = layout.layer(s.param);
         const bool conv = s.kind == LayerKind::Conv;
         const int gemmRows = conv ? batch * static_cast<int>(s.out.plane()) : batch;
@@ -446,8 +471,7 @@ void enqueueConvTrainingStep(Exec& ex, const ParamLayout& layout, const BatchPla
             ex.activationBackward(delta, c.pre[i], c.post[i],
                                   static_cast<int64_t>(members) * gemmRows * slot.out, act);
         }
-        const bool flattened =
-            !conv && c.flat != nullptr && i > 0 && stack[i - 1].kind != LayerKind::Dense;
+        const bool flattened = !conv && s.flattens;
         const float* operand = conv ? c.cols[i] : flattened ? c.flat : input;
         const SpatialGeometry geometry = conv ? spatialGeometry(s) : SpatialGeometry{};
         if (conv) {

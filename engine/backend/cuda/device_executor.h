@@ -100,6 +100,14 @@ class DeviceExecutor {
                          int64_t plane, int units, Activation act) {
         launchDropoutBackward(delta, pre, mask, count, plane, units, act, m_stream);
     }
+    void dropoutLayerMask(const DropoutStep& key, const DeviceStepState* state, int members,
+                          int rows, int channels, int plane, int layer, float rate, float* mask) {
+        launchDropoutLayerMask(key, state, members, rows, channels, plane, layer, rate, mask,
+                               m_stream);
+    }
+    void maskMultiply(const float* x, const float* mask, int64_t count, float* out) {
+        launchMaskMultiply(x, mask, count, out, m_stream);
+    }
     void applyUpdates(const StepBuffers& b, int64_t total) {
         launchApplyUpdates(b.params, b.grad, b.moment1, b.moment2, b.segments, b.segmentCount,
                            b.rules, b.active, b.loss, b.state, total, m_stream);

@@ -53,6 +53,22 @@ __global__ void dropoutBackwardKernel(float* delta, const float* pre, const floa
     }
 }
 
+__global__ void dropoutLayerMaskKernel(DropoutStep key, const DeviceStepState* state, int rows,
+                                       int channels, int plane, int layer, float rate,
+                                       int64_t count, float* mask) {
+    const uint64_t step = state->step;
+    for (int64_t j = firstThread(); j < count; j += threadStride()) {
+        dropoutLayerMaskElement(j, key, step, rows, channels, plane, layer, rate, mask);
+    }
+}
+
+template <class I>
+__global__ void maskMultiplyKernel(const float* x, const float* mask, float* out, I count) {
+    for (I i = static_cast<I>(firstThread()); i < count; i += static_cast<I>(threadStride())) {
+        maskMultiplyElement(i, x, mask, out);
+    }
+}
+
 // Whether a grid-stride loop over `count` elements may index in 32 bits (i + the grid stride
 // cannot wrap): 64-bit division is a long instruction sequence on the GPU.
 bool fitsInt32(int64_t count) {
@@ -89,6 +105,27 @@ void launchDropoutBackward(float* delta, const float* pre, const float* mask, in
     } else {
         dropoutBackwardKernel<int64_t><<<blocksFor(count), kBlockThreads, 0, stream>>>(
             delta, pre, mask, plane, units, act, count);
+    }
+    ENSEMBLE_CUDA_CHECK_LAUNCH();
+}
+
+void launchDropoutLayerMask(const DropoutStep& key, const DeviceStepState* state, int members,
+                            int rows, int channels, int plane, int layer, float rate, float* mask,
+                            cudaStream_t stream) {
+    const int64_t count = static_cast<int64_t>(members) * rows * ((channels * plane + 3) / 4);
+    dropoutLayerMaskKernel<<<blocksFor(count), kBlockThreads, 0, stream>>>(
+        key, state, rows, channels, plane, layer, rate, count, mask);
+    ENSEMBLE_CUDA_CHECK_LAUNCH();
+}
+
+void launchMaskMultiply(const float* x, const float* mask, int64_t count, float* out,
+                        cudaStream_t stream) {
+    if (fitsInt32(count)) {
+        maskMultiplyKernel<int32_t><<<blocksFor(count), kBlockThreads, 0, stream>>>(
+            x, mask, out, static_cast<int32_t>(count));
+    } else {
+        maskMultiplyKernel<int64_t>
+            <<<blocksFor(count), kBlockThreads, 0, stream>>>(x, mask, out, count);
     }
     ENSEMBLE_CUDA_CHECK_LAUNCH();
 }

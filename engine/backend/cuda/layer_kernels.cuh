@@ -40,4 +40,14 @@ void launchDropoutApply(float* post, const float* mask, int64_t count, int64_t p
 void launchDropoutBackward(float* delta, const float* pre, const float* mask, int64_t count,
                            int64_t plane, int units, Activation act, cudaStream_t stream);
 
+// A dropout layer's training masks [K][rows][plane][channels] (dropoutLayerMaskElement), keyed
+// as launchDropoutMask's by its stack index `layer`. One thread per four positions.
+void launchDropoutLayerMask(const DropoutStep& key, const DeviceStepState* state, int members,
+                            int rows, int channels, int plane, int layer, float rate, float* mask,
+                            cudaStream_t stream);
+
+// out = x * mask, elementwise over `count` floats (a dropout layer, forward and backward).
+void launchMaskMultiply(const float* x, const float* mask, int64_t count, float* out,
+                        cudaStream_t stream);
+
 }  // namespace ensemble::gpu

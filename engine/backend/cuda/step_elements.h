@@ -208,6 +208,37 @@ ENSEMBLE_HD inline void dropoutBackwardElement(I i, float* delta, const float* p
         dropoutActivationGrad(act, delta[i], mask[dropoutMaskIndex(i, plane, units)], pre[i]);
 }
 
+// A dropout layer's training masks (model.layers' "dropout"; every method), in its input's
+// layout [K][B][plane][channels] (channels-last maps; plane 1 and channels = units for a flat
+// input). Group j of four positions of one example: member k = j / (B * groups), its example
+// b at batch position d.firstRow + b; position p = c plane + q (the flatten order, as the
+// CPU's fillLayerDropoutMask) lands at q channels + c. One Philox draw per group.
+ENSEMBLE_HD inline void dropoutLayerMaskElement(int64_t j, const DropoutStep& d, uint64_t step,
+                                                int batch, int channels, int plane, int layer,
+                                                float rate, float* mask) {
+    const int size = channels * plane;
+    const int groups = (size + 3) / 4;
+    const int64_t slot = j / groups;  // k * B + b
+    const int g = static_cast<int>(j - slot * groups);
+    const int64_t k = slot / batch;
+    const uint32_t b = static_cast<uint32_t>(slot - k * batch);
+    const Philox4x32 r = dropoutLayerDrawLanes<uint32_t>(
+        d.seed, step, d.member + static_cast<uint32_t>(k), d.firstRow + b, layer, 4 * g);
+    const float scale = dropoutScale(rate);
+    float* out = mask + slot * size;
+    for (int w = 0; w < 4 && 4 * g + w < size; ++w) {
+        const int p = 4 * g + w;
+        out[(p % plane) * channels + p / plane] = dropoutMaskValue(r.v[w], rate, scale);
+    }
+}
+
+// out[i] = x[i] * mask[i]: a dropout layer's forward pass (x its input) and backward pass (x the
+// gradient of its output), masks in the data's own layout.
+template <class I>
+ENSEMBLE_HD inline void maskMultiplyElement(I i, const float* x, const float* mask, float* out) {
+    out[i] = x[i] * mask[i];
+}
+
 // --- adversarial training -----------------------------------------------------------------
 
 // Element i of xAdv [K][B][D], which holds dLoss/dX on entry: member k's input moved by eps *

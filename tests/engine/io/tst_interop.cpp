@@ -444,6 +444,27 @@ class TestInterop : public QObject {
             config);
     }
 
+    // Dropout layers (model.layers): no node at inference; under mc_dropout the members'
+    // fixed masks at the layers, one per position, folded into the dense layers after them.
+    void mnistCnnDropoutLayers() {
+        const QStringList config = {QStringLiteral("--config"), QStringLiteral("mnist-cnn"),
+                                    QStringLiteral("--set"),
+                                    QStringLiteral("dataset.path=") + mnistFolder()};
+        const QString layers = QStringLiteral(
+            "model.layers=[{\"type\":\"conv\",\"filters\":4,\"kernel\":3,\"stride\":2},"
+            "{\"type\":\"pool\",\"kind\":\"max\",\"size\":2},"
+            "{\"type\":\"dropout\",\"rate\":0.25},{\"type\":\"dense\",\"units\":16},"
+            "{\"type\":\"dropout\",\"rate\":0.5}]");
+        checkCase(
+            QStringLiteral("mnist-cnn-dropout-layers"),
+            config + QStringList{QStringLiteral("--set"),
+                                 QStringLiteral("ensemble.method=mc_dropout"),
+                                 QStringLiteral("--set"), QStringLiteral("ensemble.members=3"),
+                                 QStringLiteral("--set"), layers, QStringLiteral("--set"),
+                                 QStringLiteral("training.steps=30")},
+            config);
+    }
+
     // batchensemble on a CNN: per-channel fast weights of the convs, per-position ones of the
     // dense layer after the flatten.
     void mnistCnnBatchEnsemble() {

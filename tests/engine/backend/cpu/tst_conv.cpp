@@ -337,7 +337,7 @@ class TestConv : public QObject {
         row("non-integer filters",
             R"({"model": {"layers": [{"type": "conv", "filters": 2.5, "kernel": 3}]}})",
             "model.layers[0].filters");
-        row("unknown type", R"({"model": {"layers": [{"type": "dropout"}]}})",
+        row("unknown type", R"({"model": {"layers": [{"type": "batchnorm"}]}})",
             "model.layers[0].type");
         row("unknown field",
             R"({"model": {"layers": [{"type": "dense", "units": 4, "bias": false}]}})",
