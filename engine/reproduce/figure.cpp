@@ -33,6 +33,7 @@ constexpr const char* kRunColour = "#a0a0a0";
 constexpr const char* kRangeColour = "#2e8b57";
 constexpr const char* kTruthColour = "#333333";
 constexpr const char* kPointColour = "#d35400";
+constexpr const char* kBesideColour = "#8e44ad";  // another published column (MC dropout)
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // What a figure draws from, and what it gathers for its caption on the way.
@@ -243,6 +244,11 @@ void drawChecksPanel(Figure& f, svg::Panel panel, const std::vector<const Check*
             const Judgement p = paperJudged(*c, row);
             extent.add(p.paper - 2.0 * p.paperSe);
             extent.add(p.paper + 2.0 * p.paperSe);
+            for (const Published& b : c->beside) {
+                const Judgement other = judgeNumeric(b.printedValue, b.printedSpread, {});
+                extent.add(other.paper - 2.0 * other.paperSe);
+                extent.add(other.paper + 2.0 * other.paperSe);
+            }
         } else if (c->kind == VerdictKind::Band) {
             extent.add(c->low);
             extent.add(c->high);
@@ -284,6 +290,18 @@ void drawChecksPanel(Figure& f, svg::Panel panel, const std::vector<const Check*
                                   "paper");
             addLegend(f, LegendEntry::Kind::HollowPoint, kPaperColour,
                       "paper: value ± 2 spread (as judged)");
+            // Another published column left of the paper's, ± 2 of its spread as judged.
+            double at = slot.paper;
+            for (const Published& b : c.beside) {
+                at -= 0.14;
+                const Judgement other = judgeNumeric(b.printedValue, b.printedSpread, {});
+                svg::drawPointWithBar(f.doc, panel, at, other.paper,
+                                      other.paper - 2.0 * other.paperSe,
+                                      other.paper + 2.0 * other.paperSe, kBesideColour, true,
+                                      "beside-" + idPart(b.label) + "-" + key, "beside");
+                addLegend(f, LegendEntry::Kind::HollowPoint, kBesideColour,
+                          "published " + b.label + ": value ± 2 spread (no verdict)");
+            }
         }
         const std::vector<double> runs = runValues(f.result, c.level, c.figure);
         int notFinite = 0;
@@ -662,6 +680,12 @@ void drawCaption(Figure& f) {
         if (!c->source.empty() &&
             std::find(sources.begin(), sources.end(), c->source) == sources.end()) {
             sources.push_back(c->source);
+        }
+        for (const Published& b : c->beside) {
+            const std::string s = b.label + ": " + b.source;
+            if (std::find(sources.begin(), sources.end(), s) == sources.end()) {
+                sources.push_back(s);
+            }
         }
     }
     for (const std::string& s : sources) {

@@ -59,6 +59,44 @@ std::string paperText(const Check& c) {
     return "";
 }
 
+// "5.23 ± 0.12" of another published column; several joined by "; ".
+std::string besideText(const Check& c) {
+    std::string text;
+    for (const Published& p : c.beside) {
+        text += (text.empty() ? "" : "; ") + p.printedValue + " ± " + p.printedSpread;
+    }
+    return text;
+}
+
+json besideJson(const Check& c) {
+    json out = json::array();
+    for (const Published& p : c.beside) {
+        json entry = {
+            {"label", p.label},
+            {"printed", p.printedValue + " ± " + p.printedSpread},
+            {"value", printedNumber(p.printedValue)},
+            // floored at half its last digit, as the paper's "spread" is
+            {"spread", std::max(printedNumber(p.printedSpread), halfLastDigit(p.printedSpread))},
+            {"source", p.source}};
+        if (!p.printedAs.empty()) {
+            entry["printed_as"] = p.printedAs;
+        }
+        out.push_back(std::move(entry));
+    }
+    return out;
+}
+
+// The label of the result's other published column ("MC dropout"), or empty when no row has
+// one: the text table shows the column only then.
+std::string besideLabel(const ReproductionResult& result) {
+    for (const ResultRow& row : result.rows) {
+        if (!row.check->beside.empty()) {
+            return row.check->beside.front().label;
+        }
+    }
+    return "";
+}
+
 struct VerdictCounts {
     int pass = 0;
     int fail = 0;
@@ -104,6 +142,9 @@ json reportJson(const ReproductionResult& result) {
                 paper["claim"] = c.claim;
                 paper["printed"] = paperText(c);
             }
+            if (!c.printedAs.empty()) {
+                paper["printed_as"] = c.printedAs;
+            }
         }
         json out = {{"level", c.level},
                     {"figure", c.figure},
@@ -115,6 +156,9 @@ json reportJson(const ReproductionResult& result) {
                     {"paper", paper},
                     {"verdict", verdictName(row.judgement.verdict)},
                     {"why", row.judgement.why}};
+        if (!c.beside.empty()) {
+            out["beside"] = besideJson(c);
+        }
         if (c.kind == VerdictKind::Numeric) {
             out["tolerance"] = finiteOrNull(row.judgement.tolerance);
             out["difference"] = finiteOrNull(row.judgement.difference);
@@ -185,12 +229,19 @@ std::map<std::string, std::string> resultCsvs(const ReproductionResult& result) 
     files["runs.csv"] = runs.str();
 
     std::ostringstream table;
-    table << "level,figure,kind,n,ours_mean,ours_se,paper,verdict\n";
+    // Another published column ("MC dropout") goes last, as "beside", when a row has one.
+    const bool beside = !besideLabel(result).empty();
+    table << "level,figure,kind,n,ours_mean,ours_se,paper,verdict" << (beside ? ",beside" : "")
+          << '\n';
     for (const ResultRow& row : result.rows) {
         table << row.check->level << ',' << row.check->figure << ',' << toString(row.check->kind)
               << ',' << row.ours.n << ',' << reportNumber(row.ours.mean) << ','
               << reportNumber(row.ours.se) << ",\"" << paperText(*row.check) << "\","
-              << verdictName(row.judgement.verdict) << '\n';
+              << verdictName(row.judgement.verdict);
+        if (beside) {
+            table << ",\"" << besideText(*row.check) << '"';
+        }
+        table << '\n';
     }
     files["table.csv"] = table.str();
 
@@ -230,9 +281,19 @@ std::string reproPadColumns(const std::string& s, int width) {
 std::string resultTable(const ReproductionResult& result) {
     std::ostringstream os;
     char line[320];
-    std::snprintf(line, sizeof line, "%-26s %-20s %s %4s  %s %s\n", "level", "figure",
+    // Another published column ("MC dropout") after the paper's, when a row has one.
+    const std::string besideHeader = besideLabel(result);
+    const auto besideColumn = [&](const std::string& text) {
+        return besideHeader.empty()
+                   ? std::string()
+                   : reproPadColumns(text,
+                                     std::max<int>(14, static_cast<int>(besideHeader.size()))) +
+                         " ";
+    };
+    std::snprintf(line, sizeof line, "%-26s %-20s %s %4s  %s %s%s\n", "level", "figure",
                   reproPadColumns("ours (mean ± se)", 22).c_str(), "n",
-                  reproPadColumns("paper", 14).c_str(), "verdict");
+                  reproPadColumns("paper", 14).c_str(), besideColumn(besideHeader).c_str(),
+                  "verdict");
     os << line;
     for (const ResultRow& row : result.rows) {
         const Check& c = *row.check;
@@ -248,9 +309,10 @@ std::string resultTable(const ReproductionResult& result) {
             row.judgement.verdict == Verdict::None
                 ? std::string("(measured)")
                 : std::string(verdictName(row.judgement.verdict)) + "  " + row.judgement.why;
-        std::snprintf(line, sizeof line, "%-26s %-20s %s %4d  %s %s\n", c.level.c_str(),
+        std::snprintf(line, sizeof line, "%-26s %-20s %s %4d  %s %s%s\n", c.level.c_str(),
                       c.figure.c_str(), reproPadColumns(ours, 22).c_str(), row.ours.n,
-                      reproPadColumns(paperText(c), 14).c_str(), verdict.c_str());
+                      reproPadColumns(paperText(c), 14).c_str(),
+                      besideColumn(besideText(c)).c_str(), verdict.c_str());
         os << line;
     }
     const VerdictCounts counts = countVerdicts(result);

@@ -42,6 +42,17 @@ enum class RunnerKind {
 // A claim's test of a figure in one run.
 enum class ClaimTest { AtLeast, AtMost };
 
+// Another published column of the same table, shown beside the paper's number without a
+// verdict ("MC dropout" beside Deep Ensembles' own column): value and spread as the row judges
+// them, ASCII '-'.
+struct Published {
+    std::string label;  // "MC dropout"
+    std::string printedValue;
+    std::string printedSpread;
+    std::string printedAs;  // what the source prints when it is another quantity, or empty
+    std::string source;
+};
+
 // One judged figure of one level: what the paper prints and how ours is set beside it.
 struct Check {
     std::string level;   // "concrete", "ensemble"; the figure's level in the runs
@@ -61,6 +72,11 @@ struct Check {
     // Where the number or the finding is printed ("Lakshminarayanan et al. 2017, Table 1");
     // empty only for a measurement of ours alone.
     std::string source;
+    // numeric: what the source prints when the value judged is derived from it (a test
+    // log-likelihood "-3.04 ± 0.02" judged as the NLL "3.04"), or empty.
+    std::string printedAs;
+    // Other published columns of the same table, beside the paper's (report, table, figure).
+    std::vector<Published> beside;
 };
 
 struct Reproduction {
@@ -86,6 +102,10 @@ struct Reproduction {
     std::vector<Check> checks;
     // Every deviation from the paper's protocol this row knowingly makes, in words.
     std::vector<std::string> deviations;
+    // Merged (RFC 7396) over every run's config before --set: a row that reuses a runner with
+    // another method (mc-dropout-uci: the UCI runner under mc_dropout); per level under the
+    // level's name, for every level under "". Null: none.
+    nlohmann::json configPatch;
 };
 
 // Every registered reproduction, in the order --list shows them. Ids are unique.
@@ -110,6 +130,10 @@ Aggregate aggregate(const std::vector<double>& values);
 double halfLastDigit(const std::string& printed);
 // The printed text as a number. Throws std::invalid_argument for anything else.
 double printedNumber(const std::string& printed);
+// The printed number of the opposite sign, its digits kept ("-3.04" -> "3.04", "0.95" ->
+// "-0.95"; zero stays as printed): a test log-likelihood as the NLL it is the negative of.
+// Throws std::invalid_argument for text printedNumber refuses.
+std::string negatedPrinted(const std::string& printed);
 
 struct Judgement {
     Verdict verdict = Verdict::None;
@@ -203,9 +227,11 @@ void judge(ReproductionResult& result);
 
 // {"id", "title", "paper", "where", "runs", "unit", "count", "quick", "complete", "backend",
 //  "cpu", "seconds", "deviations", "rows": [{"level", "figure", "kind", "ours": {"n", "mean",
-//  "se"}, "paper": {"printed", "value", "spread", "low", "high", "claim", "source"}, "verdict",
-//  "tolerance", "difference", "why"}], "runs": [{"level", "index", "seed", "seconds",
-//  "figures"}], "summary": {"pass", "fail", "measured"}}; NaN is null.
+//  "se"}, "paper": {"printed", "value", "spread", "low", "high", "claim", "source",
+//  "printed_as"}, "beside": [{"label", "printed", "value", "spread", "printed_as", "source"}],
+//  "verdict", "tolerance", "difference", "why"}], "runs": [{"level", "index", "seed",
+//  "seconds", "figures"}], "summary": {"pass", "fail", "measured"}}; NaN is null. "printed_as"
+//  and "beside" only where the check has them.
 nlohmann::json reportJson(const ReproductionResult& result);
 // The CSV files of a result by name: runs.csv (every run's figures), table.csv (the rows) and
 // the curves the runs drew.

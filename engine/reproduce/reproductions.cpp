@@ -7,6 +7,7 @@
 #include "core/errors.h"
 #include "data/bundled_data.h"
 #include "reproduce/reproduce.h"
+#include "reproduce/uci_mc_dropout.h"
 
 namespace ensemble::reproduce {
 namespace {
@@ -231,6 +232,7 @@ const std::vector<Reproduction>& reproductions() {
     static const std::vector<Reproduction> table = [] {
         std::vector<Reproduction> rows = {deepEnsemblesUci(), deepEnsemblesFigure1(), whitney2021(),
                                           twoMoonsOod()};
+        addMcDropoutUci(rows);  // after deep-ensembles-uci, each table's column beside the other
         for (Reproduction& r : rows) {
             r.costMeasuredOn = kCostMachine;
         }

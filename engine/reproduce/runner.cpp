@@ -92,6 +92,18 @@ json moonsRunConfig(const std::string& method, int seed) {
     return c;
 }
 
+// The row's configPatch over a runner's config: its "" entry, then the level's.
+json patchedConfig(json config, const Reproduction& r, const std::string& level) {
+    if (r.configPatch.is_object()) {
+        for (const std::string& key : {std::string(), level}) {
+            if (r.configPatch.contains(key)) {
+                config.merge_patch(r.configPatch[key]);
+            }
+        }
+    }
+    return config;
+}
+
 // The overrides over a run's config, then the config as parseConfig completes it (every key
 // that applies, defaults filled in): what `ensemble-cli train --config` takes back.
 json completedConfig(json config, const std::vector<std::string>& overrides) {
@@ -355,7 +367,8 @@ std::vector<PlannedRun> planRuns(const Reproduction& r, const ReproduceOptions& 
             run.index = i;
             switch (r.runner) {
                 case RunnerKind::UciRegression:
-                    run.config = completedConfig(uciRunConfig(level, i), options.overrides);
+                    run.config = completedConfig(patchedConfig(uciRunConfig(level, i), r, level),
+                                                 options.overrides);
                     break;
                 case RunnerKind::CubicCurves:
                     run.config = completedConfig(cubicRunConfig(level, i), options.overrides);

@@ -141,6 +141,10 @@ constexpr std::array<ColumnInfo, kReproduceColumnCount> kColumns{{
     {QT_TRANSLATE_NOOP("ensemble::ui::ReproduceView", "Paper"),
      QT_TRANSLATE_NOOP("ensemble::ui::ReproduceView",
                        "The paper's number ± its printed spread, its range, or its claim's test")},
+    {QT_TRANSLATE_NOOP("ensemble::ui::ReproduceView", "Also published"),
+     QT_TRANSLATE_NOOP("ensemble::ui::ReproduceView",
+                       "Another column of the same published table ± its spread, without a "
+                       "verdict (its name and source in the cell's tooltip)")},
     {QT_TRANSLATE_NOOP("ensemble::ui::ReproduceView", "Verdict"),
      QT_TRANSLATE_NOOP("ensemble::ui::ReproduceView", "pass, fail, or – for a measurement")},
     {QT_TRANSLATE_NOOP("ensemble::ui::ReproduceView", "Why"),
@@ -506,6 +510,7 @@ void ReproduceView::showState(const ReproduceStatePtr& state, bool partial) {
     m_table->setSortingEnabled(false);
     m_table->setRowCount(static_cast<int>(rows.size()));
     const double nan = std::numeric_limits<double>::quiet_NaN();
+    bool anyBeside = false;
     for (int i = 0; i < static_cast<int>(rows.size()); ++i) {
         const json& row = rows[static_cast<std::size_t>(i)];
         const json& ours = row["ours"];
@@ -537,6 +542,17 @@ void ReproduceView::showState(const ReproduceStatePtr& state, bool partial) {
         }
         m_table->setItem(i, static_cast<int>(ReproduceColumn::Paper),
                          cell(paperText(paper), source));
+        QStringList beside;
+        QStringList besideTips;
+        for (const json& b : row.value("beside", json::array())) {
+            beside << qs(b["printed"].get<std::string>());
+            besideTips << qs(b["label"].get<std::string>()) + QStringLiteral(": ") +
+                              qs(b["source"].get<std::string>());
+        }
+        anyBeside = anyBeside || !beside.isEmpty();
+        m_table->setItem(
+            i, static_cast<int>(ReproduceColumn::Beside),
+            cell(beside.join(QStringLiteral("; ")), besideTips.join(QLatin1Char('\n'))));
         auto* verdictItem = cell(verdict == "none" ? QStringLiteral("–") : qs(verdict),
                                  verdict == "none" ? tr("measured, no verdict") : qs(verdict));
         if (verdict != "none") {
@@ -547,6 +563,7 @@ void ReproduceView::showState(const ReproduceStatePtr& state, bool partial) {
         m_table->setItem(i, static_cast<int>(ReproduceColumn::Why),
                          cell(qs(row["why"].get<std::string>())));
     }
+    m_table->setColumnHidden(static_cast<int>(ReproduceColumn::Beside), !anyBeside);
     m_table->resizeColumnsToContents();
     const json& counts = report["summary"];
     const reproduce::ReproductionResult& result = *state->result;

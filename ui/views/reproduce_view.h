@@ -31,9 +31,10 @@ class JobStatusRow;
 class ReproduceFigure;
 class WrappingLabel;
 
-// The results table's columns.
-enum class ReproduceColumn { Level, Figure, Kind, Ours, N, Paper, Verdict, Why };
-inline constexpr int kReproduceColumnCount = 8;
+// The results table's columns. Beside: another published column of the same table ("MC
+// dropout" beside Deep Ensembles'), hidden for a result without one.
+enum class ReproduceColumn { Level, Figure, Kind, Ours, N, Paper, Beside, Verdict, Why };
+inline constexpr int kReproduceColumnCount = 9;
 
 // The roles of the results table's cells that hold the report's numbers exactly: Ours holds
 // the mean and the standard error (NaN where the report has null), N the count.
