@@ -1,19 +1,22 @@
 #pragma once
 
 // What an exported picture holds: an SVG read back as XML (its drawing elements, its text, its
-// title and description) and by Qt's SVG renderer, for the suites that check the views'
-// picture export (tst_gui, tst_gui_shift).
+// title and description, the rasters its <image>s hold) and by Qt's SVG renderer, for the
+// suites that check the views' picture export (tst_gui, tst_gui_shift, tst_gui_cnn).
 
 #include <QAbstractAxis>
 #include <QChart>
 #include <QChartView>
 #include <QFile>
+#include <QImage>
 #include <QLabel>
 #include <QStringList>
 #include <QSvgRenderer>
 #include <QTextDocument>
 #include <QWidget>
 #include <QXmlStreamReader>
+
+#include <vector>
 
 namespace ensemble::test {
 
@@ -64,6 +67,43 @@ inline SvgContent readSvg(const QString& path) {
     }
     svg.text = texts.join(QLatin1Char(' ')).simplified();
     return svg;
+}
+
+// A raster an SVG holds (<image> with a PNG data URI): the size it is drawn at, in the
+// document's units, and the image itself, decoded.
+struct SvgImage {
+    QSizeF size;
+    QImage image;
+};
+
+inline std::vector<SvgImage> svgImages(const QString& path) {
+    std::vector<SvgImage> images;
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly)) {
+        return images;
+    }
+    QXmlStreamReader xml(&file);
+    const QString png = QStringLiteral("data:image/png;base64,");
+    while (!xml.atEnd()) {
+        if (xml.readNext() != QXmlStreamReader::StartElement ||
+            xml.name() != QLatin1String("image")) {
+            continue;
+        }
+        const QXmlStreamAttributes a = xml.attributes();
+        QString href = a.value(QLatin1String("xlink:href")).toString();
+        if (href.isEmpty()) {
+            href = a.value(QLatin1String("href")).toString();
+        }
+        SvgImage image;
+        image.size = QSizeF(a.value(QLatin1String("width")).toDouble(),
+                            a.value(QLatin1String("height")).toDouble());
+        if (href.startsWith(png)) {
+            image.image.loadFromData(QByteArray::fromBase64(href.mid(png.size()).toLatin1()),
+                                     "PNG");
+        }
+        images.push_back(image);
+    }
+    return images;
 }
 
 // The titles of the charts `view` shows (each chart's and each visible axis title), which its

@@ -155,7 +155,9 @@ void TileGrid::paintEvent(QPaintEvent*) {
                                l.tileWidth, l.tileHeight);
             // A frame in the gap colour: the tiles stand apart as in the image.
             p.fillRect(target.adjusted(-1, -1, 1, 1), QColor(kTileBackground));
-            p.drawImage(target, m_image, source);
+            // The tile copied out first: Qt's SVG generator ignores a source rectangle and
+            // draws the whole image, so an export would repeat every member's sheet per tile.
+            p.drawImage(target, m_image.copy(source));
         }
         if (r < m_labels.size()) {
             // The label beside the member's first line of tiles.

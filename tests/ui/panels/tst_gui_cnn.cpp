@@ -2,7 +2,7 @@
 // layer list editor (the schema's conditional keys, the parser's errors at the row and field
 // they name), and a short CNN run on tiny MNIST-format files in a temporary folder: the Images
 // view, draw-a-digit, the confusion matrix, calibration and the Filters view's kernels and
-// feature maps.
+// feature maps; and both views' SVG export (File > Export picture), their images as drawn.
 #include <QApplication>
 #include <QComboBox>
 #include <QLabel>
@@ -12,19 +12,24 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "config/config.h"
 #include "controller/engine_controller.h"
+#include "file_actions.h"
 #include "main_window.h"
 #include "model/architecture.h"
 #include "panels/experiment_panel.h"
 #include "panels/layer_list_editor.h"
 #include "support/gui_test_support.h"
+#include "support/picture_checks.h"
 #include "support/test_support.h"
+#include "view_table.h"
 #include "views/calibration_view.h"
 #include "views/filters_view.h"
 #include "views/images_view.h"
@@ -65,6 +70,31 @@ bool tileVaries(const QImage& image, int r, int c, int th, int tw) {
         }
     }
     return colours.size() > 1;
+}
+
+// The rasters of `images` exactly `size` pixels large.
+std::vector<QImage> imagesOfSize(const std::vector<ensemble::test::SvgImage>& images, QSize size) {
+    std::vector<QImage> out;
+    for (const ensemble::test::SvgImage& i : images) {
+        if (i.image.size() == size) {
+            out.push_back(i.image.convertToFormat(QImage::Format_RGB32));
+        }
+    }
+    return out;
+}
+
+// The current view of `w` written as SVG through File > Export picture, and read back.
+ensemble::test::SvgContent exportSvg(ensemble::ui::MainWindow& w, const QString& path) {
+    for (int k = 0; k < 3; ++k) {
+        QCoreApplication::processEvents();
+    }
+    QString error;
+    if (!w.files()->exportPicture(path, &error)) {
+        ensemble::test::SvgContent failed;
+        failed.error = error;
+        return failed;
+    }
+    return ensemble::test::readSvg(path);
 }
 
 bool sawOnlyGapColour(const QImage& image, int x) {
@@ -295,6 +325,81 @@ class TestGuiCnn : public QObject {
         QCoreApplication::processEvents();
         QVERIFY(w->controller()->snapshot()->firstConv == nullptr);
         QVERIFY(!w->setView(QStringLiteral("filters")));
+    }
+
+    // The Images and Filters views as SVG: every uncertain test image and every kernel tile is
+    // an <image> holding exactly its pixels (Qt's SVG generator ignores a source rectangle:
+    // the Filters view once drew its whole sheet into each tile).
+    void imagesAndFiltersExportSvg() {
+        using ensemble::ui::ViewId;
+        QTemporaryDir dir;
+        QVERIFY(ensemble::test::writeIdx(dir.path(), "train-images-idx3-ubyte",
+                                         "train-labels-idx1-ubyte", 200, 1));
+        QVERIFY(ensemble::test::writeIdx(dir.path(), "t10k-images-idx3-ubyte",
+                                         "t10k-labels-idx1-ubyte", 60, 2));
+        auto w = makeWindow({1400, 900});
+        json c = tinyCnnConfig(dir.path());
+        c["training"]["steps"] = 10;
+        w->loadExperiment(c, QString());
+        QVERIFY(waitFresh(*w));
+        w->controller()->start();
+        QVERIFY(waitSnapshot(
+            *w, [](const auto& s) { return s.finished && !s.running; }, 60000));
+        QCoreApplication::processEvents();
+        const ensemble::ui::SnapshotPtr s = w->controller()->snapshot();
+        const int iw = s->run->imageWidth;
+        const int ih = s->run->imageHeight;
+
+        QVERIFY(w->setView(QStringLiteral("images")));
+        const QString imagesPath = dir.filePath(QStringLiteral("images.svg"));
+        const ensemble::test::SvgContent images = exportSvg(*w, imagesPath);
+        QVERIFY2(images.error.isEmpty(), qPrintable(images.error));
+        QCOMPARE(images.title,
+                 QStringLiteral("EnsembleLab: ") + ensemble::ui::viewTitle(ViewId::Images));
+        QVERIFY2(images.drawing >= 100, qPrintable(QString::number(images.drawing)));  // 10 x 10
+        const std::vector<QImage> digits =
+            imagesOfSize(ensemble::test::svgImages(imagesPath), QSize(iw, ih));
+        const std::vector<int64_t>& shown = w->imagesView()->uncertain()->shownRows();
+        QVERIFY(!shown.empty());
+        QCOMPARE(digits.size(), shown.size());
+        // The first shown test row, as the view draws it (ink dark on white): in the SVG.
+        QImage first(iw, ih, QImage::Format_RGB32);
+        const float* px = s->run->evalTest.row(shown.front());
+        for (int y = 0; y < ih; ++y) {
+            for (int x = 0; x < iw; ++x) {
+                const int v = 255 - static_cast<int>(std::clamp(px[y * iw + x], 0.0f, 255.0f));
+                first.setPixel(x, y, qRgb(v, v, v));
+            }
+        }
+        QVERIFY(std::find(digits.begin(), digits.end(), first) != digits.end());
+
+        QVERIFY(w->setView(QStringLiteral("filters")));
+        ensemble::ui::FiltersView* filters = w->filtersView();
+        const QString filtersPath = dir.filePath(QStringLiteral("filters.svg"));
+        const ensemble::test::SvgContent kernels = exportSvg(*w, filtersPath);
+        QVERIFY2(kernels.error.isEmpty(), qPrintable(kernels.error));
+        QCOMPARE(kernels.title,
+                 QStringLiteral("EnsembleLab: ") + ensemble::ui::viewTitle(ViewId::Filters));
+        const std::vector<ensemble::test::SvgImage> all = ensemble::test::svgImages(filtersPath);
+        const std::vector<QImage> tiles = imagesOfSize(all, QSize(3, 3));
+        QCOMPARE(tiles.size(), std::size_t{2 * 4});  // members x filters, one image each
+        const QImage sheet = filters->kernels()->image().convertToFormat(QImage::Format_RGB32);
+        QVERIFY(imagesOfSize(all, sheet.size()).empty());  // never the whole sheet
+        for (int r = 0; r < 2; ++r) {
+            for (int f = 0; f < 4; ++f) {
+                const QImage tile = sheet.copy(f * (3 + ensemble::ui::kTileGap),
+                                               r * (3 + ensemble::ui::kTileGap), 3, 3);
+                QVERIFY2(std::find(tiles.begin(), tiles.end(), tile) != tiles.end(),
+                         qPrintable(QStringLiteral("member %1, filter %2").arg(r).arg(f)));
+            }
+        }
+        // Drawn as the screen shows them: square, scaled up from 3 x 3.
+        for (const ensemble::test::SvgImage& i : all) {
+            if (i.image.size() == QSize(3, 3)) {
+                QCOMPARE(i.size.width(), i.size.height());
+                QVERIFY(i.size.width() >= 3);
+            }
+        }
     }
 };
 
