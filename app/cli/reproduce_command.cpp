@@ -39,6 +39,9 @@ ExitCode listReproductions() {
         if (!present) {
             std::printf("    %s\n", why.c_str());
         }
+        if (r.costMeasuredOn != reproduce::reproductions().front().costMeasuredOn) {
+            std::printf("    cost: %s\n", r.costMeasuredOn.c_str());
+        }
     }
     std::printf(
         "\ncost: the whole row and --quick, %s: at most that long on two cores of its own.\n"

@@ -151,5 +151,8 @@ TrainTest splitTrainTest(const Dataset& data, double testFraction, uint64_t seed
 // Where MNIST-like data of `kind` (an IdxImages kind) is looked for when dataset.path is empty,
 // in order.
 std::vector<std::string> defaultDataFolders(DatasetKind kind);
+// Throws the DataError loading `kind` (an IdxImages kind) from `path` (empty: the default
+// folders) would throw for files not found, without reading them: the reproductions' --list.
+void checkIdxDataFound(DatasetKind kind, const std::string& path);
 
 }  // namespace ensemble

@@ -365,6 +365,11 @@ std::vector<std::string> defaultDataFolders(DatasetKind kind) {
     return folders;
 }
 
+void checkIdxDataFound(DatasetKind kind, const std::string& path) {
+    locateMnist(kind, path.empty() ? defaultDataFolders(kind) : std::vector<std::string>{path},
+                !path.empty());
+}
+
 DataSplit loadDataSplit(const DatasetConfig& config) {
     if (!(config.testFraction >= 0.0 && config.testFraction < 1.0)) {
         throw ConfigError("dataset.test_fraction: expected a value in [0, 1), got " +

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "reproduce/figure_mnist.h"
 #include "reproduce/svg_plot.h"
 
 namespace ensemble::reproduce {
@@ -746,6 +747,15 @@ std::string draw(const ReproductionResult& result) {
                 drawTextTable(f, nothing);
             }
             break;
+        case RunnerKind::MnistSizeCurve:
+        case RunnerKind::MnistShift:
+        case RunnerKind::MnistLenet: {
+            MnistFigure mnist{result, f.levels, f.doc, f.y, f.legend, f.notes};
+            if (drawMnistFigure(mnist)) {
+                break;
+            }
+            [[fallthrough]];
+        }
         case RunnerKind::SpiralsTiming:
         case RunnerKind::MoonsOod:
             if (anythingToPlot(f)) {

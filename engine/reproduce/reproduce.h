@@ -37,6 +37,10 @@ enum class RunnerKind {
     CubicCurves,    // the Deep Ensembles figure: each panel's mean and ± 3 sigma on [-6, 6]
     SpiralsTiming,  // Whitney 2021: K = 1 against K = 100, the same steps, timed
     MoonsOod,       // two moons and an OOD blob: a method's confidence and OOD AUROC on it
+    // MNIST (runner_mnist.cpp):
+    MnistSizeCurve,  // Deep Ensembles Figure 2a: test error and NLL against M = 1..K
+    MnistLenet,      // uncertainty-baselines' LeNet-5: accuracy, NLL and ECE of a run
+    MnistShift,      // Ovadia et al. 2019: rotated and translated test images, three methods
 };
 
 // A claim's test of a figure in one run.
@@ -100,6 +104,9 @@ struct Reproduction {
     double quickCostSeconds = 0.0;
     std::string costMeasuredOn;
     std::vector<Check> checks;
+    // The bins of every ECE the row measures (0: metrics' kCalibrationBins, 15); a paper that
+    // prints an ECE of 10 bins is measured with 10.
+    int eceBins = 0;
     // Every deviation from the paper's protocol this row knowingly makes, in words.
     std::vector<std::string> deviations;
     // Merged (RFC 7396) over every run's config before --set: a row that reuses a runner with

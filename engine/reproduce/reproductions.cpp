@@ -7,6 +7,7 @@
 #include "core/errors.h"
 #include "data/bundled_data.h"
 #include "reproduce/reproduce.h"
+#include "reproduce/runner_internal.h"
 #include "reproduce/uci_mc_dropout.h"
 
 namespace ensemble::reproduce {
@@ -230,11 +231,14 @@ Reproduction twoMoonsOod() {
 
 const std::vector<Reproduction>& reproductions() {
     static const std::vector<Reproduction> table = [] {
-        std::vector<Reproduction> rows = {deepEnsemblesUci(), deepEnsemblesFigure1(), whitney2021(),
-                                          twoMoonsOod()};
+        std::vector<Reproduction> rows = {
+            deepEnsemblesUci(), deepEnsemblesFigure1(), deepEnsemblesMnist(), ubMnistLenet(),
+            whitney2021(),      ovadiaMnistShift(),     twoMoonsOod()};
         addMcDropoutUci(rows);  // after deep-ensembles-uci, each table's column beside the other
         for (Reproduction& r : rows) {
-            r.costMeasuredOn = kCostMachine;
+            if (r.costMeasuredOn.empty()) {  // a row whose cost is not measured whole says so
+                r.costMeasuredOn = kCostMachine;
+            }
         }
         return rows;
     }();
@@ -268,6 +272,10 @@ bool dataPresent(const Reproduction& r, std::string* why) {
         case RunnerKind::SpiralsTiming:
         case RunnerKind::MoonsOod:
             return true;  // generated
+        case RunnerKind::MnistSizeCurve:
+        case RunnerKind::MnistLenet:
+        case RunnerKind::MnistShift:
+            return mnistDataPresent(why);
     }
     return false;
 }

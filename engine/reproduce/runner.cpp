@@ -18,6 +18,7 @@
 #include "metrics/regression.h"
 #include "registry/registry.h"
 #include "reproduce/reproduce.h"
+#include "reproduce/runner_internal.h"
 #include "train/trainer.h"
 
 namespace ensemble::reproduce {
@@ -92,6 +93,10 @@ json moonsRunConfig(const std::string& method, int seed) {
     return c;
 }
 
+}  // namespace
+
+// The runners' shared steps (runner_internal.h), used by runner_mnist.cpp as well.
+
 // The row's configPatch over a runner's config: its "" entry, then the level's.
 json patchedConfig(json config, const Reproduction& r, const std::string& level) {
     if (r.configPatch.is_object()) {
@@ -157,6 +162,8 @@ std::string csvNumberRepro(double v) {
     const auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 6);
     return std::string(buf, r.ptr);
 }
+
+namespace {
 
 // The test split's regression report as run figures.
 void addRegressionFigures(Trainer& trainer, RunOutcome& out) {
@@ -262,6 +269,8 @@ void addMoonsOod(Trainer& trainer, const PlannedRun& plan, RunOutcome& out) {
     out.figures["ood_auroc_confidence"] = ood.maxProbability.auroc;
 }
 
+}  // namespace
+
 std::unique_ptr<Trainer> trainerFor(const json& config, ReproductionResult& result) {
     std::string notice;
     std::unique_ptr<Trainer> trainer = makeTrainer(parseConfig(config), &notice);
@@ -274,6 +283,8 @@ std::unique_ptr<Trainer> trainerFor(const json& config, ReproductionResult& resu
 double reproSecondsSince(ReproClock::time_point t) {
     return std::chrono::duration<double>(ReproClock::now() - t).count();
 }
+
+namespace {
 
 // Runs one planned run; false when cancelled (nothing is added then).
 bool runPlanned(const Reproduction& r, const PlannedRun& plan, const ReproduceHooks& hooks,
@@ -333,6 +344,13 @@ bool runPlanned(const Reproduction& r, const PlannedRun& plan, const ReproduceHo
             out.figures["time_ratio"] = seconds[1] / seconds[0];
             break;
         }
+        case RunnerKind::MnistSizeCurve:
+        case RunnerKind::MnistLenet:
+        case RunnerKind::MnistShift:
+            if (!runMnist(r, plan, hooks, progress, start, result, out)) {
+                return false;
+            }
+            break;
     }
     out.seconds = reproSecondsSince(began);
     result.outcomes.push_back(std::move(out));
@@ -379,6 +397,12 @@ std::vector<PlannedRun> planRuns(const Reproduction& r, const ReproduceOptions& 
                 case RunnerKind::SpiralsTiming:
                     run.config = completedConfig(spiralsRunConfig(1, i), options.overrides);
                     run.otherConfig = completedConfig(spiralsRunConfig(100, i), options.overrides);
+                    break;
+                case RunnerKind::MnistSizeCurve:
+                case RunnerKind::MnistLenet:
+                case RunnerKind::MnistShift:
+                    run.config = completedConfig(mnistRunConfig(r, level, i, options.quick),
+                                                 options.overrides);
                     break;
             }
             plan.push_back(std::move(run));

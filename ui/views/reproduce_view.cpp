@@ -282,7 +282,7 @@ void ReproduceView::fillList() {
         m_list->setItem(i, kListRuns, cell(countsText(r, r.counts), qs(r.runs)));
         m_list->setItem(i, kListCost,
                         cell(qs(reproduce::costText(r.costSeconds)),
-                             tr("Measured on %1").arg(qs(r.costMeasuredOn))));
+                             tr("Cost in %1").arg(qs(r.costMeasuredOn))));
         m_list->setItem(
             i, kListQuick,
             cell(QStringLiteral("%1, %2").arg(countsText(r, r.quickCounts),

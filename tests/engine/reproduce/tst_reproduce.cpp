@@ -149,8 +149,11 @@ void TestReproduce::registryIdsAreUniqueAndNumbersSourced() {
                 QVERIFY2(!c.claim.empty(), what.c_str());
             }
         }
-        std::string why;
-        QVERIFY2(rp::dataPresent(r, &why), why.c_str());  // the build tree ships the UCI sets
+        const bool mnist = r.runner == rp::RunnerKind::MnistSizeCurve ||
+                           r.runner == rp::RunnerKind::MnistLenet ||
+                           r.runner == rp::RunnerKind::MnistShift;
+        std::string why;  // the build tree ships the UCI sets; MNIST: tst_reproduce_mnist
+        QVERIFY2(mnist || rp::dataPresent(r, &why), why.c_str());
     }
     QCOMPARE(rp::findReproduction("no-such-row"), nullptr);
 }
