@@ -1,6 +1,7 @@
 #include "panels/layer_list_editor.h"
 
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QFrame>
 #include <QGridLayout>
 #include <QHBoxLayout>
@@ -41,7 +42,12 @@ QString nameOf(auto value) {
     return QString::fromUtf8(toString(value));
 }
 
-// The layer a "+ type" button adds: Flax's conv and pool, a dense of 128 units.
+// The layer a "+ type" button adds: Flax's conv and pool, a dense of 128 units, dropout 0.5
+// (Gal et al.'s rate before the output layer).
+constexpr double kNewDropoutRate = 0.5;
+// The largest rate the box offers: the parser takes [0, 1), the box shows three decimals.
+constexpr double kMaxRate = 0.999;
+
 json newLayer(LayerKind kind) {
     LayerSpec s;
     s.kind = kind;
@@ -49,6 +55,7 @@ json newLayer(LayerKind kind) {
     s.kernel = 3;
     s.size = 2;
     s.units = 128;
+    s.rate = kNewDropoutRate;
     return layersToJson({s})[0];
 }
 
@@ -75,6 +82,15 @@ QComboBox* choices(const QStringList& items, const QString& name, const QString&
 int intField(const json& layer, const char* name, int fallback) {
     if (layer.is_object() && layer.contains(name) && layer[name].is_number_integer()) {
         return static_cast<int>(std::clamp<int64_t>(layer[name].get<int64_t>(), 0, kMaxUnits));
+    }
+    return fallback;
+}
+
+// A dropout's rate, or `fallback` when absent or not a number the box can show.
+double rateField(const json& layer, double fallback) {
+    if (layer.is_object() && layer.contains("rate") && layer["rate"].is_number()) {
+        const double rate = layer["rate"].get<double>();
+        return rate >= 0.0 && rate <= kMaxRate ? rate : fallback;
     }
     return fallback;
 }
@@ -112,9 +128,10 @@ LayerListEditor::LayerListEditor(QWidget* parent) : QWidget(parent) {
         const QString type = QString::fromUtf8(row.name);
         auto* add = new QPushButton(tr("+ %1").arg(type));
         add->setObjectName(QStringLiteral("addLayer.%1").arg(type));
-        add->setToolTip(row.value == LayerKind::Dense
-                            ? tr("Add a dense layer at the end (before the implicit output layer)")
-                            : tr("Add a %1 layer after the last conv or pool layer").arg(type));
+        add->setToolTip(
+            row.value == LayerKind::Dense || row.value == LayerKind::Dropout
+                ? tr("Add a %1 layer at the end (before the implicit output layer)").arg(type)
+                : tr("Add a %1 layer after the last conv or pool layer").arg(type));
         const LayerKind kind = row.value;
         connect(add, &QPushButton::clicked, this, [this, kind] { addLayer(kind); });
         buttons->addWidget(add);
@@ -210,9 +227,25 @@ LayerListEditor::Row LayerListEditor::makeRow() {
     dg->addWidget(new QLabel(tr("units")), 0, 0);
     dg->addWidget(r.units, 0, 1);
     dg->setColumnStretch(1, 1);
+    auto* dropout = new QWidget;
+    QGridLayout* rg = grid(dropout);
+    r.rate = new QDoubleSpinBox;
+    r.rate->setRange(0.0, kMaxRate);
+    r.rate->setDecimals(3);
+    r.rate->setSingleStep(0.05);
+    r.rate->setObjectName(QStringLiteral("rate"));
+    r.rate->setToolTip(
+        tr("The probability of dropping each value in training (inverted dropout: "
+           "the kept ones are scaled by 1/(1 - rate)); none at prediction"));
+    r.rate->setKeyboardTracking(true);
+    rg->addWidget(new QLabel(tr("rate")), 0, 0);
+    rg->addWidget(r.rate, 0, 1);
+    rg->setColumnStretch(1, 1);
+    // In the order of EnumNames<LayerKind>: the type combo's index is the page's.
     r.fields->addWidget(conv);
     r.fields->addWidget(pool);
     r.fields->addWidget(dense);
+    r.fields->addWidget(dropout);
     outer->addWidget(r.fields);
 
     r.error = new QLabel;
@@ -248,6 +281,7 @@ LayerListEditor::Row LayerListEditor::makeRow() {
     for (QSpinBox* s : {r.filters, r.kernel, r.stride, r.size, r.units}) {
         connect(s, &QSpinBox::valueChanged, this, &LayerListEditor::personEdited);
     }
+    connect(r.rate, &QDoubleSpinBox::valueChanged, this, &LayerListEditor::personEdited);
     for (QComboBox* c : {r.type, r.padding, r.poolKind}) {
         connect(c, &QComboBox::currentIndexChanged, this, &LayerListEditor::personEdited);
     }
@@ -267,6 +301,7 @@ void LayerListEditor::setRow(Row& r, const json& layer) {
         std::max(0, r.poolKind->findData(textField(layer, "kind", nameOf(PoolKind::Avg)))));
     r.size->setValue(intField(layer, "size", 2));
     r.units->setValue(intField(layer, "units", 128));
+    r.rate->setValue(rateField(layer, kNewDropoutRate));
     r.type->setCurrentIndex(t);
     Q_EMIT r.type->currentIndexChanged(t);  // size the stack also when the index stayed
 }
@@ -281,6 +316,7 @@ json LayerListEditor::rowJson(const Row& r) const {
     enumFromName(r.poolKind->currentData().toString().toStdString(), s.pool);
     s.size = r.size->value();
     s.units = r.units->value();
+    s.rate = r.rate->value();
     return layersToJson({s})[0];
 }
 
@@ -357,6 +393,9 @@ QWidget* LayerListEditor::fieldEditor(int row, const QString& field) const {
     if (field == QStringLiteral("units")) {
         return r.units;
     }
+    if (field == QStringLiteral("rate")) {
+        return r.rate;
+    }
     return nullptr;
 }
 
@@ -375,12 +414,15 @@ void LayerListEditor::addLayer(LayerKind kind) {
     }
     const json layer = newLayer(kind);
     std::size_t at = list.size();
-    if (kind != LayerKind::Dense) {
+    if (kind == LayerKind::Conv || kind == LayerKind::Pool) {
         // Convolutions and pools come before the flatten: after the last of them.
-        const std::string dense = toString(LayerKind::Dense);
+        const std::string conv = toString(LayerKind::Conv);
+        const std::string pool = toString(LayerKind::Pool);
         at = 0;
         for (std::size_t i = 0; i < list.size(); ++i) {
-            if (!(list[i].is_object() && list[i].value("type", std::string()) == dense)) {
+            const std::string type =
+                list[i].is_object() ? list[i].value("type", std::string()) : std::string();
+            if (type == conv || type == pool) {
                 at = i + 1;
             }
         }
@@ -448,7 +490,7 @@ void LayerListEditor::showError(int row, const QString& field, const QString& me
         for (const QString& f :
              {QStringLiteral("type"), QStringLiteral("filters"), QStringLiteral("kernel"),
               QStringLiteral("stride"), QStringLiteral("padding"), QStringLiteral("kind"),
-              QStringLiteral("size"), QStringLiteral("units")}) {
+              QStringLiteral("size"), QStringLiteral("units"), QStringLiteral("rate")}) {
             setInvalid(fieldEditor(i, f), here && f == field);
         }
     }

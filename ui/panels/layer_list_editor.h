@@ -1,7 +1,7 @@
 #pragma once
 
-// The Model section's editor of `model.layers` (model.kind cnn): one row per layer, conv, pool
-// or dense, with its fields, and buttons to add, remove and reorder rows. The editor only
+// The Model section's editor of `model.layers` (model.kind cnn): one row per layer, conv, pool,
+// dense or dropout, with its fields, and buttons to add, remove and reorder rows. The editor only
 // shapes the list; the engine's parser judges it, and the panel hands the parser's reason
 // back with showError() at the row and field it names ("model.layers[2].kernel").
 
@@ -14,6 +14,7 @@
 #include "model/architecture.h"
 
 class QComboBox;
+class QDoubleSpinBox;
 class QFrame;
 class QLabel;
 class QPushButton;
@@ -37,10 +38,10 @@ class LayerListEditor : public QWidget {
     nlohmann::json layers() const;
 
     int rowCount() const { return static_cast<int>(m_rows.size()); }
-    // Row `row`'s type ("conv", "pool", "dense").
+    // Row `row`'s type ("conv", "pool", "dense", "dropout").
     QString rowType(int row) const;
     // The editor of a row's field: "type", "filters", "kernel", "stride", "padding", "kind",
-    // "size" or "units" (null when out of range).
+    // "size", "units" or "rate" (null when out of range).
     QWidget* fieldEditor(int row, const QString& field) const;
     QLabel* rowError(int row) const;
     QWidget* rowWidget(int row) const;
@@ -70,6 +71,7 @@ class LayerListEditor : public QWidget {
         QComboBox* poolKind = nullptr;
         QSpinBox* size = nullptr;
         QSpinBox* units = nullptr;
+        QDoubleSpinBox* rate = nullptr;
         QToolButton* up = nullptr;
         QToolButton* down = nullptr;
         QToolButton* remove = nullptr;

@@ -5,6 +5,7 @@
 // feature maps; and both views' SVG export (File > Export picture), their images as drawn.
 #include <QApplication>
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QLabel>
 #include <QSpinBox>
 #include <QStandardItemModel>
@@ -224,6 +225,50 @@ class TestGuiCnn : public QObject {
         qobject_cast<QSpinBox*>(layers->fieldEditor(1, QStringLiteral("kernel")))->setValue(5);
         QVERIFY(panel.isValid());
         QCOMPARE(panel.config()["model"]["layers"][1]["kernel"].get<int>(), 5);
+    }
+
+    void layerListDropoutRows() {
+        ExperimentPanel panel;
+        panel.setConfig(ensemble::loadConfigJson("mnist-cnn"), QStringLiteral("mnist-cnn"));
+        LayerListEditor* layers = panel.layerEditor();
+        // "+ dropout" adds a row at the end, after the dense layer, at rate 0.5.
+        layers->addLayer(ensemble::LayerKind::Dropout);
+        QCOMPARE(layers->rowCount(), 6);
+        QCOMPARE(layers->rowType(5), QStringLiteral("dropout"));
+        QCOMPARE(panel.config()["model"]["layers"][5], json({{"type", "dropout"}, {"rate", 0.5}}));
+        QVERIFY(panel.isValid());
+        // Its rate edits model.layers.
+        auto* rate = qobject_cast<QDoubleSpinBox*>(layers->fieldEditor(5, QStringLiteral("rate")));
+        QVERIFY(rate != nullptr);
+        rate->setValue(0.25);
+        QCOMPARE(panel.config()["model"]["layers"][5]["rate"].get<double>(), 0.25);
+        // A pool still goes after the last conv or pool, not after the dropout row.
+        layers->addLayer(ensemble::LayerKind::Pool);
+        QCOMPARE(layers->rowType(4), QStringLiteral("pool"));
+        QCOMPARE(layers->rowType(6), QStringLiteral("dropout"));
+        layers->removeLayer(4);
+        // A pool row switched to dropout: a dropout after the conv, valid.
+        auto* type = qobject_cast<QComboBox*>(layers->fieldEditor(1, QStringLiteral("type")));
+        type->setCurrentIndex(type->findData(QStringLiteral("dropout")));
+        QCOMPARE(panel.config()["model"]["layers"][1], json({{"type", "dropout"}, {"rate", 0.5}}));
+        QVERIFY(panel.isValid());
+        // Moved first, it is the parser's error at that row.
+        layers->moveLayer(1, -1);
+        QVERIFY(!panel.isValid());
+        QVERIFY(panel.errors()
+                    .value(QStringLiteral("model.layers"))
+                    .startsWith(QStringLiteral("model.layers[0].type")));
+        QVERIFY(layers->rowError(0)->isVisibleTo(&panel));
+        // A hand-edited rate of 1 stays as written, and the parser names the rate.
+        json c = panel.config();
+        c["model"]["layers"] = json::array({{{"type", "conv"}, {"filters", 8}, {"kernel", 3}},
+                                            {{"type", "dropout"}, {"rate", 1}}});
+        panel.setConfig(c);
+        QVERIFY(!panel.isValid());
+        QVERIFY(panel.errors()
+                    .value(QStringLiteral("model.layers"))
+                    .startsWith(QStringLiteral("model.layers[1].rate")));
+        QVERIFY(layers->fieldEditor(1, QStringLiteral("rate"))->property("invalid").toBool());
     }
 
     void cnnRunInTheViews() {
