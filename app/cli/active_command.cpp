@@ -186,6 +186,31 @@ std::string acquiredCsv(const std::vector<AcquisitionRuns>& runs) {
     return os.str();
 }
 
+// active_classes.csv: the labelled set's rows per true class at every round of every run (the
+// set the round trained on), one column per class.
+std::string classesCsv(const std::vector<AcquisitionRuns>& runs, int classes) {
+    std::ostringstream os;
+    os << "acquisition,seed,round,labels";
+    for (int c = 0; c < classes; ++c) {
+        os << ",class_" << c;
+    }
+    os << '\n';
+    for (const AcquisitionRuns& a : runs) {
+        for (const auto& learner : a.seeds) {
+            const std::vector<ActiveRound>& rounds = learner->rounds();
+            for (std::size_t r = 0; r < rounds.size(); ++r) {
+                os << toString(a.acquisition) << ',' << learner->seed() << ',' << r << ','
+                   << rounds[r].labels;
+                for (int64_t n : rounds[r].classCounts) {
+                    os << ',' << n;
+                }
+                os << '\n';
+            }
+        }
+    }
+    return os.str();
+}
+
 std::vector<Acquisition> parseAcquisitions(const std::string& text) {
     std::vector<Acquisition> out;
     std::size_t start = 0;
@@ -326,6 +351,7 @@ ExitCode commandActive(const CliArgs& args) {
             const std::filesystem::path dir = createCsvFolder(args.get("--csv"));
             writeFileAtomic((dir / "active_curves.csv").string(), curvesCsv(runs));
             writeFileAtomic((dir / "active_acquired.csv").string(), acquiredCsv(runs));
+            writeFileAtomic((dir / "active_classes.csv").string(), classesCsv(runs, data->classes));
         }
     };
 
@@ -342,14 +368,7 @@ ExitCode commandActive(const CliArgs& args) {
                 ActiveLearner& learner = *run.seeds[s];
                 if (r > 0) {
                     const PoolScores scored = learner.scorePool();
-                    std::vector<double> scores;
-                    for (int64_t row : scored.picks) {
-                        const auto it =
-                            std::lower_bound(scored.rows.begin(), scored.rows.end(), row);
-                        scores.push_back(
-                            scored.scores[static_cast<std::size_t>(it - scored.rows.begin())]);
-                    }
-                    learner.acquire(scored.picks, scores);
+                    learner.acquire(scored.picks, scored.pickScores);
                 }
                 const auto onStep = [&](int64_t done, int64_t total) {
                     const auto now = Clock::now();
@@ -413,6 +432,24 @@ ExitCode commandActive(const CliArgs& args) {
         }
         std::printf("\n");
     }
+    // The cold-start effect at a glance: the rarest and the commonest class of the last round's
+    // labelled set, over the seeds.
+    std::printf("\nthe last round's labelled set, rows of the rarest and the commonest class:\n");
+    for (const AcquisitionRuns& run : runs) {
+        int64_t fewest = std::numeric_limits<int64_t>::max();
+        int64_t most = 0;
+        for (const auto& learner : run.seeds) {
+            if (!learner->rounds().empty()) {
+                const std::vector<int64_t>& counts = learner->rounds().back().classCounts;
+                fewest = std::min(fewest, *std::min_element(counts.begin(), counts.end()));
+                most = std::max(most, *std::max_element(counts.begin(), counts.end()));
+            }
+        }
+        if (most > 0) {
+            std::printf("%-18s%9lld%9lld\n", toString(run.acquisition),
+                        static_cast<long long>(fewest), static_cast<long long>(most));
+        }
+    }
     writeOutputs();
     std::fprintf(stderr, "%zu acquisition%s x %lld seed%s in %.1f s\n", runs.size(),
                  runs.size() == 1 ? "" : "s", static_cast<long long>(seedCount),
@@ -422,9 +459,11 @@ ExitCode commandActive(const CliArgs& args) {
         record.addFile(args.get("--report"), "report");
     }
     if (args.has("--csv")) {
-        std::fprintf(stderr, "wrote active_curves.csv and active_acquired.csv to %s\n",
+        std::fprintf(stderr,
+                     "wrote active_curves.csv, active_acquired.csv and active_classes.csv to %s\n",
                      args.get("--csv").c_str());
-        for (const char* name : {"active_curves.csv", "active_acquired.csv"}) {
+        for (const char* name :
+             {"active_curves.csv", "active_acquired.csv", "active_classes.csv"}) {
             record.addFile((std::filesystem::path(args.get("--csv")) / name).string(), "csv");
         }
     }

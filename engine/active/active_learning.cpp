@@ -14,6 +14,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "active/batch_bald.h"
+#include "active/class_balance.h"
 #include "core/errors.h"
 #include "core/unreachable.h"
 #include "math/philox.h"
@@ -132,6 +134,7 @@ std::vector<double> acquisitionScores(Acquisition acquisition, const MemberPredi
         }
         case Acquisition::Entropy:
         case Acquisition::Bald:
+        case Acquisition::BatchBald:
         case Acquisition::Margin:
         case Acquisition::VariationRatios:
             break;
@@ -168,6 +171,7 @@ std::vector<double> acquisitionScores(Acquisition acquisition, const MemberPredi
         case Acquisition::Entropy:
             return s.total;
         case Acquisition::Bald:
+        case Acquisition::BatchBald:  // a row alone: I(y; w), the greedy batch's first gain
             return s.epistemic;
         case Acquisition::Margin: {
             std::vector<double> out(n);
@@ -477,6 +481,7 @@ bool ActiveLearner::trainRound(const std::function<void(int64_t, int64_t)>& onSt
 
     ActiveRound r;
     r.labels = static_cast<int64_t>(m.labelled.size());
+    r.classCounts = classCounts(m.data().train.y, m.labelled, m.data().classes);
     r.accuracy = r.nll = r.ece = kNaN;
     if (m.data().test.rows > 0) {
         const MemberPredictions p = next->predictTest();
@@ -524,8 +529,10 @@ PoolScores ActiveLearner::scorePool() {
     }
     MemberPredictions p;
     std::vector<uint8_t> include;
-    if (m.acquisition != Acquisition::Random) {
-        // `random` needs no predictions; the others score the members' probabilities.
+    const ActiveConfig& a = m.config.active;
+    const int perClass = classCapPicks(a.classCap, a.perRound);
+    if (m.acquisition != Acquisition::Random || perClass > 0) {
+        // `random` needs no predictions (but the cap does); the others score the members'.
         const Dataset& train = m.data().train;
         const std::size_t features = static_cast<std::size_t>(train.features);
         std::vector<float> x(out.rows.size() * features);
@@ -537,7 +544,28 @@ PoolScores ActiveLearner::scorePool() {
         include = m.trainer->included();
     }
     out.scores = acquisitionScores(m.acquisition, p, include, out.rows, seed(), round);
-    out.picks = topScoring(out.scores, out.rows, m.config.active.perRound);
+    const std::vector<int32_t> predicted =
+        perClass > 0 ? predictedClasses(p, include) : std::vector<int32_t>{};
+    if (m.acquisition == Acquisition::BatchBald) {
+        BatchBaldOptions o;
+        o.samples = a.batchBaldSamples;
+        o.seed = seed();
+        o.round = round;
+        o.predicted = predicted;
+        o.perClass = perClass;
+        const BatchBaldResult b = batchBald(p, include, a.perRound, o);
+        for (int64_t i : b.picks) {
+            out.picks.push_back(out.rows[at(i)]);
+        }
+        out.pickScores = b.gains;
+        out.joint = b.joint;
+        return out;
+    }
+    out.picks = topScoringCapped(out.scores, out.rows, predicted, a.perRound, perClass);
+    for (int64_t row : out.picks) {
+        const auto it = std::lower_bound(out.rows.begin(), out.rows.end(), row);
+        out.pickScores.push_back(out.scores[at(it - out.rows.begin())]);
+    }
     return out;
 }
 
@@ -589,7 +617,8 @@ nlohmann::json ActiveLearner::toJson(bool withScores) const {
                             {"accuracy", round.accuracy},
                             {"nll", round.nll},
                             {"ece", round.ece},
-                            {"acquired", before.acquired}};
+                            {"acquired", before.acquired},
+                            {"class_counts", round.classCounts}};
         if (withScores) {
             j["scores"] = scoresJson(before.acquiredScores);
         }
@@ -646,6 +675,7 @@ void ActiveLearner::restore(const nlohmann::json& state) {
             rounds.back().acquired = acquired;
         }
         all.insert(all.end(), acquired.begin(), acquired.end());
+        round.classCounts = classCounts(m.data().train.y, all, m.data().classes);
         if (round.labels != static_cast<int64_t>(all.size())) {
             throw DataError("active-learning state: " + where + " trained on " +
                             std::to_string(round.labels) + " labels, but the initial set and " +

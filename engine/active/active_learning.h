@@ -36,7 +36,8 @@ struct TrainingState;
 // score does not depend on which other rows are scored; the others ignore seed and round.
 // `random` gives one score per rowIndex entry and does not read `p` (it may be empty); the
 // others give one per p.rows and do not read rowIndex. NaN for every point when no member is
-// included.
+// included. `batchbald` scores a row alone: its BALD score, the first greedy step's gain (the
+// batch itself is batchBald's, active/batch_bald.h).
 std::vector<double> acquisitionScores(Acquisition acquisition, const MemberPredictions& p,
                                       const std::vector<uint8_t>& include,
                                       const std::vector<int64_t>& rowIndex, uint64_t seed,
@@ -63,13 +64,19 @@ struct ActiveRound {
     double ece = 0.0;
     std::vector<int64_t> acquired;       // rows labelled after this round, in pick order
     std::vector<double> acquiredScores;  // their scores (NaN for rows a person picked)
+    // The labelled set this round trained on, counted by true class (the report's
+    // "class_counts").
+    std::vector<int64_t> classCounts;
 };
 
 // The scored pool of the current round.
 struct PoolScores {
     std::vector<int64_t> rows;   // the rows scored (the pool or its subset), ascending
     std::vector<double> scores;  // one per row
-    std::vector<int64_t> picks;  // topScoring(scores, rows, per_round)
+    // topScoring(scores, rows, per_round), under active.class_cap; batchbald: the greedy batch.
+    std::vector<int64_t> picks;
+    std::vector<double> pickScores;  // what each pick records: its score; batchbald: its gain
+    std::vector<double> joint;       // batchbald: the joint information after each pick (nats)
 };
 
 // The loop's state for one acquisition function and one seed: labelled rows, rounds, and a

@@ -20,8 +20,12 @@ enum class Acquisition {
     Bald,             // mutual information H[p] - mean_k H[P_k], clamped at 0
     VariationRatios,  // 1 - (votes for the modal class of the members' votes) / K
     Margin,           // -(p_(1) - p_(2)): the smaller the gap between the two largest, the higher
+    // Not a per-row score: the greedy batch that maximises the joint mutual information of its
+    // labels and the model (Kirsch et al. 2019; active/batch_bald.h). A row's score alone is
+    // its BALD score (the first greedy step); the picks carry their greedy gains.
+    BatchBald,
 };
-inline constexpr int kAcquisitionCount = 5;
+inline constexpr int kAcquisitionCount = 6;
 
 template <>
 struct EnumNames<Acquisition> {
@@ -31,6 +35,7 @@ struct EnumNames<Acquisition> {
         {Acquisition::Bald, "bald", "BALD (mutual information)"},
         {Acquisition::VariationRatios, "variation_ratios", "Variation ratios"},
         {Acquisition::Margin, "margin", "Margin"},
+        {Acquisition::BatchBald, "batchbald", "BatchBALD (joint mutual information)"},
     };
 };
 static_assert(tableMatchesEnum<Acquisition>(kAcquisitionCount));
@@ -60,6 +65,12 @@ struct ActiveConfig {
     int64_t poolSubset = 0;                       // active.pool_subset: 0 = score the whole pool
     Acquisition acquisition = Acquisition::Bald;  // active.acquisition: the app's and default
     int rounds = 10;                              // active.rounds: rounds after the initial one
+    // active.batchbald_samples: M, the sampled joint label configurations of batchbald once the
+    // exact joint (C^n configurations) would be larger than M.
+    int batchBaldSamples = 1000;
+    // active.class_cap: the largest share of a round's picks one predicted class may take
+    // (class-balanced acquisition); 1 = no cap.
+    double classCap = 1.0;
 };
 
 }  // namespace ensemble

@@ -572,6 +572,8 @@ ExperimentConfig parseConfig(const json& input) {
         a.poolSubset = v.integer("active.pool_subset");
         a.acquisition = v.choice<Acquisition>("active.acquisition");
         a.rounds = static_cast<int>(v.integer("active.rounds"));
+        a.batchBaldSamples = static_cast<int>(v.integer("active.batchbald_samples"));
+        a.classCap = v.number("active.class_cap");
     }
 
     checkEnsembleMethod(c);

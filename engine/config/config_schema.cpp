@@ -259,13 +259,27 @@ std::vector<KeySpec> buildSchema() {
                  "model.likelihood", {toString(Likelihood::Categorical)}),
         onlyWhen(choice("active.acquisition", "bald", choicesOf<Acquisition>(),
                         "how the pool is scored: `random`, `entropy` H[p], `bald` (mutual "
-                        "information), `variation_ratios`, `margin` (docs/active.md); the app's "
-                        "choice (`ensemble-cli active` takes its list from `--acquisition`)"),
+                        "information), `variation_ratios`, `margin`, `batchbald` (the greedy "
+                        "batch of the largest joint mutual information; docs/active.md); the "
+                        "app's choice (`ensemble-cli active` takes its list from "
+                        "`--acquisition`)"),
                  "model.likelihood", {toString(Likelihood::Categorical)}),
         onlyWhen(row("active.rounds", T::Integer, 10,
                      "acquisition rounds after the initial one (each labels `active.per_round` "
                      "rows and retrains)",
                      0, 1e7),
+                 "model.likelihood", {toString(Likelihood::Categorical)}),
+        onlyWhen(row("active.batchbald_samples", T::Integer, 1000,
+                     "`batchbald`: M, the joint label configurations it samples once the exact "
+                     "joint of the batch so far (C^n configurations) would hold more than M; "
+                     "the cost per candidate row is at most M x C x K",
+                     1, 1e6),
+                 "model.likelihood", {toString(Likelihood::Categorical)}),
+        onlyWhen(exclusiveMin(row("active.class_cap", T::Number, 1.0,
+                                  "class-balanced acquisition: the largest share of a round's "
+                                  "picks one class may take, by the ensemble's predicted label "
+                                  "(at least one pick a class); 1: no cap",
+                                  0, 1)),
                  "model.likelihood", {toString(Likelihood::Categorical)}),
     };
     // A condition reads a key that comes earlier, so one pass in table order decides them all.

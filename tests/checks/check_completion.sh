@@ -89,6 +89,9 @@ expect "x eval --ood fa" fashion-mnist
 expect -contains "x eval --" --weights --ood --report --csv --help
 expect "x active --acq" --acquisition
 expect -contains "x active --" --config --seeds --rounds --labels --report --csv --help
+# --acquisition completes active.acquisition's choices, item by item.
+expect "x active --acquisition bald,bat" bald,batchbald
+expect "x active --acquisition r" random
 expect "x compare --me" --methods
 expect -contains "x compare --" --config --set --methods --shift --level --report --csv --help
 expect "x compare --shift t" translate

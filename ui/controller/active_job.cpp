@@ -10,6 +10,7 @@
 #include <map>
 #include <numeric>
 
+#include "active/class_balance.h"
 #include "controller/snapshot_builder.h"
 #include "core/errors.h"
 #include "core/named_enum.h"
@@ -107,6 +108,7 @@ HeatImage acquisitionHeat(Acquisition acquisition, const std::vector<double>& sc
         case Acquisition::Entropy:
             return sequentialHeatImage(scores, size, 0.05 * logC);
         case Acquisition::Bald:
+        case Acquisition::BatchBald:  // a point alone: its BALD score
             return sequentialHeatImage(scores, size, 0.01 * logC);
         case Acquisition::VariationRatios:
             return sequentialHeatImage(scores, size, 0.01);
@@ -353,11 +355,11 @@ void ActiveWorker::acquireAndTrain(bool ofPlay) {
             publish(tr("The pool is empty: every train row is labelled."));
             return;
         }
-        std::vector<double> scores;
-        for (int64_t row : picks) {
-            const auto at = std::lower_bound(m_scores.rows.begin(), m_scores.rows.end(), row);
-            scores.push_back(m_scores.scores[static_cast<std::size_t>(at - m_scores.rows.begin())]);
-        }
+        // What each pick records (batchbald: its greedy gain); the picks are a prefix of the
+        // scoring's.
+        std::vector<double> scores(
+            m_scores.pickScores.begin(),
+            m_scores.pickScores.begin() + static_cast<std::ptrdiff_t>(picks.size()));
         try {
             m_learner->acquire(picks, scores);
         } catch (const std::exception& e) {
@@ -537,6 +539,7 @@ void ActiveWorker::publish(const QString& message, bool error) {
     s->labelled = l.labelled();
     s->pool = l.pool();
     s->rounds = l.rounds();
+    s->classCounts = classCounts(l.data().train.y, s->labelled, l.data().classes);
     s->pending = pendingRound();
     if (m_scored) {
         s->scores = m_scores;

@@ -60,9 +60,10 @@ struct ActiveState {
     Acquisition acquisition = Acquisition::Bald;
     ActiveConfig config;
     uint64_t seed = 0;
-    std::vector<int64_t> labelled;    // train-split rows, ascending
-    std::vector<int64_t> pool;        // the train rows not labelled, ascending
-    std::vector<ActiveRound> rounds;  // the rounds trained, with what each acquired after it
+    std::vector<int64_t> labelled;     // train-split rows, ascending
+    std::vector<int64_t> pool;         // the train rows not labelled, ascending
+    std::vector<ActiveRound> rounds;   // the rounds trained, with what each acquired after it
+    std::vector<int64_t> classCounts;  // the labelled rows per true class (pending ones too)
     // Rows were labelled after the last round (or no round was trained yet): the next round
     // trains on them before anything is scored again.
     bool pending = false;

@@ -36,6 +36,7 @@ const char* acquisitionUnit(Acquisition acquisition) {
     switch (acquisition) {
         case Acquisition::Entropy:
         case Acquisition::Bald:
+        case Acquisition::BatchBald:
             return "nats";
         case Acquisition::Random:
         case Acquisition::VariationRatios:
@@ -59,6 +60,8 @@ QColor acquisitionColor(Acquisition acquisition) {
             return {39, 174, 96};
         case Acquisition::Margin:
             return {142, 68, 173};
+        case Acquisition::BatchBald:
+            return {211, 84, 0};
     }
     return {0, 0, 0};
 }
@@ -298,6 +301,7 @@ void ActiveCanvas::paintMap(QPainter& p) {
             p.drawEllipse(c, 9.0 * scale, 9.0 * scale);
         }
         drawPickNumbers(p);
+        paintGains(p, plot.adjusted(4, 4, -4, -4));
     }
     p.restore();
     p.setPen(QPen(plot::kAxis, 1.0));
@@ -465,7 +469,9 @@ void ActiveCanvas::drawColorBar(QPainter& p, const QRectF& bar) const {
 }
 
 void ActiveCanvas::paintDigits(QPainter& p) {
-    const QRectF area = QRectF(rect()).adjusted(8, 8, -8, -8);
+    const QRectF whole = QRectF(rect()).adjusted(8, 8, -8, -8);
+    paintGains(p, whole);
+    const QRectF area = whole.adjusted(0, 0, 0, -gainsHeight());
     p.setPen(plot::kText);
     if (!m_state || m_state->lastAcquired.empty()) {
         p.setPen(plot::kMuted);
@@ -531,6 +537,63 @@ void ActiveCanvas::paintDigits(QPainter& p) {
         drawTextFitted(p, QRectF(x, y + cell - 2, cell, caption), Qt::AlignHCenter,
                        QStringLiteral("%1 · %2").arg(d.label).arg(score));
     }
+}
+
+namespace {
+constexpr double kGainBarsHeight = 36.0;
+}  // namespace
+
+double ActiveCanvas::gainsHeight() const {
+    if (!m_state || m_state->acquisition != Acquisition::BatchBald ||
+        m_state->scores.pickScores.empty()) {
+        return 0.0;
+    }
+    return kGainBarsHeight + 2.0 * QFontMetricsF(font()).height() + 14.0;
+}
+
+void ActiveCanvas::paintGains(QPainter& p, const QRectF& area) const {
+    const double height = gainsHeight();
+    if (height <= 0.0 || area.height() < height) {
+        return;
+    }
+    const std::vector<double>& gains = m_state->scores.pickScores;
+    const std::vector<double>& joint = m_state->scores.joint;
+    p.save();
+    p.setFont(font());
+    const QFontMetricsF fm(font());
+    const QString title = tr("next picks' greedy gains, nats");
+    const QString bound =
+        tr("joint %1 of at most log K = %2")
+            .arg(formatValue(joint.empty() ? 0.0 : joint.back()))
+            .arg(formatValue(std::log(static_cast<double>(std::max(1, m_run->members)))));
+    const double bar = 10.0;
+    const double gap = 3.0;
+    const double width = std::min(
+        area.width(), 12.0 + std::max({static_cast<double>(gains.size()) * (bar + gap),
+                                       fm.horizontalAdvance(title), fm.horizontalAdvance(bound)}));
+    const QRectF box(area.left(), area.bottom() - height, width, height);
+    p.setPen(QPen(plot::kAxis, 0.8));
+    p.setBrush(QColor(255, 255, 255, 225));
+    p.drawRect(box);
+    p.setPen(plot::kText);
+    drawTextFitted(p, QRectF(box.left() + 6, box.top() + 3, box.width() - 8, fm.height()),
+                   Qt::AlignLeft, title);
+    double top = 0.0;
+    for (double g : gains) {
+        top = std::max(top, std::isfinite(g) ? g : 0.0);
+    }
+    const double base = box.top() + fm.height() + 6.0 + kGainBarsHeight;
+    p.setPen(Qt::NoPen);
+    p.setBrush(acquisitionColor(Acquisition::BatchBald));
+    for (std::size_t i = 0; i < gains.size(); ++i) {
+        const double g = std::isfinite(gains[i]) ? std::max(gains[i], 0.0) : 0.0;
+        const double h = top > 0.0 ? std::max(1.0, g / top * kGainBarsHeight) : 1.0;
+        p.drawRect(QRectF(box.left() + 6 + static_cast<double>(i) * (bar + gap), base - h, bar, h));
+    }
+    p.setPen(plot::kMuted);
+    drawTextFitted(p, QRectF(box.left() + 6, base + 2, box.width() - 8, fm.height()), Qt::AlignLeft,
+                   bound);
+    p.restore();
 }
 
 void ActiveCanvas::mousePressEvent(QMouseEvent* event) {

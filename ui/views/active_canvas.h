@@ -7,8 +7,11 @@
 // not a blob) and the next picks ringed. A click on a pool point asks to label it; the keys move a
 // cursor over the pool in score order (arrows, Home) and Enter labels the point under it; the map
 // zooms and pans as PlotCanvas says (a drag that starts off a pool point pans). Image data: the
-// digits acquired last with their labels and scores. Only paints: the scores come computed
-// from the engine thread (ActiveState).
+// digits acquired last with their labels and scores. batchbald, whose batch is not a per-row
+// score: the map shows a point's score alone (its BALD score, the first greedy step), and a box
+// paints the next batch's greedy gains as bars in pick order with the joint information they
+// reach against its bound log K; the picks carry their gains. Only paints: the scores come
+// computed from the engine thread (ActiveState).
 
 #include <QPixmap>
 
@@ -73,6 +76,11 @@ class ActiveCanvas : public PlotCanvas {
     void paintDigits(QPainter& p);
     void drawColorBar(QPainter& p, const QRectF& bar) const;
     void drawPickNumbers(QPainter& p) const;
+    // batchbald: the next batch's greedy gains as bars in pick order, the joint information
+    // they reach and its bound log K, in a box at the bottom left of `area`.
+    void paintGains(QPainter& p, const QRectF& area) const;
+    // The height paintGains takes (0 when there is nothing to paint).
+    double gainsHeight() const;
     QFont pickNumberFont() const;
     // The pool rows by score, highest first (the cursor's order; ties by row).
     const std::vector<int64_t>& rankedPool() const;

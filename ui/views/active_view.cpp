@@ -512,6 +512,27 @@ void ActiveView::updateSummary() {
                     .arg(100.0 * r.accuracy, 0, 'f', 1)
                     .arg(formatValue(r.nll), formatValue(r.ece));
     }
+    // The labelled set by true class: the cold-start effect (a class starved) shows here first.
+    const std::vector<int64_t>& counts = s.classCounts;
+    if (!counts.empty()) {
+        QStringList parts;
+        const int64_t fewest = *std::min_element(counts.begin(), counts.end());
+        for (std::size_t c = 0; c < counts.size(); ++c) {
+            const QString part = QStringLiteral("%1:&nbsp;%2").arg(c).arg(counts[c]);
+            parts << (counts[c] == fewest ? QStringLiteral("<b>%1</b>").arg(part) : part);
+        }
+        text += tr("<br>labelled per class (fewest in bold): %1")
+                    .arg(parts.join(QStringLiteral(" · ")));
+    }
+    if (s.acquisition == Acquisition::BatchBald && !s.scores.pickScores.empty()) {
+        QStringList gains;
+        for (double g : s.scores.pickScores) {
+            gains << formatValue(g);
+        }
+        text += tr("<br>next batch's greedy gains (nats, pick order): %1 · joint %2")
+                    .arg(gains.join(QStringLiteral(", ")),
+                         formatValue(s.scores.joint.empty() ? 0.0 : s.scores.joint.back()));
+    }
     const int64_t cursor = m_canvas->cursorRow();
     if (cursor >= 0) {
         text += tr("<br>cursor: pool row %1 (Enter labels it)").arg(cursor);

@@ -586,9 +586,19 @@ void TestActive::cliEndToEnd() {
             QCOMPARE(seed["seed"], json(5 + s));
             QCOMPARE(seed["initial"].size(), std::size_t(6));
             QCOMPARE(seed["rounds"].size(), std::size_t(3));
+            // class_counts: the set each round trained on, counted by hand from its rows.
+            const Dataset train = loadDataSplit(parsed(config).dataset).train;
+            std::vector<int64_t> rows = seed["initial"].get<std::vector<int64_t>>();
             for (std::size_t k = 0; k < 3; ++k) {
                 const json& round = seed["rounds"][k];
-                QCOMPARE(round.size(), std::size_t(5));
+                QCOMPARE(round.size(), std::size_t(6));
+                const auto acquired = round["acquired"].get<std::vector<int64_t>>();
+                rows.insert(rows.end(), acquired.begin(), acquired.end());
+                std::vector<int64_t> counted(2, 0);
+                for (int64_t row : rows) {
+                    ++counted[static_cast<std::size_t>(train.y[static_cast<std::size_t>(row)])];
+                }
+                QCOMPARE(round["class_counts"], json(counted));
                 QCOMPARE(round["labels"], json(6 + 4 * k));
                 QVERIFY(round["accuracy"].is_number() && round["nll"].is_number() &&
                         round["ece"].is_number());
@@ -619,6 +629,17 @@ void TestActive::cliEndToEnd() {
     // CSV: a row per acquisition and round; a row per labelled row and seed.
     QCOMPARE(lineCount(csv + QStringLiteral("/active_curves.csv")), 1 + 2 * 3);
     QCOMPARE(lineCount(csv + QStringLiteral("/active_acquired.csv")), 1 + 2 * 2 * 14);
+    // A row per acquisition, seed and round: the class counts of the report.
+    QFile classes(csv + QStringLiteral("/active_classes.csv"));
+    QVERIFY(classes.open(QIODevice::ReadOnly));
+    const QStringList lines = QString::fromUtf8(classes.readAll()).split(QLatin1Char('\n'));
+    QCOMPARE(lines[0], QStringLiteral("acquisition,seed,round,labels,class_0,class_1"));
+    QCOMPARE(lines.size(), 1 + 2 * 2 * 3 + 1);  // and the empty string after the last newline
+    const json last = acquisitions["random"]["seeds"][1]["rounds"][2]["class_counts"];
+    QCOMPARE(lines[1 + 2 * 3 + 3 + 2], QStringLiteral("random,6,2,14,%1,%2")
+                                           .arg(last[0].get<int64_t>())
+                                           .arg(last[1].get<int64_t>()));
+    QVERIFY2(r.out.contains(QStringLiteral("rarest and the commonest class")), qPrintable(r.out));
 }
 
 void TestActive::cliLabelsAndRounds() {

@@ -125,6 +125,7 @@ class TestGuiActive : public QObject {
     void escapeCancelsTheRoundUnderWay();
     void newRunEndsTheRoundUnderWay();
     void theLoopIsAnEntryOfItsOwn();
+    void batchBaldShowsGainsAndClassCounts();
 };
 
 namespace {
@@ -898,6 +899,47 @@ void TestGuiActive::theLoopIsAnEntryOfItsOwn() {
     QCOMPARE(loop.relation, std::string("measured"));
     QCOMPARE(loop.figures.at("entropy.labels"), 10.0);
     QVERIFY(loop.figures.count("entropy.final_accuracy") == 1);
+}
+
+// batchbald: the view's loop acquires the engine's greedy batch and records its gains; the
+// summary lists the gains and the labelled set's rows per class (counted here by hand), and the
+// picture paints the gains' box.
+void TestGuiActive::batchBaldShowsGainsAndClassCounts() {
+    auto w = makeWindow({1200, 800});
+    json c = activeRun();
+    c["active"]["acquisition"] = "batchbald";
+    ActiveStatePtr s = startLoop(*w, c);
+    QVERIFY(s != nullptr);
+    QCOMPARE(name(s->acquisition), name(Acquisition::BatchBald));
+    const ensemble::ExperimentConfig config = loopConfig(c);
+    ActiveLearner reference(config, ensemble::loadDataSplit(config.dataset),
+                            Acquisition::BatchBald);
+    QVERIFY(reference.trainRound());
+    const ensemble::PoolScores scores = reference.scorePool();
+    QCOMPARE(s->scores.picks, scores.picks);
+    QVERIFY(sameBitsNonEmpty(s->scores.pickScores, scores.pickScores));
+    QCOMPARE(s->scores.joint.size(), std::size_t{kPerRound});
+    ActiveView* view = w->activeView();
+    QVERIFY2(view->summary().contains(QStringLiteral("greedy gains")), qPrintable(view->summary()));
+    const std::vector<int32_t>& y = w->controller()->snapshot()->run->train.y;
+    std::vector<int64_t> hand(2, 0);
+    for (int64_t row : s->labelled) {
+        ++hand[static_cast<std::size_t>(y[static_cast<std::size_t>(row)])];
+    }
+    for (std::size_t k = 0; k < hand.size(); ++k) {
+        QVERIFY2(view->summary().contains(QStringLiteral("%1:&nbsp;%2").arg(k).arg(hand[k])),
+                 qPrintable(view->summary()));
+    }
+    QCOMPARE(s->rounds[0].classCounts, hand);
+    // The gains' box at the map's bottom left: near-white over the heatmap.
+    const QImage picture = view->canvas()->grab().toImage();
+    const QRectF plot = view->canvas()->plotRect();
+    QVERIFY(qGray(picture.pixel(static_cast<int>(plot.left()) + 6,
+                                static_cast<int>(plot.bottom()) - 6)) > 200);
+    view->acquireButton()->click();
+    s = waitState(*w, [](const auto& st) { return st.rounds.size() == 2 && !st.pending; });
+    QVERIFY(s != nullptr);
+    QCOMPARE(s->rounds[0].acquiredScores, scores.pickScores);  // the picks record their gains
 }
 
 QTEST_MAIN(TestGuiActive)
