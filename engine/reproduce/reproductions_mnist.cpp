@@ -12,11 +12,11 @@ namespace ensemble::reproduce {
 namespace mnist_rows {  // apart from reproductions.cpp's helpers in the unity build
 namespace {
 
-// These rows' costs are extrapolated from the first steps of a --quick run, not measured whole
+// These rows' --quick costs are measured, their whole costs extrapolated from them, not run
 // (docs/reproductions.md): --list and the Reproduce view say so.
 constexpr const char* kExtrapolatedCost =
-    "CPU seconds extrapolated from the first steps of a --quick run on AuthenticAMD family 25 "
-    "model 1 (AMD EPYC, shared), not measured whole";
+    "CPU seconds on AuthenticAMD family 25 model 1 (AMD EPYC, shared): --quick measured, the "
+    "whole row extrapolated from it";
 
 using nlohmann::json;
 
@@ -161,10 +161,9 @@ Reproduction deepEnsemblesMnist() {
     r.counts = {1, 1};
     r.quickCounts = {1, 1};
     r.quickCuts = "1 epoch instead of 20 (the 15 networks, the data and the curve unchanged)";
-    // Extrapolated from the measured rate of the quick run's first 325 plain steps (0.055 CPU s
-    // a step of the 15 members); adversarial steps taken as 2.5 plain ones (docs/reproductions.md).
-    r.costSeconds = 2300.0;
-    r.quickCostSeconds = 125.0;
+    // --quick measured (108 CPU s, both levels); the whole row is 20 times its epoch.
+    r.costSeconds = 2160.0;
+    r.quickCostSeconds = 108.0;
     r.costMeasuredOn = kExtrapolatedCost;
     for (const std::string& level : r.levels) {
         r.checks.push_back(bandCheck(level, "error_m1", 1.0, 1.8));
@@ -212,10 +211,9 @@ Reproduction ubMnistLenet() {
     r.counts = {1, 1};
     r.quickCounts = {1, 1};
     r.quickCuts = "200 steps instead of 5,000, and an ensemble of 5 instead of 10";
-    // Extrapolated from the measured rate of the quick run's first 75 steps (0.24 CPU s a
-    // member-step): 1,200 member-steps quick, 55,000 full (docs/reproductions.md).
-    r.costSeconds = 13200.0;
-    r.quickCostSeconds = 300.0;
+    // --quick measured (310 CPU s for 1,200 member-steps); the whole row has 55,000.
+    r.costSeconds = 14200.0;
+    r.quickCostSeconds = 310.0;
     r.costMeasuredOn = kExtrapolatedCost;
     r.eceBins = 10;
     r.checks = {ubCheck("deterministic", "accuracy_pct", "99.1", "0.0"),
@@ -258,10 +256,10 @@ Reproduction ovadiaMnistShift() {
     r.quickCuts =
         "200 steps instead of 5,000, an ensemble of 5 instead of 10, and the shift measured on "
         "the first 1,000 test images instead of 10,000";
-    // Extrapolated as ub-mnist-lenet's (0.24 CPU s a member-step; 1,000 member-steps quick,
-    // 50,000 full), plus the shift's predictions at a third of a step's cost per image.
-    r.costSeconds = 12800.0;
-    r.quickCostSeconds = 290.0;
+    // --quick measured (295 CPU s: 1,000 member-steps, the shift on 1,000 rows and 5 members);
+    // the whole row: 50,000 member-steps at ub-mnist-lenet's rate and 20 times the shift.
+    r.costSeconds = 13600.0;
+    r.quickCostSeconds = 295.0;
     r.costMeasuredOn = kExtrapolatedCost;
     for (const char* kind : {"rotate", "translate"}) {
         const bool rotate = std::string(kind) == "rotate";
