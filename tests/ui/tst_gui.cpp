@@ -99,6 +99,7 @@ class TestGui : public QObject {
     void aViewForOtherDataSaysWhyItsKeyDoesNothing();
     void everyViewExportsItsPictureAsSvgAndPng();
     void aPictureThatCannotBeWrittenLeavesNoFile();
+    void aZoomedBoundaryExportsWhatItShows();
     void exportPictureAsksForAFileAndRemembersItsFolder();
 };
 
@@ -682,6 +683,43 @@ void TestGui::aPictureThatCannotBeWrittenLeavesNoFile() {
     // Only the files written: no temporary file of QSaveFile is left beside them.
     QCOMPARE(QDir(dir.path()).entryList(QDir::Files | QDir::Hidden),
              QStringList{QStringLiteral("plain")});
+}
+
+// A zoomed Boundary view's SVG holds the part of the heatmap it shows, as the screen does: Qt's
+// SVG generator ignores a source rectangle and wrote the whole grid.
+void TestGui::aZoomedBoundaryExportsWhatItShows() {
+    QTemporaryDir dir;
+    auto w = makeWindow();
+    w->loadExperiment(smallConfig({.members = 2, .steps = 5, .threads = 1}), QString());
+    QVERIFY(waitFresh(*w));
+    QVERIFY(w->setView(QStringLiteral("boundary")));
+    QCoreApplication::processEvents();
+    // The pixels across of the image drawn largest: the heatmap (the legend's are small).
+    const auto widestImage = [](const QString& path) {
+        double largest = 0.0;
+        int pixels = 0;
+        for (const ensemble::test::SvgImage& image : ensemble::test::svgImages(path)) {
+            if (image.size.width() * image.size.height() > largest) {
+                largest = image.size.width() * image.size.height();
+                pixels = image.image.width();
+            }
+        }
+        return pixels;
+    };
+    const QString whole = dir.filePath(QStringLiteral("whole.svg"));
+    QString error;
+    QVERIFY2(w->files()->exportPicture(whole, &error), qPrintable(error));
+    const int grid = widestImage(whole);
+    QVERIFY(grid >= 32);
+    ensemble::ui::BoundaryCanvas* canvas = w->boundaryView()->canvas();
+    canvas->zoomAt(canvas->plotRect().center(), 4.0);
+    QVERIFY(canvas->isZoomed());
+    const QString zoomed = dir.filePath(QStringLiteral("zoomed.svg"));
+    QVERIFY2(w->files()->exportPicture(zoomed, &error), qPrintable(error));
+    const int part = widestImage(zoomed);
+    // A quarter of the grid's width, give or take the pixels the view's edges cut.
+    QVERIFY2(part >= grid / 4 - 2 && part <= grid / 4 + 2,
+             qPrintable(QStringLiteral("%1 of %2").arg(part).arg(grid)));
 }
 
 void TestGui::exportPictureAsksForAFileAndRemembersItsFolder() {

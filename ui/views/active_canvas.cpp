@@ -249,7 +249,7 @@ void ActiveCanvas::paintMap(QPainter& p) {
             m_pixmapFor = m_state->serial;
         }
         p.setRenderHint(QPainter::SmoothPixmapTransform);
-        p.drawPixmap(plot, m_pixmap, gridImageSource(m_pixmap.size()));
+        drawGridImage(p, plot, m_pixmap);
         // The ensemble's boundary, in grid units (0..G, row 0 at the top).
         const QTransform toPlot = gridToWidget(run.gridSize, plot);
         QPen pen(QColor(255, 255, 255, 200));

@@ -117,7 +117,7 @@ void BoundaryCanvas::paintEvent(QPaintEvent* /*event*/) {
         }
         p.setRenderHint(QPainter::SmoothPixmapTransform);
         // The part of the grid image the (zoomed) view covers.
-        p.drawPixmap(plot, m_pixmap, gridImageSource(m_pixmap.size()));
+        drawGridImage(p, plot, m_pixmap);
     } else {
         p.fillRect(plot, QColor(236, 236, 236));
         p.setPen(plot::kMuted);

@@ -2,6 +2,8 @@
 
 #include <QKeyEvent>
 #include <QMouseEvent>
+#include <QPaintEngine>
+#include <QPainter>
 #include <QWheelEvent>
 
 #include <algorithm>
@@ -140,6 +142,18 @@ QRectF PlotCanvas::gridImageSource(const QSizeF& imageSize) const {
     const double ph = imageSize.height();
     return {(v.xMin - b.xMin) / (b.xMax - b.xMin) * pw, (b.yMax - v.yMax) / (b.yMax - b.yMin) * ph,
             (v.xMax - v.xMin) / (b.xMax - b.xMin) * pw, (v.yMax - v.yMin) / (b.yMax - b.yMin) * ph};
+}
+
+void PlotCanvas::drawGridImage(QPainter& p, const QRectF& plot, const QPixmap& grid) const {
+    const QRectF source = gridImageSource(grid.size());
+    if (p.paintEngine() != nullptr && p.paintEngine()->type() == QPaintEngine::SVG) {
+        // Qt's SVG generator ignores the source rectangle and writes the whole image: a picture
+        // of a zoomed view draws the part it shows from its own copy.
+        const QPixmap part = grid.copy(source.toAlignedRect().intersected(grid.rect()));
+        p.drawPixmap(plot, part, QRectF(part.rect()));
+        return;
+    }
+    p.drawPixmap(plot, grid, source);
 }
 
 QTransform PlotCanvas::gridToWidget(double gridSize, const QRectF& plot) const {

@@ -7,6 +7,8 @@
 // data's box, so whatever a canvas draws through toWidget() follows it; each canvas says what
 // its box and its plot rectangle are, and paints.
 
+#include <QPainter>
+#include <QPixmap>
 #include <QTransform>
 #include <QWidget>
 
@@ -57,6 +59,9 @@ class PlotCanvas : public QWidget {
     // A grid over the whole box (G cells a side, row 0 at the top): the part of its image of
     // `imageSize` that the view covers, and its units (contours) to widget pixels.
     QRectF gridImageSource(const QSizeF& imageSize) const;
+    // Draws the part of `grid` (an image of the whole data box) the view covers into `plot`,
+    // on the screen and in a picture export alike.
+    void drawGridImage(QPainter& p, const QRectF& plot, const QPixmap& grid) const;
     QTransform gridToWidget(double gridSize, const QRectF& plot) const;
     bool isPanning() const { return m_panning; }
 
