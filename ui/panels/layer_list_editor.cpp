@@ -121,9 +121,13 @@ LayerListEditor::LayerListEditor(QWidget* parent) : QWidget(parent) {
     m_list->setSpacing(4);
     column->addLayout(m_list);
 
-    auto* buttons = new QHBoxLayout;
+    // Three buttons a row: the five in one row made the panel's dock wider than the views
+    // leave it (tst_readable).
+    constexpr int kButtonsPerRow = 3;
+    auto* buttons = new QGridLayout;
     buttons->setContentsMargins(0, 0, 0, 0);
     buttons->setSpacing(4);
+    int cell = 0;
     for (const auto& row : EnumNames<LayerKind>::table) {
         const QString type = QString::fromUtf8(row.name);
         auto* add = new QPushButton(tr("+ %1").arg(type));
@@ -134,7 +138,8 @@ LayerListEditor::LayerListEditor(QWidget* parent) : QWidget(parent) {
                 : tr("Add a %1 layer after the last conv or pool layer").arg(type));
         const LayerKind kind = row.value;
         connect(add, &QPushButton::clicked, this, [this, kind] { addLayer(kind); });
-        buttons->addWidget(add);
+        buttons->addWidget(add, cell / kButtonsPerRow, cell % kButtonsPerRow);
+        ++cell;
     }
     auto* recipe = new QPushButton(tr("Recipe"));
     recipe->setObjectName(QStringLiteral("layersRecipe"));
@@ -142,8 +147,8 @@ LayerListEditor::LayerListEditor(QWidget* parent) : QWidget(parent) {
         tr("Back to the default stack, Flax's MNIST CNN: conv 32 3x3, avg-pool 2, "
            "conv 64 3x3, avg-pool 2, dense 256"));
     connect(recipe, &QPushButton::clicked, this, &LayerListEditor::resetToRecipe);
-    buttons->addWidget(recipe);
-    buttons->addStretch(1);
+    buttons->addWidget(recipe, cell / kButtonsPerRow, cell % kButtonsPerRow);
+    buttons->setColumnStretch(kButtonsPerRow, 1);
     column->addLayout(buttons);
 
     setLayers(layersToJson(recipeLayers()));
