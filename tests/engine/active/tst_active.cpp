@@ -23,6 +23,7 @@
 #include "io/checkpoint.h"
 #include "metrics/metrics.h"
 #include "registry/registry.h"
+#include "support/active_moons.h"
 #include "support/json_files.h"
 #include "support/test_support.h"
 #include "train/trainer.h"
@@ -55,18 +56,7 @@ MemberPredictions predictions(const std::vector<std::vector<std::vector<double>>
 
 // A small 2-D classification experiment for the loop: moons, K = 3, a tiny MLP on one thread.
 json moonsLoopConfig() {
-    json c = defaultConfigJson();
-    c["dataset"]["kind"] = "moons";
-    c["dataset"]["n"] = 240;
-    c["dataset"]["noise"] = 0.15;
-    c["model"]["hidden"] = {12};
-    c["ensemble"]["members"] = 3;
-    c["ensemble"]["seed"] = 5;
-    c["training"]["batch_size"] = 16;
-    c["backend"] = {{"kind", "cpu"}, {"threads", 1}};
-    c["active"]["initial"] = 6;
-    c["active"]["per_round"] = 4;
-    c["active"]["steps"] = 40;
+    json c = ensemble::test::activeMoonsConfig();
     c["active"]["rounds"] = 2;
     return c;
 }

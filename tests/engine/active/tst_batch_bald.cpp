@@ -20,6 +20,7 @@
 #include "config/config.h"
 #include "core/errors.h"
 #include "math/philox.h"
+#include "support/active_moons.h"
 #include "train/trainer.h"
 
 using namespace ensemble;
@@ -117,19 +118,7 @@ double bruteForceInformation(const Probs& probs, const std::vector<int>& rows) {
 
 // A small 2-D experiment for the loop (as tst_active's): moons, K = 3, a tiny MLP, one thread.
 json moonsConfig() {
-    json c = defaultConfigJson();
-    c["dataset"]["kind"] = "moons";
-    c["dataset"]["n"] = 240;
-    c["dataset"]["noise"] = 0.15;
-    c["model"]["hidden"] = {12};
-    c["ensemble"]["members"] = 3;
-    c["ensemble"]["seed"] = 5;
-    c["training"]["batch_size"] = 16;
-    c["backend"] = {{"kind", "cpu"}, {"threads", 1}};
-    c["active"]["initial"] = 6;
-    c["active"]["per_round"] = 4;
-    c["active"]["steps"] = 40;
-    return c;
+    return ensemble::test::activeMoonsConfig();
 }
 
 // The learner's members' predictions on train rows `rows` (what scorePool scores).
