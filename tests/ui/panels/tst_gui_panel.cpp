@@ -190,7 +190,9 @@ void TestGuiPanel::thePanelNarrowsAgainAfterACnn() {
     panel.setConfig(json::parse(ensemble::presetText("mnist-cnn")));
     QCoreApplication::processEvents();
     const int cnn = scroll->minimumWidth();
-    QVERIFY2(cnn > mlp, qPrintable(QStringLiteral("%1 vs %2").arg(cnn).arg(mlp)));
+    // The layer rows fit the MLP panel's width since their add buttons went three a row; what
+    // matters is that nothing they leave behind keeps the panel wider.
+    QVERIFY2(cnn >= mlp, qPrintable(QStringLiteral("%1 vs %2").arg(cnn).arg(mlp)));
     panel.setConfig(json::parse(ensemble::presetText("spirals")));
     QCoreApplication::processEvents();
     QCOMPARE(scroll->minimumWidth(), mlp);
