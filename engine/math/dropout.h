@@ -57,14 +57,23 @@ ENSEMBLE_HD inline uint32_t dropoutSub(int layer, int unit) {
 // The training draw of units 4g .. 4g+3 (g = unit / 4) of `layer` for the examples at batch
 // positions `row` (a lane type, math/lane.h: one row, or a SIMD vector of rows). The step's
 // low word is in the counter, its high word folded into the key.
+// Both training draws (the activations' and a dropout layer's) key the same way; `purpose`
+// keeps their streams apart.
+template <typename U>
+ENSEMBLE_HD inline Philox4x32Lanes<U> dropoutStepDrawLanes(RngPurpose purpose, uint64_t seed,
+                                                           uint64_t step, uint32_t member, U row,
+                                                           int layer, int unit) {
+    const uint64_t key = seed ^ (step >> 32 << 32);
+    return philoxDrawLanes(key, purpose, member, row,
+                           Lane<U>::broadcast(static_cast<uint32_t>(step)),
+                           dropoutSub(layer, unit));
+}
+
 template <typename U>
 ENSEMBLE_HD inline Philox4x32Lanes<U> dropoutTrainingDrawLanes(uint64_t seed, uint64_t step,
                                                                uint32_t member, U row, int layer,
                                                                int unit) {
-    const uint64_t key = seed ^ (step >> 32 << 32);
-    return philoxDrawLanes(key, RngPurpose::Dropout, member, row,
-                           Lane<U>::broadcast(static_cast<uint32_t>(step)),
-                           dropoutSub(layer, unit));
+    return dropoutStepDrawLanes(RngPurpose::Dropout, seed, step, member, row, layer, unit);
 }
 
 // The training mask of one unit of one example: 0 or dropoutScale(rate).
@@ -96,10 +105,7 @@ template <typename U>
 ENSEMBLE_HD inline Philox4x32Lanes<U> dropoutLayerDrawLanes(uint64_t seed, uint64_t step,
                                                             uint32_t member, U row, int layer,
                                                             int position) {
-    const uint64_t key = seed ^ (step >> 32 << 32);
-    return philoxDrawLanes(key, RngPurpose::DropoutLayer, member, row,
-                           Lane<U>::broadcast(static_cast<uint32_t>(step)),
-                           dropoutSub(layer, position));
+    return dropoutStepDrawLanes(RngPurpose::DropoutLayer, seed, step, member, row, layer, position);
 }
 
 // The training mask of one position of one example at a dropout layer of `rate` (d.rate is
