@@ -1,6 +1,7 @@
 // The config schema's table (every key once: type, default, range, help, condition) and what
 // reads it generically: defaults, conditions, overlays and key positions in a file. Typed
-// parsing is config.cpp; the docs' table and the JSON schema are config_docs.cpp.
+// parsing is config.cpp; the docs' table and the JSON schema are config_docs.cpp. One piece:
+// the table is the single place every key is declared, and its readers walk it.
 #include "config/config_schema.h"
 
 #include <algorithm>

@@ -1,5 +1,7 @@
 // A reproduction's figure as SVG (figure.h): the layout per runner, the caption, and the text
-// table for a result with nothing to plot.
+// table for a result with nothing to plot. The non-MNIST runners' layouts stay here together
+// because they share the caption, the panel grid and the paper's overlays; the MNIST rows'
+// layouts are figure_mnist.cpp.
 #include "reproduce/figure.h"
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+// The Active learning view's pool map: the heatmap of the scores (or the images of the pool),
+// the labelled and acquired rows, BatchBALD's greedy gains and the hover read-out. One piece
+// because every layer of the map is drawn through the same view transform and selection.
 #include "views/active_canvas.h"
 
 #include <QKeyEvent>
