@@ -20,7 +20,12 @@ prediction rate (images per second through all K members). --workloads picks som
 
 Usage: bench/run_bench.py [--build-dir build] [--rounds 3] [--quick] [--python /usr/bin/python3]
 PyTorch comes from Debian's python3-torch (a benchmark dependency only), with OpenBLAS
-(libopenblas0-pthread) as its BLAS, as Debian recommends.
+(libopenblas0-pthread) as its BLAS, as Debian recommends. Without it Debian's alternatives give
+PyTorch the reference BLAS, 4-5 times slower: the run then stops before measuring, saying what
+it found and how to fix it (--allow-reference-blas measures anyway and prints no ratio against
+PyTorch). W5's PyTorch side runs in several forms (--w5-forms: channels-last, oneDNN off) beside
+the default one, and the best of them is the peer. Each side's BLAS or kernels, the CPU's
+vendor, family, model, vector flags and vector width are printed and kept beside the figures.
 """
 
 import argparse
@@ -37,6 +42,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import peer_blas  # noqa: E402
+
 NOISY_OTHER_LOAD = 0.05  # other processes' share of the machine above which a sample is flagged
 # Pause before each measurement: the previous one's spinning worker threads (OpenMP, OpenBLAS)
 # go to sleep, so they do not count as, or cause, load on the next.
@@ -117,6 +125,20 @@ class Runner:
             info = subprocess.run([args.python, os.path.join(HERE, "torch_bench.py"), "--info"],
                                   capture_output=True, text=True, check=True)
             self.torch_info = json.loads(info.stdout)
+            blas = self.torch_info.get("blas_loaded", {})
+            print(f"run_bench: PyTorch {self.torch_info.get('torch')} BLAS: "
+                  f"{blas.get('kind', 'unknown')} ({', '.join(blas.get('libraries', [])) or '-'})",
+                  flush=True)
+            reason = self.torch_info.get("blas_refusal")
+            if reason and not args.allow_reference_blas:
+                self.close()
+                sys.exit(f"run_bench: {reason}\n(--allow-reference-blas measures anyway, "
+                         "without ratios against PyTorch)")
+            if reason:
+                print(f"run_bench: {reason}", flush=True)
+        self.ours_info = self.our_kernels()
+        print(f"run_bench: ours: {self.ours_info.get('kernels', '?')}", flush=True)
+        print(f"run_bench: CPU {peer_blas.describe_cpu(peer_blas.cpu_identity())}", flush=True)
         self.mnist = self.have_mnist()
         if not self.mnist:
             print("run_bench: MNIST is not installed: skipping W2 (scripts/fetch-mnist.sh "
@@ -124,6 +146,19 @@ class Runner:
         self.samples = []
         usage = resource.getrusage(resource.RUSAGE_CHILDREN)
         self._children_cpu = usage.ru_utime + usage.ru_stime
+
+    def our_kernels(self):
+        """What our side computes with: ensemble-cli bench's "cpu:" and "kernels:" lines."""
+        probe = subprocess.run(
+            [self.cli, "bench", "--config", "spirals", "--set", "ensemble.members=1",
+             "--steps", "1", "--warmup", "1", "--repeat", "1"],
+            capture_output=True, text=True)
+        found = {}
+        for line in probe.stdout.splitlines():
+            key, _, value = line.partition(": ")
+            if key in ("cpu", "kernels"):
+                found[key] = value.strip()
+        return found
 
     def have_mnist(self):
         """Whether our CLI finds the MNIST files (one step of the W2 config)."""
@@ -232,14 +267,19 @@ class Runner:
                     seconds_per_step=1.0 / sps, member_steps_per_sec=sps * k, wall=wall,
                     other_load=other)
 
-    def torch_cnn(self, impl, k, threads, seconds, predict=False):
+    def torch_cnn(self, impl, k, threads, seconds, predict=False, form=""):
+        """form: "" (PyTorch's default: contiguous tensors, oneDNN on), "cl" (channels-last)
+        or "blas" (oneDNN off: im2col + BLAS); recorded as impl-form."""
         reply, wall, other = self.run_torch(
             {"workload": "w5p" if predict else "w5", "impl": impl, "members": k,
-             "threads": threads, "seconds": seconds, "rows": 2048})
+             "threads": threads, "seconds": seconds, "rows": 2048,
+             "channels_last": form == "cl", "mkldnn": form != "blas"})
+        impl = impl + ("-" + form if form else "")
         if predict:
             self.record(workload="w5p", impl="group", members=k, threads=threads,
                         seconds_per_step=1.0 / reply["images_per_sec"],
                         images_per_sec=reply["images_per_sec"], wall=wall, other_load=other)
+        # (w5p keeps the impl "group" of its default form; other forms are not run for it)
             return
         self.record(workload="w5", impl=impl, members=k, threads=threads,
                     seconds_per_step=reply["seconds_per_step"],
@@ -310,6 +350,12 @@ class Runner:
             for impl in ("loop", "vmap", "group"):
                 for t in torch_threads:
                     self.retry(lambda: self.torch_cnn(impl, k, t, s2))
+            # The peer's other forms (issue 53): channels-last (loop and groups=K) and the
+            # convolutions without oneDNN (groups=K); the best form is the peer.
+            for form, impls in (("cl", ("loop", "group")), ("blas", ("group",))):
+                for impl in impls if form in a.w5_forms else ():
+                    for t in torch_threads:
+                        self.retry(lambda: self.torch_cnn(impl, k, t, s2, form=form))
             self.retry(lambda: self.ours_cnn(k, max(a.our_threads), s1, predict=True))
             for t in torch_threads:
                 self.retry(lambda: self.torch_cnn("group", k, t, s1, predict=True))
@@ -359,13 +405,16 @@ def machine():
             key, _, value = line.partition(":")
             # The CPU by vendor, family and model: the model name alone ("AMD EPYC") names
             # machines whose vector units differ.
-            if key.strip() in ("Vendor ID", "CPU family", "Model", "Model name", "Core(s) per socket",
+            if key.strip() in ("Vendor ID", "CPU family", "Model", "Model name", "Flags",
+                               "Core(s) per socket",
                                "Socket(s)", "Thread(s) per core", "L2 cache", "L3 cache",
                                "Hypervisor vendor"):
                 info[key.strip()] = value.strip()
         info["avx512"] = "avx512f" in lscpu
     except OSError:
         pass
+    info.pop("Flags", None)  # the vector ones are in "cpu"
+    info["cpu"] = peer_blas.cpu_identity()
     try:
         with open("/proc/meminfo") as f:
             info["memory"] = f.readline().split(":")[1].strip()
@@ -418,8 +467,11 @@ def ours(rows, workload, members=None):
     return min(cands, key=lambda r: r["seconds_per_step"]) if cands else None
 
 
-def targets(rows, peak_rss_mib, cnn_rss_mib=None):
+def targets(rows, peak_rss_mib, cnn_rss_mib=None, peer_ok=True):
+    """peer_ok False (PyTorch on the reference BLAS): no target against PyTorch."""
     t = []
+    if not peer_ok:
+        rows = [r for r in rows if r["impl"] in ("ours", "eigen")]
 
     def add(name, value, goal, detail):
         t.append({"target": name, "value": value, "goal": goal, "met": value >= goal,
@@ -540,10 +592,23 @@ def write_outputs(out_dir, rows, samples, tgts, meta):
     fig.savefig(os.path.join(out_dir, "seconds_per_step.png"), dpi=110)
 
 
+# W5's PyTorch forms as the table names them (torch_cnn's impl-form).
+W5_FORMS = {"loop": "loop", "vmap": "vmap", "group": "groups=K",
+            "loop-cl": "loop, channels-last", "group-cl": "groups=K, channels-last",
+            "group-blas": "groups=K, oneDNN off"}
+
+
+def peer_refusal(meta):
+    """Why no ratio against PyTorch may be shown for this run (None when one may)."""
+    return meta.get("torch", {}).get("blas_refusal")
+
+
 def markdown(rows, tgts, meta):
     """The tables of docs/performance.md: one row per workload point, the fastest thread count
     of each implementation, ours first; then the targets."""
     m = meta["machine"]
+    refused = peer_refusal(meta)
+    blas = meta["torch"].get("blas_loaded", {})
     out = [f"Measured {m['date']} on {m.get('Model name', 'CPU')} ({m.get('cpus')} cores, "
            f"{m.get('Hypervisor vendor', 'bare metal')} VM, L2 {m.get('L2 cache', '?')}, "
            f"L3 {m.get('L3 cache', '?')}), PyTorch {meta['torch']['torch']} "
@@ -551,6 +616,13 @@ def markdown(rows, tgts, meta):
            f"{'yes' if meta['torch'].get('functorch') else 'no'}); {meta['rounds']} interleaved "
            f"rounds, medians (min..max), each implementation at its fastest thread count "
            f"(threads in brackets).", ""]
+    if "cpu" in m:
+        out += [f"CPU: {peer_blas.describe_cpu(m['cpu'])}. Ours: "
+                f"{meta.get('ours', {}).get('kernels', 'kernels not reported')}. PyTorch's "
+                f"BLAS: {blas.get('kind', 'not reported')} "
+                f"({', '.join(blas.get('libraries', [])) or '-'}).", ""]
+    if refused:
+        out += [f"**No ratio against PyTorch:** {refused}", ""]
     names = {"ours": "EnsembleLab", "loop": "PyTorch loop", "bmm": "PyTorch bmm",
              "vmap": "functorch vmap"}
     for workload, title, ks in (("w1", "W1 spirals 2-32-32-2, batch 32, Adam, resample", W1_MEMBERS),
@@ -574,15 +646,17 @@ def markdown(rows, tgts, meta):
             theirs = [r for i, r in fastest.items() if i != "ours"]
             ratio = (min(r["seconds_per_step"] for r in theirs) / fastest["ours"]["seconds_per_step"]
                      if theirs and "ours" in fastest else float("nan"))
-            out.append(f"| {k} | " + " | ".join(cells) + f" | {ratio:.1f}x |")
+            out.append(f"| {k} | " + " | ".join(cells) + " | "
+                       + ("refused" if refused else f"{ratio:.1f}x") + " |")
         out.append("")
     w5names = {"ours": "EnsembleLab", "loop": "PyTorch loop", "vmap": "functorch vmap",
                "group": "PyTorch groups=K"}
     if any(r["workload"] == "w5" for r in rows):
         out += ["**W5 Flax's MNIST CNN** (conv 32, avg-pool, conv 64, avg-pool, dense 256; "
                 "batch 128, SGD) - milliseconds per step (all K members), member-steps/s", "",
-                "| K | " + " | ".join(w5names.values()) + " | ours / best PyTorch |",
-                "|---:|" + "---:|" * (len(w5names) + 1)]
+                "| K | " + " | ".join(w5names.values())
+                + " | best PyTorch form | ours / best PyTorch |",
+                "|---:|" + "---:|" * (len(w5names) + 2)]
         for k in W5_MEMBERS:
             cells, fastest = [], {}
             for impl in w5names:
@@ -595,10 +669,14 @@ def markdown(rows, tgts, meta):
                 fastest[impl] = r
                 cells.append(f"{1e3 * r['seconds_per_step']:.4g} ({r['threads']}); "
                              f"{r['member_steps_per_sec']:.2f}/s")
-            theirs = [r for i, r in fastest.items() if i != "ours"]
-            ratio = (min(r["seconds_per_step"] for r in theirs) / fastest["ours"]["seconds_per_step"]
-                     if theirs and "ours" in fastest else float("nan"))
-            out.append(f"| {k} | " + " | ".join(cells) + f" | {ratio:.1f}x |")
+            # The peer: the best of every form measured (channels-last, oneDNN off included).
+            peer = best(rows, "w5", k)
+            form = (f"{W5_FORMS.get(peer['impl'], peer['impl'])} ({peer['threads']}); "
+                    f"{peer['member_steps_per_sec']:.2f}/s" if peer else "-")
+            ratio = (peer["seconds_per_step"] / fastest["ours"]["seconds_per_step"]
+                     if peer and "ours" in fastest else float("nan"))
+            out.append(f"| {k} | " + " | ".join(cells) + f" | {form} | "
+                       + ("refused" if refused else f"{ratio:.1f}x") + " |")
         out += ["", "| W5 prediction, images/s through all K members | "
                 + " | ".join(f"K = {k}" for k in W5_MEMBERS) + " |",
                 "|---|" + "---:|" * len(W5_MEMBERS)]
@@ -736,6 +814,12 @@ def main():
     p.add_argument("--workloads", default="w1,w2,w3,w4,w5",
                    help="which workloads to run (W4, the GEMM rate, is the reference of the "
                         "FLOP-rate targets)")
+    p.add_argument("--w5-forms", default="cl,blas",
+                   help="W5's PyTorch forms beside the default one: cl (channels-last), blas "
+                        "(oneDNN off); empty for none")
+    p.add_argument("--allow-reference-blas", action="store_true",
+                   help="measure even when PyTorch runs on the reference BLAS (no ratio "
+                        "against it is printed)")
     p.add_argument("--render", metavar="RESULTS_JSON",
                    help="only rewrite the tables and the plot from an earlier results.json")
     p.add_argument("--gpu-table", metavar="BENCH_TXT",
@@ -757,6 +841,7 @@ def main():
     args.our_threads = sorted({int(t) for t in args.our_threads.split(",")})
     args.w1_members, args.w2_members, args.w5_members = W1_MEMBERS, W2_MEMBERS, W5_MEMBERS
     args.workloads = set(args.workloads.split(","))
+    args.w5_forms = {f for f in args.w5_forms.split(",") if f}
 
     runner = Runner(args)
     start = time.time()
@@ -768,8 +853,9 @@ def main():
     finally:
         runner.close()
     rows = summarise(runner.samples)
-    tgts = targets(rows, peak, cnn_peak)
-    meta = {"machine": machine(), "torch": runner.torch_info, "rounds": args.rounds,
+    tgts = targets(rows, peak, cnn_peak, peer_ok=not runner.torch_info.get("blas_refusal"))
+    meta = {"machine": machine(), "torch": runner.torch_info, "ours": runner.ours_info,
+            "rounds": args.rounds,
             "threads": args.threads, "torch_threads": args.torch_threads,
             "noisy_other_load": NOISY_OTHER_LOAD, "runtime_s": time.time() - start,
             "w1_macs_per_example": train_macs_per_example(W1_WIDTHS),
@@ -786,6 +872,13 @@ def main():
               f"{1e3 * r['seconds_per_step']:10.3f} "
               f"{1e3 * r['min']:9.3f}..{1e3 * r['max']:<9.3f}"
               f"{r.get('member_steps_per_sec', 0):15.0f}")
+    print(f"\nCPU: {peer_blas.describe_cpu(meta['machine']['cpu'])}")
+    print(f"ours: {runner.ours_info.get('kernels', 'kernels not reported')}")
+    blas = runner.torch_info.get("blas_loaded", {})
+    print(f"PyTorch: BLAS {blas.get('kind', 'not reported')} "
+          f"({', '.join(blas.get('libraries', [])) or '-'})")
+    if peer_refusal(meta):
+        print(f"no ratio against PyTorch: {peer_refusal(meta)}")
     print("\ntargets:")
     for t in tgts:
         print(f"  {'met' if t['met'] else 'NOT MET':7} {t['target']}: {t['value']:.2f} "

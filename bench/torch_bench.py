@@ -35,11 +35,18 @@ captured once as a CUDA graph and replayed (Graphed: capturable Adam, cudnn.benc
 --tf32 for TF32 tensor cores (PyTorch's default for convolutions) and --channels-last for the
 CNN's tensors. scripts/gpu_check.sh takes the best form of each.
 
+On the CPU the convolutions have forms too (W5, issue 53): channels-last tensors (oneDNN's
+preferred layout), and the oneDNN (mkldnn) convolutions switched off ("mkldnn": false, the
+im2col + BLAS path), beside today's default (contiguous, oneDNN on); run_bench.py reports the
+best of them. --info says which BLAS this process actually mapped (peer_blas.py): on Debian's
+reference BLAS no comparison is fair, and run_bench.py refuses to print a ratio.
+
 Usage: torch_bench.py --workload w1 --impl bmm --members 100 [--threads 2] [--seconds 1]
        torch_bench.py --device cuda --graph [--tf32] [--channels-last] --workload w5 ...
        torch_bench.py --serve     (JSON requests on stdin, one per line; JSON replies on stdout)
 A request / reply is {"workload": ..., "impl": ..., "members": ..., "threads": ...,
-"graph": bool, "tf32": bool, "channels_last": bool, "cudnn_benchmark": bool} ->
+"graph": bool, "tf32": bool, "channels_last": bool, "cudnn_benchmark": bool,
+"mkldnn": bool} ->
 {"seconds_per_step": median, "samples": [...], ...}.
 """
 
@@ -53,6 +60,9 @@ import time
 
 import torch
 import torch.nn as nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peer_blas  # noqa: E402
 import torch.nn.functional as F
 
 try:
@@ -523,6 +533,14 @@ def run(request):
     set_threads(threads)
     torch.manual_seed(0)
     graph = configure(request)
+    if DEVICE == "cpu":
+        # The oneDNN convolutions on (PyTorch's default) or off (im2col + BLAS): a form of W5.
+        with torch.backends.mkldnn.flags(enabled=bool(request.get("mkldnn", True))):
+            return measure(request, workload, impl, k, seconds, graph)
+    return measure(request, workload, impl, k, seconds, graph)
+
+
+def measure(request, workload, impl, k, seconds, graph):
     reply = dict(request)
     if workload in ("w1", "w2"):
         x, y = data(workload)
@@ -573,7 +591,19 @@ def run(request):
     return reply
 
 
+def loaded_blas():
+    """The BLAS this process mapped (after one product, so that a lazily loaded one shows)."""
+    torch.mm(torch.ones(64, 64), torch.ones(64, 64))
+    try:
+        with open("/proc/self/maps") as f:
+            return peer_blas.blas_from_maps(f.read())
+    except OSError:
+        return {"kind": "unknown", "libraries": []}
+
+
 def info():
+    blas = loaded_blas()
+    alternative = peer_blas.alternative_value()
     return {
         "torch": torch.__version__,
         "functorch": HAVE_FUNCTORCH,
@@ -585,6 +615,14 @@ def info():
                                 if "CPU capability usage" in line), "unknown"),
         "mnist": mnist()[2] is not None,
         "openblas": OPENBLAS is not None,
+        # What was actually loaded (issue 53): its kind (openblas, blis, mkl, reference),
+        # the libraries' real paths, Debian's alternative for libblas.so.3, and why no ratio
+        # may be printed against it (null when one may).
+        "blas_loaded": blas,
+        "blas_alternative": alternative,
+        "blas_refusal": peer_blas.refusal(blas, alternative),
+        "mkldnn": bool(torch.backends.mkldnn.is_available()),
+        "cpu": peer_blas.cpu_identity(),
     }
 
 
@@ -611,6 +649,8 @@ def main():
                         help="w5: the CNN's images and convolution weights channels-last")
     parser.add_argument("--cudnn-benchmark", type=int, choices=(0, 1), default=None,
                         help="cuda: cudnn.benchmark (default: on with --graph, off without)")
+    parser.add_argument("--no-mkldnn", dest="mkldnn", action="store_false",
+                        help="cpu: the convolutions without oneDNN (im2col + BLAS)")
     args = parser.parse_args()
     global DEVICE
     DEVICE = args.device
@@ -624,6 +664,13 @@ def main():
     if args.info:
         print(json.dumps(info()))
         return
+    if DEVICE == "cpu":
+        blas = loaded_blas()
+        reason = peer_blas.refusal(blas, peer_blas.alternative_value())
+        print(f"torch_bench: BLAS {blas['kind']} ({', '.join(blas['libraries']) or '-'}); CPU "
+              f"{peer_blas.describe_cpu(peer_blas.cpu_identity())}", file=sys.stderr)
+        if reason:
+            print("torch_bench: warning: " + reason, file=sys.stderr)
     if not args.serve:
         request = vars(args)
         if request["cudnn_benchmark"] is None:
