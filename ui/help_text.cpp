@@ -18,6 +18,9 @@
 #include <QVBoxLayout>
 #include <QWidget>
 
+#include "backend/kernel_report.h"
+#include "sys/cpu_identity.h"
+
 #ifndef ENSEMBLE_VERSION
 #define ENSEMBLE_VERSION "unknown"
 #endif
@@ -112,6 +115,21 @@ QString buildOptions() {
     return options;
 }
 
+namespace {
+
+// The CPU by vendor, family, model and vector flags (CPUID), the brand string after it for
+// people: the brand alone ("AMD EPYC") names machines whose vector units differ.
+QString cpuHtml() {
+    const CpuIdentity& cpu = cpuIdentity();
+    QString text = QString::fromStdString(cpu.describe());
+    if (!cpu.brand.empty()) {
+        text += QStringLiteral("; ") + QString::fromStdString(cpu.brand);
+    }
+    return text.toHtmlEscaped();
+}
+
+}  // namespace
+
 QString aboutHtml(const SnapshotPtr& snapshot, const QString& documentation) {
     QString backend = tr("no run yet");
     QString threads = QString::number(QThread::idealThreadCount());
@@ -142,11 +160,14 @@ QString aboutHtml(const SnapshotPtr& snapshot, const QString& documentation) {
               "<table style='margin-top:8px'>"
               "<tr><td style='padding-right:12px'>Backend and device</td><td>%2</td></tr>"
               "<tr><td style='padding-right:12px'>CPU threads</td><td>%3</td></tr>"
+              "<tr><td style='padding-right:12px'>CPU</td><td>%6</td></tr>"
+              "<tr><td style='padding-right:12px'>CPU kernels</td><td>%7</td></tr>"
               "<tr><td style='padding-right:12px'>Build</td><td>%4</td></tr>"
               "<tr><td style='padding-right:12px'>Documentation</td><td>%5</td></tr>"
               "<tr><td style='padding-right:12px'>Licence</td><td>GPL-3.0-or-later</td></tr>"
               "</table>")
-        .arg(version.toHtmlEscaped(), backend, threads, buildOptions().toHtmlEscaped(), docs);
+        .arg(version.toHtmlEscaped(), backend, threads, buildOptions().toHtmlEscaped(), docs,
+             cpuHtml(), QString::fromStdString(cpuKernels().describe()).toHtmlEscaped());
 }
 
 QStringList documentationFolderCandidates(const QString& programDir) {

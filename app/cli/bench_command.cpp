@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/auto_choice.h"
+#include "backend/kernel_report.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "registry/registry.h"
@@ -23,9 +24,19 @@ namespace {
 // The CPU the figures were measured on, for the --json report.
 nlohmann::json cpuJson() {
     const CpuIdentity& cpu = cpuIdentity();
-    return {{"vendor", cpu.vendor},       {"family", cpu.family}, {"model", cpu.model},
-            {"stepping", cpu.stepping},   {"brand", cpu.brand},   {"isa", cpu.isa},
-            {"x86_level", cpu.x86Level()}};
+    return {{"vendor", cpu.vendor},        {"family", cpu.family},
+            {"model", cpu.model},          {"stepping", cpu.stepping},
+            {"brand", cpu.brand},          {"isa", cpu.isa},
+            {"x86_level", cpu.x86Level()}, {"vector_bits", cpu.vectorBits()}};
+}
+
+// What computed the figures: the CPU backend's kernels (ISA, vector width, GEMM), or, for a
+// GPU backend, cuBLAS with the engine's CUDA kernels.
+std::string kernelsLine(const std::string& backendName) {
+    if (!backendName.starts_with("cpu")) {
+        return "cuBLAS and the engine's CUDA kernels (" + backendName + ")";
+    }
+    return cpuKernels().describe();
 }
 
 using nlohmann::json;
@@ -177,11 +188,14 @@ ExitCode commandBench(const CliArgs& args) {
                           {"steps_per_sec_median", median},
                           {"member_steps_per_sec", memberRate},
                           {"useful_gflops", gflops},
-                          {"cpu", cpuJson()}};
+                          {"cpu", cpuJson()},
+                          {"kernels", kernelsLine(trainer->backend().name())}};
         writeFileAtomic(args.get("--json"), report.dump(2) + "\n");
     }
     // A speed figure means little without the CPU it was measured on.
-    std::printf("cpu: %s, %s\n", cpuModelName().c_str(), cpuIdentity().describe().c_str());
+    std::printf("cpu: %s, %s, %d-bit vectors\n", cpuModelName().c_str(),
+                cpuIdentity().describe().c_str(), cpuIdentity().vectorBits());
+    std::printf("kernels: %s\n", kernelsLine(trainer->backend().name()).c_str());
     std::printf(
         "backend %s, K = %d, batch %d%s\n", trainer->backend().name().c_str(),
         trainer->globalMembers(), config.training.batchSize,

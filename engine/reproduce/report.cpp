@@ -195,6 +195,8 @@ json reportJson(const ReproductionResult& result) {
          {{"vendor", cpu.vendor},
           {"family", cpu.family},
           {"model", cpu.model},
+          {"stepping", cpu.stepping},
+          {"isa", cpu.isa},
           {"brand", cpu.brand}}},
         {"seconds", result.seconds},
         {"deviations", r.deviations},

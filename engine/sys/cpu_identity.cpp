@@ -127,6 +127,13 @@ int CpuIdentity::x86Level() const {
     return has("sse4_2") ? 2 : 1;
 }
 
+int CpuIdentity::vectorBits() const {
+    if (has("avx512f")) {
+        return 512;
+    }
+    return has("avx") ? 256 : 128;
+}
+
 std::string CpuIdentity::describe() const {
     std::string out = (vendor.empty() ? std::string("unknown vendor") : vendor) + " family " +
                       std::to_string(family) + " model " + std::to_string(model) + " stepping " +

@@ -25,6 +25,9 @@ struct CpuIdentity {
     // The x86-64 micro-architecture level the features reach: 1 (baseline), 2, 3 (AVX2, FMA) or
     // 4 (AVX-512 F, BW, DQ, VL).
     int x86Level() const;
+    // The widest vector registers the features offer, in bits: 512 (AVX-512 F), 256 (AVX) or
+    // 128. (A Zen 4 runs its 512-bit registers on 256-bit units: family 25 says so, not this.)
+    int vectorBits() const;
     // "AuthenticAMD family 25 model 1 stepping 1, x86-64-v3 (sse4_2 avx avx2 fma)": one line
     // that tells two machines apart where the brand string does not.
     std::string describe() const;

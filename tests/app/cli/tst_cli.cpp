@@ -3,6 +3,7 @@
 #include <QtTest/QtTest>
 
 #include "backend/auto_choice.h"
+#include "backend/kernel_report.h"
 #include "config/config.h"
 #include "config/config_schema.h"
 #include "io/model_io.h"
@@ -314,6 +315,14 @@ void TestCli::benchPrintsTheResultLine() {
         QStringLiteral("cpu: ") + QString::fromStdString(ensemble::cpuModelName() + ", " +
                                                          ensemble::cpuIdentity().describe());
     QVERIFY2(r.out.contains(cpu), qPrintable(r.out));
+    // Its vector width, and what computed the figures (issue 53).
+    QVERIFY2(
+        r.out.contains(
+            cpu + QStringLiteral(", %1-bit vectors\n").arg(ensemble::cpuIdentity().vectorBits())),
+        qPrintable(r.out));
+    QVERIFY2(r.out.contains(QStringLiteral("kernels: ") +
+                            QString::fromStdString(ensemble::cpuKernels().describe())),
+             qPrintable(r.out));
 }
 
 void TestCli::configPrintsTheKeysThatApply() {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "backend/auto_choice.h"
+#include "backend/kernel_report.h"
 #include "config/config.h"
 #include "core/errors.h"
 #include "io/checkpoint.h"
@@ -381,6 +382,22 @@ class TestBackendAuto : public QObject {
                                 std::to_string(cpu.model) + " ") != std::string::npos,
                  described.c_str());
         QVERIFY(machineKey(2, "").find(cpu.brand) == std::string::npos || cpu.brand.empty());
+    }
+
+    // What bench and the About box say computed the figures: a packet the build's ISA gives,
+    // no wider than the CPU's registers (the program runs on it).
+    void cpuKernelsFitTheCpu() {
+        const CpuKernels k = cpuKernels();
+        QVERIFY(!k.isa.empty());
+        QVERIFY(k.floatLanes >= 1);
+        QCOMPARE(k.vectorBits, 32 * k.floatLanes);
+        const int cpuBits = cpuIdentity().vectorBits();
+        QVERIFY(cpuBits == 128 || cpuBits == 256 || cpuBits == 512);
+        QVERIFY(cpuIdentity().vendor.empty() || k.vectorBits <= cpuBits);
+        QCOMPARE(cpuBits == 512, cpuIdentity().has("avx512f"));
+        const std::string line = k.describe();
+        QVERIFY2(line.find("built for " + k.isa) != std::string::npos, line.c_str());
+        QVERIFY2(line.find("offers " + std::to_string(cpuBits)) != std::string::npos, line.c_str());
     }
 
     void autoOnThisMachine() {

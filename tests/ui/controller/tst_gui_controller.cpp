@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/kernel_report.h"
 #include "config/config.h"
 #include "controller/engine_controller.h"
 #include "controller/engine_job.h"
@@ -24,6 +25,7 @@
 #include "registry/registry.h"
 #include "support/gui_test_support.h"
 #include "support/test_support.h"
+#include "sys/cpu_identity.h"
 
 using ensemble::test::engineIdle;
 using ensemble::test::kLongRun;
@@ -264,6 +266,13 @@ void TestGuiController::autoDecisionInRunAndAbout() {
     }
     const QString about = ensemble::ui::aboutHtml(s);
     QVERIFY2(about.contains(notice.toHtmlEscaped()), qPrintable(about));
+    // The CPU by vendor, family, model and vector flags, and the kernels' ISA (issue 53).
+    QVERIFY2(
+        about.contains(QString::fromStdString(ensemble::cpuIdentity().describe()).toHtmlEscaped()),
+        qPrintable(about));
+    QVERIFY2(
+        about.contains(QString::fromStdString(ensemble::cpuKernels().describe()).toHtmlEscaped()),
+        qPrintable(about));
 }
 
 void TestGuiController::trainToPauseAndStep() {
