@@ -19,9 +19,34 @@ FIX = ("install OpenBLAS and make it the system BLAS: apt install libopenblas0 (
        "set by hand")
 
 
-def blas_from_maps(maps_text):
+def sgemm_provider(caller=None):
+    """The real path of the library whose sgemm_ this process's global lookup finds (what
+    PyTorch calls), by dlsym and dladdr; "" where that cannot be told. Two BLAS libraries can
+    be mapped at once (LD_LIBRARY_PATH, a LAPACK from another alternative): this says which.
+    caller: the library that calls sgemm_ (libtorch_cpu), whose own lookup order is searched;
+    Python loads extensions locally, so the process's global scope may not hold it."""
+    import ctypes
+
+    class DlInfo(ctypes.Structure):
+        _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
+                    ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
+
+    try:
+        process = ctypes.CDLL(None)
+        address = ctypes.cast(ctypes.CDLL(caller).sgemm_ if caller else process.sgemm_,
+                              ctypes.c_void_p)
+        info = DlInfo()
+        if process.dladdr(address, ctypes.byref(info)) == 0 or not info.dli_fname:
+            return ""
+        return os.path.realpath(info.dli_fname.decode())
+    except (OSError, AttributeError):
+        return ""
+
+
+def blas_from_maps(maps_text, sgemm_from=""):
     """The BLAS a process mapped, from the text of its /proc/<pid>/maps: {"kind": openblas,
-    blis, mkl, reference or unknown, "libraries": the BLAS libraries' real paths}."""
+    blis, mkl, reference or unknown, "libraries": the BLAS libraries' real paths}. sgemm_from,
+    the library sgemm_ resolves to (sgemm_provider()), decides where more than one is mapped."""
     libraries = []
     for line in maps_text.splitlines():
         fields = line.split(None, 5)
@@ -34,19 +59,22 @@ def blas_from_maps(maps_text):
         if (name.startswith(("libopenblas", "libblis", "libmkl_", "libblas.so"))
                 or "/openblas" in path or "/blis" in path):
             libraries.append(path)
-    joined = " ".join(libraries)
+    joined = " ".join([sgemm_from] if sgemm_from else libraries)
     if "openblas" in joined:
         kind = "openblas"
     elif "blis" in joined:
         kind = "blis"
     elif "libmkl_" in joined:
         kind = "mkl"
-    elif any(os.path.basename(p).startswith("libblas.so") for p in libraries):
+    elif any(os.path.basename(p).startswith("libblas.so") for p in joined.split()):
         # libblas.so.3 that is none of the above: Debian's netlib build lives in .../blas/.
         kind = REFERENCE
     else:
         kind = "unknown"
-    return {"kind": kind, "libraries": libraries}
+    found = {"kind": kind, "libraries": libraries}
+    if sgemm_from:
+        found["sgemm_from"] = sgemm_from
+    return found
 
 
 def alternative_value(run=subprocess.run):
@@ -67,7 +95,8 @@ def refusal(blas, alternative=""):
     what was found and how to fix it."""
     if blas.get("kind") != REFERENCE:
         return None
-    found = ", ".join(blas.get("libraries", [])) or "libblas.so.3"
+    found = (f"sgemm_ from {blas['sgemm_from']}" if blas.get("sgemm_from")
+             else ", ".join(blas.get("libraries", [])) or "libblas.so.3")
     text = (f"PyTorch runs on the reference BLAS ({found}"
             + (f"; update-alternatives: {ALTERNATIVE} -> {alternative}" if alternative else "")
             + "), 4-5 times slower than OpenBLAS: no ratio against it is printed. Fix: " + FIX)

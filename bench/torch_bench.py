@@ -596,7 +596,10 @@ def loaded_blas():
     torch.mm(torch.ones(64, 64), torch.ones(64, 64))
     try:
         with open("/proc/self/maps") as f:
-            return peer_blas.blas_from_maps(f.read())
+            maps = f.read()
+        caller = next((line.split()[-1] for line in maps.splitlines()
+                       if "libtorch_cpu" in line), None)
+        return peer_blas.blas_from_maps(maps, peer_blas.sgemm_provider(caller))
     except OSError:
         return {"kind": "unknown", "libraries": []}
 

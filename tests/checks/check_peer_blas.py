@@ -47,6 +47,14 @@ for path, kind in ((f"{LIB}/blis-openmp/libblas.so.3", "blis"),
     found = peer_blas.blas_from_maps(maps(*torch_libs, path))
     check(f"{kind} kind", found["kind"], kind)
     check(f"{kind} allowed", peer_blas.refusal(found), None)
+# Both mapped (LD_LIBRARY_PATH put the reference libblas.so.3 first, OpenBLAS came in through
+# LAPACK): the library sgemm_ resolves to decides.
+both = maps(*torch_libs, f"{LIB}/openblas-pthread/libopenblasp-r0.3.21.so",
+            f"{LIB}/blas/libblas.so.3.11.0")
+check("both, sgemm from reference",
+      peer_blas.blas_from_maps(both, f"{LIB}/blas/libblas.so.3.11.0")["kind"], "reference")
+check("both, sgemm from openblas", peer_blas.blas_from_maps(
+    both, f"{LIB}/openblas-pthread/libopenblasp-r0.3.21.so")["kind"], "openblas")
 # No BLAS mapped at all (a static build): unknown, not refused.
 check("none kind", peer_blas.blas_from_maps(maps(*torch_libs))["kind"], "unknown")
 check("none allowed", peer_blas.refusal(peer_blas.blas_from_maps(maps(*torch_libs))), None)
