@@ -27,6 +27,14 @@ so they are measured here, each in fresh processes, and printed beside their goa
                 time of a write, on the engine thread); goal (issue 38): the writes never
                 stall the GUI (worst lateness with them < 250 ms, as without)
 
+  recording     `--recording`: what recording a run in the runs store costs, as `ensemble-cli
+                train --config spirals --set ensemble.members=K` recorded into a scratch store
+                against the same command with `--no-record`, whole processes alternated (the
+                order flipped every pair), for a one-step run (the fixed cost a command pays)
+                and the preset's 3,000 steps; medians of wall and CPU seconds (user + system,
+                os.wait4) and of the pairs' ratios, with the CPU's identity and the load
+                average; goal (issue 52): under 1 % of the 3,000-step run
+
 How late the GUI thread's timers fire while K = 100 members train is bench/gui_throughput.py's.
 The exit status is 0 whether or not a goal is met; 1 when a measurement could not be made.
 
@@ -35,6 +43,8 @@ Usage: bench/budgets.py [--build-dir build] [--rounds 3] [--members 1000] [--gui
                         [--cap-seconds 600]
        bench/budgets.py --autosave [--lab PATH] [--autosave-members 100,1000]
                         [--autosave-steps 30000] [--rounds 3]
+       bench/budgets.py --recording [--pairs 15] [--recording-members 100]
+                        [--recording-steps 1,3000]
 """
 
 import argparse
@@ -51,6 +61,7 @@ ROOT = os.path.dirname(HERE)
 RSS_GOAL_MIB = 100.0
 SHUTDOWN_GOAL_MS = 2000.0
 LATENESS_GOAL_MS = 250.0
+RECORDING_GOAL = 0.01  # of the 3,000-step run
 SPIRALS_VIEWS = ["boundary", "members", "curves", "calibration", "sweep"]
 
 
@@ -149,6 +160,89 @@ def autosave_table(lab, member_counts, steps, rounds, cap_seconds):
     return ok
 
 
+def cpu_identity():
+    """'vendor family F model M (name)' from /proc/cpuinfo, and the core count."""
+    fields = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        return "unknown CPU"
+    return (f"{fields.get('vendor_id', '?')} family {fields.get('cpu family', '?')} model "
+            f"{fields.get('model', '?')} ({fields.get('model name', '?')}), {os.cpu_count()} "
+            "cores")
+
+
+def recording_run(cli, members, steps, store):
+    """(wall s, CPU s) of one fresh `ensemble-cli train` of spirals; `store` None: --no-record."""
+    argv = [cli, "train", "--config", "spirals", "--set", f"ensemble.members={members}", "--set",
+            f"training.steps={steps}", "--quiet"]
+    env = dict(os.environ)
+    if store is None:
+        argv.append("--no-record")
+    else:
+        env["ENSEMBLE_RUNS_DB"] = store
+    start = time.monotonic()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    err = proc.stderr.read().decode(errors="replace")
+    proc.stderr.close()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.monotonic() - start
+    if os.waitstatus_to_exitcode(status) != 0 or "warning" in err:
+        raise RuntimeError(f"{' '.join(argv)} failed or warned: {err.strip()}")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def recording_table(cli, members, step_counts, pairs):
+    """Prints recorded against unrecorded runs, per run length; False when a run failed."""
+    print(f"CPU: {cpu_identity()}; load average before: {os.getloadavg()[0]:.2f}")
+    print("| steps | pairs | wall off (s) | wall recorded (s) | wall ratio | CPU off (s) | "
+          "CPU recorded (s) | CPU ratio | difference (ms wall / CPU) |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    rows = {}  # steps: (wall off, CPU off, wall difference, CPU difference), seconds
+    with tempfile.TemporaryDirectory() as tmp:
+        store = os.path.join(tmp, "runs.sqlite")
+        try:
+            recording_run(cli, members, 1, store)  # creates the store: no run pays for that
+            for steps in step_counts:
+                off, on = [], []
+                for i in range(pairs):
+                    order = (None, store) if i % 2 == 0 else (store, None)
+                    for where in order:
+                        (off if where is None else on).append(
+                            recording_run(cli, members, steps, where))
+                wall_off = statistics.median(r[0] for r in off)
+                wall_on = statistics.median(r[0] for r in on)
+                cpu_off = statistics.median(r[1] for r in off)
+                cpu_on = statistics.median(r[1] for r in on)
+                wall_ratio = statistics.median(b[0] / a[0] for a, b in zip(off, on))
+                cpu_ratio = statistics.median(b[1] / a[1] for a, b in zip(off, on))
+                wall_diff = statistics.median((b[0] - a[0]) * 1e3 for a, b in zip(off, on))
+                cpu_diff = statistics.median((b[1] - a[1]) * 1e3 for a, b in zip(off, on))
+                rows[steps] = (wall_off, cpu_off, wall_diff / 1e3, cpu_diff / 1e3)
+                print(f"| {steps:,} | {pairs} | {wall_off:.3f} | {wall_on:.3f} | "
+                      f"{wall_ratio:.3f} | {cpu_off:.3f} | {cpu_on:.3f} | {cpu_ratio:.3f} | "
+                      f"{wall_diff:+.1f} / {cpu_diff:+.1f} |", flush=True)
+        except (OSError, RuntimeError) as e:
+            print(f"recording: not measured ({e})", file=sys.stderr)
+            return False
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+    # A long run's ratio drowns the fixed cost in the noise of a shared machine: the shortest
+    # run's difference is that cost, set against the longest run's time here.
+    short, longest = min(rows), max(rows)
+    if short != longest:
+        _, _, wall_fixed, cpu_fixed = rows[short]
+        wall_long, cpu_long, _, _ = rows[longest]
+        share = max(wall_fixed / wall_long, cpu_fixed / cpu_long)
+        print(f"the {short:,}-step runs' difference ({wall_fixed * 1e3:+.1f} ms wall, "
+              f"{cpu_fixed * 1e3:+.1f} ms CPU) against the {longest:,}-step run: "
+              f"{wall_fixed / wall_long:+.2%} wall, {cpu_fixed / cpu_long:+.2%} CPU (goal < "
+              f"{RECORDING_GOAL:.0%}: {verdict(share, RECORDING_GOAL)})")
+    return True
+
+
 def long_runs(lab, views, step_counts, cap_seconds):
     """Prints the per-view table; returns False when a run failed."""
     print(f"| view | steps | worst lateness (ms) | peak RSS (MiB) | steps/s | speed / Boundary |")
@@ -225,7 +319,19 @@ def main():
                         help="K of the autosave runs, comma-separated")
     parser.add_argument("--autosave-steps", type=int, default=30000,
                         help="the autosave runs' length")
+    parser.add_argument("--recording", action="store_true",
+                        help="only the recording table (ensemble-cli train recorded against "
+                        "--no-record, alternated)")
+    parser.add_argument("--pairs", type=int, default=15, help="pairs of recording runs")
+    parser.add_argument("--recording-members", type=int, default=100,
+                        help="K of the recording runs")
+    parser.add_argument("--recording-steps", default="1,3000",
+                        help="the recording runs' lengths, comma-separated")
     args = parser.parse_args()
+    if args.recording:
+        cli = os.path.join(args.build_dir, "app", "ensemble-cli")
+        steps = [int(float(n)) for n in args.recording_steps.split(",")]
+        return 0 if recording_table(cli, args.recording_members, steps, args.pairs) else 1
     if args.autosave:
         lab = args.lab or os.path.join(args.build_dir, "app", "ensemble-lab")
         members = [int(k) for k in args.autosave_members.split(",")]
