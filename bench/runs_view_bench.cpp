@@ -65,6 +65,9 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
+    // The view opens the person's store when first shown, before the bench opens its own: with
+    // recording off it opens none (it created an empty one in ~/.local/share).
+    qputenv(ensemble::runs::kRunsDbVariable, "off");
     QApplication app(argc, argv);
     std::string folder =
         (std::filesystem::temp_directory_path() / "runs-view-bench-XXXXXX").string();
