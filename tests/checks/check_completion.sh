@@ -91,6 +91,10 @@ expect "x active --acq" --acquisition
 expect -contains "x active --" --config --seeds --rounds --labels --report --csv --help
 # --acquisition completes active.acquisition's choices, item by item.
 expect "x active --acquisition bald,bat" bald,batchbald
+# An item already in the list is not offered again (bald,ba once offered bald,bald).
+expect "x active --acquisition bald,ba" bald,batchbald
+expect "x active --acquisition random,bald," random,bald,entropy random,bald,variation_ratios \
+  random,bald,margin random,bald,batchbald
 expect "x active --acquisition r" random
 expect "x compare --me" --methods
 expect -contains "x compare --" --config --set --methods --shift --level --report --csv --help
@@ -102,7 +106,8 @@ methods=$("$cli" schema | awk -F' [|] ' '$1 == "| `ensemble.method`" { gsub(/[`,
 # shellcheck disable=SC2086
 expect "x compare --methods " $methods
 expect "x compare --methods indep" independent
-expect "x compare --methods independent,indep" independent,independent
+expect "x compare --methods snapshot,indep" snapshot,independent
+expect "x compare --methods independent,snapshot,mc_dropout," independent,snapshot,mc_dropout,batchensemble
 
 if [ "$failures" -gt 0 ]; then
   echo "$failures completion(s) differ" >&2
