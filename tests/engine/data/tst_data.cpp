@@ -945,9 +945,12 @@ class TestData : public QObject {
         g_largestAllocation = 0;
         QVERIFY(!readIdxPair(goodImages, goodLabels).x.empty());  // the tracker sees its buffers
         QVERIFY(g_largestAllocation >= 16 * sizeof(float));
-        for (const auto& [images, labels] :
-             {std::pair{huge, goodLabels}, std::pair{hugeGz, goodLabels},
-              std::pair{goodImages, hugeLabels}}) {
+        for (const auto& pair : {std::pair{huge, goodLabels}, std::pair{hugeGz, goodLabels},
+                                 std::pair{goodImages, hugeLabels}}) {
+            // Named copies, not a structured binding: clang 14 (the sanitizer trees) cannot
+            // capture a binding in the lambda below.
+            const auto& images = pair.first;
+            const auto& labels = pair.second;
             g_largestAllocation = 0;
             const std::string message = errorOf<DataError>([&] { readIdxBoth(images, labels); });
             const std::size_t largest = g_largestAllocation;
