@@ -31,12 +31,13 @@ nlohmann::json cpuJson() {
 }
 
 // What computed the figures: the CPU backend's kernels (ISA, vector width, GEMM), or, for a
-// GPU backend, cuBLAS with the engine's CUDA kernels.
-std::string kernelsLine(const std::string& backendName) {
+// GPU backend, cuBLAS with the engine's CUDA kernels. `cpuIsa`: the config's backend.cpu_isa,
+// so the line names the level that ran.
+std::string kernelsLine(const std::string& backendName, CpuIsa cpuIsa) {
     if (!backendName.starts_with("cpu")) {
         return "cuBLAS and the engine's CUDA kernels (" + backendName + ")";
     }
-    return cpuKernels().describe();
+    return cpuKernels(toString(cpuIsa)).describe();
 }
 
 using nlohmann::json;
@@ -175,6 +176,7 @@ ExitCode commandBench(const CliArgs& args) {
         std::sort(times.begin(), times.end());
         imagesPerSecond = static_cast<double>(rows) / times[times.size() / 2];
     }
+    const std::string kernels = kernelsLine(trainer->backend().name(), config.backend.cpuIsa);
     if (args.has("--json")) {
         const json report{{"backend", trainer->backend().name()},
                           {"members", trainer->globalMembers()},
@@ -189,13 +191,13 @@ ExitCode commandBench(const CliArgs& args) {
                           {"member_steps_per_sec", memberRate},
                           {"useful_gflops", gflops},
                           {"cpu", cpuJson()},
-                          {"kernels", kernelsLine(trainer->backend().name())}};
+                          {"kernels", kernels}};
         writeFileAtomic(args.get("--json"), report.dump(2) + "\n");
     }
     // A speed figure means little without the CPU it was measured on.
     std::printf("cpu: %s, %s, %d-bit vectors\n", cpuModelName().c_str(),
                 cpuIdentity().describe().c_str(), cpuIdentity().vectorBits());
-    std::printf("kernels: %s\n", kernelsLine(trainer->backend().name()).c_str());
+    std::printf("kernels: %s\n", kernels.c_str());
     std::printf(
         "backend %s, K = %d, batch %d%s\n", trainer->backend().name().c_str(),
         trainer->globalMembers(), config.training.batchSize,

@@ -2,9 +2,9 @@
 
 // What the CPU backend computes with, for people reading a speed figure (ensemble-cli bench,
 // the About box): the vector instruction set its kernels were built for, how wide Eigen's
-// float packets are, and the GEMM behind its large products. Today the whole engine is built
-// for one level (ENSEMBLE_NATIVE's -march, or baseline x86-64 in the package); where kernels
-// are chosen at run time by the CPU's features, this is the one place that says which.
+// float packets are, and the GEMM behind its large products. With ENSEMBLE_ISA_DISPATCH the
+// kernels are chosen at run time by the CPU's x86-64 level (backend/cpu_dispatch.h): this is
+// the one place that says which.
 
 #include <string>
 
@@ -15,12 +15,17 @@ struct CpuKernels {
     int vectorBits = 0;  // the width of one of Eigen's float packets, in bits
     int floatLanes = 0;  // floats in that packet
     std::string gemm;    // "Eigen 3.4.0 (single-threaded, the engine's own blocking)"
-    // "Eigen 3.4.0 GEMM (single-threaded, ...), built for AVX-512: 16 floats (512 bits) a
-    // vector; this CPU offers 512"
+    std::string level;   // the x86-64 level its code is built for: "x86-64-v3"
+    std::string object;  // the level object it runs from; empty: built into the program
+    std::string note;    // why it is not the level asked for, when it is not
+    // "Eigen 3.4.0 GEMM (single-threaded, ...), built for AVX-512 (x86-64-v4, dispatched): 16
+    // floats (512 bits) a vector; this CPU offers 512"
     std::string describe() const;
 };
 
-// The CPU backend's kernels in this program.
-CpuKernels cpuKernels();
+// The CPU backend's kernels in this program: what a CPU backend made now with
+// backend.cpu_isa `pin` runs (ENSEMBLE_CPU_ISA pins "auto"). Throws ConfigError as
+// chooseCpuLevel does.
+CpuKernels cpuKernels(const std::string& pin = "auto");
 
 }  // namespace ensemble

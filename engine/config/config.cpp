@@ -561,6 +561,7 @@ ExperimentConfig parseConfig(const json& input) {
     c.backend.threads = static_cast<int>(v.integer("backend.threads"));
     c.backend.device = static_cast<int>(v.integer("backend.device"));
     c.backend.math = v.choice<MathMode>("backend.math");
+    c.backend.cpuIsa = v.choice<CpuIsa>("backend.cpu_isa");
     std::tie(c.backend.meshEnsemble, c.backend.meshData) = v.mesh("backend.mesh");
 
     if (!d.regression()) {

@@ -220,6 +220,11 @@ std::vector<KeySpec> buildSchema() {
                "once per machine (`ensemble-cli bench --calibrate-auto`); the CPU when no GPU is "
                "usable. The choice and its reason are logged and stored in exports"),
         row("backend.threads", T::Integer, 0, "CPU threads (0: all cores)", 0, 1024),
+        choice("backend.cpu_isa", "auto", choicesOf<CpuIsa>(),
+               "the x86-64 level the CPU backend's code runs at: `auto` (the highest this CPU "
+               "reaches, of those the build carries) or a pinned one, for comparisons bit for "
+               "bit; a level above the CPU's is an error. The environment variable "
+               "`ENSEMBLE_CPU_ISA` pins `auto` too. The backend's name records the level"),
         row("backend.device", T::Integer, 0, "CUDA device ordinal", 0, 64),
         choice("backend.math", "fp32", choicesOf<MathMode>(),
                "how the GPU multiplies (the dense layers' and the convolutions' GEMMs): `fp32` "

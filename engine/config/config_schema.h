@@ -27,6 +27,9 @@ enum class BackendKind { Auto, Cpu, Cuda };
 // backend.math: how the CUDA backend's GEMMs (dense layers and the convolutions' GEMMs)
 // multiply. The CPU computes in FP32 whatever this says.
 enum class MathMode { Fp32, Tf32 };
+// backend.cpu_isa: the x86-64 level the CPU backend's code runs at (backend/cpu_dispatch.h):
+// the highest this CPU reaches, or a pinned one.
+enum class CpuIsa { Auto, X86_64, X86_64_V2, X86_64_V3, X86_64_V4 };
 // training.adversarial_eps_unit: what one unit of training.adversarial_eps is.
 enum class AdversarialEpsUnit {
     Standardised,  // the model's inputs (std 1 on the train rows): one eps for every input
@@ -84,6 +87,17 @@ struct EnumNames<BackendKind> {
         {BackendKind::Auto, "auto", "Auto"},
         {BackendKind::Cpu, "cpu", "CPU"},
         {BackendKind::Cuda, "cuda", "CUDA"},
+    };
+};
+
+template <>
+struct EnumNames<CpuIsa> {
+    static constexpr EnumName<CpuIsa> table[] = {
+        {CpuIsa::Auto, "auto", "Best for this CPU"},
+        {CpuIsa::X86_64, "x86-64", "x86-64 (SSE2)"},
+        {CpuIsa::X86_64_V2, "x86-64-v2", "x86-64-v2 (SSE4.2)"},
+        {CpuIsa::X86_64_V3, "x86-64-v3", "x86-64-v3 (AVX2, FMA)"},
+        {CpuIsa::X86_64_V4, "x86-64-v4", "x86-64-v4 (AVX-512)"},
     };
 };
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu_dispatch.h"
 #include "config/config.h"
 #include "core/errors.h"
 #include "dist/collective.h"
@@ -37,8 +38,15 @@ bool cudaAvailable(int device, std::string& reason) {
 
 namespace {
 
-std::unique_ptr<Backend> makeCpu(const BackendConfig& config) {
-    return std::make_unique<CpuBackend>(config.threads);
+// The CPU backend at the x86-64 level backend.cpu_isa asks for (backend/cpu_dispatch.h);
+// `note` gets the line saying why another level runs, when one does.
+std::unique_ptr<Backend> makeCpu(const BackendConfig& config, std::string* note = nullptr) {
+    CpuLevelChoice choice;
+    auto backend = makeDispatchedCpuBackend(config.threads, toString(config.cpuIsa), &choice);
+    if (note != nullptr) {
+        *note = choice.note;
+    }
+    return backend;
 }
 
 // The CUDA backend, or BackendMissing when the build has none (the caller checked usability).
@@ -149,15 +157,20 @@ BackendChoice chooseBackend(const ExperimentConfig& experiment, const DataSplit&
     choice.decision.requested = config.kind;
     std::string reason;
     switch (config.kind) {
-        case BackendKind::Cpu:
-            choice.backend = makeCpu(config);
+        case BackendKind::Cpu: {
+            std::string note;
+            choice.backend = makeCpu(config, &note);
             choice.decision.chosen = BackendKind::Cpu;
             choice.decision.reason = "backend.kind=cpu";
             if (config.math == MathMode::Tf32) {
                 choice.notice =
                     "backend.kind=cpu: backend.math=tf32 does not apply, the CPU computes in FP32";
             }
+            if (!note.empty()) {
+                choice.notice += (choice.notice.empty() ? "" : "; ") + note;
+            }
             return choice;
+        }
         case BackendKind::Cuda:
             if (!cudaAvailable(config.device, reason)) {
                 throw RuntimeError(ErrorKind::BackendMissing, "backend.kind=cuda: CUDA device " +
@@ -203,9 +216,13 @@ BackendChoice chooseBackend(const ExperimentConfig& experiment, const DataSplit&
                 trainedNetworks(experiment.ensemble.method, experiment.ensemble.members),
                 experiment.training.batchSize);
     choice.decision = decideAuto(cost, in);
+    std::string cpuNote;
     choice.backend = choice.decision.chosen == BackendKind::Cuda ? makeCuda(config, config.math)
-                                                                 : makeCpu(config);
+                                                                 : makeCpu(config, &cpuNote);
     choice.notice = choice.decision.reason;
+    if (!cpuNote.empty()) {
+        choice.notice += "; " + cpuNote;
+    }
     if (choice.decision.kept && !config.resumedReason.empty()) {
         // The export records the first decision, so a resumed run's export equals the straight
         // run's byte for byte; the notice says that it was kept.

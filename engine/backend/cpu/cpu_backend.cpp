@@ -8,6 +8,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "backend/compiled_isa.h"
 #include "backend/cpu/batch_plan_simd.h"
 #include "backend/cpu/mlp_kernels.h"
 #include "core/errors.h"
@@ -56,7 +57,14 @@ CpuBackend::CpuBackend(int threads) {
 CpuBackend::~CpuBackend() = default;
 
 std::string CpuBackend::name() const {
+#if defined(ENSEMBLE_ISA_DISPATCH)
+    // Built at several levels (backend/cpu_dispatch.h): the name says which one runs, and the
+    // exports and checkpoints record it.
+    return std::string("cpu ") + compiledX86LevelName() + " (" + std::to_string(m_threads) +
+           (m_threads == 1 ? " thread)" : " threads)");
+#else
     return "cpu (" + std::to_string(m_threads) + (m_threads == 1 ? " thread)" : " threads)");
+#endif
 }
 
 void CpuBackend::bind(const TrainingProblem& problem) {
