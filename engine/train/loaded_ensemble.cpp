@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "backend/backend.h"
+#include "backend/cpu_dispatch.h"
 
 namespace ensemble {
 
@@ -22,7 +23,9 @@ std::vector<uint8_t> includedMembers(const LoadedEnsemble& ensemble) {
 
 std::vector<float> predictLogProbs(const LoadedEnsemble& ensemble, const float* rawX, int64_t rows,
                                    int threads) {
-    const std::unique_ptr<Backend> backend = makeCpuBackend(threads);
+    // The level this CPU runs best (backend/cpu_dispatch.h), not the stored config's pin: a
+    // file predicts on any machine. ENSEMBLE_CPU_ISA still pins it.
+    const std::unique_ptr<Backend> backend = makeDispatchedCpuBackend(threads);
     TrainingProblem problem;
     problem.layout = ensemble.layout;
     problem.activation = ensemble.config.model.activation;
