@@ -181,8 +181,15 @@ CpuLevelChoice chooseLevel(const std::string& pin, int reach, const EnsembleCpuL
         }
         return builtinCpuLevelChoice();
     }
+    // auto: the highest level above the built-in one whose object loads, else the built-in
+    // backend (a native build's is already the CPU's own level: nothing is loaded). A pin: that
+    // level's object, or the built-in backend when the pin is its level or the object is missing.
+    if (!automatic && level == builtinCpuLevel()) {
+        return builtinCpuLevelChoice();
+    }
+    const int lowest = automatic ? builtinCpuLevel() + 1 : level;
     std::string failure;
-    for (int l = wanted; l > builtinCpuLevel(); --l) {
+    for (int l = wanted; l >= lowest; --l) {
         const LoadedCpuLevel loaded = loadCpuLevel(l);
         if (loaded.entry != nullptr) {
             CpuLevelChoice c;
