@@ -17,11 +17,13 @@
 #include "io/safetensors.h"
 #include "model/feature_maps.h"
 #include "support/backend_test_problem.h"
+#include "support/bar_images.h"
 #include "support/reference_network.h"
 #include "support/test_support.h"
 #include "train/trainer.h"
 
 using namespace ensemble;
+using ensemble::test::barImages;
 using ensemble::test::memberParams;
 using ensemble::test::referenceForward;
 using ensemble::test::referenceLoss;
@@ -63,44 +65,6 @@ GradientCase makeGradientCase(Shape input, const std::vector<LayerSpec>& layers,
 using test::conv;
 using test::dense;
 using test::pool;
-
-// A small image dataset: 10x10 images of class 0 (a bright vertical bar) or 1 (horizontal), at
-// random positions, with noise.
-DataSplit barImages(int trainRows, int testRows, uint64_t seed) {
-    std::mt19937 rng(static_cast<uint32_t>(seed));
-    std::uniform_int_distribution<int> pos(1, 8);
-    std::normal_distribution<float> noise(0.0f, 20.0f);
-    const auto make = [&](int rows) {
-        Dataset d;
-        d.rows = rows;
-        d.features = 100;
-        for (int i = 0; i < 100; ++i) {
-            d.featureNames.push_back("px" + std::to_string(i));
-        }
-        for (int r = 0; r < rows; ++r) {
-            const int label = static_cast<int>(rng() % 2);
-            const int at = pos(rng);
-            for (int yy = 0; yy < 10; ++yy) {
-                for (int xx = 0; xx < 10; ++xx) {
-                    const bool on = label == 0 ? xx == at : yy == at;
-                    d.x.push_back(std::clamp((on ? 200.0f : 30.0f) + noise(rng), 0.0f, 255.0f));
-                }
-            }
-            d.y.push_back(label);
-        }
-        return d;
-    };
-    DataSplit s;
-    s.name = "bars";
-    s.classes = 2;
-    s.isImage = true;
-    s.imageWidth = 10;
-    s.imageHeight = 10;
-    s.train = make(trainRows);
-    s.test = make(testRows);
-    s.normalization = Normalization::identity(100, 255.0f);
-    return s;
-}
 
 json cnnConfig() {
     return json{{"dataset", {{"kind", "mnist"}}},

@@ -23,10 +23,12 @@
 #include "data/dataset.h"
 #include "io/checkpoint.h"
 #include "registry/registry.h"
+#include "support/bar_images.h"
 #include "sys/cpu_identity.h"
 #include "train/trainer.h"
 
 using namespace ensemble;
+using ensemble::test::barImages;
 using nlohmann::json;
 
 namespace {
@@ -58,43 +60,6 @@ json cnnConfig(const std::string& pin, int threads) {
                 {"backend", {{"kind", "cpu"}, {"threads", threads}, {"cpu_isa", pin}}}};
 }
 
-// 10x10 images: a vertical (class 0) or horizontal (class 1) bright bar, with noise.
-DataSplit barImages(int trainRows, int testRows, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::uniform_int_distribution<int> pos(1, 8);
-    std::normal_distribution<float> noise(0.0f, 20.0f);
-    const auto make = [&](int rows) {
-        Dataset d;
-        d.rows = rows;
-        d.features = 100;
-        for (int i = 0; i < 100; ++i) {
-            d.featureNames.push_back("px" + std::to_string(i));
-        }
-        for (int r = 0; r < rows; ++r) {
-            const int label = static_cast<int>(rng() % 2);
-            const int at = pos(rng);
-            for (int yy = 0; yy < 10; ++yy) {
-                for (int xx = 0; xx < 10; ++xx) {
-                    const bool on = label == 0 ? xx == at : yy == at;
-                    d.x.push_back(std::clamp((on ? 200.0f : 30.0f) + noise(rng), 0.0f, 255.0f));
-                }
-            }
-            d.y.push_back(label);
-        }
-        return d;
-    };
-    DataSplit s;
-    s.name = "bars";
-    s.classes = 2;
-    s.isImage = true;
-    s.imageWidth = 10;
-    s.imageHeight = 10;
-    s.train = make(trainRows);
-    s.test = make(testRows);
-    s.normalization = Normalization::identity(100, 255.0f);
-    return s;
-}
-
 struct Run {
     std::vector<float> params;
     std::string name;
@@ -102,7 +67,7 @@ struct Run {
 
 Run train(const json& config, bool cnn) {
     const ExperimentConfig c = parseConfig(config);
-    DataSplit data = cnn ? barImages(120, 20, 3) : loadDataSplit(c.dataset);
+    DataSplit data = cnn ? barImages(120, 20, uint64_t{3}) : loadDataSplit(c.dataset);
     Trainer t(c, std::move(data),
               makeDispatchedCpuBackend(c.backend.threads, toString(c.backend.cpuIsa)));
     t.runSteps(t.totalSteps());
