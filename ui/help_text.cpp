@@ -17,6 +17,7 @@
 #include <QUrl>
 #include <QVBoxLayout>
 #include <QWidget>
+#include <exception>
 
 #include "backend/kernel_report.h"
 #include "sys/cpu_identity.h"
@@ -155,6 +156,13 @@ QString aboutHtml(const SnapshotPtr& snapshot, const QString& documentation) {
             ? tr("not found")
             : QStringLiteral("%1 (%2)").arg(QDir::toNativeSeparators(documentation).toHtmlEscaped(),
                                             tr("Help &gt; Documentation"));
+    // A bad ENSEMBLE_CPU_ISA makes the kernels' report throw; the box says why instead.
+    QString kernels;
+    try {
+        kernels = QString::fromStdString(cpuKernels().describe());
+    } catch (const std::exception& e) {
+        kernels = tr("unknown: %1").arg(QString::fromUtf8(e.what()));
+    }
     return tr("<b>EnsembleLab %1</b><br>Train K small networks at once as one batched "
               "computation, and watch each member, the ensemble and its uncertainty live."
               "<table style='margin-top:8px'>"
@@ -167,7 +175,7 @@ QString aboutHtml(const SnapshotPtr& snapshot, const QString& documentation) {
               "<tr><td style='padding-right:12px'>Licence</td><td>GPL-3.0-or-later</td></tr>"
               "</table>")
         .arg(version.toHtmlEscaped(), backend, threads, buildOptions().toHtmlEscaped(), docs,
-             cpuHtml(), QString::fromStdString(cpuKernels().describe()).toHtmlEscaped());
+             cpuHtml(), kernels.toHtmlEscaped());
 }
 
 QStringList documentationFolderCandidates(const QString& programDir) {

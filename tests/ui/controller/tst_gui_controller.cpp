@@ -273,6 +273,16 @@ void TestGuiController::autoDecisionInRunAndAbout() {
     QVERIFY2(
         about.contains(QString::fromStdString(ensemble::cpuKernels().describe()).toHtmlEscaped()),
         qPrintable(about));
+    // A level name that is none: the box opens and says why the kernels are unknown.
+    const QByteArray pinned = qgetenv("ENSEMBLE_CPU_ISA");
+    qputenv("ENSEMBLE_CPU_ISA", "x86-64-v9");
+    const QString bad = ensemble::ui::aboutHtml(s);
+    if (pinned.isEmpty()) {
+        qunsetenv("ENSEMBLE_CPU_ISA");
+    } else {
+        qputenv("ENSEMBLE_CPU_ISA", pinned);
+    }
+    QVERIFY2(bad.contains(QStringLiteral("ENSEMBLE_CPU_ISA")), qPrintable(bad));
 }
 
 void TestGuiController::trainToPauseAndStep() {
