@@ -307,7 +307,7 @@ void CurvesView::rebuild() {
                 s->attachAxis(c->y);
                 c->chart->legend()->markers(s).first()->setVisible(false);
                 connect(s, &QLineSeries::hovered, this,
-                        [this, k, loss, secondName](const QPointF& p, bool on) {
+                        [k, loss, secondName](const QPointF& p, bool on) {
                             if (on) {
                                 QToolTip::showText(QCursor::pos(),
                                                    tr("member #%1 · step %2\n%3 %4")

@@ -192,13 +192,13 @@ void TestMcDropout::exportStoresTheNetworkAndTheSeed() {
                                                        static_cast<float>(kRate), 8, 4)));
     SafetensorsFile noSeed = file;
     noSeed.metadata.erase("dropout_seed");
-    QVERIFY_EXCEPTION_THROWN(importEnsemble(noSeed), DataError);
+    QVERIFY_THROWS_EXCEPTION(DataError, importEnsemble(noSeed));
     SafetensorsFile badSeed = file;
     badSeed.metadata["dropout_seed"] = "-1";
-    QVERIFY_EXCEPTION_THROWN(importEnsemble(badSeed), DataError);
+    QVERIFY_THROWS_EXCEPTION(DataError, importEnsemble(badSeed));
     SafetensorsFile otherRate = file;
     otherRate.metadata["dropout"] = "0.5";
-    QVERIFY_EXCEPTION_THROWN(importEnsemble(otherRate), DataError);
+    QVERIFY_THROWS_EXCEPTION(DataError, importEnsemble(otherRate));
 }
 
 void TestMcDropout::resumeAndContinueAreBitExact() {

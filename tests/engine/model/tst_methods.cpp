@@ -104,7 +104,7 @@ void TestMethods::unevenCyclesGiveTheRemainderToTheLast() {
     QCOMPARE(cycles.endedAfter(12), 2);
     QCOMPARE(cycles.endedAfter(13), 2);
     QCOMPARE(cycles.endedAfter(14), 3);
-    QVERIFY_EXCEPTION_THROWN(SnapshotCycles(5, 4), std::invalid_argument);
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, SnapshotCycles(5, 4));
 }
 
 // Member k equals, bit for bit, the parameters after cycle k's last step of an independent run
@@ -227,8 +227,8 @@ void TestMethods::refusals() {
     }
     // A one-network method without a member backend is a programming error.
     const ExperimentConfig c = parseConfig(snapshotConfigJson());
-    QVERIFY_EXCEPTION_THROWN(Trainer(c, loadDataSplit(c.dataset), std::make_unique<CpuBackend>(1)),
-                             std::invalid_argument);
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                             Trainer(c, loadDataSplit(c.dataset), std::make_unique<CpuBackend>(1)));
 }
 
 void TestMethods::lengthIsFixed() {
@@ -282,12 +282,12 @@ void TestMethods::exportRoundTripCarriesTheMethod() {
     // The metadata must agree with the stored config.
     SafetensorsFile wrong = file;
     wrong.metadata["method"] = "independent";
-    QVERIFY_EXCEPTION_THROWN(importEnsemble(wrong), DataError);
+    QVERIFY_THROWS_EXCEPTION(DataError, importEnsemble(wrong));
     wrong.metadata["method"] = "bagging";
-    QVERIFY_EXCEPTION_THROWN(importEnsemble(wrong), DataError);
+    QVERIFY_THROWS_EXCEPTION(DataError, importEnsemble(wrong));
     SafetensorsFile noMethod = file;
     noMethod.metadata.erase("method");
-    QVERIFY_EXCEPTION_THROWN(importEnsemble(noMethod), DataError);
+    QVERIFY_THROWS_EXCEPTION(DataError, importEnsemble(noMethod));
 }
 
 // An independent ensemble's file stays version 1 (with its `method` entry), and a version-1
@@ -313,7 +313,7 @@ void TestMethods::versionOneFilesStillLoad() {
     // Version 1 cannot claim another method.
     SafetensorsFile claim = readSafetensors(path);
     claim.metadata["method"] = "snapshot";
-    QVERIFY_EXCEPTION_THROWN(importEnsemble(claim), DataError);
+    QVERIFY_THROWS_EXCEPTION(DataError, importEnsemble(claim));
 }
 
 QTEST_GUILESS_MAIN(TestMethods)

@@ -157,7 +157,7 @@ class TestIsaDispatch : public QObject {
         QCOMPARE(makeTrainer(parseConfig(mlpConfig("auto", 2)), nullptr)->backend().name(),
                  std::string("cpu x86-64-v2 (2 threads)"));
         qputenv("ENSEMBLE_CPU_ISA", "x86-64-v9");
-        QVERIFY_EXCEPTION_THROWN(chooseCpuLevel("auto"), ConfigError);
+        QVERIFY_THROWS_EXCEPTION(ConfigError, chooseCpuLevel("auto"));
     }
 
     // A level above the CPU's is an error naming the key and the CPU; a name that is no level
@@ -176,7 +176,7 @@ class TestIsaDispatch : public QObject {
             }
             QCOMPARE(chooseCpuLevel("auto", reach).level, reach);
         }
-        QVERIFY_EXCEPTION_THROWN(parseConfig(mlpConfig("avx2", 1)), ConfigError);
+        QVERIFY_THROWS_EXCEPTION(ConfigError, parseConfig(mlpConfig("avx2", 1)));
     }
 
     // No level objects where they are looked for: the built-in baseline runs, with a note that
