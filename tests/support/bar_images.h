@@ -9,6 +9,8 @@
 #include <random>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "data/dataset.h"
 
 namespace ensemble::test {
@@ -47,6 +49,21 @@ inline DataSplit barImages(int trainRows, int testRows, uint64_t seed) {
     s.test = make(testRows);
     s.normalization = Normalization::identity(100, 255.0f);
     return s;
+}
+
+// The small CNN both suites train on those images: conv 4@3x3, max-pool 2, dense 8, K = 3.
+inline nlohmann::json barCnnConfig(int steps) {
+    return nlohmann::json{
+        {"dataset", {{"kind", "mnist"}}},
+        {"model",
+         {{"kind", "cnn"},
+          {"layers", nlohmann::json::array({{{"type", "conv"}, {"filters", 4}, {"kernel", 3}},
+                                            {{"type", "pool"}, {"kind", "max"}, {"size", 2}},
+                                            {{"type", "dense"}, {"units", 8}}})}}},
+        {"ensemble", {{"members", 3}, {"seed", 7}}},
+        {"optimizer", {{"kind", "adam"}, {"lr", 0.01}}},
+        {"training", {{"batch_size", 40}, {"steps", steps}, {"eval_every", 0}}},
+        {"backend", {{"kind", "cpu"}}}};
 }
 
 }  // namespace ensemble::test

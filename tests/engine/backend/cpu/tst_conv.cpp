@@ -67,16 +67,7 @@ using test::dense;
 using test::pool;
 
 json cnnConfig() {
-    return json{{"dataset", {{"kind", "mnist"}}},
-                {"model",
-                 {{"kind", "cnn"},
-                  {"layers", json::array({{{"type", "conv"}, {"filters", 4}, {"kernel", 3}},
-                                          {{"type", "pool"}, {"kind", "max"}, {"size", 2}},
-                                          {{"type", "dense"}, {"units", 8}}})}}},
-                {"ensemble", {{"members", 3}, {"seed", 7}}},
-                {"optimizer", {{"kind", "adam"}, {"lr", 0.01}}},
-                {"training", {{"batch_size", 40}, {"steps", 150}, {"eval_every", 0}}},
-                {"backend", {{"kind", "cpu"}}}};
+    return test::barCnnConfig(150);
 }
 
 }  // namespace

@@ -48,16 +48,9 @@ json mlpConfig(const std::string& pin, int threads) {
 }
 
 json cnnConfig(const std::string& pin, int threads) {
-    return json{{"dataset", {{"kind", "mnist"}}},
-                {"model",
-                 {{"kind", "cnn"},
-                  {"layers", json::array({{{"type", "conv"}, {"filters", 4}, {"kernel", 3}},
-                                          {{"type", "pool"}, {"kind", "max"}, {"size", 2}},
-                                          {{"type", "dense"}, {"units", 8}}})}}},
-                {"ensemble", {{"members", 3}, {"seed", 7}}},
-                {"optimizer", {{"kind", "adam"}, {"lr", 0.01}}},
-                {"training", {{"batch_size", 40}, {"steps", 12}, {"eval_every", 0}}},
-                {"backend", {{"kind", "cpu"}, {"threads", threads}, {"cpu_isa", pin}}}};
+    json c = ensemble::test::barCnnConfig(12);
+    c["backend"] = {{"kind", "cpu"}, {"threads", threads}, {"cpu_isa", pin}};
+    return c;
 }
 
 struct Run {
