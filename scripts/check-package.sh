@@ -95,11 +95,22 @@ for program in "$staged"/usr/bin/*; do
     needed+=("$(basename "$program") $lib $path")
   done
 done
+# A library behind Debian's alternatives (libopenblas.so.0: libopenblas0-pthread or -openmp)
+# is named through the package shlibdeps gives for it (libopenblas0), whose own Depends list
+# the owner as one of the alternatives.
+named_through_meta() {
+  local dep
+  for dep in $(sed 's/([^)]*)//g; s/[,|]/ /g' <<<"$depends"); do
+    dpkg-query -W -f='${Depends}\n' "$dep" 2>/dev/null | tr ',|' '\n\n' |
+      sed 's/(.*//; s/[[:space:]]//g; s/:.*//' | grep -qx "$1" && return 0
+  done
+  return 1
+}
 learn_owners $(printf '%s\n' "${needed[@]}" | cut -d' ' -f3)
 for entry in "${needed[@]}"; do
   read -r program lib path <<<"$entry"
   pkg=$(owner "$path") || fail "$program needs $path, which no Debian package owns"
-  [[ ", $depends," == *", $pkg "* || ", $depends," == *", $pkg,"* ]] ||
+  [[ ", $depends," == *", $pkg "* || ", $depends," == *", $pkg,"* ]] || named_through_meta "$pkg" ||
     fail "$program needs $lib from $pkg, which Depends ($depends) does not name"
 done
 say "Depends names the package of every library the programs need: $depends"
@@ -151,6 +162,27 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi >/dev/null 2>&1; then
     fail "without a GPU, ensemble-cli train should say once that it uses the CPU; stderr was: $(cat train.err)"
 fi
 [ -s spirals.safetensors ] || fail "ensemble-cli train wrote no export"
+# The CPU backend at every x86-64 level this CPU runs (the package's level objects,
+# ENSEMBLE_ISA_DISPATCH; ld.so names the levels the CPU supports) and with each GEMM library
+# (backend.gemm): each trains and says so in the kernels' report.
+levels=(x86-64)
+if compgen -G "/usr/lib/*/ensemblelab/libensemble_cpu_x86-64-v*.so" >/dev/null; then
+  mapfile -t -O 1 levels < <(/lib64/ld-linux-x86-64.so.2 --help |
+    sed -n 's/^ *\(x86-64-v[234]\) (supported.*/\1/p')
+fi
+for isa in "${levels[@]}"; do
+  for gemm in eigen openblas; do
+    ENSEMBLE_CPU_ISA=$isa ENSEMBLE_GEMM=$gemm run /usr/bin/ensemble-cli bench --config spirals \
+      --steps 5 --warmup 1 --repeat 1 >bench.out 2>&1 ||
+      { cat bench.out >&2; fail "ENSEMBLE_CPU_ISA=$isa ENSEMBLE_GEMM=$gemm ensemble-cli bench failed"; }
+    kernels=$(grep '^kernels' bench.out)
+    [[ $kernels == "kernels: GEMM $gemm: "* ]] ||
+      fail "ENSEMBLE_GEMM=$gemm: the kernels' report does not name it: $kernels"
+    [[ ${#levels[@]} -eq 1 || $kernels == *"($isa, "* ]] ||
+      fail "ENSEMBLE_CPU_ISA=$isa: the kernels' report names another level: $kernels"
+  done
+done
+say "${levels[*]} x eigen, openblas: $kernels"
 run /usr/bin/ensemble-lab --config spirals --train-steps 10 --screenshot spirals.png >lab.out 2>&1 ||
   { cat lab.out >&2; fail "ensemble-lab --config spirals --train-steps 10 --screenshot failed"; }
 [[ $(file -b spirals.png) == "PNG image data"* ]] || fail "ensemble-lab wrote no PNG"

@@ -13,6 +13,10 @@ PKGS=(
   # The ONNX export's library; its headers include protobuf's, a package it does not pull in.
   libonnx-dev libprotobuf-dev
   libopenmpi-dev openmpi-bin
+  # OpenBLAS (DYNAMIC_ARCH) for the CPU backend's large products: backend.gemm. The OpenMP
+  # build too, so that tst_gemm_library tests both of Debian's builds (the pthread one stays
+  # the selected alternative: priority 100 against 95).
+  libopenblas-dev libopenblas0-openmp
   xvfb xauth fonts-dejavu-core
 )
 if dpkg -s "${PKGS[@]}" >/dev/null 2>&1; then

@@ -233,10 +233,12 @@ std::string cpuModelName() {
     return brand.empty() ? std::string("unknown cpu") : brand;
 }
 
-std::string machineKey(int cpuThreads, const std::string& gpuSignature) {
+std::string machineKey(int cpuThreads, const std::string& cpuCode,
+                       const std::string& gpuSignature) {
     // The CPU by what it is (vendor, family, model, vector units), not by its brand string:
     // "AMD EPYC" names machines whose vector units differ.
     return "cpu=" + cpuIdentity().describe() + ";threads=" + std::to_string(cpuThreads) +
+           ";code=" + cpuCode +
            ";gpu=" + (gpuSignature.empty() ? std::string("none") : gpuSignature);
 }
 

@@ -66,8 +66,10 @@ struct MachineCalibration {
 // The current time in UTC, ISO 8601 (MachineCalibration::measuredAt).
 std::string calibrationTimestamp();
 
-// "cpu=<CpuIdentity::describe()>;threads=<n>;gpu=<signature or none>": the cache's key.
-std::string machineKey(int cpuThreads, const std::string& gpuSignature);
+// "cpu=<CpuIdentity::describe()>;threads=<n>;code=<cpuCode>;gpu=<signature or none>": the
+// cache's key. `cpuCode` is what the CPU figures are measured with, the CPU backend's level and
+// GEMM library ("x86-64-v4+eigen"): a pinned level or another library is another measurement.
+std::string machineKey(int cpuThreads, const std::string& cpuCode, const std::string& gpuSignature);
 // The CPU's brand string, for people (CPUID's; "unknown cpu" where there is none).
 std::string cpuModelName();
 

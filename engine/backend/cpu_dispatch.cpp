@@ -11,6 +11,7 @@
 
 #include "backend/compiled_isa.h"
 #include "backend/cpu_level_abi.h"
+#include "backend/gemm_library.h"
 #include "core/errors.h"
 #include "sys/cpu_identity.h"
 
@@ -233,7 +234,8 @@ std::unique_ptr<Backend> makeDispatchedCpuBackend(int threads, const std::string
     if (entry == nullptr) {
         backend = makeCpuBackend(threads);
     } else {
-        backend.reset(entry->create(threads));
+        // The object holds its own copy of the GEMM choice: the program's goes with the call.
+        backend.reset(entry->create(threads, static_cast<int>(gemmLibrary())));
     }
     if (choice != nullptr) {
         *choice = std::move(c);

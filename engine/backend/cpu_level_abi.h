@@ -16,7 +16,7 @@
 namespace ensemble {
 
 // Bumped whenever Backend's virtual functions or the types they pass change.
-inline constexpr uint64_t kCpuLevelAbiVersion = 1;
+inline constexpr uint64_t kCpuLevelAbiVersion = 2;
 
 // The interface as the compiling side sees it: an object built from another tree (a stale
 // install) is refused by the loader, not called.
@@ -37,9 +37,11 @@ struct EnsembleCpuLevel {
     int floatLanes;    // floats in one of its Eigen packets
     const char* isa;   // "AVX-512", "AVX2+FMA", "SSE4.2"
     const char* gemm;  // its GEMM, as kernel_report.h describes one
-    // A new CpuBackend with `threads` OpenMP threads (0: all cores); deleted through Backend's
-    // virtual destructor, which runs in the object.
-    ensemble::Backend* (*create)(int threads);
+    // A new CpuBackend with `threads` OpenMP threads (0: all cores) whose large products go
+    // through `gemmLibrary` (an ensemble::GemmLibrary: the program's backend.gemm, which the
+    // object then holds for every backend in it); deleted through Backend's virtual
+    // destructor, which runs in the object.
+    ensemble::Backend* (*create)(int threads, int gemmLibrary);
 };
 
 }  // extern "C"

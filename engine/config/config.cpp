@@ -562,6 +562,7 @@ ExperimentConfig parseConfig(const json& input) {
     c.backend.device = static_cast<int>(v.integer("backend.device"));
     c.backend.math = v.choice<MathMode>("backend.math");
     c.backend.cpuIsa = v.choice<CpuIsa>("backend.cpu_isa");
+    c.backend.gemm = v.choice<GemmChoice>("backend.gemm");
     std::tie(c.backend.meshEnsemble, c.backend.meshData) = v.mesh("backend.mesh");
 
     if (!d.regression()) {

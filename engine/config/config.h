@@ -79,10 +79,11 @@ struct TrainingConfig {
 
 struct BackendConfig {
     BackendKind kind = BackendKind::Auto;
-    int threads = 0;                 // 0 = all cores
-    int device = 0;                  // CUDA device ordinal
-    MathMode math = MathMode::Fp32;  // backend.math: the GPU's GEMMs; the CPU is FP32 always
-    CpuIsa cpuIsa = CpuIsa::Auto;    // backend.cpu_isa: the CPU backend's x86-64 level
+    int threads = 0;                     // 0 = all cores
+    int device = 0;                      // CUDA device ordinal
+    MathMode math = MathMode::Fp32;      // backend.math: the GPU's GEMMs; the CPU is FP32 always
+    CpuIsa cpuIsa = CpuIsa::Auto;        // backend.cpu_isa: the CPU backend's x86-64 level
+    GemmChoice gemm = GemmChoice::Auto;  // backend.gemm: the CPU's large products' library
     // Not a key: the backend a resumed run trained on (its checkpoint's metadata "backend"),
     // which `auto` keeps (io/checkpoint.h, keepCheckpointBackend); empty for a new run.
     std::optional<BackendKind> resumedKind;

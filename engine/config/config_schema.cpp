@@ -232,6 +232,15 @@ std::vector<KeySpec> buildSchema() {
                "cores: inputs rounded to a 10-bit mantissa, FP32 sums; PyTorch's default for "
                "convolutions). The CPU computes in FP32 whatever this says; a `tf32` run on the "
                "CPU (`backend.kind` `cpu`, or `auto` picking the CPU) says so once"),
+        choice("backend.gemm", "auto", choicesOf<GemmChoice>(),
+               "the library behind the CPU backend's large products (the MNIST MLP's layers, "
+               "the CNN's convolutions): `eigen` (built for the engine's instruction set), "
+               "`openblas` (OpenBLAS's sgemm, which picks AVX2 / AVX-512 kernels by the CPU it "
+               "runs on; Eigen with a note where the build has no OpenBLAS) or `auto` (OpenBLAS "
+               "when the engine was built for narrower vectors than the CPU has, as the Debian "
+               "package is, else Eigen). Both run one thread per member task. The environment "
+               "variable `ENSEMBLE_GEMM` overrides it; the library used is in the backend's name "
+               "and the checkpoint, and `--resume` under `auto` keeps the checkpoint's"),
         row("backend.mesh", T::Mesh, "auto",
             "the MPI mesh under `mpirun -n R`: `\"auto\"` (every rank on the ensemble axis: "
             "E = R, D = 1) or `{\"ensemble\": E, \"data\": D}` with E × D = R, checked at "

@@ -30,6 +30,8 @@ enum class MathMode { Fp32, Tf32 };
 // backend.cpu_isa: the x86-64 level the CPU backend's code runs at (backend/cpu_dispatch.h):
 // the highest this CPU reaches, or a pinned one.
 enum class CpuIsa { Auto, X86_64, X86_64_V2, X86_64_V3, X86_64_V4 };
+// backend.gemm: the library behind the CPU backend's large products (backend/gemm_library.h).
+enum class GemmChoice { Auto, Eigen, OpenBlas };
 // training.adversarial_eps_unit: what one unit of training.adversarial_eps is.
 enum class AdversarialEpsUnit {
     Standardised,  // the model's inputs (std 1 on the train rows): one eps for every input
@@ -106,6 +108,15 @@ struct EnumNames<MathMode> {
     static constexpr EnumName<MathMode> table[] = {
         {MathMode::Fp32, "fp32", "FP32"},
         {MathMode::Tf32, "tf32", "TF32 tensor cores"},
+    };
+};
+
+template <>
+struct EnumNames<GemmChoice> {
+    static constexpr EnumName<GemmChoice> table[] = {
+        {GemmChoice::Auto, "auto", "Automatic"},
+        {GemmChoice::Eigen, "eigen", "Eigen"},
+        {GemmChoice::OpenBlas, "openblas", "OpenBLAS"},
     };
 };
 

@@ -450,6 +450,18 @@ ExperimentConfig resumeConfig(const Checkpoint& checkpoint,
 void keepCheckpointBackend(ExperimentConfig& config, const LoadedEnsemble& ensemble) {
     config.backend.resumedKind.reset();
     config.backend.resumedReason.clear();
+    // backend.gemm = auto keeps the library the CPU's products were computed with (the entry's
+    // "gemm"), so that the resumed run computes as the uninterrupted one would have, whatever
+    // this build's or CPU's auto rule says; an explicit eigen / openblas, or ENSEMBLE_GEMM,
+    // still wins. Where this build lacks OpenBLAS, resolveGemm falls back to Eigen with a note.
+    if (const auto e = ensemble.metadata.find("backend");
+        config.backend.gemm == GemmChoice::Auto && e != ensemble.metadata.end() && e->is_object() &&
+        e->contains("gemm") && (*e)["gemm"].is_string()) {
+        GemmChoice kept{};
+        if (enumFromName((*e)["gemm"].get<std::string>(), kept)) {
+            config.backend.gemm = kept;
+        }
+    }
     if (config.backend.kind != BackendKind::Auto) {
         return;  // an explicit kind (stored or --set) is what the user asked for
     }

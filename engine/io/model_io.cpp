@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "backend/gemm_library.h"
 #include "core/errors.h"
 #include "io/export_formats.h"
 #include "io/safetensors.h"
@@ -149,8 +150,13 @@ SafetensorsFile exportFile(const Trainer& trainer, const json& metrics) {
     file.metadata["train_rows"] = std::to_string(data.train.rows);
     file.metadata["is_image"] = data.isImage ? "true" : "false";
     // Which backend trained it and why (backend.kind=auto's decision): a resumed run keeps it.
-    file.metadata["backend"] =
-        decisionJson(trainer.backendDecision(), trainer.backend().name()).dump();
+    // On the CPU, the library behind its large products too (backend.gemm resolved): --resume
+    // under backend.gemm = auto keeps it (keepCheckpointBackend).
+    json backend = decisionJson(trainer.backendDecision(), trainer.backend().name());
+    if (trainer.backendDecision().chosen == BackendKind::Cpu) {
+        backend["gemm"] = gemmLibraryKey(gemmLibrary());
+    }
+    file.metadata["backend"] = backend.dump();
     if (data.isImage) {
         file.metadata["image_shape"] = json{data.imageHeight, data.imageWidth}.dump();
     }

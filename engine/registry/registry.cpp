@@ -7,6 +7,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu_dispatch.h"
+#include "backend/gemm_library.h"
 #include "config/config.h"
 #include "core/errors.h"
 #include "dist/collective.h"
@@ -38,15 +39,31 @@ bool cudaAvailable(int device, std::string& reason) {
 
 namespace {
 
-// The CPU backend at the x86-64 level backend.cpu_isa asks for (backend/cpu_dispatch.h);
-// `note` gets the line saying why another level runs, when one does.
+// The CPU backend at the x86-64 level backend.cpu_isa asks for (backend/cpu_dispatch.h), its
+// large products through backend.gemm's library (or ENSEMBLE_GEMM's), resolved for that level
+// and set before the backend is made (a level object takes it then); `note` gets the lines
+// saying why another level or library runs, when one does.
 std::unique_ptr<Backend> makeCpu(const BackendConfig& config, std::string* note = nullptr) {
+    const std::string pin = toString(config.cpuIsa);
+    const GemmResolution gemm = resolveGemm(config.gemm, chooseCpuLevel(pin).floatLanes);
+    useGemmLibrary(gemm.library);
     CpuLevelChoice choice;
-    auto backend = makeDispatchedCpuBackend(config.threads, toString(config.cpuIsa), &choice);
+    auto backend = makeDispatchedCpuBackend(config.threads, pin, &choice);
     if (note != nullptr) {
         *note = choice.note;
+        if (!gemm.note.empty()) {
+            *note += (note->empty() ? "" : "; ") + gemm.note;
+        }
     }
     return backend;
+}
+
+// What a CPU backend for `config` computes with, for the calibration cache's key: its level and
+// GEMM library ("x86-64-v4+eigen").
+std::string cpuCodeKey(const BackendConfig& config) {
+    const CpuLevelChoice level = chooseCpuLevel(toString(config.cpuIsa));
+    return cpuLevelName(level.level) + "+" +
+           gemmLibraryKey(resolveGemm(config.gemm, level.floatLanes).library);
 }
 
 // The CUDA backend, or BackendMissing when the build has none (the caller checked usability).
@@ -87,7 +104,7 @@ std::optional<MachineCalibration> autoCalibration(const BackendConfig& config, i
                                                   const std::string& signature,
                                                   std::vector<std::string>& notes,
                                                   std::string& failure) {
-    const std::string key = machineKey(threads, signature);
+    const std::string key = machineKey(threads, cpuCodeKey(config), signature);
     const std::string path = calibrationCachePath();
     std::optional<MachineCalibration> calibration;
     std::string problem;
@@ -134,7 +151,8 @@ MachineCalibration calibrateMachine(const BackendConfig& config, const std::stri
                                     std::string& gpuStatus) {
     const bool gpu = cudaAvailable(config.device, gpuStatus);
     MachineCalibration c;
-    c.key = machineKey(cpuThreads(config), gpu ? gpuSignature(config.device) : std::string());
+    c.key = machineKey(cpuThreads(config), cpuCodeKey(config),
+                       gpu ? gpuSignature(config.device) : std::string());
     c.cpu = measureThroughput([&] { return makeCpu(config); });
     if (gpu) {
         gpuStatus =

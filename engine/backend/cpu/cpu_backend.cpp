@@ -11,6 +11,7 @@
 #include "backend/compiled_isa.h"
 #include "backend/cpu/batch_plan_simd.h"
 #include "backend/cpu/mlp_kernels.h"
+#include "backend/gemm_library.h"
 #include "core/errors.h"
 #include "math/loss.h"
 
@@ -57,13 +58,16 @@ CpuBackend::CpuBackend(int threads) {
 CpuBackend::~CpuBackend() = default;
 
 std::string CpuBackend::name() const {
+    // The GEMM library is named only when it is not Eigen, so that Eigen runs keep their name.
+    const std::string threads = std::to_string(m_threads) +
+                                (m_threads == 1 ? " thread" : " threads") +
+                                (gemmLibrary() == GemmLibrary::OpenBlas ? ", OpenBLAS GEMM" : "");
 #if defined(ENSEMBLE_ISA_DISPATCH)
     // Built at several levels (backend/cpu_dispatch.h): the name says which one runs, and the
     // exports and checkpoints record it.
-    return std::string("cpu ") + compiledX86LevelName() + " (" + std::to_string(m_threads) +
-           (m_threads == 1 ? " thread)" : " threads)");
+    return std::string("cpu ") + compiledX86LevelName() + " (" + threads + ")";
 #else
-    return "cpu (" + std::to_string(m_threads) + (m_threads == 1 ? " thread)" : " threads)");
+    return "cpu (" + threads + ")";
 #endif
 }
 

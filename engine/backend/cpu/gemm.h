@@ -8,11 +8,16 @@
 // the buffers owned by the caller, so the results are the same bits and depend only on the
 // operands' sizes, never on a thread count.
 //
+// backend.gemm = openblas (backend/gemm_library.h) sends the same products to OpenBLAS's
+// cblas_sgemm instead, one thread inside the caller's task; the buffers are then unused.
+//
 // Include only from translation units built with the engine's flags (-march=native).
 
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstddef>
+
+#include "backend/gemm_library.h"
 
 namespace ensemble::cpu {
 
@@ -52,6 +57,11 @@ template <int LhsOrder, int RhsOrder>
 void gemmAccumulate(Eigen::Index rows, Eigen::Index cols, Eigen::Index depth, const float* lhs,
                     Eigen::Index lhsStride, const float* rhs, Eigen::Index rhsStride, float* res,
                     Eigen::Index resStride, float* blockA, float* blockB) {
+    if (gemmLibrary() == GemmLibrary::OpenBlas) {
+        openblasGemm(LhsOrder == Eigen::RowMajor, RhsOrder == Eigen::RowMajor, rows, cols, depth,
+                     lhs, lhsStride, rhs, rhsStride, res, resStride, 1.0f);
+        return;
+    }
     FixedBlocking blocking(rows, cols, depth);
     blocking.use(blockA, blockB);
     Eigen::internal::general_matrix_matrix_product<Eigen::Index, float, LhsOrder, false, float,
@@ -66,6 +76,11 @@ template <int LhsOrder, int RhsOrder>
 void gemm(Eigen::Index rows, Eigen::Index cols, Eigen::Index depth, const float* lhs,
           Eigen::Index lhsStride, const float* rhs, Eigen::Index rhsStride, float* res,
           Eigen::Index resStride, float* blockA, float* blockB) {
+    if (gemmLibrary() == GemmLibrary::OpenBlas) {
+        openblasGemm(LhsOrder == Eigen::RowMajor, RhsOrder == Eigen::RowMajor, rows, cols, depth,
+                     lhs, lhsStride, rhs, rhsStride, res, resStride, 0.0f);
+        return;
+    }
     for (Eigen::Index r = 0; r < rows; ++r) {
         std::fill(res + r * resStride, res + r * resStride + cols, 0.0f);
     }

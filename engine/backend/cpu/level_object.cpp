@@ -7,6 +7,7 @@
 #include "backend/compiled_isa.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu_level_abi.h"
+#include "backend/gemm_library.h"
 
 #if !defined(ENSEMBLE_CPU_LEVEL)
 #error "level_object.cpp is built only into the CPU level objects (ENSEMBLE_ISA_DISPATCH)"
@@ -18,7 +19,9 @@ static_assert(ensemble::compiledX86Level() == ENSEMBLE_CPU_LEVEL);
 
 namespace {
 
-ensemble::Backend* createCpuBackend(int threads) {
+ensemble::Backend* createCpuBackend(int threads, int gemmLibrary) {
+    // The object's own copy of the choice (gemm_openblas.cpp), as the program resolved it.
+    ensemble::useGemmLibrary(static_cast<ensemble::GemmLibrary>(gemmLibrary));
     return new ensemble::CpuBackend(threads);
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "backend/auto_choice.h"
+#include "backend/gemm_library.h"
 #include "backend/kernel_report.h"
 #include "config/config.h"
 #include "core/errors.h"
@@ -328,12 +329,16 @@ class TestBackendAuto : public QObject {
     }
 
     void machineKeyNamesCpuThreadsAndGpu() {
-        const std::string key = machineKey(4, "");
+        const std::string key = machineKey(4, "x86-64-v3+eigen", "");
         QVERIFY(key.find("cpu=" + cpuIdentity().describe()) == 0);
         QVERIFY(key.find(";threads=4;") != std::string::npos);
+        QVERIFY(key.find(";code=x86-64-v3+eigen;") != std::string::npos);
         QVERIFY(key.find(";gpu=none") != std::string::npos);
-        QVERIFY(machineKey(4, "H100, driver 13.0") != key);
-        QVERIFY(machineKey(8, "") != key);
+        QVERIFY(machineKey(4, "x86-64-v3+eigen", "H100, driver 13.0") != key);
+        QVERIFY(machineKey(8, "x86-64-v3+eigen", "") != key);
+        // Another level or GEMM library is another measurement.
+        QVERIFY(machineKey(4, "x86-64-v4+eigen", "") != key);
+        QVERIFY(machineKey(4, "x86-64-v3+openblas", "") != key);
     }
 
     // The CPU as CPUID tells it agrees with the kernel's own reading (/proc/cpuinfo: vendor_id,
@@ -381,7 +386,8 @@ class TestBackendAuto : public QObject {
         QVERIFY2(described.find(" family " + std::to_string(cpu.family) + " model " +
                                 std::to_string(cpu.model) + " ") != std::string::npos,
                  described.c_str());
-        QVERIFY(machineKey(2, "").find(cpu.brand) == std::string::npos || cpu.brand.empty());
+        QVERIFY(machineKey(2, "x86-64+eigen", "").find(cpu.brand) == std::string::npos ||
+                cpu.brand.empty());
     }
 
     // What bench and the About box say computed the figures: a packet the build's ISA gives,
@@ -521,6 +527,44 @@ class TestBackendAuto : public QObject {
             QVERIFY2(notice.find("trained on CUDA, which is not usable here") != std::string::npos,
                      notice.c_str());
         }
+    }
+
+    // backend.gemm (issue 53): the library behind the CPU's products is recorded beside the
+    // backend's decision in exports and checkpoints; --resume under `auto` keeps it (so the
+    // resumed run computes as the straight one), an explicit value wins; a checkpoint that
+    // trained with OpenBLAS resumed on a build without it uses Eigen with a note.
+    void gemmRecordedAndKeptOnResume() {
+        unsetenv("ENSEMBLE_GEMM");
+        const QTemporaryDir dir;
+        const ExperimentConfig config =
+            parseConfig(autoConfigJson(R"({"backend": {"kind": "cpu"}})"));
+        QVERIFY(config.backend.gemm == GemmChoice::Auto);
+        std::string notice;
+        std::unique_ptr<Trainer> trainer = makeTrainer(config, &notice);
+        trainer->runSteps(2);
+        const GemmLibrary used = gemmLibrary();
+        const std::string cp = (dir.path() + QStringLiteral("/c.safetensors")).toStdString();
+        writeCheckpoint(cp, *trainer, {});
+        const Checkpoint checkpoint = readCheckpoint(cp);
+        QCOMPARE(checkpoint.ensemble.metadata["backend"]["gemm"].get<std::string>(),
+                 gemmLibraryKey(used));
+        QVERIFY(resumeConfig(checkpoint, {}).backend.gemm ==
+                (used == GemmLibrary::OpenBlas ? GemmChoice::OpenBlas : GemmChoice::Eigen));
+
+        // The other library recorded: auto keeps it, an explicit value wins.
+        SafetensorsFile file = parseSafetensors(readFile(cp), cp);
+        json meta = json::parse(file.metadata["backend"]);
+        meta["gemm"] = "openblas";
+        file.metadata["backend"] = meta.dump();
+        const Checkpoint fromOpenblas = readCheckpoint(file);
+        const ExperimentConfig kept = resumeConfig(fromOpenblas, {});
+        QVERIFY(kept.backend.gemm == GemmChoice::OpenBlas);
+        QVERIFY(resumeConfig(fromOpenblas, {"backend.gemm=eigen"}).backend.gemm ==
+                GemmChoice::Eigen);
+        std::unique_ptr<Trainer> again = makeTrainer(kept, &notice);
+        QCOMPARE(gemmLibrary(), openblasBuilt() ? GemmLibrary::OpenBlas : GemmLibrary::Eigen);
+        QCOMPARE(notice.find("without OpenBLAS") != std::string::npos, !openblasBuilt());
+        useGemmLibrary(defaultGemmLibrary());
     }
 
     void calibrateAutoCommand() {
