@@ -248,7 +248,7 @@ class EnsembleGraph {
                     pool(s);
                     break;
                 case LayerKind::Dense:
-                    dense(s);
+                    dense(s);  // its l2 is a training penalty: nothing at inference
                     break;
                 case LayerKind::Dropout:
                     break;  // the identity at inference (inverted dropout needs no scale)

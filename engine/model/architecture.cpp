@@ -18,6 +18,9 @@ using nlohmann::json;
 // single member's tensors would not fit any machine this runs on.
 constexpr int kMaxUnits = 65536;
 constexpr int kMaxKernel = 64;
+// Largest L2 coefficient (the message below says it): far beyond any useful one (Gal et al.'s
+// is 3.5 / N), and finite.
+constexpr double kMaxL2 = 1e6;
 
 std::string field(const std::string& key, std::size_t index, const char* name) {
     return key + "[" + std::to_string(index) + "]" + (name[0] != '\0' ? "." : "") + name;
@@ -84,6 +87,21 @@ double rateField(const json& layer, const std::string& key, std::size_t index) {
     const json& v = layer["rate"];
     if (!v.is_number() || !(v.get<double>() >= 0.0 && v.get<double>() < 1.0)) {
         throw ConfigError(where, "expected a number in [0, 1), got " + jsonForMessage(v));
+    }
+    return v.get<double>();
+}
+
+// A dense layer's L2 coefficient: a number >= 0, 0 when absent.
+double l2Field(const json& layer, const std::string& key, std::size_t index) {
+    if (!layer.contains("l2")) {
+        return 0.0;
+    }
+    const json& v = layer["l2"];
+    if (!v.is_number() || !(v.get<double>() >= 0.0 && v.get<double>() <= kMaxL2)) {
+        throw ConfigError(field(key, index, "l2"),
+                          "expected the L2 coefficient of the layer's weights, a number in "
+                          "[0, 1e6], got " +
+                              jsonForMessage(v));
     }
     return v.get<double>();
 }
@@ -165,8 +183,9 @@ std::vector<LayerSpec> parseLayers(const json& value, const std::string& key) {
                 s.size = integerField(layer, key, i, "size", 1, kMaxKernel);
                 break;
             case LayerKind::Dense:
-                checkFields(layer, key, i, {"type", "units"});
+                checkFields(layer, key, i, {"type", "units", "l2"});
                 s.units = integerField(layer, key, i, "units", 1, kMaxUnits);
+                s.l2 = l2Field(layer, key, i);
                 break;
             case LayerKind::Dropout:
                 checkFields(layer, key, i, {"type", "rate"});
@@ -195,6 +214,9 @@ json layersToJson(const std::vector<LayerSpec>& layers) {
                 break;
             case LayerKind::Dense:
                 out.push_back({{"type", toString(s.kind)}, {"units", s.units}});
+                if (s.l2 > 0.0) {  // written only when set: configs without it read as before
+                    out.back()["l2"] = s.l2;
+                }
                 break;
             case LayerKind::Dropout:
                 out.push_back({{"type", toString(s.kind)}, {"rate", s.rate}});
@@ -291,6 +313,7 @@ Architecture Architecture::stack(Shape input, const std::vector<LayerSpec>& laye
                 s.out = {spec.units, 1, 1};
                 s.param = a.m_paramLayers++;
                 s.activated = true;
+                s.l2 = spec.l2;
                 break;
             case LayerKind::Dropout:
                 // On the input every member would read its own copy of the shared images;
@@ -340,6 +363,11 @@ bool Architecture::denseOnly() const {
 bool Architecture::hasDropoutLayers() const {
     return std::any_of(m_layers.begin(), m_layers.end(),
                        [](const StackLayer& s) { return s.kind == LayerKind::Dropout; });
+}
+
+bool Architecture::hasL2() const {
+    return std::any_of(m_layers.begin(), m_layers.end(),
+                       [](const StackLayer& s) { return s.l2 > 0.0; });
 }
 
 const StackLayer& Architecture::paramLayer(int param) const {

@@ -17,6 +17,9 @@ namespace ensemble {
 // ParamLayout. The output dense layer (one unit per output) is implicit, as for the MLP.
 // A dropout layer has no parameters: inverted dropout of its own rate in training (every
 // method), the identity at prediction and in the exports (math/dropout.h).
+// A dense layer's "l2" c adds c * sum(W^2) over its weights (not its bias) to each member's
+// loss, Keras's l2(c): the gradient 2c * W, added before every optimizer's rule
+// (optim/update_rules.h, withL2). Training only: predictions and exports do not see it.
 
 enum class LayerKind : uint8_t { Conv, Pool, Dense, Dropout };
 enum class PoolKind : uint8_t { Avg, Max };
@@ -60,6 +63,7 @@ struct LayerSpec {
     int size = 0;                   // pool: window and stride
     int units = 0;                  // dense
     double rate = 0.0;              // dropout: the probability of dropping, in [0, 1)
+    double l2 = 0.0;                // dense: the L2 coefficient c of its weights, >= 0
 
     bool operator==(const LayerSpec&) const = default;
 };
@@ -69,7 +73,8 @@ struct LayerSpec {
 std::vector<LayerSpec> recipeLayers();
 // Reads `model.layers` (`key` names it in errors). Throws ConfigError naming the layer's index
 // and field ("model.layers[2].kernel") for an unknown type, a missing or non-integer field (a
-// dropout's rate: a number in [0, 1)), a value out of range or an unknown field.
+// dropout's rate: a number in [0, 1); a dense layer's l2: a number >= 0), a value out of range
+// or an unknown field (l2 on another layer than dense).
 std::vector<LayerSpec> parseLayers(const nlohmann::json& value, const std::string& key);
 nlohmann::json layersToJson(const std::vector<LayerSpec>& layers);
 
@@ -87,6 +92,7 @@ struct StackLayer {
     bool activated = false;  // model.activation follows it (every conv and hidden dense)
     bool flattens = false;   // dense: its input is a conv/pool/dropout stack's [C, H, W] maps
     float rate = 0.0f;       // dropout
+    double l2 = 0.0;         // dense: the L2 coefficient c of its weights (LayerSpec::l2)
 
     // Per member: conv [F, C, k, k] (PyTorch's layout), dense [out, in].
     int fanIn() const;
@@ -113,6 +119,8 @@ class Architecture {
     bool denseOnly() const;
     // Whether the stack has a dropout layer.
     bool hasDropoutLayers() const;
+    // Whether a layer has an L2 penalty (l2 > 0).
+    bool hasL2() const;
     int paramLayers() const { return m_paramLayers; }
     // The parameterised layer `param` (its index in stack order among conv and dense).
     const StackLayer& paramLayer(int param) const;

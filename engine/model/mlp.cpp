@@ -39,6 +39,7 @@ void ParamLayout::addSlots() {
         LayerSlot s;
         s.in = layer.fanIn();
         s.out = layer.out.channels;
+        s.l2Gradient = static_cast<float>(2.0 * layer.l2);
         s.weightOffset = offset;
         offset += static_cast<std::size_t>(m_members) * s.out * s.in;
         s.biasOffset = offset;

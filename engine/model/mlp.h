@@ -22,6 +22,9 @@ struct LayerSlot {
     int out = 0;
     std::size_t weightOffset = 0;  // of member 0; member k adds k * out * in
     std::size_t biasOffset = 0;    // of member 0; member k adds k * out
+    // 2c for a dense layer with "l2" c (model.layers): the gradient of c * sum(W^2) is
+    // l2Gradient * W on its weights (withL2, optim/update_rules.h); 0 without a penalty.
+    float l2Gradient = 0.0f;
 };
 
 // The stacked parameter layout of K identical members. Layer l is the l-th parameterised layer

@@ -122,6 +122,17 @@ ENSEMBLE_HD inline void adamLanes(const RuleLanes<L>& c, bool decoupled, L& para
     param = lane::sub(param, lane::div(lane::mul(c.stepSize, m), denom));
 }
 
+// A layer's L2 penalty c * sum(w^2) (a dense layer's "l2" in model.layers, Keras's l2(c)) as
+// the gradient term it adds: grad + twoC * param, twoC = 2c. It is part of the loss's gradient,
+// so every rule sees it as such (Adam's moments and SGD's momentum include it, AdamW's decoupled
+// decay does not replace it), unlike optimizer.weight_decay, which each rule applies itself.
+// Callers apply it to a layer's weights only, and only when twoC != 0, so a run without a
+// penalty computes exactly what it did before.
+template <typename L>
+ENSEMBLE_HD inline L withL2(L grad, L twoC, L param) {
+    return lane::add(grad, lane::mul(twoC, param));
+}
+
 // One parameter's update by the rule's kind. `slot1` is m or the momentum buffer, `slot2` is v
 // (unused by SGD).
 template <typename T>

@@ -45,6 +45,8 @@ QString nameOf(auto value) {
 // The layer a "+ type" button adds: Flax's conv and pool, a dense of 128 units, dropout 0.5
 // (Gal et al.'s rate before the output layer).
 constexpr double kNewDropoutRate = 0.5;
+// The largest l2 the box offers (the parser takes up to 1e6; Gal et al.'s c is 3.5).
+constexpr double kMaxL2 = 1000.0;
 // The largest rate the box offers: the parser takes [0, 1), the box shows three decimals.
 constexpr double kMaxRate = 0.999;
 
@@ -93,6 +95,15 @@ double rateField(const json& layer, double fallback) {
         return rate >= 0.0 && rate <= kMaxRate ? rate : fallback;
     }
     return fallback;
+}
+
+// A dense layer's l2, or 0 when absent or not a number the box can show.
+double l2Field(const json& layer) {
+    if (layer.is_object() && layer.contains("l2") && layer["l2"].is_number()) {
+        const double l2 = layer["l2"].get<double>();
+        return l2 >= 0.0 && l2 <= kMaxL2 ? l2 : 0.0;
+    }
+    return 0.0;
 }
 
 QString textField(const json& layer, const char* name, const QString& fallback) {
@@ -231,7 +242,20 @@ LayerListEditor::Row LayerListEditor::makeRow() {
                       "before the first dense layer)"));
     dg->addWidget(new QLabel(tr("units")), 0, 0);
     dg->addWidget(r.units, 0, 1);
+    r.l2 = new QDoubleSpinBox;
+    r.l2->setRange(0.0, kMaxL2);
+    r.l2->setDecimals(4);
+    r.l2->setSingleStep(0.5);
+    r.l2->setObjectName(QStringLiteral("l2"));
+    r.l2->setToolTip(
+        tr("L2 penalty c: c x sum(W^2) of the layer's weights (not its bias) is added to the "
+           "loss (Keras's l2(c)), under every optimizer; 0: none. With active.l2_per_label "
+           "each round uses c / N"));
+    r.l2->setKeyboardTracking(true);
+    dg->addWidget(new QLabel(tr("l2")), 0, 2);
+    dg->addWidget(r.l2, 0, 3);
     dg->setColumnStretch(1, 1);
+    dg->setColumnStretch(3, 1);
     auto* dropout = new QWidget;
     QGridLayout* rg = grid(dropout);
     r.rate = new QDoubleSpinBox;
@@ -287,6 +311,7 @@ LayerListEditor::Row LayerListEditor::makeRow() {
         connect(s, &QSpinBox::valueChanged, this, &LayerListEditor::personEdited);
     }
     connect(r.rate, &QDoubleSpinBox::valueChanged, this, &LayerListEditor::personEdited);
+    connect(r.l2, &QDoubleSpinBox::valueChanged, this, &LayerListEditor::personEdited);
     for (QComboBox* c : {r.type, r.padding, r.poolKind}) {
         connect(c, &QComboBox::currentIndexChanged, this, &LayerListEditor::personEdited);
     }
@@ -307,6 +332,7 @@ void LayerListEditor::setRow(Row& r, const json& layer) {
     r.size->setValue(intField(layer, "size", 2));
     r.units->setValue(intField(layer, "units", 128));
     r.rate->setValue(rateField(layer, kNewDropoutRate));
+    r.l2->setValue(l2Field(layer));
     r.type->setCurrentIndex(t);
     Q_EMIT r.type->currentIndexChanged(t);  // size the stack also when the index stayed
 }
@@ -322,6 +348,7 @@ json LayerListEditor::rowJson(const Row& r) const {
     s.size = r.size->value();
     s.units = r.units->value();
     s.rate = r.rate->value();
+    s.l2 = s.kind == LayerKind::Dense ? r.l2->value() : 0.0;
     return layersToJson({s})[0];
 }
 
@@ -400,6 +427,9 @@ QWidget* LayerListEditor::fieldEditor(int row, const QString& field) const {
     }
     if (field == QStringLiteral("rate")) {
         return r.rate;
+    }
+    if (field == QStringLiteral("l2")) {
+        return r.l2;
     }
     return nullptr;
 }
@@ -495,7 +525,8 @@ void LayerListEditor::showError(int row, const QString& field, const QString& me
         for (const QString& f :
              {QStringLiteral("type"), QStringLiteral("filters"), QStringLiteral("kernel"),
               QStringLiteral("stride"), QStringLiteral("padding"), QStringLiteral("kind"),
-              QStringLiteral("size"), QStringLiteral("units"), QStringLiteral("rate")}) {
+              QStringLiteral("size"), QStringLiteral("units"), QStringLiteral("rate"),
+              QStringLiteral("l2")}) {
             setInvalid(fieldEditor(i, f), here && f == field);
         }
     }

@@ -71,6 +71,7 @@ class LayerListEditor : public QWidget {
         QComboBox* poolKind = nullptr;
         QSpinBox* size = nullptr;
         QSpinBox* units = nullptr;
+        QDoubleSpinBox* l2 = nullptr;  // dense: its weights' L2 coefficient
         QDoubleSpinBox* rate = nullptr;
         QToolButton* up = nullptr;
         QToolButton* down = nullptr;

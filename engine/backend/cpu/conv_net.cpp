@@ -572,6 +572,7 @@ void ConvNetCpu::train(const ConvMemberBatch* batches, bool sharedInput, const u
         std::size_t packed;  // offset in the packed gradient
         std::size_t param;   // offset in params / moments
         std::size_t count;
+        float l2Gradient;  // the layer's 2c on its weights, 0 on biases (fastApplyUpdate)
     };
     std::vector<Piece> pieces;
     for (int k = 0; k < members; ++k) {
@@ -585,10 +586,12 @@ void ConvNetCpu::train(const ConvMemberBatch* batches, bool sharedInput, const u
                 {offsets[static_cast<std::size_t>(l)], layout.weightOffset(l, k), w},
                 {offsets[static_cast<std::size_t>(l)] + w, layout.biasOffset(l, k),
                  static_cast<std::size_t>(s.out)}};
-            for (const auto& t : tensors) {
-                for (std::size_t begin = 0; begin < t[2]; begin += kUpdateChunk) {
-                    pieces.push_back(
-                        {k, t[0] + begin, t[1] + begin, std::min(kUpdateChunk, t[2] - begin)});
+            for (int t = 0; t < 2; ++t) {
+                const std::size_t* tensor = tensors[t];
+                for (std::size_t begin = 0; begin < tensor[2]; begin += kUpdateChunk) {
+                    pieces.push_back({k, tensor[0] + begin, tensor[1] + begin,
+                                      std::min(kUpdateChunk, tensor[2] - begin),
+                                      t == 0 ? s.l2Gradient : 0.0f});
                 }
             }
         }
@@ -612,7 +615,8 @@ void ConvNetCpu::train(const ConvMemberBatch* batches, bool sharedInput, const u
             }
         }
         fastApplyUpdate(rules[piece.k], firstUpdate, params + piece.param, sum,
-                        moment1 + piece.param, moment2 + piece.param, piece.count);
+                        moment1 + piece.param, moment2 + piece.param, piece.count,
+                        piece.l2Gradient);
     }
 }
 

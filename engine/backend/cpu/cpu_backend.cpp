@@ -266,7 +266,7 @@ void CpuBackend::stepShard(uint64_t step, const uint8_t* active, float* losses) 
             const std::size_t wOff = layout.weightOffset(l, k);
             const std::size_t bOff = layout.biasOffset(l, k);
             fastApplyUpdate(rule, firstUpdate, m_params.data() + wOff, grad + packed,
-                            m_moment1.data() + wOff, m_moment2.data() + wOff, w);
+                            m_moment1.data() + wOff, m_moment2.data() + wOff, w, s.l2Gradient);
             fastApplyUpdate(rule, firstUpdate, m_params.data() + bOff, grad + packed + w,
                             m_moment1.data() + bOff, m_moment2.data() + bOff,
                             static_cast<std::size_t>(s.out));

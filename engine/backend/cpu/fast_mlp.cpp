@@ -350,7 +350,7 @@ float fastTrainMember(const ParamLayout& layout, int k, Activation act, float* p
         const std::size_t wOff = layout.weightOffset(l, k);
         const std::size_t bOff = layout.biasOffset(l, k);
         fastApplyUpdate(rule, firstUpdate, params + wOff, dw, moment1 + wOff, moment2 + wOff,
-                        static_cast<std::size_t>(s.out) * s.in);
+                        static_cast<std::size_t>(s.out) * s.in, s.l2Gradient);
         fastApplyUpdate(rule, firstUpdate, params + bOff, db, moment1 + bOff, moment2 + bOff,
                         static_cast<std::size_t>(s.out));
     };

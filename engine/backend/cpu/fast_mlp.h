@@ -106,9 +106,11 @@ struct FastWorkspace {
 };
 
 // One optimizer update of n contiguous parameters: applyUpdate (optim/update_rules.h) on each,
-// vectorised. Precondition for Adam(W): prepareStep() has been applied to `rule`.
+// vectorised. Precondition for Adam(W): prepareStep() has been applied to `rule`. A layer's
+// weights with an L2 penalty pass its LayerSlot::l2Gradient (2c): each gradient is then
+// withL2(grad, 2c, param) before the rule; 0 (no penalty) changes nothing.
 void fastApplyUpdate(const OptimizerRule& rule, bool firstUpdate, float* params, const float* grad,
-                     float* moment1, float* moment2, std::size_t n);
+                     float* moment1, float* moment2, std::size_t n, float l2Gradient = 0.0f);
 
 // Member k's step: forward, loss (mean over the batch of weight_b * CE_b), backward and the
 // update of its parameters (and optimizer moments, at the same offsets as in `params`) in

@@ -1,6 +1,7 @@
 // The optimizer update of the fast path, fused into its backward pass (fastTrainMember calls it
 // per layer while the gradient is in L1) and used by the CNN members' update (conv_net.cpp).
 
+#include <algorithm>
 #include <cstddef>
 
 #include "backend/cpu/fast_mlp.h"
@@ -16,7 +17,21 @@ using simd::kLanes;
 using simd::Packet;
 
 void fastApplyUpdate(const OptimizerRule& r, bool firstUpdate, float* p, const float* g, float* m,
-                     float* v, std::size_t n) {
+                     float* v, std::size_t n, float l2Gradient) {
+    if (l2Gradient != 0.0f) {
+        // The penalty's term first (withL2), in chunks on the stack: the loops below then run
+        // as they do without one.
+        constexpr std::size_t kChunk = 256;
+        float withPenalty[kChunk];
+        for (std::size_t begin = 0; begin < n; begin += kChunk) {
+            const std::size_t count = std::min(kChunk, n - begin);
+            for (std::size_t i = 0; i < count; ++i) {
+                withPenalty[i] = withL2(g[begin + i], l2Gradient, p[begin + i]);
+            }
+            fastApplyUpdate(r, firstUpdate, p + begin, withPenalty, m + begin, v + begin, count);
+        }
+        return;
+    }
     // sgdLanes / adamLanes (optim/update_rules.h) on packets, then applyUpdate on the tail. The
     // coefficients are a local copy (made per kind: only the ones it uses are loaded): stores
     // through p, m and v cannot alias them, so they stay in registers.

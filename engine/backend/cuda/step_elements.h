@@ -43,6 +43,8 @@ struct DeviceStepState {
 struct ParamSegment {
     uint64_t begin = 0;
     uint64_t perMember = 1;
+    // The layer's LayerSlot::l2Gradient (2c) on a weight segment with an L2 penalty, else 0.
+    float l2Gradient = 0.0f;
 };
 
 ENSEMBLE_HD inline bool isFiniteHD(float v) {
@@ -55,12 +57,17 @@ ENSEMBLE_HD inline bool isFiniteHD(float v) {
 
 // The member owning parameter `i`. Segments are sorted by `begin`, cover [0, size) and there
 // are 2 per layer, so a linear scan is cheaper than anything cleverer.
-ENSEMBLE_HD inline int memberOfParam(uint64_t i, const ParamSegment* segments, int count) {
+ENSEMBLE_HD inline int segmentOfParam(uint64_t i, const ParamSegment* segments, int count) {
     int s = 0;
     while (s + 1 < count && segments[s + 1].begin <= i) {
         ++s;
     }
-    return static_cast<int>((i - segments[s].begin) / segments[s].perMember);
+    return s;
+}
+
+ENSEMBLE_HD inline int memberOfParam(uint64_t i, const ParamSegment* segments, int count) {
+    const ParamSegment& s = segments[segmentOfParam(i, segments, count)];
+    return static_cast<int>((i - s.begin) / s.perMember);
 }
 
 // --- optimizer ---------------------------------------------------------------------------
@@ -75,17 +82,23 @@ ENSEMBLE_HD inline void prepareRuleElement(int64_t k, const OptimizerRule* base,
 }
 
 // Parameter i of the stacked buffer. Members that are inactive or whose batch loss is not
-// finite keep their parameters and optimizer state (the caller freezes a diverged member).
+// finite keep their parameters and optimizer state (the caller freezes a diverged member). A
+// weight segment with an L2 penalty adds its term to the gradient first.
 ENSEMBLE_HD inline void updateElement(int64_t i, float* params, const float* grad, float* moment1,
                                       float* moment2, const ParamSegment* segments,
                                       int segmentCount, const OptimizerRule* rules,
                                       const uint8_t* active, const float* loss,
                                       const DeviceStepState& state) {
-    const int k = memberOfParam(static_cast<uint64_t>(i), segments, segmentCount);
+    const ParamSegment& segment =
+        segments[segmentOfParam(static_cast<uint64_t>(i), segments, segmentCount)];
+    const int k = static_cast<int>((static_cast<uint64_t>(i) - segment.begin) / segment.perMember);
     if (active[k] == 0 || !isFiniteHD(loss[k])) {
         return;
     }
-    applyUpdate(rules[k], state.updates == 0, params[i], grad[i], moment1[i], moment2[i]);
+    // A layer's L2 penalty (withL2) on its weights, as the CPU's fastApplyUpdate adds it.
+    const float g =
+        segment.l2Gradient != 0.0f ? withL2(grad[i], segment.l2Gradient, params[i]) : grad[i];
+    applyUpdate(rules[k], state.updates == 0, params[i], g, moment1[i], moment2[i]);
 }
 
 ENSEMBLE_HD inline void advanceStateElement(DeviceStepState& state) {

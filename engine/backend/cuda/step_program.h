@@ -128,8 +128,8 @@ inline std::vector<ParamSegment> paramSegments(const ParamLayout& layout) {
     std::vector<ParamSegment> segments;
     for (int l = 0; l < layout.layerCount(); ++l) {
         const LayerSlot& s = layout.layer(l);
-        segments.push_back({s.weightOffset, static_cast<uint64_t>(s.out) * s.in});
-        segments.push_back({s.biasOffset, static_cast<uint64_t>(s.out)});
+        segments.push_back({s.weightOffset, static_cast<uint64_t>(s.out) * s.in, s.l2Gradient});
+        segments.push_back({s.biasOffset, static_cast<uint64_t>(s.out), 0.0f});
     }
     return segments;
 }
