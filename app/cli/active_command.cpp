@@ -325,13 +325,18 @@ ExitCode commandActive(const CliArgs& args) {
     for (Acquisition a : acquisitions) {
         names += (names.empty() ? "" : ", ") + std::string(toString(a));
     }
+    // active.epochs: the round's steps grow with the labels (ceil(N / batch) x epochs).
+    const std::string perRound = active.epochs > 0
+                                     ? std::to_string(active.epochs) + " epochs of batch " +
+                                           std::to_string(config.training.batchSize) + " a round"
+                                     : std::to_string(active.steps) + " steps a round";
     std::printf(
         "active learning on %s: %lld train rows (the pool), %lld test rows; K = %d, %d initial "
-        "labels + %lld rounds of %d, %lld steps a round (%s); seeds %llu..%llu; %s\n\n",
+        "labels + %lld rounds of %d, %s (%s); seeds %llu..%llu; %s\n\n",
         data->name.c_str(), static_cast<long long>(data->train.rows),
         static_cast<long long>(data->test.rows), config.ensemble.members, active.initial,
-        static_cast<long long>(rounds), active.perRound, static_cast<long long>(active.steps),
-        toString(active.retrain), static_cast<unsigned long long>(config.ensemble.seed),
+        static_cast<long long>(rounds), active.perRound, perRound.c_str(), toString(active.retrain),
+        static_cast<unsigned long long>(config.ensemble.seed),
         static_cast<unsigned long long>(config.ensemble.seed + static_cast<uint64_t>(seedCount) -
                                         1),
         names.c_str());

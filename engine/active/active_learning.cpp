@@ -311,9 +311,9 @@ struct ActiveLearner::Impl {
         if (notice.empty()) {
             notice = choice.notice;
         }
-        auto trainer = std::make_unique<Trainer>(config, labelledSplit(data(), rows),
-                                                 std::move(choice.backend), nullptr,
-                                                 std::move(choice.memberBackend));
+        auto trainer = std::make_unique<Trainer>(
+            config.activeRound(static_cast<int64_t>(rows.size())), labelledSplit(data(), rows),
+            std::move(choice.backend), nullptr, std::move(choice.memberBackend));
         trainer->setBackendDecision(choice.decision);
         return trainer;
     }
@@ -448,7 +448,8 @@ bool ActiveLearner::trainRound(const std::function<void(int64_t, int64_t)>& onSt
         return false;
     }
     std::unique_ptr<Trainer> next = m.makeTrainer(m.labelled);
-    const int64_t steps = m.config.active.steps;
+    const int64_t steps = m.config.active.roundSteps(static_cast<int64_t>(m.labelled.size()),
+                                                     m.config.training.batchSize);
     if (m.config.active.retrain == ActiveRetrain::Warm && m.trainer != nullptr) {
         // The same model on a larger train split: the state fits, and every batch after it is
         // a function of (seed, member, step, rows), so warm rounds are as reproducible.
@@ -481,6 +482,7 @@ bool ActiveLearner::trainRound(const std::function<void(int64_t, int64_t)>& onSt
 
     ActiveRound r;
     r.labels = static_cast<int64_t>(m.labelled.size());
+    r.steps = next->step() - first;
     r.classCounts = classCounts(m.data().train.y, m.labelled, m.data().classes);
     r.accuracy = r.nll = r.ece = kNaN;
     if (m.data().test.rows > 0) {
@@ -614,6 +616,7 @@ nlohmann::json ActiveLearner::toJson(bool withScores) const {
         static const ActiveRound kNone;
         const ActiveRound& before = r == 0 ? kNone : m.rounds[r - 1];
         nlohmann::json j = {{"labels", round.labels},
+                            {"steps", round.steps},
                             {"accuracy", round.accuracy},
                             {"nll", round.nll},
                             {"ece", round.ece},
@@ -667,6 +670,9 @@ void ActiveLearner::restore(const nlohmann::json& state) {
         }
         ActiveRound round;
         round.labels = j["labels"].get<int64_t>();
+        if (j.contains("steps") && j["steps"].is_number_integer()) {
+            round.steps = j["steps"].get<int64_t>();
+        }
         round.accuracy = numberOrNaN(j.value("accuracy", nlohmann::json()), where + ".accuracy");
         round.nll = numberOrNaN(j.value("nll", nlohmann::json()), where + ".nll");
         round.ece = numberOrNaN(j.value("ece", nlohmann::json()), where + ".ece");

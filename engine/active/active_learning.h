@@ -59,6 +59,9 @@ std::vector<int64_t> initialLabelledRows(const Dataset& train, int classes, int 
 // trained on it, and the rows acquired after it (empty for the last round recorded).
 struct ActiveRound {
     int64_t labels = 0;
+    // The training steps this round ran (active.steps, or active.epochs over `labels` rows;
+    // the report's "steps"); 0 for a round restored from a report written before it.
+    int64_t steps = 0;
     double accuracy = 0.0;
     double nll = 0.0;
     double ece = 0.0;
@@ -105,9 +108,11 @@ class ActiveLearner {
     const std::vector<ActiveRound>& rounds() const;
     int round() const;  // rounds trained so far
 
-    // Trains the ensemble on the labelled rows (scratch or warm, active.steps steps), evaluates
-    // it on the test split and appends the round. `onStep(done, total)` is called about every
-    // `progressSeconds`; returns false (no round appended, state as before) when `cancel` is set.
+    // Trains the ensemble on the labelled rows (scratch or warm, the round's steps:
+    // ActiveConfig::roundSteps of the labelled count, under ExperimentConfig::activeRound),
+    // evaluates it on the test split and appends the round. `onStep(done, total)` is called about
+    // every `progressSeconds` (total: the round's steps); returns false (no round appended, state
+    // as before) when `cancel` is set.
     bool trainRound(const std::function<void(int64_t, int64_t)>& onStep = {},
                     const std::atomic<bool>* cancel = nullptr, double progressSeconds = 0.25);
     // Scores the pool (or this round's deterministic subset of active.pool_subset rows) with

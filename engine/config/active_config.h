@@ -42,8 +42,8 @@ static_assert(tableMatchesEnum<Acquisition>(kAcquisitionCount));
 
 // How each round trains (active.retrain).
 enum class ActiveRetrain {
-    Scratch,  // re-initialise every member from the run's seeds, train active.steps steps
-    Warm,     // continue from the last round's weights and optimizer state, active.steps more
+    Scratch,  // re-initialise every member from the run's seeds, train the round's steps
+    Warm,     // continue from the last round's weights and optimizer state, the round's more
 };
 
 template <>
@@ -60,7 +60,12 @@ struct EnumNames<ActiveRetrain> {
 struct ActiveConfig {
     int initial = 20;     // active.initial: labelled rows at the start
     int perRound = 10;    // active.per_round: rows acquired per round
-    int64_t steps = 500;  // active.steps: training steps per round
+    int64_t steps = 500;  // active.steps: training steps per round (when epochs is 0)
+    // active.epochs: when > 0, each round trains ceil(N / batch) * epochs steps instead, N the
+    // labelled rows that round (roundSteps()).
+    int64_t epochs = 0;
+    // active.l2_per_label: each round divides every layer's l2 by N (Gal et al.'s c / N).
+    bool l2PerLabel = false;
     ActiveRetrain retrain = ActiveRetrain::Scratch;
     int64_t poolSubset = 0;                       // active.pool_subset: 0 = score the whole pool
     Acquisition acquisition = Acquisition::Bald;  // active.acquisition: the app's and default
@@ -71,6 +76,16 @@ struct ActiveConfig {
     // active.class_cap: the largest share of a round's picks one predicted class may take
     // (class-balanced acquisition); 1 = no cap.
     double classCap = 1.0;
+
+    // The steps a round on `labels` labelled rows trains with batches of `batchSize`:
+    // ceil(labels / batchSize) * epochs when epochs > 0, else steps.
+    int64_t roundSteps(int64_t labels, int batchSize) const {
+        if (epochs <= 0) {
+            return steps;
+        }
+        const int64_t batch = batchSize > 0 ? batchSize : 1;
+        return (labels + batch - 1) / batch * epochs;
+    }
 };
 
 }  // namespace ensemble

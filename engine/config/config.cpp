@@ -14,6 +14,7 @@
 #include "core/errors.h"
 #include "model/architecture.h"
 #include "model/dropout_masks.h"
+#include "model/ensemble_methods.h"
 
 namespace ensemble {
 
@@ -76,6 +77,15 @@ class ConfigValues {
         const KeySpec& spec = expect(key, KeyType::Number);
         return checkedNumber(raw(spec), spec.key, spec.min, spec.max, spec.minExclusive,
                              spec.maxExclusive);
+    }
+
+    bool boolean(std::string_view key) const {
+        const KeySpec& spec = expect(key, KeyType::Boolean);
+        const json& v = raw(spec);
+        if (!v.is_boolean()) {
+            throw ConfigError(spec.key, "expected true or false, got " + jsonForMessage(v));
+        }
+        return v.get<bool>();
     }
 
     uint64_t seed(std::string_view key) const {
@@ -327,6 +337,9 @@ class ConfigValues {
                 case KeyType::Members:
                     memberList(spec.key);
                     break;
+                case KeyType::Boolean:
+                    boolean(spec.key);
+                    break;
             }
         }
     }
@@ -393,6 +406,16 @@ ScheduledChange parseScheduledChange(const json& configJson, int64_t step, const
         throw ConfigError(where + ".set." + e.key(), e.reason());
     }
     return change;
+}
+
+ExperimentConfig ExperimentConfig::activeRound(int64_t labels) const {
+    ExperimentConfig out = *this;
+    if (active.l2PerLabel && labels > 0) {
+        for (LayerSpec& layer : out.model.layers) {
+            layer.l2 /= static_cast<double>(labels);
+        }
+    }
+    return out;
 }
 
 int64_t ExperimentConfig::totalSteps(int64_t trainRows) const {
@@ -521,6 +544,18 @@ ExperimentConfig parseConfig(const json& input) {
 
     c.ensemble.members = static_cast<int>(v.integer("ensemble.members"));
     c.ensemble.method = v.choice<EnsembleMethod>("ensemble.method");
+    if (ensembleMethodInfo(c.ensemble.method).fastWeights) {
+        // Its backend updates the shared and fast weights itself, from the members' gradients:
+        // a member weight's L2 term has no place there.
+        for (std::size_t i = 0; i < c.model.layers.size(); ++i) {
+            if (c.model.layers[i].l2 > 0.0) {
+                throw ConfigError("model.layers[" + std::to_string(i) + "].l2",
+                                  std::string(ensembleMethodInfo(c.ensemble.method).name) +
+                                      " trains shared and fast weights, not the members' "
+                                      "weights: a layer's l2 does not apply (set it to 0)");
+            }
+        }
+    }
     if (c.ensemble.method == EnsembleMethod::McDropout) {
         c.model.dropout = v.number("model.dropout");
         if (c.model.kind == ModelKind::Cnn) {
@@ -570,6 +605,8 @@ ExperimentConfig parseConfig(const json& input) {
         a.initial = static_cast<int>(v.integer("active.initial"));
         a.perRound = static_cast<int>(v.integer("active.per_round"));
         a.steps = v.integer("active.steps");
+        a.epochs = v.integer("active.epochs");
+        a.l2PerLabel = v.boolean("active.l2_per_label");
         a.retrain = v.choice<ActiveRetrain>("active.retrain");
         a.poolSubset = v.integer("active.pool_subset");
         a.acquisition = v.choice<Acquisition>("active.acquisition");

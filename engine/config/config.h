@@ -109,6 +109,10 @@ struct ExperimentConfig {
 
     // Steps the run takes: `training.steps`, or ceil(epochs * N / B) when epochs are given.
     int64_t totalSteps(int64_t trainRows) const;
+    // The config an active-learning round on `labels` labelled rows trains with: this one, or,
+    // under active.l2_per_label, with every layer's l2 divided by `labels` (Gal et al.'s c / N;
+    // `json` keeps the c written).
+    ExperimentConfig activeRound(int64_t labels) const;
     // The members switched off after `step` steps: ensemble.switched_off with the schedule's
     // entries at steps <= `step` applied in order (what a run that trained `step` steps and
     // then evaluated leaves out). Ascending.

@@ -69,6 +69,8 @@ std::string rangeText(const KeySpec& spec) {
                    numberText(spec.max) + "]";
         case KeyType::Members:
             return "each in [0, K - 1], distinct";
+        case KeyType::Boolean:
+            return "`true`, `false`";
         case KeyType::String:
         case KeyType::Schedule:
         case KeyType::Layers:
@@ -103,6 +105,8 @@ const char* typeName(KeyType t) {
             return "mesh";
         case KeyType::Members:
             return "members";
+        case KeyType::Boolean:
+            return "boolean";
     }
     return "?";
 }

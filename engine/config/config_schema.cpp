@@ -122,7 +122,10 @@ std::vector<KeySpec> buildSchema() {
                      "the layers in order: `{\"type\": \"conv\", \"filters\": F, \"kernel\": k, "
                      "\"stride\": 1, \"padding\": \"same\"}` (padding `same` or `valid`), "
                      "`{\"type\": \"pool\", \"kind\": \"avg\", \"size\": s}` (kind `avg` or "
-                     "`max`, stride s), `{\"type\": \"dense\", \"units\": U}` or "
+                     "`max`, stride s), `{\"type\": \"dense\", \"units\": U, \"l2\": 0}` "
+                     "(`l2` c >= 0, optional: c x sum(W^2) of its weights, not its bias, added "
+                     "to each member's loss, Keras's `l2(c)`; part of the gradient under every "
+                     "optimizer; training only) or "
                      "`{\"type\": \"dropout\", \"rate\": p}` (inverted dropout of its "
                      "input in training under every method, p in [0, 1); the identity at "
                      "prediction; not first). `model.activation` follows every conv and hidden "
@@ -257,15 +260,27 @@ std::vector<KeySpec> buildSchema() {
                      "rows acquired (labelled) per round: the pool's highest scores", 1, 1e8),
                  "model.likelihood", {toString(Likelihood::Categorical)}),
         onlyWhen(row("active.steps", T::Integer, 500,
-                     "training steps per round (`training.steps` and `training.epochs` are not "
-                     "used by the loop)",
+                     "training steps per round when `active.epochs` is 0 (`training.steps` "
+                     "and `training.epochs` are not used by the loop)",
                      1, maxSteps),
+                 "model.likelihood", {toString(Likelihood::Categorical)}),
+        onlyWhen(row("active.epochs", T::Integer, 0,
+                     "when > 0: each round trains ceil(N / `training.batch_size`) x epochs "
+                     "steps instead of `active.steps`, N the labelled rows that round (Gal et "
+                     "al.'s `nb_epoch`); 0: `active.steps`",
+                     0, 1e6),
                  "model.likelihood", {toString(Likelihood::Categorical)}),
         onlyWhen(choice("active.retrain", "scratch", choicesOf<ActiveRetrain>(),
                         "`scratch`: every round re-initialises the members from "
-                        "`ensemble.seed` and trains `active.steps` steps; `warm`: every round "
-                        "continues the last round's weights and optimizer state for "
-                        "`active.steps` more"),
+                        "`ensemble.seed` and trains the round's steps (`active.steps`, or "
+                        "`active.epochs` over the labelled rows); `warm`: every round "
+                        "continues the last round's weights and optimizer state for as many "
+                        "more"),
+                 "model.likelihood", {toString(Likelihood::Categorical)}),
+        onlyWhen(row("active.l2_per_label", T::Boolean, false,
+                     "`true`: each round divides every dense layer's `l2` (`model.layers`) by "
+                     "N, the labelled rows that round (Gal et al.'s c / N, c = 3.5); `false`: "
+                     "the layers' `l2` as written"),
                  "model.likelihood", {toString(Likelihood::Categorical)}),
         onlyWhen(row("active.pool_subset", T::Integer, 0,
                      "score only a random subset of this many pool rows each round (redrawn "

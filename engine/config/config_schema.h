@@ -133,7 +133,8 @@ enum class KeyType {
     Schedule,    // [{"step": t, "set": {"<live key>": value, ...}}, ...]
     Layers,      // [{"type": "conv" | "pool" | "dense", ...}, ...] (model/architecture.h)
     Mesh,        // "auto" or {"ensemble": E, "data": D}, each in [min, max]
-    Members      // a list of distinct member indices, each in [0, ensemble.members)
+    Members,     // a list of distinct member indices, each in [0, ensemble.members)
+    Boolean      // true or false
 };
 
 // The part of a row's range in which a value can train. A value the range accepts but this

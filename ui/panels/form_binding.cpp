@@ -1,5 +1,6 @@
 #include "panels/form_binding.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
@@ -175,6 +176,21 @@ QComboBox* FormBinding::addChoice(QFormLayout* form, const char* key, const QStr
     return box;
 }
 
+QCheckBox* FormBinding::addCheck(QFormLayout* form, const char* key, const QString& label) {
+    const KeySpec& spec = keySpec(key);
+    auto* box = new QCheckBox;
+    FormRow& row = addRow(form, str(key), label, box);
+    row.load = [box, key](const json& c) {
+        const json& v = valueOf(c, key);
+        box->setChecked(v.is_boolean() && v.get<bool>());
+    };
+    row.store = [box, spec = &spec](json& c) {
+        c[spec->section()][spec->name()] = box->isChecked();
+    };
+    watch(box);
+    return box;
+}
+
 QLineEdit* FormBinding::addText(QFormLayout* form, const char* key, const QString& label,
                                 const QString& placeholder) {
     const KeySpec& spec = keySpec(key);
@@ -214,6 +230,10 @@ void FormBinding::watch(QDoubleSpinBox* box) {
 
 void FormBinding::watch(QComboBox* box) {
     QObject::connect(box, &QComboBox::currentIndexChanged, m_owner, [this] { m_edited(); });
+}
+
+void FormBinding::watch(QCheckBox* box) {
+    QObject::connect(box, &QCheckBox::toggled, m_owner, [this] { m_edited(); });
 }
 
 void FormBinding::watch(QLineEdit* edit) {

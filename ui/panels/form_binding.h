@@ -21,6 +21,7 @@
 
 #include "config/config_schema.h"
 
+class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QFormLayout;
@@ -80,6 +81,7 @@ class FormBinding {
     QDoubleSpinBox* addDoubleSpin(QFormLayout* form, const char* key, const QString& label,
                                   double step, int decimals);
     QComboBox* addChoice(QFormLayout* form, const char* key, const QString& label);
+    QCheckBox* addCheck(QFormLayout* form, const char* key, const QString& label);
     QLineEdit* addText(QFormLayout* form, const char* key, const QString& label,
                        const QString& placeholder = {});
     // A per-member key typed as numbers ("0.9" or "0.9, 0.95, ..."), checked by the form.
@@ -89,6 +91,7 @@ class FormBinding {
     void watch(QSpinBox* box);
     void watch(QDoubleSpinBox* box);
     void watch(QComboBox* box);
+    void watch(QCheckBox* box);
     void watch(QLineEdit* edit);
 
     void load(const nlohmann::json& config) const;
