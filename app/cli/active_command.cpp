@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "active/active_learning.h"
+#include "active/active_study.h"
 #include "cli/cli_common.h"
 #include "cli/command_run.h"
 #include "cli/commands.h"
@@ -41,74 +42,20 @@ struct AcquisitionRuns {
     std::vector<std::unique_ptr<ActiveLearner>> seeds;
 };
 
-// Mean and sample standard deviation (n - 1; 0 for one value) over the seeds.
-struct MeanStd {
-    double mean = 0.0;
-    double std = 0.0;
-};
+using CurvePoint = ActiveCurvePoint;
 
-MeanStd meanStd(const std::vector<double>& values) {
-    MeanStd out;
-    if (values.empty()) {
-        out.mean = out.std = std::numeric_limits<double>::quiet_NaN();
-        return out;
-    }
-    double sum = 0.0;
-    for (double v : values) {
-        sum += v;
-    }
-    out.mean = sum / static_cast<double>(values.size());
-    if (values.size() > 1) {
-        double squares = 0.0;
-        for (double v : values) {
-            squares += (v - out.mean) * (v - out.mean);
-        }
-        out.std = std::sqrt(squares / static_cast<double>(values.size() - 1));
-    }
-    return out;
-}
-
-// One point of an acquisition's learning curve: the mean over the seeds of one round.
-struct CurvePoint {
-    int64_t labels = 0;
-    MeanStd accuracy;
-    MeanStd nll;
-    MeanStd ece;
-};
-
-// The rounds every seed has finished (an interrupted run may have one seed a round ahead).
+// The rounds every seed has finished, the mean over the seeds (active_study.h).
 std::vector<CurvePoint> meanCurve(const AcquisitionRuns& runs) {
-    std::size_t rounds = std::numeric_limits<std::size_t>::max();
+    std::vector<const std::vector<ActiveRound>*> seeds;
     for (const auto& learner : runs.seeds) {
-        rounds = std::min(rounds, learner->rounds().size());
+        seeds.push_back(&learner->rounds());
     }
-    std::vector<CurvePoint> curve;
-    for (std::size_t r = 0; r < rounds && !runs.seeds.empty(); ++r) {
-        std::vector<double> accuracy;
-        std::vector<double> nll;
-        std::vector<double> ece;
-        for (const auto& learner : runs.seeds) {
-            const ActiveRound& round = learner->rounds()[r];
-            accuracy.push_back(round.accuracy);
-            nll.push_back(round.nll);
-            ece.push_back(round.ece);
-        }
-        curve.push_back({runs.seeds.front()->rounds()[r].labels, meanStd(accuracy), meanStd(nll),
-                         meanStd(ece)});
-    }
-    return curve;
+    return activeMeanCurve(seeds);
 }
 
 // The labels of the first point of the mean curve at or above `accuracy`; null when none is.
 json labelsToReachJson(const std::vector<CurvePoint>& curve, double accuracy) {
-    std::vector<ActiveRound> rounds;
-    for (const CurvePoint& p : curve) {
-        ActiveRound r;
-        r.labels = p.labels;
-        r.accuracy = p.accuracy.mean;
-        rounds.push_back(r);
-    }
-    const int64_t labels = labelsToReach(rounds, accuracy);
+    const int64_t labels = labelsToReachMean(curve, accuracy);
     return labels < 0 ? json(nullptr) : json(labels);
 }
 
@@ -303,23 +250,21 @@ ExitCode commandActive(const CliArgs& args) {
     for (Acquisition a : acquisitions) {
         AcquisitionRuns run{a, {}};
         for (int64_t s = 0; s < seedCount; ++s) {
-            ExperimentConfig c = config;
-            c.ensemble.seed = config.ensemble.seed + static_cast<uint64_t>(s);
-            c.json["ensemble"]["seed"] = c.ensemble.seed;
-            run.seeds.push_back(std::make_unique<ActiveLearner>(c, data, a));
+            run.seeds.push_back(
+                std::make_unique<ActiveLearner>(activeSeedConfig(config, s), data, a));
         }
         runs.push_back(std::move(run));
     }
-    const int64_t poolRows = data->train.rows - active.initial;
-    const int64_t possibleRounds = (poolRows + active.perRound - 1) / active.perRound;
-    if (rounds > possibleRounds) {
+    bool cut = false;
+    const int64_t possibleRounds = activeStudyRounds(active, data->train.rows, rounds, &cut);
+    if (cut) {
         std::fprintf(stderr,
                      "ensemble-cli active: the pool of %lld rows lasts %lld rounds of %d; "
                      "stopping there\n",
-                     static_cast<long long>(poolRows), static_cast<long long>(possibleRounds),
-                     active.perRound);
-        rounds = possibleRounds;
+                     static_cast<long long>(data->train.rows - active.initial),
+                     static_cast<long long>(possibleRounds), active.perRound);
     }
+    rounds = possibleRounds;
 
     std::string names;
     for (Acquisition a : acquisitions) {
@@ -371,10 +316,6 @@ ExitCode commandActive(const CliArgs& args) {
         for (AcquisitionRuns& run : runs) {
             for (std::size_t s = 0; s < run.seeds.size() && complete; ++s) {
                 ActiveLearner& learner = *run.seeds[s];
-                if (r > 0) {
-                    const PoolScores scored = learner.scorePool();
-                    learner.acquire(scored.picks, scored.pickScores);
-                }
                 const auto onStep = [&](int64_t done, int64_t total) {
                     const auto now = Clock::now();
                     const double elapsed = std::chrono::duration<double>(now - start).count();
@@ -391,7 +332,7 @@ ExitCode commandActive(const CliArgs& args) {
                         static_cast<long long>(done), static_cast<long long>(total), elapsed,
                         tty ? "   " : "\n");
                 };
-                complete = learner.trainRound(onStep, &stopRequested());
+                complete = activeStudyRound(learner, r, onStep, &stopRequested());
                 if (!noticeShown && !learner.backendNotice().empty()) {
                     noticeShown = true;
                     std::fprintf(stderr, "%s\n", learner.backendNotice().c_str());
