@@ -130,9 +130,14 @@ ExitCode commandReproduce(const CliArgs& args) {
     CommandRun record(args, "reproduce", plan.front().config);
     std::printf("%s: %s\n%s, %s\nruns: %s\n", r.id.c_str(), r.title.c_str(), r.paper.c_str(),
                 r.where.c_str(), r.runs.c_str());
-    std::printf("%zu run%s%s; the whole row measured at %s on two cores (--quick %s)\n",
-                plan.size(), plan.size() == 1 ? "" : "s", options.quick ? " (--quick)" : "",
-                costText(r.costSeconds).c_str(), costText(r.quickCostSeconds).c_str());
+    if (r.costSeconds > 0.0) {
+        std::printf("%zu run%s%s; the whole row measured at %s on two cores (--quick %s)\n",
+                    plan.size(), plan.size() == 1 ? "" : "s", options.quick ? " (--quick)" : "",
+                    costText(r.costSeconds).c_str(), costText(r.quickCostSeconds).c_str());
+    } else {
+        std::printf("%zu run%s%s; cost %s\n", plan.size(), plan.size() == 1 ? "" : "s",
+                    options.quick ? " (--quick)" : "", r.costMeasuredOn.c_str());
+    }
     for (const std::string& d : r.deviations) {
         std::printf("deviation: %s\n", d.c_str());
     }

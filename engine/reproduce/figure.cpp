@@ -95,6 +95,9 @@ std::string oursText(const Aggregate& a) {
     if (a.n == 0) {
         return "not run";
     }
+    if (std::isfinite(a.beyond)) {
+        return "> " + svg::general(a.beyond, 6) + " (n " + std::to_string(a.n) + ")";
+    }
     if (!std::isfinite(a.mean)) {
         return "not finite";
     }
@@ -111,11 +114,14 @@ std::string paperText(const Check& c) {
         case VerdictKind::Numeric:
             return c.printedValue + " ± " + c.printedSpread;
         case VerdictKind::Band:
-            return "[" + svg::general(c.low, 4) + ", " + svg::general(c.high, 4) + "]";
+            return (c.printedValue.empty() ? "" : c.printedValue + " in ") + "[" +
+                   svg::general(c.low, 4) + ", " + svg::general(c.high, 4) + "]";
         case VerdictKind::Claim:
-            return (c.test == ClaimTest::AtLeast ? "≥ " : "≤ ") + svg::general(c.threshold, 4);
+            return (c.test == ClaimTest::AtLeast ? "≥ " : "≤ ") +
+                   (c.versus.empty() ? svg::general(c.threshold, 4)
+                                     : svg::general(c.factor, 4) + " × " + c.versus);
         case VerdictKind::Measurement:
-            return "";
+            return c.printedValue;
     }
     return "";
 }
@@ -125,7 +131,7 @@ std::string verdictText(const ResultRow* row) {
     if (row == nullptr) {
         return "not run";
     }
-    const std::string held = row->check->kind == VerdictKind::Claim
+    const std::string held = row->check->kind == VerdictKind::Claim && row->check->versus.empty()
                                  ? " (" + std::to_string(row->judgement.held) + " of " +
                                        std::to_string(row->ours.n) + ")"
                                  : "";
@@ -749,6 +755,13 @@ std::string draw(const ReproductionResult& result) {
                 drawTextTable(f, nothing);
             }
             break;
+        case RunnerKind::MnistActive: {
+            MnistFigure active{result, f.levels, f.doc, f.y, f.legend, f.notes};
+            if (!drawMnistFigure(active)) {
+                drawTextTable(f, nothing);
+            }
+            break;
+        }
         case RunnerKind::MnistSizeCurve:
         case RunnerKind::MnistShift:
         case RunnerKind::MnistLenet: {

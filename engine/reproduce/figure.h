@@ -10,6 +10,7 @@
 //                  ± 3 sigma band on [-6, 6] from the first run's curves; each check's numbers
 //                  below its panel
 //   MnistSizeCurve, MnistShift  their own panels (figure_mnist.h): curves against M or the shift
+//   MnistActive    test accuracy against labels per acquisition function, the paper's points
 //   otherwise      a panel per figure with the levels side by side: ours ± 2 se and every run's
 //                  value; a band check's printed range as a band, a claim's threshold as a line
 //                  with its verdict, a numeric check's value ± 2 spread beside ours

@@ -281,6 +281,9 @@ bool drawMnistFigure(MnistFigure& f) {
     if (runner == RunnerKind::MnistShift) {
         return mnist_figure::drawShiftCurves(f);
     }
+    if (runner == RunnerKind::MnistActive) {
+        return drawActiveFigure(f);
+    }
     return false;  // LeNet-5: the checks side by side (figure.cpp) say it best
 }
 

@@ -43,27 +43,48 @@ std::string reportNumber(double v) {
     return std::string(buf, r.ptr);
 }
 
-// "6.03 ± 0.58", "[1.0, 1.8]", ">= 2", or "" for a measurement.
+// "6.03 ± 0.58", "[1.0, 1.8]" ("145 in [96.6667, 217.5]" with the paper's number), ">= 2",
+// "<= 0.7 x random" (a claim against another level), the paper's number of a measurement, or "".
 std::string paperText(const Check& c) {
     switch (c.kind) {
         case VerdictKind::Numeric:
             return c.printedValue + " ± " + c.printedSpread;
         case VerdictKind::Band:
-            return "[" + reportNumber(c.low) + ", " + reportNumber(c.high) + "]";
+            return (c.printedValue.empty() ? "" : c.printedValue + " in ") + "[" +
+                   reportNumber(c.low) + ", " + reportNumber(c.high) + "]";
         case VerdictKind::Claim:
             return std::string(c.test == ClaimTest::AtLeast ? ">= " : "<= ") +
-                   reportNumber(c.threshold);
+                   (c.versus.empty() ? reportNumber(c.threshold)
+                                     : reportNumber(c.factor) + " x " + c.versus);
         case VerdictKind::Measurement:
-            return "";
+            return c.printedValue;
     }
     return "";
 }
 
-// "5.23 ± 0.12" of another published column; several joined by "; ".
+// Ours in words: "6.1 ± 0.12", "145" (a level figure: no se), "> 250" (not reached within the
+// budget), "-" (not finite).
+std::string oursWords(const Aggregate& a) {
+    char buf[64];
+    if (std::isfinite(a.beyond)) {
+        std::snprintf(buf, sizeof buf, "> %.6g", a.beyond);
+    } else if (!std::isfinite(a.mean)) {
+        std::snprintf(buf, sizeof buf, "-");
+    } else if (std::isfinite(a.se)) {
+        std::snprintf(buf, sizeof buf, "%.4g ± %.2g", a.mean, a.se);
+    } else {
+        std::snprintf(buf, sizeof buf, "%.4g", a.mean);
+    }
+    return buf;
+}
+
+// "5.23 ± 0.12" of another published column ("90" when printed without a spread); several
+// joined by "; ".
 std::string besideText(const Check& c) {
     std::string text;
     for (const Published& p : c.beside) {
-        text += (text.empty() ? "" : "; ") + p.printedValue + " ± " + p.printedSpread;
+        text += (text.empty() ? "" : "; ") + p.printedValue +
+                (p.printedSpread.empty() ? "" : " ± " + p.printedSpread);
     }
     return text;
 }
@@ -71,12 +92,15 @@ std::string besideText(const Check& c) {
 json besideJson(const Check& c) {
     json out = json::array();
     for (const Published& p : c.beside) {
+        const bool spread = !p.printedSpread.empty();
         json entry = {
             {"label", p.label},
-            {"printed", p.printedValue + " ± " + p.printedSpread},
+            {"printed", p.printedValue + (spread ? " ± " + p.printedSpread : std::string())},
             {"value", printedNumber(p.printedValue)},
-            // floored at half its last digit, as the paper's "spread" is
-            {"spread", std::max(printedNumber(p.printedSpread), halfLastDigit(p.printedSpread))},
+            // floored at half its last digit, as the paper's "spread" is; null: none printed
+            {"spread",
+             spread ? json(std::max(printedNumber(p.printedSpread), halfLastDigit(p.printedSpread)))
+                    : json(nullptr)},
             {"source", p.source}};
         if (!p.printedAs.empty()) {
             entry["printed_as"] = p.printedAs;
@@ -141,20 +165,30 @@ json reportJson(const ReproductionResult& result) {
             } else if (c.kind == VerdictKind::Claim) {
                 paper["claim"] = c.claim;
                 paper["printed"] = paperText(c);
+                if (!c.versus.empty()) {
+                    paper["versus"] = c.versus;
+                    paper["factor"] = c.factor;
+                }
+            }
+            if (c.kind != VerdictKind::Numeric && c.kind != VerdictKind::Claim &&
+                !c.printedValue.empty()) {
+                paper["printed"] = c.printedValue;  // shown beside ours, not judged as a number
+                paper["value"] = printedNumber(c.printedValue);
             }
             if (!c.printedAs.empty()) {
                 paper["printed_as"] = c.printedAs;
             }
         }
-        json out = {{"level", c.level},
-                    {"figure", c.figure},
-                    {"kind", toString(c.kind)},
-                    {"ours",
-                     {{"n", row.ours.n},
-                      {"mean", finiteOrNull(row.ours.mean)},
-                      {"se", finiteOrNull(row.ours.se)}}},
-                    {"paper", paper},
-                    {"verdict", verdictName(row.judgement.verdict)},
+        json ours = {{"n", row.ours.n},
+                     {"mean", finiteOrNull(row.ours.mean)},
+                     {"se", finiteOrNull(row.ours.se)},
+                     {"of", row.ours.level ? "level" : "run"}};
+        if (std::isfinite(row.ours.beyond)) {
+            ours["not_reached_within"] = row.ours.beyond;
+        }
+        json out = {{"level", c.level},         {"figure", c.figure},
+                    {"kind", toString(c.kind)}, {"ours", std::move(ours)},
+                    {"paper", paper},           {"verdict", verdictName(row.judgement.verdict)},
                     {"why", row.judgement.why}};
         if (!c.beside.empty()) {
             out["beside"] = besideJson(c);
@@ -231,10 +265,13 @@ std::map<std::string, std::string> resultCsvs(const ReproductionResult& result) 
     files["runs.csv"] = runs.str();
 
     std::ostringstream table;
-    // Another published column ("MC dropout") goes last, as "beside", when a row has one.
+    // Another published column ("MC dropout") goes last, as "beside", when a row has one; then,
+    // when a row is a level figure, what ours is of and the budget a figure was not reached in.
     const bool beside = !besideLabel(result).empty();
+    const bool levels = std::any_of(result.rows.begin(), result.rows.end(),
+                                    [](const ResultRow& row) { return row.ours.level; });
     table << "level,figure,kind,n,ours_mean,ours_se,paper,verdict" << (beside ? ",beside" : "")
-          << '\n';
+          << (levels ? ",ours_of,not_reached_within" : "") << '\n';
     for (const ResultRow& row : result.rows) {
         table << row.check->level << ',' << row.check->figure << ',' << toString(row.check->kind)
               << ',' << row.ours.n << ',' << reportNumber(row.ours.mean) << ','
@@ -242,6 +279,10 @@ std::map<std::string, std::string> resultCsvs(const ReproductionResult& result) 
               << verdictName(row.judgement.verdict);
         if (beside) {
             table << ",\"" << besideText(*row.check) << '"';
+        }
+        if (levels) {
+            table << ',' << (row.ours.level ? "level" : "run") << ','
+                  << reportNumber(row.ours.beyond);
         }
         table << '\n';
     }
@@ -251,6 +292,7 @@ std::map<std::string, std::string> resultCsvs(const ReproductionResult& result) 
     static const std::map<std::string, std::string> kCurveHeaders = {
         {"curves.csv", "panel,seed,x,mean,std,lower_3sd,upper_3sd"},
         {"points.csv", "panel,seed,x,y"},
+        {"active_curves.csv", "acquisition,seed,round,labels,accuracy,nll,ece"},
     };
     for (const RunOutcome& o : result.outcomes) {
         for (const auto& [name, lines] : o.csvLines) {
@@ -299,14 +341,7 @@ std::string resultTable(const ReproductionResult& result) {
     os << line;
     for (const ResultRow& row : result.rows) {
         const Check& c = *row.check;
-        char ours[64];
-        if (!std::isfinite(row.ours.mean)) {
-            std::snprintf(ours, sizeof ours, "-");
-        } else if (std::isfinite(row.ours.se)) {
-            std::snprintf(ours, sizeof ours, "%.4g ± %.2g", row.ours.mean, row.ours.se);
-        } else {
-            std::snprintf(ours, sizeof ours, "%.4g", row.ours.mean);
-        }
+        const std::string ours = oursWords(row.ours);
         const std::string verdict =
             row.judgement.verdict == Verdict::None
                 ? std::string("(measured)")
@@ -321,6 +356,11 @@ std::string resultTable(const ReproductionResult& result) {
     std::snprintf(line, sizeof line, "%d pass, %d fail, %d measured without a verdict\n",
                   counts.pass, counts.fail, counts.measured);
     os << line;
+    if (std::any_of(result.rows.begin(), result.rows.end(),
+                    [](const ResultRow& row) { return row.ours.level; })) {
+        os << "a level figure (labels to reach an accuracy) is read off the mean curve over the "
+              "level's runs: one number, no standard error; \"> N\": not reached within N\n";
+    }
     return os.str();
 }
 

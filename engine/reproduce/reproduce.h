@@ -8,14 +8,18 @@
 //   numeric      |ours - paper| <= 2 sqrt(se_paper^2 + se_ours^2), se_paper the printed spread
 //                floored at half its last printed digit ("0.09 ± 0.00" is ± 0.005)
 //   band         ours inside a printed range
-//   claim        a named finding, checked in every split or seed of its level
+//   claim        a named finding, checked in every split or seed of its level, or (a claim
+//                against another level) ours against a multiple of the other level's figure
 //   measurement  no verdict
 // Ours is the mean ± standard error (sample standard deviation / sqrt(n)) over the splits or
-// seeds of a level.
+// seeds of a level; a level figure (FigureOf::Level) is one number read off the level's runs
+// together (active learning: the labels to reach an accuracy on the mean curve over the seeds),
+// with no standard error.
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -41,6 +45,15 @@ enum class RunnerKind {
     MnistSizeCurve,  // Deep Ensembles Figure 2a: test error and NLL against M = 1..K
     MnistLenet,      // uncertainty-baselines' LeNet-5: accuracy, NLL and ECE of a run
     MnistShift,      // Ovadia et al. 2019: rotated and translated test images, three methods
+    // Gal et al. 2017 (runner_active.cpp): an active-learning study (active/active_study.h) of
+    // one acquisition function and one seed per run; labels to reach an accuracy per level
+    MnistActive,
+};
+
+// What a check's figure is a figure of.
+enum class FigureOf {
+    Run,    // each run's: ours is the mean ± standard error over the level's runs
+    Level,  // the level's runs together (ReproductionResult::levelFigures): one number, no se
 };
 
 // A claim's test of a figure in one run.
@@ -52,8 +65,8 @@ enum class ClaimTest { AtLeast, AtMost };
 struct Published {
     std::string label;  // "MC dropout"
     std::string printedValue;
-    std::string printedSpread;
-    std::string printedAs;  // what the source prints when it is another quantity, or empty
+    std::string printedSpread;  // empty: printed without a spread (shown as the value alone)
+    std::string printedAs;      // what the source prints when it is another quantity, or empty
     std::string source;
 };
 
@@ -61,8 +74,10 @@ struct Published {
 struct Check {
     std::string level;   // "concrete", "ensemble"; the figure's level in the runs
     std::string figure;  // the run figure it reads: "rmse", "nll", "band_ratio", ...
+    FigureOf of = FigureOf::Run;
     VerdictKind kind = VerdictKind::Measurement;
-    // numeric: the paper's number and spread as printed ("6.03", "0.58"; ASCII '-').
+    // numeric: the paper's number and spread as printed ("6.03", "0.58"; ASCII '-'). A band or
+    // a measurement may carry the paper's number too ("145"): shown, not judged.
     std::string printedValue;
     std::string printedSpread;
     // band: the printed range.
@@ -73,6 +88,10 @@ struct Check {
     std::string claim;
     ClaimTest test = ClaimTest::AtLeast;
     double threshold = 0.0;
+    // claim against another level: the test is ours (test) factor x the figure of level
+    // `versus` (judgeAgainst), not a threshold; `threshold` is unused then.
+    std::string versus;
+    double factor = 1.0;
     // Where the number or the finding is printed ("Lakshminarayanan et al. 2017, Table 1");
     // empty only for a measurement of ours alone.
     std::string source;
@@ -129,6 +148,13 @@ struct Aggregate {
     int n = 0;
     double mean = 0.0;
     double se = 0.0;  // sample standard deviation / sqrt(n); NaN for n < 2
+    // A level figure (FigureOf::Level): `mean` is the one number read off the n runs together,
+    // se is NaN (there is no spread over runs to give).
+    bool level = false;
+    // Not reached within the runs' budget (labels to reach an accuracy the curve never
+    // reaches): mean is +inf, and the figure is known only to exceed `beyond` (the budget);
+    // reported as "> beyond". NaN otherwise.
+    double beyond = std::numeric_limits<double>::quiet_NaN();
 };
 // Mean and standard error of `values` (NaN values make the mean NaN: a diverged run counts).
 Aggregate aggregate(const std::vector<double>& values);
@@ -157,6 +183,13 @@ Judgement judgeNumeric(const std::string& printedValue, const std::string& print
 Judgement judgeBand(double low, double high, const Aggregate& ours);
 // Holds when every one of `values` passes the test (and there is at least one).
 Judgement judgeClaim(ClaimTest test, double threshold, const std::vector<double>& values);
+// A claim against another level: ours (test) factor x other, each side an interval (a finite
+// mean is itself; a figure not reached within the budget is (beyond, inf)). Holds when it holds
+// for every value in the intervals (AtMost: ours' highest <= factor x other's lowest); fails
+// otherwise, the reason saying whether it is refuted or only undetermined by the budget. Not
+// finite and not "beyond": fails.
+Judgement judgeAgainst(ClaimTest test, double factor, const Aggregate& ours,
+                       const Aggregate& other);
 
 // --- running ---------------------------------------------------------------------------------
 
@@ -186,6 +219,9 @@ struct RunOutcome {
     uint64_t seed = 0;
     double seconds = 0.0;
     std::map<std::string, double> figures;
+    // Per-round series of the run by name, in round order, which the level figures read over
+    // the level's runs (MnistActive: "labels", "accuracy", "nll", "ece" of every round).
+    std::map<std::string, std::vector<double>> series;
     // CSV lines (no header) by file name: the curves a figure draws.
     std::map<std::string, std::vector<std::string>> csvLines;
 };
@@ -206,6 +242,9 @@ struct ReproductionResult {
     std::string backend;               // the first run's backend, as it named itself
     double seconds = 0.0;
     std::vector<ResultRow> rows;  // judge() fills them
+    // Per level, its level figures (FigureOf::Level) over the runs that finished; judge() fills
+    // them (MnistActive: "labels_to_90", "labels_to_95" off the mean curve over the seeds).
+    std::map<std::string, std::map<std::string, Aggregate>> levelFigures;
 };
 
 struct ReproduceProgress {
@@ -227,18 +266,26 @@ struct ReproduceHooks {
 // (complete stays false, the rows judge the runs that finished).
 ReproductionResult runReproduction(const Reproduction& r, const ReproduceOptions& options,
                                    const ReproduceHooks& hooks);
-// Fills result.rows from result.outcomes: a row per check of a level with finished runs.
+// Fills result.levelFigures and result.rows from result.outcomes: a row per check of a level
+// with finished runs (a claim against another level: when both have finished runs).
 void judge(ReproductionResult& result);
+// The level figures of one level's runs (`runs`, all of one level) for the row's runner; empty
+// for a runner without any.
+std::map<std::string, Aggregate> levelFiguresOf(const Reproduction& r,
+                                                const std::vector<const RunOutcome*>& runs);
 
 // --- output ----------------------------------------------------------------------------------
 
 // {"id", "title", "paper", "where", "runs", "unit", "count", "quick", "complete", "backend",
 //  "cpu", "seconds", "deviations", "rows": [{"level", "figure", "kind", "ours": {"n", "mean",
-//  "se"}, "paper": {"printed", "value", "spread", "low", "high", "claim", "source",
-//  "printed_as"}, "beside": [{"label", "printed", "value", "spread", "printed_as", "source"}],
-//  "verdict", "tolerance", "difference", "why"}], "runs": [{"level", "index", "seed",
-//  "seconds", "figures"}], "summary": {"pass", "fail", "measured"}}; NaN is null. "printed_as"
-//  and "beside" only where the check has them.
+//  "se", "of", "not_reached_within"}, "paper": {"printed", "value", "spread", "low", "high",
+//  "claim", "versus", "factor", "source", "printed_as"}, "beside": [{"label", "printed",
+//  "value", "spread", "printed_as", "source"}], "verdict", "tolerance", "difference", "why"}],
+//  "runs": [{"level", "index", "seed", "seconds", "figures"}], "summary": {"pass", "fail",
+//  "measured"}}; NaN and infinity are null. "printed_as" and "beside" only where the check has
+//  them; "of" ("run" or "level": a level figure has no se) always; "not_reached_within" (the
+//  budget a level figure was not reached in, its mean null) only then; "versus" and "factor"
+//  for a claim against another level.
 nlohmann::json reportJson(const ReproductionResult& result);
 // The CSV files of a result by name: runs.csv (every run's figures), table.csv (the rows) and
 // the curves the runs drew.

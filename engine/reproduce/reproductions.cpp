@@ -233,7 +233,7 @@ const std::vector<Reproduction>& reproductions() {
     static const std::vector<Reproduction> table = [] {
         std::vector<Reproduction> rows = {
             deepEnsemblesUci(), deepEnsemblesFigure1(), deepEnsemblesMnist(), ubMnistLenet(),
-            whitney2021(),      ovadiaMnistShift(),     twoMoonsOod()};
+            whitney2021(),      ovadiaMnistShift(),     twoMoonsOod(),        galActiveLearning()};
         addMcDropoutUci(rows);  // after deep-ensembles-uci, each table's column beside the other
         for (Reproduction& r : rows) {
             if (r.costMeasuredOn.empty()) {  // a row whose cost is not measured whole says so
@@ -275,6 +275,7 @@ bool dataPresent(const Reproduction& r, std::string* why) {
         case RunnerKind::MnistSizeCurve:
         case RunnerKind::MnistLenet:
         case RunnerKind::MnistShift:
+        case RunnerKind::MnistActive:
             return mnistDataPresent(why);
     }
     return false;

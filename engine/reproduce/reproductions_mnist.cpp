@@ -127,6 +127,9 @@ nlohmann::json mnistRunConfig(const Reproduction& r, const std::string& level, i
         return lenetConfig(quick ? kLenetQuickMembers : kLenetMembers,
                            quick ? kLenetQuickSteps : kLenetSteps, index);
     }
+    if (r.runner == RunnerKind::MnistActive) {
+        return activeRunConfig(level, index, quick);
+    }
     throw ConfigError(r.id + ": not an MNIST row");
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -351,6 +352,11 @@ bool runPlanned(const Reproduction& r, const PlannedRun& plan, const ReproduceHo
                 return false;
             }
             break;
+        case RunnerKind::MnistActive:
+            if (!runActive(plan, hooks, progress, start, result, out)) {
+                return false;
+            }
+            break;
     }
     out.seconds = reproSecondsSince(began);
     result.outcomes.push_back(std::move(out));
@@ -401,6 +407,7 @@ std::vector<PlannedRun> planRuns(const Reproduction& r, const ReproduceOptions& 
                 case RunnerKind::MnistSizeCurve:
                 case RunnerKind::MnistLenet:
                 case RunnerKind::MnistShift:
+                case RunnerKind::MnistActive:
                     run.config = completedConfig(mnistRunConfig(r, level, i, options.quick),
                                                  options.overrides);
                     break;
@@ -443,31 +450,76 @@ ReproductionResult runReproduction(const Reproduction& r, const ReproduceOptions
     return result;
 }
 
-void judge(ReproductionResult& result) {
-    result.rows.clear();
-    const Reproduction& r = *result.reproduction;
-    for (const Check& check : r.checks) {
-        const bool planned =
-            std::any_of(result.plan.begin(), result.plan.end(),
-                        [&](const PlannedRun& p) { return p.level == check.level; });
-        if (!planned) {
+namespace {
+
+bool levelPlanned(const ReproductionResult& result, const std::string& level) {
+    return std::any_of(result.plan.begin(), result.plan.end(),
+                       [&](const PlannedRun& p) { return p.level == level; });
+}
+
+// Ours for `figure` of `level`: the level figure, or the mean ± se over the runs (their values
+// in `values`); n = 0 when no run of the level finished.
+Aggregate oursOf(const ReproductionResult& result, const std::string& level,
+                 const std::string& figure, FigureOf of, std::vector<double>& values) {
+    values.clear();
+    for (const RunOutcome& o : result.outcomes) {
+        if (o.level != level) {
             continue;
         }
-        std::vector<double> values;
-        for (const RunOutcome& o : result.outcomes) {
-            if (o.level != check.level) {
-                continue;
-            }
-            const auto it = o.figures.find(check.figure);
-            values.push_back(it == o.figures.end() ? std::numeric_limits<double>::quiet_NaN()
-                                                   : it->second);
+        const auto it = o.figures.find(figure);
+        values.push_back(it == o.figures.end() ? std::numeric_limits<double>::quiet_NaN()
+                                               : it->second);
+    }
+    if (of == FigureOf::Run || values.empty()) {
+        return aggregate(values);
+    }
+    const auto figures = result.levelFigures.find(level);
+    if (figures != result.levelFigures.end()) {
+        const auto it = figures->second.find(figure);
+        if (it != figures->second.end()) {
+            return it->second;
         }
-        if (values.empty()) {
-            continue;  // an interrupted run's level that no run reached: nothing to judge
+    }
+    Aggregate missing;  // the runner reads no such level figure: not a number
+    missing.n = static_cast<int>(values.size());
+    missing.level = true;
+    missing.mean = missing.se = std::numeric_limits<double>::quiet_NaN();
+    return missing;
+}
+
+}  // namespace
+
+void judge(ReproductionResult& result) {
+    result.rows.clear();
+    result.levelFigures.clear();
+    const Reproduction& r = *result.reproduction;
+    for (const std::string& level : r.levels) {
+        std::vector<const RunOutcome*> runs;
+        for (const RunOutcome& o : result.outcomes) {
+            if (o.level == level) {
+                runs.push_back(&o);
+            }
+        }
+        if (!runs.empty()) {
+            std::map<std::string, Aggregate> figures = levelFiguresOf(r, runs);
+            if (!figures.empty()) {
+                result.levelFigures[level] = std::move(figures);
+            }
+        }
+    }
+    std::vector<double> values;
+    std::vector<double> otherValues;
+    for (const Check& check : r.checks) {
+        if (!levelPlanned(result, check.level) ||
+            (!check.versus.empty() && !levelPlanned(result, check.versus))) {
+            continue;
         }
         ResultRow row;
         row.check = &check;
-        row.ours = aggregate(values);
+        row.ours = oursOf(result, check.level, check.figure, check.of, values);
+        if (values.empty()) {
+            continue;  // an interrupted run's level that no run reached: nothing to judge
+        }
         switch (check.kind) {
             case VerdictKind::Numeric:
                 row.judgement = judgeNumeric(check.printedValue, check.printedSpread, row.ours);
@@ -476,7 +528,16 @@ void judge(ReproductionResult& result) {
                 row.judgement = judgeBand(check.low, check.high, row.ours);
                 break;
             case VerdictKind::Claim:
-                row.judgement = judgeClaim(check.test, check.threshold, values);
+                if (check.versus.empty()) {
+                    row.judgement = judgeClaim(check.test, check.threshold, values);
+                } else {
+                    const Aggregate other =
+                        oursOf(result, check.versus, check.figure, check.of, otherValues);
+                    if (otherValues.empty()) {
+                        continue;  // the other level has no finished run yet
+                    }
+                    row.judgement = judgeAgainst(check.test, check.factor, row.ours, other);
+                }
                 break;
             case VerdictKind::Measurement:
                 row.judgement.verdict = Verdict::None;
@@ -484,6 +545,23 @@ void judge(ReproductionResult& result) {
         }
         result.rows.push_back(std::move(row));
     }
+}
+
+std::map<std::string, Aggregate> levelFiguresOf(const Reproduction& r,
+                                                const std::vector<const RunOutcome*>& runs) {
+    switch (r.runner) {
+        case RunnerKind::MnistActive:
+            return activeLevelFigures(runs);
+        case RunnerKind::UciRegression:
+        case RunnerKind::CubicCurves:
+        case RunnerKind::SpiralsTiming:
+        case RunnerKind::MoonsOod:
+        case RunnerKind::MnistSizeCurve:
+        case RunnerKind::MnistLenet:
+        case RunnerKind::MnistShift:
+            break;
+    }
+    return {};
 }
 
 }  // namespace ensemble::reproduce

@@ -6,12 +6,15 @@
 // interface is reproduce.h.
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "active/active_study.h"
 #include "reproduce/reproduce.h"
 
 namespace ensemble {
@@ -37,6 +40,7 @@ int eceBinsOf(const Reproduction& r);
 Reproduction deepEnsemblesMnist();
 Reproduction ubMnistLenet();
 Reproduction ovadiaMnistShift();
+Reproduction galActiveLearning();  // reproductions_active.cpp
 // Whether MNIST is in its default folders; `why` says where it was looked for and how to get it.
 bool mnistDataPresent(std::string* why);
 
@@ -47,5 +51,23 @@ nlohmann::json mnistRunConfig(const Reproduction& r, const std::string& level, i
 bool runMnist(const Reproduction& r, const PlannedRun& plan, const ReproduceHooks& hooks,
               ReproduceProgress progress, std::chrono::steady_clock::time_point start,
               ReproductionResult& result, RunOutcome& out);
+
+// The active-learning row (RunnerKind::MnistActive; reproductions_active.cpp and
+// runner_active.cpp). Its level figures: the labels to reach these test accuracies on the mean
+// curve over a level's seeds.
+inline constexpr std::pair<double, const char*> kActiveReach[] = {{0.90, "labels_to_90"},
+                                                                  {0.95, "labels_to_95"}};
+// The config of run `index` of `level` (an acquisition function): the mnist-active-cnn preset's
+// study for seed preset + index, to the row's label budget (quick: its --quick budget).
+nlohmann::json activeRunConfig(const std::string& level, int index, bool quick);
+// The mean curve over `runs` (one level's) from their series, by activeMeanCurve.
+std::vector<ActiveCurvePoint> activeLevelCurve(const std::vector<const RunOutcome*>& runs);
+// labels_to_90 and labels_to_95 of the mean curve over `runs`: the labels, or +inf with
+// `beyond` the curve's last labels when not reached; n = runs, no se.
+std::map<std::string, Aggregate> activeLevelFigures(const std::vector<const RunOutcome*>& runs);
+// One study (a function, a seed) to its last round into `out`; false when cancelled.
+bool runActive(const PlannedRun& plan, const ReproduceHooks& hooks, ReproduceProgress progress,
+               std::chrono::steady_clock::time_point start, ReproductionResult& result,
+               RunOutcome& out);
 
 }  // namespace ensemble::reproduce

@@ -89,6 +89,12 @@ Judgement judgeNumeric(const std::string& printedValue, const std::string& print
 
 Judgement judgeBand(double low, double high, const Aggregate& ours) {
     Judgement j;
+    if (std::isfinite(ours.beyond)) {
+        j.verdict = Verdict::Fail;
+        j.why = "not reached within " + g(ours.beyond, 6) + " (> " + g(ours.beyond, 6) +
+                "), not shown inside [" + g(low, 4) + ", " + g(high, 4) + "]";
+        return j;
+    }
     const bool inside = std::isfinite(ours.mean) && ours.mean >= low && ours.mean <= high;
     j.verdict = inside ? Verdict::Pass : Verdict::Fail;
     j.why =
@@ -106,6 +112,59 @@ Judgement judgeClaim(ClaimTest test, double threshold, const std::vector<double>
     j.verdict = all ? Verdict::Pass : Verdict::Fail;
     j.why = "held in " + std::to_string(j.held) + " of " + std::to_string(values.size()) +
             " runs (" + (test == ClaimTest::AtLeast ? ">= " : "<= ") + g(threshold, 4) + ")";
+    return j;
+}
+
+namespace {
+
+// A side of judgeAgainst as an interval: a finite mean is itself, a figure not reached within
+// its budget is (beyond, inf); anything else is not a number.
+struct Interval {
+    double lo = 0.0;
+    double hi = 0.0;
+    bool known = false;
+};
+
+Interval intervalOf(const Aggregate& a) {
+    if (std::isfinite(a.mean)) {
+        return {a.mean, a.mean, true};
+    }
+    if (std::isfinite(a.beyond)) {
+        return {a.beyond, std::numeric_limits<double>::infinity(), true};
+    }
+    return {};
+}
+
+std::string intervalText(const Aggregate& a) {
+    return std::isfinite(a.mean)     ? g(a.mean, 4)
+           : std::isfinite(a.beyond) ? "> " + g(a.beyond, 6)
+                                     : std::string("not finite");
+}
+
+}  // namespace
+
+Judgement judgeAgainst(ClaimTest test, double factor, const Aggregate& ours,
+                       const Aggregate& other) {
+    Judgement j;
+    const Interval a = intervalOf(ours);
+    const Interval b = intervalOf(other);
+    const std::string relation = test == ClaimTest::AtLeast ? " >= " : " <= ";
+    const std::string text =
+        intervalText(ours) + relation + g(factor, 4) + " x " + intervalText(other);
+    if (!a.known || !b.known) {
+        j.verdict = Verdict::Fail;
+        j.why = text + ": not a number on " + (a.known ? "the other side" : "our side");
+        return j;
+    }
+    // Holds for every value of the intervals; refuted for every value; else undetermined (a
+    // figure beyond its budget could still land either way).
+    const bool holds = test == ClaimTest::AtMost ? a.hi <= factor * b.lo : a.lo >= factor * b.hi;
+    const bool refuted = test == ClaimTest::AtMost ? a.lo > factor * b.hi : a.hi < factor * b.lo;
+    j.held = holds ? 1 : 0;
+    j.verdict = holds ? Verdict::Pass : Verdict::Fail;
+    j.why = text + (holds     ? ": holds"
+                    : refuted ? ": does not hold"
+                              : ": undetermined within the budget (not shown to hold)");
     return j;
 }
 

@@ -73,6 +73,7 @@ expect "x runs list --f" --format
 expect "x runs list --format " table csv json
 expect "x runs rm --" --files --store --help
 expect "x reproduce w" whitney-2021
+expect "x reproduce ga" gal-2017-active
 expect "x train --con" --config
 expect "x train --q" --quiet
 expect "x train --check" --checkpoint --checkpoint-every

@@ -128,11 +128,21 @@ void TestReproduce::registryIdsAreUniqueAndNumbersSourced() {
         QVERIFY(r.unit == "split" || r.unit == "seed");
         QCOMPARE(r.counts.size(), r.levels.size());
         QCOMPARE(r.quickCounts.size(), r.levels.size());
+        // --quick may leave a level out (0 runs), not every level.
+        int quickRuns = 0;
         for (std::size_t l = 0; l < r.levels.size(); ++l) {
-            QVERIFY(r.counts[l] >= 1 && r.quickCounts[l] >= 1 && r.quickCounts[l] <= r.counts[l]);
+            QVERIFY(r.counts[l] >= 1 && r.quickCounts[l] >= 0 && r.quickCounts[l] <= r.counts[l]);
+            quickRuns += r.quickCounts[l];
         }
-        QVERIFY(r.costSeconds > 0.0 && r.quickCostSeconds > 0.0 &&
-                r.quickCostSeconds <= r.costSeconds);
+        QVERIFY2(quickRuns >= 1, r.id.c_str());
+        // Measured (--quick at most the whole), or both 0 and said to be not measured.
+        if (r.costSeconds == 0.0 || r.quickCostSeconds == 0.0) {
+            QVERIFY2(r.costSeconds == 0.0 && r.quickCostSeconds == 0.0, r.id.c_str());
+            QVERIFY2(r.costMeasuredOn.rfind("not measured", 0) == 0, r.id.c_str());
+        } else {
+            QVERIFY(r.costSeconds > 0.0 && r.quickCostSeconds > 0.0 &&
+                    r.quickCostSeconds <= r.costSeconds);
+        }
         QVERIFY(!r.checks.empty());
         for (const rp::Check& c : r.checks) {
             const std::string what = r.id + " " + c.level + " " + c.figure;
@@ -148,10 +158,16 @@ void TestReproduce::registryIdsAreUniqueAndNumbersSourced() {
             if (c.kind == rp::VerdictKind::Claim) {
                 QVERIFY2(!c.claim.empty(), what.c_str());
             }
+            if (!c.versus.empty()) {  // a claim against another level of the same row
+                QVERIFY2(
+                    c.kind == rp::VerdictKind::Claim && c.versus != c.level &&
+                        std::find(r.levels.begin(), r.levels.end(), c.versus) != r.levels.end(),
+                    what.c_str());
+            }
         }
-        const bool mnist = r.runner == rp::RunnerKind::MnistSizeCurve ||
-                           r.runner == rp::RunnerKind::MnistLenet ||
-                           r.runner == rp::RunnerKind::MnistShift;
+        const bool mnist =
+            r.runner == rp::RunnerKind::MnistSizeCurve || r.runner == rp::RunnerKind::MnistLenet ||
+            r.runner == rp::RunnerKind::MnistShift || r.runner == rp::RunnerKind::MnistActive;
         std::string why;  // the build tree ships the UCI sets; MNIST: tst_reproduce_mnist
         QVERIFY2(mnist || rp::dataPresent(r, &why), why.c_str());
     }

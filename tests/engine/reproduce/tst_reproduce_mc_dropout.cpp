@@ -218,9 +218,10 @@ void TestReproduceMcDropout::eachTableBesideTheOther() {
         QCOMPARE(c.beside.front().printedValue, checkOf(de, c.level, c.figure).printedValue);
     }
     QCOMPARE(checkOf(mc, "naval", "nll").beside.front().printedValue, std::string("-5.63"));
-    // The other rows have no column beside theirs.
+    // The other rows have no column beside theirs (gal-2017-active's is Kirsch et al.'s
+    // BatchBALD figures as context: tst_reproduce_active).
     for (const rp::Reproduction& r : rp::reproductions()) {
-        if (r.id != de.id && r.id != mc.id) {
+        if (r.id != de.id && r.id != mc.id && r.id != "gal-2017-active") {
             for (const rp::Check& c : r.checks) {
                 QVERIFY2(c.beside.empty(), r.id.c_str());
             }

@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -22,6 +21,7 @@
 #include "reproduce/reproduce.h"
 #include "support/json_files.h"
 #include "support/test_support.h"
+#include "support/tiny_mnist.h"
 #include "train/trainer.h"
 
 using nlohmann::json;
@@ -29,40 +29,10 @@ namespace rp = ensemble::reproduce;
 
 namespace {
 
-constexpr int kSide = 28;
 constexpr int kTrainRows = 64;
 constexpr int kTestRows = 30;
 
-std::string be32(uint32_t v) {
-    std::string s(4, '\0');
-    for (int i = 0; i < 4; ++i) {
-        s[static_cast<std::size_t>(i)] = static_cast<char>((v >> (24 - 8 * i)) & 0xff);
-    }
-    return s;
-}
-
-// `count` 28 x 28 images, label i mod 10, each a bright 6 x 6 block whose place follows its
-// label, over a faint pattern of the image's number (so rotations and translations move it).
-void writeTinyMnist(const QString& folder, const char* images, const char* labels, int count,
-                    int salt) {
-    std::string pixels;
-    std::string classes;
-    for (int i = 0; i < count; ++i) {
-        const int label = i % 10;
-        classes += static_cast<char>(label);
-        for (int r = 0; r < kSide; ++r) {
-            for (int c = 0; c < kSide; ++c) {
-                const bool block =
-                    r >= 2 + 2 * label && r < 8 + 2 * label && c >= 3 + label && c < 9 + label;
-                pixels += static_cast<char>(block ? 250 : (7 * i + 3 * r + c + salt) % 40);
-            }
-        }
-    }
-    std::ofstream(QDir(folder).filePath(images).toStdString(), std::ios::binary)
-        << be32(0x803) + be32(static_cast<uint32_t>(count)) + be32(kSide) + be32(kSide) + pixels;
-    std::ofstream(QDir(folder).filePath(labels).toStdString(), std::ios::binary)
-        << be32(0x801) + be32(static_cast<uint32_t>(count)) + classes;
-}
+constexpr int kSide = ensemble::test::kTinyMnistSide;
 
 const rp::Reproduction& row(const char* id) {
     const rp::Reproduction* r = rp::findReproduction(id);
@@ -161,10 +131,8 @@ class TestReproduceMnist : public QObject {
 
 void TestReproduceMnist::initTestCase() {
     QVERIFY(m_data.isValid() && m_empty.isValid());
-    const QString folder = m_data.filePath(QStringLiteral("ensemblelab/mnist"));
-    QVERIFY(QDir().mkpath(folder));
-    writeTinyMnist(folder, "train-images-idx3-ubyte", "train-labels-idx1-ubyte", kTrainRows, 0);
-    writeTinyMnist(folder, "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte", kTestRows, 11);
+    QVERIFY(ensemble::test::writeTinyMnistFolder(
+        m_data.filePath(QStringLiteral("ensemblelab/mnist")), kTrainRows, kTestRows));
     qputenv("XDG_DATA_HOME", QFile::encodeName(m_data.path()));
 }
 
