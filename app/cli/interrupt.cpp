@@ -61,6 +61,13 @@ sigset_t handledSignals() {
     }
 }
 
+// A signal delivered to a thread that does not block it (see installInterruptHandling): to the
+// thread in sigwait (pthread_kill is async-signal-safe).
+pthread_t g_waiter{};
+void forwardToWaiter(int signal) {
+    pthread_kill(g_waiter, signal);
+}
+
 }  // namespace
 
 void installInterruptHandling(const char* command) {
@@ -68,7 +75,19 @@ void installInterruptHandling(const char* command) {
     g_newline = ::isatty(STDERR_FILENO) != 0 ? "\n" : "";
     const sigset_t set = handledSignals();
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
-    std::thread(waitForSignals).detach();
+    std::thread waiter(waitForSignals);
+    g_waiter = waiter.native_handle();
+    waiter.detach();
+    // Threads started before this do not block the signals: OpenBLAS's pthread build starts its
+    // workers when the library is loaded, before main. The kernel may deliver a signal to one
+    // of them; this handler, run there, hands it to the waiting thread.
+    struct sigaction action {};
+    action.sa_handler = forwardToWaiter;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    for (const int signal : {SIGINT, SIGTERM, SIGHUP}) {
+        ::sigaction(signal, &action, nullptr);
+    }
 }
 
 const std::atomic<bool>& stopRequested() {

@@ -111,7 +111,7 @@ Reproduction galActiveLearning() {
         "the mnist-active-cnn preset's study (ensemble-cli active's loop): MNIST's 60,000 "
         "training images as the pool, the 10,000 test images; K = 5 CNNs (the authors' code's "
         "network), 20 balanced initial labels, 10 acquired a round from a random 2,000 of the "
-        "pool, retrained from scratch (40 steps of 128) to 1,000 labels; per acquisition "
+        "pool, retrained from scratch (5 epochs of 128) to 1,000 labels; per acquisition "
         "function, labels to reach 90 % and 95 % on the mean curve over seeds 1-3; backend cpu";
     r.runner = RunnerKind::MnistActive;
     r.unit = "seed";
@@ -121,13 +121,13 @@ Reproduction galActiveLearning() {
     r.quickCuts =
         "bald and random only, seed 1 only, and the study stops at 250 labels instead of 1,000 "
         "(23 rounds instead of 98): a labels-to-reach past 250 reads \"> 250\"";
-    // Not measured: the whole row is 15 studies of 99 rounds, --quick two of 24 (a round of 40
-    // steps trains for 22-80 s on two cores, docs/active.md).
+    // Not measured: the whole row is 15 studies of 99 rounds, --quick two of 24 (a round at the
+    // study's mean of 22.4 steps trains for 12-47 s on two cores, docs/active.md).
     r.costSeconds = 0.0;
     r.quickCostSeconds = 0.0;
     r.costMeasuredOn =
-        "not measured: 15 studies of 99 rounds, a round 22-80 s of training on two cores "
-        "(docs/active.md), so roughly 9-33 hours; --quick 20-70 minutes";
+        "not measured: 15 studies of 99 rounds, a round 12-47 s of training on two cores "
+        "(docs/active.md), so roughly 5-19 hours before the test passes";
     for (const Table1Row& t : kTable1) {
         Check to90 = labelsCheck(t.level, "labels_to_90", t.to90);
         Check to95 = labelsCheck(t.level, "labels_to_95", t.to95);
@@ -184,11 +184,6 @@ Reproduction galActiveLearning() {
         "acquisition functions read the 5 members' predictions; each member predicts by one "
         "deterministic, weight-scaled pass, and the test accuracy is the ensemble's (the "
         "members' probabilities averaged), not one network's",
-        "weight decay: a global optimizer.weight_decay of 0.007 on every layer, fixed (2 x 3.5 / "
-        "1,000, the code's value at 1,000 labels), not the code's L2 of 3.5 / N on the dense "
-        "layer alone (N the labelled set's size that round)",
-        "training: a fixed 40 steps of batch 128 a round (the code's budget at 1,000 labels), "
-        "not 5 epochs (ceil(N / 128) x 5 steps)",
         "each round scores a random 2,000 of the pool, as the authors' code does, not the whole "
         "pool; the labels to reach an accuracy are read off the mean curve over the seeds, a "
         "round (10 labels) apart, as ensemble-cli active reads them; a level figure read off "

@@ -42,6 +42,7 @@ const std::vector<std::string> kTiny = {
     R"({"type":"pool","kind":"max","size":4},{"type":"dense","units":16}])",
     "ensemble.members=2",
     "active.steps=30",
+    "active.epochs=0",
     "optimizer.lr=0.01",
     "optimizer.weight_decay=0",
     "active.per_round=5",
