@@ -90,7 +90,15 @@ bool runActive(const PlannedRun& plan, const ReproduceHooks& hooks, ReproducePro
     const auto data = std::make_shared<const DataSplit>(loadDataSplit(config.dataset));
     ActiveLearner learner(config, data, config.active.acquisition);
     const int64_t rounds = activeStudyRounds(config.active, data->train.rows, config.active.rounds);
-    const int64_t steps = config.active.steps;
+    // The steps before each round and in all: under active.epochs a round's count grows with
+    // its labelled set (initial + r * per_round rows in round r).
+    std::vector<int64_t> stepsBefore(static_cast<std::size_t>(rounds) + 2, 0);
+    for (int64_t r = 0; r <= rounds; ++r) {
+        const int64_t labels = config.active.initial + r * config.active.perRound;
+        stepsBefore[static_cast<std::size_t>(r) + 1] =
+            stepsBefore[static_cast<std::size_t>(r)] +
+            config.active.roundSteps(labels, config.training.batchSize);
+    }
     auto lastReport = std::chrono::steady_clock::now();
     const auto onStep = [&](int64_t round, int64_t done, int64_t) {
         const auto now = std::chrono::steady_clock::now();
@@ -98,8 +106,8 @@ bool runActive(const PlannedRun& plan, const ReproduceHooks& hooks, ReproducePro
             return;
         }
         lastReport = now;
-        progress.step = round * steps + done;
-        progress.steps = (rounds + 1) * steps;
+        progress.step = stepsBefore[static_cast<std::size_t>(round)] + done;
+        progress.steps = stepsBefore.back();
         progress.elapsed = std::chrono::duration<double>(now - start).count();
         hooks.progress(progress);
     };
