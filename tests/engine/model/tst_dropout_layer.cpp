@@ -21,6 +21,7 @@
 #include "model/dropout_masks.h"
 #include "model/mlp.h"
 #include "support/backend_test_problem.h"
+#include "support/cpu_run.h"
 #include "support/cuda_emulation.h"
 #include "support/engine_test_support.h"
 #include "support/reference_network.h"
@@ -109,20 +110,7 @@ std::vector<LayerSpec> withoutDropout(const std::vector<LayerSpec>& layers) {
     return out;
 }
 
-std::vector<float> cpuRun(const TrainingProblem& problem, const std::vector<float>& init,
-                          const std::vector<uint64_t>& steps, int threads = 1) {
-    CpuBackend cpu(threads);
-    cpu.bind(problem);
-    cpu.setParameters(init.data());
-    std::vector<uint8_t> active(static_cast<std::size_t>(problem.layout.members()), 1);
-    std::vector<float> loss(active.size());
-    for (uint64_t s : steps) {
-        cpu.step(s, active.data(), loss.data());
-    }
-    std::vector<float> out(init.size());
-    cpu.parameters(out.data());
-    return out;
-}
+using ensemble::test::cpuRun;
 
 }  // namespace
 

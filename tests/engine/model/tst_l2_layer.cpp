@@ -18,6 +18,7 @@
 #include "math/philox.h"
 #include "model/mlp.h"
 #include "support/backend_test_problem.h"
+#include "support/cpu_run.h"
 #include "support/cuda_emulation.h"
 #include "support/engine_test_support.h"
 #include "support/reference_network.h"
@@ -40,20 +41,7 @@ LayerSpec denseL2(int units, double l2) {
     return s;
 }
 
-std::vector<float> cpuRun(const TrainingProblem& problem, const std::vector<float>& init,
-                          const std::vector<uint64_t>& steps) {
-    CpuBackend cpu(1);
-    cpu.bind(problem);
-    cpu.setParameters(init.data());
-    std::vector<uint8_t> active(static_cast<std::size_t>(problem.layout.members()), 1);
-    std::vector<float> loss(active.size());
-    for (uint64_t s : steps) {
-        cpu.step(s, active.data(), loss.data());
-    }
-    std::vector<float> out(init.size());
-    cpu.parameters(out.data());
-    return out;
-}
+using ensemble::test::cpuRun;
 
 // `problem` with every member on plain SGD (no momentum, no weight decay) at `lr`.
 TrainingProblem plainSgd(TrainingProblem problem, double lr) {
