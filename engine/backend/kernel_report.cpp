@@ -15,9 +15,10 @@ CpuKernels cpuKernels(const std::string& pin) {
     k.level = cpuLevelName(choice.level);
     k.object = choice.object;
     k.note = choice.note;
-    k.gemmLibrary = gemmLibraryKey(gemmLibrary());
+    const GemmLibrary library = gemmLibrary();
+    k.gemmLibrary = gemmLibraryKey(library);
     k.openblas = openblasReport();
-    k.gemm = gemmLibrary() == GemmLibrary::OpenBlas
+    k.gemm = library == GemmLibrary::OpenBlas
                  ? "OpenBLAS sgemm (single-threaded per task; " + k.openblas + ")"
                  : choice.gemm;
     return k;

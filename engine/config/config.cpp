@@ -1,7 +1,7 @@
 // From JSON to ExperimentConfig: typed values checked against the schema's rows, per-member
 // hyperparameters and the schedule. Kept whole because every reader checks a value against
 // its row and reports errors the same way (key and reason); where the JSON comes from (files,
-// presets, --set) is config_compose.cpp, the schema itself config_schema.cpp.
+// presets, --set) is config_compose.cpp, the schema itself config_schema_table.cpp.
 #include "config/config.h"
 #include "core/unreachable.h"
 

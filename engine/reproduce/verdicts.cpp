@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "active/active_study.h"
 #include "reproduce/reproduce.h"
 
 namespace ensemble::reproduce {
@@ -25,27 +26,13 @@ std::string g(double v, int precision) {
 }  // namespace
 
 Aggregate aggregate(const std::vector<double>& values) {
+    // The mean and sample standard deviation are active_study.h's (the curves' own reading).
+    const MeanStd spread = meanStd(values);
     Aggregate out;
     out.n = static_cast<int>(values.size());
-    if (values.empty()) {
-        out.mean = out.se = std::numeric_limits<double>::quiet_NaN();
-        return out;
-    }
-    double sum = 0.0;
-    for (double v : values) {
-        sum += v;
-    }
-    out.mean = sum / static_cast<double>(values.size());
-    if (values.size() < 2) {
-        out.se = std::numeric_limits<double>::quiet_NaN();
-        return out;
-    }
-    double squares = 0.0;
-    for (double v : values) {
-        squares += (v - out.mean) * (v - out.mean);
-    }
-    const double n = static_cast<double>(values.size());
-    out.se = std::sqrt(squares / (n - 1.0)) / std::sqrt(n);
+    out.mean = spread.mean;
+    out.se = values.size() < 2 ? std::numeric_limits<double>::quiet_NaN()
+                               : spread.std / std::sqrt(static_cast<double>(values.size()));
     return out;
 }
 
