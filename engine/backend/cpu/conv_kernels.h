@@ -37,10 +37,81 @@ ColumnRange insideColumns(int dx, int stride, int outWidth, int width) {
     return {begin, end};
 }
 
-// im2col of one conv layer for `n` examples of `in` ([C][n][H][W]): cols[(c k + ky) k + kx]
-// [(b Ho + oy) Wo + ox] = in[c][b][oy s + ky - padTop][ox s + kx - padLeft], zero outside.
-// `stride` is the row stride of cols (>= n Ho Wo).
-void im2col(const StackLayer& s, const float* in, int n, float* cols, std::size_t stride) {
+// A conv whose output has its input's size (stride 1, "same" padding): one column row of an
+// example, (c, ky, kx), is the input plane shifted by dy W + dx (dy = ky - padTop, dx = kx -
+// padLeft), so it is made (or added back) as one contiguous run, and the positions whose column
+// ox + dx falls outside the row are zeroed after: a run of a plane instead of a loop per row.
+bool sameSizeStrideOne(const StackLayer& s) {
+    return s.stride == 1 && s.out.height == s.in.height && s.out.width == s.in.width;
+}
+
+// The output rows [begin, end) of a same-size conv whose input row oy + dy is inside the plane.
+ColumnRange insideRows(int dy, int height) {
+    return {std::max(0, -dy), std::min(height, height - dy)};
+}
+
+// Zeroes the columns of rows [rows.begin, rows.end) of a W-wide run whose input column ox + dx
+// lies outside the row.
+void zeroWrappedColumns(float* run, int W, int dx, ColumnRange rows) {
+    const int begin = dx < 0 ? 0 : W - dx;
+    const int end = dx < 0 ? -dx : W;
+    for (int oy = rows.begin; oy < rows.end; ++oy) {
+        std::fill(run + static_cast<std::size_t>(oy) * W + begin,
+                  run + static_cast<std::size_t>(oy) * W + end, 0.0f);
+    }
+}
+
+// One column row of a same-size conv for one example: out[oy W + ox] = plane[(oy + dy) W + ox +
+// dx], zero outside the plane.
+void shiftedPlane(const float* plane, int H, int W, int dy, int dx, float* out) {
+    const ColumnRange rows = insideRows(dy, H);
+    const std::ptrdiff_t size = static_cast<std::ptrdiff_t>(H) * W;
+    if (rows.begin >= rows.end) {
+        std::fill(out, out + size, 0.0f);
+        return;
+    }
+    std::fill(out, out + static_cast<std::ptrdiff_t>(rows.begin) * W, 0.0f);
+    std::fill(out + static_cast<std::ptrdiff_t>(rows.end) * W, out + size, 0.0f);
+    // The run's source [from, to), clipped to the plane; the clipped ends are wrapped columns.
+    const std::ptrdiff_t from = static_cast<std::ptrdiff_t>(rows.begin + dy) * W + dx;
+    const std::ptrdiff_t to = static_cast<std::ptrdiff_t>(rows.end + dy) * W + dx;
+    const std::ptrdiff_t lo = std::max<std::ptrdiff_t>(from, 0);
+    const std::ptrdiff_t hi = std::min(to, size);
+    float* dst = out + static_cast<std::ptrdiff_t>(rows.begin) * W - from;  // dst[i] <- plane[i]
+    std::copy(plane + lo, plane + hi, dst + lo);
+    if (dx != 0) {
+        zeroWrappedColumns(out, W, dx, rows);
+    }
+}
+
+// The adjoint of shiftedPlane, added: plane[(oy + dy) W + ox + dx] += g[oy W + ox] inside the
+// plane. g is scratch: its wrapped columns are zeroed so that the run adds 0 there.
+void addShiftedPlane(float* g, int H, int W, int dy, int dx, float* plane) {
+    const ColumnRange rows = insideRows(dy, H);
+    if (rows.begin >= rows.end) {
+        return;
+    }
+    if (dx != 0) {
+        zeroWrappedColumns(g, W, dx, rows);
+    }
+    const std::ptrdiff_t size = static_cast<std::ptrdiff_t>(H) * W;
+    const std::ptrdiff_t from = static_cast<std::ptrdiff_t>(rows.begin + dy) * W + dx;
+    const std::ptrdiff_t to = static_cast<std::ptrdiff_t>(rows.end + dy) * W + dx;
+    const std::ptrdiff_t lo = std::max<std::ptrdiff_t>(from, 0);
+    const std::ptrdiff_t hi = std::min(to, size);
+    const float* src = g + static_cast<std::ptrdiff_t>(rows.begin) * W - from;
+    for (std::ptrdiff_t i = lo; i < hi; ++i) {
+        plane[i] += src[i];
+    }
+}
+
+// im2col of one conv layer for examples [first, first + count) of the `n` in `in`
+// ([C][n][H][W]): cols[(c k + ky) k + kx][((b - first) Ho + oy) Wo + ox] =
+// in[c][b][oy s + ky - padTop][ox s + kx - padLeft], zero outside. `stride` is the row stride of
+// cols (>= count Ho Wo).
+void im2col(const StackLayer& s, const float* in, int n, int first, int count, float* cols,
+            std::size_t stride) {
+    const bool sameSize = sameSizeStrideOne(s);
     const int C = s.in.channels;
     const int H = s.in.height;
     const int W = s.in.width;
@@ -54,9 +125,17 @@ void im2col(const StackLayer& s, const float* in, int n, float* cols, std::size_
                 float* dst = cols + static_cast<std::size_t>((c * k + ky) * k + kx) * stride;
                 // Output columns whose input column is inside the image.
                 const int dx = kx - s.padLeft;
+                if (sameSize) {
+                    for (int b = 0; b < count; ++b) {
+                        shiftedPlane(in + (static_cast<std::size_t>(c) * n + first + b) * H * W, H,
+                                     W, ky - s.padTop, dx,
+                                     dst + static_cast<std::size_t>(b) * H * W);
+                    }
+                    continue;
+                }
                 const auto [oxBegin, oxEnd] = insideColumns(dx, st, Wo, W);
-                for (int b = 0; b < n; ++b) {
-                    const float* plane = in + (static_cast<std::size_t>(c) * n + b) * H * W;
+                for (int b = 0; b < count; ++b) {
+                    const float* plane = in + (static_cast<std::size_t>(c) * n + first + b) * H * W;
                     for (int oy = 0; oy < Ho; ++oy) {
                         float* out = dst + (static_cast<std::size_t>(b) * Ho + oy) * Wo;
                         const int iy = oy * st + ky - s.padTop;
@@ -84,9 +163,11 @@ void im2col(const StackLayer& s, const float* in, int n, float* cols, std::size_
     }
 }
 
-// The adjoint of im2col: dIn ([C][n][H][W], zeroed here) += the columns' gradients, in a fixed
-// order (c, ky, kx, b, oy, ox).
-void col2im(const StackLayer& s, const float* cols, int n, float* dIn) {
+// The adjoint of im2col for examples [first, first + count): their planes of dIn ([C][n][H][W])
+// are zeroed, then receive the columns' gradients (row stride count Ho Wo; scratch, changed
+// here) in a fixed order (c, ky, kx, b, oy, ox). The other examples' planes are not touched.
+void col2im(const StackLayer& s, float* cols, int n, int first, int count, float* dIn) {
+    const bool sameSize = sameSizeStrideOne(s);
     const int C = s.in.channels;
     const int H = s.in.height;
     const int W = s.in.width;
@@ -94,16 +175,28 @@ void col2im(const StackLayer& s, const float* cols, int n, float* dIn) {
     const int Wo = s.out.width;
     const int k = s.kernel;
     const int st = s.stride;
-    const std::size_t stride = static_cast<std::size_t>(n) * Ho * Wo;
-    std::fill(dIn, dIn + static_cast<std::size_t>(C) * n * H * W, 0.0f);
+    const std::size_t stride = static_cast<std::size_t>(count) * Ho * Wo;
+    const std::size_t planeSize = static_cast<std::size_t>(H) * W;
+    for (int c = 0; c < C; ++c) {
+        float* planes = dIn + (static_cast<std::size_t>(c) * n + first) * planeSize;
+        std::fill(planes, planes + count * planeSize, 0.0f);
+    }
     for (int c = 0; c < C; ++c) {
         for (int ky = 0; ky < k; ++ky) {
             for (int kx = 0; kx < k; ++kx) {
-                const float* src = cols + static_cast<std::size_t>((c * k + ky) * k + kx) * stride;
+                float* src = cols + static_cast<std::size_t>((c * k + ky) * k + kx) * stride;
                 const int dx = kx - s.padLeft;
+                if (sameSize) {
+                    for (int b = 0; b < count; ++b) {
+                        addShiftedPlane(
+                            src + static_cast<std::size_t>(b) * H * W, H, W, ky - s.padTop, dx,
+                            dIn + (static_cast<std::size_t>(c) * n + first + b) * planeSize);
+                    }
+                    continue;
+                }
                 const auto [oxBegin, oxEnd] = insideColumns(dx, st, Wo, W);
-                for (int b = 0; b < n; ++b) {
-                    float* plane = dIn + (static_cast<std::size_t>(c) * n + b) * H * W;
+                for (int b = 0; b < count; ++b) {
+                    float* plane = dIn + (static_cast<std::size_t>(c) * n + first + b) * planeSize;
                     for (int oy = 0; oy < Ho; ++oy) {
                         const int iy = oy * st + ky - s.padTop;
                         if (iy < 0 || iy >= H) {
@@ -128,45 +221,110 @@ void col2im(const StackLayer& s, const float* cols, int n, float* dIn) {
     }
 }
 
-// Pooling of `planes` planes of H x W into Ho x Wo (window and stride `size`); for max, the
-// index in its plane of each output's first maximum.
-void poolForward(const StackLayer& s, const float* in, int planes, float* out, int32_t* argmax) {
+// Pooling of `planes` planes of H x W into Ho x Wo (window and stride Size, or `size` when Size
+// is 0); for max, the index in its plane of each output's first maximum. A window's sum runs in
+// the order (dy, dx) from 0 for every Size. A known Size unrolls the window, so the loop over
+// ox is the inner one and vectorises: the runtime window's loops cost more than the arithmetic.
+template <PoolKind Kind, int Size>
+void poolForwardPlanes(const StackLayer& s, int size, const float* in, int planes, float* out,
+                       int32_t* argmax) {
+    if constexpr (Size > 0) {
+        size = Size;
+    }
     const int H = s.in.height;
     const int W = s.in.width;
     const int Ho = s.out.height;
     const int Wo = s.out.width;
-    const int size = s.kernel;
     const float inv = 1.0f / static_cast<float>(size * size);
     for (int p = 0; p < planes; ++p) {
         const float* src = in + static_cast<std::size_t>(p) * H * W;
-        float* dst = out + static_cast<std::size_t>(p) * Ho * Wo;
-        int32_t* arg = argmax != nullptr ? argmax + static_cast<std::size_t>(p) * Ho * Wo : nullptr;
         for (int oy = 0; oy < Ho; ++oy) {
-            for (int ox = 0; ox < Wo; ++ox) {
-                if (s.pool == PoolKind::Avg) {
+            const float* top = src + static_cast<std::size_t>(oy * size) * W;
+            float* dst = out + (static_cast<std::size_t>(p) * Ho + oy) * Wo;
+            if constexpr (Kind == PoolKind::Avg) {
+                for (int ox = 0; ox < Wo; ++ox) {
                     float sum = 0.0f;
                     for (int dy = 0; dy < size; ++dy) {
-                        const float* row = src + static_cast<std::size_t>(oy * size + dy) * W;
                         for (int dx = 0; dx < size; ++dx) {
-                            sum += row[ox * size + dx];
+                            sum += top[dy * W + ox * size + dx];
                         }
                     }
-                    dst[oy * Wo + ox] = sum * inv;
-                } else {
-                    int best = (oy * size) * W + ox * size;
-                    float bestValue = src[best];
+                    dst[ox] = sum * inv;
+                }
+            } else {
+                int32_t* arg = argmax + (static_cast<std::size_t>(p) * Ho + oy) * Wo;
+                for (int ox = 0; ox < Wo; ++ox) {
+                    const int origin = (oy * size) * W + ox * size;
+                    int best = origin;
+                    float bestValue = top[ox * size];
                     for (int dy = 0; dy < size; ++dy) {
                         for (int dx = 0; dx < size; ++dx) {
-                            const int i = (oy * size + dy) * W + ox * size + dx;
+                            const float v = top[dy * W + ox * size + dx];
                             // Strictly greater: the first maximum wins; a NaN never does.
-                            if (src[i] > bestValue) {
-                                best = i;
-                                bestValue = src[i];
-                            }
+                            const bool greater = v > bestValue;
+                            best = greater ? origin + dy * W + dx : best;
+                            bestValue = greater ? v : bestValue;
                         }
                     }
-                    dst[oy * Wo + ox] = bestValue;
-                    arg[oy * Wo + ox] = best;
+                    dst[ox] = bestValue;
+                    arg[ox] = best;
+                }
+            }
+        }
+    }
+}
+
+template <PoolKind Kind>
+void poolForwardKind(const StackLayer& s, const float* in, int planes, float* out,
+                     int32_t* argmax) {
+    switch (s.kernel) {
+        case 2:
+            poolForwardPlanes<Kind, 2>(s, 2, in, planes, out, argmax);
+            return;
+        case 3:
+            poolForwardPlanes<Kind, 3>(s, 3, in, planes, out, argmax);
+            return;
+        default:
+            poolForwardPlanes<Kind, 0>(s, s.kernel, in, planes, out, argmax);
+    }
+}
+
+void poolForward(const StackLayer& s, const float* in, int planes, float* out, int32_t* argmax) {
+    if (s.pool == PoolKind::Avg) {
+        poolForwardKind<PoolKind::Avg>(s, in, planes, out, nullptr);
+    } else {
+        poolForwardKind<PoolKind::Max>(s, in, planes, out, argmax);
+    }
+}
+
+// Average pooling's gradient: every input of a window gets its output's gradient / size^2
+// (written, not added: windows do not overlap), the inputs outside every window 0.
+template <int Size>
+void avgPoolBackwardPlanes(const StackLayer& s, int size, const float* dOut, int planes,
+                           float* dIn) {
+    if constexpr (Size > 0) {
+        size = Size;
+    }
+    const int H = s.in.height;
+    const int W = s.in.width;
+    const int Ho = s.out.height;
+    const int Wo = s.out.width;
+    const float inv = 1.0f / static_cast<float>(size * size);
+    // Windows that tile the plane write every input: no zeroing pass.
+    if (Ho * size != H || Wo * size != W) {
+        std::fill(dIn, dIn + static_cast<std::size_t>(planes) * H * W, 0.0f);
+    }
+    for (int p = 0; p < planes; ++p) {
+        for (int oy = 0; oy < Ho; ++oy) {
+            const float* g = dOut + (static_cast<std::size_t>(p) * Ho + oy) * Wo;
+            float* top = dIn + (static_cast<std::size_t>(p) * H + oy * size) * W;
+            for (int dy = 0; dy < size; ++dy) {
+                float* row = top + static_cast<std::size_t>(dy) * W;
+                for (int ox = 0; ox < Wo; ++ox) {
+                    const float v = g[ox] * inv;
+                    for (int dx = 0; dx < size; ++dx) {
+                        row[ox * size + dx] = v;
+                    }
                 }
             }
         }
@@ -175,33 +333,28 @@ void poolForward(const StackLayer& s, const float* in, int planes, float* out, i
 
 void poolBackward(const StackLayer& s, const float* dOut, const int32_t* argmax, int planes,
                   float* dIn) {
-    const int H = s.in.height;
-    const int W = s.in.width;
-    const int Ho = s.out.height;
-    const int Wo = s.out.width;
-    const int size = s.kernel;
-    const float inv = 1.0f / static_cast<float>(size * size);
-    std::fill(dIn, dIn + static_cast<std::size_t>(planes) * H * W, 0.0f);
+    if (s.pool == PoolKind::Avg) {
+        switch (s.kernel) {
+            case 2:
+                avgPoolBackwardPlanes<2>(s, 2, dOut, planes, dIn);
+                return;
+            case 3:
+                avgPoolBackwardPlanes<3>(s, 3, dOut, planes, dIn);
+                return;
+            default:
+                avgPoolBackwardPlanes<0>(s, s.kernel, dOut, planes, dIn);
+                return;
+        }
+    }
+    const std::size_t inPlane = static_cast<std::size_t>(s.in.height) * s.in.width;
+    const std::size_t outPlane = static_cast<std::size_t>(s.out.height) * s.out.width;
+    std::fill(dIn, dIn + static_cast<std::size_t>(planes) * inPlane, 0.0f);
     for (int p = 0; p < planes; ++p) {
-        const float* g = dOut + static_cast<std::size_t>(p) * Ho * Wo;
-        float* dst = dIn + static_cast<std::size_t>(p) * H * W;
-        if (s.pool == PoolKind::Avg) {
-            for (int oy = 0; oy < Ho; ++oy) {
-                for (int ox = 0; ox < Wo; ++ox) {
-                    const float v = g[oy * Wo + ox] * inv;
-                    for (int dy = 0; dy < size; ++dy) {
-                        float* row = dst + static_cast<std::size_t>(oy * size + dy) * W;
-                        for (int dx = 0; dx < size; ++dx) {
-                            row[ox * size + dx] = v;
-                        }
-                    }
-                }
-            }
-        } else {
-            const int32_t* arg = argmax + static_cast<std::size_t>(p) * Ho * Wo;
-            for (int i = 0; i < Ho * Wo; ++i) {
-                dst[arg[i]] += g[i];
-            }
+        const float* g = dOut + static_cast<std::size_t>(p) * outPlane;
+        const int32_t* arg = argmax + static_cast<std::size_t>(p) * outPlane;
+        float* dst = dIn + static_cast<std::size_t>(p) * inPlane;
+        for (std::size_t i = 0; i < outPlane; ++i) {
+            dst[arg[i]] += g[i];
         }
     }
 }

@@ -49,6 +49,22 @@ std::vector<std::size_t> packedOffsets(const ParamLayout& layout) {
     return offsets;
 }
 
+// A conv layer runs slice by slice of a task's examples: each slice's columns (fan-in x
+// examples Ho Wo), pre-activations and outputs (filters x examples Ho Wo each) fit in
+// sliceFloats floats (ConvNetCpu::kSliceFloats: half a core's L2 cache, which is 1 MiB on Zen 4
+// and 5 and 1.25 MiB on Ice Lake, leaving the rest to the GEMM's packed blocks), so they stay in
+// cache from im2col through the GEMM and the activation, and again through the gradients' GEMMs,
+// instead of a whole task's columns (7 MiB for the recipe's second conv) going out to memory and
+// back three times.
+
+// Examples per slice of conv layer s in a task of n examples.
+int sliceExamples(const StackLayer& s, int n, std::size_t sliceFloats) {
+    const std::size_t perExample =
+        static_cast<std::size_t>(s.fanIn() + 2 * s.out.channels) * s.out.plane();
+    return static_cast<int>(
+        std::clamp<std::size_t>(sliceFloats / perExample, 1, static_cast<std::size_t>(n)));
+}
+
 // Whether layer i's input is flat ([n][features]) rather than maps ([C][n][H W]): a dense
 // layer below it, through dropout layers only.
 bool flatInput(const std::vector<StackLayer>& layers, std::size_t i) {
@@ -67,7 +83,7 @@ struct ConvNetCpu::Workspace {
     std::vector<FloatBuffer> pre;   // per stack layer with parameters: its pre-activations
     std::vector<FloatBuffer> post;  // per stack layer: its output
     std::vector<std::vector<int32_t>> argmax;  // per max-pool layer
-    std::vector<FloatBuffer> cols;             // per conv layer: C k k x n Ho Wo
+    std::vector<FloatBuffer> cols;             // per conv layer: C k k x (slice Ho Wo)
     FloatBuffer input;                         // the task's images as [C][n][H][W]
     FloatBuffer flat;                          // n x features: the first dense layer's input
     FloatBuffer delta;                         // the gradient of the current layer's output
@@ -79,7 +95,12 @@ struct ConvNetCpu::Workspace {
     // per dropout layer (always) its masks in its input's layout.
     std::vector<FloatBuffer> dropMask;
 
-    void resize(const Architecture& a, int n, bool dropout = false) {
+    std::size_t sliceFloats = ConvNetCpu::kSliceFloats;
+
+    int slice(const StackLayer& s, int n) const { return sliceExamples(s, n, sliceFloats); }
+
+    void resize(const Architecture& a, int n, bool dropout, std::size_t floatsPerSlice) {
+        sliceFloats = floatsPerSlice;
         const auto& layers = a.layers();
         dropMask.assign(layers.size(), FloatBuffer{});
         for (std::size_t i = 0; i < layers.size(); ++i) {
@@ -104,7 +125,8 @@ struct ConvNetCpu::Workspace {
                 pre[i].assign(outSize, 0.0f);
             }
             if (s.kind == LayerKind::Conv) {
-                cols[i].assign(static_cast<std::size_t>(s.fanIn()) * s.out.plane() * n, 0.0f);
+                cols[i].assign(static_cast<std::size_t>(s.fanIn()) * s.out.plane() * slice(s, n),
+                               0.0f);
             }
             if (s.kind == LayerKind::Pool && s.pool == PoolKind::Max) {
                 argmax[i].assign(outSize, 0);
@@ -118,13 +140,17 @@ struct ConvNetCpu::Workspace {
         delta.assign(widest * n, 0.0f);
         deltaPrev.assign(widest * n, 0.0f);
         dLogits.assign(static_cast<std::size_t>(a.outputs()) * n, 0.0f);
-        // Every product of a task of 1..n examples (the last group of a batch is smaller).
+        // Every product of a task of 1..n examples (the last group of a batch is smaller), a
+        // conv's of slices of 1..sliceExamples examples.
         cpu::GemmBuffers buffers;
         for (int m = 1; m <= n; ++m) {
             for (const StackLayer& s : layers) {
                 const Eigen::Index fan = s.fanIn();
                 const Eigen::Index out = s.out.channels;
                 if (s.kind == LayerKind::Conv) {
+                    if (m > slice(s, n)) {
+                        continue;
+                    }
                     const Eigen::Index cols = static_cast<Eigen::Index>(s.out.plane()) * m;
                     buffers.need(out, cols, fan);  // forward
                     buffers.need(out, fan, cols);  // dW
@@ -187,25 +213,39 @@ const float* forward(const ParamLayout& layout, int k, Activation act, const flo
             case LayerKind::Conv: {
                 const int l = s.param;
                 const Eigen::Index fan = s.fanIn();
-                const Eigen::Index cols = static_cast<Eigen::Index>(s.out.plane()) * n;
-                const float* colData = ws.cols[i].data();
-                Eigen::Index stride = cols;
-                if (i == 0 && sharedCols != nullptr) {
-                    colData = sharedCols;
-                    stride = static_cast<Eigen::Index>(colsStride);
-                } else {
-                    im2col(s, in, n, ws.cols[i].data(), static_cast<std::size_t>(cols));
-                }
-                // pre = b, then += W cols.
-                float* pre = ws.pre[i].data();
+                const Eigen::Index filters = s.out.channels;
+                const Eigen::Index plane = s.out.plane();
+                const Eigen::Index cols = plane * n;
+                const float* weights = params + layout.weightOffset(l, k);
                 const float* bias = params + layout.biasOffset(l, k);
-                for (int f = 0; f < s.out.channels; ++f) {
-                    std::fill(pre + f * cols, pre + (f + 1) * cols, bias[f]);
+                float* pre = ws.pre[i].data();
+                // Slice by slice of examples, each slice's columns made and used while in cache:
+                // pre = b, then += W cols, then activated.
+                const int slice = ws.slice(s, n);
+                for (int first = 0; first < n; first += slice) {
+                    const int count = std::min(slice, n - first);
+                    const Eigen::Index at = plane * first;
+                    const Eigen::Index width = plane * count;
+                    const float* colData = ws.cols[i].data();
+                    Eigen::Index stride = width;
+                    if (i == 0 && sharedCols != nullptr) {
+                        colData = sharedCols + at;
+                        stride = static_cast<Eigen::Index>(colsStride);
+                    } else {
+                        im2col(s, in, n, first, count, ws.cols[i].data(),
+                               static_cast<std::size_t>(width));
+                    }
+                    for (Eigen::Index f = 0; f < filters; ++f) {
+                        std::fill_n(pre + f * cols + at, width, bias[f]);
+                    }
+                    cpu::gemmAccumulate<RowMajor, RowMajor>(filters, width, fan, weights, fan,
+                                                            colData, stride, pre + at, cols,
+                                                            ws.gemmA.data(), ws.gemmB.data());
+                    for (Eigen::Index f = 0; f < filters; ++f) {
+                        activate(act, pre + f * cols + at, out + f * cols + at,
+                                 static_cast<std::size_t>(width));
+                    }
                 }
-                cpu::gemmAccumulate<RowMajor, RowMajor>(
-                    s.out.channels, cols, fan, params + layout.weightOffset(l, k), fan, colData,
-                    stride, pre, cols, ws.gemmA.data(), ws.gemmB.data());
-                activate(act, pre, out, static_cast<std::size_t>(s.out.channels) * cols);
                 if (dropout.on()) {
                     float* mask = ws.dropMask[i].data();
                     fillDropoutMask(dropout, l, s.out.channels, n, 1, static_cast<std::size_t>(n),
@@ -369,27 +409,52 @@ float groupGradient(const ParamLayout& layout, int k, Activation act, const floa
                 const int l = s.param;
                 const Eigen::Index fan = s.fanIn();
                 const Eigen::Index filters = s.out.channels;
-                const Eigen::Index cols = static_cast<Eigen::Index>(s.out.plane()) * n;
+                const Eigen::Index plane = s.out.plane();
+                const Eigen::Index cols = plane * n;
                 const bool shared = ii == 0 && sharedCols != nullptr;
-                const float* colData = shared ? sharedCols : ws.cols[ii].data();
-                const Eigen::Index stride = shared ? static_cast<Eigen::Index>(colsStride) : cols;
+                const float* filterWeights = params + layout.weightOffset(l, k);
                 float* gw = grad + offsets[static_cast<std::size_t>(l)];
                 float* gb = gw + filters * fan;
-                // dW = dY cols^T, db = the sum of each filter's row of dY.
-                cpu::gemm<RowMajor, ColMajor>(filters, fan, cols, delta, cols, colData, stride, gw,
-                                              fan, ws.gemmA.data(), ws.gemmB.data());
+                // Slice by slice as forward() made them: the slice's columns again (forward()'s
+                // are still there when one slice holds the task), dW (+)= dY cols^T, and below
+                // the first layer dCols = W^T dY (into the columns, no longer needed), then
+                // col2im into the slice's examples of deltaPrev.
+                const int slice = ws.slice(s, n);
+                for (int first = 0; first < n; first += slice) {
+                    const int count = std::min(slice, n - first);
+                    const Eigen::Index at = plane * first;
+                    const Eigen::Index width = plane * count;
+                    const float* colData = ws.cols[ii].data();
+                    Eigen::Index stride = width;
+                    if (shared) {
+                        colData = sharedCols + at;
+                        stride = static_cast<Eigen::Index>(colsStride);
+                    } else if (slice < n) {
+                        im2col(s, in, n, first, count, ws.cols[ii].data(),
+                               static_cast<std::size_t>(width));
+                    }
+                    if (first == 0) {
+                        cpu::gemm<RowMajor, ColMajor>(filters, fan, width, delta + at, cols,
+                                                      colData, stride, gw, fan, ws.gemmA.data(),
+                                                      ws.gemmB.data());
+                    } else {
+                        cpu::gemmAccumulate<RowMajor, ColMajor>(filters, fan, width, delta + at,
+                                                                cols, colData, stride, gw, fan,
+                                                                ws.gemmA.data(), ws.gemmB.data());
+                    }
+                    if (ii == 0) {
+                        continue;
+                    }
+                    float* dCols = ws.cols[ii].data();
+                    cpu::gemm<ColMajor, RowMajor>(fan, width, filters, filterWeights, fan,
+                                                  delta + at, cols, dCols, width, ws.gemmA.data(),
+                                                  ws.gemmB.data());
+                    col2im(s, dCols, n, first, count, deltaPrev);
+                }
+                // db = the sum of each filter's row of dY.
                 for (Eigen::Index f = 0; f < filters; ++f) {
                     gb[f] = rowSum(delta + f * cols, static_cast<std::size_t>(cols));
                 }
-                if (ii == 0) {
-                    break;
-                }
-                // dCols = W^T dY (into the columns, no longer needed), then col2im.
-                float* dCols = ws.cols[ii].data();
-                cpu::gemm<ColMajor, RowMajor>(fan, cols, filters,
-                                              params + layout.weightOffset(l, k), fan, delta, cols,
-                                              dCols, cols, ws.gemmA.data(), ws.gemmB.data());
-                col2im(s, dCols, n, deltaPrev);
                 break;
             }
         }
@@ -417,7 +482,7 @@ void ConvNetCpu::bind(const ParamLayout& layout, Activation activation, int batc
     m_groups = (m_batch + kConvGroup - 1) / kConvGroup;
     m_workspaces.assign(static_cast<std::size_t>(m_threads), Workspace{});
     for (Workspace& ws : m_workspaces) {
-        ws.resize(layout.architecture(), kConvGroup, dropout > 0.0f);
+        ws.resize(layout.architecture(), kConvGroup, dropout > 0.0f, m_sliceFloats);
     }
     m_partials.assign(static_cast<std::size_t>(layout.members()) * m_groups * layout.perMember(),
                       0.0f);
@@ -434,7 +499,7 @@ void ConvNetCpu::bind(const ParamLayout& layout, Activation activation, int batc
 std::size_t ConvNetCpu::workspaceBytes(const ParamLayout& layout, int batch, int threads,
                                        bool dropout) {
     Workspace ws;
-    ws.resize(layout.architecture(), kConvGroup, dropout);
+    ws.resize(layout.architecture(), kConvGroup, dropout, kSliceFloats);
     const std::size_t groups = static_cast<std::size_t>((batch + kConvGroup - 1) / kConvGroup);
     const StackLayer& first = layout.architecture().layers().front();
     std::size_t shared = 0;
@@ -480,7 +545,7 @@ void ConvNetCpu::train(const ConvMemberBatch* batches, bool sharedInput, const u
             const int n = std::min(kConvGroup, m_batch - begin);
             const float* in =
                 channelMajor(a, x + static_cast<std::size_t>(begin) * a.inputs(), n, ws.input);
-            im2col(first, in, n,
+            im2col(first, in, n, 0, n,
                    m_sharedCols.data() + static_cast<std::size_t>(begin) * first.out.plane(),
                    colsStride);
         }

@@ -5,8 +5,11 @@
 // A conv is lowered to a GEMM over im2col columns: activations are kept channel-major over the
 // examples ([C][examples][H][W]), so a conv's output W [F, C k k] x cols [C k k, examples H W]
 // is the next layer's input as it stands, and the weight gradient dY x cols^T and the input
-// gradient W^T x dY are GEMMs too. Pooling and the flatten before the first dense layer are
-// plain loops; dense layers are GEMMs over [examples, features].
+// gradient W^T x dY are GEMMs too. A conv runs slice by slice of a task's examples, each slice's
+// columns made (and for the gradients made again) while the previous slice's are still in the
+// core's cache; a stride-1 "same" conv makes each column row as one shifted copy of the plane.
+// Pooling and the flatten before the first dense layer are plain loops; dense layers are GEMMs
+// over [examples, features].
 //
 // Work is cut into tasks of (member, group of kConvGroup examples of its batch): each task runs
 // forward and backward for its examples and leaves its part of the member's gradient; the parts
@@ -85,6 +88,12 @@ class ConvNetCpu {
     // Log-probabilities of every member for `rows` normalised inputs: out[(k*rows + i)*C + c].
     void predictLogProbs(const float* params, const float* x, int64_t rows, float* out);
 
+    // Floats of a conv layer's columns, pre-activations and outputs made at a time (a slice of
+    // a task's examples; conv_net.cpp): a core's L2 cache. Tests set far fewer with
+    // setSliceFloats() before bind(), so that every task is cut into slices of one example.
+    static constexpr std::size_t kSliceFloats = std::size_t{1} << 17;
+    void setSliceFloats(std::size_t floats) { m_sliceFloats = floats; }
+
     // Bytes bind() allocates (for the memory estimate before a run).
     static std::size_t workspaceBytes(const ParamLayout& layout, int batch, int threads,
                                       bool dropout = false);
@@ -103,6 +112,7 @@ class ConvNetCpu {
     int m_normaliser = 0;  // what a batch's weighted loss sum is divided by
     int m_threads = 1;
     int m_groups = 0;
+    std::size_t m_sliceFloats = kSliceFloats;
     std::vector<Workspace> m_workspaces;  // one per thread
     // Per (member, group): its part of the gradient (packed, perMember floats) and of the loss.
     FloatBuffer m_partials;

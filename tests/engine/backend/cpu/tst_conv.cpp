@@ -76,12 +76,21 @@ class TestConv : public QObject {
     Q_OBJECT
 
   private:
-    // The fast path's forward and gradient against the reference and its finite differences.
+    // The fast path's forward and gradient against the reference and its finite differences:
+    // with the conv layers' slices as in use (these small images: one slice per task) and cut
+    // to one example each (every slice's columns made again for the gradients).
     void checkAgainstReference(Shape input, const std::vector<LayerSpec>& layers, Activation a,
                                int batch) {
+        checkAgainstReference(input, layers, a, batch, ConvNetCpu::kSliceFloats);
+        checkAgainstReference(input, layers, a, batch, 1);
+    }
+
+    void checkAgainstReference(Shape input, const std::vector<LayerSpec>& layers, Activation a,
+                               int batch, std::size_t sliceFloats) {
         const int members = 2;
         GradientCase p = makeGradientCase(input, layers, 3, members, batch, 11);
         ConvNetCpu net;
+        net.setSliceFloats(sliceFloats);
         net.bind(p.layout, a, batch, 2);
 
         // Forward: log-probabilities of both members.
