@@ -384,6 +384,20 @@ void activateGrad(Activation act, const float* pre, const float* post, float* de
     }
 }
 
+// positive[i] = pre[i] > 0: all that ReLU's gradient needs of a pre-activation.
+void markPositive(const float* pre, uint8_t* positive, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+        positive[i] = pre[i] > 0.0f ? 1 : 0;
+    }
+}
+
+// ReLU's gradient from markPositive's bytes: activateGrad's rule, the same bits.
+void keepWherePositive(const uint8_t* positive, float* delta, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+        delta[i] = positive[i] != 0 ? delta[i] : 0.0f;
+    }
+}
+
 // The training dropout masks of `units` units (or channels) of `layer` for examples at batch
 // positions d.firstRow + b, b < n (math/dropout.h): unit u of example b at
 // mask[b * exampleStride + u * unitStride]. One Philox draw gives four units of an example.

@@ -30,6 +30,8 @@ using conv::dropoutActivateGrad;
 using conv::fillDropoutMask;
 using conv::fillLayerDropoutMask;
 using conv::im2col;
+using conv::keepWherePositive;
+using conv::markPositive;
 using conv::poolBackward;
 using conv::poolForward;
 using conv::rowSum;
@@ -65,6 +67,23 @@ int sliceExamples(const StackLayer& s, int n, std::size_t sliceFloats) {
         std::clamp<std::size_t>(sliceFloats / perExample, 1, static_cast<std::size_t>(n)));
 }
 
+// Whether conv layer i's pooling (the layer above it) runs inside the conv's slices, on the
+// slice's outputs while they are in cache, forward and backward. Not under the activated
+// layers' dropout (mc_dropout), whose masks apply to a whole layer's outputs first.
+bool poolFused(const std::vector<StackLayer>& layers, std::size_t i, const DropoutStep& dropout) {
+    return layers[i].kind == LayerKind::Conv && i + 1 < layers.size() &&
+           layers[i + 1].kind == LayerKind::Pool && !dropout.on();
+}
+
+// Whether fused conv layer i keeps only its outputs' signs for the gradient: under ReLU, whose
+// gradient is 1 where the pre-activation is positive and 0 elsewhere, the pre-activations and
+// outputs live in one slice's buffers (in cache) and only a byte per output goes to memory, not
+// the two floats of every other layer (for the recipe's first conv, 32 x 784 per example).
+bool keepsSignsOnly(const std::vector<StackLayer>& layers, std::size_t i, Activation act,
+                    const DropoutStep& dropout) {
+    return act == Activation::Relu && layers[i].activated && poolFused(layers, i, dropout);
+}
+
 // Whether layer i's input is flat ([n][features]) rather than maps ([C][n][H W]): a dense
 // layer below it, through dropout layers only.
 bool flatInput(const std::vector<StackLayer>& layers, std::size_t i) {
@@ -89,6 +108,12 @@ struct ConvNetCpu::Workspace {
     FloatBuffer delta;                         // the gradient of the current layer's output
     FloatBuffer deltaPrev;
     FloatBuffer dLogits;
+    // A fused conv's one slice (filters x slice Ho Wo each): its output gradient, and under
+    // keepsSignsOnly its pre-activations and outputs.
+    FloatBuffer sliceDelta;
+    FloatBuffer slicePre;
+    FloatBuffer slicePost;
+    std::vector<std::vector<uint8_t>> positive;  // per conv layer: pre-activation > 0, [F][n HW]
     FloatBuffer gemmA;  // packing buffers of every product (backend/cpu/gemm.h)
     FloatBuffer gemmB;
     // Dropout only: per activated layer the step's masks, [C][n] (conv) or [n][units] (dense);
@@ -113,9 +138,11 @@ struct ConvNetCpu::Workspace {
         pre.assign(layers.size(), FloatBuffer{});
         post.assign(layers.size(), FloatBuffer{});
         argmax.assign(layers.size(), {});
+        positive.assign(layers.size(), {});
         cols.assign(layers.size(), FloatBuffer{});
         std::size_t widest = static_cast<std::size_t>(a.input().size());
         std::size_t flatSize = 0;
+        std::size_t sliceDeltaSize = 0;
         for (std::size_t i = 0; i < layers.size(); ++i) {
             const StackLayer& s = layers[i];
             const std::size_t outSize = static_cast<std::size_t>(s.out.size()) * n;
@@ -125,6 +152,9 @@ struct ConvNetCpu::Workspace {
                 pre[i].assign(outSize, 0.0f);
             }
             if (s.kind == LayerKind::Conv) {
+                positive[i].assign(outSize, 0);
+                sliceDeltaSize = std::max(sliceDeltaSize, static_cast<std::size_t>(s.out.channels) *
+                                                              s.out.plane() * slice(s, n));
                 cols[i].assign(static_cast<std::size_t>(s.fanIn()) * s.out.plane() * slice(s, n),
                                0.0f);
             }
@@ -140,6 +170,9 @@ struct ConvNetCpu::Workspace {
         delta.assign(widest * n, 0.0f);
         deltaPrev.assign(widest * n, 0.0f);
         dLogits.assign(static_cast<std::size_t>(a.outputs()) * n, 0.0f);
+        sliceDelta.assign(std::max<std::size_t>(sliceDeltaSize, 1), 0.0f);
+        slicePre.assign(sliceDelta.size(), 0.0f);
+        slicePost.assign(sliceDelta.size(), 0.0f);
         // Every product of a task of 1..n examples (the last group of a batch is smaller), a
         // conv's of slices of 1..sliceExamples examples.
         cpu::GemmBuffers buffers;
@@ -168,10 +201,10 @@ struct ConvNetCpu::Workspace {
 
     std::size_t bytes() const {
         std::size_t total = input.size() + flat.size() + delta.size() + deltaPrev.size() +
-                            dLogits.size() + gemmA.size() + gemmB.size();
+                            dLogits.size() + 3 * sliceDelta.size() + gemmA.size() + gemmB.size();
         for (std::size_t i = 0; i < post.size(); ++i) {
             total += pre[i].size() + post[i].size() + cols[i].size() + argmax[i].size() +
-                     dropMask[i].size();
+                     dropMask[i].size() + (positive[i].size() + sizeof(float) - 1) / sizeof(float);
         }
         return total * sizeof(float);
     }
@@ -219,8 +252,10 @@ const float* forward(const ParamLayout& layout, int k, Activation act, const flo
                 const float* weights = params + layout.weightOffset(l, k);
                 const float* bias = params + layout.biasOffset(l, k);
                 float* pre = ws.pre[i].data();
+                const bool fused = poolFused(layers, i, dropout);
+                const bool signsOnly = keepsSignsOnly(layers, i, act, dropout);
                 // Slice by slice of examples, each slice's columns made and used while in cache:
-                // pre = b, then += W cols, then activated.
+                // pre = b, then += W cols, then activated (and pooled, when fused).
                 const int slice = ws.slice(s, n);
                 for (int first = 0; first < n; first += slice) {
                     const int count = std::min(slice, n - first);
@@ -235,15 +270,38 @@ const float* forward(const ParamLayout& layout, int k, Activation act, const flo
                         im2col(s, in, n, first, count, ws.cols[i].data(),
                                static_cast<std::size_t>(width));
                     }
+                    // The slice's pre-activations and outputs: [f][width] rows of stride
+                    // `rowStride`, in the layer's buffers or the slice's own.
+                    float* slicePre = signsOnly ? ws.slicePre.data() : pre + at;
+                    float* sliceOut = signsOnly ? ws.slicePost.data() : out + at;
+                    const Eigen::Index rowStride = signsOnly ? width : cols;
                     for (Eigen::Index f = 0; f < filters; ++f) {
-                        std::fill_n(pre + f * cols + at, width, bias[f]);
+                        std::fill_n(slicePre + f * rowStride, width, bias[f]);
                     }
                     cpu::gemmAccumulate<RowMajor, RowMajor>(filters, width, fan, weights, fan,
-                                                            colData, stride, pre + at, cols,
+                                                            colData, stride, slicePre, rowStride,
                                                             ws.gemmA.data(), ws.gemmB.data());
                     for (Eigen::Index f = 0; f < filters; ++f) {
-                        activate(act, pre + f * cols + at, out + f * cols + at,
+                        activate(act, slicePre + f * rowStride, sliceOut + f * rowStride,
                                  static_cast<std::size_t>(width));
+                        if (signsOnly) {
+                            markPositive(slicePre + f * rowStride,
+                                         ws.positive[i].data() + f * cols + at,
+                                         static_cast<std::size_t>(width));
+                        }
+                    }
+                    if (fused) {
+                        // Filter f's planes of the slice: planes f n + first.. of the pool.
+                        const StackLayer& p = layers[i + 1];
+                        const std::size_t pooled = static_cast<std::size_t>(p.out.plane());
+                        for (Eigen::Index f = 0; f < filters; ++f) {
+                            const std::size_t planeAt = static_cast<std::size_t>(f) * n + first;
+                            poolForward(p, sliceOut + f * rowStride, count,
+                                        ws.post[i + 1].data() + planeAt * pooled,
+                                        p.pool == PoolKind::Max
+                                            ? ws.argmax[i + 1].data() + planeAt * pooled
+                                            : nullptr);
+                        }
                     }
                 }
                 if (dropout.on()) {
@@ -256,8 +314,11 @@ const float* forward(const ParamLayout& layout, int k, Activation act, const flo
                 break;
             }
             case LayerKind::Pool:
-                poolForward(s, in, s.in.channels * n, out,
-                            s.pool == PoolKind::Max ? ws.argmax[i].data() : nullptr);
+                if (i == 0 ||
+                    !poolFused(layers, i - 1, dropout)) {  // else made with the conv below
+                    poolForward(s, in, s.in.channels * n, out,
+                                s.pool == PoolKind::Max ? ws.argmax[i].data() : nullptr);
+                }
                 break;
             case LayerKind::Dense: {
                 const int l = s.param;
@@ -343,13 +404,18 @@ float groupGradient(const ParamLayout& layout, int k, Activation act, const floa
         const StackLayer& s = layers[ii];
         const float* in = ii > 0 ? ws.post[ii - 1].data() : input;
         const std::size_t outSize = static_cast<std::size_t>(s.out.size()) * n;
+        if (s.kind == LayerKind::Pool && ii > 0 && poolFused(layers, ii - 1, dropout)) {
+            continue;  // the conv below takes delta, the pool's output gradient, as it is
+        }
+        // A conv with its pooling fused applies its activation's gradient slice by slice.
+        const bool fused = poolFused(layers, ii, dropout);
         if (s.activated && dropout.on()) {
             // A mask per channel plane of an example (conv) or per unit (dense).
             const std::size_t span =
                 s.kind == LayerKind::Conv ? static_cast<std::size_t>(s.out.plane()) : 1;
             dropoutActivateGrad(act, ws.pre[ii].data(), ws.dropMask[ii].data(), delta,
                                 outSize / span, span);
-        } else if (s.activated) {
+        } else if (s.activated && !fused) {
             activateGrad(act, ws.pre[ii].data(), ws.post[ii].data(), delta, outSize);
         }
         switch (s.kind) {
@@ -415,15 +481,42 @@ float groupGradient(const ParamLayout& layout, int k, Activation act, const floa
                 const float* filterWeights = params + layout.weightOffset(l, k);
                 float* gw = grad + offsets[static_cast<std::size_t>(l)];
                 float* gb = gw + filters * fan;
-                // Slice by slice as forward() made them: the slice's columns again (forward()'s
-                // are still there when one slice holds the task), dW (+)= dY cols^T, and below
-                // the first layer dCols = W^T dY (into the columns, no longer needed), then
-                // col2im into the slice's examples of deltaPrev.
+                // Slice by slice as forward() made them: the slice's output gradient dY (with
+                // the pooling fused, made here from delta, the pool's output gradient, and the
+                // activation's), the slice's columns again (forward()'s are still there when one
+                // slice holds the task), dW (+)= dY cols^T, db (+)= dY's row sums, and below the
+                // first layer dCols = W^T dY (into the columns, no longer needed), then col2im
+                // into the slice's examples of deltaPrev.
                 const int slice = ws.slice(s, n);
                 for (int first = 0; first < n; first += slice) {
                     const int count = std::min(slice, n - first);
                     const Eigen::Index at = plane * first;
                     const Eigen::Index width = plane * count;
+                    const float* dY = delta + at;
+                    Eigen::Index dYStride = cols;
+                    if (fused) {
+                        const StackLayer& p = layers[ii + 1];
+                        const std::size_t pooled = static_cast<std::size_t>(p.out.plane());
+                        float* d = ws.sliceDelta.data();
+                        for (Eigen::Index f = 0; f < filters; ++f) {
+                            const std::size_t planeAt = static_cast<std::size_t>(f) * n + first;
+                            poolBackward(p, delta + planeAt * pooled,
+                                         p.pool == PoolKind::Max
+                                             ? ws.argmax[ii + 1].data() + planeAt * pooled
+                                             : nullptr,
+                                         count, d + f * width);
+                            if (keepsSignsOnly(layers, ii, act, dropout)) {
+                                keepWherePositive(ws.positive[ii].data() + f * cols + at,
+                                                  d + f * width, static_cast<std::size_t>(width));
+                            } else if (s.activated) {
+                                activateGrad(act, ws.pre[ii].data() + f * cols + at,
+                                             ws.post[ii].data() + f * cols + at, d + f * width,
+                                             static_cast<std::size_t>(width));
+                            }
+                        }
+                        dY = d;
+                        dYStride = width;
+                    }
                     const float* colData = ws.cols[ii].data();
                     Eigen::Index stride = width;
                     if (shared) {
@@ -434,26 +527,27 @@ float groupGradient(const ParamLayout& layout, int k, Activation act, const floa
                                static_cast<std::size_t>(width));
                     }
                     if (first == 0) {
-                        cpu::gemm<RowMajor, ColMajor>(filters, fan, width, delta + at, cols,
-                                                      colData, stride, gw, fan, ws.gemmA.data(),
+                        cpu::gemm<RowMajor, ColMajor>(filters, fan, width, dY, dYStride, colData,
+                                                      stride, gw, fan, ws.gemmA.data(),
                                                       ws.gemmB.data());
                     } else {
-                        cpu::gemmAccumulate<RowMajor, ColMajor>(filters, fan, width, delta + at,
-                                                                cols, colData, stride, gw, fan,
+                        cpu::gemmAccumulate<RowMajor, ColMajor>(filters, fan, width, dY, dYStride,
+                                                                colData, stride, gw, fan,
                                                                 ws.gemmA.data(), ws.gemmB.data());
+                    }
+                    for (Eigen::Index f = 0; f < filters; ++f) {
+                        const float sum =
+                            rowSum(dY + f * dYStride, static_cast<std::size_t>(width));
+                        gb[f] = first == 0 ? sum : gb[f] + sum;
                     }
                     if (ii == 0) {
                         continue;
                     }
                     float* dCols = ws.cols[ii].data();
-                    cpu::gemm<ColMajor, RowMajor>(fan, width, filters, filterWeights, fan,
-                                                  delta + at, cols, dCols, width, ws.gemmA.data(),
+                    cpu::gemm<ColMajor, RowMajor>(fan, width, filters, filterWeights, fan, dY,
+                                                  dYStride, dCols, width, ws.gemmA.data(),
                                                   ws.gemmB.data());
                     col2im(s, dCols, n, first, count, deltaPrev);
-                }
-                // db = the sum of each filter's row of dY.
-                for (Eigen::Index f = 0; f < filters; ++f) {
-                    gb[f] = rowSum(delta + f * cols, static_cast<std::size_t>(cols));
                 }
                 break;
             }
