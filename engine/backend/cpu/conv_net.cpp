@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "backend/cpu/conv_kernels.h"
+#include "backend/cpu/conv_workspace.h"
 #include "backend/cpu/gemm.h"
 #include "math/loss.h"
 
@@ -30,10 +31,12 @@ using conv::dropoutActivateGrad;
 using conv::fillDropoutMask;
 using conv::fillLayerDropoutMask;
 using conv::im2col;
+using conv::keepsSignsOnly;
 using conv::keepWherePositive;
 using conv::markPositive;
 using conv::poolBackward;
 using conv::poolForward;
+using conv::poolFused;
 using conv::rowSum;
 
 // Floats of a parameter update handed to one thread: a multiple of every SIMD width, so the
@@ -51,39 +54,6 @@ std::vector<std::size_t> packedOffsets(const ParamLayout& layout) {
     return offsets;
 }
 
-// A conv layer runs slice by slice of a task's examples: each slice's columns (fan-in x
-// examples Ho Wo), pre-activations and outputs (filters x examples Ho Wo each) fit in
-// sliceFloats floats (ConvNetCpu::kSliceFloats: half a core's L2 cache, which is 1 MiB on Zen 4
-// and 5 and 1.25 MiB on Ice Lake, leaving the rest to the GEMM's packed blocks), so they stay in
-// cache from im2col through the GEMM and the activation, and again through the gradients' GEMMs,
-// instead of a whole task's columns (7 MiB for the recipe's second conv) going out to memory and
-// back three times.
-
-// Examples per slice of conv layer s in a task of n examples.
-int sliceExamples(const StackLayer& s, int n, std::size_t sliceFloats) {
-    const std::size_t perExample =
-        static_cast<std::size_t>(s.fanIn() + 2 * s.out.channels) * s.out.plane();
-    return static_cast<int>(
-        std::clamp<std::size_t>(sliceFloats / perExample, 1, static_cast<std::size_t>(n)));
-}
-
-// Whether conv layer i's pooling (the layer above it) runs inside the conv's slices, on the
-// slice's outputs while they are in cache, forward and backward. Not under the activated
-// layers' dropout (mc_dropout), whose masks apply to a whole layer's outputs first.
-bool poolFused(const std::vector<StackLayer>& layers, std::size_t i, const DropoutStep& dropout) {
-    return layers[i].kind == LayerKind::Conv && i + 1 < layers.size() &&
-           layers[i + 1].kind == LayerKind::Pool && !dropout.on();
-}
-
-// Whether fused conv layer i keeps only its outputs' signs for the gradient: under ReLU, whose
-// gradient is 1 where the pre-activation is positive and 0 elsewhere, the pre-activations and
-// outputs live in one slice's buffers (in cache) and only a byte per output goes to memory, not
-// the two floats of every other layer (for the recipe's first conv, 32 x 784 per example).
-bool keepsSignsOnly(const std::vector<StackLayer>& layers, std::size_t i, Activation act,
-                    const DropoutStep& dropout) {
-    return act == Activation::Relu && layers[i].activated && poolFused(layers, i, dropout);
-}
-
 // Whether layer i's input is flat ([n][features]) rather than maps ([C][n][H W]): a dense
 // layer below it, through dropout layers only.
 bool flatInput(const std::vector<StackLayer>& layers, std::size_t i) {
@@ -96,119 +66,6 @@ bool flatInput(const std::vector<StackLayer>& layers, std::size_t i) {
 }
 
 }  // namespace
-
-// One thread's scratch for a task of up to kConvGroup examples.
-struct ConvNetCpu::Workspace {
-    std::vector<FloatBuffer> pre;   // per stack layer with parameters: its pre-activations
-    std::vector<FloatBuffer> post;  // per stack layer: its output
-    std::vector<std::vector<int32_t>> argmax;  // per max-pool layer
-    std::vector<FloatBuffer> cols;             // per conv layer: C k k x (slice Ho Wo)
-    FloatBuffer input;                         // the task's images as [C][n][H][W]
-    FloatBuffer flat;                          // n x features: the first dense layer's input
-    FloatBuffer delta;                         // the gradient of the current layer's output
-    FloatBuffer deltaPrev;
-    FloatBuffer dLogits;
-    // A fused conv's one slice (filters x slice Ho Wo each): its output gradient, and under
-    // keepsSignsOnly its pre-activations and outputs.
-    FloatBuffer sliceDelta;
-    FloatBuffer slicePre;
-    FloatBuffer slicePost;
-    std::vector<std::vector<uint8_t>> positive;  // per conv layer: pre-activation > 0, [F][n HW]
-    FloatBuffer gemmA;  // packing buffers of every product (backend/cpu/gemm.h)
-    FloatBuffer gemmB;
-    // Dropout only: per activated layer the step's masks, [C][n] (conv) or [n][units] (dense);
-    // per dropout layer (always) its masks in its input's layout.
-    std::vector<FloatBuffer> dropMask;
-
-    std::size_t sliceFloats = ConvNetCpu::kSliceFloats;
-
-    int slice(const StackLayer& s, int n) const { return sliceExamples(s, n, sliceFloats); }
-
-    void resize(const Architecture& a, int n, bool dropout, std::size_t floatsPerSlice) {
-        sliceFloats = floatsPerSlice;
-        const auto& layers = a.layers();
-        dropMask.assign(layers.size(), FloatBuffer{});
-        for (std::size_t i = 0; i < layers.size(); ++i) {
-            if (dropout && layers[i].activated) {
-                dropMask[i].assign(static_cast<std::size_t>(layers[i].units()) * n, 0.0f);
-            } else if (layers[i].kind == LayerKind::Dropout) {
-                dropMask[i].assign(static_cast<std::size_t>(layers[i].out.size()) * n, 0.0f);
-            }
-        }
-        pre.assign(layers.size(), FloatBuffer{});
-        post.assign(layers.size(), FloatBuffer{});
-        argmax.assign(layers.size(), {});
-        positive.assign(layers.size(), {});
-        cols.assign(layers.size(), FloatBuffer{});
-        std::size_t widest = static_cast<std::size_t>(a.input().size());
-        std::size_t flatSize = 0;
-        std::size_t sliceDeltaSize = 0;
-        for (std::size_t i = 0; i < layers.size(); ++i) {
-            const StackLayer& s = layers[i];
-            const std::size_t outSize = static_cast<std::size_t>(s.out.size()) * n;
-            widest = std::max(widest, outSize / n);
-            post[i].assign(outSize, 0.0f);
-            if (s.param >= 0) {
-                pre[i].assign(outSize, 0.0f);
-            }
-            if (s.kind == LayerKind::Conv) {
-                positive[i].assign(outSize, 0);
-                sliceDeltaSize = std::max(sliceDeltaSize, static_cast<std::size_t>(s.out.channels) *
-                                                              s.out.plane() * slice(s, n));
-                cols[i].assign(static_cast<std::size_t>(s.fanIn()) * s.out.plane() * slice(s, n),
-                               0.0f);
-            }
-            if (s.kind == LayerKind::Pool && s.pool == PoolKind::Max) {
-                argmax[i].assign(outSize, 0);
-            }
-            if (s.kind == LayerKind::Dense && flatSize == 0 && s.flattens) {
-                flatSize = static_cast<std::size_t>(s.in.size()) * n;
-            }
-        }
-        input.assign(static_cast<std::size_t>(a.input().size()) * n, 0.0f);
-        flat.assign(std::max<std::size_t>(flatSize, 1), 0.0f);
-        delta.assign(widest * n, 0.0f);
-        deltaPrev.assign(widest * n, 0.0f);
-        dLogits.assign(static_cast<std::size_t>(a.outputs()) * n, 0.0f);
-        sliceDelta.assign(std::max<std::size_t>(sliceDeltaSize, 1), 0.0f);
-        slicePre.assign(sliceDelta.size(), 0.0f);
-        slicePost.assign(sliceDelta.size(), 0.0f);
-        // Every product of a task of 1..n examples (the last group of a batch is smaller), a
-        // conv's of slices of 1..sliceExamples examples.
-        cpu::GemmBuffers buffers;
-        for (int m = 1; m <= n; ++m) {
-            for (const StackLayer& s : layers) {
-                const Eigen::Index fan = s.fanIn();
-                const Eigen::Index out = s.out.channels;
-                if (s.kind == LayerKind::Conv) {
-                    if (m > slice(s, n)) {
-                        continue;
-                    }
-                    const Eigen::Index cols = static_cast<Eigen::Index>(s.out.plane()) * m;
-                    buffers.need(out, cols, fan);  // forward
-                    buffers.need(out, fan, cols);  // dW
-                    buffers.need(fan, cols, out);  // dCols
-                } else if (s.kind == LayerKind::Dense) {
-                    buffers.need(m, out, fan);  // forward
-                    buffers.need(out, fan, m);  // dW
-                    buffers.need(m, fan, out);  // dA
-                }
-            }
-        }
-        gemmA.assign(buffers.sizeA, 0.0f);
-        gemmB.assign(buffers.sizeB, 0.0f);
-    }
-
-    std::size_t bytes() const {
-        std::size_t total = input.size() + flat.size() + delta.size() + deltaPrev.size() +
-                            dLogits.size() + 3 * sliceDelta.size() + gemmA.size() + gemmB.size();
-        for (std::size_t i = 0; i < post.size(); ++i) {
-            total += pre[i].size() + post[i].size() + cols[i].size() + argmax[i].size() +
-                     dropMask[i].size() + (positive[i].size() + sizeof(float) - 1) / sizeof(float);
-        }
-        return total * sizeof(float);
-    }
-};
 
 namespace {
 
