@@ -70,6 +70,32 @@ W5_INPUT_GRAD_MACS = 14 * 14 * 64 * 32 * 9 + 3136 * 256 + 256 * 10
 W5_TRAIN_MACS = 2 * W5_FORWARD_MACS + W5_INPUT_GRAD_MACS
 
 
+def workload_config(workload, members, threads, batch=None):
+    """ensemble-cli bench's --config and --set arguments for one of our training workloads
+    (w1, w2, w5); bench/growth.py uses them too. batch: another batch size than the workload's."""
+    if workload == "w1":  # the spirals preset: batch 32, Adam
+        argv = ["--config", "spirals", "--set", "ensemble.bootstrap=resample"]
+    elif workload == "w2":  # the preset's batch is 32; W2's is 128
+        argv = ["--config", "mnist-mlp", "--set", f"training.batch_size={batch or 128}"]
+        batch = None
+    elif workload == "w5":  # the mnist-cnn preset: batch 128, SGD with momentum
+        argv = ["--config", "mnist-cnn"]
+    else:
+        raise ValueError(f"no training workload {workload!r}")
+    if batch:
+        argv += ["--set", f"training.batch_size={batch}"]
+    return argv + ["--set", f"ensemble.members={members}", "--set", f"backend.threads={threads}"]
+
+
+def step_guess(workload, members, threads):
+    """A rough seconds-per-step of our side on a recent x86 core, to size the step counts."""
+    if workload == "w1":
+        return 2.5e-6 * members / threads + 2e-6
+    if workload == "w2":
+        return 1.2e-3 * members / threads + 0.6e-3 * (members == 1)
+    return 0.035 * members / threads
+
+
 class CpuSampler:
     """Busy share of the whole machine from /proc/stat, minus the measured process's own CPU
     time: what the rest of the machine did while we measured."""
@@ -221,15 +247,8 @@ class Runner:
     # -- workloads -----------------------------------------------------------------------------
 
     def ours_train(self, workload, k, threads, seconds):
-        if workload == "w1":
-            config = ["--config", "spirals", "--set", "ensemble.bootstrap=resample"]
-            step_guess = 2.5e-6 * k / threads + 2e-6
-        else:
-            config = ["--config", "mnist-mlp", "--set", "training.batch_size=128"]
-            step_guess = 1.2e-3 * k / threads + 0.6e-3 * (k == 1)
-        steps = max(3, int(seconds / 3 / step_guess))
-        argv = [self.cli, "bench", *config, "--set", f"ensemble.members={k}",
-                "--set", f"backend.threads={threads}", "--steps", str(steps),
+        steps = max(3, int(seconds / 3 / step_guess(workload, k, threads)))
+        argv = [self.cli, "bench", *workload_config(workload, k, threads), "--steps", str(steps),
                 "--warmup", str(max(2, steps // 10)), "--repeat", "3"]
         result, wall, other = self.run_ours(argv)
         sps = result["steps_per_sec"]
@@ -247,10 +266,8 @@ class Runner:
                     other_load=other)
 
     def ours_cnn(self, k, threads, seconds, predict=False):
-        step_guess = 0.035 * k / threads
-        steps = max(3, int(seconds / 3 / step_guess))
-        argv = [self.cli, "bench", "--config", "mnist-cnn", "--set", f"ensemble.members={k}",
-                "--set", f"backend.threads={threads}"]
+        steps = max(3, int(seconds / 3 / step_guess("w5", k, threads)))
+        argv = [self.cli, "bench", *workload_config("w5", k, threads)]
         if predict:
             argv += ["--steps", "1", "--warmup", "0", "--repeat", "1", "--predict", "2048"]
         else:
@@ -323,14 +340,11 @@ class Runner:
         """Peak resident memory of W1 at K = 1000 (a fresh process, 200 steps), or of W5 at
         K = 16 (20 steps)."""
         if cnn:
-            argv = [self.cli, "bench", "--config", "mnist-cnn", "--set", "ensemble.members=16",
-                    "--set", f"backend.threads={self.args.threads}", "--steps", "20",
-                    "--warmup", "1", "--repeat", "1"]
+            argv = [self.cli, "bench", *workload_config("w5", 16, self.args.threads),
+                    "--steps", "20", "--warmup", "1", "--repeat", "1"]
         else:
-            argv = [self.cli, "bench", "--config", "spirals", "--set",
-                    "ensemble.bootstrap=resample", "--set", "ensemble.members=1000", "--set",
-                    f"backend.threads={self.args.threads}", "--steps", "200", "--warmup", "5",
-                    "--repeat", "1"]
+            argv = [self.cli, "bench", *workload_config("w1", 1000, self.args.threads),
+                    "--steps", "200", "--warmup", "5", "--repeat", "1"]
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = status
