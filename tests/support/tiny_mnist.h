@@ -1,6 +1,7 @@
 #pragma once
 
-// A tiny generated MNIST in IDX files (tst_reproduce_mnist, tst_reproduce_active): 28 x 28
+// A tiny generated MNIST in IDX files (tst_reproduce_mnist, tst_reproduce_active,
+// tst_gui_methods): 28 x 28
 // images, label i mod 10, each a bright 6 x 6 block whose place follows its label, over a faint
 // pattern of the image's number (so rotations and translations move it). Point XDG_DATA_HOME at
 // the folder above ensemblelab/mnist and the engine reads them as MNIST.
@@ -8,6 +9,7 @@
 #include <cstdint>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <QtCore/QDir>
 #include <QtCore/QString>
@@ -58,6 +60,27 @@ inline bool writeTinyMnistFolder(const QString& folder, int trainRows, int testR
     writeTinyMnist(folder, "train-images-idx3-ubyte", "train-labels-idx1-ubyte", trainRows, 0);
     writeTinyMnist(folder, "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte", testRows, 11);
     return true;
+}
+
+// Gal et al.'s active study (gal-2017-active, mnist-active-cnn) in a fraction of a second on
+// these images (tst_reproduce_active, tst_gui_methods), as --set overrides: a tiny CNN, two
+// members, 20 + 3 x 5 labels, enough steps (at lr 0.01, no decay) that the mean curves reach 90
+// % on a folder of kTinyActiveTrainRows and kTinyActiveTestRows images.
+inline constexpr int kTinyActiveTrainRows = 64;
+inline constexpr int kTinyActiveTestRows = 30;
+
+inline std::vector<std::string> tinyActiveStudy() {
+    return {R"(model.layers=[{"type":"conv","filters":4,"kernel":3,"padding":"valid"},)"
+            R"({"type":"pool","kind":"max","size":4},{"type":"dense","units":16}])",
+            "ensemble.members=2",
+            "active.steps=30",
+            "active.epochs=0",
+            "optimizer.lr=0.01",
+            "optimizer.weight_decay=0",
+            "active.per_round=5",
+            "active.rounds=3",
+            "active.pool_subset=0",
+            "training.batch_size=16"};
 }
 
 }  // namespace ensemble::test

@@ -31,24 +31,11 @@ namespace rp = ensemble::reproduce;
 
 namespace {
 
-constexpr int kTrainRows = 64;
-constexpr int kTestRows = 30;
+constexpr int kTrainRows = ensemble::test::kTinyActiveTrainRows;
+constexpr int kTestRows = ensemble::test::kTinyActiveTestRows;
 const double kInf = std::numeric_limits<double>::infinity();
 
-// A study of a fraction of a second: a tiny CNN, two members, 20 + 3 x 5 labels, enough steps
-// (at lr 0.01, no decay) that the mean curves reach 90 % on the tiny images.
-const std::vector<std::string> kTiny = {
-    R"(model.layers=[{"type":"conv","filters":4,"kernel":3,"padding":"valid"},)"
-    R"({"type":"pool","kind":"max","size":4},{"type":"dense","units":16}])",
-    "ensemble.members=2",
-    "active.steps=30",
-    "active.epochs=0",
-    "optimizer.lr=0.01",
-    "optimizer.weight_decay=0",
-    "active.per_round=5",
-    "active.rounds=3",
-    "active.pool_subset=0",
-    "training.batch_size=16"};
+const std::vector<std::string> kTiny = ensemble::test::tinyActiveStudy();
 
 const rp::Reproduction& galRow() {
     const rp::Reproduction* r = rp::findReproduction("gal-2017-active");

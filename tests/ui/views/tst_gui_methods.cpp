@@ -17,6 +17,7 @@
 #include <QImage>
 #include <QListWidget>
 #include <QPushButton>
+#include <QScopeGuard>
 #include <QScrollBar>
 #include <QSignalSpy>
 #include <QTableView>
@@ -42,6 +43,7 @@
 #include "runs/run_store.h"
 #include "support/gui_test_support.h"
 #include "support/test_support.h"
+#include "support/tiny_mnist.h"
 #include "view_table.h"
 #include "view_tabs.h"
 #include "views/methods_maps.h"
@@ -81,6 +83,7 @@ class TestGuiMethods : public QObject {
     void closingTheWindowStopsAComparison();
     void reproduceGivesTheClisReport();
     void reproduceCancelKeepsThePartialTable();
+    void activeRowMatchesTheCli();
     void aNewRunEndsAReproduction();
 
   private:
@@ -776,6 +779,71 @@ void TestGuiMethods::reproduceCancelKeepsThePartialTable() {
     QVERIFY(view->summary().contains(QStringLiteral("Partial")));
     QVERIFY(view->runButton()->isEnabled());
     QVERIFY(view->exportButton()->isEnabled());
+}
+
+void TestGuiMethods::activeRowMatchesTheCli() {
+    // Gal et al.'s row (issue 50) through the app's job and through `ensemble-cli reproduce`, on
+    // a tiny generated MNIST with a tiny study: the same table, run figures, CSVs and figure
+    // (the curves with the paper's points), bit for bit.
+    QTemporaryDir data;
+    QVERIFY(data.isValid());
+    QVERIFY(ensemble::test::writeTinyMnistFolder(data.filePath(QStringLiteral("ensemblelab/mnist")),
+                                                 ensemble::test::kTinyActiveTrainRows,
+                                                 ensemble::test::kTinyActiveTestRows));
+    const QByteArray savedData = qgetenv("XDG_DATA_HOME");
+    qputenv("XDG_DATA_HOME", QFile::encodeName(data.path()));
+    const auto restore = qScopeGuard([&] { qputenv("XDG_DATA_HOME", savedData); });
+    QTemporaryDir storeDir;
+    QVERIFY(storeDir.isValid());
+    const ensemble::test::ScopedRunStore recordTo(storeDir.filePath(QStringLiteral("runs.sqlite")));
+
+    auto w = makeWindow({900, 600});
+    ensemble::ui::ReproduceRequest request;
+    request.id = "gal-2017-active";
+    request.options.quick = true;
+    request.options.overrides = ensemble::test::tinyActiveStudy();
+    QSignalSpy finished(w->controller(), &ensemble::ui::EngineController::reproduceFinished);
+    w->controller()->runReproduction(request);
+    QVERIFY(finished.count() == 1 || finished.wait(ensemble::test::progressWaitMs(120000)));
+    const auto outcome = finished.at(0).at(0).value<ReproduceOutcomePtr>();
+    QVERIFY2(outcome->error.isEmpty(), qPrintable(outcome->error));
+    QVERIFY(!outcome->cancelled && outcome->state->result->complete);
+
+    QTemporaryDir dir;
+    const QString reportPath = dir.filePath(QStringLiteral("cli.json"));
+    const QString csvDir = dir.filePath(QStringLiteral("cli-csv"));
+    const QString figurePath = dir.filePath(QStringLiteral("cli.svg"));
+    QStringList args = {"reproduce", "gal-2017-active", "--quick", "--report",
+                        reportPath,  "--csv",           csvDir,    "--figure",
+                        figurePath,  "--no-record"};
+    for (const std::string& o : request.options.overrides) {
+        args << "--set" << QString::fromStdString(o);
+    }
+    ENSEMBLE_VERIFY_RUN_OK(ensemble::test::runCli(args));
+    const json cli = readJson(reportPath);
+    const json& ours = outcome->state->report;
+    QVERIFY(!cli["rows"].empty());
+    QVERIFY2(cli["rows"] == ours["rows"], ours["rows"].dump(1).c_str());
+    QCOMPARE(cli["runs"].size(), std::size_t{2});  // bald and random, seed 1
+    QCOMPARE(cli["runs"].size(), ours["runs"].size());
+    for (std::size_t i = 0; i < cli["runs"].size(); ++i) {
+        QVERIFY(cli["runs"][i]["figures"] == ours["runs"][i]["figures"]);
+        QVERIFY(cli["runs"][i]["seed"] == ours["runs"][i]["seed"]);
+    }
+    QVERIFY(cli["summary"] == ours["summary"]);
+    // The curves: every CSV but runs.csv (its seconds differ between processes), and the figure.
+    const std::map<std::string, std::string> csvs =
+        ensemble::reproduce::resultCsvs(*outcome->state->result);
+    QVERIFY(csvs.count("active_curves.csv") == 1 && csvs.count("table.csv") == 1);
+    for (const auto& [name, text] : csvs) {
+        if (name != "runs.csv") {
+            QVERIFY2(readBytes(QDir(csvDir).filePath(QString::fromStdString(name))) ==
+                         QByteArray::fromStdString(text),
+                     name.c_str());
+        }
+    }
+    QVERIFY(outcome->state->figure.find("panel-active") != std::string::npos);
+    QCOMPARE(QByteArray::fromStdString(outcome->state->figure), readBytes(figurePath));
 }
 
 void TestGuiMethods::aNewRunEndsAReproduction() {
