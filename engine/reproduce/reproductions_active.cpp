@@ -121,16 +121,15 @@ Reproduction galActiveLearning() {
     r.quickCuts =
         "bald and random only, seed 1 only, and the study stops at 250 labels instead of 1,000 "
         "(23 rounds instead of 98): a labels-to-reach past 250 reads \"> 250\"";
-    // The whole row is 15 studies of 99 rounds, --quick two of 24 (a round of 100 steps trains
-    // for about 55 s on two idle cores, docs/active.md); --quick ran only with the code's budget,
-    // so the figures stay 0 ("not measured") and the text says what was measured.
+    // The whole row is 15 studies of 99 rounds, --quick two of 24. --quick was measured once, on
+    // a machine shared with builds; the whole row was not run, so both figures stay 0 ("not
+    // measured") and the text says what was measured (docs/active.md).
     r.costSeconds = 0.0;
     r.quickCostSeconds = 0.0;
     r.costMeasuredOn =
-        "not measured at 100 steps a round (--quick took 1,414 CPU-seconds with the code's 5 "
-        "epochs, GenuineIntel family 6 model 106); at about 70 s a round on two idle cores "
-        "(docs/active.md) the 15 studies of 99 rounds are about 30 hours, --quick about 45 "
-        "minutes";
+        "not measured for the whole row; --quick took 1,897 s (3,406 CPU-seconds) on "
+        "GenuineIntel family 6 model 106, 2 cores shared with builds, about 40 s a round: the 15 "
+        "studies of 99 rounds would be about 16 hours";
     for (const Table1Row& t : kTable1) {
         Check to90 = labelsCheck(t.level, "labels_to_90", t.to90);
         Check to95 = labelsCheck(t.level, "labels_to_95", t.to95);
