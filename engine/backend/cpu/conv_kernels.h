@@ -77,8 +77,9 @@ void shiftedPlane(const float* plane, int H, int W, int dy, int dx, float* out) 
     const std::ptrdiff_t to = static_cast<std::ptrdiff_t>(rows.end + dy) * W + dx;
     const std::ptrdiff_t lo = std::max<std::ptrdiff_t>(from, 0);
     const std::ptrdiff_t hi = std::min(to, size);
-    float* dst = out + static_cast<std::ptrdiff_t>(rows.begin) * W - from;  // dst[i] <- plane[i]
-    std::copy(plane + lo, plane + hi, dst + lo);
+    // plane[i] goes to out[i - from + rows.begin W].
+    std::copy(plane + lo, plane + hi,
+              out + (lo - from) + static_cast<std::ptrdiff_t>(rows.begin) * W);
     if (dx != 0) {
         zeroWrappedColumns(out, W, dx, rows);
     }
@@ -99,9 +100,10 @@ void addShiftedPlane(float* g, int H, int W, int dy, int dx, float* plane) {
     const std::ptrdiff_t to = static_cast<std::ptrdiff_t>(rows.end + dy) * W + dx;
     const std::ptrdiff_t lo = std::max<std::ptrdiff_t>(from, 0);
     const std::ptrdiff_t hi = std::min(to, size);
-    const float* src = g + static_cast<std::ptrdiff_t>(rows.begin) * W - from;
-    for (std::ptrdiff_t i = lo; i < hi; ++i) {
-        plane[i] += src[i];
+    // plane[i] receives g[i - from + rows.begin W].
+    const float* src = g + (lo - from) + static_cast<std::ptrdiff_t>(rows.begin) * W;
+    for (std::ptrdiff_t i = 0; i < hi - lo; ++i) {
+        plane[lo + i] += src[i];
     }
 }
 
