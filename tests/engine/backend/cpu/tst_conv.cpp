@@ -76,21 +76,15 @@ class TestConv : public QObject {
     Q_OBJECT
 
   private:
-    // The fast path's forward and gradient against the reference and its finite differences:
-    // with the conv layers' slices as in use (these small images: one slice per task) and cut
-    // to one example each (every slice's columns made again for the gradients).
+    // The fast path's forward and gradient against the reference and its finite differences,
+    // with the conv layers' slices as in use (these small images: one slice per task); then
+    // with one-example slices (every slice's columns made again for the gradients, the pooling
+    // fused per slice): the same forward and gradient up to the order of the sums over slices.
     void checkAgainstReference(Shape input, const std::vector<LayerSpec>& layers, Activation a,
                                int batch) {
-        checkAgainstReference(input, layers, a, batch, ConvNetCpu::kSliceFloats);
-        checkAgainstReference(input, layers, a, batch, 1);
-    }
-
-    void checkAgainstReference(Shape input, const std::vector<LayerSpec>& layers, Activation a,
-                               int batch, std::size_t sliceFloats) {
         const int members = 2;
         GradientCase p = makeGradientCase(input, layers, 3, members, batch, 11);
         ConvNetCpu net;
-        net.setSliceFloats(sliceFloats);
         net.bind(p.layout, a, batch, 2);
 
         // Forward: log-probabilities of both members.
@@ -138,6 +132,28 @@ class TestConv : public QObject {
                                                             "parameters")
                                                  .arg(relative)
                                                  .arg(mp.size())));
+
+        ConvNetCpu sliced;
+        sliced.setSliceFloats(1);
+        sliced.bind(p.layout, a, batch, 2);
+        std::vector<float> slicedLogProbs(logProbs.size());
+        sliced.predictLogProbs(p.params.data(), p.x.data(), batch, slicedLogProbs.data());
+        for (std::size_t i = 0; i < logProbs.size(); ++i) {
+            ENSEMBLE_COMPARE_NEAR_SCALED(slicedLogProbs[i], logProbs[i], test::kFloatRounding);
+        }
+        std::vector<float> slicedGrad(grad.size());
+        const float slicedLoss = sliced.gradient(k, p.params.data(), mb, batch, slicedGrad.data());
+        ENSEMBLE_COMPARE_NEAR_SCALED(slicedLoss, loss, test::kFloatRounding);
+        double slicedDiff = 0.0;
+        double gradNorm = 0.0;
+        for (std::size_t i = 0; i < grad.size(); ++i) {
+            slicedDiff +=
+                (static_cast<double>(slicedGrad[i]) - grad[i]) * (slicedGrad[i] - grad[i]);
+            gradNorm += static_cast<double>(grad[i]) * grad[i];
+        }
+        QVERIFY2(std::sqrt(slicedDiff / gradNorm) < 1e-5,
+                 qPrintable(QStringLiteral("one-example slices: relative gradient difference %1")
+                                .arg(std::sqrt(slicedDiff / gradNorm))));
     }
 
   private slots:
