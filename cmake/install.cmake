@@ -46,10 +46,12 @@ install(FILES ${_gz}/changelog.gz DESTINATION ${ENSEMBLE_DOCDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${ENSEMBLE_DOCDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs DESTINATION ${ENSEMBLE_DOCDIR}
   FILES_MATCHING PATTERN "*.md" PATTERN "*.png" PATTERN "*.json")
-# The one picture a page shows from outside docs/ (docs/performance.md's chart), where its
-# relative link finds it; scripts/check-package.sh checks that every installed picture link
+# The pictures a page shows from outside docs/ (docs/performance.md's charts), where their
+# relative links find them; scripts/check-package.sh checks that every installed picture link
 # resolves.
 install(FILES ${PROJECT_SOURCE_DIR}/bench/results/seconds_per_step.png
+  ${PROJECT_SOURCE_DIR}/bench/results/growth_k.png
+  ${PROJECT_SOURCE_DIR}/bench/results/growth_batch.png
   DESTINATION ${ENSEMBLE_DOCDIR}/bench/results)
 
 # The shipped data (resources/data: the UCI regression tables, CC BY 4.0, attributed in
