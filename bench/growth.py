@@ -37,7 +37,6 @@ import datetime
 import json
 import math
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -237,8 +236,7 @@ class Measurer:
         self.binary = binary
         self.quick = quick
         self.sampler = run_bench.CpuSampler()
-        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-        self.children_cpu = usage.ru_utime + usage.ru_stime
+        self.child_cpu = run_bench.ChildCpu()
         self.last = {}  # key -> seconds per step of its last quiet sample, to size the next
         self.last_points = {}  # the same, keyed by the point's fields
         self.ours = {}  # the binary's own report: backend, kernels, cpu
@@ -251,12 +249,9 @@ class Measurer:
             argv = [self.binary, "bench", *run_bench.workload_config(p["workload"], 1, 1,
                                                                      p["batch"]),
                     "--steps", "1", "--warmup", "0", "--repeat", "1"]
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            self.child_cpu.take()
             subprocess.run(argv, capture_output=True, text=True)
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            self.startup[k] = (after.ru_utime + after.ru_stime - before.ru_utime
-                               - before.ru_stime)
-            self.children_cpu = after.ru_utime + after.ru_stime
+            self.startup[k] = self.child_cpu.take()
         return self.startup[k]
 
     def guess(self, p):
@@ -327,8 +322,7 @@ class Measurer:
                 proc = subprocess.run(argv, capture_output=True, text=True,
                                       timeout=max(15.0, 4 * expected))
             except subprocess.TimeoutExpired:
-                usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-                self.children_cpu = usage.ru_utime + usage.ru_stime
+                self.child_cpu.take()  # the killed process's CPU is not a measurement
                 return dict(p, steps=steps, warmup=warmup, killed=True, noisy=True,
                             wall=time.perf_counter() - t0, loadavg_before=load_before,
                             waited_for_quiet=waited,
@@ -336,9 +330,7 @@ class Measurer:
                                                                time.perf_counter() - t0, 0.0))
             wall = time.perf_counter() - t0
             after = self.sampler.stat()
-            usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-            own = usage.ru_utime + usage.ru_stime - self.children_cpu
-            self.children_cpu = usage.ru_utime + usage.ru_stime
+            own = self.child_cpu.take()
             if proc.returncode != 0:
                 raise RuntimeError(f"{' '.join(argv)} failed: {proc.stderr.strip()}")
             with open(out) as f:

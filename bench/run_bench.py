@@ -96,6 +96,25 @@ def step_guess(workload, members, threads):
     return 0.035 * members / threads
 
 
+class ChildCpu:
+    """CPU seconds (user + system) of our finished child processes, one measurement at a time:
+    getrusage(RUSAGE_CHILDREN) only accumulates, so take() returns what the children that
+    ended since the last take() used."""
+
+    def __init__(self):
+        self.total = self._now()
+
+    @staticmethod
+    def _now():
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return usage.ru_utime + usage.ru_stime
+
+    def take(self):
+        now = self._now()
+        spent, self.total = now - self.total, now
+        return spent
+
+
 class CpuSampler:
     """Busy share of the whole machine from /proc/stat, minus the measured process's own CPU
     time: what the rest of the machine did while we measured."""
@@ -170,8 +189,7 @@ class Runner:
             print("run_bench: MNIST is not installed: skipping W2 (scripts/fetch-mnist.sh "
                   "fetches it)", flush=True)
         self.samples = []
-        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-        self._children_cpu = usage.ru_utime + usage.ru_stime
+        self._child_cpu = ChildCpu()
 
     def our_kernels(self):
         """What our side computes with: ensemble-cli bench's "cpu:" and "kernels:" lines."""
@@ -205,10 +223,7 @@ class Runner:
         out, err = proc.communicate()
         wall = time.perf_counter() - t0
         after = self.sampler.stat()
-        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-        # getrusage(CHILDREN) accumulates; take this child's share from the deltas.
-        own = usage.ru_utime + usage.ru_stime - self._children_cpu
-        self._children_cpu = usage.ru_utime + usage.ru_stime
+        own = self._child_cpu.take()
         if proc.returncode != 0:
             raise RuntimeError(f"{' '.join(argv)} failed: {err.strip()}")
         result = {}

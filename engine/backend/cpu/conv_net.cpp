@@ -35,6 +35,7 @@ using conv::keepsSignsOnly;
 using conv::keepWherePositive;
 using conv::markPositive;
 using conv::poolBackward;
+using conv::pooledByConvBelow;
 using conv::poolForward;
 using conv::poolFused;
 using conv::rowSum;
@@ -68,6 +69,27 @@ bool flatInput(const std::vector<StackLayer>& layers, std::size_t i) {
 }  // namespace
 
 namespace {
+
+// A conv slice's columns and their row stride: examples [first, first + count) of the n in
+// `in`. A shared batch's first layer reads the columns made once for every member (`shared`,
+// row stride sharedStride); else they are in `cols` already when `made`, or made there now.
+struct SliceColumns {
+    const float* data;
+    Eigen::Index stride;
+};
+
+SliceColumns sliceColumns(const StackLayer& s, const float* in, int n, int first, int count,
+                          const float* shared, std::size_t sharedStride, bool made, float* cols) {
+    const Eigen::Index at = static_cast<Eigen::Index>(s.out.plane()) * first;
+    const Eigen::Index width = static_cast<Eigen::Index>(s.out.plane()) * count;
+    if (shared != nullptr) {
+        return {shared + at, static_cast<Eigen::Index>(sharedStride)};
+    }
+    if (!made) {
+        im2col(s, in, n, first, count, cols, static_cast<std::size_t>(width));
+    }
+    return {cols, width};
+}
 
 // Forward pass of member k over n examples; returns the logits (n x outputs). sharedCols, when
 // not null, holds the first conv's columns for these examples with row stride colsStride.
@@ -118,15 +140,9 @@ const float* forward(const ParamLayout& layout, int k, Activation act, const flo
                     const int count = std::min(slice, n - first);
                     const Eigen::Index at = plane * first;
                     const Eigen::Index width = plane * count;
-                    const float* colData = ws.cols[i].data();
-                    Eigen::Index stride = width;
-                    if (i == 0 && sharedCols != nullptr) {
-                        colData = sharedCols + at;
-                        stride = static_cast<Eigen::Index>(colsStride);
-                    } else {
-                        im2col(s, in, n, first, count, ws.cols[i].data(),
-                               static_cast<std::size_t>(width));
-                    }
+                    const SliceColumns columns =
+                        sliceColumns(s, in, n, first, count, i == 0 ? sharedCols : nullptr,
+                                     colsStride, false, ws.cols[i].data());
                     // The slice's pre-activations and outputs: [f][width] rows of stride
                     // `rowStride`, in the layer's buffers or the slice's own.
                     float* slicePre = signsOnly ? ws.slicePre.data() : pre + at;
@@ -135,9 +151,9 @@ const float* forward(const ParamLayout& layout, int k, Activation act, const flo
                     for (Eigen::Index f = 0; f < filters; ++f) {
                         std::fill_n(slicePre + f * rowStride, width, bias[f]);
                     }
-                    cpu::gemmAccumulate<RowMajor, RowMajor>(filters, width, fan, weights, fan,
-                                                            colData, stride, slicePre, rowStride,
-                                                            ws.gemmA.data(), ws.gemmB.data());
+                    cpu::gemmAccumulate<RowMajor, RowMajor>(
+                        filters, width, fan, weights, fan, columns.data, columns.stride, slicePre,
+                        rowStride, ws.gemmA.data(), ws.gemmB.data());
                     for (Eigen::Index f = 0; f < filters; ++f) {
                         activate(act, slicePre + f * rowStride, sliceOut + f * rowStride,
                                  static_cast<std::size_t>(width));
@@ -171,8 +187,7 @@ const float* forward(const ParamLayout& layout, int k, Activation act, const flo
                 break;
             }
             case LayerKind::Pool:
-                if (i == 0 ||
-                    !poolFused(layers, i - 1, dropout)) {  // else made with the conv below
+                if (!pooledByConvBelow(layers, i, dropout)) {
                     poolForward(s, in, s.in.channels * n, out,
                                 s.pool == PoolKind::Max ? ws.argmax[i].data() : nullptr);
                 }
@@ -261,7 +276,7 @@ float groupGradient(const ParamLayout& layout, int k, Activation act, const floa
         const StackLayer& s = layers[ii];
         const float* in = ii > 0 ? ws.post[ii - 1].data() : input;
         const std::size_t outSize = static_cast<std::size_t>(s.out.size()) * n;
-        if (s.kind == LayerKind::Pool && ii > 0 && poolFused(layers, ii - 1, dropout)) {
+        if (pooledByConvBelow(layers, ii, dropout)) {
             continue;  // the conv below takes delta, the pool's output gradient, as it is
         }
         // A conv with its pooling fused applies its activation's gradient slice by slice.
@@ -334,7 +349,7 @@ float groupGradient(const ParamLayout& layout, int k, Activation act, const floa
                 const Eigen::Index filters = s.out.channels;
                 const Eigen::Index plane = s.out.plane();
                 const Eigen::Index cols = plane * n;
-                const bool shared = ii == 0 && sharedCols != nullptr;
+                const bool signsOnly = keepsSignsOnly(layers, ii, act, dropout);
                 const float* filterWeights = params + layout.weightOffset(l, k);
                 float* gw = grad + offsets[static_cast<std::size_t>(l)];
                 float* gb = gw + filters * fan;
@@ -362,7 +377,7 @@ float groupGradient(const ParamLayout& layout, int k, Activation act, const floa
                                              ? ws.argmax[ii + 1].data() + planeAt * pooled
                                              : nullptr,
                                          count, d + f * width);
-                            if (keepsSignsOnly(layers, ii, act, dropout)) {
+                            if (signsOnly) {
                                 keepWherePositive(ws.positive[ii].data() + f * cols + at,
                                                   d + f * width, static_cast<std::size_t>(width));
                             } else if (s.activated) {
@@ -374,23 +389,17 @@ float groupGradient(const ParamLayout& layout, int k, Activation act, const floa
                         dY = d;
                         dYStride = width;
                     }
-                    const float* colData = ws.cols[ii].data();
-                    Eigen::Index stride = width;
-                    if (shared) {
-                        colData = sharedCols + at;
-                        stride = static_cast<Eigen::Index>(colsStride);
-                    } else if (slice < n) {
-                        im2col(s, in, n, first, count, ws.cols[ii].data(),
-                               static_cast<std::size_t>(width));
-                    }
+                    const SliceColumns columns =
+                        sliceColumns(s, in, n, first, count, ii == 0 ? sharedCols : nullptr,
+                                     colsStride, slice >= n, ws.cols[ii].data());
                     if (first == 0) {
-                        cpu::gemm<RowMajor, ColMajor>(filters, fan, width, dY, dYStride, colData,
-                                                      stride, gw, fan, ws.gemmA.data(),
-                                                      ws.gemmB.data());
+                        cpu::gemm<RowMajor, ColMajor>(filters, fan, width, dY, dYStride,
+                                                      columns.data, columns.stride, gw, fan,
+                                                      ws.gemmA.data(), ws.gemmB.data());
                     } else {
-                        cpu::gemmAccumulate<RowMajor, ColMajor>(filters, fan, width, dY, dYStride,
-                                                                colData, stride, gw, fan,
-                                                                ws.gemmA.data(), ws.gemmB.data());
+                        cpu::gemmAccumulate<RowMajor, ColMajor>(
+                            filters, fan, width, dY, dYStride, columns.data, columns.stride, gw,
+                            fan, ws.gemmA.data(), ws.gemmB.data());
                     }
                     for (Eigen::Index f = 0; f < filters; ++f) {
                         const float sum =

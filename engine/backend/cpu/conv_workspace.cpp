@@ -22,6 +22,11 @@ bool poolFused(const std::vector<StackLayer>& layers, std::size_t i, const Dropo
            layers[i + 1].kind == LayerKind::Pool && !dropout.on();
 }
 
+bool pooledByConvBelow(const std::vector<StackLayer>& layers, std::size_t i,
+                       const DropoutStep& dropout) {
+    return layers[i].kind == LayerKind::Pool && i > 0 && poolFused(layers, i - 1, dropout);
+}
+
 bool keepsSignsOnly(const std::vector<StackLayer>& layers, std::size_t i, Activation act,
                     const DropoutStep& dropout) {
     return act == Activation::Relu && layers[i].activated && poolFused(layers, i, dropout);

@@ -31,6 +31,11 @@ int sliceExamples(const StackLayer& s, int n, std::size_t sliceFloats);
 // layers' dropout (mc_dropout), whose masks apply to a whole layer's outputs first.
 bool poolFused(const std::vector<StackLayer>& layers, std::size_t i, const DropoutStep& dropout);
 
+// Whether pool layer i is made inside the slices of the conv below it (poolFused(i - 1)), so
+// that its own forward and backward passes have nothing left to do.
+bool pooledByConvBelow(const std::vector<StackLayer>& layers, std::size_t i,
+                       const DropoutStep& dropout);
+
 // Whether fused conv layer i keeps only its outputs' signs for the gradient: under ReLU, whose
 // gradient is 1 where the pre-activation is positive and 0 elsewhere, the pre-activations and
 // outputs live in one slice's buffers (in cache) and only a byte per output goes to memory, not
