@@ -602,9 +602,15 @@ def main():
     p.add_argument("--render", metavar="GROWTH_JSON",
                    help="only redo the summaries, bends and plots from a saved growth.json")
     args = p.parse_args()
+    unknown = sorted(set(w.strip() for w in args.workloads.split(",")) - {"w1", "w2", "w5"})
+    if unknown:
+        p.error(f"--workloads: unknown {', '.join(unknown)}; expected a list of w1, w2, w5")
     if args.render:
-        with open(args.render) as f:
-            saved = json.load(f)
+        try:
+            with open(args.render) as f:
+                saved = json.load(f)
+        except (OSError, ValueError) as e:
+            p.error(f"--render {args.render}: {e}")
     else:
         saved = run(args)
     rows = summarise(saved)

@@ -1,6 +1,9 @@
 // The CPU's batched conv members: forward, backward (with dropout's masks where asked) and the
-// update over tiles of examples. One piece because every pass shares the tile
-// workspace and the layer walk; the element kernels are conv_kernels.h.
+// update over tiles of examples. One piece, over 600 lines, because the forward and backward
+// walks mirror each other layer by layer and slice by slice (a pool fused into its conv in one
+// must be skipped in the other) and the update sums what the backward tasks left; the
+// workspace and the slice and fusion rules are conv_workspace.h, the element kernels
+// conv_kernels.h.
 #include "backend/cpu/conv_net.h"
 
 #include <omp.h>
